@@ -1,0 +1,51 @@
+/**
+ * The run's persisted event log. Every change to a run appends events with contiguous seq from 1.
+ * A subset of kinds is delivered to the reducer (see `toReducerEvent` in lib/core).
+ * Seed: agent-runs, "Lifecycle" and "Controls" (steer_queued, steer_consumed); DESIGN section 4.
+ */
+import { z } from 'zod';
+
+export const RUN_EVENT_KINDS = [
+  // delivered to the reducer (steer_consumed arrives as user_input)
+  'run_started',
+  'steer_consumed',
+  'model_turn_completed',
+  'tool_result',
+  'request_resolved',
+  'request_closed',
+  'operation_failed',
+  'operation_cancelled',
+  'resumed',
+  'budget_exceeded',
+  'stopped',
+  // bookkeeping, not delivered
+  'reducer_answered',
+  'operation_started',
+  'request_opened',
+  'steer_queued',
+  'steers_discarded',
+  'control_rejected',
+  'paused',
+  'checkpoint_written',
+  'lease_taken_over',
+  'capability_gap',
+  'run_completed',
+  'run_failed',
+  'result_delivered',
+] as const;
+export const RunEventKind = z.enum(RUN_EVENT_KINDS);
+export type RunEventKind = z.infer<typeof RunEventKind>;
+
+/** One persisted event: `{seq, kind, at (ms epoch), effect_id?, operation_id?, data}`. */
+export const RunEvent = z.object({
+  seq: z.number().int().positive(),
+  kind: RunEventKind,
+  at: z.number(),
+  effect_id: z.string().optional(),
+  operation_id: z.string().optional(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type RunEvent = z.infer<typeof RunEvent>;
+
+/** An event before the commit assigns its seq. */
+export type NewRunEvent = Omit<RunEvent, 'seq'>;

@@ -1,0 +1,9 @@
+/** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
+export * from './common.ts';
+export * from './events.ts';
+export * from './model-turn.ts';
+export * from './reducer.ts';
+export * from './run.ts';
+export * from './tool-registration.ts';
+export * from './tool-result.ts';
+export * from './turn-outcome.ts';

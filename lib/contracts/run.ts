@@ -1,0 +1,371 @@
+/**
+ * Run lifecycle shapes: statuses, budgets, usage, controls and their acks, open requests, the
+ * operation, and the closed run record. Seed: agent-runs, "Lifecycle", "Operations", "Controls",
+ * "Budgets", "Leases, recovery and the sweeper".
+ */
+import { z } from 'zod';
+import { Count, JsonObject, Subject } from './common.ts';
+import { ApprovalSubject, Effect, Projection } from './reducer.ts';
+
+// ---------------------------------------------------------------- statuses
+
+export const RUN_STATUSES = [
+  'queued',
+  'running',
+  'waiting',
+  'paused',
+  'cancelling',
+  'completed',
+  'failed',
+  'stopped',
+] as const;
+export const RunStatus = z.enum(RUN_STATUSES);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+export const TERMINAL_STATUSES = ['completed', 'failed', 'stopped'] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+export function isTerminalStatus(status: RunStatus): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+// ---------------------------------------------------------------- budgets and usage
+
+/** The 9 limits, checked when an operation begins. Absent means unlimited. */
+export const BUDGET_LIMITS = [
+  'max_turns',
+  'max_operations',
+  'max_model_calls',
+  'max_total_tokens',
+  'max_wall_ms',
+  'max_consecutive_op_failures',
+  'max_children',
+  'max_live_children',
+  'max_depth',
+] as const;
+export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
+
+const Limit = z.number().int().positive();
+export const Budgets = z.object({
+  max_turns: Limit.optional(),
+  max_operations: Limit.optional(),
+  max_model_calls: Limit.optional(),
+  max_total_tokens: Limit.optional(),
+  max_wall_ms: Limit.optional(),
+  max_consecutive_op_failures: Limit.optional(),
+  max_children: Limit.optional(),
+  max_live_children: Limit.optional(),
+  max_depth: Limit.optional(),
+});
+export type Budgets = z.infer<typeof Budgets>;
+
+export const OnExceeded = z.enum(['pause', 'fail']);
+export type OnExceeded = z.infer<typeof OnExceeded>;
+
+/** Usage counters; they never decrease. */
+export const Usage = z.object({
+  turns: Count.default(0),
+  operations: Count.default(0),
+  model_calls: Count.default(0),
+  tool_calls: Count.default(0),
+  input_tokens: Count.default(0),
+  output_tokens: Count.default(0),
+});
+export type Usage = z.infer<typeof Usage>;
+export const EMPTY_USAGE: Usage = {
+  turns: 0,
+  operations: 0,
+  model_calls: 0,
+  tool_calls: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+};
+
+// ---------------------------------------------------------------- principal
+
+/**
+ * Who a run acts as. `user`: the creator. `agent`: `as_agent`, acting for `on_behalf_of` (a user).
+ * `system`: triggers and the runtime itself; a system caller may create a run on behalf of a user.
+ */
+export const Principal = z.object({
+  kind: z.enum(['user', 'agent', 'system']),
+  id: z.string().min(1),
+  on_behalf_of: z.string().min(1).optional(),
+});
+export type Principal = z.infer<typeof Principal>;
+
+// ---------------------------------------------------------------- controls
+
+const controlBase = { control_id: z.string().min(1).max(200) };
+
+export const StopControl = z.object({ ...controlBase, command: z.literal('stop'), reason: z.string().optional() });
+export const PauseControl = z.object({
+  ...controlBase,
+  command: z.literal('pause'),
+  reason: z.string().optional(),
+});
+export const ResumeControl = z.object({
+  ...controlBase,
+  command: z.literal('resume'),
+  budget_increase: Budgets.optional(),
+  accept_reducer_change: z.boolean().optional(),
+});
+export const SteerControl = z.object({ ...controlBase, command: z.literal('steer'), input: z.unknown() });
+export const ApproveControl = z.object({
+  ...controlBase,
+  command: z.literal('approve'),
+  request_id: z.string().min(1),
+  subject_digest: z.string().min(1),
+  decision: z.enum(['approved', 'rejected']).default('approved'),
+  reason: z.string().optional(),
+});
+export const ProvideInputControl = z.object({
+  ...controlBase,
+  command: z.literal('provide_input'),
+  request_id: z.string().min(1),
+  value: z.unknown(),
+});
+
+export const CONTROL_COMMANDS = ['stop', 'pause', 'resume', 'steer', 'approve', 'provide_input'] as const;
+export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
+
+/** A control: `{control_id, command, ...}`. The command set is closed. */
+export const Control = z.discriminatedUnion('command', [
+  StopControl,
+  PauseControl,
+  ResumeControl,
+  SteerControl,
+  ApproveControl,
+  ProvideInputControl,
+]);
+export type Control = z.infer<typeof Control>;
+
+/** Stable reasons a control is rejected with. */
+export const CONTROL_REJECTION_REASONS = [
+  'run_terminal',
+  'unauthorized',
+  'digest_mismatch',
+  'control_id_reused',
+  'request_not_found',
+  'request_kind_mismatch',
+  'not_paused',
+  'reducer_change_not_accepted',
+  'invalid_state',
+] as const;
+export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);
+export type ControlRejectionReason = z.infer<typeof ControlRejectionReason>;
+
+/** The three acknowledgement shapes. */
+export const AppliedAck = z.object({ ack: z.literal('applied'), seq: z.number().int().positive() });
+export const DuplicateAck = z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() });
+export const RejectedAck = z.object({
+  ack: z.literal('rejected'),
+  reason: z.string(),
+  seq: z.number().int().positive(),
+});
+export const ControlAck = z.discriminatedUnion('ack', [AppliedAck, DuplicateAck, RejectedAck]);
+export type ControlAck = z.infer<typeof ControlAck>;
+
+// ---------------------------------------------------------------- requests and operations
+
+/** An open request: approval, question (input) or parked external result. */
+export const OpenRequest = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('approval'),
+    request_id: z.string(),
+    effect_id: z.string(),
+    subject: ApprovalSubject,
+    opened_at: z.number(),
+    expires_at: z.number().nullable(),
+  }),
+  z.object({
+    kind: z.literal('input'),
+    request_id: z.string(),
+    effect_id: z.string(),
+    question: z.string(),
+    choices: z.array(z.string()).optional(),
+    schema: JsonObject.optional(),
+    opened_at: z.number(),
+    expires_at: z.number().nullable(),
+  }),
+  z.object({
+    kind: z.literal('result'),
+    request_id: z.string(),
+    effect_id: z.string(),
+    resume_key: z.string(),
+    op_id: z.string(),
+    tool: z.string(),
+    call_id: z.string().optional(),
+    opened_at: z.number(),
+    expires_at: z.number().nullable(),
+  }),
+]);
+export type OpenRequest = z.infer<typeof OpenRequest>;
+
+export const QueuedSteer = z.object({ steer_id: z.string(), control_id: z.string(), input: z.unknown(), seq: Count });
+export type QueuedSteer = z.infer<typeof QueuedSteer>;
+
+export const OPERATION_KINDS = ['model_turn', 'tool_call', 'compaction'] as const;
+export const OperationKind = z.union([z.enum(OPERATION_KINDS), z.string().min(1)]);
+
+/** The six outcomes an operation finishes with. */
+export const OPERATION_OUTCOMES = ['succeeded', 'waiting', 'retryable', 'blocked', 'failed', 'cancelled'] as const;
+export const OperationOutcome = z.enum(OPERATION_OUTCOMES);
+export type OperationOutcome = z.infer<typeof OperationOutcome>;
+
+/**
+ * The one active operation. `started_at` is null while it is pending (asked for, not yet
+ * dispatched, e.g. held by a budget pause). `effect` is the reducer effect that asked for it.
+ */
+export const Operation = z.object({
+  op_id: z.string(),
+  kind: OperationKind,
+  effect_id: z.string(),
+  effect: Effect,
+  replay_safe: z.boolean(),
+  interruptible: z.boolean(),
+  attempt: z.number().int().positive(),
+  started_at: z.number().nullable(),
+});
+export type Operation = z.infer<typeof Operation>;
+
+/** The lease: who executes the run's operations, until when. The fence is (owner, record.epoch). */
+export const Lease = z.object({ owner: z.string().min(1), expires_at: z.number() });
+export type Lease = z.infer<typeof Lease>;
+
+export const ReducerBinding = z.object({
+  function_path: z.string().min(1),
+  handler: z.string().optional(),
+  artifact_hash: z.string().optional(),
+});
+export type ReducerBinding = z.infer<typeof ReducerBinding>;
+
+/** Counters core keeps besides usage. */
+export const Counters = z.object({
+  next_op: Count.default(0),
+  next_req: Count.default(0),
+  next_steer: Count.default(0),
+  checkpoints: Count.default(0),
+  consecutive_op_failures: Count.default(0),
+});
+export type Counters = z.infer<typeof Counters>;
+
+// ---------------------------------------------------------------- the closed run record
+
+const recordBase = {
+  run_id: z.string().min(1),
+  version: Count,
+  created_at: z.number(),
+  updated_at: z.number(),
+  principal: Principal,
+  subject: Subject,
+  reducer: ReducerBinding.nullable(),
+  executor_config: JsonObject.default({}),
+  objective: z.string().optional(),
+  budgets: Budgets,
+  on_exceeded: OnExceeded,
+  usage: Usage,
+  counters: Counters,
+  epoch: Count,
+  last_seq: Count,
+  reduced_seq: Count,
+  turn: Count,
+  state_rev: Count,
+  projection: Projection.nullable(),
+  unanswered_calls: z.array(z.string()),
+  queued_steers: z.array(QueuedSteer),
+  parent_run_id: z.string().optional(),
+  depth: Count.default(0),
+  capability_hash: z.string().optional(),
+  /** Wake deadline (ms epoch): the sweeper wakes the run then if no step message did. */
+  wake_at: z.number().nullable(),
+};
+
+const OpenRequests = z.array(OpenRequest);
+const NoRequests = z.array(OpenRequest).max(0);
+const SomeRequests = z.array(OpenRequest).min(1);
+
+export const QueuedRun = z.object({
+  ...recordBase,
+  status: z.literal('queued'),
+  lease: z.null(),
+  operation: Operation.nullable(),
+  open_requests: OpenRequests,
+});
+/** Running with an operation in flight: no request may be open (an approval gates the operation). */
+export const RunningWithOperation = z.object({
+  ...recordBase,
+  status: z.literal('running'),
+  lease: Lease,
+  operation: Operation,
+  open_requests: NoRequests,
+});
+export const RunningBetweenOperations = z.object({
+  ...recordBase,
+  status: z.literal('running'),
+  lease: Lease,
+  operation: z.null(),
+  open_requests: OpenRequests,
+});
+/** Waiting always has at least one open request, and holds no lease (it costs nothing). */
+export const WaitingRun = z.object({
+  ...recordBase,
+  status: z.literal('waiting'),
+  lease: z.null(),
+  operation: Operation.nullable(),
+  open_requests: SomeRequests,
+});
+export const PausedRun = z.object({
+  ...recordBase,
+  status: z.literal('paused'),
+  lease: z.null(),
+  /** The operation kept for resume (never started while paused). */
+  operation: Operation.nullable(),
+  open_requests: OpenRequests,
+  pause_reason: z.string(),
+  paused_from: z.enum(['queued', 'running', 'waiting']),
+});
+export const CancellingRun = z.object({
+  ...recordBase,
+  status: z.literal('cancelling'),
+  lease: Lease,
+  operation: Operation,
+  open_requests: NoRequests,
+  stop_reason: z.string(),
+});
+const terminalBase = {
+  ...recordBase,
+  lease: z.null(),
+  operation: z.null(),
+  open_requests: NoRequests,
+  queued_steers: z.array(QueuedSteer).max(0),
+  terminal_reason: z.string(),
+  finished_at: z.number(),
+  /** Bookkeeping still owed by the sweeper (subject index release, hand-back). */
+  owed: z.array(z.enum(['finalize', 'handback'])).default([]),
+};
+export const CompletedRun = z.object({
+  ...terminalBase,
+  status: z.literal('completed'),
+  outcome: z.enum(['succeeded', 'partial', 'blocked']),
+  summary: z.string().optional(),
+});
+export const FailedRun = z.object({ ...terminalBase, status: z.literal('failed') });
+export const StoppedRun = z.object({ ...terminalBase, status: z.literal('stopped') });
+
+/**
+ * The closed run record. Illegal combinations (an operation in flight while a request is open,
+ * waiting with no open request, a terminal run with a lease or an operation, a running run
+ * without a lease) have no schema and cannot be parsed, so they cannot be stored.
+ */
+export const RunRecord = z.union([
+  QueuedRun,
+  RunningWithOperation,
+  RunningBetweenOperations,
+  WaitingRun,
+  PausedRun,
+  CancellingRun,
+  CompletedRun,
+  FailedRun,
+  StoppedRun,
+]);
+export type RunRecord = z.infer<typeof RunRecord>;
