@@ -25,6 +25,8 @@ export const RUN_EVENT_KINDS = [
   'steer_queued',
   'steers_discarded',
   'control_rejected',
+  'stop_requested',
+  'pause_requested',
   'paused',
   'checkpoint_written',
   'lease_taken_over',

@@ -225,8 +225,16 @@ export const Operation = z.object({
   interruptible: z.boolean(),
   attempt: z.number().int().positive(),
   started_at: z.number().nullable(),
+  /** Set when an approval opened by the policy gate for this operation was granted with this digest. */
+  approved_digest: z.string().optional(),
+  /** For tool calls: the model's call id this operation answers. */
+  call_id: z.string().optional(),
 });
 export type Operation = z.infer<typeof Operation>;
+/** An operation asked for but not yet dispatched (held by an approval, a budget pause or a takeover). */
+export const PendingOperation = Operation.extend({ started_at: z.null() });
+/** An operation dispatched and not yet finished: no request may be open beside it. */
+export const InFlightOperation = Operation.extend({ started_at: z.number() });
 
 /** The lease: who executes the run's operations, until when. The fence is (owner, record.epoch). */
 export const Lease = z.object({ owner: z.string().min(1), expires_at: z.number() });
@@ -267,7 +275,10 @@ const recordBase = {
   counters: Counters,
   epoch: Count,
   last_seq: Count,
+  /** Seq of the last event delivered to the reducer. */
   reduced_seq: Count,
+  /** Seqs of reducer-visible events not yet delivered, oldest first. */
+  inbox: z.array(z.number().int().positive()),
   turn: Count,
   state_rev: Count,
   projection: Projection.nullable(),
@@ -278,6 +289,8 @@ const recordBase = {
   capability_hash: z.string().optional(),
   /** Wake deadline (ms epoch): the sweeper wakes the run then if no step message did. */
   wake_at: z.number().nullable(),
+  /** A pause asked for during an operation, applied at the next boundary. */
+  pause_requested: z.string().optional(),
 };
 
 const OpenRequests = z.array(OpenRequest);
@@ -288,7 +301,7 @@ export const QueuedRun = z.object({
   ...recordBase,
   status: z.literal('queued'),
   lease: z.null(),
-  operation: Operation.nullable(),
+  operation: PendingOperation.nullable(),
   open_requests: OpenRequests,
 });
 /** Running with an operation in flight: no request may be open (an approval gates the operation). */
@@ -296,14 +309,15 @@ export const RunningWithOperation = z.object({
   ...recordBase,
   status: z.literal('running'),
   lease: Lease,
-  operation: Operation,
+  operation: InFlightOperation,
   open_requests: NoRequests,
 });
+/** Running between operations: at most a pending operation, which open requests may hold back. */
 export const RunningBetweenOperations = z.object({
   ...recordBase,
   status: z.literal('running'),
   lease: Lease,
-  operation: z.null(),
+  operation: PendingOperation.nullable(),
   open_requests: OpenRequests,
 });
 /** Waiting always has at least one open request, and holds no lease (it costs nothing). */
@@ -311,7 +325,7 @@ export const WaitingRun = z.object({
   ...recordBase,
   status: z.literal('waiting'),
   lease: z.null(),
-  operation: Operation.nullable(),
+  operation: PendingOperation.nullable(),
   open_requests: SomeRequests,
 });
 export const PausedRun = z.object({
@@ -319,7 +333,7 @@ export const PausedRun = z.object({
   status: z.literal('paused'),
   lease: z.null(),
   /** The operation kept for resume (never started while paused). */
-  operation: Operation.nullable(),
+  operation: PendingOperation.nullable(),
   open_requests: OpenRequests,
   pause_reason: z.string(),
   paused_from: z.enum(['queued', 'running', 'waiting']),
@@ -328,7 +342,7 @@ export const CancellingRun = z.object({
   ...recordBase,
   status: z.literal('cancelling'),
   lease: Lease,
-  operation: Operation,
+  operation: InFlightOperation,
   open_requests: NoRequests,
   stop_reason: z.string(),
 });

@@ -64,6 +64,7 @@ describe('contracts', () => {
       epoch: 1,
       last_seq: 1,
       reduced_seq: 1,
+      inbox: [],
       turn: 0,
       state_rev: 0,
       projection: null,

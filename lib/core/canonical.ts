@@ -1,0 +1,73 @@
+/**
+ * Canonical JSON (RFC 8785, JSON Canonicalization Scheme) and sha256 digests over it.
+ *
+ * Every digest the runtime computes or compares (approval subject digests, control command
+ * digests, state and payload digests) is sha256 over the canonical JSON of a value, never over
+ * a map's insertion order. Seed: agent-run-contracts, "Writing a deterministic reducer" (third
+ * bullet) and "Validation" (state_too_large: "The canonical state exceeds 256 KiB"); DESIGN
+ * section 6 (subject_digest: sha256 over canonical JSON, RFC 8785).
+ *
+ * Pure: `canonicalize` and `@noble/hashes` import no Node built-in (checked by
+ * test/unit/canonical.test.ts), so this module may live in lib/core.
+ */
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import canonicalize from 'canonicalize';
+
+/** Stable code of {@link CanonicalJsonError}. */
+export const NOT_JSON = 'not_json';
+
+/**
+ * A value has no JSON representation: `undefined`, a function or a symbol at top level, NaN or
+ * ±Infinity anywhere, a BigInt, a string with a lone surrogate, or a cycle. Terminal: the same
+ * value always fails. `cause` holds the underlying error when there is one.
+ */
+export class CanonicalJsonError extends Error {
+  override readonly name = 'CanonicalJsonError';
+  readonly code = NOT_JSON;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/**
+ * The RFC 8785 canonical JSON text of `value`: object keys sorted by UTF-16 code units, no
+ * whitespace, numbers in ECMAScript shortest form (`1.0` → `1`, `-0` → `0`, `1e21` → `1e+21`).
+ * Inside containers JSON.stringify's rules apply: an object property whose value is `undefined`
+ * (or a function/symbol) is omitted, such an array element becomes `null`, `toJSON` is honoured.
+ * Throws CanonicalJsonError when the value has no JSON representation (see the class).
+ */
+export function canonicalJson(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = canonicalize(value);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new CanonicalJsonError(`value has no canonical JSON form: ${reason}`, { cause });
+  }
+  if (text === undefined) {
+    throw new CanonicalJsonError(`value has no canonical JSON form: top-level ${typeof value}`);
+  }
+  return text;
+}
+
+/** sha256 of `data` as 64 lowercase hex characters; a string is hashed as its UTF-8 bytes. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return bytesToHex(sha256(typeof data === 'string' ? utf8ToBytes(data) : data));
+}
+
+/**
+ * `sha256Hex(canonicalJson(value))`: the digest of a JSON value, independent of key order.
+ * Throws CanonicalJsonError like {@link canonicalJson}.
+ */
+export function digestOf(value: unknown): string {
+  return sha256Hex(canonicalJson(value));
+}
+
+/**
+ * Size in bytes of the UTF-8 encoding of `canonicalJson(value)` (what the 256 KiB state limit,
+ * MAX_STATE_BYTES, is measured in). Throws CanonicalJsonError like {@link canonicalJson}.
+ */
+export function canonicalByteLength(value: unknown): number {
+  return utf8ToBytes(canonicalJson(value)).length;
+}

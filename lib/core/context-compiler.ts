@@ -1,0 +1,226 @@
+/**
+ * The context compiler: a pure function from a run's persisted event log to the model-neutral
+ * transcript of a model turn, plus a manifest of what it included.
+ *
+ * Seed: deterministic-seams ("The context compiler transforms authoritative state into the
+ * policy input ... Output includes both the model payload and a manifest of included
+ * artifacts"); agent-run-contracts, "The reducer contract" (event kinds and their data);
+ * DESIGN section 9 (the transcript is compiled from the event log).
+ *
+ * Which events become which message (events are read in seq order; any other kind is skipped
+ * and does not appear in the manifest):
+ *
+ * | event                                   | message                                            |
+ * |-----------------------------------------|----------------------------------------------------|
+ * | (opts.instructions)                     | system: the instructions (first; not in manifest)  |
+ * | run_started                             | user: `data.input` as user text (see below)        |
+ * | steer_consumed                          | user: `data.input` as user text                    |
+ * | request_resolved, kind input            | user: `data.value` as user text (the answer)       |
+ * | model_turn_completed                    | assistant: `data.message.text` (null when absent), |
+ * |                                         | `data.tool_calls` [{call_id, name, args}]          |
+ * | tool_result with call_id, not waiting   | tool: call_id, name, content = tool-visible text   |
+ * | operation_failed with data.call_id      | tool: call_id, name, `Error: <data.message>`       |
+ *
+ * User text of an input value: a string verbatim; an object with a string `text` field → that
+ * text; null/undefined → no message (the event is skipped); anything else → canonical JSON.
+ *
+ * The tool-visible text of a raisin.tool-result/1 envelope (`toolResultContent`), first rule
+ * that applies:
+ *  1. `payload` is a string → the string verbatim, whatever the status (a recorded output such
+ *     as `"Error: flight not available"` or `""` is seen exactly as recorded);
+ *  2. status is failed, blocked or retryable and the envelope has a diagnostic → `Error: ` +
+ *     the message of its first error-severity diagnostic (else its first diagnostic);
+ *  3. `payload` is present (not undefined) → canonical JSON (RFC 8785) of the payload;
+ *  4. status is failed, blocked or retryable → `Error: ` + (`error_class` ?? status);
+ *  5. otherwise → canonical JSON of `{status}` (e.g. `{"status":"succeeded"}`).
+ *
+ * The tool message's `name` is the name the model used for that call_id in the latest
+ * assistant turn that issued it (recorded transcripts reuse call ids across turns), falling
+ * back to the event's `data.tool` (or `data.tool` of operation_failed, or "") when no
+ * assistant turn issued it.
+ *
+ * Skipped on purpose: tool_result without call_id (a call the reducer made on its own, which
+ * the model never asked for) and tool_result whose envelope is `waiting` (the model sees the
+ * result delivered later for the same call); approvals (request_resolved kind approval);
+ * operation_failed without call_id (e.g. a failed model turn).
+ *
+ * Pure: no I/O, no clock. Throws ContextCompileError (`context_event_invalid`) when a relevant
+ * event's data does not match its contract shape: a corrupt log is a bug, never silently
+ * dropped.
+ */
+
+import type { z } from 'zod';
+import {
+  ModelTurnCompletedData,
+  OperationFailedData,
+  RequestResolvedData,
+  type RunEvent,
+  RunStartedData,
+  ToolResultData,
+  type ToolResultEnvelope,
+  UserInputData,
+} from '../contracts/index.ts';
+import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
+import { canonicalJson } from './canonical.ts';
+
+/** Stable code of {@link ContextCompileError}. */
+export const CONTEXT_EVENT_INVALID = 'context_event_invalid';
+
+/** A relevant event's data does not match its contract shape. Terminal: the same log always fails. */
+export class ContextCompileError extends Error {
+  override readonly name = 'ContextCompileError';
+  readonly code = CONTEXT_EVENT_INVALID;
+  readonly seq: number;
+  readonly kind: string;
+  constructor(seq: number, kind: string, message: string, options?: ErrorOptions) {
+    super(`event seq ${seq} (${kind}): ${message}`, options);
+    this.seq = seq;
+    this.kind = kind;
+  }
+}
+
+export interface CompileContextOptions {
+  /** The system instructions (request_model_turn.instructions); the first message when set. */
+  instructions?: string | undefined;
+  /** First seq to include (default 1): events with a smaller seq are ignored. */
+  from_seq?: number | undefined;
+  /** Last seq to include (default: all): events with a larger seq are ignored. */
+  to_seq?: number | undefined;
+}
+
+/** Envelope statuses whose absent string payload is shown to the model as `Error: ...`. */
+const ERROR_STATUSES: ReadonlySet<string> = new Set(['failed', 'blocked', 'retryable']);
+
+/**
+ * Compiles the transcript of a model turn from the event log (any order; duplicates by seq are
+ * read once). Returns the messages and the manifest `{from_seq, to_seq, included: [{seq, kind,
+ * role}]}` where `from_seq` is the option (default 1), `to_seq` the largest seq considered (or
+ * `from_seq - 1` when no event is in range) and `included` lists the events that produced a
+ * message, in message order. Throws ContextCompileError on a malformed relevant event.
+ */
+export function compileContext(
+  events: readonly RunEvent[],
+  opts: CompileContextOptions = {},
+): CompiledContext {
+  const fromSeq = opts.from_seq ?? 1;
+  const toSeq = opts.to_seq ?? Number.POSITIVE_INFINITY;
+  const inRange = events.filter((e) => e.seq >= fromSeq && e.seq <= toSeq);
+  const ordered = [...inRange].sort((a, b) => a.seq - b.seq);
+
+  const messages: ContextMessage[] = [];
+  const included: CompiledContext['manifest']['included'] = [];
+  /** call_id → the name the model gave it in the latest assistant turn that issued it. */
+  const callNames = new Map<string, string>();
+  let lastSeq = fromSeq - 1;
+
+  const push = (event: RunEvent, message: ContextMessage): void => {
+    messages.push(message);
+    included.push({ seq: event.seq, kind: event.kind, role: message.role });
+  };
+
+  if (opts.instructions !== undefined) messages.push({ role: 'system', content: opts.instructions });
+
+  for (const event of ordered) {
+    if (event.seq === lastSeq) continue;
+    lastSeq = event.seq;
+    switch (event.kind) {
+      case 'run_started': {
+        const text = userText(parse(RunStartedData, event).input);
+        if (text !== null) push(event, { role: 'user', content: text });
+        break;
+      }
+      case 'steer_consumed': {
+        const text = userText(parse(UserInputData, event).input);
+        if (text !== null) push(event, { role: 'user', content: text });
+        break;
+      }
+      case 'request_resolved': {
+        const data = parse(RequestResolvedData, event);
+        if (data.kind !== 'input') break;
+        const text = userText(data.value);
+        if (text !== null) push(event, { role: 'user', content: text });
+        break;
+      }
+      case 'model_turn_completed': {
+        const data = parse(ModelTurnCompletedData, event);
+        const toolCalls = data.tool_calls.map((c) => ({ call_id: c.call_id, name: c.name, args: c.args }));
+        for (const call of toolCalls) callNames.set(call.call_id, call.name);
+        push(event, { role: 'assistant', content: data.message.text ?? null, tool_calls: toolCalls });
+        break;
+      }
+      case 'tool_result': {
+        const data = parse(ToolResultData, event);
+        if (data.call_id === undefined || data.envelope.status === 'waiting') break;
+        push(event, {
+          role: 'tool',
+          call_id: data.call_id,
+          name: callNames.get(data.call_id) ?? data.tool,
+          content: toolResultContent(data.envelope),
+        });
+        break;
+      }
+      case 'operation_failed': {
+        const data = parse(OperationFailedData, event);
+        const callId = event.data.call_id;
+        if (typeof callId !== 'string' || callId === '') break;
+        const tool = typeof event.data.tool === 'string' ? event.data.tool : '';
+        push(event, {
+          role: 'tool',
+          call_id: callId,
+          name: callNames.get(callId) ?? tool,
+          content: `Error: ${data.message}`,
+        });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  const toSeqOut = ordered.length > 0 ? (ordered[ordered.length - 1]?.seq ?? fromSeq - 1) : fromSeq - 1;
+  return { messages, manifest: { from_seq: fromSeq, to_seq: toSeqOut, included } };
+}
+
+/**
+ * The model-visible text of a tool-result envelope: the five rules in this module's docstring
+ * (string payload verbatim; `Error: <diagnostic>` for a failed result; canonical JSON of the
+ * payload; `Error: <error_class|status>`; canonical JSON of `{status}`). Never throws for a JSON
+ * payload (the envelope came from a parsed, JSON-only log).
+ */
+export function toolResultContent(envelope: ToolResultEnvelope): string {
+  const { payload, status } = envelope;
+  if (typeof payload === 'string') return payload;
+  const isError = ERROR_STATUSES.has(status);
+  if (isError && envelope.diagnostics.length > 0) {
+    const diagnostic = envelope.diagnostics.find((d) => d.severity === 'error') ?? envelope.diagnostics[0];
+    if (diagnostic !== undefined) return `Error: ${diagnostic.message}`;
+  }
+  if (payload !== undefined) return canonicalJson(payload);
+  if (isError) return `Error: ${envelope.error_class ?? status}`;
+  return canonicalJson({ status });
+}
+
+/**
+ * The user text of an input value: a string verbatim, `{text: string}` → the text, null or
+ * undefined → null (no message), anything else → canonical JSON.
+ */
+export function userText(input: unknown): string | null {
+  if (input === undefined || input === null) return null;
+  if (typeof input === 'string') return input;
+  if (typeof input === 'object' && !Array.isArray(input)) {
+    const text = (input as { text?: unknown }).text;
+    if (typeof text === 'string') return text;
+  }
+  return canonicalJson(input);
+}
+
+function parse<S extends z.ZodType>(schema: S, event: RunEvent): z.output<S> {
+  const result = schema.safeParse(event.data);
+  if (result.success) return result.data;
+  const detail = result.error.issues.map((i) => `${i.path.map(String).join('.') || '(data)'}: ${i.message}`);
+  throw new ContextCompileError(
+    event.seq,
+    event.kind,
+    `data does not match its contract: ${detail.join('; ')}`,
+  );
+}

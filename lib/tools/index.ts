@@ -1,0 +1,56 @@
+/**
+ * lib/tools: registry, policy gate, dispatcher (ToolHost), envelope normalizer and audit log.
+ * DESIGN section 3 ("tools/") and section 9.
+ */
+export {
+  AUDIT_EVENTS,
+  type AuditEvent,
+  type AuditEventName,
+  type AuditLog,
+  type AuditSink,
+  createAuditLog,
+} from './audit-log.ts';
+export { canonicalJson, sha256OfCanonical } from './digest.ts';
+export {
+  RETRYABLE_ERROR_CLASSES,
+  TOOL_REGISTRATION_ERROR_CODES,
+  ToolError,
+  type ToolErrorOptions,
+  ToolRegistrationError,
+  type ToolRegistrationErrorCode,
+} from './errors.ts';
+export type {
+  HttpHandler,
+  LambdaHandler,
+  McpHandler,
+  McpToolClient,
+  ModuleHandler,
+  ToolHandler,
+  ToolInvocationContext,
+  WireContext,
+} from './handler.ts';
+export { errorClassForHttpStatus } from './http-handler.ts';
+export type { LambdaInvoker } from './lambda-handler.ts';
+export { failedEnvelope, type NormalizedResult, normalizeResult } from './normalize.ts';
+export {
+  OpenAiFunctionTool,
+  type OpenAiToolBinding,
+  registerOpenAiFunctionTools,
+} from './openai-functions.ts';
+export {
+  approvalDigest,
+  createPolicyGate,
+  GATE_DENY_CODES,
+  type GateFacts,
+  type PolicyGate,
+  PolicyRule,
+} from './policy-gate.ts';
+export {
+  type ArgumentError,
+  createToolRegistry,
+  type RegisteredTool,
+  type ToolDefinition,
+  type ToolMetadataInput,
+  type ToolRegistry,
+} from './registry.ts';
+export { createToolHost, type ToolFault, type ToolHostOptions } from './tool-host.ts';

@@ -1,0 +1,295 @@
+/**
+ * The tool dispatcher: the ToolHost port over a registry, a policy gate and an audit log.
+ * Seed: tool-invocation-contract ("Invocation", "Policy and authorization", "Audit and
+ * privacy"); agent-run-contracts ("Tool calls", "The tool-result envelope"); deterministic-seams
+ * ("The dispatcher", "The observation normalizer"); DESIGN section 9.
+ *
+ * execute(request, signal), in order; every failure is a `failed` envelope, never a throw:
+ *  1. unknown tool → error_class not_found (code tool_not_registered); audit failed.
+ *  2. the gate again (defense in depth): deny → error_class permission_denied with the deny code;
+ *     audit denied. require_approval is not re-checked here: core opens the approval and calls
+ *     execute only once it is granted.
+ *  3. args must be a JSON object (a plain JSON copy is taken). `__raisin_context` is removed BEFORE schema validation (tool
+ *     schemas do not describe it and may forbid extra properties); invalid args → error_class
+ *     invalid_input with ajv's messages as diagnostics (schema wording only), handler not called.
+ *  4. audit accepted. A signal already aborted → cancelled without calling the handler.
+ *  5. the handler gets frozen copies: args + `__raisin_context = {...reducer's context, run_id,
+ *     operation_id}` (core's two values win) and ctx {run_id, operation_id, idempotency_key (=
+ *     op_id when the effect or the tool is mutating), principal (the run's, as given), signal,
+ *     attempt, timeout_ms}. audit started.
+ *  6. deadline = min(request.timeout_ms, metadata.timeout_ms); ctx.signal = AbortSignal.any of
+ *     the caller's signal and AbortSignal.timeout(deadline). On abort the host waits up to
+ *     `finalizeGraceMs` for the handler to settle (cooperative cancellation), then answers:
+ *     caller abort → status failed, NO error_class (cancellation is not a tool fault), diagnostic
+ *     code `cancelled`, retryable false, audit cancelled; deadline → error_class timeout,
+ *     retryable true, audit timed_out.
+ *  7. a thrown ToolError → its class, code, message and retryable; any other exception →
+ *     error_class tool_error, generic message; the exception goes only to `debug`.
+ *  8. the result's compact JSON size > metadata.max_output_bytes → error_class tool_error, code
+ *     output_too_large, payload dropped. A result without JSON form → tool_error output_not_json.
+ *  9. a raisin.tool-result/1 envelope passes through with operation_id set (unparseable →
+ *     tool_error envelope_invalid); anything else is wrapped succeeded + legacy: true + payload.
+ *     audit completed (outcome = status), or failed when the envelope's status is failed.
+ */
+import type { Principal, ToolDescriptor, ToolResultEnvelope } from '../contracts/index.ts';
+import type { Clock, PolicyDecision, ToolCallRequest, ToolHost } from '../engine/ports.ts';
+import type { AuditEventName, AuditLog } from './audit-log.ts';
+import { ToolError } from './errors.ts';
+import { invokeHandler, type ToolInvocationContext } from './handler.ts';
+import { deepFreeze, isPlainObject, toJson } from './json.ts';
+import type { LambdaInvoker } from './lambda-handler.ts';
+import { diagnosticClassFor, failedEnvelope, normalizeResult } from './normalize.ts';
+import type { PolicyGate } from './policy-gate.ts';
+import type { RegisteredTool, ToolRegistry } from './registry.ts';
+
+/** An unclassified handler exception, for debugging only (never in envelopes or audit events). */
+export interface ToolFault {
+  run_id: string;
+  operation_id: string;
+  tool: string;
+  error: unknown;
+}
+
+export interface ToolHostOptions {
+  /** Sealed by createToolHost: the served catalogue does not change. */
+  registry: ToolRegistry;
+  gate: PolicyGate;
+  audit: AuditLog;
+  /** Default client for lambda handlers that bring none. */
+  lambdaClient?: LambdaInvoker;
+  /** For durations; default Date.now. */
+  clock?: Clock;
+  /** Milliseconds to wait for a handler to settle after cancellation or timeout; default 1000. */
+  finalizeGraceMs?: number;
+  /** Receives unclassified exceptions; the only place their text goes. */
+  debug?: (fault: ToolFault) => void;
+}
+
+const DEFAULT_FINALIZE_GRACE_MS = 1000;
+/** HTTP/Lambda adapters stop reading past 2 × max_output_bytes + 4 KiB (room for whitespace); the exact check is on the compact JSON. */
+const responseReadLimit = (maxOutputBytes: number): number => maxOutputBytes * 2 + 4096;
+
+type Settled = { kind: 'value'; value: unknown } | { kind: 'error'; error: unknown } | { kind: 'aborted' };
+
+export function createToolHost(options: ToolHostOptions): ToolHost {
+  const { registry, gate, audit } = options;
+  const clock = options.clock ?? { now: () => Date.now() };
+  const graceMs = options.finalizeGraceMs ?? DEFAULT_FINALIZE_GRACE_MS;
+  registry.seal();
+
+  function decide(request: ToolCallRequest, tool: RegisteredTool | undefined): PolicyDecision {
+    return gate.decide({
+      principal: request.principal,
+      tool_name: request.tool,
+      tool: tool?.descriptor,
+      mutating: isMutating(request, tool?.descriptor),
+      args: isPlainObject(request.args) ? request.args : {},
+    });
+  }
+
+  return {
+    list() {
+      return registry.list();
+    },
+
+    gate(request) {
+      const tool = registry.get(request.tool);
+      const decision = decide(request, tool);
+      if (decision.decision !== 'allow') {
+        audit.record({
+          event: decision.decision === 'deny' ? 'denied' : 'approval_pending',
+          run_id: request.run_id,
+          operation_id: request.op_id,
+          tool: request.tool,
+          tool_version: tool?.descriptor.version ?? null,
+          outcome: decision.decision === 'deny' ? 'denied' : 'approval_pending',
+          duration_ms: 0,
+          ...(decision.decision === 'deny' ? { error_code: decision.code } : {}),
+        });
+      }
+      return decision;
+    },
+
+    async execute(request, signal) {
+      const startedAt = clock.now();
+      const tool = registry.get(request.tool);
+      const record = (event: AuditEventName, outcome: string, errorCode?: string): void =>
+        audit.record({
+          event,
+          run_id: request.run_id,
+          operation_id: request.op_id,
+          tool: request.tool,
+          tool_version: tool?.descriptor.version ?? null,
+          outcome,
+          duration_ms: clock.now() - startedAt,
+          ...(errorCode === undefined ? {} : { error_code: errorCode }),
+        });
+      const fail = (
+        event: AuditEventName,
+        error: ToolError | { errorClass: undefined; code: string; message: string; retryable: boolean },
+        extra: { message: string; path: string }[] = [],
+      ): ToolResultEnvelope => {
+        record(event, event, error.code);
+        const severity = 'error' as const;
+        const cls = diagnosticClassFor(error.errorClass);
+        return failedEnvelope(request.op_id, error.errorClass, error.retryable, [
+          { code: error.code, severity, class: cls, message: error.message },
+          ...extra.map((e) => ({ code: error.code, severity, class: cls, message: e.message, path: e.path })),
+        ]);
+      };
+
+      if (tool === undefined) {
+        return fail(
+          'failed',
+          new ToolError('not_found', 'no tool with this name is registered', { code: 'tool_not_registered' }),
+        );
+      }
+      const decision = decide(request, tool);
+      if (decision.decision === 'deny') {
+        return fail(
+          'denied',
+          new ToolError('permission_denied', 'the call was denied by policy', { code: decision.code }),
+        );
+      }
+      // Plain JSON copies: what is validated is exactly what the handler receives.
+      const argsJson = isPlainObject(request.args) ? toJson(request.args) : null;
+      if (argsJson === null || !isPlainObject(argsJson.value)) {
+        return fail('failed', new ToolError('invalid_input', 'args must be a JSON object'));
+      }
+      const { __raisin_context: givenContext, ...plainArgs } = argsJson.value;
+      const check = tool.validateArgs(plainArgs);
+      if (!check.ok) {
+        return fail(
+          'failed',
+          new ToolError('invalid_input', 'args do not match the tool input schema'),
+          check.errors.map((e) => ({
+            message: `${e.path === '' ? 'args' : e.path} ${e.message}`,
+            path: e.path,
+          })),
+        );
+      }
+      record('accepted', 'accepted');
+      const cancelled = {
+        errorClass: undefined,
+        code: 'cancelled',
+        message: 'the call was cancelled',
+        retryable: false,
+      };
+      if (signal.aborted) return fail('cancelled', cancelled);
+
+      const { metadata } = tool.descriptor;
+      const mutating = isMutating(request, tool.descriptor);
+      const timeoutMs = Math.max(1, Math.min(request.timeout_ms ?? metadata.timeout_ms, metadata.timeout_ms));
+      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+      const args = deepFreeze({
+        ...plainArgs,
+        __raisin_context: {
+          ...(isPlainObject(givenContext) ? givenContext : {}),
+          run_id: request.run_id,
+          operation_id: request.op_id,
+        },
+      });
+      const ctx: ToolInvocationContext = Object.freeze({
+        run_id: request.run_id,
+        operation_id: request.op_id,
+        idempotency_key: mutating ? request.op_id : undefined,
+        principal: deepFreeze({ ...request.principal }) as Principal,
+        signal: callSignal,
+        attempt: request.attempt,
+        timeout_ms: timeoutMs,
+      });
+
+      record('started', 'started');
+      const handlerDone: Promise<Settled> = Promise.resolve()
+        .then(() =>
+          invokeHandler(tool.handler, args, ctx, {
+            lambdaClient: options.lambdaClient,
+            maxResponseBytes: responseReadLimit(metadata.max_output_bytes),
+          }),
+        )
+        .then(
+          (value): Settled => ({ kind: 'value', value }),
+          (error: unknown): Settled => ({ kind: 'error', error }),
+        );
+      const abort = whenAborted(callSignal);
+      let settled = await Promise.race([handlerDone, abort.promise]);
+      abort.dispose();
+      if (settled.kind === 'error' && callSignal.aborted) settled = { kind: 'aborted' };
+      if (settled.kind === 'aborted') {
+        await settleWithin(handlerDone, graceMs);
+        if (signal.aborted) return fail('cancelled', cancelled);
+        return fail(
+          'timed_out',
+          new ToolError('timeout', `the tool did not finish within ${timeoutMs} ms`, { code: 'timeout' }),
+        );
+      }
+      if (settled.kind === 'error') {
+        const { error } = settled;
+        if (error instanceof ToolError) return fail('failed', error);
+        try {
+          options.debug?.({ run_id: request.run_id, operation_id: request.op_id, tool: request.tool, error });
+        } catch {
+          // A failing debug hook must not change the call's answer.
+        }
+        return fail('failed', new ToolError('tool_error', 'the tool failed', { code: 'tool_error' }));
+      }
+      const json = toJson(settled.value);
+      if (json === null) {
+        return fail(
+          'failed',
+          new ToolError('tool_error', 'the tool result is not JSON', { code: 'output_not_json' }),
+        );
+      }
+      if (json.bytes > metadata.max_output_bytes) {
+        return fail(
+          'failed',
+          new ToolError(
+            'tool_error',
+            `the tool result exceeds the output bound of ${metadata.max_output_bytes} bytes`,
+            {
+              code: 'output_too_large',
+            },
+          ),
+        );
+      }
+      const normalized = normalizeResult(json.value, request.op_id);
+      if (!normalized.ok) {
+        return fail(
+          'failed',
+          new ToolError('tool_error', 'the tool answered with a malformed envelope', {
+            code: normalized.code,
+          }),
+        );
+      }
+      const { envelope } = normalized;
+      if (envelope.status === 'failed')
+        record('failed', 'failed', envelope.error_class ?? 'tool_reported_failure');
+      else record('completed', envelope.status);
+      return envelope;
+    },
+  };
+}
+
+/** The effect's declaration or the tool's metadata: either one makes the call mutating. */
+function isMutating(request: ToolCallRequest, tool: ToolDescriptor | undefined): boolean {
+  return request.mutating === true || tool?.metadata.mutating === true;
+}
+
+function whenAborted(signal: AbortSignal): { promise: Promise<Settled>; dispose: () => void } {
+  let onAbort = (): void => {};
+  const promise = new Promise<Settled>((resolve) => {
+    onAbort = () => resolve({ kind: 'aborted' });
+    if (signal.aborted) resolve({ kind: 'aborted' });
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+async function settleWithin(done: Promise<Settled>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([done, grace]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,306 @@
+import { describe, expect, it } from 'vitest';
+import { RunEvent } from '../../lib/contracts/index.ts';
+import {
+  CONTEXT_EVENT_INVALID,
+  ContextCompileError,
+  compileContext,
+  toolResultContent,
+} from '../../lib/core/context-compiler.ts';
+import { eventsFromRecording } from '../../lib/models/recorded.ts';
+import { loadTrajectories, toRecordedConversation } from '../../lib/models/tau-bench.ts';
+
+const TAU_BENCH_DIR = process.env.TAU_BENCH_DIR ?? '/work/shared/data/tau-bench-airline';
+
+type Ev = RunEvent;
+let nextSeq = 0;
+function ev(kind: Ev['kind'], data: Record<string, unknown>, extra: Partial<Ev> = {}): Ev {
+  nextSeq++;
+  return { seq: nextSeq, kind, at: 0, data, ...extra };
+}
+function reset(): void {
+  nextSeq = 0;
+}
+function envelope(fields: Record<string, unknown>): Record<string, unknown> {
+  return { envelope: 'raisin.tool-result/1', status: 'succeeded', ...fields };
+}
+const usage = { input_tokens: 1, output_tokens: 1 };
+
+describe('compileContext', () => {
+  it('turns the relevant events into system, user, assistant and tool messages in seq order', () => {
+    reset();
+    const events = [
+      ev('run_started', { input: 'Book me a flight' }),
+      ev('operation_started', { kind: 'model_turn' }),
+      ev('model_turn_completed', {
+        message: { text: 'Looking it up' },
+        tool_calls: [{ call_id: 'c1', name: 'search', args: { from: 'JFK' } }],
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      ev('tool_result', {
+        call_id: 'c1',
+        tool: '/lib/air/search',
+        envelope: envelope({ payload: 'HAT001' }),
+      }),
+      ev('model_turn_completed', {
+        message: { text: 'Which seat?' },
+        tool_calls: [],
+        finish_reason: 'stop',
+        usage,
+      }),
+      ev('request_opened', { request_id: 'r/1', kind: 'input' }),
+      ev('request_resolved', { request_id: 'r/1', kind: 'input', value: { text: 'Aisle' } }),
+      ev('steer_queued', { steer_id: 's/1' }),
+      ev('steer_consumed', { steer_id: 's/1', input: 'And no insurance' }),
+      ev('reducer_answered', {}),
+    ];
+
+    const { messages, manifest } = compileContext(events, { instructions: 'You are an airline agent.' });
+
+    expect(messages).toEqual([
+      { role: 'system', content: 'You are an airline agent.' },
+      { role: 'user', content: 'Book me a flight' },
+      {
+        role: 'assistant',
+        content: 'Looking it up',
+        tool_calls: [{ call_id: 'c1', name: 'search', args: { from: 'JFK' } }],
+      },
+      { role: 'tool', call_id: 'c1', name: 'search', content: 'HAT001' },
+      { role: 'assistant', content: 'Which seat?', tool_calls: [] },
+      { role: 'user', content: 'Aisle' },
+      { role: 'user', content: 'And no insurance' },
+    ]);
+    expect(manifest).toEqual({
+      from_seq: 1,
+      to_seq: 10,
+      included: [
+        { seq: 1, kind: 'run_started', role: 'user' },
+        { seq: 3, kind: 'model_turn_completed', role: 'assistant' },
+        { seq: 4, kind: 'tool_result', role: 'tool' },
+        { seq: 5, kind: 'model_turn_completed', role: 'assistant' },
+        { seq: 7, kind: 'request_resolved', role: 'user' },
+        { seq: 9, kind: 'steer_consumed', role: 'user' },
+      ],
+    });
+  });
+
+  it('reads events in seq order whatever order they are given in, once per seq', () => {
+    reset();
+    const a = ev('run_started', { input: 'first' });
+    const b = ev('steer_consumed', { steer_id: 's', input: 'second' });
+    const { messages } = compileContext([b, a, b]);
+    expect(messages.map((m) => m.role === 'user' && m.content)).toEqual(['first', 'second']);
+  });
+
+  it('renders user inputs: string verbatim, {text} as its text, other JSON canonically, null as nothing', () => {
+    reset();
+    const events = [
+      ev('run_started', { input: { text: 'hello', lang: 'en' } }),
+      ev('steer_consumed', { steer_id: 's', input: { b: 2, a: [1, 'x'] } }),
+      ev('request_resolved', { request_id: 'r', kind: 'input', value: 42 }),
+      ev('request_resolved', { request_id: 'r2', kind: 'input' }),
+      ev('steer_consumed', { steer_id: 's2', input: null }),
+    ];
+    const { messages, manifest } = compileContext(events);
+    expect(messages).toEqual([
+      { role: 'user', content: 'hello' },
+      { role: 'user', content: '{"a":[1,"x"],"b":2}' },
+      { role: 'user', content: '42' },
+    ]);
+    expect(manifest.included.map((i) => i.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('skips approvals, waiting results, results without call id and failures without call id', () => {
+    reset();
+    const events = [
+      ev('run_started', { input: 'go' }),
+      ev('request_resolved', {
+        request_id: 'r',
+        kind: 'approval',
+        decision: 'approved',
+        subject_digest: 'd',
+      }),
+      ev('tool_result', {
+        call_id: 'c1',
+        tool: 't',
+        envelope: envelope({ status: 'waiting', resume_key: 'k' }),
+      }),
+      ev('tool_result', { tool: 't', envelope: envelope({ payload: 'reducer-only call' }) }),
+      ev('operation_failed', {
+        error_class: 'timeout',
+        retryable: true,
+        outcome_unknown: false,
+        message: 'model',
+      }),
+      ev('budget_exceeded', { which: 'tokens', limit: 1, used: 2 }),
+    ];
+    const { messages, manifest } = compileContext(events);
+    expect(messages).toEqual([{ role: 'user', content: 'go' }]);
+    expect(manifest.included).toEqual([{ seq: 1, kind: 'run_started', role: 'user' }]);
+    expect(manifest.to_seq).toBe(6);
+  });
+
+  it('answers a tool call whose operation failed with "Error: <message>"', () => {
+    reset();
+    const events = [
+      ev('model_turn_completed', {
+        message: {},
+        tool_calls: [{ call_id: 'c9', name: 'cancel_reservation', args: { id: 'X' } }],
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      ev('operation_failed', {
+        call_id: 'c9',
+        error_class: 'tool_error',
+        retryable: false,
+        outcome_unknown: true,
+        message: 'lease taken over',
+      }),
+    ];
+    const { messages, manifest } = compileContext(events);
+    expect(messages).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ call_id: 'c9', name: 'cancel_reservation', args: { id: 'X' } }],
+      },
+      { role: 'tool', call_id: 'c9', name: 'cancel_reservation', content: 'Error: lease taken over' },
+    ]);
+    expect(manifest.included[1]).toEqual({ seq: 2, kind: 'operation_failed', role: 'tool' });
+  });
+
+  it('names a tool message after the latest call that used its call id, else after data.tool', () => {
+    reset();
+    const turn = (name: string) =>
+      ev('model_turn_completed', {
+        message: { text: null },
+        tool_calls: [{ call_id: 'dup', name, args: {} }],
+        finish_reason: 'tool_calls',
+        usage,
+      });
+    const result = (callId: string) =>
+      ev('tool_result', { call_id: callId, tool: '/lib/t', envelope: envelope({ payload: 'ok' }) });
+    const events = [turn('first'), result('dup'), turn('second'), result('dup'), result('unknown')];
+    const names = compileContext(events).messages.flatMap((m) => (m.role === 'tool' ? [m.name] : []));
+    expect(names).toEqual(['first', 'second', '/lib/t']);
+  });
+
+  it('windows the log with from_seq and to_seq and reports the window in the manifest', () => {
+    reset();
+    const events = [
+      ev('run_started', { input: 'a' }),
+      ev('steer_consumed', { steer_id: 's1', input: 'b' }),
+      ev('steer_consumed', { steer_id: 's2', input: 'c' }),
+      ev('steer_consumed', { steer_id: 's3', input: 'd' }),
+    ];
+    const windowed = compileContext(events, { from_seq: 2, to_seq: 3 });
+    expect(windowed.messages).toEqual([
+      { role: 'user', content: 'b' },
+      { role: 'user', content: 'c' },
+    ]);
+    expect(windowed.manifest).toMatchObject({ from_seq: 2, to_seq: 3 });
+    expect(compileContext(events, { from_seq: 9 }).manifest).toEqual({
+      from_seq: 9,
+      to_seq: 8,
+      included: [],
+    });
+  });
+
+  it('fails loudly with context_event_invalid on a relevant event whose data breaks its contract', () => {
+    reset();
+    const bad = ev('model_turn_completed', {
+      message: { text: 'x' },
+      tool_calls: [{ call_id: '', name: 'n', args: {} }],
+    });
+    let caught: unknown;
+    try {
+      compileContext([bad]);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ContextCompileError);
+    expect(caught).toMatchObject({ code: CONTEXT_EVENT_INVALID, seq: 1, kind: 'model_turn_completed' });
+  });
+});
+
+describe('toolResultContent', () => {
+  const base = {
+    envelope: 'raisin.tool-result/1' as const,
+    reads: [],
+    writes: [],
+    artifact_refs: [],
+    evidence: [],
+  };
+  const rest = { diagnostics: [], suggested_next_actions: [] };
+  const diag = (severity: 'error' | 'warning', message: string) => ({ code: 'x', severity, message });
+
+  it('shows a string payload verbatim, even an empty one or on a failed result', () => {
+    expect(toolResultContent({ ...base, ...rest, status: 'succeeded', payload: 'Error: seat taken' })).toBe(
+      'Error: seat taken',
+    );
+    expect(toolResultContent({ ...base, ...rest, status: 'succeeded', payload: '' })).toBe('');
+    expect(
+      toolResultContent({
+        ...base,
+        ...rest,
+        status: 'failed',
+        payload: 'raw',
+        diagnostics: [diag('error', 'no')],
+      }),
+    ).toBe('raw');
+  });
+
+  it('shows a failed result without string payload as "Error: " and its first error diagnostic', () => {
+    const diagnostics = [diag('warning', 'slow'), diag('error', 'flight HAT030 not available')];
+    expect(toolResultContent({ ...base, ...rest, status: 'failed', diagnostics, payload: { a: 1 } })).toBe(
+      'Error: flight HAT030 not available',
+    );
+    expect(
+      toolResultContent({ ...base, ...rest, status: 'blocked', diagnostics: [diag('warning', 'w')] }),
+    ).toBe('Error: w');
+  });
+
+  it('shows a non-string payload as canonical JSON and a bare result as its status', () => {
+    expect(
+      toolResultContent({ ...base, ...rest, status: 'succeeded', payload: { z: 1, a: [true, null] } }),
+    ).toBe('{"a":[true,null],"z":1}');
+    expect(toolResultContent({ ...base, ...rest, status: 'succeeded', payload: 299 })).toBe('299');
+    expect(toolResultContent({ ...base, ...rest, status: 'retryable', error_class: 'rate_limited' })).toBe(
+      'Error: rate_limited',
+    );
+    expect(toolResultContent({ ...base, ...rest, status: 'failed' })).toBe('Error: failed');
+    expect(toolResultContent({ ...base, ...rest, status: 'succeeded' })).toBe('{"status":"succeeded"}');
+  });
+});
+
+describe('compileContext on the 160 recorded tau-bench airline conversations', () => {
+  it('reproduces every recorded conversation, and every prefix before an assistant turn, exactly', async () => {
+    const trajectories = await loadTrajectories(`${TAU_BENCH_DIR}/trajectories.json`);
+    expect(trajectories).toHaveLength(160);
+    let prefixes = 0;
+    let errorOutputs = 0;
+    for (const traj of trajectories) {
+      const recording = toRecordedConversation(traj);
+      const opts = { instructions: recording.system ?? undefined };
+
+      const events = eventsFromRecording(recording);
+      for (const event of events) expect(RunEvent.safeParse(event).success).toBe(true);
+      const full = compileContext(events, opts);
+      expect(full.messages).toStrictEqual(recording.messages);
+      expect(full.manifest.included).toHaveLength(recording.messages.length - 1);
+
+      recording.messages.forEach((message, i) => {
+        if (message.role !== 'assistant') return;
+        const prefix = compileContext(eventsFromRecording(recording, { upTo: i }), opts);
+        expect(prefix.messages).toStrictEqual(recording.messages.slice(0, i));
+        prefixes++;
+      });
+      errorOutputs += recording.messages.filter(
+        (m) => m.role === 'tool' && m.content.startsWith('Error: '),
+      ).length;
+    }
+    // 1955 assistant turns in the data set; 66 tool outputs travel as failed envelopes.
+    expect(prefixes).toBe(1955);
+    expect(errorOutputs).toBe(66);
+  });
+});
