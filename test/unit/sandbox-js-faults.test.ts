@@ -97,6 +97,26 @@ describe('JavaScript reducer: the artifact or the limits make it unavailable', (
     expect(result).toEqual({ kind: 'unavailable', reason: 'timeout: the reducer ran past 50 ms' });
   });
 
+  it('interrupts a response whose toJSON never returns', async () => {
+    const quick = createSandboxReducerHost({ registry, limits: { timeoutMs: 50 } });
+    const result = await callJs(
+      `export function reduce() { return { toJSON() { for (;;) {} } }; }`,
+      undefined,
+      quick,
+    );
+    expect(result).toEqual({ kind: 'unavailable', reason: 'timeout: the reducer ran past 50 ms' });
+  });
+
+  it('interrupts an error whose message getter never returns', async () => {
+    const quick = createSandboxReducerHost({ registry, limits: { timeoutMs: 50 } });
+    const result = await callJs(
+      `export function reduce() { throw { get message() { for (;;) {} } }; }`,
+      undefined,
+      quick,
+    );
+    expect(result).toEqual({ kind: 'unavailable', reason: 'timeout: the reducer ran past 50 ms' });
+  });
+
   it('stops a memory bomb at the memory limit: unavailable (out_of_memory)', async () => {
     const result = await callJs(
       `export function reduce() { const a = []; for (;;) a.push(new Array(1e4).fill(a.length)); }`,

@@ -110,6 +110,19 @@ describe('JavaScript reducer: host functions are unreachable', () => {
   });
 });
 
+describe('JavaScript reducer: the answer is written by the host', () => {
+  it('writes the response with the JSON.stringify captured before the module ran', async () => {
+    const response = await answer(`
+      JSON.stringify = () => '{"forged":true}';
+      export function reduce() { return { honest: true }; }`);
+    expect(response).toEqual({ honest: true });
+  });
+
+  it('answers null when the handler returns nothing (core then refuses the response)', async () => {
+    expect(await callJs(`export function reduce() {}`)).toMatchObject({ kind: 'answered', response: null });
+  });
+});
+
 describe('JavaScript reducer: the clock reads the epoch', () => {
   it('answers Date.now(), new Date() and Date() with the epoch', async () => {
     const response = await answer(`

@@ -1,0 +1,50 @@
+/**
+ * BlobStore on S3: payloads above the inline threshold, stored content-addressed under their
+ * sha256 (`payloads/{sha256}`), so a retried put is idempotent and a read can verify the bytes.
+ * DESIGN section 4 ("Payloads above an inline threshold ... go to S3 keyed by sha256").
+ */
+import { createHash } from 'node:crypto';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+
+/** What an item keeps instead of a large payload. */
+export interface BlobRef {
+  digest: string;
+  size: number;
+  media_type: string;
+  /** The first characters of the payload, for humans and listings. */
+  preview: string;
+}
+
+export interface BlobStore {
+  /** Stores `body` (idempotent) and returns its reference. */
+  put(body: string, mediaType: string): Promise<BlobRef>;
+  /** Reads a payload back; throws BlobIntegrityError if the bytes do not match the digest. */
+  get(ref: BlobRef): Promise<string>;
+}
+
+export class BlobIntegrityError extends Error {
+  override name = 'BlobIntegrityError';
+  readonly code = 'blob_integrity';
+}
+
+const PREVIEW_CHARS = 200;
+
+export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
+  return {
+    async put(body, mediaType) {
+      const digest = createHash('sha256').update(body).digest('hex');
+      await s3.send(
+        new PutObjectCommand({ Bucket: bucket, Key: `payloads/${digest}`, Body: body, ContentType: mediaType }),
+      );
+      return { digest, size: Buffer.byteLength(body), media_type: mediaType, preview: body.slice(0, PREVIEW_CHARS) };
+    },
+    async get(ref) {
+      const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));
+      const body = (await out.Body?.transformToString('utf8')) ?? '';
+      if (createHash('sha256').update(body).digest('hex') !== ref.digest) {
+        throw new BlobIntegrityError(`payload ${ref.digest} does not match its digest`);
+      }
+      return body;
+    },
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * Engine errors with stable codes. Each is terminal (the request is wrong: fix it) or
+ * retryable (the infrastructure failed: try again). A rejected control is not an error: it is
+ * an ack. STYLE "Typed errors with stable codes".
+ */
+export type EngineErrorCode =
+  | 'validation_failed'
+  | 'run_not_found'
+  | 'unauthorized'
+  | 'reducer_not_found'
+  | 'resume_key_not_found'
+  | 'run_terminal'
+  | 'store_unavailable';
+
+export class EngineError extends Error {
+  override name = 'EngineError';
+  readonly code: EngineErrorCode;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown>;
+  constructor(code: EngineErrorCode, message: string, details: Record<string, unknown> = {}, options?: ErrorOptions & { retryable?: boolean }) {
+    super(message, options);
+    this.code = code;
+    this.details = details;
+    this.retryable = options?.retryable ?? false;
+  }
+}
+
+/** The step worker lost its lease (fenced out): it stops and writes nothing more. */
+export class LeaseLost extends Error {
+  override name = 'LeaseLost';
+  readonly code = 'lease_lost';
+}

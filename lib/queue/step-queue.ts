@@ -1,0 +1,47 @@
+/**
+ * StepQueue on SQS: one message `{run_id}` wakes a step worker for that run. DESIGN section 6.
+ * A message is only a hint: the worker re-reads the run, so duplicates and stale messages are
+ * harmless (a message that finds nothing to do is acknowledged).
+ */
+import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+
+export const StepMessage = z.object({ run_id: z.string().min(1) });
+export type StepMessage = z.infer<typeof StepMessage>;
+
+export interface StepQueue {
+  /** Sends one wake-up, optionally delayed (seconds, 0..900). */
+  send(message: StepMessage, delaySeconds?: number): Promise<void>;
+  /** Number of SendMessage requests made (for benchmarks). */
+  readonly sent: () => number;
+}
+
+export function createSqsStepQueue(sqs: SQSClient, queueUrl: string): StepQueue {
+  let sent = 0;
+  return {
+    async send(message, delaySeconds) {
+      sent += 1;
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: JSON.stringify(message),
+          ...(delaySeconds !== undefined && delaySeconds > 0 ? { DelaySeconds: Math.min(900, Math.ceil(delaySeconds)) } : {}),
+        }),
+      );
+    },
+    sent: () => sent,
+  };
+}
+
+/** Sends many wake-ups in batches of 10 (the sweeper's waking pass). */
+export async function sendStepMessages(sqs: SQSClient, queueUrl: string, runIds: string[]): Promise<void> {
+  for (let i = 0; i < runIds.length; i += 10) {
+    const batch = runIds.slice(i, i + 10);
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: batch.map((run_id, j) => ({ Id: String(j), MessageBody: JSON.stringify({ run_id }) })),
+      }),
+    );
+  }
+}

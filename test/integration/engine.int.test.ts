@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../lib/contracts/index.ts';
+import { alice, inProcessReducers, inProcessTools, makeTestEngine, scriptedModel, uniqueSubject } from '../support/engine.ts';
+import { askOnce, modelOnce, toolLoop } from '../support/reducers.ts';
+
+const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
+
+function expectContiguous(events: RunEvent[]) {
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+}
+
+describe('engine on DynamoDB Local and fauxqs', () => {
+  it('runs a reducer through three tool calls to completion with one transaction per operation', async () => {
+    const tools = inProcessTools({ lookup: async (r) => ({ echo: r.args.i }) });
+    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/loop': toolLoop(3) }), tools, models: noModel });
+    const { run, created, control_capability } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice);
+    expect(created).toBe(true);
+    expect(control_capability).toBeTypeOf('string');
+    expect(await t.drainMessages()).toEqual([run.run_id]);
+    const before = t.store.metrics.transactions;
+    const outcome = await t.engine.stepRun(run.run_id);
+    expect(outcome).toMatchObject({ kind: 'progressed', status: 'completed', operations: 3 });
+    // acquire + 3 fused operation commits + the final answer (complete).
+    expect(t.store.metrics.transactions - before).toBe(5);
+    const done = await t.engine.getRun(run.run_id, alice);
+    expect(done.status).toBe('completed');
+    expect(done.lease).toBeNull();
+    expect(done.usage.tool_calls).toBe(3);
+    const events = await t.engine.readEvents(run.run_id, alice, 0, 1000);
+    expectContiguous(events);
+    expect(events.filter((e) => e.kind === 'tool_result')).toHaveLength(3);
+    expect([...tools.executions.values()]).toEqual([1, 1, 1]);
+  });
+
+  it('returns the live run with created false for the same subject, and honours create_key', async () => {
+    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/ask': askOnce() }), tools: inProcessTools({}), models: noModel });
+    const subject = uniqueSubject();
+    const first = await t.engine.createRun({ subject, reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' }, alice);
+    const again = await t.engine.createRun({ subject, reducer: { function_path: '/r/ask' }, input: 'x' }, alice);
+    expect(again.created).toBe(false);
+    expect(again.run.run_id).toBe(first.run.run_id);
+    expect(again.control_capability).toBeUndefined();
+    const byKey = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' }, alice);
+    expect(byKey).toMatchObject({ created: false, run: { run_id: first.run.run_id } });
+  });
+
+  it('waits for an answer holding no lease, and completes with it', async () => {
+    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/ask': askOnce() }), tools: inProcessTools({}), models: noModel });
+    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x' }, alice);
+    await t.engine.stepRun(run.run_id);
+    const waiting = await t.engine.getRun(run.run_id, alice);
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.lease).toBeNull();
+    const request = waiting.open_requests[0];
+    const ack = await t.engine.applyControl(run.run_id, { control_id: 'a1', command: 'provide_input', request_id: request?.request_id, value: 'HAT001' }, alice);
+    expect(ack.ack).toBe('applied');
+    await t.engine.stepRun(run.run_id);
+    const done = await t.engine.getRun(run.run_id, alice);
+    expect(done).toMatchObject({ status: 'completed', summary: 'HAT001' });
+  });
+
+  it('commits and reads back a 450 KB tool result intact through the blob store', async () => {
+    const big = 'x'.repeat(450 * 1024);
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(1) }),
+      tools: inProcessTools({ lookup: async () => ({ big }) }),
+      models: noModel,
+    });
+    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'x' }, alice);
+    await t.engine.stepRun(run.run_id);
+    const events = await t.engine.readEvents(run.run_id, alice, 0, 100);
+    const result = events.find((e) => e.kind === 'tool_result');
+    expect((result?.data.envelope as { payload: { big: string } }).payload.big).toBe(big);
+  });
+
+  it('counts a model call and its tokens in the same commit as its result', async () => {
+    const model = scriptedModel(async () => ({ message: { text: 'done' }, tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 12, output_tokens: 4 } }));
+    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/m': modelOnce() }), tools: inProcessTools({}), models: model });
+    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' }, alice);
+    await t.engine.stepRun(run.run_id);
+    const done = await t.engine.getRun(run.run_id, alice);
+    expect(done).toMatchObject({ status: 'completed', summary: 'done', usage: { model_calls: 1, input_tokens: 12, output_tokens: 4, turns: 1 } });
+  });
+});
