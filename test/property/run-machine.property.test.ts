@@ -59,7 +59,16 @@ function knownBug(step: Step): boolean {
   // failRun, budget fail in startOperation) clears the lease without bumping the epoch.
   const endedLeased =
     step.before.lease !== null && (step.after.status === 'completed' || step.after.status === 'failed');
-  return endedLeased;
+  // B3: a pending operation held back by an open request that is not its gate counts as work
+  // (hasWork), so the run rests queued and is leased, yet startOperation refuses it.
+  const op = step.after.operation;
+  const heldBack =
+    step.action.t === 'acquire' &&
+    op !== null &&
+    op.started_at === null &&
+    step.after.open_requests.length > 0 &&
+    !operationGated(step.after);
+  return endedLeased || heldBack;
 }
 
 function where(i: number, step: Step): string {
@@ -122,6 +131,13 @@ function progressPossible(record: RunRecord): boolean {
   );
 }
 
+/** How an ended run ended: reason, time and outcome (empty for a live run). */
+function ending(record: RunRecord): string {
+  if (!('terminal_reason' in record)) return '';
+  const outcome = 'outcome' in record ? record.outcome : null;
+  return canonicalJson([record.terminal_reason, record.finished_at, outcome]);
+}
+
 /** Per-step invariants of the record. */
 function checkRecord(trace: Trace, i: number, step: Step): void {
   const { before, after } = step;
@@ -132,10 +148,7 @@ function checkRecord(trace: Trace, i: number, step: Step): void {
   // Terminal statuses are final, and an ended run holds no lease and no operation.
   if (isTerminalStatus(before.status)) {
     check(after.status === before.status, () => `${at()}: terminal ${before.status} became ${after.status}`);
-    if (isTerminalStatus(after.status) && isTerminalStatus(before.status)) {
-      check(after.terminal_reason === before.terminal_reason, () => `${at()}: terminal_reason changed`);
-      check(after.finished_at === before.finished_at, () => `${at()}: finished_at changed`);
-    }
+    check(ending(after) === ending(before), () => `${at()}: terminal reason, time or outcome changed`);
     for (const e of step.events)
       check(AFTER_TERMINAL.has(e.kind), () => `${at()}: ${e.kind} appended to an ended run`);
   }
@@ -212,7 +225,7 @@ function checkStep(trace: Trace, i: number, step: Step, gated: Map<string, strin
   if (action.t === 'zombie' && result !== null) check(!result.ok, () => `${at()}: a zombie worker committed`);
   if (action.t === 'acquire' && result?.ok === true) {
     check(!isTerminalStatus(before.status), () => `${at()}: ended run leased`);
-    check(progressPossible(after), () => `${at()}: leased a run with nothing a worker can do`);
+    check(progressPossible(after) || knownBug(step), () => `${at()}: leased a run with nothing a worker can do`);
   }
 
   // The reducer sees every inbox event, and the world's answers are valid by construction.

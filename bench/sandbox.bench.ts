@@ -1,0 +1,102 @@
+/**
+ * Per-call cost of the deterministic reducer sandbox against the same reducer run directly in
+ * Node. Run: `npx node bench/sandbox.bench.ts [calls]` (default 2000 calls per series, after
+ * 200 warm-up calls). The subject is test/fixtures/reducers/agent-like.js, fed the five
+ * requests of a whole agent run in rotation. Series:
+ * - `sandbox`: ReducerHost.reduce, the full path (registry get, sha256 check, canonical JSON,
+ *   fresh QuickJS runtime + context, prelude, module evaluation, call, JSON back);
+ * - `direct`: the same module imported and called in-process;
+ * - `wasm`: ReducerHost.reduce on the rev-reducer.wat fixture (worker-thread round trip).
+ * Prints p50/p99 per call in ms, the sandbox/direct ratio, then one JSON line. Target: sandbox
+ * p50 ≤ 2 ms.
+ */
+import { readFile } from 'node:fs/promises';
+import type { ReducerRequest } from '../lib/contracts/index.ts';
+import { createSandboxReducerHost, InMemoryFunctionRegistry } from '../lib/sandbox/index.ts';
+import { reduce } from '../test/fixtures/reducers/agent-like.js';
+import { compileWatFixture } from '../test/fixtures/reducers/compile-wat.ts';
+import { driveAgentRun } from '../test/fixtures/reducers/requests.ts';
+
+const CALLS = Number(process.argv[2] ?? 2000);
+const WARMUP = 200;
+const TARGET_P50_MS = 2;
+
+interface Series {
+  p50_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+}
+
+function summarize(samples: number[]): Series {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * (sorted.length - 1)))] ?? Number.NaN;
+  const mean = samples.reduce((sum, x) => sum + x, 0) / samples.length;
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  return { p50_ms: round(at(0.5)), p99_ms: round(at(0.99)), mean_ms: round(mean) };
+}
+
+async function measure(
+  requests: ReducerRequest[],
+  call: (request: ReducerRequest) => unknown,
+): Promise<Series> {
+  const pick = (i: number) => requests[i % requests.length] as ReducerRequest;
+  for (let i = 0; i < WARMUP; i++) await call(pick(i));
+  const samples: number[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    const request = pick(i);
+    const started = performance.now();
+    await call(request);
+    samples.push(performance.now() - started);
+  }
+  return summarize(samples);
+}
+
+function answeredOrThrow(result: { kind: string }): void {
+  if (result.kind !== 'answered') throw new Error(`the sandbox did not answer: ${JSON.stringify(result)}`);
+}
+
+const source = await readFile(new URL('../test/fixtures/reducers/agent-like.js', import.meta.url));
+const wasm = await compileWatFixture('rev-reducer.wat');
+const registry = new InMemoryFunctionRegistry([
+  { function_path: '/lib/bench/agent-like', kind: 'js', bytes: source },
+  { function_path: '/lib/bench/rev-reducer', kind: 'wasm', bytes: wasm },
+]);
+const host = createSandboxReducerHost({ registry });
+const { requests } = await driveAgentRun((request) => reduce(request));
+
+const sandbox = await measure(requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/agent-like' }, request)),
+);
+const direct = await measure(requests, (request) => reduce(request));
+const wasmSeries = await measure(requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/rev-reducer' }, request)),
+);
+await host.close();
+
+const ratio = Math.round((sandbox.p50_ms / Math.max(direct.p50_ms, 0.001)) * 10) / 10;
+const line = (name: string, s: Series) =>
+  `${name.padEnd(8)} p50 ${s.p50_ms.toFixed(3).padStart(8)} ms   p99 ${s.p99_ms.toFixed(3).padStart(8)} ms   mean ${s.mean_ms.toFixed(3).padStart(8)} ms`;
+console.log(
+  `reducer sandbox bench: ${CALLS} calls per series after ${WARMUP} warm-up calls (node ${process.version})`,
+);
+console.log(line('sandbox', sandbox));
+console.log(line('direct', direct));
+console.log(line('wasm', wasmSeries));
+console.log(
+  `sandbox/direct p50 ratio: ${ratio}x; target sandbox p50 <= ${TARGET_P50_MS} ms: ${sandbox.p50_ms <= TARGET_P50_MS ? 'met' : 'NOT met'}`,
+);
+console.log(
+  JSON.stringify({
+    bench: 'sandbox',
+    calls: CALLS,
+    warmup: WARMUP,
+    node: process.version,
+    sandbox,
+    direct,
+    wasm: wasmSeries,
+    ratio_p50: ratio,
+    target_p50_ms: TARGET_P50_MS,
+    target_met: sandbox.p50_ms <= TARGET_P50_MS,
+  }),
+);

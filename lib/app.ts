@@ -1,0 +1,140 @@
+/**
+ * The composition root: wires the adapters (DynamoDB store, S3 blobs, SQS queue, QuickJS /
+ * WebAssembly reducer sandbox, tool dispatcher, model-turn functions) into one engine. The three
+ * Lambda handlers, the local stack and the tests build their runtime here, so every entry point
+ * runs the same code. DESIGN sections 2 and 3 ("functions/ ... Everything they share lives in lib/").
+ */
+import type { AwsClients, AwsEndpoints } from './aws-clients.ts';
+import { createAwsClients } from './aws-clients.ts';
+import { createS3BlobStore } from './blobs/blob-store.ts';
+import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
+import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
+import type { Clock, ModelHost, ReducerHost, ToolHost } from './engine/ports.ts';
+import { createModelHost } from './models/host.ts';
+import { createOpenAiCompatibleModel } from './models/openai-compatible.ts';
+import type { ModelTurnFunction } from './models/types.ts';
+import { createSqsStepQueue, type StepQueue } from './queue/step-queue.ts';
+import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
+import { createSandboxReducerHost, type FunctionRegistry, InMemoryFunctionRegistry } from './sandbox/index.ts';
+import { createDynamoRunStore, type RunStore } from './store/run-store.ts';
+import { createAuditLog } from './tools/audit-log.ts';
+import { createPolicyGate, type PolicyRule } from './tools/policy-gate.ts';
+import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
+import { createToolHost } from './tools/tool-host.ts';
+
+export interface RuntimeConfig {
+  endpoints?: AwsEndpoints;
+  tableName: string;
+  queueUrl: string;
+  bucketName: string;
+  /** Registers the deployment's tools (called once, before the registry is sealed). */
+  registerTools?: (registry: ToolRegistry) => void;
+  toolPolicy?: readonly PolicyRule[];
+  /** Model-turn functions by path, besides the built-in ones configured from the environment. */
+  modelFunctions?: Record<string, ModelTurnFunction>;
+  /** The function used when a run names none (default: the contract's default path). */
+  defaultModelFunction?: string;
+  /** Replaces the function registry (tests); default: built-in artifacts in memory. */
+  functions?: FunctionRegistry;
+  /** Replaces the reducer host (tests). */
+  reducers?: ReducerHost;
+  clock?: Clock;
+  workerId?: string;
+  leaseTtlMs?: number;
+  heartbeatMs?: number;
+  wakeGraceMs?: number;
+  faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
+  log?: (entry: Record<string, unknown>) => void;
+  /** Audit events of tool invocations (never payloads); default: into `log`. */
+  audit?: (event: Record<string, unknown>) => void;
+}
+
+export interface Runtime {
+  engine: Engine;
+  store: RunStore;
+  queue: StepQueue;
+  clients: AwsClients;
+  functions: FunctionRegistry;
+  tools: ToolHost;
+  models: ModelHost;
+  close(): void;
+}
+
+/** The built-in reducer artifacts shipped with the package. */
+export function builtInFunctions(): InMemoryFunctionRegistry {
+  return new InMemoryFunctionRegistry([
+    { function_path: AGENT_LOOP_PATH, kind: 'js', bytes: new TextEncoder().encode(readAgentLoopSource()) },
+  ]);
+}
+
+/** Builds one runtime. Creates clients and adapters but does no I/O. */
+export function createRuntime(config: RuntimeConfig): Runtime {
+  const clients = createAwsClients(config.endpoints ?? {});
+  const blobs = createS3BlobStore(clients.s3, config.bucketName);
+  const store = createDynamoRunStore({ doc: clients.doc, tableName: config.tableName, blobs });
+  const queue = createSqsStepQueue(clients.sqs, config.queueUrl);
+  const clock = config.clock ?? { now: () => Date.now() };
+  const log = config.log ?? (() => {});
+  const functions = config.functions ?? builtInFunctions();
+  const reducers = config.reducers ?? createSandboxReducerHost({ registry: functions });
+  const registry = createToolRegistry();
+  config.registerTools?.(registry);
+  const audit = config.audit ?? ((event: Record<string, unknown>) => log({ level: 'info', message: 'tool audit', ...event }));
+  const tools = createToolHost({
+    registry,
+    gate: createPolicyGate(config.toolPolicy ?? []),
+    audit: createAuditLog((event) => audit({ ...event })),
+    clock,
+  });
+  const models = createModelHost({
+    functions: { ...modelFunctionsFromEnv(process.env), ...(config.modelFunctions ?? {}) },
+    default: config.defaultModelFunction ?? DEFAULT_MODEL_TURN_FUNCTION,
+  });
+  const engine = createEngine({
+    store,
+    queue,
+    clock,
+    reducers,
+    tools,
+    models,
+    log,
+    ...(config.workerId !== undefined ? { workerId: config.workerId } : {}),
+    ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
+    ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
+    ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
+    ...(config.faults !== undefined ? { faults: config.faults } : {}),
+  });
+  return { engine, store, queue, clients, functions, tools, models, close: () => clients.destroy() };
+}
+
+/**
+ * Model-turn functions configured by environment variables: an OpenAI-compatible endpoint
+ * (OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY) registered at `/lib/models/openai` and as the
+ * default path. Bedrock is configured the same way by a deployment that sets BEDROCK_MODEL_ID.
+ */
+export function modelFunctionsFromEnv(env: NodeJS.ProcessEnv): Record<string, ModelTurnFunction> {
+  const out: Record<string, ModelTurnFunction> = {};
+  if (env.OPENAI_BASE_URL !== undefined && env.OPENAI_MODEL !== undefined) {
+    const fn = createOpenAiCompatibleModel({
+      baseUrl: env.OPENAI_BASE_URL,
+      model: env.OPENAI_MODEL,
+      ...(env.OPENAI_API_KEY !== undefined ? { apiKey: env.OPENAI_API_KEY } : {}),
+    });
+    out['/lib/models/openai'] = fn;
+    out[DEFAULT_MODEL_TURN_FUNCTION] = fn;
+  }
+  return out;
+}
+
+/**
+ * The runtime configuration a Lambda function reads from its environment (set by the CDK
+ * stack): TABLE_NAME, STEP_QUEUE_URL, PAYLOAD_BUCKET. Throws naming the first missing variable.
+ */
+export function runtimeConfigFromEnv(env: NodeJS.ProcessEnv): RuntimeConfig {
+  const need = (name: string): string => {
+    const v = env[name];
+    if (v === undefined || v === '') throw new Error(`missing environment variable ${name}`);
+    return v;
+  };
+  return { tableName: need('TABLE_NAME'), queueUrl: need('STEP_QUEUE_URL'), bucketName: need('PAYLOAD_BUCKET') };
+}

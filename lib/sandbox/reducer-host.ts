@@ -1,0 +1,151 @@
+/**
+ * The deterministic reducer host: the ReducerHost port over a FunctionRegistry, running
+ * JavaScript artifacts in QuickJS and WebAssembly artifacts in a worker thread, both under
+ * the deterministic execution policy. Seed: agent-run-contracts, "The reducer contract" and
+ * "Validation" (reducer_unavailable, reducer_changed); DESIGN section 9.
+ */
+import canonicalize from 'canonicalize';
+import type { ReducerBinding } from '../contracts/index.ts';
+import type { ReducerCallResult, ReducerHost } from '../engine/ports.ts';
+import { type FunctionRegistry, hashArtifactBytes } from './function-registry.ts';
+import { resolveLimits, type SandboxLimits, type SandboxOutcome, unavailable } from './limits.ts';
+import { runJsReducer } from './quickjs-reducer.ts';
+import { type CompiledWasmReducer, compileWasmReducer } from './wasm-module.ts';
+import { createWasmRunner } from './wasm-runner.ts';
+
+/** The handler a binding selects when it names none. */
+export const DEFAULT_HANDLER = 'reduce';
+
+/** Compiled WebAssembly modules kept per host, by artifact hash (least recently used dropped first). */
+const WASM_CACHE_SIZE = 32;
+
+export interface SandboxReducerHostOptions {
+  registry: FunctionRegistry;
+  /** Per-call bounds; unset ones take DEFAULT_SANDBOX_LIMITS (200 ms, 64 MiB, 256 KiB stack). */
+  limits?: Partial<SandboxLimits>;
+}
+
+export interface SandboxReducerHost extends ReducerHost {
+  /** The limits in force. */
+  readonly limits: Readonly<SandboxLimits>;
+  /** Stops the WebAssembly worker thread, if one runs. The host stays usable (a later call restarts it). */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the host. `resolve` returns the sha256 of the artifact currently at the binding's
+ * function path (null when there is none). `reduce`:
+ * - no artifact → `unavailable` (`artifact_missing`); bytes not matching the registry's hash →
+ *   `unavailable` (`artifact_corrupt`);
+ * - `binding.artifact_hash` set and different from the artifact's hash → `changed`;
+ * - otherwise writes the request as canonical JSON (RFC 8785: sorted keys, so a reducer never
+ *   sees an order that depends on how its state was stored) and calls `binding.handler`
+ *   (default `reduce`) in a fresh sandbox: `answered` with the raw response (not validated
+ *   here), `threw`, or `unavailable` (reasons: limits.ts, UnavailableCode).
+ * Never throws for a reducer fault; a registry that throws (store unreachable) propagates, so
+ * the step is retried rather than the run paused. Throws RangeError at creation for bad limits.
+ */
+export function createSandboxReducerHost(options: SandboxReducerHostOptions): SandboxReducerHost {
+  const { registry } = options;
+  const limits = Object.freeze(resolveLimits(options.limits));
+  const wasmRunner = createWasmRunner();
+  const wasmModules = new Map<
+    string,
+    Promise<CompiledWasmReducer | (SandboxOutcome & { kind: 'unavailable' })>
+  >();
+
+  const compiled = (hash: string, bytes: Uint8Array) => {
+    let entry = wasmModules.get(hash);
+    if (entry) {
+      wasmModules.delete(hash);
+    } else {
+      entry = compileWasmReducer(bytes, limits);
+      if (wasmModules.size >= WASM_CACHE_SIZE) {
+        const oldest = wasmModules.keys().next();
+        if (!oldest.done) wasmModules.delete(oldest.value);
+      }
+    }
+    wasmModules.set(hash, entry);
+    return entry;
+  };
+
+  const runWasm = async (
+    hash: string,
+    bytes: Uint8Array,
+    handler: string,
+    requestJson: string,
+  ): Promise<SandboxOutcome> => {
+    const reducer = await compiled(hash, bytes);
+    if ('kind' in reducer) return reducer;
+    if (!reducer.functions.has(handler)) {
+      return unavailable(
+        'handler_missing',
+        `the module exports no function named ${JSON.stringify(handler)}`,
+      );
+    }
+    const result = await wasmRunner.run({
+      module: reducer.module,
+      handler,
+      request: new TextEncoder().encode(requestJson),
+      timeoutMs: limits.timeoutMs,
+    });
+    if (result.kind === 'unavailable') return result;
+    let response: unknown;
+    try {
+      response = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes));
+    } catch (error) {
+      return unavailable('wasm_abi_violation', `the response is not UTF-8 JSON: ${String(error)}`);
+    }
+    return { kind: 'answered', response };
+  };
+
+  return {
+    limits,
+
+    async resolve(binding: ReducerBinding) {
+      const artifact = await registry.get(binding.function_path);
+      return artifact ? { artifact_hash: hashArtifactBytes(artifact.bytes) } : null;
+    },
+
+    async reduce(binding: ReducerBinding, request: unknown): Promise<ReducerCallResult> {
+      const artifact = await registry.get(binding.function_path);
+      if (!artifact) return unavailable('artifact_missing', `no function at ${binding.function_path}`);
+      const hash = hashArtifactBytes(artifact.bytes);
+      if (hash !== artifact.hash) {
+        return unavailable(
+          'artifact_corrupt',
+          `the bytes at ${binding.function_path} hash to ${hash}, not ${artifact.hash}`,
+        );
+      }
+      if (binding.artifact_hash !== undefined && binding.artifact_hash !== hash) {
+        return { kind: 'changed', bound_hash: binding.artifact_hash, found_hash: hash };
+      }
+
+      let requestJson: string | undefined;
+      try {
+        requestJson = canonicalize(request);
+      } catch (error) {
+        return unavailable('request_not_json', String(error));
+      }
+      if (requestJson === undefined)
+        return unavailable('request_not_json', 'the request is not a JSON value');
+
+      const handler = binding.handler ?? DEFAULT_HANDLER;
+      let outcome: SandboxOutcome;
+      if (artifact.kind === 'js') {
+        let source: string;
+        try {
+          source = new TextDecoder('utf-8', { fatal: true }).decode(artifact.bytes);
+        } catch {
+          return unavailable('artifact_invalid', 'the JavaScript artifact is not UTF-8');
+        }
+        outcome = await runJsReducer(source, handler, requestJson, limits);
+      } else {
+        outcome = await runWasm(hash, artifact.bytes, handler, requestJson);
+      }
+      return outcome.kind === 'answered' ? { ...outcome, artifact_hash: hash } : outcome;
+    },
+
+    close: () => wasmRunner.close(),
+  };
+}
