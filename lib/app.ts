@@ -15,7 +15,11 @@ import { createOpenAiCompatibleModel } from './models/openai-compatible.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue, type StepQueue } from './queue/step-queue.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
-import { createSandboxReducerHost, type FunctionRegistry, InMemoryFunctionRegistry } from './sandbox/index.ts';
+import {
+  createSandboxReducerHost,
+  type FunctionRegistry,
+  InMemoryFunctionRegistry,
+} from './sandbox/index.ts';
 import { createDynamoRunStore, type RunStore } from './store/run-store.ts';
 import { createAuditLog } from './tools/audit-log.ts';
 import { createPolicyGate, type PolicyRule } from './tools/policy-gate.ts';
@@ -79,7 +83,9 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const reducers = config.reducers ?? createSandboxReducerHost({ registry: functions });
   const registry = createToolRegistry();
   config.registerTools?.(registry);
-  const audit = config.audit ?? ((event: Record<string, unknown>) => log({ level: 'info', message: 'tool audit', ...event }));
+  const audit =
+    config.audit ??
+    ((event: Record<string, unknown>) => log({ level: 'info', message: 'tool audit', ...event }));
   const tools = createToolHost({
     registry,
     gate: createPolicyGate(config.toolPolicy ?? []),
@@ -136,5 +142,9 @@ export function runtimeConfigFromEnv(env: NodeJS.ProcessEnv): RuntimeConfig {
     if (v === undefined || v === '') throw new Error(`missing environment variable ${name}`);
     return v;
   };
-  return { tableName: need('TABLE_NAME'), queueUrl: need('STEP_QUEUE_URL'), bucketName: need('PAYLOAD_BUCKET') };
+  return {
+    tableName: need('TABLE_NAME'),
+    queueUrl: need('STEP_QUEUE_URL'),
+    bucketName: need('PAYLOAD_BUCKET'),
+  };
 }

@@ -34,9 +34,19 @@ export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
     async put(body, mediaType) {
       const digest = createHash('sha256').update(body).digest('hex');
       await s3.send(
-        new PutObjectCommand({ Bucket: bucket, Key: `payloads/${digest}`, Body: body, ContentType: mediaType }),
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: `payloads/${digest}`,
+          Body: body,
+          ContentType: mediaType,
+        }),
       );
-      return { digest, size: Buffer.byteLength(body), media_type: mediaType, preview: body.slice(0, PREVIEW_CHARS) };
+      return {
+        digest,
+        size: Buffer.byteLength(body),
+        media_type: mediaType,
+        preview: body.slice(0, PREVIEW_CHARS),
+      };
     },
     async get(ref) {
       const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));

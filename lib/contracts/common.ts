@@ -7,7 +7,14 @@ import { z } from 'zod';
 
 /** Any JSON value (what a reducer state, a payload or tool args may hold). */
 export const JsonValue: z.ZodType<JsonValue> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue), z.record(z.string(), JsonValue)]),
+  z.union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.null(),
+    z.array(JsonValue),
+    z.record(z.string(), JsonValue),
+  ]),
 );
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 

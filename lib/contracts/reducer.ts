@@ -292,7 +292,12 @@ export const EFFECT_KINDS = [
 export type EffectKind = (typeof EFFECT_KINDS)[number];
 
 /** Effect kinds that start an operation or open a request; at most one per response. */
-export const OPERATION_EFFECT_KINDS = ['call_tool', 'request_model_turn', 'request_approval', 'ask_user'] as const;
+export const OPERATION_EFFECT_KINDS = [
+  'call_tool',
+  'request_model_turn',
+  'request_approval',
+  'ask_user',
+] as const;
 
 export const Effect = z.discriminatedUnion('kind', [
   CallToolEffect,

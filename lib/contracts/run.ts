@@ -97,7 +97,11 @@ export type Principal = z.infer<typeof Principal>;
 
 const controlBase = { control_id: z.string().min(1).max(200) };
 
-export const StopControl = z.object({ ...controlBase, command: z.literal('stop'), reason: z.string().optional() });
+export const StopControl = z.object({
+  ...controlBase,
+  command: z.literal('stop'),
+  reason: z.string().optional(),
+});
 export const PauseControl = z.object({
   ...controlBase,
   command: z.literal('pause'),
@@ -156,7 +160,10 @@ export type ControlRejectionReason = z.infer<typeof ControlRejectionReason>;
 
 /** The three acknowledgement shapes. */
 export const AppliedAck = z.object({ ack: z.literal('applied'), seq: z.number().int().positive() });
-export const DuplicateAck = z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() });
+export const DuplicateAck = z.object({
+  ack: z.literal('duplicate'),
+  original_seq: z.number().int().positive(),
+});
 export const RejectedAck = z.object({
   ack: z.literal('rejected'),
   reason: z.string(),
@@ -201,14 +208,26 @@ export const OpenRequest = z.discriminatedUnion('kind', [
 ]);
 export type OpenRequest = z.infer<typeof OpenRequest>;
 
-export const QueuedSteer = z.object({ steer_id: z.string(), control_id: z.string(), input: z.unknown(), seq: Count });
+export const QueuedSteer = z.object({
+  steer_id: z.string(),
+  control_id: z.string(),
+  input: z.unknown(),
+  seq: Count,
+});
 export type QueuedSteer = z.infer<typeof QueuedSteer>;
 
 export const OPERATION_KINDS = ['model_turn', 'tool_call', 'compaction'] as const;
 export const OperationKind = z.union([z.enum(OPERATION_KINDS), z.string().min(1)]);
 
 /** The six outcomes an operation finishes with. */
-export const OPERATION_OUTCOMES = ['succeeded', 'waiting', 'retryable', 'blocked', 'failed', 'cancelled'] as const;
+export const OPERATION_OUTCOMES = [
+  'succeeded',
+  'waiting',
+  'retryable',
+  'blocked',
+  'failed',
+  'cancelled',
+] as const;
 export const OperationOutcome = z.enum(OPERATION_OUTCOMES);
 export type OperationOutcome = z.infer<typeof OperationOutcome>;
 

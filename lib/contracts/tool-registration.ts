@@ -17,7 +17,11 @@ export const ToolMetadata = z.object({
   replay_safe: z.boolean(),
   risk: ToolRisk.default('low'),
   timeout_ms: z.number().int().positive().max(900_000).default(30_000),
-  max_output_bytes: z.number().int().positive().default(256 * 1024),
+  max_output_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(256 * 1024),
   approval: ApprovalPolicy.default('never'),
 });
 export type ToolMetadata = z.infer<typeof ToolMetadata>;

@@ -71,7 +71,8 @@ const TurnOutcomeFields = z.object({
 export const TurnOutcome = TurnOutcomeFields.superRefine((o, ctx) => {
   if (o.status === 'completed') {
     for (const field of ['product/ref', 'product/digest'] as const) {
-      if (o[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'required when status is completed' });
+      if (o[field] === undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: 'required when status is completed' });
     }
   } else {
     for (const field of ['product/ref', 'product/digest'] as const) {
@@ -81,9 +82,17 @@ export const TurnOutcome = TurnOutcomeFields.superRefine((o, ctx) => {
   }
   if (o.status === 'unknown') {
     if (o.retryability !== 'reconciliation-required')
-      ctx.addIssue({ code: 'custom', path: ['retryability'], message: 'must be reconciliation-required when status is unknown' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retryability'],
+        message: 'must be reconciliation-required when status is unknown',
+      });
     if (o['reason/code'] !== 'unknown')
-      ctx.addIssue({ code: 'custom', path: ['reason/code'], message: 'must be unknown when status is unknown' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reason/code'],
+        message: 'must be unknown when status is unknown',
+      });
   }
 });
 export type TurnOutcome = z.infer<typeof TurnOutcome>;

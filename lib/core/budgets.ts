@@ -24,7 +24,12 @@ export function checkBudgets(record: RunRecord, op: Operation, now: number): Bud
     ['max_turns', b.max_turns, u.turns, isModel],
     ['max_model_calls', b.max_model_calls, u.model_calls, isModel],
     ['max_total_tokens', b.max_total_tokens, u.input_tokens + u.output_tokens, true],
-    ['max_consecutive_op_failures', b.max_consecutive_op_failures, record.counters.consecutive_op_failures, true],
+    [
+      'max_consecutive_op_failures',
+      b.max_consecutive_op_failures,
+      record.counters.consecutive_op_failures,
+      true,
+    ],
   ];
   for (const [which, limit, used, applies] of checks) {
     if (applies && limit !== undefined && used >= limit) return { which, limit, used };

@@ -33,11 +33,14 @@ export function nextGuard({ record, now, invariantsHold }: GuardFacts): Guard {
   if (record.status === 'cancelling' || record.status === 'stopped') return 'cancelled';
   if (!invariantsHold) return 'invariant_violation';
   if (record.status === 'completed') return 'success_verified';
-  if (operationGated(record) || record.open_requests.some((r) => r.kind === 'approval')) return 'approval_required';
+  if (operationGated(record) || record.open_requests.some((r) => r.kind === 'approval'))
+    return 'approval_required';
   if (record.status === 'failed' || isTerminalStatus(record.status)) return 'unrecoverable_failure';
-  const nothingToDo = record.inbox.length === 0 && record.operation === null && record.queued_steers.length === 0;
+  const nothingToDo =
+    record.inbox.length === 0 && record.operation === null && record.queued_steers.length === 0;
   if (nothingToDo) return 'no_progress';
   const op = record.operation;
-  if (op !== null && op.started_at === null && checkBudgets(record, op, now) !== null) return 'budget_exhausted';
+  if (op !== null && op.started_at === null && checkBudgets(record, op, now) !== null)
+    return 'budget_exhausted';
   return 'continue';
 }

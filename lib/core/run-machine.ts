@@ -66,7 +66,10 @@ export const REDUCER_VISIBLE_KINDS: ReadonlySet<RunEventKind> = new Set<RunEvent
 // ---------------------------------------------------------------- helpers
 
 /** A record under construction: any status with any fields, sealed by the closed schema at the end. */
-type Draft = Omit<Extract<RunRecord, { status: 'queued' }>, 'status' | 'lease' | 'operation' | 'open_requests'> & {
+type Draft = Omit<
+  Extract<RunRecord, { status: 'queued' }>,
+  'status' | 'lease' | 'operation' | 'open_requests'
+> & {
   status: RunStatus;
   lease: Lease | null;
   operation: Operation | null;
@@ -78,7 +81,10 @@ type Draft = Omit<Extract<RunRecord, { status: 'queued' }>, 'status' | 'lease' |
 export function seal(draft: unknown): RunRecord {
   const parsed = RunRecord.safeParse(draft);
   if (!parsed.success) {
-    throw new InvariantViolation(`illegal run record: ${parsed.error.issues[0]?.message ?? 'invalid'}`, parsed.error.issues);
+    throw new InvariantViolation(
+      `illegal run record: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      parsed.error.issues,
+    );
   }
   return parsed.data;
 }
@@ -100,7 +106,12 @@ function append(draft: Draft, newEvents: NewRunEvent[], now: number): { draft: D
   return { draft: { ...draft, last_seq: seq, inbox, updated_at: now } as Draft, events };
 }
 
-function ev(kind: RunEventKind, now: number, data: Record<string, unknown>, extra?: Partial<NewRunEvent>): NewRunEvent {
+function ev(
+  kind: RunEventKind,
+  now: number,
+  data: Record<string, unknown>,
+  extra?: Partial<NewRunEvent>,
+): NewRunEvent {
   return { kind, at: now, data, ...extra };
 }
 
@@ -109,7 +120,10 @@ function finish(draft: Draft, events: RunEvent[]): Ok {
 }
 
 /** Chains transitions: applies `next` to the record of `first`, concatenating events. */
-export function chain(first: TransitionResult, next: (record: RunRecord) => TransitionResult): TransitionResult {
+export function chain(
+  first: TransitionResult,
+  next: (record: RunRecord) => TransitionResult,
+): TransitionResult {
   if (!first.ok) return first;
   const second = next(first.record);
   if (!second.ok) return second;
@@ -222,7 +236,12 @@ export interface Fence {
 }
 
 export function holdsLease(record: RunRecord, fence: Fence, now: number): boolean {
-  return record.lease !== null && record.lease.owner === fence.owner && record.epoch === fence.epoch && record.lease.expires_at > now;
+  return (
+    record.lease !== null &&
+    record.lease.owner === fence.owner &&
+    record.epoch === fence.epoch &&
+    record.lease.expires_at > now
+  );
 }
 
 /**
@@ -230,8 +249,14 @@ export function holdsLease(record: RunRecord, fence: Fence, now: number): boolea
  * running. Rejected with `nothing_to_do` when the run is not queued or has no work,
  * `lease_held` when someone holds an unexpired lease. Seed: "Leases".
  */
-export function acquireLease(record: RunRecord, owner: string, now: number, ttlMs = LEASE_TTL_MS): TransitionResult {
-  if (record.lease !== null && record.lease.expires_at > now) return reject('lease_held', 'another worker holds the lease');
+export function acquireLease(
+  record: RunRecord,
+  owner: string,
+  now: number,
+  ttlMs = LEASE_TTL_MS,
+): TransitionResult {
+  if (record.lease !== null && record.lease.expires_at > now)
+    return reject('lease_held', 'another worker holds the lease');
   if (record.status !== 'queued') return reject('nothing_to_do', `run is ${record.status}`);
   if (!hasWork(record)) return reject('nothing_to_do', 'run has no work');
   const draft = {
@@ -246,7 +271,12 @@ export function acquireLease(record: RunRecord, owner: string, now: number, ttlM
 }
 
 /** Extends the holder's lease. Rejected `lease_lost` when the fence no longer matches. */
-export function renewLease(record: RunRecord, fence: Fence, now: number, ttlMs = LEASE_TTL_MS): TransitionResult {
+export function renewLease(
+  record: RunRecord,
+  fence: Fence,
+  now: number,
+  ttlMs = LEASE_TTL_MS,
+): TransitionResult {
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   const lease = record.lease;
   if (lease === null) return reject('lease_lost', 'no lease');
@@ -258,9 +288,15 @@ export function renewLease(record: RunRecord, fence: Fence, now: number, ttlMs =
  * queued with a wake deadline the sweeper honours if the next step message is lost.
  * A terminal or paused run already has no lease. Seed: "Leases"; DESIGN section 6, step 4.
  */
-export function releaseLease(record: RunRecord, fence: Fence, now: number, wakeDelayMs = 0): TransitionResult {
+export function releaseLease(
+  record: RunRecord,
+  fence: Fence,
+  now: number,
+  wakeDelayMs = 0,
+): TransitionResult {
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
-  if (record.status === 'cancelling') return reject('invalid_state', 'a cancelling run releases when its operation returns');
+  if (record.status === 'cancelling')
+    return reject('invalid_state', 'a cancelling run releases when its operation returns');
   const status = restingStatus(record);
   const draft = {
     ...record,
@@ -292,16 +328,27 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
   if (record.lease.expires_at > now) return reject('lease_held', 'lease has not expired');
   const previous = { owner: record.lease.owner, epoch: record.epoch };
   let draft = { ...record, lease: null, epoch: record.epoch + 1, updated_at: now } as Draft;
-  const newEvents: NewRunEvent[] = [ev('lease_taken_over', now, { previous_owner: previous.owner, previous_epoch: previous.epoch })];
+  const newEvents: NewRunEvent[] = [
+    ev('lease_taken_over', now, { previous_owner: previous.owner, previous_epoch: previous.epoch }),
+  ];
   const op = record.operation;
   if (record.status === 'cancelling' && op !== null) {
     if (op.started_at !== null) {
       newEvents.push(
-        ev('operation_cancelled', now, { acknowledged: false }, { operation_id: op.op_id, effect_id: op.effect_id }),
+        ev(
+          'operation_cancelled',
+          now,
+          { acknowledged: false },
+          { operation_id: op.op_id, effect_id: op.effect_id },
+        ),
       );
     }
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
-    const appended = append({ ...draft, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft, newEvents, now);
+    const appended = append(
+      { ...draft, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft,
+      newEvents,
+      now,
+    );
     return finish(appended.draft, appended.events);
   }
   if (op !== null && op.started_at !== null) {
@@ -390,7 +437,9 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
           interruptible: effect.kind === 'call_tool' ? effect.interruptible : true,
           attempt: 1,
           started_at: null,
-          ...(effect.kind === 'call_tool' && effect.for_call_id !== undefined ? { call_id: effect.for_call_id } : {}),
+          ...(effect.kind === 'call_tool' && effect.for_call_id !== undefined
+            ? { call_id: effect.for_call_id }
+            : {}),
         };
         draft = { ...draft, operation: op, counters: { ...draft.counters, next_op: n } } as Draft;
         if (effect.kind === 'request_model_turn') draft = { ...draft, unanswered_calls: [] } as Draft;
@@ -403,7 +452,14 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
         const expires_at = effect.expires_in_ms !== undefined ? now + effect.expires_in_ms : null;
         const request: OpenRequest =
           effect.kind === 'request_approval'
-            ? { kind: 'approval', request_id, effect_id: effect.effect_id, subject: effect.subject, opened_at: now, expires_at }
+            ? {
+                kind: 'approval',
+                request_id,
+                effect_id: effect.effect_id,
+                subject: effect.subject,
+                opened_at: now,
+                expires_at,
+              }
             : {
                 kind: 'input',
                 request_id,
@@ -426,7 +482,14 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
         const found = draft.open_requests.find((r) => r.request_id === effect.request_id);
         if (found === undefined) break; // already closed: nothing to withdraw
         draft = { ...draft, open_requests: draft.open_requests.filter((r) => r !== found) } as Draft;
-        newEvents.push(ev('request_closed', now, { request_id: found.request_id, reason: 'withdrawn' }, { effect_id: found.effect_id }));
+        newEvents.push(
+          ev(
+            'request_closed',
+            now,
+            { request_id: found.request_id, reason: 'withdrawn' },
+            { effect_id: found.effect_id },
+          ),
+        );
         break;
       }
       case 'checkpoint': {
@@ -456,7 +519,12 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
     newEvents.push(...closing.events);
     if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
     if (terminalEffect.kind === 'complete') {
-      newEvents.push(ev('run_completed', now, { outcome: terminalEffect.outcome, summary: terminalEffect.summary ?? null }));
+      newEvents.push(
+        ev('run_completed', now, {
+          outcome: terminalEffect.outcome,
+          summary: terminalEffect.summary ?? null,
+        }),
+      );
       draft = {
         ...draft,
         status: 'completed',
@@ -476,7 +544,11 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
 }
 
 /** Closes every open request (events request_closed) and counts queued steers to discard. */
-function closeAllRequests(draft: Draft, now: number, reason: string): { events: NewRunEvent[]; discarded: number } {
+function closeAllRequests(
+  draft: Draft,
+  now: number,
+  reason: string,
+): { events: NewRunEvent[]; discarded: number } {
   const events = draft.open_requests.map((r) =>
     ev('request_closed', now, { request_id: r.request_id, reason }, { effect_id: r.effect_id }),
   );
@@ -487,7 +559,12 @@ function closeAllRequests(draft: Draft, now: number, reason: string): { events: 
  * Ends the run failed with `code` (e.g. `reducer_refused:<code>`, `budget_exceeded:<which>`).
  * Undelivered events are dropped from the inbox: a failed run's reducer is not called again.
  */
-export function failRun(record: RunRecord, code: string, now: number, deliveredSeq?: number): TransitionResult {
+export function failRun(
+  record: RunRecord,
+  code: string,
+  now: number,
+  deliveredSeq?: number,
+): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
   const draft = {
     ...record,
@@ -509,7 +586,8 @@ export function failRun(record: RunRecord, code: string, now: number, deliveredS
 export function pauseRun(record: RunRecord, reason: string, now: number): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
   if (record.status === 'paused') return reject('invalid_state', 'run is already paused');
-  if (record.status === 'cancelling') return reject('invalid_state', 'a cancelling run stops, it does not pause');
+  if (record.status === 'cancelling')
+    return reject('invalid_state', 'a cancelling run stops, it does not pause');
   if (record.operation !== null && record.operation.started_at !== null) {
     return reject('invalid_state', 'an operation is in flight; pause at the next boundary');
   }
@@ -528,7 +606,10 @@ export function pauseRun(record: RunRecord, reason: string, now: number): Transi
   } as Draft;
   const appended = append(
     draft,
-    [ev('paused', now, { reason }), ev('checkpoint_written', now, { checkpoint_no: n, reason: 'paused', state_rev: record.state_rev })],
+    [
+      ev('paused', now, { reason }),
+      ev('checkpoint_written', now, { checkpoint_no: n, reason: 'paused', state_rev: record.state_rev }),
+    ],
     now,
   );
   return finish(appended.draft, appended.events);
@@ -554,7 +635,10 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
     const data = { which: exceeded.which, limit: exceeded.limit, used: exceeded.used };
     const appended = append({ ...record } as Draft, [ev('budget_exceeded', now, data)], now);
     const reason = `budget_exceeded:${exceeded.which}`;
-    const next = record.on_exceeded === 'fail' ? failRun(seal(appended.draft), reason, now) : pauseRun(seal(appended.draft), reason, now);
+    const next =
+      record.on_exceeded === 'fail'
+        ? failRun(seal(appended.draft), reason, now)
+        : pauseRun(seal(appended.draft), reason, now);
     return prepend(appended.events, next);
   }
   const draft = { ...record, operation: { ...op, started_at: now } } as Draft;
@@ -564,7 +648,11 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
       ev(
         'operation_started',
         now,
-        { kind: op.kind, attempt: op.attempt, ...(op.effect.kind === 'call_tool' ? { tool: op.effect.tool } : {}) },
+        {
+          kind: op.kind,
+          attempt: op.attempt,
+          ...(op.effect.kind === 'call_tool' ? { tool: op.effect.tool } : {}),
+        },
         { operation_id: op.op_id, effect_id: op.effect_id },
       ),
     ],
@@ -596,7 +684,11 @@ export type OperationResult =
       message: string;
       usage?: { input_tokens: number; output_tokens: number };
     }
-  | { kind: 'operation_cancelled'; acknowledged: boolean; usage?: { input_tokens: number; output_tokens: number } };
+  | {
+      kind: 'operation_cancelled';
+      acknowledged: boolean;
+      usage?: { input_tokens: number; output_tokens: number };
+    };
 
 /**
  * Records the outcome of the started operation: the result event, usage updated in the same
@@ -605,7 +697,12 @@ export type OperationResult =
  * still counted); a pause asked for during the operation is applied now.
  * Seed: "Operations" (six outcomes), "Controls" (stop), "Budgets" (usage).
  */
-export function finishOperation(record: RunRecord, fence: Fence, result: OperationResult, now: number): TransitionResult {
+export function finishOperation(
+  record: RunRecord,
+  fence: Fence,
+  result: OperationResult,
+  now: number,
+): TransitionResult {
   const op = record.operation;
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   if (op === null || op.started_at === null) return reject('no_operation', 'no operation in flight');
@@ -632,11 +729,20 @@ export function finishOperation(record: RunRecord, fence: Fence, result: Operati
         ev(
           'model_turn_completed',
           now,
-          { message: result.message, tool_calls: result.tool_calls, finish_reason: result.finish_reason, usage: result.usage },
+          {
+            message: result.message,
+            tool_calls: result.tool_calls,
+            finish_reason: result.finish_reason,
+            usage: result.usage,
+          },
           idFields,
         ),
       );
-      draft = { ...draft, turn: record.turn + 1, unanswered_calls: result.tool_calls.map((c) => c.call_id) } as Draft;
+      draft = {
+        ...draft,
+        turn: record.turn + 1,
+        unanswered_calls: result.tool_calls.map((c) => c.call_id),
+      } as Draft;
       break;
     }
     case 'tool_result': {
@@ -662,7 +768,12 @@ export function finishOperation(record: RunRecord, fence: Fence, result: Operati
         newEvents.push(ev('request_opened', now, { ...request }, idFields));
       } else {
         newEvents.push(
-          ev('tool_result', now, { ...(op.call_id !== undefined ? { call_id: op.call_id } : {}), tool, envelope: env }, idFields),
+          ev(
+            'tool_result',
+            now,
+            { ...(op.call_id !== undefined ? { call_id: op.call_id } : {}), tool, envelope: env },
+            idFields,
+          ),
         );
       }
       break;
@@ -694,7 +805,12 @@ export function finishOperation(record: RunRecord, fence: Fence, result: Operati
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
     const closing = closeAllRequests(draft, now, 'stopped');
     newEvents.push(...closing.events);
-    const stopped = { ...draft, status: 'stopped', epoch: record.epoch + 1, ...terminalFields(now, 'stopped') } as Draft;
+    const stopped = {
+      ...draft,
+      status: 'stopped',
+      epoch: record.epoch + 1,
+      ...terminalFields(now, 'stopped'),
+    } as Draft;
     const appended = append(stopped, newEvents, now);
     return finish(appended.draft, appended.events);
   }
@@ -715,12 +831,21 @@ export function consumeSteer(record: RunRecord, now: number): TransitionResult {
     return reject('invalid_state', 'steers are consumed only between operations');
   }
   const draft = { ...record, queued_steers: record.queued_steers.slice(1) } as Draft;
-  const appended = append(draft, [ev('steer_consumed', now, { steer_id: steer.steer_id, input: steer.input })], now);
+  const appended = append(
+    draft,
+    [ev('steer_consumed', now, { steer_id: steer.steer_id, input: steer.input })],
+    now,
+  );
   return finish(appended.draft, appended.events);
 }
 
 /** Opens the approval the policy gate requires before a pending tool operation runs. */
-export function gateOperation(record: RunRecord, subject: { digest: string; summary: string; tool: string; tool_version: string }, now: number, expiresInMs?: number): TransitionResult {
+export function gateOperation(
+  record: RunRecord,
+  subject: { digest: string; summary: string; tool: string; tool_version: string },
+  now: number,
+  expiresInMs?: number,
+): TransitionResult {
   const op = record.operation;
   if (op === null || op.started_at !== null) return reject('no_operation', 'no pending operation');
   const n = record.counters.next_req + 1;
@@ -733,7 +858,11 @@ export function gateOperation(record: RunRecord, subject: { digest: string; summ
       digest: subject.digest,
       digest_alg: 'sha256:rfc8785',
       summary: subject.summary,
-      changes: { tool: subject.tool, version: subject.tool_version, args: op.effect.kind === 'call_tool' ? op.effect.args : {} },
+      changes: {
+        tool: subject.tool,
+        version: subject.tool_version,
+        args: op.effect.kind === 'call_tool' ? op.effect.args : {},
+      },
     },
     opened_at: now,
     expires_at: expiresInMs !== undefined ? now + expiresInMs : null,
@@ -743,14 +872,30 @@ export function gateOperation(record: RunRecord, subject: { digest: string; summ
     open_requests: [...record.open_requests, request],
     counters: { ...record.counters, next_req: n },
   } as Draft;
-  const appended = append(draft, [ev('request_opened', now, { ...request, gate: true }, { operation_id: op.op_id, effect_id: op.effect_id })], now);
+  const appended = append(
+    draft,
+    [
+      ev(
+        'request_opened',
+        now,
+        { ...request, gate: true },
+        { operation_id: op.op_id, effect_id: op.effect_id },
+      ),
+    ],
+    now,
+  );
   return finish(appended.draft, appended.events);
 }
 
 /** Drops a pending operation whose gating approval was rejected, expired or withdrawn. */
 function dropGatedOperation(draft: Draft, request: OpenRequest): Draft {
   const op = draft.operation;
-  if (op !== null && op.started_at === null && op.effect_id === request.effect_id && request.kind === 'approval') {
+  if (
+    op !== null &&
+    op.started_at === null &&
+    op.effect_id === request.effect_id &&
+    request.kind === 'approval'
+  ) {
     return { ...draft, operation: null } as Draft;
   }
   return draft;
@@ -776,7 +921,9 @@ export function expireRequests(record: RunRecord, now: number): TransitionResult
   for (const r of expired) draft = dropGatedOperation(draft, r);
   const appended = append(
     draft,
-    expired.map((r) => ev('request_closed', now, { request_id: r.request_id, reason: 'expired' }, { effect_id: r.effect_id })),
+    expired.map((r) =>
+      ev('request_closed', now, { request_id: r.request_id, reason: 'expired' }, { effect_id: r.effect_id }),
+    ),
     now,
   );
   return finish(settleIdle(appended.draft, now), appended.events);
@@ -787,10 +934,16 @@ export function expireRequests(record: RunRecord, now: number): TransitionResult
  * closes and the tool_result reaches the reducer. Rejected `request_not_found` when no open
  * result request has that key. Seed: "Operations" (waiting with a resume_key).
  */
-export function deliverResult(record: RunRecord, resumeKey: string, envelope: ToolResultEnvelope, now: number): TransitionResult {
+export function deliverResult(
+  record: RunRecord,
+  resumeKey: string,
+  envelope: ToolResultEnvelope,
+  now: number,
+): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
   const request = record.open_requests.find((r) => r.kind === 'result' && r.resume_key === resumeKey);
-  if (request === undefined || request.kind !== 'result') return reject('request_not_found', 'no open result request for that resume_key');
+  if (request === undefined || request.kind !== 'result')
+    return reject('request_not_found', 'no open result request for that resume_key');
   const draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
   const appended = append(
     draft,
@@ -799,7 +952,11 @@ export function deliverResult(record: RunRecord, resumeKey: string, envelope: To
       ev(
         'tool_result',
         now,
-        { ...(request.call_id !== undefined ? { call_id: request.call_id } : {}), tool: request.tool, envelope },
+        {
+          ...(request.call_id !== undefined ? { call_id: request.call_id } : {}),
+          tool: request.tool,
+          envelope,
+        },
         { operation_id: request.op_id, effect_id: request.effect_id },
       ),
     ],
@@ -872,11 +1029,18 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
       const n = record.counters.next_steer + 1;
       const steer_id = `${record.run_id}/steer/${n}`;
       let draft = { ...record, counters: { ...record.counters, next_steer: n } } as Draft;
-      const appended = append(draft, [ev('steer_queued', now, { steer_id, control_id: control.control_id, input: control.input })], now);
+      const appended = append(
+        draft,
+        [ev('steer_queued', now, { steer_id, control_id: control.control_id, input: control.input })],
+        now,
+      );
       const seq = appended.events[0]?.seq ?? 0;
       draft = {
         ...appended.draft,
-        queued_steers: [...record.queued_steers, { steer_id, control_id: control.control_id, input: control.input, seq }],
+        queued_steers: [
+          ...record.queued_steers,
+          { steer_id, control_id: control.control_id, input: control.input, seq },
+        ],
       } as Draft;
       if (draft.status === 'waiting') draft = { ...draft, status: 'queued', wake_at: now } as Draft;
       return finish(draft, appended.events);
@@ -884,8 +1048,10 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
     case 'approve': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
       if (request === undefined) return reject('request_not_found', 'no open request with that id');
-      if (request.kind !== 'approval') return reject('request_kind_mismatch', 'the request is not an approval');
-      if (request.subject.digest !== control.subject_digest) return reject('digest_mismatch', 'the approval quotes a stale digest');
+      if (request.kind !== 'approval')
+        return reject('request_kind_mismatch', 'the request is not an approval');
+      if (request.subject.digest !== control.subject_digest)
+        return reject('digest_mismatch', 'the approval quotes a stale digest');
       let draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
       const op = draft.operation;
       if (control.decision === 'approved' && op !== null && op.effect_id === request.effect_id) {
@@ -920,7 +1086,14 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
       const draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
       const appended = append(
         draft,
-        [ev('request_resolved', now, { request_id: request.request_id, kind: 'input', value: control.value }, { effect_id: request.effect_id })],
+        [
+          ev(
+            'request_resolved',
+            now,
+            { request_id: request.request_id, kind: 'input', value: control.value },
+            { effect_id: request.effect_id },
+          ),
+        ],
         now,
       );
       return finish(settleIdle(appended.draft, now), appended.events);
@@ -933,18 +1106,35 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
  * epoch + 1, a pending operation dropped); during a started operation the run enters cancelling
  * and becomes stopped when the operation returns. Seed: "Controls" (stop).
  */
-export function stopRun(record: RunRecord, reason: string, now: number, controlId?: string): TransitionResult {
+export function stopRun(
+  record: RunRecord,
+  reason: string,
+  now: number,
+  controlId?: string,
+): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
   if (record.status === 'cancelling') return reject('invalid_state', 'run is already stopping');
   const op = record.operation;
   if (op !== null && op.started_at !== null && record.lease !== null) {
-    const draft = { ...record, status: 'cancelling', stop_reason: reason, pause_requested: undefined } as Draft;
-    const appended = append(draft, [ev('stop_requested', now, { reason, ...(controlId ? { control_id: controlId } : {}) })], now);
+    const draft = {
+      ...record,
+      status: 'cancelling',
+      stop_reason: reason,
+      pause_requested: undefined,
+    } as Draft;
+    const appended = append(
+      draft,
+      [ev('stop_requested', now, { reason, ...(controlId ? { control_id: controlId } : {}) })],
+      now,
+    );
     return finish(appended.draft, appended.events);
   }
   const draft = { ...record } as Draft;
   const closing = closeAllRequests(draft, now, 'stopped');
-  const newEvents: NewRunEvent[] = [ev('stopped', now, { reason, ...(controlId ? { control_id: controlId } : {}) }), ...closing.events];
+  const newEvents: NewRunEvent[] = [
+    ev('stopped', now, { reason, ...(controlId ? { control_id: controlId } : {}) }),
+    ...closing.events,
+  ];
   if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
   const stopped = {
     ...draft,
@@ -973,10 +1163,17 @@ function pauseControl(record: RunRecord, reason: string, now: number): Transitio
  * accept_reducer_change (the artifact pin is then cleared and re-taken at the next call).
  * Event resumed {from_checkpoint_no} reaches the reducer. Seed: "Controls" (resume), "Budgets".
  */
-function resumeRun(record: RunRecord, control: Extract<Control, { command: 'resume' }>, now: number): TransitionResult {
+function resumeRun(
+  record: RunRecord,
+  control: Extract<Control, { command: 'resume' }>,
+  now: number,
+): TransitionResult {
   if (record.status !== 'paused') return reject('not_paused', 'only a paused run can be resumed');
   if (record.pause_reason === 'reducer_changed' && control.accept_reducer_change !== true) {
-    return reject('reducer_change_not_accepted', 'the reducer artifact changed: resume with accept_reducer_change: true');
+    return reject(
+      'reducer_change_not_accepted',
+      'the reducer artifact changed: resume with accept_reducer_change: true',
+    );
   }
   const budgets: Budgets = { ...record.budgets };
   for (const [key, inc] of Object.entries(control.budget_increase ?? {})) {
@@ -996,7 +1193,11 @@ function resumeRun(record: RunRecord, control: Extract<Control, { command: 'resu
     reducer,
     counters: { ...record.counters, consecutive_op_failures: 0 },
   } as Draft;
-  const appended = append(draft, [ev('resumed', now, { from_checkpoint_no: record.counters.checkpoints })], now);
+  const appended = append(
+    draft,
+    [ev('resumed', now, { from_checkpoint_no: record.counters.checkpoints })],
+    now,
+  );
   return finish(settleIdle(appended.draft, now), appended.events);
 }
 

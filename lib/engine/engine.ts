@@ -57,7 +57,6 @@ import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { StepQueue } from '../queue/step-queue.ts';
 import {
   type CheckpointItem,
-  type Commit,
   CommitRejected,
   type OperationItem,
   principalKeyOf,
@@ -167,14 +166,20 @@ export function createEngine(options: EngineOptions): Engine {
     try {
       await queue.send({ run_id: runId });
     } catch (err) {
-      log({ level: 'warn', message: 'step message not sent; the sweeper will wake the run', run_id: runId, error: String(err) });
+      log({
+        level: 'warn',
+        message: 'step message not sent; the sweeper will wake the run',
+        run_id: runId,
+        error: String(err),
+      });
     }
   }
 
   async function readRun(runId: string, caller: Caller): Promise<RunRecord> {
     const record = await store.getRun(runId);
     if (record === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
-    if (!isAuthorized(record, caller)) throw new EngineError('unauthorized', 'not allowed to read this run', { run_id: runId });
+    if (!isAuthorized(record, caller))
+      throw new EngineError('unauthorized', 'not allowed to read this run', { run_id: runId });
     return record;
   }
 
@@ -260,7 +265,10 @@ export function createEngine(options: EngineOptions): Engine {
       if (reducer !== null) await wake(stored.run_id);
       return { run: runView(stored), created: true, control_capability: secret };
     } catch (err) {
-      if (err instanceof CommitRejected && (err.reason === 'subject_taken' || err.reason === 'create_key_taken')) {
+      if (
+        err instanceof CommitRejected &&
+        (err.reason === 'subject_taken' || err.reason === 'create_key_taken')
+      ) {
         const existing =
           err.reason === 'subject_taken'
             ? await store.findBySubject(input.subject)
@@ -275,18 +283,36 @@ export function createEngine(options: EngineOptions): Engine {
 
   async function applyControl(runId: string, raw: unknown, caller: Caller): Promise<ControlAck> {
     const parsed = ControlSchema.safeParse(raw);
-    if (!parsed.success) throw new EngineError('validation_failed', 'invalid control', { issues: parsed.error.issues });
+    if (!parsed.success)
+      throw new EngineError('validation_failed', 'invalid control', { issues: parsed.error.issues });
     const control = parsed.data;
     const digest = controlDigest(control);
     for (let attempt = 0; attempt < 8; attempt += 1) {
       const { record, ack } = await store.getRunAndAck(runId, control.control_id);
-      if (record === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
+      if (record === null)
+        throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
       const authorized = isAuthorized(record, caller);
-      const decision = decideControl(record, control, digest, ack === null ? null : { digest: ack.digest, seq: ack.seq }, authorized, clock.now());
+      const decision = decideControl(
+        record,
+        control,
+        digest,
+        ack === null ? null : { digest: ack.digest, seq: ack.seq },
+        authorized,
+        clock.now(),
+      );
       if (decision.kind === 'duplicate') return { ack: 'duplicate', original_seq: decision.original_seq };
       const reply: ControlAck =
-        decision.kind === 'applied' ? { ack: 'applied', seq: decision.seq } : { ack: 'rejected', reason: decision.reason, seq: decision.seq };
-      if (!authorized) log({ level: 'warn', message: 'unauthorized control', run_id: runId, control_id: control.control_id, principal: caller.principal });
+        decision.kind === 'applied'
+          ? { ack: 'applied', seq: decision.seq }
+          : { ack: 'rejected', reason: decision.reason, seq: decision.seq };
+      if (!authorized)
+        log({
+          level: 'warn',
+          message: 'unauthorized control',
+          run_id: runId,
+          control_id: control.control_id,
+          principal: caller.principal,
+        });
       const storeAck = !(decision.kind === 'rejected' && decision.reason === 'control_id_reused');
       try {
         const stored = await store.commit({
@@ -294,19 +320,34 @@ export function createEngine(options: EngineOptions): Engine {
           expectedVersion: record.version,
           events: decision.events,
           checkpoints: checkpointsOf(decision.record, decision.events),
-          ...(storeAck ? { controlAck: { control_id: control.control_id, digest, ack: reply, seq: decision.seq } } : {}),
+          ...(storeAck
+            ? { controlAck: { control_id: control.control_id, digest, ack: reply, seq: decision.seq } }
+            : {}),
         });
         if (stored.status === 'queued' && hasWork(stored)) await wake(runId);
         return reply;
       } catch (err) {
-        if (err instanceof CommitRejected && (err.reason === 'stale_version' || err.reason === 'control_ack_exists')) continue;
+        if (
+          err instanceof CommitRejected &&
+          (err.reason === 'stale_version' || err.reason === 'control_ack_exists')
+        )
+          continue;
         throw err;
       }
     }
-    throw new EngineError('store_unavailable', 'the run is too busy to take the control now; retry', { run_id: runId }, { retryable: true });
+    throw new EngineError(
+      'store_unavailable',
+      'the run is too busy to take the control now; retry',
+      { run_id: runId },
+      { retryable: true },
+    );
   }
 
-  async function deliverResult(resumeKey: string, raw: unknown, caller: Caller): Promise<{ run_id: string; seq: number }> {
+  async function deliverResult(
+    resumeKey: string,
+    raw: unknown,
+    caller: Caller,
+  ): Promise<{ run_id: string; seq: number }> {
     const found = await store.findByResumeKey(resumeKey);
     if (found === null) throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {});
     for (let attempt = 0; attempt < 8; attempt += 1) {
@@ -314,12 +355,23 @@ export function createEngine(options: EngineOptions): Engine {
       const { envelope } = normalizeToolResult(raw, found.op_id);
       const result = deliverResultTransition(record, resumeKey, envelope, clock.now());
       if (!result.ok) {
-        throw new EngineError(result.code === 'run_terminal' ? 'run_terminal' : 'resume_key_not_found', result.message, { run_id: record.run_id });
+        throw new EngineError(
+          result.code === 'run_terminal' ? 'run_terminal' : 'resume_key_not_found',
+          result.message,
+          { run_id: record.run_id },
+        );
       }
       try {
-        const stored = await store.commit({ record: result.record, expectedVersion: record.version, events: result.events });
+        const stored = await store.commit({
+          record: result.record,
+          expectedVersion: record.version,
+          events: result.events,
+        });
         if (stored.status === 'queued' && hasWork(stored)) await wake(stored.run_id);
-        return { run_id: stored.run_id, seq: result.events[result.events.length - 1]?.seq ?? stored.last_seq };
+        return {
+          run_id: stored.run_id,
+          seq: result.events[result.events.length - 1]?.seq ?? stored.last_seq,
+        };
       } catch (err) {
         if (err instanceof CommitRejected && err.reason === 'stale_version') continue;
         throw err;
@@ -337,8 +389,16 @@ export function createEngine(options: EngineOptions): Engine {
       if (first.inbox.length > 0 && first.reducer !== null) await deliverAfterEnd(first);
       return { kind: 'nothing_to_do', status: first.status };
     }
-    const acquired = acquireLease(first, `${baseWorkerId}/${randomUUID().slice(0, 8)}`, clock.now(), leaseTtlMs);
-    if (!acquired.ok) return acquired.code === 'lease_held' ? { kind: 'busy' } : { kind: 'nothing_to_do', status: first.status };
+    const acquired = acquireLease(
+      first,
+      `${baseWorkerId}/${randomUUID().slice(0, 8)}`,
+      clock.now(),
+      leaseTtlMs,
+    );
+    if (!acquired.ok)
+      return acquired.code === 'lease_held'
+        ? { kind: 'busy' }
+        : { kind: 'nothing_to_do', status: first.status };
     let base: RunRecord;
     try {
       base = await store.commit({ record: acquired.record, expectedVersion: first.version, events: [] });
@@ -380,7 +440,12 @@ export function createEngine(options: EngineOptions): Engine {
         if (res.kind === 'answered') {
           const v = validateReducerResponse(request, res.response);
           if (v.ok && v.response.refused === null) {
-            answer = { state_rev: v.response.state_rev, effects: validEffects(v.response.effects), projection: undefined, diagnostics: v.response.diagnostics };
+            answer = {
+              state_rev: v.response.state_rev,
+              effects: validEffects(v.response.effects),
+              projection: undefined,
+              diagnostics: v.response.diagnostics,
+            };
             if (v.response.state_rev !== current.state_rev) newState = v.response.state;
           }
         }
@@ -465,7 +530,8 @@ export function createEngine(options: EngineOptions): Engine {
           if (err.reason !== 'stale_version') throw err;
           await this.reload();
           if (this.pendingResult === undefined) return; // recompute in the loop from the fresh record
-          if (!this.apply(this.recordOperationResult(this.pendingResult))) throw new LeaseLost('operation no longer ours');
+          if (!this.apply(this.recordOperationResult(this.pendingResult)))
+            throw new LeaseLost('operation no longer ours');
         }
       }
     }
@@ -473,7 +539,12 @@ export function createEngine(options: EngineOptions): Engine {
     /** Re-reads the run after a stale commit; drops every uncommitted transition. */
     async reload(): Promise<void> {
       const fresh = await store.getRun(this.base.run_id);
-      if (fresh === null || fresh.lease === null || fresh.lease.owner !== this.fence.owner || fresh.epoch !== this.fence.epoch) {
+      if (
+        fresh === null ||
+        fresh.lease === null ||
+        fresh.lease.owner !== this.fence.owner ||
+        fresh.epoch !== this.fence.epoch
+      ) {
         throw new LeaseLost('fenced out');
       }
       for (const seq of [...this.eventCache.keys()]) if (seq > fresh.last_seq) this.eventCache.delete(seq);
@@ -530,14 +601,16 @@ export function createEngine(options: EngineOptions): Engine {
             at: clock.now(),
           });
           await this.commit();
-          if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null) continue;
+          if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null)
+            continue;
           this.pendingResult = await this.dispatch();
           this.operationsRun += 1;
           await faults('after_dispatch', r.run_id);
           if (!this.apply(this.recordOperationResult(this.pendingResult))) {
             // The base moved (a heartbeat renewed the lease): recompute on the latest record.
             await this.reload();
-            if (!this.apply(this.recordOperationResult(this.pendingResult))) throw new LeaseLost('operation no longer ours');
+            if (!this.apply(this.recordOperationResult(this.pendingResult)))
+              throw new LeaseLost('operation no longer ours');
           }
           continue;
         }
@@ -550,11 +623,13 @@ export function createEngine(options: EngineOptions): Engine {
       // Release: the run rests waiting or queued (with a wake deadline for the sweeper).
       const needsRelease = this.staged.lease !== null && this.staged.status === 'running';
       if (needsRelease) {
-        if (!this.apply(releaseLease(this.staged, this.fence, clock.now(), wakeGraceMs))) throw new LeaseLost('lease lost at release');
+        if (!this.apply(releaseLease(this.staged, this.fence, clock.now(), wakeGraceMs)))
+          throw new LeaseLost('lease lost at release');
       }
       if (this.events.length > 0 || needsRelease) await this.commit();
       // A stale commit recomputes from a fresh record that may have new work: loop again.
-      if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner) return this.run();
+      if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner)
+        return this.run();
       const final = this.staged;
       if (final.status === 'queued' && hasWork(final)) await wake(final.run_id);
       return { kind: 'progressed', status: final.status, operations: this.operationsRun };
@@ -566,7 +641,13 @@ export function createEngine(options: EngineOptions): Engine {
       const seq = r.inbox[0] as number;
       const binding = r.reducer;
       if (binding === null) {
-        this.apply(applyReducerAnswer(r, { event_seq: seq, state_rev: r.state_rev, effects: [], projection: undefined, diagnostics: [] }, clock.now()));
+        this.apply(
+          applyReducerAnswer(
+            r,
+            { event_seq: seq, state_rev: r.state_rev, effects: [], projection: undefined, diagnostics: [] },
+            clock.now(),
+          ),
+        );
         return;
       }
       const event = await this.eventAt(seq);
@@ -595,7 +676,13 @@ export function createEngine(options: EngineOptions): Engine {
       }
       const v = validateReducerResponse(request, res.response);
       if (!v.ok) {
-        log({ level: 'warn', message: 'reducer response refused', run_id: r.run_id, code: v.code, detail: v.message });
+        log({
+          level: 'warn',
+          message: 'reducer response refused',
+          run_id: r.run_id,
+          code: v.code,
+          detail: v.message,
+        });
         this.apply(failRun(r, `reducer_refused:${v.code}`, now));
         return;
       }
@@ -603,7 +690,10 @@ export function createEngine(options: EngineOptions): Engine {
         this.apply(failRun(r, `reducer_refused:${v.response.refused.code}`, now));
         return;
       }
-      const pinned = binding.artifact_hash === undefined ? ({ ...r, reducer: { ...binding, artifact_hash: res.artifact_hash } } as RunRecord) : r;
+      const pinned =
+        binding.artifact_hash === undefined
+          ? ({ ...r, reducer: { ...binding, artifact_hash: res.artifact_hash } } as RunRecord)
+          : r;
       const applied = applyReducerAnswer(
         pinned,
         {
@@ -656,7 +746,16 @@ export function createEngine(options: EngineOptions): Engine {
       if (decision.decision === 'require_approval') {
         if (op.approved_digest === decision.digest) return false;
         return this.apply(
-          gateOperation(r, { digest: decision.digest, summary: decision.summary, tool: op.effect.tool, tool_version: decision.tool_version }, clock.now()),
+          gateOperation(
+            r,
+            {
+              digest: decision.digest,
+              summary: decision.summary,
+              tool: op.effect.tool,
+              tool_version: decision.tool_version,
+            },
+            clock.now(),
+          ),
         );
       }
       // deny: the call is answered with a failed envelope, and no handler runs.
@@ -671,7 +770,9 @@ export function createEngine(options: EngineOptions): Engine {
         writes: [],
         artifact_refs: [],
         evidence: [],
-        diagnostics: [{ code: decision.code, severity: 'error', message: `the policy denied ${op.effect.tool}` }],
+        diagnostics: [
+          { code: decision.code, severity: 'error', message: `the policy denied ${op.effect.tool}` },
+        ],
         suggested_next_actions: [],
         retry_policy: { retryable: false },
       };
@@ -708,7 +809,12 @@ export function createEngine(options: EngineOptions): Engine {
           try {
             await faults('during_heartbeat', this.base.run_id);
             const current = await store.getRun(this.base.run_id);
-            if (current === null || current.lease === null || current.lease.owner !== this.fence.owner || current.epoch !== this.fence.epoch) {
+            if (
+              current === null ||
+              current.lease === null ||
+              current.lease.owner !== this.fence.owner ||
+              current.epoch !== this.fence.epoch
+            ) {
               lost = true;
               abort.abort(new LeaseLost('lease lost'));
               return;
@@ -719,7 +825,12 @@ export function createEngine(options: EngineOptions): Engine {
             }
             const renewed = renewLease(current, this.fence, clock.now(), leaseTtlMs);
             if (!renewed.ok) return;
-            this.base = await store.commit({ record: renewed.record, expectedVersion: current.version, fence: this.fence, events: [] });
+            this.base = await store.commit({
+              record: renewed.record,
+              expectedVersion: current.version,
+              fence: this.fence,
+              events: [],
+            });
             this.staged = this.base;
           } catch (err) {
             if (err instanceof CommitRejected && err.reason === 'stale_version') return; // next beat retries
@@ -771,11 +882,29 @@ export function createEngine(options: EngineOptions): Engine {
         };
         const out = await models.turn(input, compiled, signal);
         if ('error_class' in out) {
-          return { kind: 'operation_failed', error_class: out.error_class, retryable: out.retryable ?? false, outcome_unknown: false, message: out.message };
+          return {
+            kind: 'operation_failed',
+            error_class: out.error_class,
+            retryable: out.retryable ?? false,
+            outcome_unknown: false,
+            message: out.message,
+          };
         }
-        return { kind: 'model_turn_completed', message: out.message, tool_calls: out.tool_calls, finish_reason: out.finish_reason, usage: out.usage };
+        return {
+          kind: 'model_turn_completed',
+          message: out.message,
+          tool_calls: out.tool_calls,
+          finish_reason: out.finish_reason,
+          usage: out.usage,
+        };
       }
-      return { kind: 'operation_failed', error_class: 'unsupported', retryable: false, outcome_unknown: false, message: `cannot execute ${effect.kind}` };
+      return {
+        kind: 'operation_failed',
+        error_class: 'unsupported',
+        retryable: false,
+        outcome_unknown: false,
+        message: `cannot execute ${effect.kind}`,
+      };
     }
 
     async eventsFrom(fromSeq: number): Promise<RunEvent[]> {
@@ -814,7 +943,11 @@ export function createEngine(options: EngineOptions): Engine {
         try {
           await sweepRun(id, report);
         } catch (err) {
-          if (err instanceof CommitRejected && (err.reason === 'stale_version' || err.reason === 'fenced_out')) continue;
+          if (
+            err instanceof CommitRejected &&
+            (err.reason === 'stale_version' || err.reason === 'fenced_out')
+          )
+            continue;
           log({ level: 'error', message: 'sweep of a run failed', run_id: id, error: String(err) });
         }
       }
@@ -836,7 +969,13 @@ export function createEngine(options: EngineOptions): Engine {
         events: taken.events,
       });
       report.taken_over += 1;
-      log({ level: 'info', message: 'lease taken over', run_id: runId, previous_owner: record.lease.owner, epoch: stored.epoch });
+      log({
+        level: 'info',
+        message: 'lease taken over',
+        run_id: runId,
+        previous_owner: record.lease.owner,
+        epoch: stored.epoch,
+      });
       if (hasWork(stored)) await wake(runId);
       return;
     }
@@ -850,7 +989,11 @@ export function createEngine(options: EngineOptions): Engine {
     if (record.open_requests.some((r) => r.expires_at !== null && r.expires_at <= now)) {
       const expired = expireRequests(record, now);
       if (expired.ok) {
-        const stored = await store.commit({ record: expired.record, expectedVersion: record.version, events: expired.events });
+        const stored = await store.commit({
+          record: expired.record,
+          expectedVersion: record.version,
+          events: expired.events,
+        });
         report.expired += 1;
         if (stored.status === 'queued' && hasWork(stored)) await wake(runId);
       }
@@ -858,7 +1001,11 @@ export function createEngine(options: EngineOptions): Engine {
     }
     if (record.status === 'queued' && record.wake_at !== null && record.wake_at <= now) {
       // Push the wake deadline out first (so a second sweeper does not also wake it), then wake.
-      await store.commit({ record: { ...record, wake_at: now + wakeGraceMs } as RunRecord, expectedVersion: record.version, events: [] });
+      await store.commit({
+        record: { ...record, wake_at: now + wakeGraceMs } as RunRecord,
+        expectedVersion: record.version,
+        events: [],
+      });
       report.woken += 1;
       await wake(runId);
     }
@@ -880,7 +1027,11 @@ export function createEngine(options: EngineOptions): Engine {
     async getCheckpoint(runId, caller, n) {
       await readRun(runId, caller);
       const cp = await store.getCheckpoint(runId, n);
-      if (cp === null) throw new EngineError('run_not_found', `checkpoint ${n} of run ${runId} not found`, { run_id: runId, n });
+      if (cp === null)
+        throw new EngineError('run_not_found', `checkpoint ${n} of run ${runId} not found`, {
+          run_id: runId,
+          n,
+        });
       return cp;
     },
     applyControl,

@@ -17,7 +17,12 @@ export class EngineError extends Error {
   readonly code: EngineErrorCode;
   readonly retryable: boolean;
   readonly details: Record<string, unknown>;
-  constructor(code: EngineErrorCode, message: string, details: Record<string, unknown> = {}, options?: ErrorOptions & { retryable?: boolean }) {
+  constructor(
+    code: EngineErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: ErrorOptions & { retryable?: boolean },
+  ) {
     super(message, options);
     this.code = code;
     this.details = details;

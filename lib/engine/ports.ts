@@ -88,7 +88,11 @@ export interface ToolHost {
 export type ContextMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls: { call_id: string; name: string; args: Record<string, unknown> }[] }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls: { call_id: string; name: string; args: Record<string, unknown> }[];
+    }
   | { role: 'tool'; call_id: string; name: string; content: string };
 
 export interface CompiledContext {
@@ -102,7 +106,11 @@ export interface ModelHost {
    * One model turn through the run's model-turn function (executor_config.model_turn_function).
    * Never throws for a provider fault: it comes back as ModelTurnError with its class.
    */
-  turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal): Promise<ModelTurnOutput | ModelTurnError>;
+  turn(
+    input: ModelTurnInput,
+    context: CompiledContext,
+    signal: AbortSignal,
+  ): Promise<ModelTurnOutput | ModelTurnError>;
 }
 
 export type { RunEvent };

@@ -25,7 +25,9 @@ export function createSqsStepQueue(sqs: SQSClient, queueUrl: string): StepQueue 
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: JSON.stringify(message),
-          ...(delaySeconds !== undefined && delaySeconds > 0 ? { DelaySeconds: Math.min(900, Math.ceil(delaySeconds)) } : {}),
+          ...(delaySeconds !== undefined && delaySeconds > 0
+            ? { DelaySeconds: Math.min(900, Math.ceil(delaySeconds)) }
+            : {}),
         }),
       );
     },

@@ -30,7 +30,13 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type ControlAck, type RunEvent, RunEvent as RunEventSchema, RunRecord, type Subject } from '../contracts/index.ts';
+import {
+  type ControlAck,
+  type RunEvent,
+  RunEvent as RunEventSchema,
+  RunRecord,
+  type Subject,
+} from '../contracts/index.ts';
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import type { Fence } from '../core/run-machine.ts';
@@ -73,7 +79,12 @@ export class CommitRejected extends Error {
   override name = 'CommitRejected';
   readonly reason: CommitFailure;
   readonly current: RunRecord | null;
-  constructor(reason: CommitFailure, message: string, current: RunRecord | null = null, options?: ErrorOptions) {
+  constructor(
+    reason: CommitFailure,
+    message: string,
+    current: RunRecord | null = null,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.reason = reason;
     this.current = current;
@@ -150,7 +161,10 @@ export interface StoreMetrics {
 export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
   /** Run record and one control ack in one consistent BatchGetItem. */
-  getRunAndAck(runId: string, controlId: string): Promise<{ record: RunRecord | null; ack: ControlAckItem | null }>;
+  getRunAndAck(
+    runId: string,
+    controlId: string,
+  ): Promise<{ record: RunRecord | null; ack: ControlAckItem | null }>;
   getState(runId: string, rev: number): Promise<unknown>;
   /** Events with seq > after, up to limit, in order, strongly consistent: never a gap. */
   readEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
@@ -163,7 +177,11 @@ export interface RunStore {
   /** Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting). */
   sweepCandidates(shard: number, now: number, limit: number): Promise<string[]>;
   /** Runs by status (newest first), paged by an opaque cursor. */
-  listByStatus(status: string, limit: number, cursor?: string): Promise<{ run_ids: string[]; cursor?: string }>;
+  listByStatus(
+    status: string,
+    limit: number,
+    cursor?: string,
+  ): Promise<{ run_ids: string[]; cursor?: string }>;
   commit(commit: Commit): Promise<RunRecord>;
   readonly metrics: StoreMetrics;
 }
@@ -173,7 +191,8 @@ export interface RunStore {
 const runPk = (runId: string) => `RUN#${runId}`;
 const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-export const subjectKey = (subject: Subject) => `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
+export const subjectKey = (subject: Subject) =>
+  `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
 const createKeyPk = (principalKey: string, key: string) => `CKEY#${sha(canonicalJson([principalKey, key]))}`;
 const resumeKeyPk = (key: string) => `RKEY#${sha(key)}`;
 export const principalKeyOf = (p: RunRecord['principal']) => `${p.kind}:${p.id}`;
@@ -183,7 +202,10 @@ export function sweepDue(record: RunRecord): number | null {
   if (record.lease !== null) return record.lease.expires_at;
   if (record.status === 'queued') return record.wake_at ?? record.updated_at;
   if (record.status === 'waiting') return record.wake_at;
-  if ((record.status === 'completed' || record.status === 'failed' || record.status === 'stopped') && record.inbox.length > 0) {
+  if (
+    (record.status === 'completed' || record.status === 'failed' || record.status === 'stopped') &&
+    record.inbox.length > 0
+  ) {
     return record.updated_at;
   }
   return null;
@@ -206,7 +228,14 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   const { doc, tableName: TableName, blobs } = options;
   const maxAttempts = options.maxAttempts ?? 5;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const metrics: StoreMetrics = { reads: 0, queries: 0, transactions: 0, transactionRetries: 0, readCapacity: 0, writeCapacity: 0 };
+  const metrics: StoreMetrics = {
+    reads: 0,
+    queries: 0,
+    transactions: 0,
+    transactionRetries: 0,
+    readCapacity: 0,
+    writeCapacity: 0,
+  };
 
   function countCapacity(c: ConsumedCapacity | ConsumedCapacity[] | undefined): void {
     for (const x of Array.isArray(c) ? c : c ? [c] : []) {
@@ -221,11 +250,15 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   function parseRecord(item: Item | undefined): RunRecord | null {
     if (item === undefined || item.record === undefined) return null;
     const parsed = RunRecord.safeParse(item.record);
-    if (!parsed.success) throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success)
+      throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
     return parsed.data;
   }
 
-  async function inlineOrBlob(value: unknown, mediaType = 'application/json'): Promise<{ inline?: unknown; blob?: BlobRef }> {
+  async function inlineOrBlob(
+    value: unknown,
+    mediaType = 'application/json',
+  ): Promise<{ inline?: unknown; blob?: BlobRef }> {
     const text = JSON.stringify(value);
     if (Buffer.byteLength(text) <= INLINE_LIMIT) return { inline: value };
     return { blob: await blobs.put(text, mediaType) };
@@ -267,7 +300,10 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   }
 
   /** Builds the run record's Update: SET every stored attribute, REMOVE the absent optional ones. */
-  function recordUpdate(commit: Commit, nextVersion: number): NonNullable<TransactWriteCommandInput['TransactItems']>[number] {
+  function recordUpdate(
+    commit: Commit,
+    nextVersion: number,
+  ): NonNullable<TransactWriteCommandInput['TransactItems']>[number] {
     const stored = recordItem({ ...commit.record, version: nextVersion } as RunRecord);
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
@@ -304,14 +340,20 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     };
   }
 
-  async function buildItems(commit: Commit, nextVersion: number): Promise<NonNullable<TransactWriteCommandInput['TransactItems']>> {
+  async function buildItems(
+    commit: Commit,
+    nextVersion: number,
+  ): Promise<NonNullable<TransactWriteCommandInput['TransactItems']>> {
     const record = { ...commit.record, version: nextVersion } as RunRecord;
     const parsed = RunRecord.safeParse(record);
-    if (!parsed.success) throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success)
+      throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
     const pk = runPk(record.run_id);
     const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
     if (commit.expectedVersion === null) {
-      items.push({ Put: { TableName, Item: recordItem(record), ConditionExpression: 'attribute_not_exists(pk)' } });
+      items.push({
+        Put: { TableName, Item: recordItem(record), ConditionExpression: 'attribute_not_exists(pk)' },
+      });
       items.push({
         Put: {
           TableName,
@@ -324,7 +366,11 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         items.push({
           Put: {
             TableName,
-            Item: { pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key), sk: 'K', run_id: record.run_id },
+            Item: {
+              pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key),
+              sk: 'K',
+              run_id: record.run_id,
+            },
             ConditionExpression: 'attribute_not_exists(pk)',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
@@ -339,14 +385,31 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       items.push({
         Put: {
           TableName,
-          Item: { pk, sk: eventSk(event.seq), event: head, ...(body.blob ? { data_blob: body.blob } : { data: body.inline }) },
+          Item: {
+            pk,
+            sk: eventSk(event.seq),
+            event: head,
+            ...(body.blob ? { data_blob: body.blob } : { data: body.inline }),
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       });
       // Index items derived from the events they belong to.
-      if (event.kind === 'request_opened' && event.data.kind === 'result' && typeof event.data.resume_key === 'string') {
+      if (
+        event.kind === 'request_opened' &&
+        event.data.kind === 'result' &&
+        typeof event.data.resume_key === 'string'
+      ) {
         items.push({
-          Put: { TableName, Item: { pk: resumeKeyPk(event.data.resume_key), sk: 'K', run_id: record.run_id, op_id: event.data.op_id } },
+          Put: {
+            TableName,
+            Item: {
+              pk: resumeKeyPk(event.data.resume_key),
+              sk: 'K',
+              run_id: record.run_id,
+              op_id: event.data.op_id,
+            },
+          },
         });
       }
       if (event.kind === 'result_delivered' && typeof event.data.resume_key === 'string') {
@@ -358,12 +421,22 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       items.push({
         Put: {
           TableName,
-          Item: { pk, sk: `D#${commit.state.rev}`, ...(body.blob ? { state_blob: body.blob } : { state: body.inline ?? null }) },
+          Item: {
+            pk,
+            sk: `D#${commit.state.rev}`,
+            ...(body.blob ? { state_blob: body.blob } : { state: body.inline ?? null }),
+          },
         },
       });
     }
     for (const cp of commit.checkpoints ?? []) {
-      items.push({ Put: { TableName, Item: { pk, sk: `C#${cp.n}`, checkpoint: cp }, ConditionExpression: 'attribute_not_exists(pk)' } });
+      items.push({
+        Put: {
+          TableName,
+          Item: { pk, sk: `C#${cp.n}`, checkpoint: cp },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      });
     }
     if (commit.controlAck !== undefined) {
       items.push({
@@ -378,7 +451,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       items.push({ Put: { TableName, Item: { pk, sk: `O#${op.op_id}`, ...op } } });
     }
     // A run that just ended releases its subject in the same transaction.
-    const terminal = record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
+    const terminal =
+      record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
     if (terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e))) {
       items.push({
         Delete: {
@@ -390,7 +464,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       });
     }
     if (items.length > MAX_TRANSACT_ITEMS) {
-      throw new CommitTooLarge(`a commit of ${items.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`);
+      throw new CommitTooLarge(
+        `a commit of ${items.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
+      );
     }
     return items;
   }
@@ -403,27 +479,48 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       return new CommitRejected('throttled', `commit throttled: ${codes.join(',')}`, null, { cause: err });
     }
     if (codes.includes('TransactionConflict')) {
-      return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, { cause: err });
+      return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, {
+        cause: err,
+      });
     }
     if (codes.includes('ValidationError')) {
-      return new CommitRejected('validation', `invalid transaction: ${reasons.map((r) => r.Message).join('; ')}`, null, { cause: err });
+      return new CommitRejected(
+        'validation',
+        `invalid transaction: ${reasons.map((r) => r.Message).join('; ')}`,
+        null,
+        { cause: err },
+      );
     }
     if (commit.expectedVersion === null) {
-      if (codes[1] === 'ConditionalCheckFailed') return new CommitRejected('subject_taken', 'the subject already has a live run', null, { cause: err });
-      if (codes[2] === 'ConditionalCheckFailed') return new CommitRejected('create_key_taken', 'the create key was already used', null, { cause: err });
+      if (codes[1] === 'ConditionalCheckFailed')
+        return new CommitRejected('subject_taken', 'the subject already has a live run', null, {
+          cause: err,
+        });
+      if (codes[2] === 'ConditionalCheckFailed')
+        return new CommitRejected('create_key_taken', 'the create key was already used', null, {
+          cause: err,
+        });
       return new CommitRejected('stale_version', 'the run already exists', null, { cause: err });
     }
     if (first?.Code === 'ConditionalCheckFailed') {
       const current = unmarshallRecord(first.Item);
       if (commit.fence !== undefined && current !== null) {
-        const stillOurs = current.lease !== null && current.lease.owner === commit.fence.owner && current.epoch === commit.fence.epoch;
-        if (!stillOurs) return new CommitRejected('fenced_out', 'the lease is no longer ours', current, { cause: err });
+        const stillOurs =
+          current.lease !== null &&
+          current.lease.owner === commit.fence.owner &&
+          current.epoch === commit.fence.epoch;
+        if (!stillOurs)
+          return new CommitRejected('fenced_out', 'the lease is no longer ours', current, { cause: err });
       }
-      return new CommitRejected('stale_version', 'the run changed since it was read', current, { cause: err });
+      return new CommitRejected('stale_version', 'the run changed since it was read', current, {
+        cause: err,
+      });
     }
     const ackIndex = commit.controlAck !== undefined ? findAckIndex(commit, reasons.length) : -1;
     if (ackIndex >= 0 && codes[ackIndex] === 'ConditionalCheckFailed') {
-      return new CommitRejected('control_ack_exists', 'the control id already has an ack', null, { cause: err });
+      return new CommitRejected('control_ack_exists', 'the control id already has an ack', null, {
+        cause: err,
+      });
     }
     return new CommitRejected('validation', `commit refused: ${codes.join(',')}`, null, { cause: err });
   }
@@ -433,7 +530,12 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     async getRun(runId) {
       metrics.reads += 1;
       const out = await doc.send(
-        new GetCommand({ TableName, Key: { pk: runPk(runId), sk: 'R' }, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }),
+        new GetCommand({
+          TableName,
+          Key: { pk: runPk(runId), sk: 'R' },
+          ConsistentRead: true,
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
       );
       countCapacity(out.ConsumedCapacity);
       return parseRecord(out.Item);
@@ -467,7 +569,12 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       if (rev === 0) return null;
       metrics.reads += 1;
       const out = await doc.send(
-        new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `D#${rev}` }, ConsistentRead: true, ReturnConsumedCapacity: 'TOTAL' }),
+        new GetCommand({
+          TableName,
+          Key: { pk: runPk(runId), sk: `D#${rev}` },
+          ConsistentRead: true,
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
       );
       countCapacity(out.ConsumedCapacity);
       if (out.Item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing`);
@@ -482,7 +589,11 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           new QueryCommand({
             TableName,
             KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-            ExpressionAttributeValues: { ':pk': runPk(runId), ':from': eventSk(after + 1), ':to': 'E#999999999999' },
+            ExpressionAttributeValues: {
+              ':pk': runPk(runId),
+              ':from': eventSk(after + 1),
+              ':to': 'E#999999999999',
+            },
             ConsistentRead: true,
             Limit: limit - events.length,
             ExclusiveStartKey: startKey,
@@ -497,7 +608,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     },
     async getCheckpoint(runId, n) {
       metrics.reads += 1;
-      const out = await doc.send(new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `C#${n}` }, ConsistentRead: true }));
+      const out = await doc.send(
+        new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `C#${n}` }, ConsistentRead: true }),
+      );
       return (out.Item?.checkpoint as CheckpointItem | undefined) ?? null;
     },
     async listCheckpoints(runId) {
@@ -514,24 +627,36 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     },
     async getOperation(runId, opId) {
       metrics.reads += 1;
-      const out = await doc.send(new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `O#${opId}` }, ConsistentRead: true }));
+      const out = await doc.send(
+        new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `O#${opId}` }, ConsistentRead: true }),
+      );
       if (out.Item === undefined) return null;
       const { pk: _pk, sk: _sk, ...op } = out.Item;
       return op as OperationItem;
     },
     async findBySubject(subject) {
       metrics.reads += 1;
-      const out = await doc.send(new GetCommand({ TableName, Key: { pk: subjectKey(subject), sk: 'S' }, ConsistentRead: true }));
+      const out = await doc.send(
+        new GetCommand({ TableName, Key: { pk: subjectKey(subject), sk: 'S' }, ConsistentRead: true }),
+      );
       return (out.Item?.run_id as string | undefined) ?? null;
     },
     async findByCreateKey(principalKey, key) {
       metrics.reads += 1;
-      const out = await doc.send(new GetCommand({ TableName, Key: { pk: createKeyPk(principalKey, key), sk: 'K' }, ConsistentRead: true }));
+      const out = await doc.send(
+        new GetCommand({
+          TableName,
+          Key: { pk: createKeyPk(principalKey, key), sk: 'K' },
+          ConsistentRead: true,
+        }),
+      );
       return (out.Item?.run_id as string | undefined) ?? null;
     },
     async findByResumeKey(resumeKey) {
       metrics.reads += 1;
-      const out = await doc.send(new GetCommand({ TableName, Key: { pk: resumeKeyPk(resumeKey), sk: 'K' }, ConsistentRead: true }));
+      const out = await doc.send(
+        new GetCommand({ TableName, Key: { pk: resumeKeyPk(resumeKey), sk: 'K' }, ConsistentRead: true }),
+      );
       if (out.Item === undefined) return null;
       return { run_id: out.Item.run_id as string, op_id: out.Item.op_id as string };
     },
@@ -554,7 +679,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
       const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
       let shard = Number(shardText);
-      let startKey = keyText ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>) : undefined;
+      let startKey = keyText
+        ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
+        : undefined;
       const runIds: string[] = [];
       while (shard < 8 && runIds.length < limit) {
         metrics.queries += 1;
@@ -574,7 +701,10 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         if (out.LastEvaluatedKey !== undefined) {
           startKey = out.LastEvaluatedKey;
           if (runIds.length >= limit) {
-            return { run_ids: runIds, cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}` };
+            return {
+              run_ids: runIds,
+              cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}`,
+            };
           }
         } else {
           shard += 1;
@@ -589,14 +719,18 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       for (let attempt = 1; ; attempt += 1) {
         try {
           metrics.transactions += 1;
-          const out = await doc.send(new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }));
+          const out = await doc.send(
+            new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
+          );
           countCapacity(out.ConsumedCapacity);
           return { ...commit.record, version: nextVersion } as RunRecord;
         } catch (err) {
           let rejected: CommitRejected;
           if (err instanceof TransactionCanceledException) rejected = classify(err, commit);
-          else if (err instanceof ConditionalCheckFailedException) rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
-          else if (isThrottle(err)) rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+          else if (err instanceof ConditionalCheckFailedException)
+            rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
+          else if (isThrottle(err))
+            rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
           else throw err;
           const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
           if (!retryable || attempt >= maxAttempts) throw rejected;
@@ -614,7 +748,11 @@ function isEndingEvent(e: RunEvent): boolean {
 
 function isThrottle(err: unknown): boolean {
   const name = (err as { name?: string } | null)?.name ?? '';
-  return name === 'ThrottlingException' || name === 'ProvisionedThroughputExceededException' || name === 'RequestLimitExceeded';
+  return (
+    name === 'ThrottlingException' ||
+    name === 'ProvisionedThroughputExceededException' ||
+    name === 'RequestLimitExceeded'
+  );
 }
 
 function findAckIndex(commit: Commit, total: number): number {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';
-import { alice, inProcessReducers, inProcessTools, makeTestEngine, scriptedModel, uniqueSubject } from '../support/engine.ts';
+import {
+  alice,
+  inProcessReducers,
+  inProcessTools,
+  makeTestEngine,
+  scriptedModel,
+  uniqueSubject,
+} from '../support/engine.ts';
 import { askOnce, modelOnce, toolLoop } from '../support/reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
@@ -12,8 +19,15 @@ function expectContiguous(events: RunEvent[]) {
 describe('engine on DynamoDB Local and fauxqs', () => {
   it('runs a reducer through three tool calls to completion with one transaction per operation', async () => {
     const tools = inProcessTools({ lookup: async (r) => ({ echo: r.args.i }) });
-    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/loop': toolLoop(3) }), tools, models: noModel });
-    const { run, created, control_capability } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice);
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(3) }),
+      tools,
+      models: noModel,
+    });
+    const { run, created, control_capability } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
+      alice,
+    );
     expect(created).toBe(true);
     expect(control_capability).toBeTypeOf('string');
     expect(await t.drainMessages()).toEqual([run.run_id]);
@@ -33,26 +47,50 @@ describe('engine on DynamoDB Local and fauxqs', () => {
   });
 
   it('returns the live run with created false for the same subject, and honours create_key', async () => {
-    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/ask': askOnce() }), tools: inProcessTools({}), models: noModel });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/ask': askOnce() }),
+      tools: inProcessTools({}),
+      models: noModel,
+    });
     const subject = uniqueSubject();
-    const first = await t.engine.createRun({ subject, reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' }, alice);
-    const again = await t.engine.createRun({ subject, reducer: { function_path: '/r/ask' }, input: 'x' }, alice);
+    const first = await t.engine.createRun(
+      { subject, reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' },
+      alice,
+    );
+    const again = await t.engine.createRun(
+      { subject, reducer: { function_path: '/r/ask' }, input: 'x' },
+      alice,
+    );
     expect(again.created).toBe(false);
     expect(again.run.run_id).toBe(first.run.run_id);
     expect(again.control_capability).toBeUndefined();
-    const byKey = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' }, alice);
+    const byKey = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' },
+      alice,
+    );
     expect(byKey).toMatchObject({ created: false, run: { run_id: first.run.run_id } });
   });
 
   it('waits for an answer holding no lease, and completes with it', async () => {
-    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/ask': askOnce() }), tools: inProcessTools({}), models: noModel });
-    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x' }, alice);
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/ask': askOnce() }),
+      tools: inProcessTools({}),
+      models: noModel,
+    });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x' },
+      alice,
+    );
     await t.engine.stepRun(run.run_id);
     const waiting = await t.engine.getRun(run.run_id, alice);
     expect(waiting.status).toBe('waiting');
     expect(waiting.lease).toBeNull();
     const request = waiting.open_requests[0];
-    const ack = await t.engine.applyControl(run.run_id, { control_id: 'a1', command: 'provide_input', request_id: request?.request_id, value: 'HAT001' }, alice);
+    const ack = await t.engine.applyControl(
+      run.run_id,
+      { control_id: 'a1', command: 'provide_input', request_id: request?.request_id, value: 'HAT001' },
+      alice,
+    );
     expect(ack.ack).toBe('applied');
     await t.engine.stepRun(run.run_id);
     const done = await t.engine.getRun(run.run_id, alice);
@@ -66,19 +104,39 @@ describe('engine on DynamoDB Local and fauxqs', () => {
       tools: inProcessTools({ lookup: async () => ({ big }) }),
       models: noModel,
     });
-    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'x' }, alice);
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'x' },
+      alice,
+    );
     await t.engine.stepRun(run.run_id);
     const events = await t.engine.readEvents(run.run_id, alice, 0, 100);
     const result = events.find((e) => e.kind === 'tool_result');
-    expect((result?.data.envelope as { payload: { big: string } }).payload.big).toBe(big);
+    const envelope = result?.data.envelope as { payload: { big: string } } | undefined;
+    expect(envelope?.payload.big).toBe(big);
   });
 
   it('counts a model call and its tokens in the same commit as its result', async () => {
-    const model = scriptedModel(async () => ({ message: { text: 'done' }, tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 12, output_tokens: 4 } }));
-    const t = await makeTestEngine({ reducers: inProcessReducers({ '/r/m': modelOnce() }), tools: inProcessTools({}), models: model });
-    const { run } = await t.engine.createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' }, alice);
+    const model = scriptedModel(async () => ({
+      message: { text: 'done' },
+      tool_calls: [],
+      finish_reason: 'stop',
+      usage: { input_tokens: 12, output_tokens: 4 },
+    }));
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/m': modelOnce() }),
+      tools: inProcessTools({}),
+      models: model,
+    });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' },
+      alice,
+    );
     await t.engine.stepRun(run.run_id);
     const done = await t.engine.getRun(run.run_id, alice);
-    expect(done).toMatchObject({ status: 'completed', summary: 'done', usage: { model_calls: 1, input_tokens: 12, output_tokens: 4, turns: 1 } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      summary: 'done',
+      usage: { model_calls: 1, input_tokens: 12, output_tokens: 4, turns: 1 },
+    });
   });
 });

@@ -8,10 +8,22 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from 
 import { inject } from 'vitest';
 import { type AwsClients, createAwsClients } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
-import type { ModelTurnError, ModelTurnOutput, ReducerBinding, ToolDescriptor, ToolResultEnvelope } from '../../lib/contracts/index.ts';
+import type {
+  ModelTurnError,
+  ModelTurnOutput,
+  ReducerBinding,
+  ToolDescriptor,
+  ToolResultEnvelope,
+} from '../../lib/contracts/index.ts';
 import { sha256Hex } from '../../lib/core/canonical.ts';
 import { type CrashPoint, createEngine, type Engine, type EngineOptions } from '../../lib/engine/engine.ts';
-import type { ModelHost, PolicyDecision, ReducerHost, ToolCallRequest, ToolHost } from '../../lib/engine/ports.ts';
+import type {
+  ModelHost,
+  PolicyDecision,
+  ReducerHost,
+  ToolCallRequest,
+  ToolHost,
+} from '../../lib/engine/ports.ts';
 import { createSqsStepQueue, type StepQueue } from '../../lib/queue/step-queue.ts';
 import { createDynamoRunStore, type RunStore } from '../../lib/store/run-store.ts';
 
@@ -34,7 +46,11 @@ export function inProcessReducers(fns: Record<string, ReducerFn>): ReducerHost &
         return { kind: 'changed' as const, bound_hash: binding.artifact_hash, found_hash: hash };
       }
       try {
-        return { kind: 'answered' as const, response: JSON.parse(JSON.stringify(fn(request as Record<string, unknown>))), artifact_hash: hash };
+        return {
+          kind: 'answered' as const,
+          response: JSON.parse(JSON.stringify(fn(request as Record<string, unknown>))),
+          artifact_hash: hash,
+        };
       } catch (err) {
         return { kind: 'threw' as const, code: 'reducer_threw', message: String(err) };
       }
@@ -45,7 +61,10 @@ export function inProcessReducers(fns: Record<string, ReducerFn>): ReducerHost &
 
 export type ToolFn = (request: ToolCallRequest, signal: AbortSignal) => Promise<unknown>;
 
-export function envelopeOf(payload: unknown, status: ToolResultEnvelope['status'] = 'succeeded'): ToolResultEnvelope {
+export function envelopeOf(
+  payload: unknown,
+  status: ToolResultEnvelope['status'] = 'succeeded',
+): ToolResultEnvelope {
   return {
     envelope: 'raisin.tool-result/1',
     status,
@@ -67,7 +86,10 @@ export function inProcessTools(
   const executions = new Map<string, number>();
   return {
     executions,
-    list: () => Object.keys(fns).map((name) => ({ name, version: '1.0.0', input_schema: {}, metadata: {} }) as unknown as ToolDescriptor),
+    list: () =>
+      Object.keys(fns).map(
+        (name) => ({ name, version: '1.0.0', input_schema: {}, metadata: {} }) as unknown as ToolDescriptor,
+      ),
     gate,
     async execute(request, signal) {
       executions.set(request.op_id, (executions.get(request.op_id) ?? 0) + 1);
@@ -111,13 +133,16 @@ export interface TestEngine {
 }
 
 export async function makeTestEngine(
-  parts: Pick<EngineOptions, 'reducers' | 'tools' | 'models'> & Partial<EngineOptions> & { crash?: (p: CrashPoint, runId: string) => void | Promise<void> },
+  parts: Pick<EngineOptions, 'reducers' | 'tools' | 'models'> &
+    Partial<EngineOptions> & { crash?: (p: CrashPoint, runId: string) => void | Promise<void> },
 ): Promise<TestEngine> {
   const local = inject('localServices');
   const clients = createAwsClients(local);
   const blobs = createS3BlobStore(clients.s3, local.bucketName);
   const store = parts.store ?? createDynamoRunStore({ doc: clients.doc, tableName: local.tableName, blobs });
-  const { QueueUrl } = await clients.sqs.send(new CreateQueueCommand({ QueueName: `step-${randomUUID().slice(0, 12)}` }));
+  const { QueueUrl } = await clients.sqs.send(
+    new CreateQueueCommand({ QueueName: `step-${randomUUID().slice(0, 12)}` }),
+  );
   const queueUrl = QueueUrl ?? '';
   const queue = Object.assign(createSqsStepQueue(clients.sqs, queueUrl), { queueUrl });
   const clock = testClock();
@@ -140,12 +165,16 @@ export async function makeTestEngine(
     async drainMessages() {
       const ids: string[] = [];
       for (;;) {
-        const out = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+        const out = await clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+        );
         const messages = out.Messages ?? [];
         if (messages.length === 0) return ids;
         for (const m of messages) {
           ids.push((JSON.parse(m.Body ?? '{}') as { run_id: string }).run_id);
-          await clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+          await clients.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
+          );
         }
       }
     },

@@ -18,7 +18,11 @@ export function newRun(overrides: Partial<CreateRunParams> = {}, now = 1_000): R
   ).record;
 }
 
-export function toolEffect(stateRev: number, i = 0, extra: Partial<Extract<Effect, { kind: 'call_tool' }>> = {}): Effect {
+export function toolEffect(
+  stateRev: number,
+  i = 0,
+  extra: Partial<Extract<Effect, { kind: 'call_tool' }>> = {},
+): Effect {
   return {
     effect_id: `${stateRev}:${i}`,
     kind: 'call_tool',

@@ -39,7 +39,9 @@ describe('contracts', () => {
     };
     const completed = { ...base, status: 'completed', 'reason/code': 'completed', retryability: 'terminal' };
     expect(TurnOutcome.safeParse(completed).success).toBe(false);
-    expect(TurnOutcome.safeParse({ ...completed, 'product/ref': 'p', 'product/digest': 'd' }).success).toBe(true);
+    expect(TurnOutcome.safeParse({ ...completed, 'product/ref': 'p', 'product/digest': 'd' }).success).toBe(
+      true,
+    );
     const failed = { ...base, status: 'failed', 'reason/code': 'session-lost', retryability: 'retryable' };
     expect(TurnOutcome.safeParse(failed).success).toBe(true);
     expect(TurnOutcome.safeParse({ ...failed, 'product/ref': 'p' }).success).toBe(false);
@@ -72,8 +74,14 @@ describe('contracts', () => {
       queued_steers: [],
       wake_at: null,
     };
-    expect(RunRecord.safeParse({ ...base, status: 'queued', lease: null, operation: null, open_requests: [] }).success).toBe(true);
-    expect(RunRecord.safeParse({ ...base, status: 'waiting', lease: null, operation: null, open_requests: [] }).success).toBe(false);
+    expect(
+      RunRecord.safeParse({ ...base, status: 'queued', lease: null, operation: null, open_requests: [] })
+        .success,
+    ).toBe(true);
+    expect(
+      RunRecord.safeParse({ ...base, status: 'waiting', lease: null, operation: null, open_requests: [] })
+        .success,
+    ).toBe(false);
     expect(
       RunRecord.safeParse({
         ...base,

@@ -24,7 +24,10 @@ function ok(result: TransitionResult): Extract<TransitionResult, { ok: true }> {
   return result;
 }
 
-const envelope = (status: ToolResultEnvelope['status'] = 'succeeded', extra: Partial<ToolResultEnvelope> = {}): ToolResultEnvelope => ({
+const envelope = (
+  status: ToolResultEnvelope['status'] = 'succeeded',
+  extra: Partial<ToolResultEnvelope> = {},
+): ToolResultEnvelope => ({
   envelope: 'raisin.tool-result/1',
   status,
   reads: [],
@@ -39,11 +42,22 @@ const envelope = (status: ToolResultEnvelope['status'] = 'succeeded', extra: Par
 /** A run leased by worker w1 whose reducer answered run_started with `effects`. */
 function leasedWith(effects = [toolEffect(1)], now = 2_000): { record: RunRecord; fence: Fence } {
   const leased = ok(acquireLease(newRun(), 'w1', now)).record;
-  const answered = ok(applyReducerAnswer(leased, { event_seq: 1, state_rev: 1, effects, projection: null, diagnostics: [] }, now));
+  const answered = ok(
+    applyReducerAnswer(
+      leased,
+      { event_seq: 1, state_rev: 1, effects, projection: null, diagnostics: [] },
+      now,
+    ),
+  );
   return { record: answered.record, fence: { owner: 'w1', epoch: leased.epoch } };
 }
 
-function control(record: RunRecord, c: Parameters<typeof controlDigest>[0], now = 3_000, previous: { digest: string; seq: number } | null = null) {
+function control(
+  record: RunRecord,
+  c: Parameters<typeof controlDigest>[0],
+  now = 3_000,
+  previous: { digest: string; seq: number } | null = null,
+) {
   return decideControl(record, c, controlDigest(c), previous, true, now);
 }
 
@@ -68,8 +82,14 @@ describe('run creation and leases', () => {
 
   it('refuses a release or a commit from a fenced-out worker', () => {
     const { record } = leasedWith();
-    expect(releaseLease(record, { owner: 'w1', epoch: record.epoch - 1 }, 2_100)).toMatchObject({ ok: false, code: 'lease_lost' });
-    expect(releaseLease(record, { owner: 'zombie', epoch: record.epoch }, 2_100)).toMatchObject({ ok: false, code: 'lease_lost' });
+    expect(releaseLease(record, { owner: 'w1', epoch: record.epoch - 1 }, 2_100)).toMatchObject({
+      ok: false,
+      code: 'lease_lost',
+    });
+    expect(releaseLease(record, { owner: 'zombie', epoch: record.epoch }, 2_100)).toMatchObject({
+      ok: false,
+      code: 'lease_lost',
+    });
   });
 });
 
@@ -88,28 +108,60 @@ describe('operations', () => {
   it('parks a tool that answers waiting and resumes it when the result is delivered', () => {
     const { record, fence } = leasedWith();
     const started = ok(startOperation(record, 2_100)).record;
-    const parked = ok(finishOperation(started, fence, { kind: 'tool_result', envelope: envelope('waiting', { resume_key: 'child:r9' }) }, 2_200)).record;
+    const parked = ok(
+      finishOperation(
+        started,
+        fence,
+        { kind: 'tool_result', envelope: envelope('waiting', { resume_key: 'child:r9' }) },
+        2_200,
+      ),
+    ).record;
     const released = ok(releaseLease(parked, fence, 2_300)).record;
     expect(released.status).toBe('waiting');
     const delivered = ok(deliverResult(released, 'child:r9', envelope(), 2_400));
     expect(delivered.record.status).toBe('queued');
     expect(delivered.events.map((e) => e.kind)).toEqual(['result_delivered', 'tool_result']);
-    expect(deliverResult(delivered.record, 'child:r9', envelope(), 2_500)).toMatchObject({ ok: false, code: 'request_not_found' });
+    expect(deliverResult(delivered.record, 'child:r9', envelope(), 2_500)).toMatchObject({
+      ok: false,
+      code: 'request_not_found',
+    });
   });
 
   it('pauses with the operation kept when a budget is exceeded and on_exceeded is pause', () => {
     const run = newRun({ budgets: { max_operations: 1 } });
     const leased = ok(acquireLease(run, 'w1', 2_000)).record;
     const fence = { owner: 'w1', epoch: leased.epoch };
-    let r = ok(applyReducerAnswer(leased, { event_seq: 1, state_rev: 1, effects: [toolEffect(1)], projection: null, diagnostics: [] }, 2_000)).record;
+    let r = ok(
+      applyReducerAnswer(
+        leased,
+        { event_seq: 1, state_rev: 1, effects: [toolEffect(1)], projection: null, diagnostics: [] },
+        2_000,
+      ),
+    ).record;
     r = ok(startOperation(r, 2_001)).record;
     r = ok(finishOperation(r, fence, { kind: 'tool_result', envelope: envelope() }, 2_002)).record;
-    r = ok(applyReducerAnswer(r, { event_seq: r.inbox[0] ?? 0, state_rev: 2, effects: [toolEffect(2)], projection: null, diagnostics: [] }, 2_003)).record;
+    r = ok(
+      applyReducerAnswer(
+        r,
+        {
+          event_seq: r.inbox[0] ?? 0,
+          state_rev: 2,
+          effects: [toolEffect(2)],
+          projection: null,
+          diagnostics: [],
+        },
+        2_003,
+      ),
+    ).record;
     const paused = ok(startOperation(r, 2_004));
     expect(paused.record.status).toBe('paused');
     expect(paused.record.operation?.started_at).toBeNull();
     expect(paused.events.map((e) => e.kind)).toEqual(['budget_exceeded', 'paused', 'checkpoint_written']);
-    const resumed = control(paused.record, { control_id: 'c1', command: 'resume', budget_increase: { max_operations: 1 } });
+    const resumed = control(paused.record, {
+      control_id: 'c1',
+      command: 'resume',
+      budget_increase: { max_operations: 1 },
+    });
     expect(resumed.kind).toBe('applied');
     if (resumed.kind !== 'applied') return;
     expect(resumed.record.budgets.max_operations).toBe(2);
@@ -120,10 +172,41 @@ describe('operations', () => {
     const run = newRun({ budgets: { max_model_calls: 1 }, on_exceeded: 'fail' });
     const leased = ok(acquireLease(run, 'w1', 2_000)).record;
     const fence = { owner: 'w1', epoch: leased.epoch };
-    let r = ok(applyReducerAnswer(leased, { event_seq: 1, state_rev: 1, effects: [modelEffect(1)], projection: null, diagnostics: [] }, 2_000)).record;
+    let r = ok(
+      applyReducerAnswer(
+        leased,
+        { event_seq: 1, state_rev: 1, effects: [modelEffect(1)], projection: null, diagnostics: [] },
+        2_000,
+      ),
+    ).record;
     r = ok(startOperation(r, 2_001)).record;
-    r = ok(finishOperation(r, fence, { kind: 'model_turn_completed', message: { text: 'hi' }, tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 5, output_tokens: 2 } }, 2_002)).record;
-    r = ok(applyReducerAnswer(r, { event_seq: r.inbox[0] ?? 0, state_rev: 2, effects: [modelEffect(2)], projection: null, diagnostics: [] }, 2_003)).record;
+    r = ok(
+      finishOperation(
+        r,
+        fence,
+        {
+          kind: 'model_turn_completed',
+          message: { text: 'hi' },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 5, output_tokens: 2 },
+        },
+        2_002,
+      ),
+    ).record;
+    r = ok(
+      applyReducerAnswer(
+        r,
+        {
+          event_seq: r.inbox[0] ?? 0,
+          state_rev: 2,
+          effects: [modelEffect(2)],
+          projection: null,
+          diagnostics: [],
+        },
+        2_003,
+      ),
+    ).record;
     const failed = ok(startOperation(r, 2_004)).record;
     expect(failed.status).toBe('failed');
     expect(failed.status === 'failed' && failed.terminal_reason).toBe('budget_exceeded:max_model_calls');
@@ -178,7 +261,18 @@ describe('controls', () => {
     if (decision.kind !== 'applied') throw new Error('not applied');
     expect(decision.record.status).toBe('cancelling');
     const late = ok(
-      finishOperation(decision.record, fence, { kind: 'model_turn_completed', message: { text: 'late' }, tool_calls: [], finish_reason: 'stop', usage: { input_tokens: 10, output_tokens: 3 } }, 2_200),
+      finishOperation(
+        decision.record,
+        fence,
+        {
+          kind: 'model_turn_completed',
+          message: { text: 'late' },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 10, output_tokens: 3 },
+        },
+        2_200,
+      ),
     );
     expect(late.record.status).toBe('stopped');
     expect(late.record.usage.input_tokens).toBe(10);
@@ -190,9 +284,15 @@ describe('controls', () => {
     const first = control(run, { control_id: 'c1', command: 'steer', input: 'faster' });
     if (first.kind !== 'applied') throw new Error('not applied');
     const digest = controlDigest({ control_id: 'c1', command: 'steer', input: 'faster' });
-    const again = control(first.record, { control_id: 'c1', command: 'steer', input: 'faster' }, 3_001, { digest, seq: first.seq });
+    const again = control(first.record, { control_id: 'c1', command: 'steer', input: 'faster' }, 3_001, {
+      digest,
+      seq: first.seq,
+    });
     expect(again).toEqual({ kind: 'duplicate', original_seq: first.seq });
-    const reused = control(first.record, { control_id: 'c1', command: 'stop' }, 3_002, { digest, seq: first.seq });
+    const reused = control(first.record, { control_id: 'c1', command: 'stop' }, 3_002, {
+      digest,
+      seq: first.seq,
+    });
     expect(reused.kind === 'rejected' && reused.reason).toBe('control_id_reused');
   });
 
@@ -215,15 +315,33 @@ describe('controls', () => {
 
   it('applies an approval only with the current digest', () => {
     const { record, fence } = leasedWith([toolEffect(1, 0, { mutating: true })]);
-    const gated = ok(gateOperation(record, { digest: 'd2', summary: 'cancel booking', tool: 'cancel', tool_version: '1.0.0' }, 2_050)).record;
+    const gated = ok(
+      gateOperation(
+        record,
+        { digest: 'd2', summary: 'cancel booking', tool: 'cancel', tool_version: '1.0.0' },
+        2_050,
+      ),
+    ).record;
     const waiting = ok(releaseLease(gated, fence, 2_100)).record;
     expect(waiting.status).toBe('waiting');
     const requestId = waiting.open_requests[0]?.request_id ?? '';
-    const stale = control(waiting, { control_id: 'a1', command: 'approve', request_id: requestId, subject_digest: 'd1', decision: 'approved' });
+    const stale = control(waiting, {
+      control_id: 'a1',
+      command: 'approve',
+      request_id: requestId,
+      subject_digest: 'd1',
+      decision: 'approved',
+    });
     expect(stale.kind === 'rejected' && stale.reason).toBe('digest_mismatch');
     if (stale.kind !== 'rejected') return;
     expect(stale.record.operation?.approved_digest).toBeUndefined();
-    const good = control(stale.record, { control_id: 'a2', command: 'approve', request_id: requestId, subject_digest: 'd2', decision: 'approved' });
+    const good = control(stale.record, {
+      control_id: 'a2',
+      command: 'approve',
+      request_id: requestId,
+      subject_digest: 'd2',
+      decision: 'approved',
+    });
     if (good.kind !== 'applied') throw new Error('not applied');
     expect(good.record.status).toBe('queued');
     expect(good.record.operation?.approved_digest).toBe('d2');
@@ -231,7 +349,9 @@ describe('controls', () => {
 
   it('closes an expired request and drops the operation it gated', () => {
     const { record, fence } = leasedWith([toolEffect(1, 0, { mutating: true })]);
-    const gated = ok(gateOperation(record, { digest: 'd', summary: 's', tool: 't', tool_version: '1.0.0' }, 2_050, 1_000)).record;
+    const gated = ok(
+      gateOperation(record, { digest: 'd', summary: 's', tool: 't', tool_version: '1.0.0' }, 2_050, 1_000),
+    ).record;
     const waiting = ok(releaseLease(gated, fence, 2_100)).record;
     expect(waiting.wake_at).toBe(3_050);
     const expired = ok(expireRequests(waiting, 3_050));
