@@ -42,6 +42,8 @@ export interface RuntimeConfig {
   functions?: FunctionRegistry;
   /** Replaces the reducer host (tests). */
   reducers?: ReducerHost;
+  /** Wraps the step queue (chaos: duplicated and delayed messages). */
+  wrapQueue?: (queue: StepQueue) => StepQueue;
   clock?: Clock;
   workerId?: string;
   leaseTtlMs?: number;
@@ -76,7 +78,8 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const clients = createAwsClients(config.endpoints ?? {});
   const blobs = createS3BlobStore(clients.s3, config.bucketName);
   const store = createDynamoRunStore({ doc: clients.doc, tableName: config.tableName, blobs });
-  const queue = createSqsStepQueue(clients.sqs, config.queueUrl);
+  const sqsQueue = createSqsStepQueue(clients.sqs, config.queueUrl);
+  const queue = config.wrapQueue ? config.wrapQueue(sqsQueue) : sqsQueue;
   const clock = config.clock ?? { now: () => Date.now() };
   const log = config.log ?? (() => {});
   const functions = config.functions ?? builtInFunctions();

@@ -153,13 +153,14 @@ export function operationGated(record: RunRecord): boolean {
 
 /**
  * Whether the run has work a step worker can do now: an undelivered event, a dispatchable
- * operation, or a steer to consume between operations.
+ * operation, or a steer to consume between operations (also while a pending operation waits
+ * for its approval: the steer may make the reducer withdraw it).
  */
 export function hasWork(record: RunRecord): boolean {
   if (record.status === 'paused') return false;
   if (record.inbox.length > 0) return true;
   if (isTerminalStatus(record.status)) return false;
-  if (record.operation !== null) return !operationGated(record);
+  if (record.operation !== null && !operationGated(record)) return true;
   return record.queued_steers.length > 0;
 }
 
@@ -344,8 +345,9 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
       );
     }
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
+    const usage = op.started_at !== null ? usageOfEnded(draft.usage, op) : draft.usage;
     const appended = append(
-      { ...draft, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft,
+      { ...draft, usage, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft,
       newEvents,
       now,
     );
@@ -372,6 +374,7 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
       draft = {
         ...draft,
         operation: null,
+        usage: usageOfEnded(draft.usage, op),
         counters: { ...draft.counters, consecutive_op_failures: draft.counters.consecutive_op_failures + 1 },
       } as Draft;
     }
@@ -379,6 +382,22 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
   const appended = append(draft, newEvents, now);
   const settled = { ...appended.draft, status: 'queued', wake_at: now } as Draft;
   return finish(settled, appended.events);
+}
+
+/**
+ * Usage after a started operation that ends on takeover (abandoned, or cancelled unacknowledged):
+ * it counts as an operation (and a tool or model call) like any finished one; its tokens are
+ * unknown. Seed: "Budgets" (usage updated in the same commit as each finished operation).
+ */
+function usageOfEnded(usage: Usage, op: Operation): Usage {
+  const model = op.kind === 'model_turn' ? 1 : 0;
+  return {
+    ...usage,
+    operations: usage.operations + 1,
+    turns: usage.turns + model,
+    model_calls: usage.model_calls + model,
+    tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
+  };
 }
 
 // ---------------------------------------------------------------- reducer answers
@@ -481,7 +500,11 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
       case 'withdraw_request': {
         const found = draft.open_requests.find((r) => r.request_id === effect.request_id);
         if (found === undefined) break; // already closed: nothing to withdraw
-        draft = { ...draft, open_requests: draft.open_requests.filter((r) => r !== found) } as Draft;
+        // Withdrawing the approval the policy gate opened withdraws the operation it held back.
+        draft = dropGatedOperation(
+          { ...draft, open_requests: draft.open_requests.filter((r) => r !== found) } as Draft,
+          found,
+        );
         newEvents.push(
           ev(
             'request_closed',
@@ -683,6 +706,8 @@ export type OperationResult =
       outcome_unknown: boolean;
       message: string;
       usage?: { input_tokens: number; output_tokens: number };
+      /** Structured detail of the failure (e.g. a replay divergence), kept in the event. */
+      detail?: Record<string, unknown>;
     }
   | {
       kind: 'operation_cancelled';
@@ -790,6 +815,7 @@ export function finishOperation(
             outcome_unknown: result.outcome_unknown,
             message: result.message,
             ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
+            ...(result.detail !== undefined ? { detail: result.detail } : {}),
           },
           idFields,
         ),

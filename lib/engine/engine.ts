@@ -585,7 +585,11 @@ export function createEngine(options: EngineOptions): Engine {
         }
         const op = r.operation;
         if (op !== null && op.started_at === null) {
-          if (operationGated(r)) break;
+          if (operationGated(r)) {
+            // Held by its approval: a steer is consumed now (the reducer may withdraw the call).
+            if (r.queued_steers.length > 0 && this.apply(consumeSteer(r, clock.now()))) continue;
+            break;
+          }
           if (await this.gate()) continue;
           if (!this.apply(startOperation(r, clock.now()))) break;
           if (this.staged.status !== 'running') continue; // paused or failed by a budget
@@ -788,6 +792,7 @@ export function createEngine(options: EngineOptions): Engine {
         tool: effect.tool,
         args: effect.args,
         principal: this.staged.principal,
+        subject: this.staged.subject,
         attempt: op.attempt,
         mutating: effect.mutating,
         replay_safe: effect.replay_safe,
@@ -882,12 +887,14 @@ export function createEngine(options: EngineOptions): Engine {
         };
         const out = await models.turn(input, compiled, signal);
         if ('error_class' in out) {
+          const { error_class, message, retryable, ...detail } = out as typeof out & Record<string, unknown>;
           return {
             kind: 'operation_failed',
-            error_class: out.error_class,
-            retryable: out.retryable ?? false,
+            error_class,
+            retryable: retryable ?? false,
             outcome_unknown: false,
-            message: out.message,
+            message,
+            ...(Object.keys(detail).length > 0 ? { detail } : {}),
           };
         }
         return {

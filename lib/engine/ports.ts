@@ -10,6 +10,7 @@ import type {
   Principal,
   ReducerBinding,
   RunEvent,
+  Subject,
   ToolDescriptor,
   ToolResultEnvelope,
 } from '../contracts/index.ts';
@@ -67,6 +68,8 @@ export interface ToolCallRequest {
   /** Milliseconds the call may take (min of the effect's timeout_ms and the tool's metadata). */
   timeout_ms?: number;
   call_id?: string;
+  /** The node the run is about; tools may scope what they touch by it. */
+  subject?: Subject;
 }
 
 export interface ToolHost {

@@ -4,7 +4,7 @@
  * "Tool calls" (args.__raisin_context, the run's principal, the operation id as idempotency key).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client';
-import type { Principal } from '../contracts/index.ts';
+import type { Principal, Subject } from '../contracts/index.ts';
 import { invokeHttp } from './http-handler.ts';
 import { invokeLambda, type LambdaInvoker } from './lambda-handler.ts';
 import { invokeMcp } from './mcp-handler.ts';
@@ -23,6 +23,8 @@ export interface ToolInvocationContext {
   readonly attempt: number;
   /** The call's deadline in milliseconds from the handler's start. */
   readonly timeout_ms: number;
+  /** The node the run is about ({workspace, path, node_id?}), when the engine passes it. */
+  readonly subject?: Readonly<Subject>;
 }
 
 /** The in-process handler: args are frozen and include `__raisin_context: {run_id, operation_id, ...}`. */

@@ -197,6 +197,7 @@ export function createToolHost(options: ToolHostOptions): ToolHost {
         signal: callSignal,
         attempt: request.attempt,
         timeout_ms: timeoutMs,
+        ...(request.subject !== undefined ? { subject: deepFreeze({ ...request.subject }) } : {}),
       });
 
       record('started', 'started');

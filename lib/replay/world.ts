@@ -1,0 +1,150 @@
+/**
+ * The replay world: the 14 airline tools answering with the outputs recorded for each call, in
+ * call order, keyed on the op_id as idempotency key (a re-dispatched operation gets the answer
+ * its first dispatch got and changes nothing). A call that is not the next recorded one (other
+ * tool or other arguments) is a divergence: it is recorded with its transcript position and
+ * answered with an error. Recorded `Error: ...` outputs become failed envelopes whose text the
+ * model sees exactly as recorded.
+ */
+import type { ToolResultEnvelope } from '../contracts/index.ts';
+import { canonicalJson } from '../core/canonical.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
+import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
+
+export interface WorldDivergence {
+  key: string;
+  /** Transcript position (message index) of the recorded tool result that was expected. */
+  position: number;
+  expected: { name: string; args: unknown } | null;
+  got: { name: string; args: unknown };
+}
+
+interface Book {
+  conversation: ReplayConversation;
+  /** Index of the next recorded call. */
+  cursor: number;
+  /** op_id → the envelope its first dispatch got. */
+  answers: Map<string, ToolResultEnvelope>;
+  /** Recorded call index → op_ids that consumed it (the oracle wants exactly one each). */
+  consumedBy: string[][];
+  dispatches: number;
+}
+
+export interface ReplayWorld {
+  registerTools(registry: ToolRegistry, toolsJson: unknown): void;
+  /** What the world saw for one conversation. */
+  stats(key: string): {
+    dispatches: number;
+    executed: number;
+    recorded: number;
+    consumedBy: string[][];
+    divergences: WorldDivergence[];
+  };
+}
+
+function envelope(
+  status: ToolResultEnvelope['status'],
+  payload: string,
+  extra: Partial<ToolResultEnvelope> = {},
+): ToolResultEnvelope {
+  return {
+    envelope: 'raisin.tool-result/1',
+    status,
+    reads: [],
+    writes: [],
+    artifact_refs: [],
+    evidence: [],
+    diagnostics: [],
+    suggested_next_actions: [],
+    payload,
+    ...extra,
+  };
+}
+
+function withoutContext(args: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { __raisin_context: _ctx, ...rest } = args;
+  return rest;
+}
+
+export function createReplayWorld(conversations: ReplayConversation[]): ReplayWorld {
+  const books = new Map<string, Book>();
+  const divergences: WorldDivergence[] = [];
+  for (const conversation of conversations) {
+    books.set(conversation.key, {
+      conversation,
+      cursor: 0,
+      answers: new Map(),
+      consumedBy: conversation.toolCalls.map(() => []),
+      dispatches: 0,
+    });
+  }
+
+  function answer(
+    name: string,
+    args: Record<string, unknown>,
+    opId: string,
+    subjectPath: string | undefined,
+  ): ToolResultEnvelope {
+    const key = keyOfSubject(subjectPath !== undefined ? { path: subjectPath } : undefined);
+    const book = key === null ? undefined : books.get(key);
+    if (book === undefined || key === null) {
+      return envelope('failed', 'Error: no recording for this run', { error_class: 'not_found' });
+    }
+    book.dispatches += 1;
+    const previous = book.answers.get(opId);
+    if (previous !== undefined) return previous;
+    const next = book.conversation.toolCalls[book.cursor];
+    if (next === undefined || next.name !== name || canonicalJson(next.args) !== canonicalJson(args)) {
+      divergences.push({
+        key,
+        position: next?.position ?? -1,
+        expected: next ? { name: next.name, args: next.args } : null,
+        got: { name, args },
+      });
+      const env = envelope('failed', `Error: replay divergence: ${name} was not the next recorded call`, {
+        error_class: 'conflict',
+      });
+      book.answers.set(opId, env);
+      return env;
+    }
+    book.consumedBy[book.cursor]?.push(opId);
+    book.cursor += 1;
+    const env = next.output.startsWith('Error:')
+      ? envelope('failed', next.output, {
+          error_class: 'tool_error',
+          diagnostics: [{ code: 'recorded_error', severity: 'error', message: next.output }],
+        })
+      : envelope('succeeded', next.output);
+    book.answers.set(opId, env);
+    return env;
+  }
+
+  return {
+    registerTools(registry, toolsJson) {
+      registerOpenAiFunctionTools(registry, toolsJson, (fn) => ({
+        handler: {
+          kind: 'module',
+          fn: async (args, ctx) => answer(fn.name, withoutContext(args), ctx.operation_id, ctx.subject?.path),
+        },
+        metadata: {
+          mutating: MUTATING_TOOLS.has(fn.name),
+          replay_safe: true,
+          risk: MUTATING_TOOLS.has(fn.name) ? 'high' : 'low',
+          approval: MUTATING_TOOLS.has(fn.name) ? 'always' : 'never',
+          timeout_ms: 10_000,
+        },
+      }));
+    },
+    stats(key) {
+      const book = books.get(key);
+      return {
+        dispatches: book?.dispatches ?? 0,
+        executed: book?.answers.size ?? 0,
+        recorded: book?.conversation.toolCalls.length ?? 0,
+        consumedBy: book?.consumedBy ?? [],
+        divergences: divergences.filter((d) => d.key === key),
+      };
+    },
+  };
+}
