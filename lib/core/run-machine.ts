@@ -144,6 +144,11 @@ function terminalFields(now: number, reason: string) {
   };
 }
 
+/** Every transition that clears a lease bumps the epoch (seed: "Leases"). */
+function clearedEpoch(record: RunRecord): number {
+  return record.lease !== null ? record.epoch + 1 : record.epoch;
+}
+
 /** Whether the operation is held by an open approval the policy gate opened for it. */
 export function operationGated(record: RunRecord): boolean {
   const op = record.operation;
@@ -160,7 +165,8 @@ export function hasWork(record: RunRecord): boolean {
   if (record.status === 'paused') return false;
   if (record.inbox.length > 0) return true;
   if (isTerminalStatus(record.status)) return false;
-  if (record.operation !== null && !operationGated(record)) return true;
+  // A pending operation starts only when no request is open (startOperation's rule).
+  if (record.operation !== null && record.open_requests.length === 0) return true;
   return record.queued_steers.length > 0;
 }
 
@@ -296,6 +302,9 @@ export function releaseLease(
   wakeDelayMs = 0,
 ): TransitionResult {
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
+  if (record.operation !== null && record.operation.started_at !== null) {
+    return reject('invalid_state', 'an operation is in flight: finish it before releasing');
+  }
   if (record.status === 'cancelling')
     return reject('invalid_state', 'a cancelling run releases when its operation returns');
   const status = restingStatus(record);
@@ -345,6 +354,9 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
       );
     }
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
+    if (record.queued_steers.length > 0) {
+      newEvents.push(ev('steers_discarded', now, { count: record.queued_steers.length }));
+    }
     const usage = op.started_at !== null ? usageOfEnded(draft.usage, op) : draft.usage;
     const appended = append(
       { ...draft, usage, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft,
@@ -381,7 +393,12 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
   }
   const appended = append(draft, newEvents, now);
   const settled = { ...appended.draft, status: 'queued', wake_at: now } as Draft;
-  return finish(settled, appended.events);
+  const taken = finish(settled, appended.events);
+  // A pause asked for during the lost operation applies now, at this boundary.
+  if (record.pause_requested !== undefined) {
+    return prepend(taken.events, pauseRun(taken.record, record.pause_requested, now));
+  }
+  return taken;
 }
 
 /**
@@ -554,10 +571,16 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
         outcome: terminalEffect.outcome,
         ...(terminalEffect.summary !== undefined ? { summary: terminalEffect.summary } : {}),
         ...terminalFields(now, `completed:${terminalEffect.outcome}`),
+        epoch: clearedEpoch(record),
       } as Draft;
     } else if (terminalEffect.kind === 'fail') {
       newEvents.push(ev('run_failed', now, { code: terminalEffect.code, message: terminalEffect.message }));
-      draft = { ...draft, status: 'failed', ...terminalFields(now, terminalEffect.code) } as Draft;
+      draft = {
+        ...draft,
+        status: 'failed',
+        ...terminalFields(now, terminalEffect.code),
+        epoch: clearedEpoch(record),
+      } as Draft;
     }
     const appended = append(draft, newEvents, now);
     return finish({ ...appended.draft, inbox: [] } as Draft, appended.events);
@@ -597,7 +620,12 @@ export function failRun(
   const newEvents = [...closing.events];
   if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
   newEvents.push(ev('run_failed', now, { code }));
-  const ended = { ...draft, status: 'failed', ...terminalFields(now, code) } as Draft;
+  const ended = {
+    ...draft,
+    status: 'failed',
+    ...terminalFields(now, code),
+    epoch: clearedEpoch(record),
+  } as Draft;
   const appended = append(ended, newEvents, now);
   return finish({ ...appended.draft, inbox: [] } as Draft, appended.events);
 }
@@ -831,6 +859,7 @@ export function finishOperation(
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
     const closing = closeAllRequests(draft, now, 'stopped');
     newEvents.push(...closing.events);
+    if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
     const stopped = {
       ...draft,
       status: 'stopped',

@@ -144,6 +144,15 @@ export interface Engine {
   sweep(shards?: number[]): Promise<SweepReport>;
 }
 
+/**
+ * Whether a step message should follow a commit: a queued run with work, or an ended run whose
+ * reducer is still owed events (e.g. `stopped`, delivered so that it may write a checkpoint).
+ */
+export function needsStep(record: RunRecord): boolean {
+  if (record.status === 'queued') return hasWork(record);
+  return isTerminalStatus(record.status) && record.reducer !== null && record.inbox.length > 0;
+}
+
 /** The effective view readers get: the record with its effective projection. */
 export function runView(record: RunRecord): RunRecord {
   return { ...record, projection: effectiveProjection(record.projection, record.status) } as RunRecord;
@@ -324,7 +333,7 @@ export function createEngine(options: EngineOptions): Engine {
             ? { controlAck: { control_id: control.control_id, digest, ack: reply, seq: decision.seq } }
             : {}),
         });
-        if (stored.status === 'queued' && hasWork(stored)) await wake(runId);
+        if (needsStep(stored)) await wake(runId);
         return reply;
       } catch (err) {
         if (

@@ -197,8 +197,14 @@ async function judge(
   runId: string,
   result: ConversationResult,
 ): Promise<void> {
-  const final = await api.getRun(runId);
+  // An ended run may still owe its reducer the last events (e.g. `stopped`): let that settle.
+  let final = await api.getRun(runId);
+  for (let i = 0; i < 50 && final.inbox.length > 0; i += 1) {
+    await new Promise((r) => setTimeout(r, 200));
+    final = await api.getRun(runId);
+  }
   const events = await readAll(api, runId);
+  if (events.length !== final.last_seq) final = await api.getRun(runId);
   result.status = final.status;
   result.events = events.length;
   result.model_turns = events.filter((e) => e.kind === 'model_turn_completed').length;

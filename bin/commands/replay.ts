@@ -1,0 +1,74 @@
+/**
+ * `agent-runs replay FILE`: replays recorded tau-bench conversations as durable runs on a fresh
+ * local stack (started in this process) and checks that the runtime reproduces each exactly.
+ * Exit code 1 when any conversation diverged or a run was stranded. Issue 6.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { localReplayStack } from '../../lib/replay/local.ts';
+import { runReplay } from '../../lib/replay/run-replay.ts';
+import { CliError, type CommandModule, parseIntArg } from './context.ts';
+
+interface ReplayOptions {
+  tools?: string;
+  chaos?: boolean;
+  seed?: string;
+  concurrency?: string;
+  limit?: string;
+  report?: string;
+  modelRecording?: string;
+  progress?: boolean;
+  url?: string;
+}
+
+export const replayCommand: CommandModule = {
+  name: 'replay',
+  register(program, ctx) {
+    program
+      .command('replay')
+      .description(
+        'replay recorded conversations (tau-bench format) as durable runs and check they reproduce exactly',
+      )
+      .argument('<file>', 'trajectories JSON file (e.g. ../shared/data/tau-bench-airline/trajectories.json)')
+      .option('--tools <file>', 'tool definitions (OpenAI function format); default: tools.json beside FILE')
+      .option(
+        '--chaos',
+        'kill workers at random commit boundaries, duplicate and delay step messages, force lease expiries',
+      )
+      .option('--seed <n>', 'seed of the chaos decisions', '1')
+      .option('--concurrency <n>', 'conversations replayed at once', '8')
+      .option('--limit <n>', 'replay only the first N conversations')
+      .option('--report <file>', 'JSON report path', 'reports/replay.json')
+      .option(
+        '--model-recording <file>',
+        'replay the model from another recording (checks that divergence is caught)',
+      )
+      .option('--no-progress', 'no progress bar')
+      .action(async (file: string, opts: ReplayOptions, cmd: Command) => {
+        const globals = cmd.optsWithGlobals<{ url?: string }>();
+        if (globals.url !== undefined) {
+          throw new CliError(
+            'unsupported',
+            'replay starts its own local stack (the recorded tools run in it): drop --url',
+          );
+        }
+        const path = resolve(ctx.io.cwd, file);
+        const report = await runReplay({
+          file: path,
+          toolsFile: resolve(ctx.io.cwd, opts.tools ?? resolve(path, '..', 'tools.json')),
+          ...(opts.modelRecording !== undefined
+            ? { modelFile: resolve(ctx.io.cwd, opts.modelRecording) }
+            : {}),
+          chaos: opts.chaos === true,
+          seed: parseIntArg('--seed', opts.seed ?? '1'),
+          concurrency: parseIntArg('--concurrency', opts.concurrency ?? '8'),
+          ...(opts.limit !== undefined ? { limit: parseIntArg('--limit', opts.limit) } : {}),
+          reportPath: resolve(ctx.io.cwd, opts.report ?? 'reports/replay.json'),
+          progress: opts.progress !== false && ctx.io.tty !== undefined,
+          startStack: localReplayStack(),
+          out: (line) => ctx.io.out(line),
+        });
+        if (report.summary.diverged > 0) ctx.exitCode = 1;
+      });
+  },
+};
