@@ -21,7 +21,7 @@ const WASM_CACHE_SIZE = 32;
 
 export interface SandboxReducerHostOptions {
   registry: FunctionRegistry;
-  /** Per-call bounds; unset ones take DEFAULT_SANDBOX_LIMITS (200 ms, 64 MiB, 256 KiB stack). */
+  /** Per-call bounds; unset ones take DEFAULT_SANDBOX_LIMITS (1 s, 64 MiB, 256 KiB stack). */
   limits?: Partial<SandboxLimits>;
 }
 

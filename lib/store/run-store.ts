@@ -237,13 +237,19 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     writeCapacity: 0,
   };
 
-  function countCapacity(c: ConsumedCapacity | ConsumedCapacity[] | undefined): void {
+  function countCapacity(
+    c: ConsumedCapacity | ConsumedCapacity[] | undefined,
+    kind: 'read' | 'write' = 'read',
+  ): void {
     for (const x of Array.isArray(c) ? c : c ? [c] : []) {
+      if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
+        // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
+        if (kind === 'read') metrics.readCapacity += x.CapacityUnits ?? 0;
+        else metrics.writeCapacity += x.CapacityUnits ?? 0;
+        continue;
+      }
       metrics.readCapacity += x.ReadCapacityUnits ?? 0;
       metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
-      if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
-        // DynamoDB reports only CapacityUnits for some calls; attribute them by call kind.
-      }
     }
   }
 
@@ -601,7 +607,13 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           }),
         );
         countCapacity(out.ConsumedCapacity);
-        for (const item of out.Items ?? []) events.push(await decodeEvent(item));
+        for (const item of out.Items ?? []) {
+          const event = await decodeEvent(item);
+          // A Query is read-committed, not a snapshot: it may see part of a commit still landing.
+          // Stop before the first gap; the next page (after = last seq returned) gets the rest.
+          if (event.seq !== after + events.length + 1) return events;
+          events.push(event);
+        }
         startKey = out.LastEvaluatedKey;
       } while (startKey !== undefined && events.length < limit);
       return events;
@@ -722,7 +734,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           const out = await doc.send(
             new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
           );
-          countCapacity(out.ConsumedCapacity);
+          countCapacity(out.ConsumedCapacity, 'write');
           return { ...commit.record, version: nextVersion } as RunRecord;
         } catch (err) {
           let rejected: CommitRejected;

@@ -10,10 +10,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   BUDGET_LIMITS,
+  type Control,
   isTerminalStatus,
   RunEvent,
-  RunRecord,
   type RunEventKind,
+  RunRecord,
   type Usage,
 } from '../../lib/contracts/index.ts';
 import { canonicalJson } from '../../lib/core/canonical.ts';
@@ -49,27 +50,6 @@ const AFTER_TERMINAL: ReadonlySet<RunEventKind> = new Set<RunEventKind>([
   'reducer_answered',
   'checkpoint_written',
 ]);
-
-/**
- * Known machine bugs, reported to the lead: each exempts exactly the case that reproduces it,
- * and must be deleted when the machine is fixed.
- */
-function knownBug(step: Step): boolean {
-  // B1: a run that ends completed/failed while a worker holds the lease (reducer complete/fail,
-  // failRun, budget fail in startOperation) clears the lease without bumping the epoch.
-  const endedLeased =
-    step.before.lease !== null && (step.after.status === 'completed' || step.after.status === 'failed');
-  // B3: a pending operation held back by an open request that is not its gate counts as work
-  // (hasWork), so the run rests queued and is leased, yet startOperation refuses it.
-  const op = step.after.operation;
-  const heldBack =
-    step.action.t === 'acquire' &&
-    op !== null &&
-    op.started_at === null &&
-    step.after.open_requests.length > 0 &&
-    !operationGated(step.after);
-  return endedLeased || heldBack;
-}
 
 function where(i: number, step: Step): string {
   return `step ${i} ${JSON.stringify(step.action)} (${step.fn ?? 'no call'}, ${step.before.status} -> ${step.after.status})`;
@@ -142,7 +122,7 @@ function ending(record: RunRecord): string {
 function checkRecord(trace: Trace, i: number, step: Step): void {
   const { before, after } = step;
   const at = () => where(i, step);
-  check(RunRecord.safeParse(after).success, () => `${at()}: record does not parse`);
+  if (after !== before) check(RunRecord.safeParse(after).success, () => `${at()}: record does not parse`);
   checkInbox(after, trace, i, step);
 
   // Terminal statuses are final, and an ended run holds no lease and no operation.
@@ -172,8 +152,14 @@ function checkRecord(trace: Trace, i: number, step: Step): void {
       () => `${at()}: in flight while ${after.status}`,
     );
   }
-  if (after.status === 'waiting')
+  // A resting run has a wake deadline: now for queued, the first request expiry for waiting.
+  if (after.status === 'waiting') {
     check(after.open_requests.length > 0, () => `${at()}: waiting with no open request`);
+    const expiries = after.open_requests.flatMap((r) => (r.expires_at === null ? [] : [r.expires_at]));
+    const due = expiries.length > 0 ? Math.min(...expiries) : null;
+    check(after.wake_at === due, () => `${at()}: waiting wakes at ${after.wake_at}, first expiry at ${due}`);
+  }
+  if (after.status === 'queued') check(after.wake_at !== null, () => `${at()}: queued with no wake deadline`);
   if (after.status === 'running' || after.status === 'cancelling')
     check(after.lease !== null, () => `${at()}: no lease`);
   if (after.pause_requested !== undefined) {
@@ -199,7 +185,7 @@ function checkRecord(trace: Trace, i: number, step: Step): void {
 
   // Fencing: the epoch never decreases, and moves whenever a lease is taken or cleared.
   check(after.epoch >= before.epoch, () => `${at()}: epoch decreased`);
-  if ((before.lease === null) !== (after.lease === null) && !knownBug(step)) {
+  if ((before.lease === null) !== (after.lease === null)) {
     check(
       after.epoch > before.epoch,
       () => `${at()}: lease ${before.lease ? 'cleared' : 'taken'} without an epoch bump`,
@@ -223,9 +209,19 @@ function checkStep(trace: Trace, i: number, step: Step, gated: Map<string, strin
     check(!result.ok && result.code === 'lease_lost', () => `${at()}: a lost fence committed`);
   }
   if (action.t === 'zombie' && result !== null) check(!result.ok, () => `${at()}: a zombie worker committed`);
+  // A holder cannot release while its operation is in flight: it finishes the operation first.
+  const inFlight = before.operation !== null && before.operation.started_at !== null;
+  if (action.t === 'release' && result !== null && inFlight && step.fence !== null) {
+    if (holdsLease(before, step.fence, step.now)) {
+      check(
+        !result.ok && result.code === 'invalid_state',
+        () => `${at()}: released with an operation in flight`,
+      );
+    }
+  }
   if (action.t === 'acquire' && result?.ok === true) {
     check(!isTerminalStatus(before.status), () => `${at()}: ended run leased`);
-    check(progressPossible(after) || knownBug(step), () => `${at()}: leased a run with nothing a worker can do`);
+    check(progressPossible(after), () => `${at()}: leased a run with nothing a worker can do`);
   }
 
   // The reducer sees every inbox event, and the world's answers are valid by construction.
@@ -256,7 +252,10 @@ function checkStep(trace: Trace, i: number, step: Step, gated: Map<string, strin
       (b.max_operations === undefined || u.operations < b.max_operations) &&
       (b.max_total_tokens === undefined || u.input_tokens + u.output_tokens < b.max_total_tokens) &&
       (!model || b.max_turns === undefined || u.turns < b.max_turns) &&
-      (!model || b.max_model_calls === undefined || u.model_calls < b.max_model_calls);
+      (!model || b.max_model_calls === undefined || u.model_calls < b.max_model_calls) &&
+      (b.max_wall_ms === undefined || step.now - before.created_at < b.max_wall_ms) &&
+      (b.max_consecutive_op_failures === undefined ||
+        before.counters.consecutive_op_failures < b.max_consecutive_op_failures);
     check(within, () => `${at()}: ${e.operation_id} started over budget`);
   }
   if (step.events.some((e) => e.kind === 'budget_exceeded')) {
@@ -341,10 +340,101 @@ function checkControl(step: Step, at: () => string): void {
   if (control.command === 'steer' && decision.kind === 'applied') {
     check(after.queued_steers.length === before.queued_steers.length + 1, () => `${at()}: steer not queued`);
   }
+  if (decision.kind === 'applied') {
+    const first = step.events[0]?.kind;
+    check(
+      first !== undefined && ACK_EVENT[control.command].includes(first),
+      () => `${at()}: ${control.command} acked with the seq of ${first}`,
+    );
+  }
 }
+
+/** The event an applied control's ack seq names, per command. */
+const ACK_EVENT: Record<Control['command'], RunEventKind[]> = {
+  stop: ['stopped', 'stop_requested'],
+  pause: ['paused', 'pause_requested'],
+  resume: ['resumed'],
+  steer: ['steer_queued'],
+  approve: ['request_resolved'],
+  provide_input: ['request_resolved'],
+};
+
+/**
+ * Steers are consumed in the order they were queued, and every queued steer is consumed,
+ * discarded (counted by steers_discarded) or still queued.
+ */
+function checkSteers(trace: Trace): void {
+  const queued: string[] = [];
+  const consumed: string[] = [];
+  let discarded = 0;
+  trace.steps.forEach((step, i) => {
+    for (const e of step.events) {
+      if (e.kind === 'steer_queued') queued.push(String(e.data.steer_id));
+      if (e.kind === 'steer_consumed') consumed.push(String(e.data.steer_id));
+      if (e.kind === 'steers_discarded') discarded += Number(e.data.count);
+    }
+    const waiting = step.after.queued_steers.map((q) => q.steer_id);
+    const accounted = [
+      ...consumed,
+      ...queued.slice(consumed.length, consumed.length + discarded),
+      ...waiting,
+    ];
+    check(
+      canonicalJson(accounted) === canonicalJson(queued),
+      () =>
+        `${where(i, step)}: steers queued ${queued.length}, consumed ${consumed.length}, discarded ${discarded}, waiting ${waiting.length}`,
+    );
+  });
+}
+
+/**
+ * Crash safety of operations: a non-replay-safe operation is dispatched at most once, a replay
+ * dispatches the same op_id with a higher attempt, and an operation's outcome is recorded once
+ * and never dispatched again after that.
+ */
+function checkOperations(trace: Trace): void {
+  const attempts = new Map<string, number>();
+  const finished = new Set<string>();
+  trace.steps.forEach((step, i) => {
+    const at = () => where(i, step);
+    for (const e of step.events) {
+      const id = e.operation_id;
+      if (id === undefined) continue;
+      if (e.kind === 'operation_started') {
+        const attempt = Number(e.data.attempt);
+        const previous = attempts.get(id);
+        check(!finished.has(id), () => `${at()}: ${id} dispatched again after its outcome was recorded`);
+        check(
+          previous === undefined || attempt > previous,
+          () => `${at()}: ${id} attempt ${attempt} after ${previous}`,
+        );
+        check(
+          previous === undefined || step.after.operation?.replay_safe === true,
+          () => `${at()}: non-replay-safe ${id} dispatched twice`,
+        );
+        attempts.set(id, attempt);
+      }
+      if (OUTCOME_KINDS.has(e.kind) && (step.fn === 'finishOperation' || step.fn === 'takeOver')) {
+        check(!finished.has(id), () => `${at()}: second outcome ${e.kind} for ${id}`);
+        finished.add(id);
+      }
+    }
+  });
+}
+
+/** Events that record how a dispatched operation ended (request_opened: parked for a result). */
+const OUTCOME_KINDS: ReadonlySet<RunEventKind> = new Set<RunEventKind>([
+  'model_turn_completed',
+  'tool_result',
+  'operation_failed',
+  'operation_cancelled',
+  'request_opened',
+]);
 
 function checkTrace(trace: Trace): void {
   checkLog(trace);
+  checkSteers(trace);
+  checkOperations(trace);
   const gated = new Map<string, string>();
   trace.steps.forEach((step, i) => {
     checkRecord(trace, i, step);
@@ -370,7 +460,7 @@ describe('run state machine under random action sequences', () => {
         expect(canonicalJson(second.final)).toBe(canonicalJson(first.final));
         expect(canonicalJson(second.events)).toBe(canonicalJson(first.events));
       }),
-      { numRuns: RUNS / 2 },
+      { numRuns: RUNS / 3 },
     );
   });
 });

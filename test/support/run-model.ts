@@ -42,8 +42,8 @@ import {
   renewLease,
   type StoredControlAck,
   startOperation,
-  takeOver,
   type TransitionResult,
+  takeOver,
 } from '../../lib/core/run-machine.ts';
 
 // ---------------------------------------------------------------- actions
@@ -190,9 +190,9 @@ const controlSpec: fc.Arbitrary<ControlSpec> = fc.oneof(
       command: fc.constant('stop' as const),
       reason: fc.option(fc.constantFrom('user', 'done')),
     }),
-    weight: 1,
+    weight: 2,
   },
-  { arbitrary: fc.record({ command: fc.constant('pause' as const) }), weight: 2 },
+  { arbitrary: fc.record({ command: fc.constant('pause' as const) }), weight: 4 },
   {
     arbitrary: fc.record({ command: fc.constant('resume' as const), increase: fc.option(budgetIncrease) }),
     weight: 4,
@@ -240,7 +240,7 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
       controlId: fc.nat(CONTROL_IDS - 1),
       stale: fc.nat(4).map((n) => n === 0),
     }),
-    weight: 30,
+    weight: 24,
   },
   {
     arbitrary: fc.record({ t: fc.constant('acquire' as const), worker: fc.nat(WORKERS.length - 1) }),
@@ -279,7 +279,7 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
     arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 30_000 }) }),
     weight: 3,
   },
-  { arbitrary: fc.record({ t: fc.constant('crash' as const), extraMs: fc.nat(5_000) }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant('crash' as const), extraMs: fc.nat(5_000) }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('sweep' as const) }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('expire' as const) }), weight: 1 },
   {
@@ -308,6 +308,8 @@ export const startArb: fc.Arbitrary<Start> = fc.record({
       max_model_calls: fc.integer({ min: 1, max: 4 }),
       max_turns: fc.integer({ min: 1, max: 4 }),
       max_total_tokens: fc.integer({ min: 1, max: 150 }),
+      max_consecutive_op_failures: fc.integer({ min: 1, max: 3 }),
+      max_wall_ms: fc.integer({ min: 1_000, max: 400_000 }),
     },
     { requiredKeys: [] },
   ),
@@ -523,9 +525,6 @@ export function runWorld(start: Start, actions: readonly Action[]): Trace {
         if (holding && record.status === 'running') call('consumeSteer', consumeSteer(record, now));
         break;
       case 'release':
-        // Known bug B2 (reported): releasing with an operation in flight throws
-        // InvariantViolation instead of a typed rejection, so the world does not try it.
-        if (record.operation !== null && record.operation.started_at !== null) break;
         if (fence !== null) call('releaseLease', releaseLease(record, fence, now, action.wakeDelayMs), fence);
         break;
       case 'renew':

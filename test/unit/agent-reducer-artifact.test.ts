@@ -69,7 +69,7 @@ describe('the agent-loop artifact', () => {
       replayTauConversation(conv, tauContext(conv.system, tools), new RunDriver(`q-${index}`, recording));
     }
 
-    // The first call in a process also loads QuickJS; the rest must each fit the 200 ms default.
+    // The first call in a process also loads QuickJS; the rest must each fit the 1 s default.
     const first = requests[0];
     if (first !== undefined) await host.reduce(binding, first.request);
     let compared = 0;

@@ -226,8 +226,8 @@ describe('limits', () => {
     );
   });
 
-  it('fills unset limits with the defaults (200 ms, 64 MiB, 256 KiB)', async () => {
+  it('fills unset limits with the defaults (1 s, 64 MiB, 256 KiB)', async () => {
     const host = hostOver(new InMemoryFunctionRegistry());
-    expect(host.limits).toEqual({ timeoutMs: 200, memoryBytes: 64 * 1024 * 1024, stackBytes: 256 * 1024 });
+    expect(host.limits).toEqual({ timeoutMs: 1_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 256 * 1024 });
   });
 });

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * The `agent-runs` CLI (package.json "bin"): a commander program built from the command modules
+ * listed below, over the typed client (lib/client). The default URL and token come from the
+ * local stack's `.agent-runs/local.json`. Needs Node 24 (it runs this .ts file directly): npm
+ * scripts and `npx agent-runs` inside the checkout use the pinned one. Issue 5.
+ */
+import type { CommandModule } from './commands/context.ts';
+import { controlsCommand } from './commands/controls.ts';
+import { eventsCommand } from './commands/events.ts';
+import { runCli } from './commands/program.ts';
+import { replayCommand } from './commands/replay.ts';
+import { runsCommand } from './commands/runs.ts';
+import { functionsCommand, toolsCommand } from './commands/tools.ts';
+
+/** Every command of the CLI, in help order. Adding a command is one line here. */
+export const COMMANDS: readonly CommandModule[] = [
+  // `agent-runs start` (the local stack) goes first: a CommandModule from lib/local.
+  runsCommand,
+  eventsCommand,
+  controlsCommand,
+  toolsCommand,
+  functionsCommand,
+  replayCommand,
+];
+
+if (import.meta.main) {
+  process.exitCode = await runCli(COMMANDS, process.argv.slice(2), {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+    tty: process.stdout.isTTY ? process.stdout : undefined,
+    cwd: process.cwd(),
+    env: process.env,
+  });
+}

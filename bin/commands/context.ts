@@ -1,0 +1,114 @@
+/**
+ * What every CLI command module gets: the I/O to write to, the client for the global options
+ * (`--url`, `--token`, `--json`), and the output helpers. A command module registers its
+ * subcommands on the program; bin/agent-runs.ts lists the modules. Issue 5, "the CLI".
+ */
+import type { Command } from 'commander';
+import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
+import { readLocalState } from '../../lib/client/state-file.ts';
+
+/** Where the CLI reads and writes. The real one is process-bound; tests pass their own. */
+export interface CliIo {
+  /** Writes one line (or block) to stdout. */
+  out(text: string): void;
+  /** Writes one line (or block) to stderr. */
+  err(text: string): void;
+  /** The stream a live view may draw on (a TTY); absent → plain lines only. */
+  tty?: NodeJS.WritableStream | undefined;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Replaces global fetch (tests: an in-process app). */
+  fetch?: (request: Request) => Response | Promise<Response>;
+}
+
+/** The global options every command sees through `optsWithGlobals()`. */
+export interface GlobalOptions {
+  url?: string;
+  token?: string;
+  json?: boolean;
+}
+
+/** A usage error of the CLI itself (bad argument, no URL); exit code 1 like an API error. */
+export class CliError extends Error {
+  override name = 'CliError';
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface CliContext {
+  io: CliIo;
+  /** The client for `cmd`'s global options: --url / AGENT_RUNS_URL / the state file. Throws CliError(no_url). */
+  client(cmd: Command): AgentRunsClient;
+  /** Whether --json was given. */
+  json(cmd: Command): boolean;
+  /** Prints `data` as JSON with --json, `human` otherwise. */
+  print(cmd: Command, human: () => string, data: unknown): void;
+  /** The process exit code after the command (0 unless a command sets it, e.g. 2 for a rejected control). */
+  exitCode: number;
+}
+
+/**
+ * A command module: registers one or more commands on the program. To add a command, write a
+ * module and add it to the list in bin/agent-runs.ts.
+ */
+export interface CommandModule {
+  /** For listings and tests, e.g. `runs`, `events`, `controls`. */
+  name: string;
+  register(program: Command, ctx: CliContext): void;
+}
+
+/** The CLI context over `io`. */
+export function createCliContext(io: CliIo): CliContext {
+  const ctx: CliContext = {
+    io,
+    exitCode: 0,
+    client(cmd) {
+      const opts = cmd.optsWithGlobals<GlobalOptions>();
+      const explicitUrl = opts.url ?? io.env.AGENT_RUNS_URL;
+      const state = explicitUrl === undefined || opts.token === undefined ? readLocalState(io.cwd) : null;
+      const url = explicitUrl ?? state?.url;
+      if (url === undefined) {
+        throw new CliError(
+          'no_url',
+          'no API URL: pass --url, set AGENT_RUNS_URL, or start the local stack (npm start), which writes .agent-runs/local.json',
+        );
+      }
+      // The state file's token goes only to the state file's URL.
+      const token =
+        opts.token ??
+        io.env.AGENT_RUNS_TOKEN ??
+        (state !== null && state.url === url ? state.token : undefined);
+      return createClient({
+        baseUrl: url,
+        ...(token !== undefined ? { token } : {}),
+        ...(io.fetch !== undefined ? { fetch: io.fetch } : {}),
+      });
+    },
+    json: (cmd) => cmd.optsWithGlobals<GlobalOptions>().json === true,
+    print(cmd, human, data) {
+      io.out(ctx.json(cmd) ? JSON.stringify(data, null, 2) : human());
+    },
+  };
+  return ctx;
+}
+
+/** Parses a JSON argument; a value that is not JSON is taken as a plain string when `lenient`. */
+export function parseJsonArg(name: string, text: string, lenient = false): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (lenient) return text;
+    throw new CliError('invalid_argument', `${name} must be JSON: ${text.slice(0, 80)}`);
+  }
+}
+
+/** Parses a positive integer option. */
+export function parseIntArg(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0)
+    throw new CliError('invalid_argument', `${name} must be a whole number: ${text}`);
+  return n;
+}

@@ -1,0 +1,153 @@
+/**
+ * The controls: `stop`, `pause`, `resume`, `steer`, `approve`, `answer`, and `deliver` (an
+ * external result by resume key). Each prints the ack; a rejected control (an ack, not an
+ * error) sets exit code 2. `--control-id` reuses an id to retry safely; `--capability` presents
+ * the run's control capability. Seed agent-runs, "Controls".
+ */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import type { ControlOptions } from '../../lib/client/client.ts';
+import type { ControlAck } from '../../lib/contracts/index.ts';
+import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
+import { formatAck } from './format.ts';
+
+/** Exit code of a command whose control was rejected. */
+export const REJECTED_EXIT_CODE = 2;
+
+interface CommonOptions {
+  controlId?: string;
+  capability?: string;
+}
+
+function common(opts: CommonOptions): ControlOptions {
+  return {
+    ...(opts.controlId !== undefined ? { control_id: opts.controlId } : {}),
+    ...(opts.capability !== undefined ? { capability: opts.capability } : {}),
+  };
+}
+
+function withCommon(cmd: Command): Command {
+  return cmd
+    .option('--control-id <id>', 'control id (default: a new UUID); resend the same id to retry safely')
+    .option('--capability <secret>', "the run's control capability (from runs create)");
+}
+
+function report(ctx: CliContext, cmd: Command, ack: ControlAck): void {
+  ctx.print(cmd, () => formatAck(ack), ack);
+  if (ack.ack === 'rejected') ctx.exitCode = REJECTED_EXIT_CODE;
+}
+
+/** A JSON argument, or `@file` to read it from a file. */
+function jsonOrFile(name: string, text: string): unknown {
+  return parseJsonArg(name, text.startsWith('@') ? readFileSync(text.slice(1), 'utf8') : text);
+}
+
+export const controlsCommand: CommandModule = {
+  name: 'controls',
+  register(program, ctx) {
+    withCommon(program.command('stop <run>'))
+      .description('stop a run (during an operation: cancelling, then stopped)')
+      .option('--reason <text>', 'why')
+      .action(async (runId: string, opts: CommonOptions & { reason?: string }, cmd: Command) => {
+        const ack = await ctx.client(cmd).stop(runId, {
+          ...common(opts),
+          ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+        });
+        report(ctx, cmd, ack);
+      });
+
+    withCommon(program.command('pause <run>'))
+      .description('pause a run at the next boundary (writes a checkpoint)')
+      .option('--reason <text>', 'why')
+      .action(async (runId: string, opts: CommonOptions & { reason?: string }, cmd: Command) => {
+        const ack = await ctx.client(cmd).pause(runId, {
+          ...common(opts),
+          ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+        });
+        report(ctx, cmd, ack);
+      });
+
+    withCommon(program.command('resume <run>'))
+      .description('resume a paused run')
+      .option('--budget-increase <json>', 'more budget, e.g. {"max_operations":10}')
+      .option('--accept-reducer-change', 'accept a changed reducer artifact (after reducer_changed)')
+      .action(
+        async (
+          runId: string,
+          opts: CommonOptions & { budgetIncrease?: string; acceptReducerChange?: boolean },
+          cmd: Command,
+        ) => {
+          const increase =
+            opts.budgetIncrease === undefined
+              ? undefined
+              : parseJsonArg('--budget-increase', opts.budgetIncrease);
+          if (
+            increase !== undefined &&
+            (typeof increase !== 'object' || increase === null || Array.isArray(increase))
+          ) {
+            throw new CliError('invalid_argument', '--budget-increase must be a JSON object');
+          }
+          const ack = await ctx.client(cmd).resume(runId, {
+            ...common(opts),
+            ...(increase !== undefined ? { budget_increase: increase as Record<string, number> } : {}),
+            ...(opts.acceptReducerChange === true ? { accept_reducer_change: true } : {}),
+          });
+          report(ctx, cmd, ack);
+        },
+      );
+
+    withCommon(program.command('steer <run> <input>'))
+      .description('queue new input (JSON, or a plain string), consumed between operations')
+      .action(async (runId: string, input: string, opts: CommonOptions, cmd: Command) => {
+        const ack = await ctx.client(cmd).steer(runId, parseJsonArg('input', input, true), common(opts));
+        report(ctx, cmd, ack);
+      });
+
+    withCommon(program.command('approve <run> <request_id>'))
+      .description("decide an open approval; --digest must quote the request's subject_digest")
+      .requiredOption('--digest <subject_digest>', 'the subject digest shown with the request')
+      .option('--reject', 'reject instead of approve')
+      .option('--reason <text>', 'why')
+      .action(
+        async (
+          runId: string,
+          requestId: string,
+          opts: CommonOptions & { digest: string; reject?: boolean; reason?: string },
+          cmd: Command,
+        ) => {
+          const ack = await ctx.client(cmd).approve(runId, requestId, opts.digest, {
+            ...common(opts),
+            decision: opts.reject === true ? 'rejected' : 'approved',
+            ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+          });
+          report(ctx, cmd, ack);
+        },
+      );
+
+    withCommon(program.command('answer <run> <request_id> <value>'))
+      .description('answer an open question (provide_input); value is JSON or a plain string')
+      .action(async (runId: string, requestId: string, value: string, opts: CommonOptions, cmd: Command) => {
+        const ack = await ctx
+          .client(cmd)
+          .answer(runId, requestId, parseJsonArg('value', value, true), common(opts));
+        report(ctx, cmd, ack);
+      });
+
+    program
+      .command('deliver <resume_key> <json>')
+      .description(
+        'deliver an external result (a raisin.tool-result/1 envelope or any JSON; @file reads a file)',
+      )
+      .option('--capability <secret>', "the run's control capability")
+      .action(async (resumeKey: string, json: string, opts: { capability?: string }, cmd: Command) => {
+        const out = await ctx
+          .client(cmd)
+          .deliver(
+            resumeKey,
+            jsonOrFile('json', json),
+            opts.capability !== undefined ? { capability: opts.capability } : {},
+          );
+        ctx.print(cmd, () => `delivered to ${out.run_id} (seq ${out.seq})`, out);
+      });
+  },
+};

@@ -1,0 +1,174 @@
+/**
+ * Human-readable output of the CLI: runs, run lists, events, acks, tools. Pure functions of the
+ * API's shapes (the `--json` output is the API's JSON as is).
+ */
+import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
+import type { ControlAck, RunEvent, RunRecord, ToolDescriptor } from '../../lib/contracts/index.ts';
+
+/** `HH:MM:SS.mmm` (UTC) of a ms epoch. */
+export function clockTime(ms: number): string {
+  return new Date(ms).toISOString().slice(11, 23);
+}
+
+/** Compact JSON cut to `max` characters. */
+export function brief(value: unknown, max = 100): string {
+  const text = JSON.stringify(value) ?? 'undefined';
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export function formatUsage(run: RunRecord): string {
+  const u = run.usage;
+  return `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · tokens ${u.input_tokens} in / ${u.output_tokens} out`;
+}
+
+/** One open request, with what a person needs to answer it. */
+export function formatRequest(runId: string, r: RunRecord['open_requests'][number]): string {
+  switch (r.kind) {
+    case 'approval':
+      return `approval ${r.request_id}: ${r.subject.summary}\n    digest ${r.subject.digest}\n    → agent-runs approve ${runId} ${r.request_id} --digest ${r.subject.digest}`;
+    case 'input':
+      return `question ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}\n    → agent-runs answer ${runId} ${r.request_id} <value>`;
+    case 'result':
+      return `external result ${r.request_id} for ${r.tool}\n    → agent-runs deliver ${r.resume_key} <json>`;
+  }
+}
+
+/** The `runs get` view of a run. */
+export function formatRun(run: RunRecord): string {
+  const lines = [
+    ['run', run.run_id],
+    ['status', run.status],
+    ['subject', `${run.subject.workspace}:${run.subject.path}`],
+    [
+      'principal',
+      `${run.principal.kind}:${run.principal.id}${run.principal.on_behalf_of ? ` (for ${run.principal.on_behalf_of})` : ''}`,
+    ],
+    [
+      'reducer',
+      run.reducer === null
+        ? '(client-driven)'
+        : `${run.reducer.function_path}${run.reducer.artifact_hash ? ` @${run.reducer.artifact_hash.slice(0, 12)}` : ''}`,
+    ],
+    ['usage', formatUsage(run)],
+    ['events', `${run.last_seq}`],
+    ['created', new Date(run.created_at).toISOString()],
+  ];
+  if (run.objective !== undefined) lines.push(['objective', run.objective]);
+  if (run.operation !== null) {
+    const op = run.operation;
+    lines.push(['operation', `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending' : 'in flight'})`]);
+  }
+  if (run.status === 'paused') lines.push(['paused', run.pause_reason]);
+  if (run.status === 'cancelling') lines.push(['stopping', run.stop_reason]);
+  if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
+    const outcome = run.status === 'completed' ? ` (${run.outcome})` : '';
+    lines.push(['ended', `${run.terminal_reason}${outcome}`]);
+    if (run.status === 'completed' && run.summary !== undefined) lines.push(['summary', run.summary]);
+  }
+  let text = table(lines.map(([k, v]) => [k ?? '', v ?? '']));
+  if (run.open_requests.length > 0) {
+    text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(run.run_id, r)}`).join('\n')}`;
+  }
+  if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
+  if (run.projection !== null) {
+    text += `\nplan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
+    for (const item of run.projection.items) text += `\n  [${item.status}] ${item.title}`;
+  }
+  return text;
+}
+
+/** The `runs list` table. */
+export function formatRunList(runs: RunRecord[], cursor?: string): string {
+  if (runs.length === 0) return cursor ? `no runs on this page (next: --cursor ${cursor})` : 'no runs';
+  const rows = [
+    ['RUN', 'STATUS', 'SUBJECT', 'CREATED'],
+    ...runs.map((r) => [
+      r.run_id,
+      r.status,
+      `${r.subject.workspace}:${r.subject.path}`,
+      new Date(r.created_at).toISOString(),
+    ]),
+  ];
+  return table(rows) + (cursor ? `\nnext page: --cursor ${cursor}` : '');
+}
+
+/** One event line: `#seq  time  kind  detail`. */
+export function formatEvent(event: RunEvent): string {
+  const head = `#${String(event.seq).padStart(4)}  ${clockTime(event.at)}  ${event.kind.padEnd(22)}`;
+  return `${head}  ${eventDetail(event)}`.trimEnd();
+}
+
+function eventDetail(event: RunEvent): string {
+  const d = event.data as Record<string, unknown>;
+  switch (event.kind) {
+    case 'request_opened': {
+      const subject = d.subject as { digest?: string; summary?: string } | undefined;
+      if (d.kind === 'approval')
+        return `approval ${String(d.request_id)} digest ${subject?.digest} ${brief(subject?.summary, 60)}`;
+      if (d.kind === 'input') return `question ${String(d.request_id)}: ${brief(d.question, 80)}`;
+      return `${String(d.kind)} ${String(d.request_id)}${d.resume_key ? ` resume_key ${String(d.resume_key)}` : ''}`;
+    }
+    case 'operation_started':
+      return `${event.operation_id ?? ''} ${Object.keys(d).length === 0 ? '' : brief(d, 80)}`.trim();
+    case 'control_rejected':
+      return `${String(d.command ?? '')} rejected: ${String(d.reason ?? '')}`;
+    default:
+      return Object.keys(d).length === 0 ? '' : brief(d);
+  }
+}
+
+export function formatAck(ack: ControlAck): string {
+  switch (ack.ack) {
+    case 'applied':
+      return `applied (seq ${ack.seq})`;
+    case 'duplicate':
+      return `duplicate (original seq ${ack.original_seq})`;
+    case 'rejected':
+      return `rejected: ${ack.reason} (seq ${ack.seq})`;
+  }
+}
+
+export function formatTools(tools: ToolDescriptor[]): string {
+  if (tools.length === 0) return 'no tools registered';
+  return table([
+    ['NAME', 'VERSION', 'RISK', 'MUTATING', 'APPROVAL', 'DESCRIPTION'],
+    ...tools.map((t) => [
+      t.name,
+      t.version,
+      t.metadata.risk,
+      t.metadata.mutating ? 'yes' : 'no',
+      t.metadata.approval,
+      t.description ?? '',
+    ]),
+  ]);
+}
+
+export function formatCheckpoints(checkpoints: Checkpoint[]): string {
+  if (checkpoints.length === 0) return 'no checkpoints';
+  return table([
+    ['N', 'REASON', 'STATE REV', 'CUTOFF SEQ', 'AT'],
+    ...checkpoints.map((c) => [
+      String(c.n),
+      c.reason,
+      String(c.state_rev),
+      String(c.transcript_cutoff_seq),
+      new Date(c.at).toISOString(),
+    ]),
+  ]);
+}
+
+export function formatArtifact(a: FunctionArtifact): string {
+  return `${a.function_path}  ${a.kind}  ${a.size} bytes  sha256 ${a.hash}`;
+}

@@ -1,0 +1,183 @@
+/**
+ * `agent-runs runs create|get|list|checkpoints`: create a run, read one, list by status or
+ * subject, read its checkpoints.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import type { RunPage } from '../../lib/client/client.ts';
+import {
+  RUN_STATUSES,
+  type RunRecord,
+  type RunStatus,
+  TERMINAL_STATUSES,
+} from '../../lib/contracts/index.ts';
+import type { CreateRunInput } from '../../lib/engine/engine.ts';
+import { CliError, type CommandModule, parseIntArg, parseJsonArg } from './context.ts';
+import { formatCheckpoints, formatRun, formatRunList } from './format.ts';
+
+const LIVE_STATUSES = RUN_STATUSES.filter((s) => !(TERMINAL_STATUSES as readonly string[]).includes(s));
+
+interface CreateOptions {
+  workspace?: string;
+  path?: string;
+  nodeId?: string;
+  reducer?: string;
+  handler?: string;
+  input?: string;
+  objective?: string;
+  context?: string;
+  budgets?: string;
+  onExceeded?: 'pause' | 'fail';
+  asAgent?: string;
+  createKey?: string;
+  executorConfig?: string;
+  body?: string;
+}
+
+/** The create request from the options: `--body` (JSON, or @file) as the base, the other options on top. */
+export function createInputOf(opts: CreateOptions): CreateRunInput {
+  const base =
+    opts.body === undefined
+      ? {}
+      : (parseJsonArg(
+          '--body',
+          opts.body.startsWith('@') ? readFileSync(opts.body.slice(1), 'utf8') : opts.body,
+        ) as Record<string, unknown>);
+  const input: Record<string, unknown> = { input: null, ...base };
+  if (opts.workspace !== undefined || opts.path !== undefined) {
+    if (opts.workspace === undefined || opts.path === undefined) {
+      throw new CliError('invalid_argument', '--workspace and --path go together');
+    }
+    input.subject = {
+      workspace: opts.workspace,
+      path: opts.path,
+      ...(opts.nodeId !== undefined ? { node_id: opts.nodeId } : {}),
+    };
+  }
+  if (input.subject === undefined)
+    throw new CliError('invalid_argument', 'give --workspace and --path (or --body)');
+  if (opts.reducer !== undefined) {
+    input.reducer = {
+      function_path: opts.reducer,
+      ...(opts.handler !== undefined ? { handler: opts.handler } : {}),
+    };
+  }
+  if (opts.input !== undefined) input.input = parseJsonArg('--input', opts.input, true);
+  if (opts.objective !== undefined) input.objective = opts.objective;
+  if (opts.context !== undefined) input.context = parseJsonArg('--context', opts.context, true);
+  if (opts.budgets !== undefined) input.budgets = parseJsonArg('--budgets', opts.budgets);
+  if (opts.onExceeded !== undefined) input.on_exceeded = opts.onExceeded;
+  if (opts.asAgent !== undefined) input.as_agent = opts.asAgent;
+  if (opts.createKey !== undefined) input.create_key = opts.createKey;
+  if (opts.executorConfig !== undefined)
+    input.executor_config = parseJsonArg('--executor-config', opts.executorConfig);
+  return input as unknown as CreateRunInput;
+}
+
+export const runsCommand: CommandModule = {
+  name: 'runs',
+  register(program, ctx) {
+    const runs = new Command('runs').description('create, read and list runs');
+
+    runs
+      .command('create')
+      .description('create a run (or get the live run of the subject: created false)')
+      .option('--workspace <workspace>', 'subject workspace')
+      .option('--path <path>', 'subject path')
+      .option('--node-id <id>', 'subject node id')
+      .option('--reducer <function_path>', 'reducer function (omit for a client-driven run)')
+      .option('--handler <name>', 'reducer handler export')
+      .option('--input <json>', 'run input (JSON, or a plain string)')
+      .option('--objective <text>', 'objective')
+      .option('--context <json>', 'context (JSON, or a plain string)')
+      .option('--budgets <json>', 'budgets, e.g. {"max_turns":10}')
+      .addOption(
+        new Option('--on-exceeded <action>', 'what a budget overrun does').choices(['pause', 'fail']),
+      )
+      .option('--as-agent <path>', 'act as this agent, on behalf of the caller')
+      .option('--create-key <key>', 'idempotency key of the create')
+      .option('--executor-config <json>', 'executor config (JSON object)')
+      .option('--body <json|@file>', 'the whole create request as JSON (options override its fields)')
+      .action(async (opts: CreateOptions, cmd: Command) => {
+        const out = await ctx.client(cmd).createRun(createInputOf(opts));
+        ctx.print(
+          cmd,
+          () => {
+            const head = out.created
+              ? `created ${out.run.run_id} (${out.run.status})`
+              : `existing run ${out.run.run_id} (${out.run.status}): the subject already has a live run, or the create key was used`;
+            return out.control_capability === undefined
+              ? head
+              : `${head}\ncontrol capability (shown once): ${out.control_capability}`;
+          },
+          out,
+        );
+      });
+
+    runs
+      .command('get <run>')
+      .description('show a run with its effective projection')
+      .action(async (runId: string, _opts: unknown, cmd: Command) => {
+        const run = await ctx.client(cmd).getRun(runId);
+        ctx.print(cmd, () => formatRun(run), run);
+      });
+
+    runs
+      .command('list')
+      .description('list runs by status (default: every live status) or by subject')
+      .addOption(new Option('--status <status>', 'only this status').choices([...RUN_STATUSES]))
+      .option('--workspace <workspace>', 'subject workspace (with --path: the subject live run)')
+      .option('--path <path>', 'subject path')
+      .option('--limit <n>', 'page size (1..100)', '20')
+      .option('--cursor <cursor>', 'next page, as printed by the previous one')
+      .action(
+        async (
+          opts: { status?: RunStatus; workspace?: string; path?: string; limit: string; cursor?: string },
+          cmd: Command,
+        ) => {
+          const client = ctx.client(cmd);
+          const limit = parseIntArg('--limit', opts.limit);
+          if ((opts.workspace === undefined) !== (opts.path === undefined)) {
+            throw new CliError('invalid_argument', '--workspace and --path go together');
+          }
+          let page: RunPage;
+          if (opts.workspace !== undefined && opts.path !== undefined) {
+            page = await client.listRuns({
+              subject: { workspace: opts.workspace, path: opts.path },
+              ...(opts.status !== undefined ? { status: opts.status } : {}),
+            });
+          } else if (opts.status !== undefined || opts.cursor !== undefined) {
+            page = await client.listRuns({
+              status: opts.status ?? 'running',
+              limit,
+              ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+            });
+          } else {
+            // No filter: the first page of every live status, newest first.
+            const pages = await Promise.all(
+              LIVE_STATUSES.map((status) => client.listRuns({ status, limit })),
+            );
+            const all: RunRecord[] = pages.flatMap((p) => p.runs);
+            page = { runs: all.sort((a, b) => b.created_at - a.created_at).slice(0, limit) };
+          }
+          ctx.print(cmd, () => formatRunList(page.runs, page.cursor), page);
+        },
+      );
+
+    runs
+      .command('checkpoints <run> [n]')
+      .description("list a run's checkpoints, or show checkpoint n")
+      .action(async (runId: string, n: string | undefined, _opts: unknown, cmd: Command) => {
+        const client = ctx.client(cmd);
+        if (n === undefined) {
+          const checkpoints = await client.checkpoints(runId);
+          ctx.print(cmd, () => formatCheckpoints(checkpoints), checkpoints);
+        } else {
+          const checkpoint = await client.checkpoint(runId, parseIntArg('n', n));
+          ctx.print(cmd, () => JSON.stringify(checkpoint, null, 2), checkpoint);
+        }
+      });
+
+    program.addCommand(runs);
+  },
+};

@@ -1,0 +1,41 @@
+/** `agent-runs tools` (registered tools, metadata only) and `agent-runs functions put` (admin). */
+import { readFileSync } from 'node:fs';
+import { type Command, Option } from 'commander';
+import type { CommandModule } from './context.ts';
+import { formatArtifact, formatTools } from './format.ts';
+
+export const toolsCommand: CommandModule = {
+  name: 'tools',
+  register(program, ctx) {
+    program
+      .command('tools')
+      .description('list the registered tools (metadata only)')
+      .action(async (_opts: unknown, cmd: Command) => {
+        const tools = await ctx.client(cmd).tools();
+        ctx.print(cmd, () => formatTools(tools), tools);
+      });
+  },
+};
+
+export const functionsCommand: CommandModule = {
+  name: 'functions',
+  register(program, ctx) {
+    const functions = program.command('functions').description('reducer artifacts (admin)');
+    functions
+      .command('put <function_path> <file>')
+      .description('register a JavaScript module or WebAssembly binary at a path, e.g. /agents/triage')
+      .addOption(
+        new Option('--kind <kind>', 'artifact kind (default: wasm for .wasm files, js otherwise)').choices([
+          'js',
+          'wasm',
+        ]),
+      )
+      .action(async (functionPath: string, file: string, opts: { kind?: 'js' | 'wasm' }, cmd: Command) => {
+        const kind = opts.kind ?? (file.endsWith('.wasm') ? 'wasm' : 'js');
+        const artifact = await ctx
+          .client(cmd)
+          .putFunction(functionPath, new Uint8Array(readFileSync(file)), kind);
+        ctx.print(cmd, () => `registered ${formatArtifact(artifact)}`, artifact);
+      });
+  },
+};

@@ -1,0 +1,61 @@
+/**
+ * How the three Lambda functions are bundled: esbuild on this machine (no Docker), one ESM file
+ * per function for Node.js 24, minified with a source map, AWS SDK v3 left to the runtime.
+ * Two files the code reads at run time, relative to its own module URL, are copied next to the
+ * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`) and the
+ * QuickJS WebAssembly module (quickjs-emscripten loads `emscripten-module.wasm` beside the
+ * importing module). DESIGN section 11.
+ */
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { type BundlingOptions, LogLevel, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
+
+/** The repository root (a directory URL, ends in `/`). */
+export const REPO_ROOT: URL = new URL('../', import.meta.url);
+
+/**
+ * ESM bundles have no `require`; CommonJS dependencies bundled into them call it for Node
+ * built-ins, so the banner defines one (its import aliased so it cannot clash with a bundled name).
+ */
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __agentRunsCreateRequire } from 'node:module'; const require = __agentRunsCreateRequire(import.meta.url);";
+
+/** Files copied next to each bundle: absolute source path → file name in the bundle directory. */
+export function runtimeFiles(): ReadonlyArray<{ source: string; name: string }> {
+  const fromQuickJs = createRequire(createRequire(import.meta.url).resolve('quickjs-emscripten'));
+  return [
+    { source: fileURLToPath(AGENT_LOOP_ARTIFACT_URL), name: 'agent-loop.js' },
+    {
+      source: fromQuickJs.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'),
+      name: 'emscripten-module.wasm',
+    },
+  ];
+}
+
+/** The NodejsFunction `bundling` options shared by the three functions. */
+export function bundlingOptions(): BundlingOptions {
+  const files = runtimeFiles();
+  return {
+    forceDockerBundling: false,
+    format: OutputFormat.ESM,
+    target: 'node24',
+    mainFields: ['module', 'main'],
+    minify: true,
+    sourceMap: true,
+    sourcesContent: false,
+    banner: ESM_REQUIRE_BANNER,
+    // esbuild's warnings and errors only (no per-file size summary).
+    logLevel: LogLevel.WARNING,
+    commandHooks: {
+      beforeBundling: () => [],
+      beforeInstall: () => [],
+      afterBundling: (_inputDir: string, outputDir: string) =>
+        files.map((f) => `cp ${shellQuote(f.source)} ${shellQuote(`${outputDir}/${f.name}`)}`),
+    },
+  };
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}

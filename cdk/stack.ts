@@ -1,0 +1,619 @@
+/**
+ * The deployment: one DynamoDB table, the SQS step queue with its DLQ, the S3 payload bucket,
+ * the three Lambda functions (control, step, sweeper), the HTTP API in front of control, the
+ * EventBridge Scheduler schedule that runs the sweeper every minute, and the alarms.
+ * DESIGN sections 2 ("Shape"), 4 ("Storage"), 8 ("The sweeper") and 11 ("Runtime versions").
+ *
+ * The table comes from lib/store/table.ts and the queue settings from lib/local/resources.ts,
+ * the same definitions the local stack creates, so the two cannot drift apart. The functions
+ * read TABLE_NAME, STEP_QUEUE_URL and PAYLOAD_BUCKET (lib/app.ts, runtimeConfigFromEnv).
+ *
+ * The stack is environment-agnostic (no account, region or lookups): `cdk synth` needs no AWS
+ * credentials and no network.
+ */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CfnElement, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  type IHttpRouteAuthorizer,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import {
+  Alarm,
+  ComparisonOperator,
+  type IMetric,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { METRIC, METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
+import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
+import { TABLE_DEFINITION } from '../lib/store/table.ts';
+import { bundlingOptions, REPO_ROOT } from './bundling.ts';
+import { acknowledge } from './nag.ts';
+
+/**
+ * Powertools service name of each function (POWERTOOLS_SERVICE_NAME). The handlers pass the
+ * same names to Powertools (functions/*.ts, `lambdaContainer`), and Powertools Metrics adds it
+ * to every metric as the dimension `service`, so an alarm on a handler metric must name it.
+ */
+export const SERVICE_NAMES = {
+  control: 'agent-runs-control',
+  step: 'agent-runs-step',
+  sweeper: 'agent-runs-sweeper',
+} as const;
+/** Default step function timeout. The step queue's visibility timeout is 6x this. */
+export const DEFAULT_STEP_TIMEOUT = Duration.minutes(5);
+/** The step queue's visibility timeout as a multiple of the step function timeout (AWS guidance: at least 6). */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** Routes that answer without a JWT even when an authorizer is configured. */
+export const PUBLIC_ROUTES = [
+  { method: HttpMethod.GET, path: '/health' },
+  { method: HttpMethod.GET, path: '/openapi.json' },
+] as const;
+
+export interface AgentRunsStackProps extends StackProps {
+  /**
+   * Directory holding the Lambda entry points `control.ts`, `step.ts` and `sweeper.ts`, each
+   * exporting `handler`. Default: the repository's `functions/`.
+   */
+  readonly entryDir?: string;
+  /** esbuild's working directory, holding `package-lock.json`; `entryDir` must be under it. Default: the repository root. */
+  readonly projectRoot?: string;
+  /** DynamoDB deletion protection on the table. Default true. */
+  readonly deletionProtection?: boolean;
+  /** What CloudFormation does with the table and buckets when they leave the stack. Default RETAIN. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** JWT issuer URL; with `jwtAudience`, every route except PUBLIC_ROUTES requires a valid JWT. */
+  readonly jwtIssuer?: string;
+  /** Accepted JWT audiences (`aud` claim or, for access tokens, `client_id`). Required with `jwtIssuer`. */
+  readonly jwtAudience?: readonly string[];
+  /** ARN of an SNS topic every alarm notifies (alarm and OK). Default: alarms without actions. */
+  readonly alarmTopicArn?: string;
+  /** Versioning on the payload bucket (noncurrent versions expire after 30 days). Default false. */
+  readonly payloadVersioning?: boolean;
+  /**
+   * Age after which payload objects expire. Default: never, because events and checkpoints that
+   * reference a payload live as long as the run's items (their own TTL decides).
+   */
+  readonly payloadExpiration?: Duration;
+  /** Retention of the functions' and the API's log groups. Default one month. */
+  readonly logRetention?: RetentionDays;
+  /** Step function timeout; the step queue's visibility timeout is 6x this. Default 5 minutes. */
+  readonly stepTimeout?: Duration;
+  /** Extra environment for all three functions (e.g. OPENAI_BASE_URL, OPENAI_MODEL, BEDROCK_MODEL_ID). */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** Bedrock model (or inference profile) ARNs the step function may invoke. Default none. */
+  readonly bedrockModelArns?: readonly string[];
+  /** Stage throttling of the HTTP API. Default 50 requests/s steady, burst 100. */
+  readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /** Takeovers (sum over 5 minutes) at or above which the takeover alarm fires. Default 1. */
+  readonly takeoverAlarmThreshold?: number;
+}
+
+/** Feature flag (aws-cdk-lib cx-api): grant S3 log delivery by bucket policy instead of an ACL. */
+const S3_ACCESS_LOGS_USE_BUCKET_POLICY = '@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy';
+
+type FunctionName = keyof typeof SERVICE_NAMES;
+
+/** Entry file (in `entryDir`) and memory (MB) of each function. */
+const FUNCTIONS: Record<FunctionName, { entry: string; memorySize: number }> = {
+  control: { entry: 'control.ts', memorySize: 512 },
+  // Runs reducers in QuickJS / WebAssembly and model turns: more memory, which is also more CPU.
+  step: { entry: 'step.ts', memorySize: 1024 },
+  sweeper: { entry: 'sweeper.ts', memorySize: 512 },
+};
+/**
+ * Key prefixes in the payload bucket: payloads above the inline limit (lib/blobs/blob-store.ts,
+ * `payloads/{sha256}`) and reducer artifacts registered over HTTP (lib/sandbox/stored-registry.ts,
+ * `functions/{sha256}`).
+ */
+export const OBJECT_PREFIXES = { payloads: 'payloads/', functions: 'functions/' } as const;
+
+/** Control: under API Gateway's 30 s integration limit (events long-poll up to 20 s). */
+const CONTROL_TIMEOUT = Duration.seconds(29);
+/** Sweeper: two passes 30 s apart plus their work; an overlapping invocation is safe (conditional commits). */
+const SWEEPER_TIMEOUT = Duration.minutes(2);
+
+/** Step queue → step function: records per invocation, and how long Lambda waits to fill a batch. */
+const STEP_BATCH_SIZE = 10;
+const STEP_MAX_BATCHING_WINDOW = Duration.seconds(1);
+
+export class AgentRunsStack extends Stack {
+  readonly table: Table;
+  readonly stepQueue: Queue;
+  readonly stepDeadLetterQueue: Queue;
+  readonly payloadBucket: Bucket;
+  readonly controlFunction: NodejsFunction;
+  readonly stepFunction: NodejsFunction;
+  readonly sweeperFunction: NodejsFunction;
+  readonly httpApi: HttpApi;
+  readonly sweeperSchedule: Schedule;
+  readonly alarms: { readonly dlqDepth: Alarm; readonly stepErrors: Alarm; readonly takeovers: Alarm };
+
+  /** Throws if exactly one of jwtIssuer / jwtAudience is given, or jwtAudience is empty. */
+  constructor(scope: Construct, id: string, props: AgentRunsStackProps = {}) {
+    super(scope, id, props);
+    // Server access logs are delivered under a bucket policy (not the legacy ACL), whatever the
+    // app's feature flags: the log bucket enforces bucket-owner object ownership.
+    this.node.setContext(S3_ACCESS_LOGS_USE_BUCKET_POLICY, true);
+    const jwt = jwtSettings(props);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    const stepTimeout = props.stepTimeout ?? DEFAULT_STEP_TIMEOUT;
+    const entryDir = props.entryDir ?? fileURLToPath(new URL('functions/', REPO_ROOT));
+    const projectRoot = props.projectRoot ?? fileURLToPath(REPO_ROOT);
+
+    this.table = this.createTable(props.deletionProtection ?? true, removalPolicy);
+    const queues = this.createQueues(stepTimeout);
+    this.stepQueue = queues.queue;
+    this.stepDeadLetterQueue = queues.dlq;
+    this.payloadBucket = this.createPayloadBucket(props, removalPolicy);
+
+    const makeFunction = (name: FunctionName, timeout: Duration): NodejsFunction =>
+      this.createFunction(name, {
+        entryDir,
+        projectRoot,
+        environment: {
+          ...(props.environment ?? {}),
+          TABLE_NAME: this.table.tableName,
+          STEP_QUEUE_URL: this.stepQueue.queueUrl,
+          PAYLOAD_BUCKET: this.payloadBucket.bucketName,
+          POWERTOOLS_SERVICE_NAME: SERVICE_NAMES[name],
+          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+          NODE_OPTIONS: '--enable-source-maps',
+        },
+        logRetention,
+        removalPolicy,
+        timeout,
+      });
+    this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
+    this.stepFunction = makeFunction('step', stepTimeout);
+    this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT);
+
+    this.grantRuntimeAccess(this.controlFunction, 'control');
+    this.grantRuntimeAccess(this.stepFunction, 'step');
+    this.grantRuntimeAccess(this.sweeperFunction, 'sweeper');
+    this.stepQueue.grantSendMessages(this.controlFunction);
+    this.stepQueue.grantSendMessages(this.sweeperFunction);
+    // The step function chains a run by enqueueing its next step.
+    this.stepQueue.grantSendMessages(this.stepFunction);
+    if (props.bedrockModelArns !== undefined && props.bedrockModelArns.length > 0) {
+      this.stepFunction.addToRolePolicy(
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
+          resources: [...props.bedrockModelArns],
+        }),
+      );
+    }
+
+    this.stepFunction.addEventSource(
+      new SqsEventSource(this.stepQueue, {
+        batchSize: STEP_BATCH_SIZE,
+        maxBatchingWindow: STEP_MAX_BATCHING_WINDOW,
+        reportBatchItemFailures: true,
+      }),
+    );
+
+    this.httpApi = this.createHttpApi(jwt, props, logRetention, removalPolicy);
+    this.sweeperSchedule = this.createSweeperSchedule();
+    this.alarms = this.createAlarms(props);
+
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.httpApi.apiEndpoint,
+      description: 'Base URL of the HTTP API',
+    });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'StepQueueUrl', { value: this.stepQueue.queueUrl });
+    new CfnOutput(this, 'StepDeadLetterQueueUrl', { value: this.stepDeadLetterQueue.queueUrl });
+    new CfnOutput(this, 'PayloadBucketName', { value: this.payloadBucket.bucketName });
+  }
+
+  /** The one table, from TABLE_DEFINITION: keys, GSIs, TTL; on demand, PITR, AWS-managed KMS key. */
+  private createTable(deletionProtection: boolean, removalPolicy: RemovalPolicy): Table {
+    const def = TABLE_DEFINITION;
+    const table = new Table(this, 'Table', {
+      partitionKey: { name: def.partitionKey.name, type: attributeType(def.partitionKey.type) },
+      sortKey: { name: def.sortKey.name, type: attributeType(def.sortKey.type) },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: def.timeToLiveAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection,
+      encryption: TableEncryption.AWS_MANAGED,
+      removalPolicy,
+    });
+    for (const gsi of def.globalSecondaryIndexes) {
+      table.addGlobalSecondaryIndex({
+        indexName: gsi.indexName,
+        partitionKey: { name: gsi.partitionKey.name, type: attributeType(gsi.partitionKey.type) },
+        sortKey: { name: gsi.sortKey.name, type: attributeType(gsi.sortKey.type) },
+        projectionType: projectionType(gsi.projection),
+      });
+    }
+    return table;
+  }
+
+  /** The step queue and its DLQ: redrive after STEP_QUEUE_DEFINITION.maxReceiveCount receives, TLS only, SQS-managed SSE. */
+  private createQueues(stepTimeout: Duration): { queue: Queue; dlq: Queue } {
+    const dlq = new Queue(this, 'StepDeadLetterQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.seconds(STEP_QUEUE_DEFINITION.dlqMessageRetentionSeconds),
+    });
+    const queue = new Queue(this, 'StepQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.seconds(stepTimeout.toSeconds() * VISIBILITY_TIMEOUT_FACTOR),
+      deadLetterQueue: { queue: dlq, maxReceiveCount: STEP_QUEUE_DEFINITION.maxReceiveCount },
+    });
+    return { queue, dlq };
+  }
+
+  /**
+   * The payload bucket (S3-managed encryption, public access blocked, TLS only, lifecycle) and
+   * the bucket that receives its server access logs.
+   */
+  private createPayloadBucket(props: AgentRunsStackProps, removalPolicy: RemovalPolicy): Bucket {
+    const versioned = props.payloadVersioning ?? false;
+    const accessLogs = new Bucket(this, 'AccessLogsBucket', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(90) }],
+      removalPolicy,
+    });
+    acknowledge(
+      accessLogs,
+      'AwsSolutions-S1',
+      'This bucket is the destination of the payload bucket server access logs; logging it would recurse.',
+    );
+    return new Bucket(this, 'PayloadBucket', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned,
+      serverAccessLogsBucket: accessLogs,
+      serverAccessLogsPrefix: 'payload-bucket/',
+      lifecycleRules: [
+        {
+          id: 'abort-incomplete-uploads',
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+        ...(versioned ? [{ id: 'expire-noncurrent', noncurrentVersionExpiration: Duration.days(30) }] : []),
+        ...(props.payloadExpiration !== undefined
+          ? [{ id: 'expire-payloads', expiration: props.payloadExpiration }]
+          : []),
+      ],
+      removalPolicy,
+    });
+  }
+
+  /**
+   * One function: Node.js 24 on arm64, bundled locally by esbuild (ESM), JSON logs into its own
+   * log group, X-Ray active (Powertools Tracer). Its role gets no managed policy: log writes
+   * are granted on its own log group only.
+   */
+  private createFunction(
+    name: FunctionName,
+    options: {
+      entryDir: string;
+      projectRoot: string;
+      environment: Record<string, string>;
+      logRetention: RetentionDays;
+      removalPolicy: RemovalPolicy;
+      timeout: Duration;
+    },
+  ): NodejsFunction {
+    const spec = FUNCTIONS[name];
+    const id = `${capitalize(name)}Function`;
+    const logGroup = new LogGroup(this, `${id}Logs`, {
+      retention: options.logRetention,
+      removalPolicy: options.removalPolicy,
+    });
+    const role = new Role(this, `${id}Role`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of the ${name} function`,
+    });
+    logGroup.grantWrite(role);
+    const fn = new NodejsFunction(this, id, {
+      entry: join(options.entryDir, spec.entry),
+      handler: 'handler',
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: spec.memorySize,
+      timeout: options.timeout,
+      role,
+      logGroup,
+      loggingFormat: LoggingFormat.JSON,
+      tracing: Tracing.ACTIVE,
+      environment: options.environment,
+      // Async invocations (the sweeper's schedule): the next tick replaces a failed one.
+      retryAttempts: name === 'sweeper' ? 0 : undefined,
+      projectRoot: options.projectRoot,
+      depsLockFilePath: join(options.projectRoot, 'package-lock.json'),
+      bundling: bundlingOptions(),
+    });
+    acknowledge(
+      role,
+      'AwsSolutions-IAM5[Resource::*]',
+      'X-Ray PutTraceSegments/PutTelemetryRecords (Tracing.ACTIVE, Powertools Tracer) support no resource-level permissions.',
+    );
+    return fn;
+  }
+
+  /**
+   * What a function needs to run the engine: item reads and writes on the table and Query on
+   * its three (KEYS_ONLY) indexes, named one by one (the engine runs the same store code in all
+   * three handlers, so each may reach any index: a narrower split would fail at run time, not
+   * at deploy time); payload reads and writes under `payloads/`; reducer artifacts under
+   * `functions/`, written only by control (`PUT /functions/...`); ListBucket, so that a missing
+   * object reads as 404 NoSuchKey rather than 403 (the stored registry tells the two apart).
+   */
+  private grantRuntimeAccess(fn: NodejsFunction, name: FunctionName): void {
+    const indexArns = TABLE_DEFINITION.globalSecondaryIndexes.map(
+      (g) => `${this.table.tableArn}/index/${g.indexName}`,
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:BatchGetItem',
+          'dynamodb:Query',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:ConditionCheckItem',
+        ],
+        resources: [this.table.tableArn],
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({ effect: Effect.ALLOW, actions: ['dynamodb:Query'], resources: indexArns }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['s3:GetObject', 's3:PutObject'],
+        resources: [this.payloadBucket.arnForObjects(`${OBJECT_PREFIXES.payloads}*`)],
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: name === 'control' ? ['s3:GetObject', 's3:PutObject'] : ['s3:GetObject'],
+        resources: [this.payloadBucket.arnForObjects(`${OBJECT_PREFIXES.functions}*`)],
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['s3:ListBucket'],
+        resources: [this.payloadBucket.bucketArn],
+      }),
+    );
+    const role = fn.role;
+    if (role === undefined) throw new Error(`${fn.node.path} has no role`);
+    const bucketArn = `<${this.logicalIdOf(this.payloadBucket)}.Arn>`;
+    for (const prefix of Object.values(OBJECT_PREFIXES)) {
+      acknowledge(
+        role,
+        `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+        `Objects under ${prefix} are content-addressed ({sha256}); their keys are not known in advance, so access is scoped to the prefix.`,
+      );
+    }
+  }
+
+  /**
+   * The HTTP API: `ANY /` and `ANY /{proxy+}` to the control function, behind the JWT
+   * authorizer when one is configured; PUBLIC_ROUTES never need one. Access logs (JSON) go to
+   * their own log group; the $default stage is throttled.
+   */
+  private createHttpApi(
+    jwt: { issuer: string; audience: string[] } | null,
+    props: AgentRunsStackProps,
+    logRetention: RetentionDays,
+    removalPolicy: RemovalPolicy,
+  ): HttpApi {
+    const api = new HttpApi(this, 'HttpApi', {
+      description: 'Agent Runs HTTP API',
+      createDefaultStage: false,
+    });
+    const accessLogs = new LogGroup(this, 'HttpApiAccessLogs', { retention: logRetention, removalPolicy });
+    const throttle = props.throttle ?? { rateLimit: 50, burstLimit: 100 };
+    new HttpStage(this, 'HttpApiDefaultStage', {
+      httpApi: api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELDS)),
+      },
+    });
+
+    const integration = new HttpLambdaIntegration('ControlIntegration', this.controlFunction);
+    const authorizer: IHttpRouteAuthorizer | undefined =
+      jwt === null
+        ? undefined
+        : new HttpJwtAuthorizer('JwtAuthorizer', jwt.issuer, {
+            jwtAudience: jwt.audience,
+            identitySource: ['$request.header.Authorization'],
+          });
+    for (const path of ['/', '/{proxy+}']) {
+      const routes = api.addRoutes({ path, methods: [HttpMethod.ANY], integration, authorizer });
+      if (authorizer === undefined) {
+        for (const route of routes) {
+          acknowledge(
+            route,
+            'AwsSolutions-APIG4',
+            'No JWT issuer configured: the API Gateway route has no authorizer and the control function rejects every request that carries no authorizer principal (no route falls back to system rights). Configure jwtIssuer/jwtAudience to authorize at the gateway.',
+          );
+        }
+      }
+    }
+    for (const route of PUBLIC_ROUTES) {
+      for (const r of api.addRoutes({ path: route.path, methods: [route.method], integration })) {
+        acknowledge(
+          r,
+          'AwsSolutions-APIG4',
+          `${route.method} ${route.path} is public by design (health check, OpenAPI document); it reads no run data.`,
+        );
+      }
+    }
+    return api;
+  }
+
+  /**
+   * EventBridge Scheduler, rate 1 minute, invoking the sweeper asynchronously. A missed tick is
+   * replaced by the next one: no retries, events older than a minute are dropped.
+   */
+  private createSweeperSchedule(): Schedule {
+    const role = new Role(this, 'SweeperScheduleRole', {
+      assumedBy: new ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
+      }),
+      description: 'Lets EventBridge Scheduler invoke the sweeper function',
+    });
+    const schedule = new Schedule(this, 'SweeperSchedule', {
+      description: 'Runs the sweeper every minute (two passes 30 s apart per invocation).',
+      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      target: new LambdaInvoke(this.sweeperFunction, {
+        role,
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(1),
+      }),
+    });
+    acknowledge(
+      role,
+      `AwsSolutions-IAM5[Resource::<${this.logicalIdOf(this.sweeperFunction)}.Arn>:*]`,
+      'lambda:InvokeFunction on the sweeper function only; the :* suffix (its versions and aliases) is added by the LambdaInvoke target and scopes nothing else.',
+    );
+    return schedule;
+  }
+
+  /** DLQ depth, step errors and takeovers; each notifies `alarmTopicArn` when given. */
+  private createAlarms(props: AgentRunsStackProps): AgentRunsStack['alarms'] {
+    const dlqDepth = this.alarm('DlqDepthAlarm', {
+      description: 'Step messages reached the DLQ: a step failed maxReceiveCount times.',
+      metric: this.stepDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: 'Maximum',
+      }),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    });
+    const stepErrors = this.alarm('StepErrorsAlarm', {
+      description: 'The step function failed (an invocation error, not a partial batch failure).',
+      metric: this.stepFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    });
+    const takeovers = this.alarm('TakeoversAlarm', {
+      description: 'The sweeper took over expired leases: workers died or overran their lease.',
+      metric: new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: METRIC.takeovers,
+        dimensionsMap: { service: SERVICE_NAMES.sweeper },
+        period: Duration.minutes(5),
+        statistic: 'Sum',
+      }),
+      threshold: props.takeoverAlarmThreshold ?? 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    });
+    if (props.alarmTopicArn !== undefined) {
+      const action = new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn));
+      for (const alarm of [dlqDepth, stepErrors, takeovers]) {
+        alarm.addAlarmAction(action);
+        alarm.addOkAction(action);
+      }
+    }
+    return { dlqDepth, stepErrors, takeovers };
+  }
+
+  private alarm(
+    id: string,
+    options: {
+      description: string;
+      metric: IMetric;
+      threshold: number;
+      comparisonOperator: ComparisonOperator;
+    },
+  ): Alarm {
+    return new Alarm(this, id, {
+      alarmDescription: options.description,
+      metric: options.metric,
+      threshold: options.threshold,
+      comparisonOperator: options.comparisonOperator,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** The CloudFormation logical id of a resource's default child, as cdk-nag names it in findings. */
+  private logicalIdOf(construct: Construct): string {
+    const child = construct.node.defaultChild;
+    if (!(child instanceof CfnElement))
+      throw new Error(`${construct.node.path} has no CloudFormation resource`);
+    return this.getLogicalId(child);
+  }
+}
+
+/** Fields of one access log line (HTTP API `$context` variables). */
+const ACCESS_LOG_FIELDS = {
+  requestId: '$context.requestId',
+  ip: '$context.identity.sourceIp',
+  requestTime: '$context.requestTime',
+  httpMethod: '$context.httpMethod',
+  routeKey: '$context.routeKey',
+  path: '$context.path',
+  status: '$context.status',
+  protocol: '$context.protocol',
+  responseLength: '$context.responseLength',
+  responseLatency: '$context.responseLatency',
+  integrationLatency: '$context.integrationLatency',
+  integrationError: '$context.integrationErrorMessage',
+  authorizerError: '$context.authorizer.error',
+};
+
+function jwtSettings(props: AgentRunsStackProps): { issuer: string; audience: string[] } | null {
+  const { jwtIssuer, jwtAudience } = props;
+  if (jwtIssuer === undefined && jwtAudience === undefined) return null;
+  if (jwtIssuer === undefined || jwtAudience === undefined || jwtAudience.length === 0) {
+    throw new Error('jwtIssuer and a non-empty jwtAudience must be given together');
+  }
+  return { issuer: jwtIssuer, audience: [...jwtAudience] };
+}
+
+function attributeType(type: 'S' | 'N'): AttributeType {
+  return type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;
+}
+
+function projectionType(projection: 'KEYS_ONLY'): ProjectionType {
+  return projection === 'KEYS_ONLY' ? ProjectionType.KEYS_ONLY : ProjectionType.ALL;
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

@@ -1,0 +1,23 @@
+/**
+ * Lambda entry point of the HTTP API (API Gateway HTTP API, payload v2): hono's aws-lambda
+ * adapter over lib/http. The runtime (with the stored function registry, so artifacts registered
+ * with `PUT /functions/...` reach every container and the step function) and the app are built
+ * once per container, on the first invocation. Auth: authFromEnv (JWT authorizer claims in AWS;
+ * the bearer token of `AGENT_RUNS_LOCAL_TOKEN` when set). DESIGN section 2; issue 5.
+ */
+import { handle } from 'hono/aws-lambda';
+import { lambdaContainer } from '../lib/handlers/container.ts';
+import { engineLog } from '../lib/handlers/observability.ts';
+import { authFromEnv, createHttpApp } from '../lib/http/index.ts';
+
+const container = lambdaContainer('agent-runs-control');
+let lambda: ReturnType<typeof handle> | undefined;
+
+export const handler: ReturnType<typeof handle> = (event, context) => {
+  if (lambda === undefined) {
+    const { runtime, logger, metrics } = container();
+    const log = engineLog(logger, metrics);
+    lambda = handle(createHttpApp({ ...runtime, auth: authFromEnv(process.env), log }));
+  }
+  return lambda(event, context);
+};

@@ -1,0 +1,370 @@
+/**
+ * A typed TypeScript client of the HTTP API (lib/http): one method per route, control helpers
+ * that generate a control_id when none is given, and `followEvents`, an async iterator over a
+ * run's events built on long polling. Responses are parsed with the contracts' zod schemas;
+ * every failure is an ApiError with the API's code. Issue 5, "lib/client and bin/".
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import {
+  ControlAck,
+  type Control as ControlSchema,
+  isTerminalStatus,
+  RunEvent,
+  RunRecord,
+  RunStatus,
+  ToolDescriptor,
+} from '../contracts/index.ts';
+import type { CreateRunInput } from '../engine/engine.ts';
+import { ApiError } from './errors.ts';
+
+// ---------------------------------------------------------------- response shapes
+
+const ErrorBody = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).default({}),
+});
+
+export const CreateRunResult = z.object({
+  run: RunRecord,
+  created: z.boolean(),
+  control_capability: z.string().optional(),
+});
+export type CreateRunResult = z.infer<typeof CreateRunResult>;
+
+export const RunPage = z.object({ runs: z.array(RunRecord), cursor: z.string().optional() });
+export type RunPage = z.infer<typeof RunPage>;
+
+export const EventPage = z.object({
+  events: z.array(RunEvent),
+  next_after: z.number().int().min(0),
+  last_seq: z.number().int().min(0),
+  status: RunStatus,
+});
+export type EventPage = z.infer<typeof EventPage>;
+
+export const Checkpoint = z.object({
+  n: z.number().int().min(0),
+  reason: z.string(),
+  core: z.record(z.string(), z.unknown()),
+  state_rev: z.number().int().min(0),
+  transcript_cutoff_seq: z.number().int().min(0),
+  at: z.number(),
+});
+export type Checkpoint = z.infer<typeof Checkpoint>;
+
+export const Delivery = z.object({ run_id: z.string(), seq: z.number().int().positive() });
+export type Delivery = z.infer<typeof Delivery>;
+
+export const FunctionArtifact = z.object({
+  function_path: z.string(),
+  kind: z.enum(['js', 'wasm']),
+  hash: z.string(),
+  size: z.number().int().positive(),
+});
+export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
+
+const Health = z.object({ status: z.literal('ok') });
+const Document = z.record(z.string(), z.unknown());
+
+// ---------------------------------------------------------------- inputs
+
+/** A control as sent: control_id optional (the client generates a UUID). */
+export type ControlInput =
+  z.input<typeof ControlSchema> extends infer C
+    ? C extends { control_id: string }
+      ? Omit<C, 'control_id'> & { control_id?: string }
+      : never
+    : never;
+
+/** Per-call options of the calls that act on one run. */
+export interface RunCallOptions {
+  /** The run's control capability (overrides the client's). */
+  capability?: string;
+}
+
+export interface ControlOptions extends RunCallOptions {
+  /** Reuse an id to retry a control safely; default: a fresh UUID. */
+  control_id?: string;
+}
+
+export interface ListRunsParams {
+  status?: RunStatus;
+  subject?: { workspace: string; path: string };
+  /** 1..100 (default 20). */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface EventsParams extends RunCallOptions {
+  /** Events with seq > after (default 0). */
+  after?: number;
+  /** 1..1000 (default 100). */
+  limit?: number;
+  /** Seconds to long-poll for the first event (0..20, default 0). */
+  wait?: number;
+}
+
+export interface FollowParams extends EventsParams {
+  /** Stops the iteration (between pages). */
+  signal?: AbortSignal;
+  /** Called with every page, before its events are yielded (status and last_seq for live views). */
+  onPage?: (page: EventPage) => void;
+}
+
+export interface ClientOptions {
+  /** e.g. `http://127.0.0.1:8787` or the API Gateway URL (a path prefix such as a stage is kept). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Sent as `X-Control-Capability` on every call that names a run. */
+  capability?: string;
+  /** Replaces global fetch (tests: `(req) => app.fetch(req)`). */
+  fetch?: (request: Request) => Response | Promise<Response>;
+}
+
+export interface AgentRunsClient {
+  readonly baseUrl: string;
+  createRun(input: CreateRunInput): Promise<CreateRunResult>;
+  getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
+  listRuns(params: ListRunsParams): Promise<RunPage>;
+  events(runId: string, params?: EventsParams): Promise<EventPage>;
+  /** Yields every event after `after`, long-polling, until the run is terminal and all its events were yielded. */
+  followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
+  checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
+  checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
+  control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
+  stop(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
+  pause(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
+  resume(
+    runId: string,
+    options?: ControlOptions & {
+      budget_increase?: Record<string, number>;
+      accept_reducer_change?: boolean;
+    },
+  ): Promise<ControlAck>;
+  steer(runId: string, input: unknown, options?: ControlOptions): Promise<ControlAck>;
+  approve(
+    runId: string,
+    requestId: string,
+    subjectDigest: string,
+    options?: ControlOptions & { decision?: 'approved' | 'rejected'; reason?: string },
+  ): Promise<ControlAck>;
+  /** provide_input: answers an open question. */
+  answer(runId: string, requestId: string, value: unknown, options?: ControlOptions): Promise<ControlAck>;
+  /** Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key. */
+  deliver(resumeKey: string, result: unknown, options?: RunCallOptions): Promise<Delivery>;
+  tools(): Promise<ToolDescriptor[]>;
+  /** Registers an artifact (admin): `functionPath` starts with `/`. */
+  putFunction(functionPath: string, bytes: Uint8Array, kind: 'js' | 'wasm'): Promise<FunctionArtifact>;
+  health(): Promise<{ status: 'ok' }>;
+  openapi(): Promise<Record<string, unknown>>;
+}
+
+// ---------------------------------------------------------------- implementation
+
+interface Call<T extends z.ZodType> {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  json?: unknown;
+  body?: { bytes: Uint8Array; contentType: string };
+  capability?: string | undefined;
+  schema: T;
+}
+
+/** Builds a client. Does no I/O until a method is called. */
+export function createClient(options: ClientOptions): AgentRunsClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
+  const enc = encodeURIComponent;
+
+  async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
+    const url = new URL(baseUrl + c.path);
+    for (const [k, v] of Object.entries(c.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers = new Headers({ accept: 'application/json' });
+    if (options.token !== undefined) headers.set('authorization', `Bearer ${options.token}`);
+    const capability = c.capability ?? options.capability;
+    if (capability !== undefined) headers.set('x-control-capability', capability);
+    let body: string | ArrayBuffer | undefined;
+    if (c.json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(c.json);
+    } else if (c.body !== undefined) {
+      headers.set('content-type', c.body.contentType);
+      body = c.body.bytes.slice().buffer;
+    }
+    let response: Response;
+    try {
+      response = await doFetch(new Request(url, { method: c.method, headers, ...(body ? { body } : {}) }));
+    } catch (err) {
+      throw new ApiError(
+        'unreachable',
+        0,
+        `cannot reach ${baseUrl}: ${(err as Error).message}`,
+        {},
+        { cause: err },
+      );
+    }
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (!response.ok) {
+      const error = ErrorBody.safeParse(json);
+      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
+      const retry = Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {};
+      if (error.success) {
+        throw new ApiError(error.data.code, response.status, error.data.message, error.data.details, retry);
+      }
+      throw new ApiError(
+        `http_${response.status}`,
+        response.status,
+        `${c.method} ${c.path}: HTTP ${response.status} ${text.slice(0, 200)}`,
+        {},
+        retry,
+      );
+    }
+    const parsed = c.schema.safeParse(json);
+    if (!parsed.success) {
+      throw new ApiError(
+        'invalid_response',
+        response.status,
+        `${c.method} ${c.path}: the response does not have the documented shape`,
+        { issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) },
+      );
+    }
+    return parsed.data;
+  }
+
+  const run = (runId: string) => `/runs/${enc(runId)}`;
+
+  function control(runId: string, input: ControlInput, opts: RunCallOptions = {}): Promise<ControlAck> {
+    const body = { ...input, control_id: input.control_id ?? randomUUID() };
+    return call({
+      method: 'POST',
+      path: `${run(runId)}/controls`,
+      json: body,
+      capability: opts.capability,
+      schema: ControlAck,
+    });
+  }
+
+  /** Splits per-call options from control fields, dropping undefined ones. */
+  function controlOf<F extends Record<string, unknown>>(
+    command: string,
+    opts: ControlOptions & F,
+    fields: (keyof F)[],
+  ): [ControlInput, RunCallOptions] {
+    const out: Record<string, unknown> = { command };
+    if (opts.control_id !== undefined) out.control_id = opts.control_id;
+    for (const f of fields) if (opts[f] !== undefined) out[f as string] = opts[f];
+    return [out as ControlInput, opts.capability !== undefined ? { capability: opts.capability } : {}];
+  }
+
+  const client: AgentRunsClient = {
+    baseUrl,
+    createRun: (input) => call({ method: 'POST', path: '/runs', json: input, schema: CreateRunResult }),
+    getRun: (runId, opts = {}) =>
+      call({ method: 'GET', path: run(runId), capability: opts.capability, schema: RunRecord }),
+    listRuns: (params) =>
+      call({
+        method: 'GET',
+        path: '/runs',
+        query: {
+          status: params.status,
+          subject_workspace: params.subject?.workspace,
+          subject_path: params.subject?.path,
+          limit: params.limit,
+          cursor: params.cursor,
+        },
+        schema: RunPage,
+      }),
+    events: (runId, params = {}) =>
+      call({
+        method: 'GET',
+        path: `${run(runId)}/events`,
+        query: { after: params.after, limit: params.limit, wait: params.wait },
+        capability: params.capability,
+        schema: EventPage,
+      }),
+    async *followEvents(runId, params = {}) {
+      let after = params.after ?? 0;
+      const wait = params.wait ?? 20;
+      while (params.signal?.aborted !== true) {
+        const page = await client.events(runId, { ...params, after, wait });
+        params.onPage?.(page);
+        yield* page.events;
+        after = page.next_after;
+        if (isTerminalStatus(page.status) && after >= page.last_seq) return;
+      }
+    },
+    checkpoints: async (runId, opts = {}) =>
+      (
+        await call({
+          method: 'GET',
+          path: `${run(runId)}/checkpoints`,
+          capability: opts.capability,
+          schema: z.object({ checkpoints: z.array(Checkpoint) }),
+        })
+      ).checkpoints,
+    checkpoint: (runId, n, opts = {}) =>
+      call({
+        method: 'GET',
+        path: `${run(runId)}/checkpoints/${n}`,
+        capability: opts.capability,
+        schema: Checkpoint,
+      }),
+    control,
+    stop: (runId, opts = {}) => control(runId, ...controlOf('stop', opts, ['reason'])),
+    pause: (runId, opts = {}) => control(runId, ...controlOf('pause', opts, ['reason'])),
+    resume: (runId, opts = {}) =>
+      control(runId, ...controlOf('resume', opts, ['budget_increase', 'accept_reducer_change'])),
+    steer: (runId, input, opts = {}) => control(runId, ...controlOf('steer', { ...opts, input }, ['input'])),
+    approve: (runId, request_id, subject_digest, opts = {}) =>
+      control(
+        runId,
+        ...controlOf('approve', { ...opts, request_id, subject_digest }, [
+          'request_id',
+          'subject_digest',
+          'decision',
+          'reason',
+        ]),
+      ),
+    answer: (runId, request_id, value, opts = {}) =>
+      control(runId, ...controlOf('provide_input', { ...opts, request_id, value }, ['request_id', 'value'])),
+    deliver: (resumeKey, result, opts = {}) =>
+      call({
+        method: 'POST',
+        path: `/results/${enc(resumeKey)}`,
+        json: result === undefined ? null : result,
+        capability: opts.capability,
+        schema: Delivery,
+      }),
+    tools: async () =>
+      (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
+        .tools,
+    putFunction: (functionPath, bytes, kind) => {
+      if (!functionPath.startsWith('/')) {
+        return Promise.reject(
+          new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`),
+        );
+      }
+      const path = functionPath.slice(1).split('/').map(enc).join('/');
+      return call({
+        method: 'PUT',
+        path: `/functions/${path}`,
+        body: { bytes, contentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript' },
+        schema: FunctionArtifact,
+      });
+    },
+    health: () => call({ method: 'GET', path: '/health', schema: Health }),
+    openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
+  };
+  return client;
+}

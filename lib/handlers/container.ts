@@ -1,0 +1,40 @@
+/**
+ * What a Lambda container creates once and reuses across invocations: the Powertools
+ * logger/metrics/tracer (at module load) and the runtime (engine, store, queue, SDK clients),
+ * created lazily on the first invocation from the environment the CDK stack sets (TABLE_NAME,
+ * STEP_QUEUE_URL, PAYLOAD_BUCKET; see lib/app.ts runtimeConfigFromEnv), with the stored function
+ * registry functions/control.ts writes artifacts to. The engine's log
+ * entries go through the Powertools Logger; the SDK clients are captured by the Tracer.
+ * DESIGN section 2 ("Clients are created once per container").
+ */
+import { builtInFunctions, createRuntime, type Runtime, runtimeConfigFromEnv } from '../app.ts';
+import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
+import { createObservability, engineLog, type Observability, traceClients } from './observability.ts';
+
+export interface Container extends Observability {
+  runtime: Runtime;
+}
+
+/**
+ * Returns a function that yields this container's runtime and observability, creating the
+ * runtime on the first call. Throws (on that call, and again on the next) if a required
+ * environment variable is missing.
+ */
+export function lambdaContainer(serviceName: string, env: NodeJS.ProcessEnv = process.env): () => Container {
+  const obs = createObservability(serviceName);
+  let container: Container | undefined;
+  return () => {
+    if (container === undefined) {
+      const config = runtimeConfigFromEnv(env);
+      const runtime = createRuntime({
+        ...config,
+        // Artifacts registered over HTTP (functions/control.ts) live in the table and bucket.
+        functions: storedFunctionRegistryFor(config, builtInFunctions()),
+        log: engineLog(obs.logger, obs.metrics),
+      });
+      traceClients(obs.tracer, runtime.clients);
+      container = { ...obs, runtime };
+    }
+    return container;
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * The logic behind `functions/sweeper.ts`: an EventBridge Scheduler invocation (every minute)
+ * makes two sweeper passes 30 s apart, so that the sweeper looks at every shard about every
+ * 30 s. Each pass is `engine.sweep(shards)`; the reports are logged and summed into the metrics
+ * Takeovers, Woken, Expired and Finalized. DESIGN section 8 ("it makes two passes 30 s apart");
+ * seed agent-runs, "Leases, recovery and the sweeper".
+ *
+ * The second pass is skipped (and the skip logged) when the invocation would run out of time
+ * first: it starts only if the Lambda context leaves at least gap + `minPassMs` milliseconds.
+ * A pass that throws fails the invocation (the schedule retries it); every sweeper action is a
+ * conditional commit, so a repeated pass is harmless.
+ */
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Context } from 'aws-lambda';
+import { z } from 'zod';
+import type { Engine, SweepReport } from '../engine/engine.ts';
+import { SWEEP_SHARDS } from '../store/table.ts';
+import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
+
+/** The default gap between the two passes (ms). */
+export const SWEEP_PASS_GAP_MS = 30_000;
+
+/**
+ * The scheduler's input (the target's Input JSON). Everything is optional: `{}` or an
+ * EventBridge event sweeps every shard. `shards` limits a pass to some shards (0..SWEEP_SHARDS-1).
+ */
+export const SweeperInput = z
+  .object({
+    shards: z
+      .array(
+        z
+          .number()
+          .int()
+          .min(0)
+          .max(SWEEP_SHARDS - 1),
+      )
+      .min(1)
+      .optional(),
+  })
+  .loose();
+
+export interface SweeperDeps {
+  engine: Pick<Engine, 'sweep'>;
+  logger: LogSink;
+  metrics: MetricSink;
+  /** Gap between passes in ms (default 30 000; env SWEEP_PASS_GAP_MS in Lambda). */
+  passGapMs?: number;
+  /** Passes per invocation (default 2). The local stack's timer makes one per tick. */
+  passes?: number;
+  /** Time a pass needs at least, in ms, for the deadline check (default 10 000). */
+  minPassMs?: number;
+  /** Aborts the wait between passes (the local stack's shutdown); the invocation then ends. */
+  signal?: AbortSignal;
+}
+
+/** What one invocation did: one report per pass made. */
+export interface SweeperResult {
+  passes: SweepReport[];
+  totals: SweepReport;
+}
+
+export type SweeperHandler = (event: unknown, context?: Context) => Promise<SweeperResult>;
+
+/** Reads SWEEP_PASS_GAP_MS (ms, a non-negative integer); default 30 000. Throws on a bad value. */
+export function passGapFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env.SWEEP_PASS_GAP_MS;
+  if (raw === undefined || raw === '') return SWEEP_PASS_GAP_MS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`SWEEP_PASS_GAP_MS must be a non-negative integer: ${raw}`);
+  return n;
+}
+
+/** Creates the sweeper handler; `deps` may be a function (lazy, once per container). */
+export function createSweeperHandler(deps: SweeperDeps | (() => SweeperDeps)): SweeperHandler {
+  const resolve = typeof deps === 'function' ? deps : () => deps;
+  return async (event, context) => {
+    const d = resolve();
+    const gapMs = d.passGapMs ?? SWEEP_PASS_GAP_MS;
+    const passCount = d.passes ?? 2;
+    const minPassMs = d.minPassMs ?? 10_000;
+    const input = SweeperInput.safeParse(event ?? {});
+    if (!input.success) {
+      d.logger.warn('sweeper input ignored: sweeping every shard', {
+        issues: input.error.issues.map((i) => i.message),
+      });
+    }
+    const shards = input.success ? input.data.shards : undefined;
+    const passes: SweepReport[] = [];
+    try {
+      for (let pass = 1; pass <= passCount; pass += 1) {
+        if (pass > 1) {
+          const left = context?.getRemainingTimeInMillis();
+          if (left !== undefined && left < gapMs + minPassMs) {
+            d.logger.warn('sweeper pass skipped: not enough time left in the invocation', {
+              pass,
+              remaining_ms: left,
+              gap_ms: gapMs,
+            });
+            break;
+          }
+          if (!(await wait(gapMs, d.signal))) break;
+        }
+        const started = performance.now();
+        const report = await d.engine.sweep(shards);
+        passes.push(report);
+        d.logger.info('sweeper pass', {
+          pass,
+          ...report,
+          ...(shards !== undefined ? { shards } : {}),
+          duration_ms: Math.round(performance.now() - started),
+        });
+      }
+    } finally {
+      const totals = sum(passes);
+      count(d.metrics, METRIC.takeovers, totals.taken_over);
+      count(d.metrics, METRIC.woken, totals.woken);
+      count(d.metrics, METRIC.expired, totals.expired);
+      count(d.metrics, METRIC.finalized, totals.finalized);
+      flush(d.metrics);
+    }
+    return { passes, totals: sum(passes) };
+  };
+}
+
+/** Waits `ms`; false if `signal` aborted first. */
+async function wait(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return false;
+  if (ms === 0) return true;
+  try {
+    await sleep(ms, undefined, signal === undefined ? {} : { signal });
+    return true;
+  } catch (err) {
+    if (signal?.aborted) return false;
+    throw err;
+  }
+}
+
+function sum(reports: SweepReport[]): SweepReport {
+  const total: SweepReport = { examined: 0, taken_over: 0, woken: 0, expired: 0, finalized: 0 };
+  for (const r of reports) {
+    total.examined += r.examined;
+    total.taken_over += r.taken_over;
+    total.woken += r.woken;
+    total.expired += r.expired;
+    total.finalized += r.finalized;
+  }
+  return total;
+}

@@ -1,0 +1,134 @@
+/**
+ * Who is calling: an `Authenticate` function turns a request into an HttpCaller or null (null
+ * → 401 unauthenticated). In AWS the principal comes from the API Gateway HTTP API's JWT
+ * authorizer claims; locally from a bearer token printed at start-up. No path falls back to
+ * system rights: a system caller exists only when a verified claim says so. The run's control
+ * capability travels in the `X-Control-Capability` header and is added by the app, whatever
+ * the authenticator. Seed agent-runs, "Controls" (authorization); issue 5, "Authentication".
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { Principal } from '../contracts/index.ts';
+import type { Caller } from '../core/controls.ts';
+
+/** A caller of the HTTP API: the engine's Caller plus whether it may use the admin routes. */
+export interface HttpCaller extends Caller {
+  /** May register function artifacts (`PUT /functions/...`). */
+  admin?: boolean;
+}
+
+/**
+ * Authenticates one request. `env` is what the runtime adapter passes to `app.fetch` (for
+ * hono's aws-lambda adapter: `{event, requestContext, lambdaContext}`). Returns null when the
+ * request carries no valid credentials. Must not throw for bad credentials.
+ */
+export type Authenticate = (request: Request, env: unknown) => HttpCaller | null | Promise<HttpCaller | null>;
+
+/** The principal the local stack's bearer token stands for. */
+export const LOCAL_PRINCIPAL: Principal = { kind: 'user', id: 'local-user' };
+
+/** Header that carries a run's control capability secret. */
+export const CAPABILITY_HEADER = 'X-Control-Capability';
+
+/** OAuth scopes (or `custom:role` values) that grant admin and system rights. */
+export const ADMIN_SCOPE = 'agent-runs/admin';
+export const SYSTEM_SCOPE = 'agent-runs/system';
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * `Authorization: Bearer <token>` with exactly `token` (compared in constant time) → `principal`
+ * (default `local-user`, a user with admin rights). Anything else → null.
+ */
+export function bearerTokenAuth(
+  token: string,
+  principal: Principal = LOCAL_PRINCIPAL,
+  options: { admin?: boolean } = {},
+): Authenticate {
+  if (token.length === 0) throw new Error('bearerTokenAuth needs a non-empty token');
+  const expected = sha256(token);
+  const admin = options.admin ?? true;
+  return (request) => {
+    const header = request.headers.get('authorization');
+    const match = header === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (match?.[1] === undefined) return null;
+    return timingSafeEqual(sha256(match[1]), expected) ? { principal: { ...principal }, admin } : null;
+  };
+}
+
+/** The parts of an API Gateway HTTP API (payload v2) event the JWT authenticator reads. */
+const JwtEvent = z.object({
+  requestContext: z.object({
+    authorizer: z.object({
+      jwt: z.object({ claims: z.record(z.string(), z.unknown()) }),
+    }),
+  }),
+});
+
+/** Claim values as API Gateway passes them: strings, `[a b]` for arrays, sometimes real arrays. */
+function claimValues(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String);
+  if (typeof value !== 'string') return [];
+  return value
+    .replace(/^\[|\]$/g, '')
+    .split(/[\s,]+/)
+    .filter((v) => v.length > 0);
+}
+
+export interface JwtClaimsAuthOptions {
+  /** Claim naming a role (default `custom:role`, Cognito's custom attribute). */
+  roleClaim?: string;
+  /** Claims holding scopes (default `scope`, `scp`). */
+  scopeClaims?: string[];
+}
+
+/**
+ * Reads the principal from the JWT authorizer claims API Gateway verified
+ * (`c.env.event.requestContext.authorizer.jwt.claims`): `sub` is the user id; a role `system`
+ * or scope `agent-runs/system` makes a system caller (admin too); a role `admin` or scope
+ * `agent-runs/admin` gives admin rights. No claims (no authorizer, a local request) → null.
+ */
+export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate {
+  const roleClaim = options.roleClaim ?? 'custom:role';
+  const scopeClaims = options.scopeClaims ?? ['scope', 'scp'];
+  return (_request, env) => {
+    const parsed = JwtEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
+    if (!parsed.success) return null;
+    const claims = parsed.data.requestContext.authorizer.jwt.claims;
+    const sub = claims.sub;
+    if (typeof sub !== 'string' || sub.length === 0) return null;
+    const grants = new Set([
+      ...claimValues(claims[roleClaim]),
+      ...scopeClaims.flatMap((name) => claimValues(claims[name])),
+    ]);
+    if (grants.has('system') || grants.has(SYSTEM_SCOPE)) {
+      return { principal: { kind: 'system', id: sub }, admin: true };
+    }
+    return { principal: { kind: 'user', id: sub }, admin: grants.has('admin') || grants.has(ADMIN_SCOPE) };
+  };
+}
+
+/** The first authenticator that recognizes the request wins; null when none does. */
+export function anyOf(...authenticators: Authenticate[]): Authenticate {
+  return async (request, env) => {
+    for (const authenticate of authenticators) {
+      const caller = await authenticate(request, env);
+      if (caller !== null) return caller;
+    }
+    return null;
+  };
+}
+
+/**
+ * The authenticator a deployment's environment asks for: `AGENT_RUNS_LOCAL_TOKEN` set (the
+ * local stack) → bearerTokenAuth with that token for `AGENT_RUNS_LOCAL_PRINCIPAL` (default
+ * `local-user`); otherwise (AWS) → jwtClaimsAuth. Without either, every request is 401.
+ */
+export function authFromEnv(env: NodeJS.ProcessEnv): Authenticate {
+  const token = env.AGENT_RUNS_LOCAL_TOKEN;
+  if (token !== undefined && token !== '') {
+    const id = env.AGENT_RUNS_LOCAL_PRINCIPAL;
+    return bearerTokenAuth(token, id ? { kind: 'user', id } : LOCAL_PRINCIPAL);
+  }
+  return jwtClaimsAuth();
+}

@@ -1,0 +1,197 @@
+/**
+ * The HTTP API's errors: one JSON shape `{code, message, details}` with a stable code and a
+ * fitting status, and the mapping from every error the layers below throw. Nothing else leaves
+ * the API: an unexpected error becomes `internal` (500) without its stack or message.
+ * STYLE "Typed errors with stable codes"; issue 5 ("Errors are JSON {code, message, details}").
+ */
+import type { z } from 'zod';
+import { EngineError } from '../engine/errors.ts';
+import { RegistryError } from '../sandbox/function-registry.ts';
+import { StoredRegistryError } from '../sandbox/stored-registry.ts';
+import { CommitRejected, CommitTooLarge } from '../store/run-store.ts';
+
+/** Every code the API answers with, and its HTTP status. */
+export const HTTP_ERROR_STATUS = {
+  /** The body, a query parameter or a path parameter does not match the route's schema. */
+  validation_failed: 400,
+  /** The body is not JSON. */
+  invalid_json: 400,
+  /** A function artifact is not registrable (empty bytes, bad path). */
+  invalid_artifact: 400,
+  /** No credentials, or credentials that do not authenticate. */
+  unauthenticated: 401,
+  /** Authenticated, but not allowed (not the run's principal, not an admin, on_behalf_of by a non-system caller). */
+  unauthorized: 403,
+  run_not_found: 404,
+  checkpoint_not_found: 404,
+  resume_key_not_found: 404,
+  /** No route has this path. */
+  not_found: 404,
+  /** A route has this path, but not with this method (see the Allow header). */
+  method_not_allowed: 405,
+  /** The run ended: results can no longer be delivered to it. */
+  run_terminal: 409,
+  /** The function path names a built-in artifact, which cannot be replaced. */
+  builtin_readonly: 409,
+  /** The body exceeds the size limit. */
+  payload_too_large: 413,
+  /** The Content-Type is not one the route accepts. */
+  unsupported_media_type: 415,
+  /** The create request names a reducer function that is not registered. */
+  reducer_not_found: 422,
+  internal: 500,
+  /** DynamoDB/S3/SQS could not be reached or throttled: retry after Retry-After seconds. */
+  store_unavailable: 503,
+} as const;
+
+export type HttpErrorCode = keyof typeof HTTP_ERROR_STATUS;
+export type HttpErrorStatus = (typeof HTTP_ERROR_STATUS)[HttpErrorCode];
+
+/** Seconds a client should wait before retrying a store_unavailable answer. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/** The error body every failed request gets. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** An error the API answers with as is. Thrown by routes and middleware. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  readonly code: HttpErrorCode;
+  readonly status: HttpErrorStatus;
+  readonly details: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  constructor(
+    code: HttpErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: ErrorOptions & { headers?: Record<string, string> },
+  ) {
+    super(message, options);
+    this.code = code;
+    this.status = HTTP_ERROR_STATUS[code];
+    this.details = details;
+    this.headers = options?.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/** One validation problem: `path` is dotted (`subject.path`, `budgets.max_turns`, `0.kind`), '' for the whole value. */
+export interface ValidationIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+/** Flattens zod issues (or the engine's copy of them) into {path, code, message}. */
+export function validationIssues(
+  issues: readonly z.core.$ZodIssue[] | readonly unknown[],
+): ValidationIssue[] {
+  return issues.map((raw) => {
+    const issue = raw as { path?: readonly PropertyKey[]; code?: unknown; message?: unknown };
+    return {
+      path: (issue.path ?? []).map((p) => String(p)).join('.'),
+      code: String(issue.code ?? 'invalid'),
+      message: String(issue.message ?? 'invalid value'),
+    };
+  });
+}
+
+/** A validation_failed error naming where the input was (`json`, `query`, `param`, `header`). */
+export function validationFailed(
+  target: string,
+  issues: readonly z.core.$ZodIssue[] | readonly unknown[],
+): HttpError {
+  const flat = validationIssues(issues);
+  const first = flat[0];
+  const where = first === undefined ? target : first.path === '' ? target : `${target} ${first.path}`;
+  return new HttpError(
+    'validation_failed',
+    `invalid ${where}${first === undefined ? '' : `: ${first.message}`}`,
+    { target, issues: flat },
+  );
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
+const UNAVAILABLE_NAMES = new Set([
+  'TimeoutError',
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'SlowDown',
+  'TransactionConflictException',
+]);
+
+/** Whether an error says the storage could not answer now (network, throttling, a 5xx from AWS). */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { name?: unknown; code?: unknown; $fault?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return true;
+  if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
+  if (e.$fault === 'server') return true;
+  return e.cause !== undefined && e.cause !== err && isStoreUnavailable(e.cause);
+}
+
+/**
+ * Maps any error to the HttpError the API answers with. Known errors keep their code;
+ * `internal` is returned (and the original should be logged by the caller) for anything else.
+ */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof EngineError) {
+    switch (err.code) {
+      case 'validation_failed':
+        return validationFailed('json', Array.isArray(err.details.issues) ? err.details.issues : []);
+      case 'run_not_found':
+        return err.details.n !== undefined
+          ? new HttpError('checkpoint_not_found', err.message, err.details)
+          : new HttpError('run_not_found', err.message, err.details);
+      case 'store_unavailable':
+        return unavailable(err.message, err.details, err);
+      default:
+        return new HttpError(err.code, err.message, err.details, { cause: err });
+    }
+  }
+  if (err instanceof RegistryError) return new HttpError('invalid_artifact', err.message, {}, { cause: err });
+  if (err instanceof StoredRegistryError && err.code === 'builtin_readonly') {
+    return new HttpError(
+      'builtin_readonly',
+      err.message,
+      { function_path: err.function_path },
+      { cause: err },
+    );
+  }
+  if (
+    err instanceof CommitRejected &&
+    (err.reason === 'transaction_conflict' || err.reason === 'throttled')
+  ) {
+    return unavailable('the run is busy; retry', {}, err);
+  }
+  if (err instanceof CommitTooLarge)
+    return new HttpError('payload_too_large', err.message, {}, { cause: err });
+  if (isStoreUnavailable(err)) return unavailable('the store cannot be reached; retry', {}, err);
+  return new HttpError('internal', 'internal error', {}, { cause: err });
+}
+
+function unavailable(message: string, details: Record<string, unknown>, cause: unknown): HttpError {
+  return new HttpError('store_unavailable', message, details, {
+    cause,
+    headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+  });
+}

@@ -1,0 +1,35 @@
+/** lib/http: the HTTP API (routes, auth, error mapping, OpenAPI document). Issue 5. */
+export {
+  API_VERSION,
+  createHttpApp,
+  DEFAULT_BODY_LIMIT_BYTES,
+  DEFAULT_FUNCTION_BODY_LIMIT_BYTES,
+  DEFAULT_POLL_INTERVAL_MS,
+  type HttpApp,
+  type HttpAppOptions,
+  openApiDocument,
+} from './app.ts';
+export {
+  ADMIN_SCOPE,
+  type Authenticate,
+  anyOf,
+  authFromEnv,
+  bearerTokenAuth,
+  CAPABILITY_HEADER,
+  type HttpCaller,
+  type JwtClaimsAuthOptions,
+  jwtClaimsAuth,
+  LOCAL_PRINCIPAL,
+  SYSTEM_SCOPE,
+} from './auth.ts';
+export {
+  type ErrorBody,
+  HTTP_ERROR_STATUS,
+  HttpError,
+  type HttpErrorCode,
+  RETRY_AFTER_SECONDS,
+  toHttpError,
+  type ValidationIssue,
+} from './errors.ts';
+export { ROUTES } from './routes.ts';
+export { MAX_WAIT_SECONDS } from './schemas.ts';

@@ -1,0 +1,240 @@
+/**
+ * The HTTP API's routes as OpenAPI route definitions (createRoute + the zod schemas): the app
+ * validates requests with them and `GET /openapi.json` is generated from them, so the document
+ * and the behaviour cannot drift. Issue 5, "The HTTP API".
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import {
+  CapabilityHeaders,
+  Checkpoint,
+  CheckpointList,
+  CheckpointParams,
+  Control,
+  ControlAck,
+  CreateRunInput,
+  CreateRunResponse,
+  DeliveryResponse,
+  ErrorBody,
+  EventPage,
+  EventsQuery,
+  FunctionArtifact,
+  FunctionParams,
+  Health,
+  ListRunsQuery,
+  ResultBody,
+  ResumeKeyParams,
+  RunIdParams,
+  RunList,
+  RunRecord,
+  ToolList,
+} from './schemas.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'validation_failed, invalid_json or invalid_artifact',
+  401: 'unauthenticated',
+  403: 'unauthorized',
+  404: 'run_not_found, checkpoint_not_found, resume_key_not_found or not_found',
+  405: 'method_not_allowed',
+  409: 'run_terminal or builtin_readonly',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'reducer_not_found',
+  500: 'internal',
+  503: 'store_unavailable (see Retry-After)',
+};
+
+/** Error responses of a route: the shared ones plus `extra`. */
+function errors(...extra: number[]) {
+  const statuses = [401, 500, 503, ...extra].sort((a, b) => a - b);
+  return Object.fromEntries(
+    statuses.map((s) => [s, { description: ERROR_DESCRIPTIONS[s] ?? 'error', content: json(ErrorBody) }]),
+  );
+}
+
+export const healthRoute = createRoute({
+  method: 'get',
+  path: '/health',
+  summary: 'Liveness (no authentication).',
+  security: [],
+  responses: { 200: { description: 'The API is up.', content: json(Health) } },
+});
+
+export const openapiRoute = createRoute({
+  method: 'get',
+  path: '/openapi.json',
+  summary: 'This document (no authentication).',
+  security: [],
+  responses: {
+    200: {
+      description: 'The OpenAPI 3.1 document.',
+      content: json(z.record(z.string(), z.unknown())),
+    },
+  },
+});
+
+export const createRunRoute = createRoute({
+  method: 'post',
+  path: '/runs',
+  summary: 'Create a run, or return the subject live run / the create_key run (created: false).',
+  request: { body: { required: true, content: json(CreateRunInput) } },
+  responses: {
+    201: {
+      description: 'Created; control_capability is returned this once.',
+      content: json(CreateRunResponse),
+    },
+    200: {
+      description: 'An existing run: the subject live run, or a create_key replay.',
+      content: json(CreateRunResponse),
+    },
+    ...errors(400, 403, 413, 415, 422),
+  },
+});
+
+export const getRunRoute = createRoute({
+  method: 'get',
+  path: '/runs/{id}',
+  summary: 'A run with its effective projection.',
+  request: { params: RunIdParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The run.', content: json(RunRecord) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const listRunsRoute = createRoute({
+  method: 'get',
+  path: '/runs',
+  summary:
+    'Runs by status (newest first, paged), or the live run of a subject. Only runs the caller may read.',
+  request: { query: ListRunsQuery },
+  responses: {
+    200: { description: 'A page of runs.', content: json(RunList) },
+    ...errors(400),
+  },
+});
+
+export const eventsRoute = createRoute({
+  method: 'get',
+  path: '/runs/{id}/events',
+  summary:
+    'Events with seq > after; with wait > 0, long-polls up to wait seconds (max 20) for the first one.',
+  request: { params: RunIdParams, query: EventsQuery, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'A page of events (possibly empty after the wait).', content: json(EventPage) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const checkpointsRoute = createRoute({
+  method: 'get',
+  path: '/runs/{id}/checkpoints',
+  summary: 'The run checkpoints, in order.',
+  request: { params: RunIdParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The checkpoints.', content: json(CheckpointList) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const checkpointRoute = createRoute({
+  method: 'get',
+  path: '/runs/{id}/checkpoints/{n}',
+  summary: 'One checkpoint.',
+  request: { params: CheckpointParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The checkpoint.', content: json(Checkpoint) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const controlRoute = createRoute({
+  method: 'post',
+  path: '/runs/{id}/controls',
+  summary:
+    'Apply a control. Every ack is 200: applied, duplicate (same control_id and command), and rejected (logged as an event, e.g. run_terminal, digest_mismatch, unauthorized).',
+  request: {
+    params: RunIdParams,
+    headers: CapabilityHeaders,
+    body: { required: true, content: json(Control) },
+  },
+  responses: {
+    200: { description: 'The ack.', content: json(ControlAck) },
+    ...errors(400, 404, 413, 415),
+  },
+});
+
+export const deliverRoute = createRoute({
+  method: 'post',
+  path: '/results/{resume_key}',
+  summary: 'Deliver the result a waiting operation parked under resume_key.',
+  request: {
+    params: ResumeKeyParams,
+    headers: CapabilityHeaders,
+    body: { required: true, content: json(ResultBody) },
+  },
+  responses: {
+    200: { description: 'Delivered: the seq of the result event.', content: json(DeliveryResponse) },
+    ...errors(400, 403, 404, 409, 413, 415),
+  },
+});
+
+export const toolsRoute = createRoute({
+  method: 'get',
+  path: '/v1/tools',
+  summary: 'Registered tools: metadata only, never handlers or credentials.',
+  responses: {
+    200: { description: 'The tools, by name.', content: json(ToolList) },
+    ...errors(),
+  },
+});
+
+/**
+ * `PUT /functions/{path}`: the path parameter may contain slashes, so hono routes it as
+ * `/functions/:path{.+}`; this definition is registered for the document only.
+ */
+export const putFunctionRoute = createRoute({
+  method: 'put',
+  path: '/functions/{path}',
+  summary: 'Register a reducer artifact (admin only). Runs already bound keep the hash they pinned.',
+  request: {
+    params: FunctionParams,
+    body: {
+      required: true,
+      content: {
+        'application/javascript': { schema: z.string().openapi({ description: 'An ES module (QuickJS).' }) },
+        'application/wasm': { schema: z.string().openapi({ format: 'binary' }) },
+      },
+    },
+  },
+  responses: {
+    200: { description: 'Registered.', content: json(FunctionArtifact) },
+    ...errors(400, 403, 409, 413, 415),
+  },
+});
+
+/** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */
+export const ROUTES = [
+  healthRoute,
+  openapiRoute,
+  createRunRoute,
+  listRunsRoute,
+  getRunRoute,
+  eventsRoute,
+  checkpointsRoute,
+  checkpointRoute,
+  controlRoute,
+  deliverRoute,
+  toolsRoute,
+  putFunctionRoute,
+].map((route) => ({
+  method: route.method.toUpperCase(),
+  path: route.path,
+  pattern: new RegExp(
+    `^${route.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === 'path' && route === putFunctionRoute ? '.+' : '[^/]+'))}$`,
+  ),
+}));
+
+/** Paths that need no authentication. */
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set([healthRoute.path, openapiRoute.path]);

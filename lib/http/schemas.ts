@@ -1,0 +1,221 @@
+/**
+ * The HTTP API's own wire shapes (envelopes around the contracts: pages, lists, the error body,
+ * query and path parameters). Run records, events, controls, acks and tool descriptors are the
+ * contracts' schemas themselves (lib/contracts), so the OpenAPI document and the validators
+ * come from one source. Issue 5, "The HTTP API".
+ */
+import { z } from '@hono/zod-openapi';
+import {
+  ControlAck as ControlAckContract,
+  Control as ControlContract,
+  RunEvent as RunEventContract,
+  RunRecord as RunRecordContract,
+  RunStatus,
+  Subject,
+  ToolDescriptor as ToolDescriptorContract,
+} from '../contracts/index.ts';
+import { CreateRunInput as CreateRunInputContract } from '../engine/engine.ts';
+
+// The contracts' schemas, each named once so the document refers to it ($ref) instead of
+// repeating it. A lazy wrapper carries the name: the contract schemas may have been created
+// before @hono/zod-openapi extended zod, so they cannot take `.openapi()` themselves; the
+// wrapper validates with the contract's own schema.
+const named = <T extends z.ZodType>(name: string, schema: T) => z.lazy(() => schema).openapi(name);
+export const RunRecord = named('RunRecord', RunRecordContract);
+export const RunEvent = named('RunEvent', RunEventContract);
+export const Control = named('Control', ControlContract);
+export const ControlAck = named('ControlAck', ControlAckContract);
+export const ToolDescriptor = named('ToolDescriptor', ToolDescriptorContract);
+export const CreateRunInput = named('CreateRunInput', CreateRunInputContract);
+
+/**
+ * A whole-number query or path parameter: a string of digits (as it arrives), parsed to a
+ * number in [min, max]; `fallback` when absent.
+ */
+function wholeNumber(min: number, max: number, fallback?: number) {
+  const digits = z.string().regex(/^\d{1,15}$/, 'expected a whole number');
+  const parsed = (fallback === undefined ? digits : digits.default(String(fallback))).transform(Number);
+  return parsed.pipe(z.number().int().min(min).max(max));
+}
+
+/** `{code, message, details}`: see errors.ts for the codes and their statuses. */
+export const ErrorBody = z
+  .object({
+    code: z.string().openapi({ example: 'run_not_found' }),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()),
+  })
+  .openapi('Error');
+
+/** The answer to `POST /runs`. `control_capability` is returned once, when the run is created. */
+export const CreateRunResponse = z
+  .object({
+    run: RunRecord,
+    created: z.boolean(),
+    control_capability: z.string().optional(),
+  })
+  .openapi('CreateRunResponse');
+
+/** A run id in the path. */
+export const RunIdParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: 'id', in: 'path' }, example: 'run_0f3c...' }),
+});
+
+/** Listing: by status (`status`), or by subject (`subject_workspace` + `subject_path`: the live run). */
+export const ListRunsQuery = z
+  .object({
+    status: RunStatus.optional().openapi({ param: { name: 'status', in: 'query' } }),
+    subject_workspace: Subject.shape.workspace
+      .optional()
+      .openapi({ param: { name: 'subject_workspace', in: 'query' } }),
+    subject_path: Subject.shape.path.optional().openapi({ param: { name: 'subject_path', in: 'query' } }),
+    limit: wholeNumber(1, 100, 20).openapi({
+      param: { name: 'limit', in: 'query', description: '1..100 (default 20).' },
+    }),
+    cursor: z
+      .string()
+      .min(1)
+      .max(2048)
+      .optional()
+      .openapi({ param: { name: 'cursor', in: 'query' } }),
+  })
+  .superRefine((q, ctx) => {
+    const subjectGiven = q.subject_workspace !== undefined || q.subject_path !== undefined;
+    if (subjectGiven && (q.subject_workspace === undefined || q.subject_path === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [q.subject_workspace === undefined ? 'subject_workspace' : 'subject_path'],
+        message: 'subject_workspace and subject_path go together',
+      });
+    }
+    if (!subjectGiven && q.status === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['status'],
+        message: 'give status, or subject_workspace and subject_path',
+      });
+    }
+  });
+
+/** A page of runs the caller may read, newest first. `cursor` is absent on the last page. */
+export const RunList = z
+  .object({
+    runs: z.array(RunRecord),
+    cursor: z.string().optional(),
+  })
+  .openapi('RunList');
+
+/** Maximum long-polling wait, in seconds. */
+export const MAX_WAIT_SECONDS = 20;
+
+export const EventsQuery = z.object({
+  after: wholeNumber(0, Number.MAX_SAFE_INTEGER, 0).openapi({
+    param: { name: 'after', in: 'query', description: 'Return events with seq > after (default 0).' },
+  }),
+  limit: wholeNumber(1, 1000, 100).openapi({
+    param: { name: 'limit', in: 'query', description: '1..1000 (default 100).' },
+  }),
+  wait: z
+    .string()
+    .regex(/^\d{1,3}(\.\d{1,3})?$/, 'expected a number of seconds')
+    .default('0')
+    .transform(Number)
+    .pipe(z.number().min(0).max(MAX_WAIT_SECONDS))
+    .openapi({
+      param: {
+        name: 'wait',
+        in: 'query',
+        description: 'Seconds (0..20, default 0) to wait for an event after `after` when there is none yet.',
+      },
+    }),
+});
+
+/**
+ * A page of events. `status` and `last_seq` are the run's as read BEFORE the events, so a
+ * follower that sees a terminal status with `next_after >= last_seq` has every event.
+ */
+export const EventPage = z
+  .object({
+    events: z.array(RunEvent),
+    /** Pass as `after` for the next page: the last event's seq, or the `after` asked for. */
+    next_after: z.number().int().min(0),
+    last_seq: z.number().int().min(0),
+    status: RunStatus,
+  })
+  .openapi('EventPage');
+
+/** A checkpoint: what core owns, copied; domain state and transcript referenced. */
+export const Checkpoint = z
+  .object({
+    n: z.number().int().min(0),
+    reason: z.string(),
+    core: z.record(z.string(), z.unknown()),
+    state_rev: z.number().int().min(0),
+    transcript_cutoff_seq: z.number().int().min(0),
+    at: z.number(),
+  })
+  .openapi('Checkpoint');
+
+export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) }).openapi('CheckpointList');
+
+export const CheckpointParams = RunIdParams.extend({
+  n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),
+});
+
+/** The header that carries a run's control capability. */
+export const CapabilityHeaders = z.object({
+  'x-control-capability': z
+    .string()
+    .min(1)
+    .optional()
+    .openapi({
+      param: { name: 'x-control-capability', in: 'header' },
+      description: 'The run control capability returned by POST /runs; authorizes controls on that run.',
+    }),
+});
+
+export const ResumeKeyParams = z.object({
+  resume_key: z
+    .string()
+    .min(1)
+    .max(1024)
+    .openapi({ param: { name: 'resume_key', in: 'path' } }),
+});
+
+/** Any JSON value: a raisin.tool-result/1 envelope, or any other result (wrapped as legacy). */
+export const ResultBody = z.unknown().openapi('ResultBody', {
+  description: 'A raisin.tool-result/1 envelope, or any JSON value (normalized with legacy: true).',
+});
+
+export const DeliveryResponse = z
+  .object({ run_id: z.string(), seq: z.number().int().positive() })
+  .openapi('DeliveryResponse');
+
+export const ToolList = z.object({ tools: z.array(ToolDescriptor) }).openapi('ToolList');
+
+export const FunctionParams = z.object({
+  path: z
+    .string()
+    .max(512)
+    .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'segments of letters, digits, . _ - separated by /')
+    .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), 'no . or .. segments')
+    .openapi({
+      param: { name: 'path', in: 'path' },
+      description: 'The function path without its leading slash; may contain slashes (agents/x → /agents/x).',
+    }),
+});
+
+export const FunctionArtifact = z
+  .object({
+    function_path: z.string(),
+    kind: z.enum(['js', 'wasm']),
+    hash: z.string().openapi({ description: 'sha256 hex of the bytes; runs pin it when they bind it' }),
+    size: z.number().int().positive(),
+  })
+  .openapi('FunctionArtifact');
+
+export const Health = z.object({ status: z.literal('ok') }).openapi('Health');

@@ -1,0 +1,443 @@
+/**
+ * The local stack behind `npm start` / `agent-runs start`: the same handlers as in AWS, on a
+ * laptop. It starts DynamoDB Local (in memory, or persisted under a directory) and fauxqs (SQS +
+ * S3), creates the table, step queue, DLQ and bucket from the shared definitions, and then:
+ * - serves the HTTP API on 127.0.0.1 through the control handler (requests turned into API
+ *   Gateway v2 events by lib/local/gateway.ts), authenticated by a random bearer token;
+ * - polls the step queue and invokes the step handler like the SQS event source mapping
+ *   (lib/local/poller.ts: batches, visibility timeout, batchItemFailures, DLQ after 5 receives);
+ * - invokes the sweeper handler on a timer (one pass every `sweepIntervalMs`).
+ * One runtime (engine, store, function registry, tools, models) serves all three, so artifacts
+ * registered over HTTP and tools registered in-process are seen by the step worker.
+ * DESIGN section 10; issue 5 ("lib/local: npm start").
+ */
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyResultV2 } from 'aws-lambda';
+import { handle } from 'hono/aws-lambda';
+import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../app.ts';
+import { readLocalState, removeLocalState, writeLocalState } from '../client/state-file.ts';
+import {
+  type CountingMetrics,
+  createCountingMetrics,
+  engineLog,
+  type LogSink,
+} from '../handlers/observability.ts';
+import { createStepBatchHandler } from '../handlers/step-batch.ts';
+import { createSweeperHandler } from '../handlers/sweeper.ts';
+import { bearerTokenAuth, createHttpApp } from '../http/index.ts';
+import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
+import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
+import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gateway.ts';
+import { type Poller, startPoller } from './poller.ts';
+import { ensureResources, type LocalResources } from './resources.ts';
+import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
+
+/** The HTTP port when neither the option nor PORT says otherwise. */
+export const DEFAULT_PORT = 8787;
+/** The step queue's visibility timeout on the local stack (s): above a step's 45 s deadline. */
+export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60;
+
+export interface LocalStackOptions {
+  /** HTTP port on 127.0.0.1: this option, else env PORT, else 8787; 0 picks a free port. */
+  port?: number;
+  /** Keep DynamoDB, SQS and S3 data under this directory; default: in memory. */
+  persistDir?: string;
+  /** Registers in-process tools (see RuntimeConfig). */
+  registerTools?: RuntimeConfig['registerTools'];
+  /** Model-turn functions by path (e.g. a scripted model at the default path). */
+  modelFunctions?: RuntimeConfig['modelFunctions'];
+  toolPolicy?: RuntimeConfig['toolPolicy'];
+  /** Reducer sandbox limits (default 200 ms, 64 MiB, 256 KiB stack, as in AWS). */
+  sandboxLimits?: Partial<SandboxLimits>;
+  /** Fault injection at the engine's crash points (tests). */
+  faults?: RuntimeConfig['faults'];
+  /** How long one ReceiveMessage long-polls, in ms (rounded up to whole seconds, 1 000..20 000; default 1 000). */
+  pollIntervalMs?: number;
+  /** Step batches handled at once (default 4). */
+  pollerConcurrency?: number;
+  /** Step queue visibility timeout in seconds (default 60). */
+  visibilityTimeoutSeconds?: number;
+  /** Time between sweeper passes in ms (default 10 000); 0 turns the timer off. */
+  sweepIntervalMs?: number;
+  leaseTtlMs?: number;
+  heartbeatMs?: number;
+  wakeGraceMs?: number;
+  /**
+   * The directory whose `.agent-runs/local.json` receives `{url, token, pid}` for the CLI
+   * (lib/client/state-file.ts); default the working directory; false: write none.
+   */
+  stateDir?: string | false;
+  /** Called once the stack serves, with the start-up time. */
+  onReady?: (stack: LocalStack) => void;
+  /** Log sink of the handlers and the stack; default a Powertools Logger at POWERTOOLS_LOG_LEVEL (default WARN). */
+  logger?: LogSink;
+}
+
+/** A running local stack. */
+export interface LocalStack {
+  /** `http://127.0.0.1:{port}` */
+  url: string;
+  port: number;
+  /** The bearer token every route but /health and /openapi.json needs. */
+  token: string;
+  runtime: Runtime;
+  services: LocalServices;
+  resources: LocalResources;
+  /** The step queue's visibility timeout as set at start (s). */
+  visibilityTimeoutSeconds: number;
+  /** Milliseconds from the call to ready. */
+  startupMs: number;
+  /** The state file written, or null. */
+  stateFile: string | null;
+  poller: Poller;
+  /** Totals of the handlers' metrics (Steps, Operations, Takeovers, ...). */
+  metrics: CountingMetrics;
+  /** Stops the gateway, the poller, the sweeper timer and the services; removes the state file. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Stable codes of {@link LocalStackError}: the LocalServicesError codes plus the gateway's. */
+export type LocalStackErrorCode =
+  | LocalServicesError['code']
+  | GatewayError['code']
+  | 'invalid_port'
+  | 'resources_failed';
+
+/** Why the local stack did not start, with a message a person can act on. */
+export class LocalStackError extends Error {
+  override name = 'LocalStackError';
+  readonly code: LocalStackErrorCode;
+  constructor(code: LocalStackErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The port to serve on: option, else PORT, else 8787. Throws LocalStackError invalid_port on a bad value. */
+export function resolvePort(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = option ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : DEFAULT_PORT);
+  if (!Number.isInteger(raw) || raw < 0 || raw > 65_535) {
+    throw new LocalStackError('invalid_port', `invalid port ${String(option ?? env.PORT)}: use 0..65535`);
+  }
+  return raw;
+}
+
+/**
+ * Starts the local stack; resolves once it serves. The HTTP port is bound first, so a taken port
+ * fails in milliseconds, before Java starts. Throws LocalStackError: `port_in_use`,
+ * `listen_failed`, `invalid_port`, `java_not_found`, `java_unsupported`, `emulator_unavailable`,
+ * `service_exited`, `startup_timeout`, `resources_failed` (and rethrows what `registerTools`
+ * throws); whatever had started is stopped.
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const started = performance.now();
+  const logger =
+    options.logger ?? new Logger({ serviceName: 'agent-runs-local', logLevel: defaultLogLevel() });
+  const port = resolvePort(options.port);
+  const token = randomBytes(24).toString('base64url');
+  const visibility = options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS;
+
+  let gateway: Gateway;
+  try {
+    gateway = await startGateway({ handler: null, port, logger });
+  } catch (err) {
+    if (err instanceof GatewayError) throw new LocalStackError(err.code, err.message, { cause: err });
+    throw err;
+  }
+
+  let services: LocalServices;
+  try {
+    services = await startLocalServices({
+      ...(options.persistDir !== undefined ? { persistDir: options.persistDir } : {}),
+      startupTimeoutMs: 30_000,
+    });
+  } catch (err) {
+    await gateway.stop();
+    if (err instanceof LocalServicesError) throw new LocalStackError(err.code, explain(err), { cause: err });
+    throw err;
+  }
+
+  let reducers: SandboxReducerHost | undefined;
+  const abandon = () => Promise.all([gateway.stop(), services.stop(), reducers?.close()]);
+  let resources: LocalResources;
+  try {
+    resources = await ensureResources(services);
+  } catch (err) {
+    await abandon();
+    throw new LocalStackError('resources_failed', `cannot create the local resources: ${String(err)}`, {
+      cause: err,
+    });
+  }
+  // fauxqs names queues http://sqs.{region}.localhost:{port}/..., a host that need not resolve.
+  const queueUrl = new URL(new URL(resources.queueUrl).pathname, services.sqsEndpoint).toString();
+  resources = { ...resources, queueUrl };
+  const config = {
+    endpoints: {
+      region: services.region,
+      credentials: services.credentials,
+      dynamoEndpoint: services.dynamoEndpoint,
+      sqsEndpoint: services.sqsEndpoint,
+      s3Endpoint: services.s3Endpoint,
+    },
+    tableName: resources.tableName,
+    queueUrl,
+    bucketName: resources.bucketName,
+  };
+  const metrics = createCountingMetrics();
+  let runtime: Runtime;
+  try {
+    // As in AWS: artifacts registered over HTTP are stored in the table and bucket.
+    const functions = storedFunctionRegistryFor(config, builtInFunctions());
+    reducers = createSandboxReducerHost({
+      registry: functions,
+      ...(options.sandboxLimits !== undefined ? { limits: options.sandboxLimits } : {}),
+    });
+    // Throws what registerTools throws (e.g. ToolRegistrationError): the caller's own error.
+    runtime = createRuntime({
+      ...config,
+      functions,
+      reducers,
+      log: engineLog(logger, metrics),
+      ...pick(options, [
+        'registerTools',
+        'modelFunctions',
+        'toolPolicy',
+        'faults',
+        'leaseTtlMs',
+        'heartbeatMs',
+        'wakeGraceMs',
+      ]),
+    });
+  } catch (err) {
+    await abandon();
+    throw err;
+  }
+  try {
+    await runtime.clients.sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        Attributes: { VisibilityTimeout: String(visibility) },
+      }),
+    );
+  } catch (err) {
+    runtime.close();
+    await abandon();
+    throw new LocalStackError(
+      'resources_failed',
+      `cannot set the step queue's visibility timeout: ${String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+
+  gateway.setHandler(controlHandler(runtime, token, engineLog(logger, metrics)));
+
+  const poller = startPoller({
+    sqs: runtime.clients.sqs,
+    queueUrl: resources.queueUrl,
+    queueArn: resources.queueArn,
+    region: services.region,
+    handler: createStepBatchHandler({
+      engine: runtime.engine,
+      logger,
+      metrics,
+      storeMetrics: runtime.store.metrics,
+    }),
+    visibilityTimeoutSeconds: visibility,
+    waitTimeSeconds: Math.min(20, Math.max(1, Math.ceil((options.pollIntervalMs ?? 1_000) / 1_000))),
+    concurrency: options.pollerConcurrency ?? 4,
+    functionTimeoutMs: visibility * 1_000,
+    logger,
+  });
+
+  const sweeperTimer = startSweeperTimer(runtime, logger, metrics, options.sweepIntervalMs ?? 10_000);
+
+  const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
+  const stateFile =
+    stateDir === null ? null : writeLocalState({ url: gateway.url, token, pid: process.pid }, stateDir);
+
+  let stopping: Promise<void> | undefined;
+  const stack: LocalStack = {
+    url: gateway.url,
+    port: gateway.port,
+    token,
+    runtime,
+    services,
+    resources,
+    visibilityTimeoutSeconds: visibility,
+    startupMs: Math.round(performance.now() - started),
+    stateFile,
+    poller,
+    metrics,
+    stop() {
+      stopping ??= (async () => {
+        await gateway.stop();
+        await Promise.all([poller.stop(), sweeperTimer.stop()]);
+        runtime.close();
+        await Promise.all([services.stop(), reducers?.close()]);
+        if (stateDir !== null) removeOwnState(stateDir, process.pid);
+      })();
+      return stopping;
+    },
+  };
+  options.onReady?.(stack);
+  return stack;
+}
+
+/**
+ * The HTTP API handler over the stack's runtime, authenticated by the bearer token (admin rights
+ * for `PUT /functions/...`). It is the same app functions/control.ts serves in Lambda.
+ */
+function controlHandler(
+  runtime: Runtime,
+  token: string,
+  log: (entry: Record<string, unknown>) => void,
+): ApiHandler {
+  const app = createHttpApp({ ...runtime, auth: bearerTokenAuth(token), log });
+  const lambda = handle(app);
+  // hono declares its own (narrower) copy of the aws-lambda event types.
+  type HonoEvent = Parameters<typeof lambda>[0];
+  return async (event, context) =>
+    (await lambda(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
+}
+
+/** Runs one sweeper pass every `intervalMs`, never two at once; stop() waits for the pass in flight. */
+function startSweeperTimer(
+  runtime: Runtime,
+  logger: LogSink,
+  metrics: CountingMetrics,
+  intervalMs: number,
+): { stop(): Promise<void> } {
+  if (intervalMs <= 0) return { stop: async () => {} };
+  const abort = new AbortController();
+  const sweeper = createSweeperHandler({
+    engine: runtime.engine,
+    logger,
+    metrics,
+    passes: 1,
+    signal: abort.signal,
+  });
+  let running: Promise<unknown> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    running = sweeper({}).catch((err: unknown) =>
+      logger.error('sweeper pass failed; retrying at the next tick', { error: String(err) }),
+    );
+    void running.then(() => {
+      if (!abort.signal.aborted) timer = setTimeout(tick, intervalMs);
+    });
+  };
+  timer = setTimeout(tick, intervalMs);
+  return {
+    async stop() {
+      abort.abort();
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/** A sentence a person can act on, for each start-up failure of the services. */
+function explain(err: LocalServicesError): string {
+  switch (err.code) {
+    case 'java_not_found':
+      return `${err.message}\nOn macOS: \`brew install openjdk@17\`; or point JAVA_HOME at a Java 17+ installation.`;
+    case 'java_unsupported':
+      return `${err.message}\nInstall Java 17 or newer, or point JAVA_HOME at one.`;
+    case 'port_in_use':
+      return `${err.message}\nAn emulator port is taken; try again (the emulators pick free ports).`;
+    default:
+      return err.message;
+  }
+}
+
+function defaultLogLevel(): 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT' {
+  const level = (process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
+  return level === 'DEBUG' || level === 'INFO' || level === 'ERROR' || level === 'SILENT' ? level : 'WARN';
+}
+
+function pick<T extends object, K extends keyof T>(source: T, keys: K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {};
+  for (const k of keys) if (source[k] !== undefined) out[k] = source[k];
+  return out;
+}
+
+/** Removes the state file if it still names this process (another stack may have replaced it). */
+function removeOwnState(dir: string, pid: number): void {
+  let state: ReturnType<typeof readLocalState>;
+  try {
+    state = readLocalState(dir);
+  } catch {
+    return; // malformed: not one this process wrote
+  }
+  if (state !== null && state.pid === pid) removeLocalState(dir);
+}
+
+export interface RunLocalStackOptions extends LocalStackOptions {
+  /** Where the banner and shutdown lines go (default: stdout). */
+  print?: (line: string) => void;
+  /** Exit the process after a signal-triggered stop (default true; exit code 0). */
+  exitOnStop?: boolean;
+}
+
+/**
+ * The foreground form for `npm start` and `agent-runs start`: starts the stack, prints its URL,
+ * token, state file and start-up time, and stops it cleanly on SIGINT or SIGTERM (poller,
+ * gateway, sweeper timer, services), then exits 0. A second signal during the stop exits 1 at
+ * once. Throws LocalStackError when the stack cannot start (print `error.message` and exit 1).
+ */
+export async function runLocalStack(options: RunLocalStackOptions = {}): Promise<LocalStack> {
+  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  let stack: LocalStack | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const finish = (running: LocalStack) => {
+    running.stop().then(
+      () => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        print('stopped');
+        if (options.exitOnStop ?? true) process.exit(0);
+      },
+      (err: unknown) => {
+        print(`stop failed: ${String(err)}`);
+        process.exit(1);
+      },
+    );
+  };
+  // Installed before the start, so that Ctrl-C while Java starts still stops it cleanly
+  // (a signal's default action would exit without the 'exit' hooks that kill DynamoDB Local).
+  function onSignal(signal: NodeJS.Signals): void {
+    if (signalled !== undefined) {
+      print(`${signal} again: exiting without a clean stop`);
+      process.exit(1); // runs the 'exit' hooks: DynamoDB Local is killed
+    }
+    signalled = signal;
+    print(`${signal}: stopping the local stack...`);
+    if (stack !== undefined) finish(stack);
+  }
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    stack = await startLocalStack(options);
+  } catch (err) {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    throw err;
+  }
+  if (signalled !== undefined) {
+    finish(stack);
+    return stack;
+  }
+  print(`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`);
+  print(`  url:    ${stack.url}`);
+  print(`  token:  ${stack.token}`);
+  if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
+  print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
+  print(`  try:    curl -H "Authorization: Bearer ${stack.token}" ${stack.url}/runs`);
+  print('Press Ctrl-C to stop.');
+  return stack;
+}

@@ -1,0 +1,121 @@
+/**
+ * The command line of the local stack, shared by `npm start` (bin/start.ts) and the CLI's
+ * `agent-runs start` (a CommandModule for bin/agent-runs.ts's list): options --port, --persist,
+ * --log-level; prints the URL, token, state file and start-up time (or, with the CLI's --json,
+ * one JSON object); stops cleanly on Ctrl-C. Exit code 1 with a clear message when the stack
+ * cannot start (Java missing, port taken, ...). Issue 5 ("lib/local: npm start").
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type LocalStack, LocalStackError, runLocalStack } from './stack.ts';
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The parsed options of the start command. */
+export interface StartOptions {
+  port?: number;
+  persist?: string;
+  logLevel: LogLevel;
+}
+
+/** Where the command writes (the CLI's CliIo fits). */
+export interface StartIo {
+  out(text: string): void;
+  err(text: string): void;
+  cwd: string;
+}
+
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) throw new InvalidArgumentError('a port is 0..65535');
+  return n;
+}
+
+/** Adds --port, --persist and --log-level to a commander command. */
+export function addStartOptions(command: Command): Command {
+  return command
+    .option(
+      '-p, --port <port>',
+      'HTTP port on 127.0.0.1 (default: env PORT, else 8787; 0 = any free port)',
+      portArg,
+    )
+    .option('--persist <dir>', 'keep DynamoDB, SQS and S3 data in this directory (default: in memory)')
+    .addOption(
+      new Option('--log-level <level>', 'log level of the handlers (structured JSON on stdout)')
+        .choices(LOG_LEVELS)
+        .default('info'),
+    );
+}
+
+/**
+ * Starts the stack in the foreground and prints how to reach it. Resolves once it serves (the
+ * process then stays up until SIGINT/SIGTERM, which stop it and exit 0); resolves null after
+ * printing the reason to `io.err` when it cannot start. `json` prints `{url, token, state_file,
+ * startup_ms, pid}` instead of the banner.
+ */
+export async function startFromOptions(
+  options: StartOptions,
+  io: StartIo,
+  json = false,
+): Promise<LocalStack | null> {
+  try {
+    return await runLocalStack({
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      ...(options.persist !== undefined ? { persistDir: options.persist } : {}),
+      stateDir: io.cwd,
+      logger: new Logger({
+        serviceName: 'agent-runs-local',
+        logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
+      }),
+      print: json ? () => {} : io.out,
+      ...(json
+        ? {
+            onReady: (stack: LocalStack) =>
+              io.out(
+                JSON.stringify({
+                  url: stack.url,
+                  token: stack.token,
+                  state_file: stack.stateFile,
+                  startup_ms: stack.startupMs,
+                  pid: process.pid,
+                }),
+              ),
+          }
+        : {}),
+    });
+  } catch (err) {
+    if (err instanceof LocalStackError) {
+      io.err(`agent-runs: the local stack did not start [${err.code}]\n${err.message}`);
+      return null;
+    }
+    throw err;
+  }
+}
+
+/** Structural match of bin/commands/context.ts's CliContext (what this command uses of it). */
+interface StartCliContext {
+  io: StartIo;
+  json(cmd: Command): boolean;
+  exitCode: number;
+}
+
+/**
+ * `agent-runs start`: a CommandModule for bin/agent-runs.ts (add `startCommand` to COMMANDS).
+ * Sets the exit code to 1 when the stack cannot start.
+ */
+export const startCommand = {
+  name: 'start',
+  register(program: Command, ctx: StartCliContext): void {
+    addStartOptions(
+      program
+        .command('start')
+        .description(
+          'run the local stack: DynamoDB Local, fauxqs (SQS, S3), the HTTP API, poller and sweeper',
+        ),
+    ).action(async (opts: StartOptions, cmd: Command) => {
+      const stack = await startFromOptions(opts, ctx.io, ctx.json(cmd));
+      if (stack === null) ctx.exitCode = 1;
+    });
+  },
+};

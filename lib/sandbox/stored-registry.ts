@@ -1,0 +1,226 @@
+/**
+ * A FunctionRegistry on the deployment's own storage: user artifacts are content-addressed in
+ * S3 (`functions/{sha256}`) and named by a DynamoDB item (`FN#{function_path}` / `F` holding
+ * {kind, hash, size, updated_at}); a listing item (`FNLIST` / `{function_path}`) is written in
+ * the same transaction so `list()` is one Query, never a Scan. Built-in artifacts (an
+ * InMemoryFunctionRegistry) take precedence and cannot be overwritten. DESIGN section 9
+ * ("Built-in reducers are artifacts too"); seed agent-run-contracts, "Validation"
+ * (reducer_changed: a run pins the hash it bound, so replacing a path never changes a live run
+ * silently).
+ */
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { type AwsEndpoints, createAwsClients } from '../aws-clients.ts';
+import {
+  ARTIFACT_KINDS,
+  type Artifact,
+  type ArtifactKind,
+  type ArtifactSummary,
+  assertRegistrable,
+  type FunctionRegistry,
+  hashArtifactBytes,
+} from './function-registry.ts';
+
+/** S3 key of an artifact's bytes: `functions/{sha256 hex}`. */
+export const artifactObjectKey = (hash: string): string => `functions/${hash}`;
+/** DynamoDB key of the item that names the current artifact at a path. */
+export const functionItemKey = (functionPath: string) => ({ pk: `FN#${functionPath}`, sk: 'F' });
+/** Partition of the listing items (one per path, sort key = the path). */
+export const FUNCTION_LIST_PK = 'FNLIST';
+
+/** A stored-registry call refused its input. `code` is stable. */
+export type StoredRegistryErrorCode =
+  /** The path names a built-in artifact; built-ins ship with the package and cannot be replaced. */
+  | 'builtin_readonly'
+  /** The DynamoDB item names an object that is not in the bucket (a partial write or a deleted object). */
+  | 'artifact_missing'
+  /** The DynamoDB item at `FN#{path}` does not have the registry's shape. */
+  | 'item_invalid';
+
+export class StoredRegistryError extends Error {
+  override name = 'StoredRegistryError';
+  readonly code: StoredRegistryErrorCode;
+  readonly function_path: string;
+  constructor(code: StoredRegistryErrorCode, functionPath: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.function_path = functionPath;
+  }
+}
+
+/** The DynamoDB item naming an artifact, parsed at the boundary. */
+const FunctionItem = z.object({
+  function_path: z.string().min(1),
+  kind: z.enum(ARTIFACT_KINDS as [ArtifactKind, ...ArtifactKind[]]),
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  size: z.number().int().positive(),
+  updated_at: z.number(),
+});
+
+export interface StoredFunctionRegistryOptions {
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  s3: S3Client;
+  bucket: string;
+  /** Built-in artifacts: read first, never overwritten. */
+  builtins: FunctionRegistry;
+  /** Milliseconds since the epoch, for `updated_at` (default Date.now). */
+  now?: () => number;
+}
+
+/**
+ * Builds the registry. `get` reads the DynamoDB item (strongly consistent) and then the bytes
+ * from S3, caching bytes by hash in memory (content-addressed, so a cached entry can never be
+ * stale); `put` writes the S3 object first and the items after, so an item never names missing
+ * bytes. `put` throws RegistryError(`invalid_artifact`) for an unregistrable artifact and
+ * StoredRegistryError(`builtin_readonly`) for a built-in path; `get` throws
+ * StoredRegistryError(`artifact_missing`) when the item's object is gone and (`item_invalid`)
+ * when the item is malformed. SDK errors propagate.
+ */
+export function createStoredFunctionRegistry(options: StoredFunctionRegistryOptions): FunctionRegistry {
+  const { doc, tableName: TableName, s3, bucket: Bucket, builtins } = options;
+  const now = options.now ?? (() => Date.now());
+  const bytesByHash = new Map<string, Uint8Array>();
+
+  async function readBytes(functionPath: string, hash: string): Promise<Uint8Array> {
+    const cached = bytesByHash.get(hash);
+    if (cached !== undefined) return cached.slice();
+    let bytes: Uint8Array;
+    try {
+      const out = await s3.send(new GetObjectCommand({ Bucket, Key: artifactObjectKey(hash) }));
+      if (out.Body === undefined) throw new Error('empty body');
+      bytes = await out.Body.transformToByteArray();
+    } catch (err) {
+      const name = (err as { name?: string } | null)?.name;
+      if (name === 'NoSuchKey' || name === 'NotFound' || (err as Error).message === 'empty body') {
+        throw new StoredRegistryError(
+          'artifact_missing',
+          functionPath,
+          `the artifact ${hash} of ${functionPath} is not in the bucket`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    // Only bytes that really hash to `hash` enter the cache; others are returned as they are,
+    // so the reducer host sees the mismatch (artifact_corrupt) instead of a silent substitute.
+    if (hashArtifactBytes(bytes) === hash) bytesByHash.set(hash, bytes.slice());
+    return bytes;
+  }
+
+  return {
+    async get(functionPath) {
+      const builtin = await builtins.get(functionPath);
+      if (builtin !== null) return builtin;
+      const out = await doc.send(
+        new GetCommand({ TableName, Key: functionItemKey(functionPath), ConsistentRead: true }),
+      );
+      if (out.Item === undefined) return null;
+      const parsed = FunctionItem.safeParse(out.Item);
+      if (!parsed.success) {
+        throw new StoredRegistryError(
+          'item_invalid',
+          functionPath,
+          `the item of ${functionPath} is malformed`,
+          {
+            cause: parsed.error,
+          },
+        );
+      }
+      const item = parsed.data;
+      const bytes = await readBytes(functionPath, item.hash);
+      return { function_path: functionPath, kind: item.kind, bytes, hash: item.hash };
+    },
+
+    async put(functionPath, kind, bytes): Promise<Artifact> {
+      assertRegistrable(functionPath, kind, bytes);
+      if ((await builtins.get(functionPath)) !== null) {
+        throw new StoredRegistryError(
+          'builtin_readonly',
+          functionPath,
+          `${functionPath} is a built-in function and cannot be replaced`,
+        );
+      }
+      const copy = bytes.slice();
+      const hash = hashArtifactBytes(copy);
+      await s3.send(
+        new PutObjectCommand({
+          Bucket,
+          Key: artifactObjectKey(hash),
+          Body: copy,
+          ContentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript',
+        }),
+      );
+      const item = { function_path: functionPath, kind, hash, size: copy.byteLength, updated_at: now() };
+      await doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName, Item: { ...functionItemKey(functionPath), ...item } } },
+            { Put: { TableName, Item: { pk: FUNCTION_LIST_PK, sk: functionPath, ...item } } },
+          ],
+        }),
+      );
+      bytesByHash.set(hash, copy.slice());
+      return { function_path: functionPath, kind, bytes: copy, hash };
+    },
+
+    async list(): Promise<ArtifactSummary[]> {
+      const byPath = new Map<string, ArtifactSummary>();
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const out = await doc.send(
+          new QueryCommand({
+            TableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': FUNCTION_LIST_PK },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const raw of out.Items ?? []) {
+          const item = FunctionItem.safeParse(raw);
+          if (!item.success) continue; // a foreign item under FNLIST is not an artifact
+          const { function_path, kind, hash, size } = item.data;
+          byPath.set(function_path, { function_path, kind, hash, size });
+        }
+        startKey = out.LastEvaluatedKey;
+      } while (startKey !== undefined);
+      for (const builtin of await builtins.list()) byPath.set(builtin.function_path, builtin);
+      return [...byPath.values()].sort((a, b) =>
+        a.function_path < b.function_path ? -1 : a.function_path > b.function_path ? 1 : 0,
+      );
+    },
+  };
+}
+
+/** Where a deployment keeps its artifacts: the run table and the payload bucket. */
+export interface StoredRegistryConfig {
+  endpoints?: AwsEndpoints;
+  tableName: string;
+  bucketName: string;
+}
+
+/**
+ * The stored registry for a runtime configuration (the Lambda handlers' `RuntimeConfig` fits),
+ * with its own SDK clients: for entry points that must build the registry before
+ * `createRuntime` (which takes it as `functions`). No I/O until the first call.
+ */
+export function storedFunctionRegistryFor(
+  config: StoredRegistryConfig,
+  builtins: FunctionRegistry,
+): FunctionRegistry {
+  const clients = createAwsClients(config.endpoints ?? {});
+  return createStoredFunctionRegistry({
+    doc: clients.doc,
+    tableName: config.tableName,
+    s3: clients.s3,
+    bucket: config.bucketName,
+    builtins,
+  });
+}

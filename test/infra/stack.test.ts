@@ -1,0 +1,602 @@
+/**
+ * The CDK stack: template assertions (table, queues, bucket, functions, event source mapping,
+ * schedule, HTTP API, alarms, IAM), cdk-nag AwsSolutions with no unacknowledged finding, and
+ * the real esbuild bundles (they load, and carry the files the code reads at run time).
+ * DESIGN sections 2, 4, 10, 11; issue 5 ("cdk/: the stack").
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundlingOptions, REPO_ROOT } from '../../cdk/bundling.ts';
+import {
+  AgentRunsStack,
+  type AgentRunsStackProps,
+  OBJECT_PREFIXES,
+  SERVICE_NAMES,
+  VISIBILITY_TIMEOUT_FACTOR,
+} from '../../cdk/stack.ts';
+import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
+import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
+import { STEP_QUEUE_DEFINITION } from '../../lib/local/resources.ts';
+import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
+import { hashArtifactBytes } from '../../lib/sandbox/index.ts';
+import { artifactObjectKey } from '../../lib/sandbox/stored-registry.ts';
+import { TABLE_DEFINITION } from '../../lib/store/table.ts';
+
+type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+
+const repoRoot = fileURLToPath(REPO_ROOT);
+/** The feature flags of cdk.json, so the tests build the stack the way `cdk synth` does. */
+const cdkJsonContext = JSON.parse(readFileSync(join(repoRoot, 'cdk.json'), 'utf8')).context as Record<
+  string,
+  unknown
+>;
+
+interface Built {
+  stack: AgentRunsStack;
+  template: Template;
+  resources: Resources;
+  outdir: string;
+}
+
+const outdirs: string[] = [];
+
+/**
+ * Synthesizes one stack into a fresh directory (with a node_modules link, so bundles can
+ * resolve the AWS SDK the Lambda runtime provides). `bundle: false` skips esbuild.
+ */
+function build(props: AgentRunsStackProps, options: { bundle: boolean; extra?: (app: App) => void }): Built {
+  const outdir = mkdtempSync(join(tmpdir(), 'agent-runs-cdk-'));
+  outdirs.push(outdir);
+  symlinkSync(join(repoRoot, 'node_modules'), join(outdir, 'node_modules'), 'dir');
+  const app = new App({
+    outdir: join(outdir, 'cdk.out'),
+    builtinCloudFormationValidation: false,
+    context: { ...cdkJsonContext, ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
+  });
+  const stack = new AgentRunsStack(app, 'AgentRunsTest', props);
+  options.extra?.(app);
+  const template = Template.fromStack(stack);
+  return {
+    stack,
+    template,
+    resources: template.toJSON().Resources as Resources,
+    outdir: join(outdir, 'cdk.out'),
+  };
+}
+
+function ofType(resources: Resources, type: string): Array<[string, Record<string, unknown>]> {
+  return Object.entries(resources)
+    .filter(([, r]) => r.Type === type)
+    .map(([id, r]) => [id, r.Properties ?? {}]);
+}
+
+function logicalId(stack: Stack, construct: IConstruct): string {
+  const child = construct.node.defaultChild;
+  if (child === undefined) throw new Error(`${construct.node.path} has no default child`);
+  return stack.getLogicalId(child as never);
+}
+
+/** All cdk-nag findings left after acknowledgments, as `ruleName @ path` strings. */
+function nagFindings(stack: Stack): string[] {
+  const report = new AwsSolutionsChecks().validateScope(stack);
+  return report.violations.flatMap((v) =>
+    v.violatingResources.map(
+      (r) => `${v.severity} ${v.ruleName} @ ${r.constructPath ?? '?'}: ${v.description}`,
+    ),
+  );
+}
+
+/** Every acknowledgment recorded in the tree: rule id → reasons. */
+function acknowledgments(root: IConstruct): Array<{ path: string; id: string; reason: string }> {
+  const out: Array<{ path: string; id: string; reason: string }> = [];
+  for (const c of root.node.findAll()) {
+    for (const entry of c.node.metadata) {
+      if (entry.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
+      for (const [id, reason] of Object.entries(entry.data as Record<string, string>)) {
+        out.push({ path: c.node.path, id, reason });
+      }
+    }
+  }
+  return out;
+}
+
+function statementsOf(resources: Resources, roleLogicalId: string): Array<Record<string, unknown>> {
+  return ofType(resources, 'AWS::IAM::Policy')
+    .filter(([, p]) => JSON.stringify(p.Roles).includes(`"${roleLogicalId}"`))
+    .flatMap(([, p]) => (p.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement);
+}
+
+const asArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
+
+let plain: Built;
+let withJwt: Built;
+let probeAssetDir: string;
+
+beforeAll(() => {
+  // Real bundling for the default stack (and a probe function bundled with the same options).
+  plain = build(
+    {},
+    {
+      bundle: true,
+      extra: (app) => {
+        const probeStack = new Stack(app, 'BundleProbe');
+        const probe = new NodejsFunction(probeStack, 'Probe', {
+          entry: join(repoRoot, 'test/infra/bundle-probe.ts'),
+          runtime: Runtime.NODEJS_24_X,
+          architecture: Architecture.ARM_64,
+          projectRoot: repoRoot,
+          depsLockFilePath: join(repoRoot, 'package-lock.json'),
+          bundling: bundlingOptions(),
+        });
+        const probeTemplate = Template.fromStack(probeStack).toJSON() as { Resources: Resources };
+        const code = probeTemplate.Resources[logicalId(probeStack, probe)]?.Properties?.Code as {
+          S3Key: string;
+        };
+        probeAssetDir = join(app.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
+      },
+    },
+  );
+  withJwt = build(
+    {
+      jwtIssuer: 'https://issuer.example.com/',
+      jwtAudience: ['agent-runs-api'],
+      deletionProtection: false,
+      alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:agent-runs-alarms',
+    },
+    { bundle: false },
+  );
+}, 120_000);
+
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('table', () => {
+  it('is built from TABLE_DEFINITION: keys, GSIs (KEYS_ONLY), TTL attribute', () => {
+    const def = TABLE_DEFINITION;
+    plain.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: def.partitionKey.name, KeyType: 'HASH' },
+        { AttributeName: def.sortKey.name, KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: def.globalSecondaryIndexes.map((g) => ({
+        IndexName: g.indexName,
+        KeySchema: [
+          { AttributeName: g.partitionKey.name, KeyType: 'HASH' },
+          { AttributeName: g.sortKey.name, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: g.projection },
+      })),
+      TimeToLiveSpecification: { AttributeName: def.timeToLiveAttribute, Enabled: true },
+    });
+    const [[, table] = ['', {}]] = ofType(plain.resources, 'AWS::DynamoDB::Table');
+    const attrs = table.AttributeDefinitions as Array<{ AttributeName: string; AttributeType: string }>;
+    const expected = [
+      def.partitionKey,
+      def.sortKey,
+      ...def.globalSecondaryIndexes.flatMap((g) => [g.partitionKey, g.sortKey]),
+    ];
+    for (const a of expected) expect(attrs).toContainEqual({ AttributeName: a.name, AttributeType: a.type });
+  });
+
+  it('is on demand with point-in-time recovery, AWS-managed encryption and deletion protection by default', () => {
+    plain.template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+      DeletionProtectionEnabled: true,
+    });
+    plain.template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+  });
+
+  it('turns deletion protection off when told', () => {
+    withJwt.template.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: false });
+  });
+});
+
+describe('step queue', () => {
+  it('redrives to the DLQ after STEP_QUEUE_DEFINITION.maxReceiveCount receives', () => {
+    const dlqId = logicalId(plain.stack, plain.stack.stepDeadLetterQueue);
+    plain.template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: 5 },
+    });
+    expect(STEP_QUEUE_DEFINITION.maxReceiveCount).toBe(5);
+    plain.template.hasResourceProperties('AWS::SQS::Queue', {
+      MessageRetentionPeriod: STEP_QUEUE_DEFINITION.dlqMessageRetentionSeconds,
+    });
+  });
+
+  it('hides a received message for at least 6x the step function timeout', () => {
+    const queue = plain.resources[logicalId(plain.stack, plain.stack.stepQueue)]?.Properties ?? {};
+    const step = plain.resources[logicalId(plain.stack, plain.stack.stepFunction)]?.Properties ?? {};
+    expect(VISIBILITY_TIMEOUT_FACTOR).toBeGreaterThanOrEqual(6);
+    expect(step.Timeout).toBe(300);
+    expect(queue.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * (step.Timeout as number));
+  });
+
+  it('encrypts both queues with SQS-managed keys and denies requests without TLS', () => {
+    const queues = ofType(plain.resources, 'AWS::SQS::Queue');
+    expect(queues).toHaveLength(2);
+    for (const [, q] of queues) expect(q.SqsManagedSseEnabled).toBe(true);
+    const policies = ofType(plain.resources, 'AWS::SQS::QueuePolicy');
+    expect(policies).toHaveLength(2);
+    for (const [, p] of policies) {
+      expect(p.PolicyDocument).toMatchObject({
+        Statement: [
+          { Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } },
+        ],
+      });
+    }
+  });
+});
+
+describe('payload bucket', () => {
+  it('is encrypted, blocks public access, logs access, and cleans up incomplete uploads', () => {
+    const bucketId = logicalId(plain.stack, plain.stack.payloadBucket);
+    const bucket = plain.resources[bucketId]?.Properties ?? {};
+    expect(bucket.BucketEncryption).toEqual({
+      ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+    });
+    expect(bucket.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(bucket.LoggingConfiguration).toMatchObject({ LogFilePrefix: 'payload-bucket/' });
+    expect(bucket.LifecycleConfiguration).toEqual({
+      Rules: [
+        {
+          Id: 'abort-incomplete-uploads',
+          AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+          Status: 'Enabled',
+        },
+      ],
+    });
+  });
+
+  it('denies every request without TLS (bucket policy)', () => {
+    const bucketId = logicalId(plain.stack, plain.stack.payloadBucket);
+    plain.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: bucketId },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('expires noncurrent versions when versioned and payloads when an expiration is set', () => {
+    const built = build(
+      { payloadVersioning: true, payloadExpiration: Duration.days(365) },
+      { bundle: false },
+    );
+    const bucket = built.resources[logicalId(built.stack, built.stack.payloadBucket)]?.Properties ?? {};
+    expect(bucket.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    const rules = (bucket.LifecycleConfiguration as { Rules: Array<{ Id: string }> }).Rules.map((r) => r.Id);
+    expect(rules).toEqual(['abort-incomplete-uploads', 'expire-noncurrent', 'expire-payloads']);
+  });
+});
+
+describe('functions', () => {
+  it('runs control, step and sweeper on nodejs24.x arm64 with the runtime configuration in the environment', () => {
+    const s = plain.stack;
+    expect(ofType(plain.resources, 'AWS::Lambda::Function')).toHaveLength(3);
+    for (const [fn, service] of [
+      [s.controlFunction, 'agent-runs-control'],
+      [s.stepFunction, 'agent-runs-step'],
+      [s.sweeperFunction, 'agent-runs-sweeper'],
+    ] as const) {
+      const props = plain.resources[logicalId(s, fn)]?.Properties ?? {};
+      expect(props).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: { LogFormat: 'JSON' },
+        Environment: {
+          Variables: {
+            TABLE_NAME: { Ref: logicalId(s, s.table) },
+            STEP_QUEUE_URL: { Ref: logicalId(s, s.stepQueue) },
+            PAYLOAD_BUCKET: { Ref: logicalId(s, s.payloadBucket) },
+            POWERTOOLS_SERVICE_NAME: service,
+            POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+          },
+        },
+      });
+    }
+  });
+
+  it('feeds the step queue to the step function in batches of 10 with partial batch responses', () => {
+    const s = plain.stack;
+    plain.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    plain.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(s, s.stepQueue), 'Arn'] },
+      FunctionName: { Ref: logicalId(s, s.stepFunction) },
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      MaximumBatchingWindowInSeconds: Match.anyValue(),
+    });
+    const [[, esm] = ['', {}]] = ofType(plain.resources, 'AWS::Lambda::EventSourceMapping');
+    expect(esm.MaximumBatchingWindowInSeconds as number).toBeLessThanOrEqual(5);
+  });
+
+  it('invokes the sweeper every minute from EventBridge Scheduler, without retries', () => {
+    const s = plain.stack;
+    plain.template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Target: {
+        Arn: { 'Fn::GetAtt': [logicalId(s, s.sweeperFunction), 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 0 },
+      },
+    });
+  });
+});
+
+describe('HTTP API', () => {
+  const routeKeys = ['ANY /', 'ANY /{proxy+}', 'GET /health', 'GET /openapi.json'];
+
+  it('routes every path to the control function with no authorizer when no JWT issuer is configured', () => {
+    const routes = ofType(plain.resources, 'AWS::ApiGatewayV2::Route');
+    expect(routes.map(([, r]) => r.RouteKey).sort()).toEqual(routeKeys);
+    for (const [, r] of routes) expect(r.AuthorizationType).toBe('NONE');
+    plain.template.resourceCountIs('AWS::ApiGatewayV2::Authorizer', 0);
+    plain.template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      IntegrationType: 'AWS_PROXY',
+      PayloadFormatVersion: '2.0',
+      IntegrationUri: { 'Fn::GetAtt': [logicalId(plain.stack, plain.stack.controlFunction), 'Arn'] },
+    });
+  });
+
+  it('puts a JWT authorizer on every route except GET /health and GET /openapi.json when configured', () => {
+    withJwt.template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'JWT',
+      IdentitySource: ['$request.header.Authorization'],
+      JwtConfiguration: { Issuer: 'https://issuer.example.com/', Audience: ['agent-runs-api'] },
+    });
+    const routes = Object.fromEntries(
+      ofType(withJwt.resources, 'AWS::ApiGatewayV2::Route').map(([, r]) => [r.RouteKey, r.AuthorizationType]),
+    );
+    expect(routes).toEqual({
+      'ANY /': 'JWT',
+      'ANY /{proxy+}': 'JWT',
+      'GET /health': 'NONE',
+      'GET /openapi.json': 'NONE',
+    });
+  });
+
+  it('rejects a JWT issuer without an audience', () => {
+    expect(() => new AgentRunsStack(new App(), 'Bad', { jwtIssuer: 'https://issuer.example.com/' })).toThrow(
+      /jwtAudience/,
+    );
+  });
+
+  it('logs access as JSON to a log group and throttles the $default stage', () => {
+    plain.template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      AccessLogSettings: {
+        DestinationArn: { 'Fn::GetAtt': [Match.anyValue(), 'Arn'] },
+        Format: Match.stringLikeRegexp('requestId'),
+      },
+      DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+    });
+  });
+});
+
+describe('alarms', () => {
+  it('watches DLQ depth, step errors and takeovers', () => {
+    const s = plain.stack;
+    plain.template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [
+        { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(s, s.stepDeadLetterQueue), 'QueueName'] } },
+      ],
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.stepFunction) } }],
+    });
+    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.takeovers,
+      // The sweeper's Powertools service name (functions/sweeper.ts): the metric's only dimension.
+      Dimensions: [{ Name: 'service', Value: 'agent-runs-sweeper' }],
+      Statistic: 'Sum',
+    });
+  });
+
+  it('names the service the sweeper handler gives Powertools, so the takeover alarm sees its metric', () => {
+    const source = readFileSync(join(repoRoot, 'functions/sweeper.ts'), 'utf8');
+    expect(source).toContain(`lambdaContainer('${SERVICE_NAMES.sweeper}')`);
+  });
+
+  it('notifies the alarm topic when one is given, and nobody otherwise', () => {
+    const topic = 'arn:aws:sns:us-east-1:123456789012:agent-runs-alarms';
+    for (const [, alarm] of ofType(withJwt.resources, 'AWS::CloudWatch::Alarm')) {
+      expect(alarm.AlarmActions).toEqual([topic]);
+      expect(alarm.OKActions).toEqual([topic]);
+    }
+    for (const [, alarm] of ofType(plain.resources, 'AWS::CloudWatch::Alarm')) {
+      expect(alarm.AlarmActions).toBeUndefined();
+    }
+  });
+});
+
+describe('IAM', () => {
+  it('grants no wildcard action and no wildcard resource except X-Ray', () => {
+    for (const [, policy] of ofType(plain.resources, 'AWS::IAM::Policy')) {
+      for (const st of (policy.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement) {
+        for (const action of asArray(st.Action)) expect(String(action)).not.toContain('*');
+        if (st.Resource === '*')
+          expect(asArray(st.Action).every((a) => String(a).startsWith('xray:'))).toBe(true);
+      }
+    }
+    plain.template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+    for (const [, role] of ofType(plain.resources, 'AWS::IAM::Role'))
+      expect(role.ManagedPolicyArns).toBeUndefined();
+  });
+
+  /** Every (action, resource) pair a function's role is allowed, resources as JSON. */
+  function grants(fn: NodejsFunction): Set<string> {
+    const out = new Set<string>();
+    for (const st of statementsOf(plain.resources, logicalId(plain.stack, fn.role as IConstruct))) {
+      if (st.Effect !== 'Allow') continue;
+      for (const action of asArray(st.Action)) {
+        for (const resource of asArray(st.Resource)) out.add(`${String(action)} ${JSON.stringify(resource)}`);
+      }
+    }
+    return out;
+  }
+
+  it('lets control and sweeper send to the step queue and the step function consume it', () => {
+    const s = plain.stack;
+    const queueArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(s, s.stepQueue), 'Arn'] });
+    for (const fn of [s.controlFunction, s.sweeperFunction]) {
+      expect(grants(fn)).toContain(`sqs:SendMessage ${queueArn}`);
+      expect(grants(fn)).not.toContain(`sqs:ReceiveMessage ${queueArn}`);
+    }
+    for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
+      expect(grants(s.stepFunction)).toContain(`${action} ${queueArn}`);
+    }
+  });
+
+  it('lets all three read and write table items and query its indexes, but not scan', () => {
+    const s = plain.stack;
+    const tableArn = { 'Fn::GetAtt': [logicalId(s, s.table), 'Arn'] };
+    for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction]) {
+      const g = grants(fn);
+      for (const action of ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem']) {
+        expect(g).toContain(`dynamodb:${action} ${JSON.stringify(tableArn)}`);
+      }
+      for (const index of TABLE_DEFINITION.globalSecondaryIndexes) {
+        const indexArn = { 'Fn::Join': ['', [tableArn, `/index/${index.indexName}`]] };
+        expect(g).toContain(`dynamodb:Query ${JSON.stringify(indexArn)}`);
+      }
+      expect([...g].some((x) => x.startsWith('dynamodb:Scan'))).toBe(false);
+    }
+  });
+
+  it('scopes bucket access to payloads/ and functions/, and only control writes reducer artifacts', () => {
+    const s = plain.stack;
+    const bucketArn = { 'Fn::GetAtt': [logicalId(s, s.payloadBucket), 'Arn'] };
+    const under = (prefix: string) => JSON.stringify({ 'Fn::Join': ['', [bucketArn, `/${prefix}*`]] });
+    const expected = (canWriteFunctions: boolean) =>
+      [
+        `s3:GetObject ${under('payloads/')}`,
+        `s3:PutObject ${under('payloads/')}`,
+        `s3:GetObject ${under('functions/')}`,
+        ...(canWriteFunctions ? [`s3:PutObject ${under('functions/')}`] : []),
+        `s3:ListBucket ${JSON.stringify(bucketArn)}`,
+      ].sort();
+    const s3Grants = (fn: NodejsFunction) => [...grants(fn)].filter((x) => x.startsWith('s3:')).sort();
+    expect(s3Grants(s.controlFunction)).toEqual(expected(true));
+    expect(s3Grants(s.stepFunction)).toEqual(expected(false));
+    expect(s3Grants(s.sweeperFunction)).toEqual(expected(false));
+  });
+
+  it('scopes the prefixes to the keys the blob store and the stored registry write', async () => {
+    const keys: string[] = [];
+    const s3 = { send: async (command: { input: { Key?: string } }) => keys.push(command.input.Key ?? '') };
+    await createS3BlobStore(s3 as never, 'bucket').put('payload', 'text/plain');
+    expect(keys).toHaveLength(1);
+    expect(keys[0]?.startsWith(OBJECT_PREFIXES.payloads)).toBe(true);
+    expect(artifactObjectKey('0'.repeat(64)).startsWith(OBJECT_PREFIXES.functions)).toBe(true);
+  });
+});
+
+describe('cdk-nag AwsSolutions', () => {
+  it('reports no unacknowledged finding, with or without the JWT authorizer', () => {
+    expect(nagFindings(plain.stack)).toEqual([]);
+    expect(nagFindings(withJwt.stack)).toEqual([]);
+  });
+
+  it('acknowledges only the reviewed findings, each with a reason', () => {
+    const acks = acknowledgments(plain.stack);
+    for (const a of acks) expect(a.reason.length).toBeGreaterThan(20);
+    const ids = [
+      ...new Set(acks.map((a) => a.id.replace(/^annotation::/i, '').replace(/<[^>]+>/g, '<id>'))),
+    ].sort();
+    expect(ids).toEqual([
+      'AwsSolutions-APIG4',
+      'AwsSolutions-IAM5[Resource::*]',
+      'AwsSolutions-IAM5[Resource::<id>/functions/*]',
+      'AwsSolutions-IAM5[Resource::<id>/payloads/*]',
+      'AwsSolutions-IAM5[Resource::<id>:*]',
+      'AwsSolutions-S1',
+    ]);
+  });
+});
+
+describe('bundles', () => {
+  it('ship each function as one ESM file with the reducer artifact and the QuickJS module beside it', () => {
+    const s = plain.stack;
+    const artifact = readFileSync(AGENT_LOOP_ARTIFACT_URL);
+    for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction]) {
+      const code = plain.resources[logicalId(s, fn)]?.Properties?.Code as { S3Key: string };
+      const dir = join(plain.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
+      expect(existsSync(join(dir, 'index.mjs'))).toBe(true);
+      expect(existsSync(join(dir, 'index.mjs.map'))).toBe(true);
+      expect(existsSync(join(dir, 'emscripten-module.wasm'))).toBe(true);
+      expect(readFileSync(join(dir, 'agent-loop.js')).equals(artifact)).toBe(true);
+      // Loading the module runs its top level (runtime built from the environment, no I/O).
+      const exported = execFileSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          "const m = await import('./index.mjs'); console.log(typeof m.handler);",
+        ],
+        {
+          cwd: dir,
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH ?? '',
+            AWS_REGION: 'us-east-1',
+            TABLE_NAME: 'agent-runs',
+            STEP_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/123456789012/agent-runs-step',
+            PAYLOAD_BUCKET: 'agent-runs-payloads',
+          },
+        },
+      );
+      expect(exported.trim()).toBe('function');
+    }
+  });
+
+  it('run the sandboxed agent reducer from a bundle built with the same options', () => {
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('./index.mjs'); console.log(JSON.stringify(await m.handler()));",
+      ],
+      { cwd: probeAssetDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
+    );
+    expect(JSON.parse(out)).toEqual({
+      artifact_hash: hashArtifactBytes(readFileSync(AGENT_LOOP_ARTIFACT_URL)),
+      result_kind: 'answered',
+    });
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * Crash tests (issue 3, "Crash and race tests"): a worker is killed at each named CrashPoint,
+ * on DynamoDB Local and fauxqs. Then the clock moves past the lease TTL and the sweeper plus a
+ * fresh worker must converge: no gap or duplicate in the log, every reducer answer committed
+ * once, a non-replay-safe tool executed at most once and reported `outcome_unknown` when
+ * abandoned, a replay-safe one dispatched again under the same op_id.
+ * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 6 and 8.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CrashPoint } from '../../lib/engine/engine.ts';
+import { sweepDue } from '../../lib/store/run-store.ts';
+import {
+  alice,
+  inProcessReducers,
+  inProcessTools,
+  makeTestEngine,
+  scriptedModel,
+  uniqueSubject,
+} from '../support/engine.ts';
+import {
+  crashAt,
+  expectConvergedLog,
+  readAll,
+  SimulatedCrash,
+  scopedStore,
+  settle,
+} from '../support/faults.ts';
+import { askOnce, toolLoop } from '../support/reducers.ts';
+
+const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type Flavor = { name: string; tool: string; mutating: boolean; replay_safe: boolean };
+const REPLAY_SAFE: Flavor = {
+  name: 'a replay-safe tool',
+  tool: 'lookup',
+  mutating: false,
+  replay_safe: true,
+};
+const NOT_REPLAY_SAFE: Flavor = {
+  name: 'a non-replay-safe tool',
+  tool: 'charge',
+  mutating: true,
+  replay_safe: false,
+};
+
+/** Where the worker dies, and which operation (1-based) has its result lost by that death. */
+const CASES: { point: CrashPoint; nth: number; abandoned: number | null; what: string }[] = [
+  { point: 'after_lease_acquire', nth: 1, abandoned: null, what: 'right after it took the lease' },
+  { point: 'after_reducer_answer', nth: 1, abandoned: null, what: 'after the first reducer answer' },
+  {
+    point: 'after_reducer_answer',
+    nth: 2,
+    abandoned: 1,
+    what: "after the reducer answered operation 1's result, before the commit",
+  },
+  { point: 'after_dispatch', nth: 1, abandoned: 1, what: 'after operation 1 ran, before its result commit' },
+  { point: 'after_dispatch', nth: 2, abandoned: 2, what: 'after operation 2 ran, before its result commit' },
+  { point: 'during_heartbeat', nth: 1, abandoned: 1, what: 'in the first heartbeat of operation 1' },
+  {
+    point: 'during_heartbeat',
+    nth: 2,
+    abandoned: 1,
+    what: 'in the second heartbeat of operation 1 (after one renewal)',
+  },
+];
+
+async function setup(flavor: Flavor, toolDelayMs: number) {
+  const tools = inProcessTools({
+    [flavor.tool]: async (r) => {
+      if (toolDelayMs > 0) await sleep(toolDelayMs);
+      return { i: r.args.i };
+    },
+  });
+  const t = await makeTestEngine({
+    reducers: inProcessReducers({ '/r/loop': toolLoop(2, flavor.tool, flavor) }),
+    tools,
+    models: noModel,
+  });
+  const store = scopedStore(t.store);
+  const fresh = t.another({ store });
+  return { t, tools, store, fresh };
+}
+
+describe('a worker killed at a crash point converges under the sweeper and a fresh worker', () => {
+  for (const flavor of [REPLAY_SAFE, NOT_REPLAY_SAFE]) {
+    for (const c of CASES) {
+      it(`with ${flavor.name}, killed ${c.what} (${c.point} #${c.nth})`, async () => {
+        const heartbeat = c.point === 'during_heartbeat';
+        const { t, tools, store, fresh } = await setup(flavor, heartbeat ? 300 : 0);
+        const { run } = await fresh.createRun(
+          { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
+          alice,
+        );
+        const crash = crashAt(c.point, { nth: c.nth, runId: run.run_id });
+        const victim = t.another({
+          faults: crash.hook,
+          store: crash.store(store),
+          tools: crash.tools(tools),
+          queue: crash.queue(t.queue),
+          ...(heartbeat ? { heartbeatMs: 50 } : {}),
+        });
+
+        const died = await victim.stepRun(run.run_id).then(
+          (outcome) => outcome,
+          (err: unknown) => err,
+        );
+        expect(died).toBeInstanceOf(SimulatedCrash);
+        expect((died as SimulatedCrash).point).toBe(c.point);
+        const orphaned = await store.getRun(run.run_id);
+        // The dead worker still holds the lease, and the sweeper owes the run a look at its expiry.
+        expect(orphaned?.lease).not.toBeNull();
+        expect(orphaned && sweepDue(orphaned)).toBe(orphaned?.lease?.expires_at);
+
+        const { record, rounds } = await settle(fresh, store, t.clock, run.run_id);
+        expect(rounds).toBe(1);
+        expect(record).toMatchObject({ status: 'completed', lease: null, inbox: [] });
+        const events = await readAll(store, run.run_id, 7);
+        const outcomes = expectConvergedLog(events);
+        expect(events.filter((e) => e.kind === 'lease_taken_over')).toHaveLength(1);
+
+        const opIds = [...outcomes.keys()];
+        for (const [i, opId] of opIds.entries()) {
+          const started = events.filter((e) => e.kind === 'operation_started' && e.operation_id === opId);
+          const [outcome] = outcomes.get(opId) ?? [];
+          if (c.abandoned !== i + 1) {
+            expect(tools.executions.get(opId)).toBe(1);
+            expect(started.map((e) => e.data.attempt)).toEqual([1]);
+            expect(outcome?.kind).toBe('tool_result');
+          } else if (flavor.replay_safe) {
+            // Dispatched again under the same op_id; its one result is in the log.
+            expect(tools.executions.get(opId)).toBe(2);
+            expect(started.map((e) => e.data.attempt)).toEqual([1, 2]);
+            expect(outcome?.kind).toBe('tool_result');
+          } else {
+            // Executed at most once, and reported to the reducer with outcome_unknown.
+            expect(tools.executions.get(opId)).toBe(1);
+            expect(started.map((e) => e.data.attempt)).toEqual([1]);
+            expect(outcome).toMatchObject({
+              kind: 'operation_failed',
+              data: { outcome_unknown: true, error_class: 'lease_expired' },
+            });
+          }
+        }
+        // Every execution of the tool is an operation the log accounts for.
+        expect([...tools.executions.keys()].sort()).toEqual([...opIds].sort());
+        expect(record.usage.tool_calls).toBe(opIds.length);
+      });
+    }
+  }
+});
+
+describe('a worker killed after a commit, before the SQS send, is covered by the wake deadline', () => {
+  it('at create: the run is queued with no message, and the sweeper wakes it', async () => {
+    const { t, tools, store, fresh } = await setup(REPLAY_SAFE, 0);
+    const crash = crashAt('after_commit_before_send');
+    const victim = t.another({ faults: crash.hook, store: crash.store(store), queue: crash.queue(t.queue) });
+    const died = await victim
+      .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice)
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    expect(died).toBeInstanceOf(SimulatedCrash);
+    const [runId] = [...store.runIds];
+    if (runId === undefined) throw new Error('the run was not created');
+    expect(await t.drainMessages()).toEqual([]);
+    const orphaned = await store.getRun(runId);
+    expect(orphaned).toMatchObject({ status: 'queued', lease: null });
+    expect(orphaned?.wake_at).toBeTypeOf('number');
+
+    const { record } = await settle(fresh, store, t.clock, runId);
+    expect(record.status).toBe('completed');
+    const events = await readAll(store, runId);
+    expectConvergedLog(events);
+    expect([...tools.executions.values()]).toEqual([1, 1]);
+  });
+
+  it('at the release of a step that yielded at its deadline with work left', async () => {
+    const tools = inProcessTools({
+      lookup: async (r) => {
+        t.clock.advance(50_000); // past the step's deadline (lease TTL / 2)
+        return { i: r.args.i };
+      },
+    });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(2) }),
+      tools,
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const fresh = t.another({ store });
+    const { run } = await fresh.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
+      alice,
+    );
+    await t.drainMessages();
+    const crash = crashAt('after_commit_before_send', { runId: run.run_id });
+    const victim = t.another({ faults: crash.hook, store: crash.store(store), queue: crash.queue(t.queue) });
+    await expect(victim.stepRun(run.run_id)).rejects.toBeInstanceOf(SimulatedCrash);
+    expect(await t.drainMessages()).toEqual([]);
+    const orphaned = await store.getRun(run.run_id);
+    // Released: no lease, queued with the undelivered result, and a wake deadline for the sweeper.
+    expect(orphaned).toMatchObject({ status: 'queued', lease: null });
+    expect(orphaned?.inbox).toHaveLength(1);
+    expect(orphaned && sweepDue(orphaned)).toBe(orphaned?.wake_at);
+
+    const { record } = await settle(fresh, store, t.clock, run.run_id);
+    expect(record.status).toBe('completed');
+    expectConvergedLog(await readAll(store, run.run_id));
+    expect([...tools.executions.values()]).toEqual([1, 1]);
+  });
+
+  it('at a control that woke a waiting run', async () => {
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/ask': askOnce() }),
+      tools: inProcessTools({}),
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const fresh = t.another({ store });
+    const { run } = await fresh.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'go' },
+      alice,
+    );
+    await fresh.stepRun(run.run_id);
+    await t.drainMessages();
+    const waiting = await store.getRun(run.run_id);
+    expect(waiting?.status).toBe('waiting');
+    const crash = crashAt('after_commit_before_send', { runId: run.run_id });
+    const victim = t.another({ faults: crash.hook, store: crash.store(store), queue: crash.queue(t.queue) });
+    const control = {
+      control_id: 'answer-1',
+      command: 'provide_input',
+      request_id: waiting?.open_requests[0]?.request_id,
+      value: 'HAT001',
+    };
+    await expect(victim.applyControl(run.run_id, control, alice)).rejects.toBeInstanceOf(SimulatedCrash);
+    expect(await t.drainMessages()).toEqual([]);
+    // The answer is committed; a client retrying the control gets a duplicate, not a second answer.
+    const retried = await fresh.applyControl(run.run_id, control, alice);
+    expect(retried.ack).toBe('duplicate');
+
+    const { record } = await settle(fresh, store, t.clock, run.run_id);
+    expect(record).toMatchObject({ status: 'completed', summary: 'HAT001' });
+    expectConvergedLog(await readAll(store, run.run_id));
+  });
+});

@@ -1,0 +1,267 @@
+/**
+ * Race tests around controls (issue 3, "Crash and race tests", cases 5 to 7), on DynamoDB
+ * Local and fauxqs: stop during a model call and while a step message is delayed, an approval
+ * whose arguments a steer changed, and one control_id sent twice at once.
+ * Seed: agent-runs, "Controls", "Operations"; DESIGN section 7.
+ */
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import type { ControlAck } from '../../lib/contracts/index.ts';
+import { digestOf } from '../../lib/core/canonical.ts';
+import type { PolicyDecision, ToolCallRequest } from '../../lib/engine/ports.ts';
+import {
+  alice,
+  inProcessReducers,
+  inProcessTools,
+  makeTestEngine,
+  scriptedModel,
+  uniqueSubject,
+} from '../support/engine.ts';
+import { expectConvergedLog, readAll, scopedStore, shardOfRun } from '../support/faults.ts';
+import { askOnce, modelOnce } from '../support/reducers.ts';
+import { aborted, callWithSteer, latch } from '../support/steer-reducers.ts';
+
+const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
+
+describe('race 5: stop', () => {
+  it('during a model call: the run goes cancelling, then stopped when the call returns, its usage counted, and nothing more starts', async () => {
+    const hold = latch();
+    let sawAbort = false;
+    const model = scriptedModel(async (_turn, signal) => {
+      await hold.wait();
+      await Promise.race([aborted(signal), new Promise((r) => setTimeout(r, 5_000))]);
+      sawAbort = signal.aborted;
+      // The provider had already billed the call: the late answer carries its usage.
+      return {
+        message: { text: 'late' },
+        tool_calls: [],
+        finish_reason: 'stop',
+        usage: { input_tokens: 120, output_tokens: 30 },
+      };
+    });
+    const tools = inProcessTools({});
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/m': modelOnce() }),
+      tools,
+      models: model,
+      heartbeatMs: 50,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' },
+      alice,
+    );
+    const step = engine.stepRun(run.run_id);
+    await hold.entered;
+
+    const ack = await engine.applyControl(run.run_id, { control_id: 'stop-1', command: 'stop' }, alice);
+    expect(ack.ack).toBe('applied');
+    expect((await store.getRun(run.run_id))?.status).toBe('cancelling');
+    hold.release();
+    expect(await step).toMatchObject({ kind: 'progressed', status: 'stopped' });
+    expect(sawAbort).toBe(true); // the heartbeat saw `cancelling` and aborted the interruptible call
+
+    // The sweeper finishes the reducer's bookkeeping of the ended run; still nothing starts.
+    await engine.sweep(shardOfRun(run.run_id));
+    const stopped = await store.getRun(run.run_id);
+    expect(stopped).toMatchObject({
+      status: 'stopped',
+      lease: null,
+      operation: null,
+      inbox: [],
+      usage: { model_calls: 1, operations: 1, input_tokens: 120, output_tokens: 30 },
+    });
+    const events = await readAll(store, run.run_id);
+    expectConvergedLog(events);
+    const kinds = events.map((e) => e.kind);
+    expect(kinds.filter((k) => k === 'operation_started')).toHaveLength(1);
+    const stopAt = kinds.indexOf('stop_requested');
+    expect(kinds.slice(stopAt)).toEqual(
+      expect.arrayContaining(['stop_requested', 'operation_cancelled', 'stopped']),
+    );
+    expect(kinds.indexOf('operation_cancelled')).toBeGreaterThan(stopAt);
+    expect(events.find((e) => e.kind === 'operation_cancelled')?.data.acknowledged).toBe(true);
+    expect(kinds.lastIndexOf('operation_started')).toBeLessThan(stopAt);
+    expect(model.calls).toBe(1);
+    expect(tools.executions.size).toBe(0);
+  });
+
+  it('while the run waits for a delayed step message: the message, when it comes, starts nothing', async () => {
+    const tools = inProcessTools({ lookup: async () => ({ ok: true }) });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/ask': askOnce() }),
+      tools,
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x' },
+      alice,
+    );
+    // The creation's wake-up is lost; the run waits for a delayed one (a retry with back-off).
+    await t.drainMessages();
+    await t.queue.send({ run_id: run.run_id }, 1);
+    const ack = await engine.applyControl(run.run_id, { control_id: 'stop-2', command: 'stop' }, alice);
+    expect(ack.ack).toBe('applied');
+    const stopped = await store.getRun(run.run_id);
+    expect(stopped).toMatchObject({ status: 'stopped', lease: null });
+
+    const received = await t.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: t.queue.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 5 }),
+    );
+    expect(received.Messages?.map((m) => m.Body)).toEqual([JSON.stringify({ run_id: run.run_id })]);
+    expect(await engine.stepRun(run.run_id)).toEqual({ kind: 'nothing_to_do', status: 'stopped' });
+    const after = await store.getRun(run.run_id);
+    // No lease was taken, nothing started; only the reducer's bookkeeping of the ended run (its
+    // answers to run_started and stopped, with no effect) was written.
+    expect(after).toMatchObject({ status: 'stopped', lease: null, operation: null, epoch: stopped?.epoch });
+    const events = await readAll(store, run.run_id);
+    const added = events.filter((e) => e.seq > (stopped?.last_seq ?? 0));
+    expect(added.every((e) => e.kind === 'reducer_answered')).toBe(true);
+    expect(added.every((e) => (e.data.effects as unknown[]).length === 0)).toBe(true);
+    expect(events.some((e) => e.kind === 'operation_started' || e.kind === 'request_opened')).toBe(false);
+    // A second delivery of the same message changes nothing at all.
+    expect(await engine.stepRun(run.run_id)).toEqual({ kind: 'nothing_to_do', status: 'stopped' });
+    expect((await store.getRun(run.run_id))?.version).toBe(after?.version);
+  });
+});
+
+describe('race 6: an approval whose arguments a steer changed', () => {
+  it('rejects the approval quoting the old digest, never runs the tool on it, and proceeds on the new one', async () => {
+    /** The gate: every deploy needs approval of sha256 over canonical {tool, version, args}. */
+    const gate = (r: ToolCallRequest): PolicyDecision => ({
+      decision: 'require_approval',
+      digest: digestOf({ tool: r.tool, version: '1.0.0', args: r.args }),
+      summary: `deploy ${JSON.stringify(r.args)}`,
+      tool_version: '1.0.0',
+    });
+    const deployed: unknown[] = [];
+    const tools = inProcessTools(
+      {
+        deploy: async (r) => {
+          deployed.push(r.args);
+          return { deployed: r.args };
+        },
+      },
+      gate,
+    );
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/deploy': callWithSteer('deploy') }),
+      tools,
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/deploy' }, input: { version: 1 } },
+      alice,
+    );
+    await engine.stepRun(run.run_id);
+    const first = await store.getRun(run.run_id);
+    expect(first?.status).toBe('waiting');
+    const r1 = first?.open_requests[0];
+    if (r1?.kind !== 'approval') throw new Error('no approval opened');
+    const d1 = r1.subject.digest;
+    expect(d1).toBe(digestOf({ tool: 'deploy', version: '1.0.0', args: { version: 1 } }));
+
+    // A steer changes the arguments: the reducer withdraws the approval and calls again.
+    const steer = await engine.applyControl(
+      run.run_id,
+      { control_id: 'steer-1', command: 'steer', input: { version: 2 } },
+      alice,
+    );
+    expect(steer.ack).toBe('applied');
+    await engine.stepRun(run.run_id);
+    const second = await store.getRun(run.run_id);
+    expect(second?.status).toBe('waiting');
+    expect(second?.open_requests).toHaveLength(1);
+    const r2 = second?.open_requests[0];
+    if (r2?.kind !== 'approval') throw new Error('no second approval opened');
+    const d2 = r2.subject.digest;
+    expect(d2).toBe(digestOf({ tool: 'deploy', version: '1.0.0', args: { version: 2 } }));
+    expect(d2).not.toBe(d1);
+
+    // Approving with what the person saw first (D1) is rejected, on the open request or the withdrawn one.
+    const stale = await engine.applyControl(
+      run.run_id,
+      { control_id: 'approve-d1', command: 'approve', request_id: r2.request_id, subject_digest: d1 },
+      alice,
+    );
+    expect(stale).toMatchObject({ ack: 'rejected', reason: 'digest_mismatch' });
+    const withdrawn = await engine.applyControl(
+      run.run_id,
+      { control_id: 'approve-r1', command: 'approve', request_id: r1.request_id, subject_digest: d1 },
+      alice,
+    );
+    expect(withdrawn).toMatchObject({ ack: 'rejected', reason: 'request_not_found' });
+    expect(await engine.stepRun(run.run_id)).toMatchObject({ kind: 'nothing_to_do', status: 'waiting' });
+    expect(deployed).toEqual([]);
+
+    const ok = await engine.applyControl(
+      run.run_id,
+      { control_id: 'approve-d2', command: 'approve', request_id: r2.request_id, subject_digest: d2 },
+      alice,
+    );
+    expect(ok.ack).toBe('applied');
+    expect(await engine.stepRun(run.run_id)).toMatchObject({ kind: 'progressed', status: 'completed' });
+    expect(deployed).toEqual([{ version: 2 }]);
+    const events = await readAll(store, run.run_id);
+    expectConvergedLog(events);
+    expect(events.filter((e) => e.kind === 'operation_started').map((e) => e.operation_id)).toEqual([
+      `${run.run_id}/op/2`,
+    ]);
+    expect(
+      events.filter((e) => e.kind === 'request_closed').map((e) => [e.data.request_id, e.data.reason]),
+    ).toEqual([[r1.request_id, 'withdrawn']]);
+  });
+});
+
+describe('race 7: one control_id sent twice', () => {
+  it('concurrently: one event and one applied ack, every other send a duplicate of its seq', async () => {
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/ask': askOnce() }),
+      tools: inProcessTools({}),
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x' },
+      alice,
+    );
+    await engine.stepRun(run.run_id);
+    const steer = { control_id: 'steer-twice', command: 'steer', input: 'look again' };
+
+    const acks = await Promise.all(
+      Array.from({ length: 8 }, () => engine.applyControl(run.run_id, steer, alice)),
+    );
+    const applied = acks.filter((a): a is Extract<ControlAck, { ack: 'applied' }> => a.ack === 'applied');
+    expect(applied).toHaveLength(1);
+    const seq = applied[0]?.seq;
+    expect(acks.filter((a) => a.ack !== 'applied')).toEqual(
+      Array.from({ length: 7 }, () => ({ ack: 'duplicate', original_seq: seq })),
+    );
+    const events = await readAll(store, run.run_id);
+    const queued = events.filter((e) => e.kind === 'steer_queued');
+    expect(queued.map((e) => [e.seq, e.data.control_id])).toEqual([[seq, 'steer-twice']]);
+
+    // The same id with another command is rejected (and logged), and the original ack stands.
+    const reused = await engine.applyControl(run.run_id, { ...steer, input: 'something else' }, alice);
+    expect(reused).toMatchObject({ ack: 'rejected', reason: 'control_id_reused' });
+    const rejectedEvent = (await readAll(store, run.run_id)).find((e) => e.kind === 'control_rejected');
+    expect(rejectedEvent?.data).toMatchObject({ control_id: 'steer-twice', reason: 'control_id_reused' });
+    expect(await engine.applyControl(run.run_id, steer, alice)).toEqual({
+      ack: 'duplicate',
+      original_seq: seq,
+    });
+    const stopAsReuse = await engine.applyControl(
+      run.run_id,
+      { control_id: 'steer-twice', command: 'stop' },
+      alice,
+    );
+    expect(stopAsReuse).toMatchObject({ ack: 'rejected', reason: 'control_id_reused' });
+    expect((await store.getRun(run.run_id))?.status).not.toBe('stopped');
+  });
+});

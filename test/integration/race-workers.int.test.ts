@@ -1,0 +1,461 @@
+/**
+ * Race tests between workers (issue 3, "Crash and race tests", cases 1 to 4), on DynamoDB
+ * Local and fauxqs: a worker paused past its lease, a step message delivered twice, a batch
+ * with one failing message, and a commit that fails after its operation ran.
+ * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 5, 6 and 8.
+ */
+import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { describe, expect, inject, it } from 'vitest';
+import { createAwsClients } from '../../lib/aws-clients.ts';
+import type { RunRecord } from '../../lib/contracts/index.ts';
+import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
+import type { StepQueue } from '../../lib/queue/step-queue.ts';
+import { CommitRejected, type RunStore } from '../../lib/store/run-store.ts';
+import { sweepShardKey } from '../../lib/store/table.ts';
+import {
+  alice,
+  inProcessReducers,
+  inProcessTools,
+  makeTestEngine,
+  scriptedModel,
+  testClock,
+  uniqueSubject,
+} from '../support/engine.ts';
+import {
+  eventKindsOf,
+  expectConvergedLog,
+  failingCommits,
+  faultyDoc,
+  localStore,
+  readAll,
+  scopedStore,
+  settle,
+  shardOfRun,
+  wrapStore,
+} from '../support/faults.ts';
+import { modelOnce, toolLoop } from '../support/reducers.ts';
+import { latch } from '../support/steer-reducers.ts';
+
+const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
+/** A heartbeat that never fires during a test: the worker is paused, or must not renew. */
+const NO_HEARTBEAT = 3_600_000;
+
+/** Counts a store's commits: attempted, and landed (DynamoDB accepted them). */
+function countingStore(store: RunStore) {
+  const counts = { attempted: 0, landed: 0 };
+  const wrapped = wrapStore(store, {
+    async commit(c) {
+      counts.attempted += 1;
+      const out = await store.commit(c);
+      counts.landed += 1;
+      return out;
+    },
+  });
+  return { store: wrapped, counts };
+}
+
+function countingQueue(queue: StepQueue): StepQueue {
+  let sent = 0;
+  return {
+    async send(m, d) {
+      sent += 1;
+      await queue.send(m, d);
+    },
+    sent: () => sent,
+  };
+}
+
+describe('race 1: a worker paused past its lease while another takes over', () => {
+  for (const flavor of [
+    { name: 'replay-safe', mutating: false, replay_safe: true },
+    { name: 'non-replay-safe', mutating: true, replay_safe: false },
+  ]) {
+    it(`cannot commit or enqueue anything afterwards, and the log holds one result (${flavor.name} tool)`, async () => {
+      const hold = latch();
+      let calls = 0;
+      const tools = inProcessTools({
+        pay: async (r) => {
+          calls += 1;
+          if (calls === 1) await hold.wait(); // worker A's call: A is paused inside it
+          return { paid: r.args.i };
+        },
+      });
+      const t = await makeTestEngine({
+        reducers: inProcessReducers({ '/r/pay': toolLoop(1, 'pay', flavor) }),
+        tools,
+        models: noModel,
+      });
+      const store = scopedStore(t.store);
+      const fresh = t.another({ store });
+      const { run } = await fresh.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: '/r/pay' }, input: 'go' },
+        alice,
+      );
+      await t.drainMessages();
+      // Worker A's clock lags behind (a paused process): locally it still believes it holds the
+      // lease, so only the fence in DynamoDB's condition can stop it.
+      const a = countingStore(store);
+      const aQueue = countingQueue(t.queue);
+      const worker = t.another({
+        store: a.store,
+        queue: aQueue,
+        clock: testClock(),
+        heartbeatMs: NO_HEARTBEAT,
+      });
+      const aStep = worker.stepRun(run.run_id);
+      await hold.entered;
+
+      t.clock.advance(LEASE_TTL_MS + 1_000);
+      expect((await fresh.sweep(shardOfRun(run.run_id))).taken_over).toBe(1);
+      expect(await fresh.stepRun(run.run_id)).toMatchObject({ kind: 'progressed', status: 'completed' });
+      const settled = await store.getRun(run.run_id);
+      await t.drainMessages();
+      const before = { ...a.counts };
+
+      hold.release();
+      expect(await aStep).toEqual({ kind: 'fenced' });
+      // A tried to commit its result and the fence refused it; it sent no step message.
+      expect(a.counts.attempted).toBe(before.attempted + 1);
+      expect(a.counts.landed).toBe(before.landed);
+      expect(aQueue.sent()).toBe(0);
+      expect(await t.drainMessages()).toEqual([]);
+      const after = await store.getRun(run.run_id);
+      expect(after?.version).toBe(settled?.version);
+
+      const events = await readAll(store, run.run_id);
+      const outcomes = expectConvergedLog(events);
+      const opId = `${run.run_id}/op/1`;
+      expect([...outcomes.keys()]).toEqual([opId]);
+      if (flavor.replay_safe) {
+        expect(outcomes.get(opId)?.map((e) => e.kind)).toEqual(['tool_result']);
+        expect(tools.executions.get(opId)).toBe(2);
+      } else {
+        expect(outcomes.get(opId)?.[0]).toMatchObject({
+          kind: 'operation_failed',
+          data: { outcome_unknown: true },
+        });
+        expect(tools.executions.get(opId)).toBe(1);
+      }
+    });
+  }
+});
+
+describe('race 2: the same step message delivered twice', () => {
+  const answer = {
+    message: { text: 'done' },
+    tool_calls: [],
+    finish_reason: 'stop',
+    usage: { input_tokens: 5, output_tokens: 2 },
+  };
+
+  it('while the first worker is alive: the model is called once and the second worker exits without touching the run', async () => {
+    const hold = latch();
+    const model = scriptedModel(async () => {
+      await hold.wait();
+      return answer;
+    });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/m': modelOnce() }),
+      tools: inProcessTools({}),
+      models: model,
+      heartbeatMs: NO_HEARTBEAT,
+    });
+    const store = scopedStore(t.store);
+    const first = t.another({ store });
+    const { run } = await first.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' },
+      alice,
+    );
+    const aStep = first.stepRun(run.run_id);
+    await hold.entered;
+
+    const b = countingStore(store);
+    const before = await store.getRun(run.run_id);
+    expect(await t.another({ store: b.store }).stepRun(run.run_id)).toEqual({ kind: 'busy' });
+    const after = await store.getRun(run.run_id);
+    expect(after?.version).toBe(before?.version);
+    expect(b.counts.attempted).toBe(0);
+
+    hold.release();
+    expect(await aStep).toMatchObject({ kind: 'progressed', status: 'completed' });
+    expect(model.calls).toBe(1);
+    const events = await readAll(store, run.run_id);
+    expectConvergedLog(events);
+    expect(events.filter((e) => e.kind === 'operation_started')).toHaveLength(1);
+  });
+
+  it('to two workers at the same instant: one steps the run, the other finds it busy or done', async () => {
+    const model = scriptedModel(async () => answer);
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/m': modelOnce() }),
+      tools: inProcessTools({}),
+      models: model,
+    });
+    const store = scopedStore(t.store);
+    for (let i = 0; i < 5; i += 1) {
+      const { run } = await t
+        .another({ store })
+        .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/m' }, input: 'x' }, alice);
+      const calls = model.calls;
+      const outcomes = await Promise.all([
+        t.another({ store }).stepRun(run.run_id),
+        t.another({ store }).stepRun(run.run_id),
+      ]);
+      const kinds = outcomes.map((o) => o.kind).sort();
+      expect(kinds.filter((k) => k === 'progressed')).toHaveLength(1);
+      expect(['busy', 'nothing_to_do']).toContain(kinds.find((k) => k !== 'progressed'));
+      expect(model.calls - calls).toBe(1);
+      expectConvergedLog(await readAll(store, run.run_id));
+    }
+  });
+});
+
+describe('race 3: ten step messages in one SQS batch', () => {
+  it('reports only the message whose step threw; the nine others commit once; redelivering all ten adds nothing', async () => {
+    let poisoned = '';
+    const tools = inProcessTools({
+      lookup: async (r) => {
+        if (r.run_id === poisoned) throw new Error('the tool host broke its contract and threw');
+        return { i: r.args.i };
+      },
+    });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(1) }),
+      tools,
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const runIds: string[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const { run } = await engine.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: i },
+        alice,
+      );
+      runIds.push(run.run_id);
+    }
+    poisoned = runIds[3] as string;
+    const records = await receiveBatch(t.clients.sqs, t.queue.queueUrl, 10);
+    expect(records.map((r) => (JSON.parse(r.body) as { run_id: string }).run_id).sort()).toEqual(
+      [...runIds].sort(),
+    );
+    const handler = createStepBatchHandler({ engine, logger: SILENT_LOG, metrics: createCountingMetrics() });
+    const batch: SQSEvent = { Records: records };
+
+    const response = await handler(batch);
+    const poisonedMessage = records.find((r) => r.body.includes(poisoned))?.messageId;
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: poisonedMessage }]);
+    for (const id of runIds.filter((r) => r !== poisoned)) {
+      const record = await store.getRun(id);
+      expect(record?.status).toBe('completed');
+      const outcomes = expectConvergedLog(await readAll(store, id));
+      expect([...outcomes.keys()]).toEqual([`${id}/op/1`]);
+      expect(tools.executions.get(`${id}/op/1`)).toBe(1);
+    }
+    // The failed step left its lease behind, with the sweeper owing the run a look at its expiry.
+    const stuck = (await rawRunItem(poisoned)) as { sweep_due?: number; record: RunRecord } | undefined;
+    expect(stuck?.record.lease).not.toBeNull();
+    expect(stuck?.sweep_due).toBe(stuck?.record.lease?.expires_at);
+    // The event source mapping deletes the acknowledged messages; the failed one stays.
+    for (const r of records.filter((x) => x.messageId !== poisonedMessage)) {
+      await t.clients.sqs.send(
+        new DeleteMessageCommand({ QueueUrl: t.queue.queueUrl, ReceiptHandle: r.receiptHandle }),
+      );
+    }
+    const snapshot = await Promise.all(runIds.map((id) => store.getRun(id)));
+    const executions = new Map(tools.executions);
+
+    const again = await handler(batch);
+    expect(again.batchItemFailures).toEqual([]);
+    const later = await Promise.all(runIds.map((id) => store.getRun(id)));
+    expect(later.map((r) => r?.version)).toEqual(snapshot.map((r) => r?.version));
+    expect(later.map((r) => r?.last_seq)).toEqual(snapshot.map((r) => r?.last_seq));
+    expect(tools.executions).toEqual(executions);
+  });
+});
+
+describe('race 4: a commit that fails after the operation ran', () => {
+  for (const code of ['TransactionConflict', 'ThrottlingError'] as const) {
+    it(`(${code} on every retry) leaves a lease with a sweep deadline, and the run progresses within the lease TTL plus one sweep`, async () => {
+      let failing = true;
+      const doc = { injected: () => 0 };
+      const base = localStore((d) => {
+        const faulty = faultyDoc(d, (items) =>
+          failing && eventKindsOf(items).includes('tool_result') ? code : null,
+        );
+        doc.injected = () => faulty.injected;
+        return faulty;
+      });
+      const tools = inProcessTools({ lookup: async (r) => ({ i: r.args.i }) });
+      const t = await makeTestEngine({
+        reducers: inProcessReducers({ '/r/loop': toolLoop(2) }),
+        tools,
+        models: noModel,
+        store: base,
+      });
+      const store = scopedStore(base);
+      const worker = t.another({ store });
+      const { run } = await worker.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
+        alice,
+      );
+      await t.drainMessages();
+
+      const err = await worker.stepRun(run.run_id).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(CommitRejected);
+      expect((err as CommitRejected).reason).toBe(
+        code === 'TransactionConflict' ? 'transaction_conflict' : 'throttled',
+      );
+      expect(doc.injected()).toBe(5); // the store's own attempts, with backoff
+      failing = false;
+      const stuck = await store.getRun(run.run_id);
+      expect(stuck).toMatchObject({ status: 'running', operation: { op_id: `${run.run_id}/op/1` } });
+      const lease = stuck?.lease;
+      if (lease === null || lease === undefined) throw new Error('the failed step left no lease');
+      const item = await rawRunItem(run.run_id);
+      expect(item?.sweep_due).toBe(lease.expires_at);
+      expect(item?.sweep_shard).toBe(sweepShardKey(run.run_id));
+      // The message is redelivered while the lease is live: busy, nothing touched.
+      expect(await t.another({ store }).stepRun(run.run_id)).toEqual({ kind: 'busy' });
+
+      // One sweep just before expiry does nothing; one just after takes over, and a worker finishes.
+      t.clock.advance(lease.expires_at - t.clock.now() - 1_000);
+      expect((await worker.sweep(shardOfRun(run.run_id))).taken_over).toBe(0);
+      t.clock.advance(2_000);
+      expect((await worker.sweep(shardOfRun(run.run_id))).taken_over).toBe(1);
+      expect(await t.drainMessages()).toEqual([run.run_id]);
+      expect(await t.another({ store }).stepRun(run.run_id)).toMatchObject({ status: 'completed' });
+
+      const outcomes = expectConvergedLog(await readAll(store, run.run_id));
+      expect([...outcomes.values()].map((o) => o[0]?.kind)).toEqual(['tool_result', 'tool_result']);
+      expect(tools.executions.get(`${run.run_id}/op/1`)).toBe(2); // replay-safe: dispatched again
+      expect(tools.executions.get(`${run.run_id}/op/2`)).toBe(1);
+    });
+  }
+
+  it('a TransactionConflict that clears within the store retries commits once, with no duplicate event', async () => {
+    let conflicts = 0;
+    const base = localStore((d) =>
+      faultyDoc(d, (items) => {
+        if (!eventKindsOf(items).includes('tool_result') || conflicts >= 2) return null;
+        conflicts += 1;
+        return 'TransactionConflict';
+      }),
+    );
+    const tools = inProcessTools({ lookup: async (r) => ({ i: r.args.i }) });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(2) }),
+      tools,
+      models: noModel,
+      store: base,
+    });
+    const store = scopedStore(base);
+    const { run } = await t
+      .another({ store })
+      .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice);
+    const retries = base.metrics.transactionRetries;
+    expect(await t.another({ store }).stepRun(run.run_id)).toMatchObject({ status: 'completed' });
+    expect(base.metrics.transactionRetries - retries).toBe(2);
+    expectConvergedLog(await readAll(store, run.run_id));
+    expect([...tools.executions.values()]).toEqual([1, 1]);
+  });
+
+  it('an ambiguous commit (it landed, the worker saw throttling) converges without running an operation twice', async () => {
+    const tools = inProcessTools({ lookup: async (r) => ({ i: r.args.i }) });
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/loop': toolLoop(2) }),
+      tools,
+      models: noModel,
+    });
+    const store = scopedStore(t.store);
+    let once = true;
+    const ambiguous = failingCommits(
+      store,
+      'throttled',
+      (c) => {
+        const hit = once && c.events.some((e) => e.kind === 'tool_result');
+        if (hit) once = false;
+        return hit;
+      },
+      { afterWrite: true },
+    );
+    const { run } = await t
+      .another({ store })
+      .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice);
+    await expect(t.another({ store: ambiguous }).stepRun(run.run_id)).rejects.toMatchObject({
+      reason: 'throttled',
+    });
+    // The fused commit landed: op 1's result, the reducer's answer and op 2's start.
+    const stuck = await store.getRun(run.run_id);
+    expect(stuck?.operation).toMatchObject({ op_id: `${run.run_id}/op/2` });
+    expect(stuck?.operation?.started_at).not.toBeNull();
+
+    const { record, rounds } = await settle(t.another({ store }), store, t.clock, run.run_id);
+    expect(rounds).toBe(1);
+    expect(record.status).toBe('completed');
+    expectConvergedLog(await readAll(store, run.run_id));
+    // op 2 was started but never dispatched by the worker that saw the failure: it runs once.
+    expect(tools.executions.get(`${run.run_id}/op/1`)).toBe(1);
+    expect(tools.executions.get(`${run.run_id}/op/2`)).toBe(1);
+  });
+});
+
+// ---------------------------------------------------------------- helpers
+
+/** The run record item as stored (with its index attributes), strongly consistent. */
+async function rawRunItem(runId: string): Promise<Record<string, unknown> | undefined> {
+  const local = inject('localServices');
+  const clients = createAwsClients(local);
+  try {
+    const out = await clients.doc.send(
+      new GetCommand({
+        TableName: local.tableName,
+        Key: { pk: `RUN#${runId}`, sk: 'R' },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item;
+  } finally {
+    clients.destroy();
+  }
+}
+
+/** Receives `n` messages from the queue (several ReceiveMessage calls if needed) as Lambda SQS records. */
+async function receiveBatch(sqs: SQSClient, queueUrl: string, n: number): Promise<SQSRecord[]> {
+  const out: SQSRecord[] = [];
+  for (let tries = 0; out.length < n && tries < 20; tries += 1) {
+    const res = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: Math.min(10, n - out.length),
+        WaitTimeSeconds: 1,
+      }),
+    );
+    for (const m of res.Messages ?? []) {
+      out.push({
+        messageId: m.MessageId ?? '',
+        receiptHandle: m.ReceiptHandle ?? '',
+        body: m.Body ?? '',
+        attributes: {
+          ApproximateReceiveCount: '1',
+          SentTimestamp: String(Date.now()),
+          SenderId: 'local',
+          ApproximateFirstReceiveTimestamp: String(Date.now()),
+        },
+        messageAttributes: {},
+        md5OfBody: m.MD5OfBody ?? '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:step',
+        awsRegion: 'us-east-1',
+      });
+    }
+  }
+  return out;
+}

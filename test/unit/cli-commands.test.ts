@@ -1,0 +1,466 @@
+/**
+ * The CLI's argument parsing (what request each command sends) and output (human and --json),
+ * over a fake API that records requests and answers from a table.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../bin/agent-runs.ts';
+import { runCli } from '../../bin/commands/program.ts';
+import { writeLocalState } from '../../lib/client/state-file.ts';
+import type { RunRecord } from '../../lib/contracts/index.ts';
+import { newRun } from '../support/runs.ts';
+
+interface Sent {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function waitingRun(): RunRecord {
+  const base = newRun({ run_id: 'run_1' }, 1_700_000_000_000);
+  return {
+    ...base,
+    status: 'waiting',
+    last_seq: 4,
+    usage: { ...base.usage, turns: 1, operations: 2, tool_calls: 1, input_tokens: 10, output_tokens: 5 },
+    open_requests: [
+      {
+        kind: 'approval',
+        request_id: 'run_1/req/1',
+        effect_id: '2:0',
+        subject: { kind: 'plan', digest: 'd'.repeat(64), digest_alg: 'sha256', summary: 'deploy v2' },
+        opened_at: 1_700_000_000_500,
+        expires_at: null,
+      },
+    ],
+    projection: { items: [{ key: 'a', title: 'Draft the plan', status: 'waiting' }], summary: 'planning' },
+  } as RunRecord;
+}
+
+/** Runs the CLI against a fake API: `answer(sent)` returns [status, body]. */
+async function cli(
+  args: string[],
+  answer: (sent: Sent) => [number, unknown] = () => [200, { ack: 'applied', seq: 5 }],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; url?: boolean; tty?: NodeJS.WritableStream } = {},
+) {
+  const sent: Sent[] = [];
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(
+    COMMANDS,
+    [...(options.url === false ? [] : ['--url', 'http://api.test']), ...args],
+    {
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+      tty: options.tty,
+      cwd: options.cwd ?? '/nonexistent',
+      env: options.env ?? {},
+      fetch: async (request) => {
+        const url = new URL(request.url);
+        const text = await request.text();
+        const s: Sent = {
+          method: request.method,
+          path: url.pathname,
+          query: Object.fromEntries(url.searchParams),
+          headers: Object.fromEntries(request.headers),
+          body: text === '' ? undefined : JSON.parse(text),
+        };
+        sent.push(s);
+        const [status, body] = answer(s);
+        return new Response(JSON.stringify(body), {
+          status,
+          headers: { 'content-type': 'application/json' },
+        });
+      },
+    },
+  );
+  return { code, sent, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('agent-runs runs', () => {
+  it('runs create sends the subject, reducer, parsed input and options, and prints the capability once', async () => {
+    const run = newRun({ run_id: 'run_9' });
+    const r = await cli(
+      [
+        'runs',
+        'create',
+        '--workspace',
+        'ai',
+        '--path',
+        '/chats/1',
+        '--reducer',
+        '/agents/x',
+        '--input',
+        '{"text":"hi"}',
+        '--budgets',
+        '{"max_turns":3}',
+        '--on-exceeded',
+        'fail',
+        '--create-key',
+        'k1',
+      ],
+      () => [201, { run, created: true, control_capability: 'cap-secret' }],
+    );
+    expect(r.code).toBe(0);
+    expect(r.sent).toEqual([
+      expect.objectContaining({
+        method: 'POST',
+        path: '/runs',
+        body: {
+          subject: { workspace: 'ai', path: '/chats/1' },
+          reducer: { function_path: '/agents/x' },
+          input: { text: 'hi' },
+          budgets: { max_turns: 3 },
+          on_exceeded: 'fail',
+          create_key: 'k1',
+        },
+      }),
+    ]);
+    expect(r.out).toBe('created run_9 (queued)\ncontrol capability (shown once): cap-secret');
+  });
+
+  it('runs create takes a plain-string input and says when the subject already had a live run', async () => {
+    const run = newRun({ run_id: 'run_live' });
+    const r = await cli(
+      ['runs', 'create', '--workspace', 'ai', '--path', '/c', '--input', 'hello there'],
+      () => [200, { run, created: false }],
+    );
+    expect(r.sent[0]?.body).toEqual({ subject: { workspace: 'ai', path: '/c' }, input: 'hello there' });
+    expect(r.out).toMatch(/^existing run run_live \(queued\)/);
+  });
+
+  it('runs create refuses a half subject before sending anything', async () => {
+    const r = await cli(['runs', 'create', '--workspace', 'ai']);
+    expect(r).toMatchObject({ code: 1, sent: [] });
+    expect(r.err).toBe('error: --workspace and --path go together');
+  });
+
+  it('runs get prints status, subject, usage, the plan and how to answer an open approval', async () => {
+    const r = await cli(['runs', 'get', 'run_1'], () => [200, waitingRun()]);
+    expect(r.sent[0]).toMatchObject({ method: 'GET', path: '/runs/run_1' });
+    expect(r.out).toMatch(/^run\s+run_1$/m);
+    expect(r.out).toMatch(/^status\s+waiting$/m);
+    expect(r.out).toMatch(/^subject\s+ai:\/chats\/c1$/m);
+    expect(r.out).toContain('turns 1 · operations 2 · model calls 0 · tool calls 1 · tokens 10 in / 5 out');
+    expect(r.out).toContain(`agent-runs approve run_1 run_1/req/1 --digest ${'d'.repeat(64)}`);
+    expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
+  });
+
+  it('--json prints the API response as JSON', async () => {
+    const run = waitingRun();
+    const r = await cli(['--json', 'runs', 'get', 'run_1'], () => [200, run]);
+    expect(JSON.parse(r.out)).toEqual(JSON.parse(JSON.stringify(run)));
+  });
+
+  it('runs list without a filter asks every live status and merges them newest first', async () => {
+    const older = { ...newRun({ run_id: 'run_old' }, 1_000) };
+    const newer = { ...waitingRun(), run_id: 'run_new', created_at: 2_000 } as RunRecord;
+    const r = await cli(['runs', 'list'], (s) => [
+      200,
+      { runs: s.query.status === 'queued' ? [older] : s.query.status === 'waiting' ? [newer] : [] },
+    ]);
+    expect(r.sent.map((s) => s.query.status).sort()).toEqual([
+      'cancelling',
+      'paused',
+      'queued',
+      'running',
+      'waiting',
+    ]);
+    const rows = r.out.split('\n');
+    expect(rows[0]).toMatch(/^RUN\s+STATUS\s+SUBJECT\s+CREATED$/);
+    expect(rows.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
+  });
+
+  it('runs list --status pages with a cursor and prints the next one', async () => {
+    const r = await cli(['runs', 'list', '--status', 'waiting', '--limit', '5', '--cursor', 'c0'], () => [
+      200,
+      { runs: [waitingRun()], cursor: 'c1' },
+    ]);
+    expect(r.sent[0]?.query).toEqual({ status: 'waiting', limit: '5', cursor: 'c0' });
+    expect(r.out).toContain('next page: --cursor c1');
+  });
+});
+
+describe('agent-runs controls', () => {
+  it('approve quotes the digest, generates a control id, and prints the ack', async () => {
+    const r = await cli(['approve', 'run_1', 'run_1/req/1', '--digest', 'abc']);
+    expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/runs/run_1/controls' });
+    expect(r.sent[0]?.body).toEqual({
+      command: 'approve',
+      request_id: 'run_1/req/1',
+      subject_digest: 'abc',
+      decision: 'approved',
+      control_id: expect.stringMatching(UUID),
+    });
+    expect(r).toMatchObject({ code: 0, out: 'applied (seq 5)' });
+  });
+
+  it('approve needs --digest, and --reject sends a rejection', async () => {
+    const missing = await cli(['approve', 'run_1', 'req']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain("required option '--digest <subject_digest>' not specified");
+    const rejected = await cli(['approve', 'run_1', 'req', '--digest', 'd', '--reject', '--reason', 'no']);
+    expect(rejected.sent[0]?.body).toMatchObject({ decision: 'rejected', reason: 'no' });
+  });
+
+  it('resume sends budget_increase and accept_reducer_change; a bad JSON option sends nothing', async () => {
+    const r = await cli([
+      'resume',
+      'run_1',
+      '--budget-increase',
+      '{"max_operations":5}',
+      '--accept-reducer-change',
+    ]);
+    expect(r.sent[0]?.body).toMatchObject({
+      command: 'resume',
+      budget_increase: { max_operations: 5 },
+      accept_reducer_change: true,
+    });
+    const bad = await cli(['resume', 'run_1', '--budget-increase', 'more']);
+    expect(bad).toMatchObject({ code: 1, sent: [] });
+    expect(bad.err).toBe('error: --budget-increase must be JSON: more');
+  });
+
+  it('steer, answer, stop and pause send their command with the given control id and capability', async () => {
+    const steer = await cli(['steer', 'run_1', 'look again', '--control-id', 'c-1', '--capability', 'cap']);
+    expect(steer.sent[0]?.body).toEqual({ command: 'steer', input: 'look again', control_id: 'c-1' });
+    expect(steer.sent[0]?.headers['x-control-capability']).toBe('cap');
+    const answer = await cli(['answer', 'run_1', 'req_2', '{"flight":"HAT001"}']);
+    expect(answer.sent[0]?.body).toMatchObject({
+      command: 'provide_input',
+      request_id: 'req_2',
+      value: { flight: 'HAT001' },
+    });
+    const stop = await cli(['stop', 'run_1', '--reason', 'done']);
+    expect(stop.sent[0]?.body).toMatchObject({ command: 'stop', reason: 'done' });
+    const pause = await cli(['pause', 'run_1']);
+    expect(pause.sent[0]?.body).toEqual({ command: 'pause', control_id: expect.stringMatching(UUID) });
+  });
+
+  it('prints duplicate and rejected acks; a rejected one exits 2', async () => {
+    const dup = await cli(['stop', 'run_1'], () => [200, { ack: 'duplicate', original_seq: 7 }]);
+    expect(dup).toMatchObject({ code: 0, out: 'duplicate (original seq 7)' });
+    const rej = await cli(['stop', 'run_1'], () => [
+      200,
+      { ack: 'rejected', reason: 'run_terminal', seq: 9 },
+    ]);
+    expect(rej).toMatchObject({ code: 2, out: 'rejected: run_terminal (seq 9)' });
+  });
+
+  it('deliver posts the JSON result to the resume key', async () => {
+    const r = await cli(['deliver', 'rk-1', '{"status":"done"}'], () => [200, { run_id: 'run_1', seq: 12 }]);
+    expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/results/rk-1', body: { status: 'done' } });
+    expect(r.out).toBe('delivered to run_1 (seq 12)');
+    const bad = await cli(['deliver', 'rk-1', 'not json']);
+    expect(bad).toMatchObject({ code: 1, sent: [] });
+  });
+});
+
+describe('agent-runs events and tools', () => {
+  it('events prints one line per event and where the next page starts', async () => {
+    const page = {
+      events: [
+        { seq: 1, kind: 'run_started', at: Date.UTC(2026, 0, 1, 12, 0, 0, 5), data: {} },
+        {
+          seq: 2,
+          kind: 'request_opened',
+          at: Date.UTC(2026, 0, 1, 12, 0, 1),
+          data: { kind: 'input', request_id: 'r/req/1', question: 'which flight?' },
+        },
+      ],
+      next_after: 2,
+      last_seq: 5,
+      status: 'waiting',
+    };
+    const r = await cli(['events', 'run_1', '--limit', '2'], () => [200, page]);
+    expect(r.sent[0]?.query).toEqual({ after: '0', limit: '2' });
+    expect(r.out.split('\n')).toEqual([
+      '#   1  12:00:00.005  run_started',
+      '#   2  12:00:01.000  request_opened          question r/req/1: "which flight?"',
+      'more: --after 2 (last seq 5, waiting)',
+    ]);
+  });
+
+  /** A fake API for `events --follow`: two pages, the run completing on the second. */
+  function followApi(s: Sent): [number, unknown] {
+    const ev = (seq: number, kind: string) => ({ seq, kind, at: Date.UTC(2026, 0, 1), data: {} });
+    const run = newRun({ run_id: 'run_1' });
+    if (s.path === '/runs/run_1') {
+      const done = s.query.after === undefined && sentCount++ > 0;
+      return [
+        200,
+        done
+          ? {
+              ...run,
+              status: 'completed',
+              lease: null,
+              operation: null,
+              open_requests: [],
+              queued_steers: [],
+              terminal_reason: 'completed',
+              finished_at: 1,
+              owed: [],
+              outcome: 'succeeded',
+              last_seq: 3,
+              usage: { ...run.usage, operations: 1 },
+            }
+          : { ...run, last_seq: 2 },
+      ];
+    }
+    if (s.query.after === '0') {
+      return [
+        200,
+        {
+          events: [ev(1, 'run_started'), ev(2, 'operation_started')],
+          next_after: 2,
+          last_seq: 2,
+          status: 'running',
+        },
+      ];
+    }
+    return [200, { events: [ev(3, 'run_completed')], next_after: 3, last_seq: 3, status: 'completed' }];
+  }
+  let sentCount = 0;
+
+  it('events --follow prints events as they arrive until the run ends, and long-polls', async () => {
+    sentCount = 0;
+    const r = await cli(['events', 'run_1', '--follow'], followApi);
+    expect(r.code).toBe(0);
+    expect(r.out.split('\n')).toEqual([
+      '#   1  00:00:00.000  run_started',
+      '#   2  00:00:00.000  operation_started',
+      '#   3  00:00:00.000  run_completed',
+      'run run_1 completed: completed',
+    ]);
+    const polls = r.sent.filter((x) => x.path.endsWith('/events'));
+    expect(polls.map((x) => x.query)).toEqual([
+      { after: '0', limit: '100', wait: '20' },
+      { after: '2', limit: '100', wait: '20' },
+    ]);
+  });
+
+  it('events --follow --json prints one JSON event per line', async () => {
+    sentCount = 0;
+    const r = await cli(['--json', 'events', 'run_1', '--follow'], followApi);
+    expect(r.out.split('\n').map((l) => JSON.parse(l).seq)).toEqual([1, 2, 3]);
+  });
+
+  it('events --follow on a terminal draws a live status line under the events', async () => {
+    sentCount = 0;
+    const chunks: string[] = [];
+    const tty = Object.assign(new PassThrough(), { isTTY: true, columns: 120 });
+    tty.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const r = await cli(['events', 'run_1', '--follow'], followApi, { tty });
+    expect(r.code).toBe(0);
+    const drawn = chunks.join('');
+    expect(drawn).toContain('#   3  00:00:00.000  run_completed');
+    expect(drawn).toMatch(/completed \| ops 1 \| turns 0 \| model 0 \| tools 0 \| tokens 0 \| seq 3/);
+    expect(r.out).toBe('run run_1 completed: completed');
+  });
+
+  it('tools prints a table of metadata', async () => {
+    const r = await cli(['tools'], () => [
+      200,
+      {
+        tools: [
+          {
+            name: 'lookup',
+            version: '1.2.0',
+            description: 'finds things',
+            input_schema: {},
+            metadata: {
+              mutating: false,
+              replay_safe: true,
+              risk: 'low',
+              timeout_ms: 1000,
+              max_output_bytes: 10,
+              approval: 'never',
+            },
+          },
+        ],
+      },
+    ]);
+    expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+finds things$/);
+  });
+});
+
+describe('agent-runs configuration and errors', () => {
+  it('reads the URL and token from .agent-runs/local.json, and sends that token only to that URL', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'agent-runs-cli-'));
+    writeLocalState({ url: 'http://127.0.0.1:8787', token: 'local-tok' }, cwd);
+    const local = await cli(['tools'], () => [200, { tools: [] }], { cwd, url: false });
+    expect(local.sent[0]?.headers.authorization).toBe('Bearer local-tok');
+    expect(local.out).toBe('no tools registered');
+
+    const elsewhere = await cli(['tools'], () => [200, { tools: [] }], { cwd });
+    expect(elsewhere.sent[0]?.headers.authorization).toBeUndefined();
+
+    const env = await cli(['tools'], () => [200, { tools: [] }], {
+      cwd,
+      url: false,
+      env: { AGENT_RUNS_URL: 'http://env.test', AGENT_RUNS_TOKEN: 'env-tok' },
+    });
+    expect(env.sent[0]?.headers.authorization).toBe('Bearer env-tok');
+  });
+
+  it('explains how to get a URL when there is none', async () => {
+    const r = await cli(['tools'], undefined, { url: false });
+    expect(r).toMatchObject({ code: 1, sent: [] });
+    expect(r.err).toMatch(/^error: no API URL: pass --url, set AGENT_RUNS_URL, or start the local stack/);
+  });
+
+  it('prints API errors with their code and validation paths, as JSON with --json', async () => {
+    const body = {
+      code: 'validation_failed',
+      message: 'invalid json subject.path: too short',
+      details: { issues: [{ path: 'subject.path', code: 'too_small', message: 'too short' }] },
+    };
+    const human = await cli(['runs', 'create', '--workspace', 'ai', '--path', 'x'], () => [400, body]);
+    expect(human.code).toBe(1);
+    expect(human.err).toBe(
+      'error: validation_failed: invalid json subject.path: too short\n  subject.path: too short',
+    );
+    const json = await cli(['--json', 'runs', 'get', 'run_x'], () => [
+      404,
+      { code: 'run_not_found', message: 'gone', details: {} },
+    ]);
+    expect(JSON.parse(json.err)).toEqual({
+      error: { code: 'run_not_found', status: 404, message: 'gone', details: {} },
+    });
+  });
+
+  it('fails on an unknown command with commander usage on stderr', async () => {
+    const r = await cli(['explode']);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("unknown command 'explode'");
+  });
+
+  it('builds the program from the command modules listed in bin/agent-runs.ts', async () => {
+    expect(COMMANDS.map((m) => m.name)).toEqual(
+      expect.arrayContaining(['runs', 'events', 'controls', 'tools', 'functions']),
+    );
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    for (const name of [
+      'runs',
+      'events',
+      'stop',
+      'pause',
+      'resume',
+      'steer',
+      'approve',
+      'answer',
+      'deliver',
+      'tools',
+    ]) {
+      expect(help.out).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
+    }
+  });
+});
