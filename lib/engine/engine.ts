@@ -170,6 +170,7 @@ export function createEngine(options: EngineOptions): Engine {
   const log = options.log ?? (() => {});
 
   /** Sends a wake-up after a commit that left work. A lost message is covered by wake_at. */
+  /** Sends the step message after a commit. A lost message is covered by the run's wake_at. */
   async function wake(runId: string): Promise<void> {
     await faults('after_commit_before_send', runId);
     try {

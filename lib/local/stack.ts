@@ -54,6 +54,8 @@ export interface LocalStackOptions {
   sandboxLimits?: Partial<SandboxLimits>;
   /** Fault injection at the engine's crash points (tests). */
   faults?: RuntimeConfig['faults'];
+  /** Wraps the step queue (chaos: duplicated and delayed step messages). */
+  wrapQueue?: RuntimeConfig['wrapQueue'];
   /** How long one ReceiveMessage long-polls, in ms (rounded up to whole seconds, 1 000..20 000; default 1 000). */
   pollIntervalMs?: number;
   /** Step batches handled at once (default 4). */
@@ -206,6 +208,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         'modelFunctions',
         'toolPolicy',
         'faults',
+        'wrapQueue',
         'leaseTtlMs',
         'heartbeatMs',
         'wakeGraceMs',

@@ -2,7 +2,8 @@
  * Starts the local stack wired for a replay (recorded tools, recorded model, chaos hooks) and
  * talks to it over HTTP with the product's client, the way a user's client would.
  */
-import { createClient } from '../client/index.ts';
+import { ApiError, createClient } from '../client/index.ts';
+import type { LogSink } from '../handlers/observability.ts';
 import { startLocalStack } from '../local/stack.ts';
 import type { ReplayApi } from './driver.ts';
 import type { StartReplayStack } from './run-replay.ts';
@@ -11,7 +12,11 @@ export interface LocalReplayStackOptions {
   port?: number;
   /** Parallel step batches (default 8). */
   pollerConcurrency?: number;
+  /** Where the stack's own log goes; default: dropped (chaos makes the workers log every kill). */
+  logger?: LogSink;
 }
+
+const SILENT: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** A StartReplayStack over the local stack: in-memory DynamoDB Local + fauxqs, HTTP gateway. */
 export function localReplayStack(options: LocalReplayStackOptions = {}): StartReplayStack {
@@ -19,6 +24,7 @@ export function localReplayStack(options: LocalReplayStackOptions = {}): StartRe
     const stack = await startLocalStack({
       port: options.port ?? 0,
       stateDir: false,
+      logger: options.logger ?? SILENT,
       registerTools,
       modelFunctions,
       leaseTtlMs,
@@ -31,15 +37,31 @@ export function localReplayStack(options: LocalReplayStackOptions = {}): StartRe
       ...(chaos ? { faults: chaos.faults, wrapQueue: chaos.wrapQueue } : {}),
     });
     const client = createClient({ baseUrl: stack.url, token: stack.token });
+    // Every call the replay client makes is idempotent (create_key, control_id, reads), so a
+    // server error (e.g. the API process "killed" after its commit) is retried, as a user would.
     const api: ReplayApi = {
-      createRun: (body) => client.createRun(body as Parameters<typeof client.createRun>[0]),
-      getRun: (runId) => client.getRun(runId),
+      createRun: (body) => retrying(() => client.createRun(body as Parameters<typeof client.createRun>[0])),
+      getRun: (runId) => retrying(() => client.getRun(runId)),
       async events(runId, after, limit, waitSeconds) {
-        const page = await client.events(runId, { after, limit, wait: waitSeconds });
+        const page = await retrying(() => client.events(runId, { after, limit, wait: waitSeconds }));
         return page.events;
       },
-      control: (runId, control) => client.control(runId, control as Parameters<typeof client.control>[1]),
+      control: (runId, control) =>
+        retrying(() => client.control(runId, control as Parameters<typeof client.control>[1])),
     };
     return { api, stop: () => stack.stop() };
   };
+}
+
+/** Retries a call that failed with a server error or an unreachable API (5 attempts, backoff). */
+async function retrying<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call();
+    } catch (err) {
+      const transient = err instanceof ApiError && (err.status >= 500 || err.status === 0);
+      if (!transient || attempt >= 5) throw err;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
 }
