@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { startCommand } from '../lib/local/start-command.ts';
 /**
  * The `agent-runs` CLI (package.json "bin"): a commander program built from the command modules
  * listed below, over the typed client (lib/client). The default URL and token come from the
@@ -15,7 +16,7 @@ import { functionsCommand, toolsCommand } from './commands/tools.ts';
 
 /** Every command of the CLI, in help order. Adding a command is one line here. */
 export const COMMANDS: readonly CommandModule[] = [
-  // `agent-runs start` (the local stack) goes first: a CommandModule from lib/local.
+  startCommand,
   runsCommand,
   eventsCommand,
   controlsCommand,

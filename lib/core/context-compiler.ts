@@ -19,7 +19,28 @@
  * | model_turn_completed                    | assistant: `data.message.text` (null when absent), |
  * |                                         | `data.tool_calls` [{call_id, name, args}]          |
  * | tool_result with call_id, not waiting   | tool: call_id, name, content = tool-visible text   |
- * | operation_failed with data.call_id      | tool: call_id, name, `Error: <data.message>`       |
+ * | operation_failed with data.call_id,     | tool: call_id, name, `Error: <data.message>`       |
+ * |   final for its call (see below)        |                                                    |
+ * | (opts.answers, see below)               | tool: call_id, name, the answer's content          |
+ *
+ * A failed call attempt is shown only when it is the call's final outcome: an operation_failed
+ * with a call_id produces a tool message only when no later operation_failed or tool_result
+ * (of any status) for the same call_id comes before the next model_turn_completed. A call that
+ * was retried and then succeeded therefore appears once, with its success; a call retried until
+ * it failed for good appears once, with its last failure.
+ *
+ * The reducer's own answers (`opts.answers`: the entries of the request_model_turn effect's
+ * `tool_results` that carry `content`, for calls the reducer answered without a tool_result
+ * event: refused, outcome_unknown, error, not_executed, unknown tool). For each answer, in the
+ * given order: find the latest assistant message (model_turn_completed in range) whose
+ * tool_calls include its call_id; if there is none (the turn is outside the window, or the id
+ * was never issued) the answer is dropped; if a tool message for that call_id already follows
+ * that assistant message (from the log, or an earlier answer) the answer is dropped; otherwise
+ * a tool message `{call_id, name: the name the model used in that turn, content}` is inserted
+ * right after that assistant message and the tool messages immediately following it (so it
+ * precedes any user message compiled after the turn). Answers are not events: they do not
+ * appear in the manifest. Net effect: every call of an answered turn is followed by exactly one
+ * tool message, as provider APIs require.
  *
  * User text of an input value: a string verbatim; an object with a string `text` field → that
  * text; null/undefined → no message (the event is skipped); anything else → canonical JSON.
@@ -42,7 +63,8 @@
  * Skipped on purpose: tool_result without call_id (a call the reducer made on its own, which
  * the model never asked for) and tool_result whose envelope is `waiting` (the model sees the
  * result delivered later for the same call); approvals (request_resolved kind approval);
- * operation_failed without call_id (e.g. a failed model turn).
+ * operation_failed without call_id (e.g. a failed model turn) and operation_failed followed by
+ * another outcome of its call before the next model turn (a retried attempt).
  *
  * Pure: no I/O, no clock. Throws ContextCompileError (`context_event_invalid`) when a relevant
  * event's data does not match its contract shape: a corrupt log is a bug, never silently
@@ -86,6 +108,19 @@ export interface CompileContextOptions {
   from_seq?: number | undefined;
   /** Last seq to include (default: all): events with a larger seq are ignored. */
   to_seq?: number | undefined;
+  /**
+   * The reducer's own answers to tool calls (request_model_turn.tool_results entries carrying
+   * `content`), placed as tool messages after the turn that issued each call (module docstring).
+   * `name` is informational: the message carries the name the model gave the call.
+   */
+  answers?: readonly ToolCallAnswer[] | undefined;
+}
+
+/** A tool call the reducer answered itself: `content` is the text the model sees. */
+export interface ToolCallAnswer {
+  call_id: string;
+  name?: string | undefined;
+  content: string;
 }
 
 /** Envelope statuses whose absent string payload is shown to the model as `Error: ...`. */
@@ -96,7 +131,8 @@ const ERROR_STATUSES: ReadonlySet<string> = new Set(['failed', 'blocked', 'retry
  * read once). Returns the messages and the manifest `{from_seq, to_seq, included: [{seq, kind,
  * role}]}` where `from_seq` is the option (default 1), `to_seq` the largest seq considered (or
  * `from_seq - 1` when no event is in range) and `included` lists the events that produced a
- * message, in message order. Throws ContextCompileError on a malformed relevant event.
+ * message, in message order (reducer answers, which are not events, are not listed). Throws
+ * ContextCompileError on a malformed relevant event.
  */
 export function compileContext(
   events: readonly RunEvent[],
@@ -105,13 +141,15 @@ export function compileContext(
   const fromSeq = opts.from_seq ?? 1;
   const toSeq = opts.to_seq ?? Number.POSITIVE_INFINITY;
   const inRange = events.filter((e) => e.seq >= fromSeq && e.seq <= toSeq);
-  const ordered = [...inRange].sort((a, b) => a.seq - b.seq);
+  const ordered = dedupeBySeq([...inRange].sort((a, b) => a.seq - b.seq));
+  const finalFailures = finalFailureSeqs(ordered);
 
   const messages: ContextMessage[] = [];
   const included: CompiledContext['manifest']['included'] = [];
   /** call_id → the name the model gave it in the latest assistant turn that issued it. */
   const callNames = new Map<string, string>();
-  let lastSeq = fromSeq - 1;
+  /** call_id → index in `messages` of the latest assistant message that issued it. */
+  const callTurns = new Map<string, number>();
 
   const push = (event: RunEvent, message: ContextMessage): void => {
     messages.push(message);
@@ -121,8 +159,6 @@ export function compileContext(
   if (opts.instructions !== undefined) messages.push({ role: 'system', content: opts.instructions });
 
   for (const event of ordered) {
-    if (event.seq === lastSeq) continue;
-    lastSeq = event.seq;
     switch (event.kind) {
       case 'run_started': {
         const text = userText(parse(RunStartedData, event).input);
@@ -144,7 +180,10 @@ export function compileContext(
       case 'model_turn_completed': {
         const data = parse(ModelTurnCompletedData, event);
         const toolCalls = data.tool_calls.map((c) => ({ call_id: c.call_id, name: c.name, args: c.args }));
-        for (const call of toolCalls) callNames.set(call.call_id, call.name);
+        for (const call of toolCalls) {
+          callNames.set(call.call_id, call.name);
+          callTurns.set(call.call_id, messages.length);
+        }
         push(event, { role: 'assistant', content: data.message.text ?? null, tool_calls: toolCalls });
         break;
       }
@@ -162,7 +201,7 @@ export function compileContext(
       case 'operation_failed': {
         const data = parse(OperationFailedData, event);
         const callId = event.data.call_id;
-        if (typeof callId !== 'string' || callId === '') break;
+        if (typeof callId !== 'string' || callId === '' || !finalFailures.has(event.seq)) break;
         const tool = typeof event.data.tool === 'string' ? event.data.tool : '';
         push(event, {
           role: 'tool',
@@ -178,7 +217,77 @@ export function compileContext(
   }
 
   const toSeqOut = ordered.length > 0 ? (ordered[ordered.length - 1]?.seq ?? fromSeq - 1) : fromSeq - 1;
-  return { messages, manifest: { from_seq: fromSeq, to_seq: toSeqOut, included } };
+  return {
+    messages: placeAnswers(messages, opts.answers ?? [], callTurns, callNames),
+    manifest: { from_seq: fromSeq, to_seq: toSeqOut, included },
+  };
+}
+
+/** `sorted` (by seq) without repeated seqs: the first event of each seq is kept. */
+function dedupeBySeq(sorted: readonly RunEvent[]): RunEvent[] {
+  return sorted.filter((event, i) => i === 0 || sorted[i - 1]?.seq !== event.seq);
+}
+
+/**
+ * The seqs of the operation_failed events (with a string call_id) that are their call's final
+ * outcome: no later operation_failed or tool_result for the same call_id before the next
+ * model_turn_completed. `ordered` is sorted by seq without duplicates. Reads only `call_id`.
+ */
+function finalFailureSeqs(ordered: readonly RunEvent[]): ReadonlySet<number> {
+  /** call_id → seq of its latest outcome event since the last model turn. */
+  const latest = new Map<string, { seq: number; failed: boolean }>();
+  const finals = new Set<number>();
+  const flush = (): void => {
+    for (const outcome of latest.values()) if (outcome.failed) finals.add(outcome.seq);
+    latest.clear();
+  };
+  for (const event of ordered) {
+    if (event.kind === 'model_turn_completed') flush();
+    if (event.kind !== 'operation_failed' && event.kind !== 'tool_result') continue;
+    const callId = event.data.call_id;
+    if (typeof callId !== 'string' || callId === '') continue;
+    latest.set(callId, { seq: event.seq, failed: event.kind === 'operation_failed' });
+  }
+  flush();
+  return finals;
+}
+
+/**
+ * `messages` with the reducer's answers inserted (module docstring): each after the tool
+ * messages that immediately follow the latest assistant message issuing its call_id
+ * (`callTurns`: call_id → that message's index), unless the turn is unknown or a tool message
+ * for the call already follows it. Returns `messages` itself when nothing is inserted.
+ */
+function placeAnswers(
+  messages: ContextMessage[],
+  answers: readonly ToolCallAnswer[],
+  callTurns: ReadonlyMap<string, number>,
+  callNames: ReadonlyMap<string, string>,
+): ContextMessage[] {
+  /** insertion index (before messages[index]) → the tool messages to insert there, in order. */
+  const inserts = new Map<number, ContextMessage[]>();
+  const placed = new Set<string>();
+  for (const answer of answers) {
+    const turn = callTurns.get(answer.call_id);
+    if (turn === undefined || placed.has(answer.call_id)) continue;
+    const answered = messages.some((m, i) => i > turn && m.role === 'tool' && m.call_id === answer.call_id);
+    if (answered) continue;
+    let at = turn + 1;
+    while (messages[at]?.role === 'tool') at++;
+    const name = callNames.get(answer.call_id) ?? answer.name ?? '';
+    const list = inserts.get(at) ?? [];
+    list.push({ role: 'tool', call_id: answer.call_id, name, content: answer.content });
+    inserts.set(at, list);
+    placed.add(answer.call_id);
+  }
+  if (inserts.size === 0) return messages;
+  const out: ContextMessage[] = [];
+  for (let i = 0; i <= messages.length; i++) {
+    out.push(...(inserts.get(i) ?? []));
+    const message = messages[i];
+    if (message !== undefined) out.push(message);
+  }
+  return out;
 }
 
 /**

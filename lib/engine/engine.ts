@@ -11,8 +11,8 @@ import { z } from 'zod';
 import {
   Budgets,
   type ControlAck,
-  type Effect,
   Control as ControlSchema,
+  type Effect,
   isTerminalStatus,
   JsonObject,
   type ModelTurnInput,
@@ -27,8 +27,8 @@ import {
 import { compileContext } from '../core/context-compiler.ts';
 import { type Caller, capabilityHash, controlDigest, isAuthorized } from '../core/controls.ts';
 import { effectiveProjection } from '../core/projection.ts';
-import { validateReducerResponse } from '../core/reducer-validation.ts';
 import { buildReducerRequest, toReducerEvent } from '../core/reducer-request.ts';
+import { validateReducerResponse } from '../core/reducer-validation.ts';
 import {
   acquireLease,
   applyReducerAnswer,
@@ -45,13 +45,13 @@ import {
   LEASE_TTL_MS,
   type OperationResult,
   operationGated,
-  type ReducerAnswer,
   pauseRun,
+  type ReducerAnswer,
   releaseLease,
   renewLease,
   startOperation,
-  takeOver,
   type TransitionResult,
+  takeOver,
 } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { StepQueue } from '../queue/step-queue.ts';
@@ -880,7 +880,23 @@ export function createEngine(options: EngineOptions): Engine {
         const context = (effect.context ?? {}) as { transcript?: { from_seq?: number } };
         const fromSeq = context.transcript?.from_seq ?? 1;
         const events = await this.eventsFrom(fromSeq);
-        const compiled = compileContext(events, { instructions: effect.instructions, from_seq: fromSeq });
+        // Calls the reducer answered itself (no tool_result event) carry the model-visible `content`.
+        const answers = (effect.tool_results ?? []).flatMap((r) =>
+          typeof r.content === 'string'
+            ? [
+                {
+                  call_id: r.call_id,
+                  ...(typeof r.name === 'string' ? { name: r.name } : {}),
+                  content: r.content,
+                },
+              ]
+            : [],
+        );
+        const compiled = compileContext(events, {
+          instructions: effect.instructions,
+          from_seq: fromSeq,
+          answers,
+        });
         const input: ModelTurnInput = {
           run_id: record.run_id,
           operation_id: op.op_id,

@@ -105,7 +105,9 @@ export function createSweeperHandler(deps: SweeperDeps | (() => SweeperDeps)): S
         const started = performance.now();
         const report = await d.engine.sweep(shards);
         passes.push(report);
-        d.logger.info('sweeper pass', {
+        // A pass that did nothing is routine (every 30 s in AWS, every few seconds locally): debug.
+        const acted = report.taken_over + report.woken + report.expired + report.finalized > 0;
+        (acted ? d.logger.info : d.logger.debug).call(d.logger, 'sweeper pass', {
           pass,
           ...report,
           ...(shards !== undefined ? { shards } : {}),

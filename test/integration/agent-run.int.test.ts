@@ -19,7 +19,7 @@ function scripted(turns: ModelTurnOutput[]): ModelTurnFunction & { seen: string[
     seen.push(context.messages.map((m) => (m.role === 'tool' ? `tool:${m.name}:${m.content}` : m.role)));
     const next = turns[seen.length - 1];
     return next ?? { error_class: 'recording_exhausted', message: 'no more turns', retryable: false };
-  }) as ModelTurnFunction & { seen: string[][] };
+  }) as unknown as ModelTurnFunction & { seen: string[][] };
   fn.seen = seen;
   return fn;
 }

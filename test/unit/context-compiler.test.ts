@@ -169,6 +169,151 @@ describe('compileContext', () => {
     expect(manifest.included[1]).toEqual({ seq: 2, kind: 'operation_failed', role: 'tool' });
   });
 
+  it('shows a retried tool call once, with the success that followed its failed attempts', () => {
+    reset();
+    const failed = (message: string) =>
+      ev('operation_failed', {
+        call_id: 'c1',
+        tool: '/lib/air/search',
+        error_class: 'timeout',
+        retryable: true,
+        outcome_unknown: false,
+        message,
+      });
+    const events = [
+      ev('model_turn_completed', {
+        message: {},
+        tool_calls: [{ call_id: 'c1', name: 'search', args: {} }],
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      failed('attempt 1 timed out'),
+      failed('attempt 2 timed out'),
+      ev('tool_result', {
+        call_id: 'c1',
+        tool: '/lib/air/search',
+        envelope: envelope({ payload: 'HAT001' }),
+      }),
+    ];
+    const { messages, manifest } = compileContext(events);
+    expect(messages.filter((m) => m.role === 'tool')).toEqual([
+      { role: 'tool', call_id: 'c1', name: 'search', content: 'HAT001' },
+    ]);
+    expect(manifest.included.map((i) => i.seq)).toEqual([1, 4]);
+  });
+
+  it('shows a call that failed on every attempt once, with its last failure', () => {
+    reset();
+    const failed = (message: string) =>
+      ev('operation_failed', {
+        call_id: 'c1',
+        error_class: 'timeout',
+        retryable: true,
+        outcome_unknown: false,
+        message,
+      });
+    const turn = (text: string | null, calls: { call_id: string; name: string; args: object }[]) =>
+      ev('model_turn_completed', { message: { text }, tool_calls: calls, finish_reason: 'stop', usage });
+    const events = [
+      turn(null, [{ call_id: 'c1', name: 'search', args: {} }]),
+      failed('first'),
+      failed('last'),
+      turn('Sorry', []),
+      // A later turn reusing the id: its failure belongs to that turn, not to the first one.
+      turn(null, [{ call_id: 'c1', name: 'search', args: {} }]),
+      failed('again'),
+    ];
+    const tools = compileContext(events).messages.filter((m) => m.role === 'tool');
+    expect(tools.map((m) => m.content)).toEqual(['Error: last', 'Error: again']);
+  });
+
+  it("answers a call refused at approval with the reducer's own text, before the next user message", () => {
+    reset();
+    const events = [
+      ev('run_started', { input: 'Cancel my booking and check seats' }),
+      ev('model_turn_completed', {
+        message: { text: null },
+        tool_calls: [
+          { call_id: 'c1', name: 'cancel_reservation', args: { id: 'X' } },
+          { call_id: 'c2', name: 'get_seats', args: {} },
+        ],
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      ev('request_opened', { request_id: 'r/1', kind: 'approval' }),
+      ev('request_resolved', {
+        request_id: 'r/1',
+        kind: 'approval',
+        decision: 'rejected',
+        subject_digest: 'd',
+      }),
+      ev('tool_result', { call_id: 'c2', tool: '/lib/air/seats', envelope: envelope({ payload: '12A' }) }),
+      ev('steer_consumed', { steer_id: 's', input: 'never mind' }),
+    ];
+    const refusal =
+      'Not executed: the user did not approve this call. Do not repeat it unless the user asks for it.';
+    const answers = [{ call_id: 'c1', name: 'cancel_reservation', content: refusal }];
+    const { messages, manifest } = compileContext(events, { answers });
+    expect(messages).toEqual([
+      { role: 'user', content: 'Cancel my booking and check seats' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { call_id: 'c1', name: 'cancel_reservation', args: { id: 'X' } },
+          { call_id: 'c2', name: 'get_seats', args: {} },
+        ],
+      },
+      { role: 'tool', call_id: 'c2', name: 'get_seats', content: '12A' },
+      { role: 'tool', call_id: 'c1', name: 'cancel_reservation', content: refusal },
+      { role: 'user', content: 'never mind' },
+    ]);
+    // Answers are not events: the manifest lists the log only.
+    expect(manifest.included.map((i) => i.seq)).toEqual([1, 2, 5, 6]);
+    // Without the answer the call would stay unanswered.
+    expect(compileContext(events).messages.filter((m) => m.role === 'tool')).toHaveLength(1);
+  });
+
+  it('places an answer after the latest turn that issued its call id, and never twice for one call', () => {
+    reset();
+    const turn = (name: string) =>
+      ev('model_turn_completed', {
+        message: { text: null },
+        tool_calls: [{ call_id: 'dup', name, args: {} }],
+        finish_reason: 'tool_calls',
+        usage,
+      });
+    const events = [
+      turn('first'),
+      ev('tool_result', { call_id: 'dup', tool: '/lib/t', envelope: envelope({ payload: 'ok' }) }),
+      turn('second'),
+    ];
+    const answers = [
+      { call_id: 'dup', content: 'Not executed.' },
+      { call_id: 'dup', content: 'duplicate' },
+      { call_id: 'never-issued', content: 'orphan' },
+    ];
+    expect(compileContext(events, { answers }).messages.filter((m) => m.role === 'tool')).toEqual([
+      { role: 'tool', call_id: 'dup', name: 'first', content: 'ok' },
+      { role: 'tool', call_id: 'dup', name: 'second', content: 'Not executed.' },
+    ]);
+    // The log's own tool message wins over an answer for the same call.
+    const failedCall = [
+      turn('cancel'),
+      ev('operation_failed', {
+        call_id: 'dup',
+        error_class: 'tool_error',
+        retryable: false,
+        outcome_unknown: false,
+        message: 'boom',
+      }),
+    ];
+    const tools = compileContext(failedCall, {
+      answers: [{ call_id: 'dup', content: 'Error (tool_error): boom' }],
+    }).messages.filter((m) => m.role === 'tool');
+    expect(tools).toEqual([{ role: 'tool', call_id: 'dup', name: 'cancel', content: 'Error: boom' }]);
+  });
+
   it('names a tool message after the latest call that used its call id, else after data.tool', () => {
     reset();
     const turn = (name: string) =>
