@@ -13,15 +13,14 @@ const clients = createAwsClients(local);
 afterAll(() => clients.destroy());
 
 /** A model that plays a fixed script of answers, one per turn, and records what it was shown. */
-function scripted(turns: ModelTurnOutput[]): ModelTurnFunction & { seen: string[][] } {
+function scripted(turns: ModelTurnOutput[]): { fn: ModelTurnFunction; seen: string[][] } {
   const seen: string[][] = [];
-  const fn = (async (_input, context) => {
+  const fn: ModelTurnFunction = async (_input, context) => {
     seen.push(context.messages.map((m) => (m.role === 'tool' ? `tool:${m.name}:${m.content}` : m.role)));
     const next = turns[seen.length - 1];
     return next ?? { error_class: 'recording_exhausted', message: 'no more turns', retryable: false };
-  }) as unknown as ModelTurnFunction & { seen: string[][] };
-  fn.seen = seen;
-  return fn;
+  };
+  return { fn, seen };
 }
 
 const call = (id: string, name: string, args: Record<string, unknown>): ModelTurnOutput => ({
@@ -73,7 +72,7 @@ describe('a run of the default agent reducer in the sandbox, with real tools and
           });
         }
       },
-      modelFunctions: { '/test/scripted': model },
+      modelFunctions: { '/test/scripted': model.fn },
     });
     try {
       const tools = [
