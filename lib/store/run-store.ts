@@ -691,6 +691,14 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
       const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
       let shard = Number(shardText);
+      if (
+        !Number.isInteger(shard) ||
+        shard < 0 ||
+        shard >= 8 ||
+        (cursor !== undefined && !cursor.includes('|'))
+      ) {
+        throw new SyntaxError('not a cursor this store issued');
+      }
       let startKey = keyText
         ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
         : undefined;

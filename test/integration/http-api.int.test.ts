@@ -281,6 +281,10 @@ describe('HTTP API: runs', () => {
     const badCursor = await request('GET', '/runs?status=waiting&cursor=3|not-base64-json');
     expect(badCursor.status).toBe(400);
     expect(await json(badCursor)).toMatchObject({ code: 'validation_failed' });
+    for (const garbage of ['garbage', '99|', '-1|']) {
+      const res = await request('GET', `/runs?status=waiting&cursor=${encodeURIComponent(garbage)}`);
+      expect(res.status).toBe(400);
+    }
   });
 
   it('reads checkpoints, and answers 404 checkpoint_not_found for a missing one', async () => {
