@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 
-export const RUN_EVENT_KINDS = [
-  // delivered to the reducer (steer_consumed arrives as user_input)
+/** Persisted kinds delivered to the reducer (steer_consumed arrives as user_input). */
+export const REDUCER_VISIBLE_EVENT_KINDS = [
   'run_started',
   'steer_consumed',
   'model_turn_completed',
@@ -18,6 +18,10 @@ export const RUN_EVENT_KINDS = [
   'resumed',
   'budget_exceeded',
   'stopped',
+] as const;
+
+export const RUN_EVENT_KINDS = [
+  ...REDUCER_VISIBLE_EVENT_KINDS,
   // bookkeeping, not delivered
   'reducer_answered',
   'operation_started',

@@ -18,6 +18,7 @@ import {
   type Operation,
   type Principal,
   type Projection,
+  REDUCER_VISIBLE_EVENT_KINDS,
   type ReducerBinding,
   type RunEvent,
   type RunEventKind,
@@ -49,19 +50,9 @@ export class InvariantViolation extends Error {
 }
 
 /** Persisted kinds delivered to the reducer (steer_consumed arrives as user_input). */
-export const REDUCER_VISIBLE_KINDS: ReadonlySet<RunEventKind> = new Set<RunEventKind>([
-  'run_started',
-  'steer_consumed',
-  'model_turn_completed',
-  'tool_result',
-  'request_resolved',
-  'request_closed',
-  'operation_failed',
-  'operation_cancelled',
-  'resumed',
-  'budget_exceeded',
-  'stopped',
-]);
+export const REDUCER_VISIBLE_KINDS: ReadonlySet<RunEventKind> = new Set<RunEventKind>(
+  REDUCER_VISIBLE_EVENT_KINDS,
+);
 
 // ---------------------------------------------------------------- helpers
 
