@@ -72,7 +72,8 @@ import type { Clock, ModelHost, ReducerHost, ToolHost } from './ports.ts';
 export const CreateRunInput = z.object({
   subject: Subject,
   reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
-  input: z.unknown(),
+  /** The run's first input (run_started.data.input); null when absent. */
+  input: z.unknown().default(null),
   objective: z.string().max(10_000).optional(),
   context: z.unknown().optional(),
   budgets: Budgets.default({}),
