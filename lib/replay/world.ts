@@ -8,8 +8,9 @@
  */
 import type { ToolResultEnvelope } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
-import type { ToolRegistry } from '../tools/registry.ts';
+import { envelopeOf } from '../tools/normalize.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
 import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 
 export interface WorldDivergence {
@@ -43,25 +44,6 @@ export interface ReplayWorld {
   };
 }
 
-function envelope(
-  status: ToolResultEnvelope['status'],
-  payload: string,
-  extra: Partial<ToolResultEnvelope> = {},
-): ToolResultEnvelope {
-  return {
-    envelope: 'raisin.tool-result/1',
-    status,
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
-    diagnostics: [],
-    suggested_next_actions: [],
-    payload,
-    ...extra,
-  };
-}
-
 function withoutContext(args: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const { __raisin_context: _ctx, ...rest } = args;
   return rest;
@@ -89,7 +71,7 @@ export function createReplayWorld(conversations: ReplayConversation[]): ReplayWo
     const key = keyOfSubject(subjectPath !== undefined ? { path: subjectPath } : undefined);
     const book = key === null ? undefined : books.get(key);
     if (book === undefined || key === null) {
-      return envelope('failed', 'Error: no recording for this run', { error_class: 'not_found' });
+      return envelopeOf('failed', 'Error: no recording for this run', { error_class: 'not_found' });
     }
     book.dispatches += 1;
     const previous = book.answers.get(opId);
@@ -102,7 +84,7 @@ export function createReplayWorld(conversations: ReplayConversation[]): ReplayWo
         expected: next ? { name: next.name, args: next.args } : null,
         got: { name, args },
       });
-      const env = envelope('failed', `Error: replay divergence: ${name} was not the next recorded call`, {
+      const env = envelopeOf('failed', `Error: replay divergence: ${name} was not the next recorded call`, {
         error_class: 'conflict',
       });
       book.answers.set(opId, env);
@@ -111,11 +93,11 @@ export function createReplayWorld(conversations: ReplayConversation[]): ReplayWo
     book.consumedBy[book.cursor]?.push(opId);
     book.cursor += 1;
     const env = next.output.startsWith('Error:')
-      ? envelope('failed', next.output, {
+      ? envelopeOf('failed', next.output, {
           error_class: 'tool_error',
           diagnostics: [{ code: 'recorded_error', severity: 'error', message: next.output }],
         })
-      : envelope('succeeded', next.output);
+      : envelopeOf('succeeded', next.output);
     book.answers.set(opId, env);
     return env;
   }

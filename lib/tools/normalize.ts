@@ -20,6 +20,26 @@ type Diagnostic = z.infer<typeof ToolDiagnostic>;
  * least one, whose code is the stable failure code). `errorClass` is omitted only for a
  * cancellation (not a tool fault). No payload.
  */
+/** A raisin.tool-result/1 envelope with empty lists, the given status and payload, plus `extra`. */
+export function envelopeOf(
+  status: ToolResultEnvelope['status'],
+  payload: unknown,
+  extra: Partial<ToolResultEnvelope> = {},
+): ToolResultEnvelope {
+  return {
+    envelope: 'raisin.tool-result/1',
+    status,
+    reads: [],
+    writes: [],
+    artifact_refs: [],
+    evidence: [],
+    diagnostics: [],
+    suggested_next_actions: [],
+    payload,
+    ...extra,
+  };
+}
+
 export function failedEnvelope(
   operationId: string,
   errorClass: ToolErrorClass | undefined,

@@ -26,6 +26,7 @@ import type {
 } from '../../lib/engine/ports.ts';
 import { createSqsStepQueue, type StepQueue } from '../../lib/queue/step-queue.ts';
 import { createDynamoRunStore, type RunStore } from '../../lib/store/run-store.ts';
+import { envelopeOf as sharedEnvelopeOf } from '../../lib/tools/normalize.ts';
 
 export type ReducerFn = (request: Record<string, unknown>) => unknown;
 
@@ -65,17 +66,7 @@ export function envelopeOf(
   payload: unknown,
   status: ToolResultEnvelope['status'] = 'succeeded',
 ): ToolResultEnvelope {
-  return {
-    envelope: 'raisin.tool-result/1',
-    status,
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
-    diagnostics: [],
-    suggested_next_actions: [],
-    payload,
-  };
+  return sharedEnvelopeOf(status, payload);
 }
 
 /** Tools as plain functions, with execution counts per op_id and an optional gate. */
