@@ -300,6 +300,11 @@ const recordBase = {
   inbox: z.array(z.number().int().positive()),
   turn: Count,
   state_rev: Count,
+  /**
+   * Where the store keeps the domain state of `state_rev` (the sort key of the item holding it);
+   * set by the store's commit, absent while the state is the initial null.
+   */
+  state_at: z.string().optional(),
   projection: Projection.nullable(),
   unanswered_calls: z.array(z.string()),
   queued_steers: z.array(QueuedSteer),
