@@ -10,8 +10,10 @@
  *   time from one operation's start commit to the next one's, minus the tool's own time; and
  *   the hot-path request counts (between a run's first and last start commit). The floors are
  *   sampled between its runs: one raw TransactWriteItems of the same item sizes (the captured
- *   run-record Update with its version + fence condition, and one event Put), the same raw
- *   transaction with all the items a fused commit carries, and one SQS send + receive + delete;
+ *   run-record Update with its version + fence condition, and one event Put: a page holding
+ *   only the tool_result event), the same raw transaction with all the items a fused commit
+ *   carries (the record Update + its event page(s), which hold the commit's events and domain
+ *   state), and one SQS send + receive + delete;
  * - B, throughput: all runs at once, `pollers` concurrent receivers with batches of up to 10,
  *   beside the emulator's own ceiling (raw fused commits per second at the same concurrency);
  * - C, yielding steps: a short lease and a 100 ms tool, so that every step reaches its deadline
@@ -160,11 +162,18 @@ const noModel: ModelHost = {
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 
+/** The event kinds a transaction's event pages carry, in order. */
+function eventKinds(items: TransactItems): string[] {
+  return items.flatMap((i) =>
+    ((i.Put?.Item?.events as { kind?: string }[] | undefined) ?? []).map((e) => String(e.kind)),
+  );
+}
+
 /**
  * Replays `items` (a real commit's items) as raw TransactWriteItems against a scratch record:
  * same attributes and sizes, retargeted to a scratch partition, the record's version condition
- * advanced each time and event / operation sort keys made unique. `sample(n)` returns the
- * latency of each of n calls (ms).
+ * advanced each time and event-page sort keys made unique. `sample(n)` returns the latency of
+ * each of n calls (ms).
  */
 async function rawTransactions(doc: DynamoDBDocumentClient, items: TransactItems) {
   const pk = `FLOOR#${randomUUID()}`;
@@ -211,7 +220,7 @@ async function rawTransactions(doc: DynamoDBDocumentClient, items: TransactItems
         }
         if (item.Put !== undefined) {
           const sk = String(item.Put.Item?.sk ?? '');
-          const unique = sk.startsWith('E#') || sk.startsWith('O#') ? `${sk}#${v}.${j}` : sk;
+          const unique = sk.startsWith('E#') || sk.startsWith('D#') ? `${sk}#${v}.${j}` : sk;
           return { Put: { ...item.Put, Item: { ...item.Put.Item, pk, sk: unique } } };
         }
         return item;
@@ -269,7 +278,7 @@ try {
       return (command: unknown) => {
         if (fusedCommit === undefined && command instanceof TransactWriteCommand) {
           const items = command.input.TransactItems ?? [];
-          const kinds = items.map((i) => (i.Put?.Item?.event as { kind?: string } | undefined)?.kind);
+          const kinds = eventKinds(items);
           if (kinds.includes('tool_result') && kinds.includes('operation_started')) {
             fusedCommit = structuredClone(items);
           }
@@ -421,11 +430,27 @@ try {
   }
   if (fusedCommit === undefined) throw new Error('no fused commit was seen');
   const fused = fusedCommit;
-  const resultPut = fused.find(
-    (i) => (i.Put?.Item?.event as { kind?: string } | undefined)?.kind === 'tool_result',
+  const eventPages = fused.filter((i) => String(i.Put?.Item?.sk ?? '').startsWith('E#'));
+  const resultPage = eventPages.find((i) => eventKinds([i]).includes('tool_result'))?.Put;
+  const resultEvent = (resultPage?.Item?.events as { kind?: string; seq?: number }[] | undefined)?.find(
+    (e) => e.kind === 'tool_result',
   );
   const recordUpdate = fused.find((i) => i.Update !== undefined);
-  if (resultPut === undefined || recordUpdate === undefined) throw new Error('unexpected fused commit');
+  if (resultPage === undefined || resultEvent === undefined || recordUpdate === undefined)
+    throw new Error('unexpected fused commit');
+  // One event Put: a page holding only the tool_result event (no domain state).
+  const resultPut: TransactItems[number] = {
+    Put: {
+      ...resultPage,
+      Item: {
+        pk: resultPage.Item?.pk,
+        sk: resultPage.Item?.sk,
+        first_seq: resultEvent.seq,
+        last_seq: resultEvent.seq,
+        events: [resultEvent],
+      },
+    },
+  };
   const twoItemFloor = await rawTransactions(clients.doc, [recordUpdate, resultPut]);
   const fusedFloor = await rawTransactions(clients.doc, fused);
   const sqsFloor = await sqsRoundTrips(clients.sqs);
@@ -518,11 +543,13 @@ try {
   const floorTwo = summarize(floorSamples.two);
   const floorFused = summarize(floorSamples.fused);
   const floorSqs = summarize(floorSamples.sqs);
-  const eventPuts = fused.filter((i) => String(i.Put?.Item?.sk ?? '').startsWith('E#'));
   const sizes = (items: TransactItems) =>
     items.map((i) =>
       Buffer.byteLength(JSON.stringify(i.Put?.Item ?? i.Update?.ExpressionAttributeValues ?? {})),
     );
+  // DynamoDB Local reports a transaction's capacity from its total size; DynamoDB charges each
+  // item of a transaction 2 WCU per started KB. This estimates the latter from the JSON sizes.
+  const awsTransactionalWcu = sizes(fused).reduce((sum, bytes) => sum + 2 * Math.ceil(bytes / 1024), 0);
   await clients.sqs.send(new DeleteQueueCommand({ QueueUrl: sqsFloor.url }));
 
   const overhead = summarize(overheads);
@@ -547,10 +574,20 @@ try {
     overhead_per_operation: overhead,
     floors: {
       transact_write_record_update_plus_one_event: floorTwo,
-      transact_write_same_items_as_fused_commit: { ...floorFused, items: fused.length },
+      transact_write_same_items_as_fused_commit: {
+        ...floorFused,
+        items: fused.length,
+        event_pages: eventPages.length,
+        events: eventKinds(fused).length,
+      },
       sqs_send_receive_delete: floorSqs,
       raw_fused_commits_per_second_at_phase_b_concurrency: { concurrency: inFlight, per_second: ceiling },
-      item_bytes: { record_update_values: sizes([recordUpdate])[0], event_put: sizes(eventPuts) },
+      item_bytes: {
+        record_update_values: sizes([recordUpdate])[0],
+        one_event_put: sizes([resultPut])[0],
+        event_pages: sizes(eventPages),
+      },
+      fused_commit_wcu_at_aws_transactional_rates_estimate: awsTransactionalWcu,
     },
     ratios: {
       overhead_p50_to_two_item_floor_p50: ratio(overhead.p50_ms, floorTwo.p50_ms),
@@ -576,6 +613,11 @@ try {
 
   const row = (name: string, value: string | number) => console.log(`${name.padEnd(58)} ${value}`);
   console.log(`engine bench: ${RUNS} runs x ${OPS} operations, ${POLLERS} pollers (node ${process.version})`);
+  row(
+    'fused commit: items (record update + event pages) / events',
+    `${fused.length} (1 + ${eventPages.length}${fused.length > 1 + eventPages.length ? ` + ${fused.length - 1 - eventPages.length} other` : ''}) / ${eventKinds(fused).join(', ')}`,
+  );
+  row('fused commit: WCU at AWS rates (2 per item per KB, est.)', awsTransactionalWcu);
   row('hot path: TransactWriteItems per operation', hotPath.transact_write_items);
   row('hot path: consistent reads (Get/BatchGet/Query) per op', hotPath.consistent_reads);
   row(

@@ -178,6 +178,21 @@ export const runsCommand: CommandModule = {
         }
       });
 
+    runs
+      .command('children <run>')
+      .description('list the child runs a run delegated to')
+      .action(async (runId: string, _opts: unknown, cmd: Command) => {
+        const children = await ctx.client(cmd).children(runId);
+        ctx.print(
+          cmd,
+          () =>
+            children.length === 0
+              ? 'no child runs'
+              : children.map((c) => `${c.run_id}  ${c.status}  depth ${c.depth}`).join('\n'),
+          children,
+        );
+      });
+
     program.addCommand(runs);
   },
 };

@@ -54,6 +54,15 @@ export const Checkpoint = z.object({
 });
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
+export const ChildRun = z.object({
+  run_id: z.string(),
+  status: z.string(),
+  depth: z.number(),
+  parent_op_id: z.string().optional(),
+  created_at: z.number(),
+});
+export type ChildRun = z.infer<typeof ChildRun>;
+
 export const Delivery = z.object({ run_id: z.string(), seq: z.number().int().positive() });
 export type Delivery = z.infer<typeof Delivery>;
 
@@ -134,6 +143,8 @@ export interface AgentRunsClient {
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
   checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
+  /** The child runs `runId` delegated to, oldest first. */
+  children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
   control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
   stop(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
   pause(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
@@ -313,6 +324,15 @@ export function createClient(options: ClientOptions): AgentRunsClient {
           schema: z.object({ checkpoints: z.array(Checkpoint) }),
         })
       ).checkpoints,
+    children: async (runId, opts = {}) =>
+      (
+        await call({
+          method: 'GET',
+          path: `${run(runId)}/children`,
+          capability: opts.capability,
+          schema: z.object({ children: z.array(ChildRun) }),
+        })
+      ).children,
     checkpoint: (runId, n, opts = {}) =>
       call({
         method: 'GET',

@@ -1,5 +1,6 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
 export * from './common.ts';
+export * from './delegation.ts';
 export * from './events.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';

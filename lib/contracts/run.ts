@@ -153,6 +153,10 @@ export const CONTROL_REJECTION_REASONS = [
   'request_kind_mismatch',
   'not_paused',
   'reducer_change_not_accepted',
+  /** stop or pause of a run already stopping (cancelling). */
+  'already_stopping',
+  /** pause of a run already paused. */
+  'already_paused',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);
@@ -273,10 +277,16 @@ export const Counters = z.object({
   next_steer: Count.default(0),
   checkpoints: Count.default(0),
   consecutive_op_failures: Count.default(0),
+  /** Child runs this run started (delegate operations begun at attempt 1); max_children counts these. */
+  children: Count.default(0),
 });
 export type Counters = z.infer<typeof Counters>;
 
 // ---------------------------------------------------------------- the closed run record
+
+export const OWED_DUTIES = ['handback', 'stop_children'] as const;
+export const OwedDuty = z.enum(OWED_DUTIES);
+export type OwedDuty = z.infer<typeof OwedDuty>;
 
 const recordBase = {
   run_id: z.string().min(1),
@@ -308,8 +318,13 @@ const recordBase = {
   projection: Projection.nullable(),
   unanswered_calls: z.array(z.string()),
   queued_steers: z.array(QueuedSteer),
+  /** The run that delegated this one (a child run), and how deep in the tree it is (root 0). */
   parent_run_id: z.string().optional(),
+  /** The parent's delegate operation that created this run. */
+  parent_op_id: z.string().optional(),
   depth: Count.default(0),
+  /** Child runs started and not yet handed back; max_live_children counts these. */
+  live_children: z.array(z.string()).default([]),
   capability_hash: z.string().optional(),
   /** Wake deadline (ms epoch): the sweeper wakes the run then if no step message did. */
   wake_at: z.number().nullable(),
@@ -378,8 +393,12 @@ const terminalBase = {
   queued_steers: z.array(QueuedSteer).max(0),
   terminal_reason: z.string(),
   finished_at: z.number(),
-  /** Bookkeeping still owed by the sweeper (subject index release, hand-back). */
-  owed: z.array(z.enum(['finalize', 'handback'])).default([]),
+  /**
+   * Bookkeeping the run still owes after its end, done right after the ending commit and
+   * otherwise by the sweeper: `handback` (deliver the outcome to the parent run) and
+   * `stop_children` (stop the children still live).
+   */
+  owed: z.array(OwedDuty).default([]),
 };
 export const CompletedRun = z.object({
   ...terminalBase,

@@ -8,6 +8,9 @@
 import {
   type Budgets,
   type Control,
+  childOfResumeKey,
+  childResumeKey,
+  DELEGATE_TOOL,
   type Effect,
   EMPTY_USAGE,
   isTerminalStatus,
@@ -16,6 +19,7 @@ import {
   type OnExceeded,
   type OpenRequest,
   type Operation,
+  type OwedDuty,
   type Principal,
   type Projection,
   REDUCER_VISIBLE_EVENT_KINDS,
@@ -121,7 +125,15 @@ export function chain(
   return { ok: true, record: second.record, events: [...first.events, ...second.events] };
 }
 
-function terminalFields(now: number, reason: string) {
+/**
+ * The fields every ending sets. A child run owes its parent the hand-back; a run that ever
+ * delegated owes the stop of its children still live (found by their links, so that a child
+ * created by a worker that lost its lease is stopped too).
+ */
+function terminalFields(record: RunRecord, now: number, reason: string) {
+  const owed: OwedDuty[] = [];
+  if (record.parent_run_id !== undefined) owed.push('handback');
+  if (record.counters.children > 0 || record.live_children.length > 0) owed.push('stop_children');
   return {
     lease: null,
     operation: null,
@@ -129,7 +141,7 @@ function terminalFields(now: number, reason: string) {
     queued_steers: [],
     terminal_reason: reason,
     finished_at: now,
-    owed: ['finalize'] as ('finalize' | 'handback')[],
+    owed,
     wake_at: null,
     pause_requested: undefined,
   };
@@ -181,6 +193,7 @@ export interface CreateRunParams {
   executor_config?: Record<string, unknown>;
   capability_hash?: string;
   parent_run_id?: string;
+  parent_op_id?: string;
   depth?: number;
 }
 
@@ -199,7 +212,14 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     budgets: p.budgets,
     on_exceeded: p.on_exceeded,
     usage: { ...EMPTY_USAGE },
-    counters: { next_op: 0, next_req: 0, next_steer: 0, checkpoints: 0, consecutive_op_failures: 0 },
+    counters: {
+      next_op: 0,
+      next_req: 0,
+      next_steer: 0,
+      checkpoints: 0,
+      consecutive_op_failures: 0,
+      children: 0,
+    },
     epoch: 0,
     last_seq: 0,
     reduced_seq: 0,
@@ -210,7 +230,9 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     unanswered_calls: [],
     queued_steers: [],
     parent_run_id: p.parent_run_id,
+    parent_op_id: p.parent_op_id,
     depth: p.depth ?? 0,
+    live_children: [],
     capability_hash: p.capability_hash,
     wake_at: now,
     status: 'queued',
@@ -350,7 +372,7 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
     }
     const usage = op.started_at !== null ? usageOfEnded(draft.usage, op) : draft.usage;
     const appended = append(
-      { ...draft, usage, status: 'stopped', ...terminalFields(now, 'stopped') } as Draft,
+      { ...draft, usage, status: 'stopped', ...terminalFields(record, now, 'stopped') } as Draft,
       newEvents,
       now,
     );
@@ -561,7 +583,7 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
         status: 'completed',
         outcome: terminalEffect.outcome,
         ...(terminalEffect.summary !== undefined ? { summary: terminalEffect.summary } : {}),
-        ...terminalFields(now, `completed:${terminalEffect.outcome}`),
+        ...terminalFields(record, now, `completed:${terminalEffect.outcome}`),
         epoch: clearedEpoch(record),
       } as Draft;
     } else if (terminalEffect.kind === 'fail') {
@@ -569,7 +591,7 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
       draft = {
         ...draft,
         status: 'failed',
-        ...terminalFields(now, terminalEffect.code),
+        ...terminalFields(record, now, terminalEffect.code),
         epoch: clearedEpoch(record),
       } as Draft;
     }
@@ -614,7 +636,7 @@ export function failRun(
   const ended = {
     ...draft,
     status: 'failed',
-    ...terminalFields(now, code),
+    ...terminalFields(record, now, code),
     epoch: clearedEpoch(record),
   } as Draft;
   const appended = append(ended, newEvents, now);
@@ -683,7 +705,11 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
         : pauseRun(seal(appended.draft), reason, now);
     return prepend(appended.events, next);
   }
-  const draft = { ...record, operation: { ...op, started_at: now } } as Draft;
+  const counters =
+    isDelegation(op) && op.attempt === 1
+      ? { ...record.counters, children: record.counters.children + 1 }
+      : record.counters;
+  const draft = { ...record, counters, operation: { ...op, started_at: now } } as Draft;
   const appended = append(
     draft,
     [
@@ -808,7 +834,14 @@ export function finishOperation(
           opened_at: now,
           expires_at: null,
         };
-        draft = { ...draft, open_requests: [...draft.open_requests, request] } as Draft;
+        const child = isDelegation(op) ? childOfResumeKey(env.resume_key) : null;
+        draft = {
+          ...draft,
+          open_requests: [...draft.open_requests, request],
+          ...(child !== null && !draft.live_children.includes(child)
+            ? { live_children: [...draft.live_children, child] }
+            : {}),
+        } as Draft;
         newEvents.push(ev('request_opened', now, { ...request }, idFields));
       } else {
         newEvents.push(
@@ -855,7 +888,7 @@ export function finishOperation(
       ...draft,
       status: 'stopped',
       epoch: record.epoch + 1,
-      ...terminalFields(now, 'stopped'),
+      ...terminalFields(record, now, 'stopped'),
     } as Draft;
     const appended = append(stopped, newEvents, now);
     return finish(appended.draft, appended.events);
@@ -1011,6 +1044,62 @@ export function deliverResult(
   return finish(settleIdle(appended.draft, now), appended.events);
 }
 
+// ---------------------------------------------------------------- delegation
+
+/** Whether `op` is a delegation: a call of the reserved delegate tool, which core executes. */
+export function isDelegation(op: Operation): boolean {
+  return op.effect.kind === 'call_tool' && op.effect.tool === DELEGATE_TOOL;
+}
+
+/**
+ * The hand-back of a child run that ended: the child leaves `live_children`, and when the parent
+ * still waits on `child:{child_run_id}` the child's outcome (`envelope`) is delivered as that
+ * call's tool_result (like {@link deliverResult}). Rejected `run_terminal` for an ended parent
+ * and `nothing_to_do` when the hand-back was already taken (so a repeated delivery adds nothing).
+ * Seed: agent-runs, sweeper ("delivers owed child hand-backs").
+ */
+export function childEnded(
+  record: RunRecord,
+  childRunId: string,
+  envelope: ToolResultEnvelope,
+  now: number,
+): TransitionResult {
+  if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
+  const key = childResumeKey(childRunId);
+  const waiting = record.open_requests.some((r) => r.kind === 'result' && r.resume_key === key);
+  const live = record.live_children.includes(childRunId);
+  if (!waiting && !live) return reject('nothing_to_do', 'the hand-back was already taken');
+  const next = live
+    ? seal({
+        ...record,
+        live_children: record.live_children.filter((c) => c !== childRunId),
+        updated_at: now,
+      })
+    : record;
+  if (!waiting) return { ok: true, record: next, events: [] };
+  const request = record.open_requests.find((r) => r.kind === 'result' && r.resume_key === key);
+  const opId = request?.kind === 'result' ? request.op_id : undefined;
+  return deliverResult(next, key, opId !== undefined ? { ...envelope, operation_id: opId } : envelope, now);
+}
+
+/**
+ * An ended run with one owed duty done: `handback` delivered, or `stop_children` done (its
+ * live_children then cleared). Rejected `nothing_to_do` when that duty is not owed.
+ */
+export function settleOwed(record: RunRecord, duty: OwedDuty, now: number): TransitionResult {
+  if (!isTerminalStatus(record.status) || !('owed' in record) || !record.owed.includes(duty))
+    return reject('nothing_to_do', `${duty} is not owed`);
+  return finish(
+    {
+      ...record,
+      owed: record.owed.filter((d) => d !== duty),
+      ...(duty === 'stop_children' ? { live_children: [] } : {}),
+      updated_at: now,
+    } as Draft,
+    [],
+  );
+}
+
 // ---------------------------------------------------------------- controls
 
 /** What the store holds for a control id already seen (`K#{control_id}`). */
@@ -1159,7 +1248,7 @@ export function stopRun(
   controlId?: string,
 ): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
-  if (record.status === 'cancelling') return reject('invalid_state', 'run is already stopping');
+  if (record.status === 'cancelling') return reject('already_stopping', 'run is already stopping');
   const op = record.operation;
   if (op !== null && op.started_at !== null && record.lease !== null) {
     const draft = {
@@ -1186,15 +1275,15 @@ export function stopRun(
     ...draft,
     status: 'stopped',
     epoch: record.lease !== null ? record.epoch + 1 : record.epoch,
-    ...terminalFields(now, 'stopped'),
+    ...terminalFields(record, now, 'stopped'),
   } as Draft;
   const appended = append(stopped, newEvents, now);
   return finish(appended.draft, appended.events);
 }
 
 function pauseControl(record: RunRecord, reason: string, now: number): TransitionResult {
-  if (record.status === 'paused') return reject('invalid_state', 'run is already paused');
-  if (record.status === 'cancelling') return reject('invalid_state', 'run is stopping');
+  if (record.status === 'paused') return reject('already_paused', 'run is already paused');
+  if (record.status === 'cancelling') return reject('already_stopping', 'run is stopping; it cannot pause');
   const op = record.operation;
   if (op !== null && op.started_at !== null) {
     const draft = { ...record, pause_requested: reason } as Draft;

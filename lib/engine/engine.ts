@@ -10,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
   Budgets,
+  childOfResumeKey,
   type ControlAck,
   Control as ControlSchema,
   type Effect,
@@ -42,6 +43,7 @@ import {
   finishOperation,
   gateOperation,
   hasWork,
+  isDelegation,
   LEASE_TTL_MS,
   type OperationResult,
   operationGated,
@@ -55,14 +57,9 @@ import {
 } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { StepQueue } from '../queue/step-queue.ts';
-import {
-  type CheckpointItem,
-  CommitRejected,
-  type OperationItem,
-  principalKeyOf,
-  type RunStore,
-} from '../store/run-store.ts';
+import { type CheckpointItem, CommitRejected, principalKeyOf, type RunStore } from '../store/run-store.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
+import { createDelegation, type OwedReport } from './delegation.ts';
 import { EngineError, LeaseLost } from './errors.ts';
 import type { Clock, ModelHost, ReducerHost, ToolHost } from './ports.ts';
 
@@ -131,6 +128,19 @@ export interface SweepReport {
   woken: number;
   expired: number;
   finalized: number;
+  /** Hand-backs of ended children delivered to their parents. */
+  handed_back: number;
+  /** Children stopped because their parent ended. */
+  children_stopped: number;
+}
+
+/** A child run as its parent's listing shows it. */
+export interface ChildRunSummary {
+  run_id: string;
+  status: RunRecord['status'];
+  depth: number;
+  parent_op_id?: string;
+  created_at: number;
 }
 
 export interface Engine {
@@ -139,6 +149,8 @@ export interface Engine {
   readEvents(runId: string, caller: Caller, after: number, limit: number): Promise<RunEvent[]>;
   listCheckpoints(runId: string, caller: Caller): Promise<CheckpointItem[]>;
   getCheckpoint(runId: string, caller: Caller, n: number): Promise<CheckpointItem>;
+  /** The child runs `runId` delegated to, oldest first. */
+  listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
   deliverResult(resumeKey: string, result: unknown, caller: Caller): Promise<{ run_id: string; seq: number }>;
   stepRun(runId: string): Promise<StepOutcome>;
@@ -152,6 +164,18 @@ export interface Engine {
 export function needsStep(record: RunRecord): boolean {
   if (record.status === 'queued') return hasWork(record);
   return isTerminalStatus(record.status) && record.reducer !== null && record.inbox.length > 0;
+}
+
+/** Attempts of a control or a delivered result that lose the record to concurrent commits. */
+const CONTENDED_ATTEMPTS = 12;
+
+/**
+ * A short random pause after a commit lost to a concurrent one (full jitter, 5 ms doubling to a
+ * 160 ms cap), so that many controls sent to one run at once spread out instead of colliding again.
+ */
+function contentionPause(attempt: number): Promise<void> {
+  const cap = Math.min(160, 5 * 2 ** attempt);
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
 }
 
 /** The effective view readers get: the record with its effective projection. */
@@ -183,6 +207,36 @@ export function createEngine(options: EngineOptions): Engine {
         run_id: runId,
         error: String(err),
       });
+    }
+  }
+
+  const delegation = createDelegation({
+    store,
+    reducers,
+    clock,
+    wake,
+    needsStep,
+    applyControl,
+    wakeGraceMs,
+    log,
+  });
+
+  /**
+   * Runs the duties a run that just ended owes (hand-back, stop children). A failure is logged
+   * and left to the sweeper: the duties stay owed on the record until done.
+   */
+  async function afterEnd(record: RunRecord): Promise<OwedReport | null> {
+    if (!isTerminalStatus(record.status) || !('owed' in record) || record.owed.length === 0) return null;
+    try {
+      return await delegation.settleEnded(record);
+    } catch (err) {
+      log({
+        level: 'warn',
+        message: 'owed duties left to the sweeper',
+        run_id: record.run_id,
+        error: String(err),
+      });
+      return null;
     }
   }
 
@@ -298,7 +352,7 @@ export function createEngine(options: EngineOptions): Engine {
       throw new EngineError('validation_failed', 'invalid control', { issues: parsed.error.issues });
     const control = parsed.data;
     const digest = controlDigest(control);
-    for (let attempt = 0; attempt < 8; attempt += 1) {
+    for (let attempt = 0; attempt < CONTENDED_ATTEMPTS; attempt += 1) {
       const { record, ack } = await store.getRunAndAck(runId, control.control_id);
       if (record === null)
         throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
@@ -336,13 +390,16 @@ export function createEngine(options: EngineOptions): Engine {
             : {}),
         });
         if (needsStep(stored)) await wake(runId);
+        await afterEnd(stored);
         return reply;
       } catch (err) {
         if (
           err instanceof CommitRejected &&
           (err.reason === 'stale_version' || err.reason === 'control_ack_exists')
-        )
+        ) {
+          await contentionPause(attempt);
           continue;
+        }
         throw err;
       }
     }
@@ -359,9 +416,15 @@ export function createEngine(options: EngineOptions): Engine {
     raw: unknown,
     caller: Caller,
   ): Promise<{ run_id: string; seq: number }> {
+    if (childOfResumeKey(resumeKey) !== null && caller.principal.kind !== 'system') {
+      // A child's end is delivered by the runtime (the hand-back), never by a client.
+      throw new EngineError('unauthorized', 'child:{run_id} results are delivered by the child run itself', {
+        resume_key: resumeKey,
+      });
+    }
     const found = await store.findByResumeKey(resumeKey);
     if (found === null) throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {});
-    for (let attempt = 0; attempt < 8; attempt += 1) {
+    for (let attempt = 0; attempt < CONTENDED_ATTEMPTS; attempt += 1) {
       const record = await readRun(found.run_id, caller);
       const { envelope } = normalizeToolResult(raw, found.op_id);
       const result = deliverResultTransition(record, resumeKey, envelope, clock.now());
@@ -384,7 +447,10 @@ export function createEngine(options: EngineOptions): Engine {
           seq: result.events[result.events.length - 1]?.seq ?? stored.last_seq,
         };
       } catch (err) {
-        if (err instanceof CommitRejected && err.reason === 'stale_version') continue;
+        if (err instanceof CommitRejected && err.reason === 'stale_version') {
+          await contentionPause(attempt);
+          continue;
+        }
         throw err;
       }
     }
@@ -445,7 +511,7 @@ export function createEngine(options: EngineOptions): Engine {
       };
       let newState: unknown;
       if (reducerEvent !== null) {
-        const state = await store.getState(current.run_id, current.state_rev);
+        const state = await store.getState(current.run_id, current.state_rev, current.state_at);
         const request = buildReducerRequest(current, state, reducerEvent);
         const res = await reducers.reduce(current.reducer, request);
         if (res.kind === 'answered') {
@@ -495,7 +561,6 @@ export function createEngine(options: EngineOptions): Engine {
     staged: RunRecord;
     events: RunEvent[] = [];
     stateWrite: { rev: number; value: unknown } | undefined;
-    operations: OperationItem[] = [];
     readonly eventCache = new Map<number, RunEvent>();
     readonly stateCache = new Map<number, unknown>();
     /** An operation result not yet committed. */
@@ -526,12 +591,10 @@ export function createEngine(options: EngineOptions): Engine {
             fence: this.fence,
             events: this.events,
             checkpoints: checkpointsOf(this.staged, this.events),
-            operations: this.operations,
             ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
           });
           this.staged = this.base;
           this.events = [];
-          this.operations = [];
           this.stateWrite = undefined;
           this.pendingResult = undefined;
           return;
@@ -563,25 +626,11 @@ export function createEngine(options: EngineOptions): Engine {
       this.base = fresh;
       this.staged = fresh;
       this.events = [];
-      this.operations = [];
       this.stateWrite = undefined;
     }
 
     recordOperationResult(result: OperationResult): TransitionResult {
-      const op = this.staged.operation;
-      const outcome = finishOperation(this.staged, this.fence, result, clock.now());
-      if (outcome.ok && op !== null) {
-        this.operations.push({
-          op_id: op.op_id,
-          kind: String(op.kind),
-          attempt: op.attempt,
-          replay_safe: op.replay_safe,
-          mutating: op.effect.kind === 'call_tool' ? op.effect.mutating : false,
-          outcome: result.kind === 'tool_result' ? result.envelope.status : result.kind,
-          at: clock.now(),
-        });
-      }
-      return outcome;
+      return finishOperation(this.staged, this.fence, result, clock.now());
     }
 
     async run(): Promise<StepOutcome> {
@@ -606,15 +655,6 @@ export function createEngine(options: EngineOptions): Engine {
           if (this.staged.status !== 'running') continue; // paused or failed by a budget
           const started = this.staged.operation;
           if (started === null) continue;
-          this.operations.push({
-            op_id: started.op_id,
-            kind: String(started.kind),
-            attempt: started.attempt,
-            replay_safe: started.replay_safe,
-            mutating: started.effect.kind === 'call_tool' ? started.effect.mutating : false,
-            outcome: null,
-            at: clock.now(),
-          });
           await this.commit();
           if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null)
             continue;
@@ -647,6 +687,8 @@ export function createEngine(options: EngineOptions): Engine {
         return this.run();
       const final = this.staged;
       if (final.status === 'queued' && hasWork(final)) await wake(final.run_id);
+      if (final.status === 'waiting') await delegation.collectEnded(final);
+      await afterEnd(final);
       return { kind: 'progressed', status: final.status, operations: this.operationsRun };
     }
 
@@ -742,7 +784,11 @@ export function createEngine(options: EngineOptions): Engine {
 
     async stateAt(rev: number): Promise<unknown> {
       if (this.stateCache.has(rev)) return this.stateCache.get(rev);
-      const value = await store.getState(this.base.run_id, rev);
+      const value = await store.getState(
+        this.base.run_id,
+        rev,
+        rev === this.base.state_rev ? this.base.state_at : undefined,
+      );
       this.stateCache.set(rev, value);
       return value;
     }
@@ -756,6 +802,7 @@ export function createEngine(options: EngineOptions): Engine {
       const r = this.staged;
       const op = r.operation;
       if (op === null || op.effect.kind !== 'call_tool') return false;
+      if (isDelegation(op)) return false; // core's own operation: its policy is the delegation budgets
       const decision = tools.gate(this.toolRequest(op));
       if (decision.decision === 'allow') return false;
       if (decision.decision === 'require_approval') {
@@ -872,6 +919,9 @@ export function createEngine(options: EngineOptions): Engine {
 
     async execute(op: NonNullable<RunRecord['operation']>, signal: AbortSignal): Promise<OperationResult> {
       const effect = op.effect;
+      if (effect.kind === 'call_tool' && isDelegation(op)) {
+        return { kind: 'tool_result', envelope: await delegation.startChild(this.staged, op) };
+      }
       if (effect.kind === 'call_tool') {
         const envelope = await tools.execute(this.toolRequest(op), signal);
         return { kind: 'tool_result', envelope };
@@ -968,7 +1018,15 @@ export function createEngine(options: EngineOptions): Engine {
    * Seed: agent-runs, "Leases, recovery and the sweeper".
    */
   async function sweep(shards?: number[]): Promise<SweepReport> {
-    const report: SweepReport = { examined: 0, taken_over: 0, woken: 0, expired: 0, finalized: 0 };
+    const report: SweepReport = {
+      examined: 0,
+      taken_over: 0,
+      woken: 0,
+      expired: 0,
+      finalized: 0,
+      handed_back: 0,
+      children_stopped: 0,
+    };
     const list = shards ?? Array.from({ length: SWEEP_SHARDS }, (_, i) => i);
     for (const shard of list) {
       const ids = await store.sweepCandidates(shard, clock.now(), 200);
@@ -1011,6 +1069,7 @@ export function createEngine(options: EngineOptions): Engine {
         epoch: stored.epoch,
       });
       if (hasWork(stored)) await wake(runId);
+      countOwed(report, await afterEnd(stored));
       return;
     }
     if (isTerminalStatus(record.status)) {
@@ -1018,6 +1077,8 @@ export function createEngine(options: EngineOptions): Engine {
         await deliverAfterEnd(record);
         report.finalized += 1;
       }
+      const fresh = record.inbox.length > 0 ? await store.getRun(runId) : record;
+      if (fresh !== null) countOwed(report, await afterEnd(fresh));
       return;
     }
     if (record.open_requests.some((r) => r.expires_at !== null && r.expires_at <= now)) {
@@ -1045,8 +1106,29 @@ export function createEngine(options: EngineOptions): Engine {
     }
   }
 
+  function countOwed(report: SweepReport, owed: OwedReport | null): void {
+    if (owed === null) return;
+    report.handed_back += owed.handed_back;
+    report.children_stopped += owed.children_stopped;
+  }
+
   return {
     createRun,
+    async listChildren(runId, caller) {
+      await readRun(runId, caller);
+      const ids = await store.listChildren(runId);
+      const records = await Promise.all(ids.map((id) => store.getRun(id)));
+      return records
+        .filter((r): r is RunRecord => r !== null)
+        .map((r) => ({
+          run_id: r.run_id,
+          status: r.status,
+          depth: r.depth,
+          ...(r.parent_op_id !== undefined ? { parent_op_id: r.parent_op_id } : {}),
+          created_at: r.created_at,
+        }))
+        .sort((a, b) => a.created_at - b.created_at);
+    },
     async getRun(runId, caller) {
       return runView(await readRun(runId, caller));
     },

@@ -26,7 +26,8 @@ export const METRICS_NAMESPACE = 'AgentRuns';
  * - ReducerRefusals: reducer responses refused by contract validation (the engine's
  *   `reducer response refused` log entry).
  * - MalformedStepMessages: step messages acknowledged because their body is not a StepMessage.
- * - Takeovers, Woken, Expired, Finalized: the sweeper's SweepReport, summed over its passes.
+ * - Takeovers, Woken, Expired, Finalized, HandedBack, ChildrenStopped: the sweeper's SweepReport,
+ *   summed over its passes.
  */
 export const METRIC = {
   steps: 'Steps',
@@ -39,6 +40,8 @@ export const METRIC = {
   woken: 'Woken',
   expired: 'Expired',
   finalized: 'Finalized',
+  handedBack: 'HandedBack',
+  childrenStopped: 'ChildrenStopped',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

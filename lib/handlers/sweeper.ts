@@ -106,7 +106,14 @@ export function createSweeperHandler(deps: SweeperDeps | (() => SweeperDeps)): S
         const report = await d.engine.sweep(shards);
         passes.push(report);
         // A pass that did nothing is routine (every 30 s in AWS, every few seconds locally): debug.
-        const acted = report.taken_over + report.woken + report.expired + report.finalized > 0;
+        const acted =
+          report.taken_over +
+            report.woken +
+            report.expired +
+            report.finalized +
+            report.handed_back +
+            report.children_stopped >
+          0;
         (acted ? d.logger.info : d.logger.debug).call(d.logger, 'sweeper pass', {
           pass,
           ...report,
@@ -120,6 +127,8 @@ export function createSweeperHandler(deps: SweeperDeps | (() => SweeperDeps)): S
       count(d.metrics, METRIC.woken, totals.woken);
       count(d.metrics, METRIC.expired, totals.expired);
       count(d.metrics, METRIC.finalized, totals.finalized);
+      count(d.metrics, METRIC.handedBack, totals.handed_back);
+      count(d.metrics, METRIC.childrenStopped, totals.children_stopped);
       flush(d.metrics);
     }
     return { passes, totals: sum(passes) };
@@ -140,13 +149,23 @@ async function wait(ms: number, signal: AbortSignal | undefined): Promise<boolea
 }
 
 function sum(reports: SweepReport[]): SweepReport {
-  const total: SweepReport = { examined: 0, taken_over: 0, woken: 0, expired: 0, finalized: 0 };
+  const total: SweepReport = {
+    examined: 0,
+    taken_over: 0,
+    woken: 0,
+    expired: 0,
+    finalized: 0,
+    handed_back: 0,
+    children_stopped: 0,
+  };
   for (const r of reports) {
     total.examined += r.examined;
     total.taken_over += r.taken_over;
     total.woken += r.woken;
     total.expired += r.expired;
     total.finalized += r.finalized;
+    total.handed_back += r.handed_back;
+    total.children_stopped += r.children_stopped;
   }
   return total;
 }

@@ -13,6 +13,7 @@
  *   GET  /runs/{id}                    200 run (effective projection)
  *   GET  /runs/{id}/events             200 {events, next_after, last_seq, status}; long polls with wait
  *   GET  /runs/{id}/checkpoints[/{n}]  200
+ *   GET  /runs/{id}/children           200
  *   POST /runs/{id}/controls           200 ack, whether applied, duplicate or rejected
  *   POST /results/{resume_key}         200 {run_id, seq}
  *   GET  /v1/tools                     200 {tools}
@@ -35,6 +36,7 @@ import { HttpError, type HttpError as HttpErrorType, toHttpError, validationFail
 import {
   checkpointRoute,
   checkpointsRoute,
+  childrenRoute,
   controlRoute,
   createRunRoute,
   deliverRoute,
@@ -278,6 +280,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.openapi(checkpointsRoute, async (c) => {
     const checkpoints = await engine.listCheckpoints(c.req.valid('param').id, callerOf(c));
     return c.json({ checkpoints }, 200);
+  });
+
+  app.openapi(childrenRoute, async (c) => {
+    const children = await engine.listChildren(c.req.valid('param').id, callerOf(c));
+    return c.json({ children }, 200);
   });
 
   app.openapi(checkpointRoute, async (c) => {

@@ -9,6 +9,7 @@ import {
   Checkpoint,
   CheckpointList,
   CheckpointParams,
+  ChildRunList,
   Control,
   ControlAck,
   CreateRunInput,
@@ -138,6 +139,17 @@ export const checkpointsRoute = createRoute({
   },
 });
 
+export const childrenRoute = createRoute({
+  method: 'get',
+  path: '/runs/{id}/children',
+  summary: 'The child runs this run delegated to (delegate tool calls), oldest first.',
+  request: { params: RunIdParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The children.', content: json(ChildRunList) },
+    ...errors(400, 403, 404),
+  },
+});
+
 export const checkpointRoute = createRoute({
   method: 'get',
   path: '/runs/{id}/checkpoints/{n}',
@@ -224,6 +236,7 @@ export const ROUTES = [
   eventsRoute,
   checkpointsRoute,
   checkpointRoute,
+  childrenRoute,
   controlRoute,
   deliverRoute,
   toolsRoute,

@@ -155,12 +155,26 @@ export const Checkpoint = z
     reason: z.string(),
     core: z.record(z.string(), z.unknown()),
     state_rev: z.number().int().min(0),
+    /** The item that holds the domain state of state_rev (read it back with the store's getState). */
+    state_at: z.string().optional(),
     transcript_cutoff_seq: z.number().int().min(0),
     at: z.number(),
   })
   .openapi('Checkpoint');
 
 export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) }).openapi('CheckpointList');
+
+/** A child run as its parent's listing shows it (GET /runs/{id}/children). */
+export const ChildRun = z
+  .object({
+    run_id: z.string(),
+    status: RunStatus,
+    depth: z.number().int().nonnegative(),
+    parent_op_id: z.string().optional(),
+    created_at: z.number(),
+  })
+  .openapi('ChildRun');
+export const ChildRunList = z.object({ children: z.array(ChildRun) }).openapi('ChildRunList');
 
 export const CheckpointParams = RunIdParams.extend({
   n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),

@@ -440,7 +440,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   print(`  token:  ${stack.token}`);
   if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
   print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
-  print(`  try:    curl -H "Authorization: Bearer ${stack.token}" ${stack.url}/runs`);
+  print(`  try:    curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   print('Press Ctrl-C to stop.');
   return stack;
 }

@@ -5,14 +5,23 @@
  *
  * Items (pk / sk):
  *   RUN#{id} / R            the run record (closed schema, parsed before every write)
- *   RUN#{id} / E#{seq:12}   one event (data inline, or a blob ref above INLINE_LIMIT bytes)
- *   RUN#{id} / D#{rev}      write-once domain state (canonical JSON, or a blob ref)
- *   RUN#{id} / C#{n}        checkpoint
+ *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
+ *                           LAST event: {events: [{...head, data} | {...head, data_blob}],
+ *                           first_seq, last_seq}; the commit's last page also holds the domain
+ *                           state it wrote: {state_rev, state | state_blob}. A commit's events
+ *                           above PAGE_LIMIT serialized bytes split into several pages.
+ *   RUN#{id} / D#{rev}      domain state written by a commit without events (legacy layout too)
+ *   RUN#{id} / C#{n}        checkpoint (with state_at when its state_rev is the record's)
  *   RUN#{id} / K#{control}  control ack {digest, ack, seq}
- *   RUN#{id} / O#{op_id}    operation record {kind, attempt, flags, outcome}
+ *   RUN#{id} / CH#{child}   link to a child run this run delegated to {run_id, created_at}
  *   SUBJ#{sha256} / S       the subject's live run
  *   CKEY#{sha256} / K       create key → run
  *   RKEY#{sha256} / K       resume key → run, op
+ *
+ * A fused commit (an operation's result + the next one's start) is therefore TWO items: the
+ * record Update and one event page. The record's `state_at` names the item holding the state
+ * of its `state_rev` (the store sets it, like `version`). Event data and domain state above
+ * INLINE_LIMIT bytes go to the blob store, one blob each.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -30,6 +39,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import {
   type ControlAck,
   type RunEvent,
@@ -37,15 +47,19 @@ import {
   RunRecord,
   type Subject,
 } from '../contracts/index.ts';
-import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import type { Fence } from '../core/run-machine.ts';
-import { ATTR, principalShardKey, statusShardKey, SWEEP_SHARDS, sweepShardKey } from './table.ts';
+import { ATTR, principalShardKey, SWEEP_SHARDS, statusShardKey, sweepShardKey } from './table.ts';
 
 /** Payloads above this many bytes (UTF-8 JSON) go to the blob store. */
 export const INLINE_LIMIT = 32 * 1024;
 /** DynamoDB's limit on actions per TransactWriteItems. */
 export const MAX_TRANSACT_ITEMS = 100;
+/**
+ * Most serialized bytes (UTF-8 JSON of its events, plus the domain state on the last page) one
+ * event page holds; DynamoDB's item limit is 400 KB. A page takes at least one event.
+ */
+export const PAGE_LIMIT = 300 * 1024;
 
 // ---------------------------------------------------------------- errors
 
@@ -106,30 +120,25 @@ export interface ControlAckItem {
   seq: number;
 }
 
-export interface OperationItem {
-  op_id: string;
-  kind: string;
-  attempt: number;
-  replay_safe: boolean;
-  mutating: boolean;
-  /** null while in flight. */
-  outcome: string | null;
-  at: number;
-}
-
 export interface CheckpointItem {
   n: number;
   reason: string;
   /** What core owns, copied; the domain state and transcript are referenced. */
   core: Record<string, unknown>;
   state_rev: number;
+  /**
+   * The sort key of the item holding the domain state of `state_rev` (for
+   * `getState(runId, state_rev, state_at)`); set by the store when `state_rev` is the committed
+   * record's, absent otherwise (and for state 0).
+   */
+  state_at?: string;
   transcript_cutoff_seq: number;
   at: number;
 }
 
 /** Everything one commit writes. */
 export interface Commit {
-  /** The record as it will be stored (its `version` is set by the commit). */
+  /** The record as it will be stored (its `version` and `state_at` are set by the commit). */
   record: RunRecord;
   /** The version read; null creates the run. */
   expectedVersion: number | null;
@@ -139,9 +148,10 @@ export interface Commit {
   state?: { rev: number; value: unknown };
   checkpoints?: CheckpointItem[];
   controlAck?: ControlAckItem;
-  operations?: OperationItem[];
   /** Create only: the create key to claim. */
   createKey?: { principalKey: string; key: string };
+  /** Create only: the parent run of a child run; writes the link `RUN#{parent} / CH#{child}`. */
+  parentLink?: string;
 }
 
 export interface StoredRun {
@@ -165,14 +175,23 @@ export interface RunStore {
     runId: string,
     controlId: string,
   ): Promise<{ record: RunRecord | null; ack: ControlAckItem | null }>;
-  getState(runId: string, rev: number): Promise<unknown>;
-  /** Events with seq > after, up to limit, in order, strongly consistent: never a gap. */
+  /**
+   * The domain state of revision `rev` (null for rev 0). `at` is the sort key of the item
+   * holding it (the record's or a checkpoint's `state_at`); without it the legacy `D#{rev}`
+   * item is read. Throws when the item is missing or holds another revision.
+   */
+  getState(runId: string, rev: number, at?: string): Promise<unknown>;
+  /**
+   * Events with seq > after, up to limit, in order, strongly consistent: never a gap (a read
+   * that meets one, as a read-committed Query may while a commit lands, stops before it).
+   */
   readEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
   getCheckpoint(runId: string, n: number): Promise<CheckpointItem | null>;
   listCheckpoints(runId: string): Promise<CheckpointItem[]>;
-  getOperation(runId: string, opId: string): Promise<OperationItem | null>;
   findBySubject(subject: Subject): Promise<string | null>;
   findByCreateKey(principalKey: string, key: string): Promise<string | null>;
+  /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
+  listChildren(parentRunId: string): Promise<string[]>;
   findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;
   /** Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting). */
   sweepCandidates(shard: number, now: number, limit: number): Promise<string[]>;
@@ -182,6 +201,7 @@ export interface RunStore {
     limit: number,
     cursor?: string,
   ): Promise<{ run_ids: string[]; cursor?: string }>;
+  /** Writes one commit in one TransactWriteItems; returns the stored record (new version, state_at). */
   commit(commit: Commit): Promise<RunRecord>;
   readonly metrics: StoreMetrics;
 }
@@ -204,7 +224,7 @@ export function sweepDue(record: RunRecord): number | null {
   if (record.status === 'waiting') return record.wake_at;
   if (
     (record.status === 'completed' || record.status === 'failed' || record.status === 'stopped') &&
-    record.inbox.length > 0
+    (record.inbox.length > 0 || record.owed.length > 0)
   ) {
     return record.updated_at;
   }
@@ -223,6 +243,7 @@ export interface DynamoRunStoreOptions {
 }
 
 type Item = Record<string, unknown>;
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   const { doc, tableName: TableName, blobs } = options;
@@ -277,11 +298,25 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     return JSON.parse(await blobs.get(ref));
   }
 
-  async function decodeEvent(item: Item): Promise<RunEvent> {
-    const data = await resolve(item, 'data');
-    const parsed = RunEventSchema.safeParse({ ...(item.event as Item), data });
+  /** One stored page entry ({...head, data} or {...head, data_blob}) back to a parsed event. */
+  async function decodeEntry(entry: Item): Promise<RunEvent> {
+    const { data_blob: _blob, ...head } = entry;
+    const data = await resolve(entry, 'data');
+    const parsed = RunEventSchema.safeParse({ ...head, data });
     if (!parsed.success) throw new Error(`stored event does not parse: ${parsed.error.issues[0]?.message}`);
     return parsed.data;
+  }
+
+  /** The entries of an event item: a page's `events`, or the one event of a legacy E# item. */
+  function entriesOf(item: Item): Item[] {
+    if (Array.isArray(item.events)) return item.events as Item[];
+    if (item.event !== undefined) {
+      const legacy: Item = { ...(item.event as Item) };
+      if (item.data_blob !== undefined) legacy.data_blob = item.data_blob;
+      else legacy.data = item.data;
+      return [legacy];
+    }
+    return [];
   }
 
   function recordItem(record: RunRecord): Item {
@@ -306,11 +341,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   }
 
   /** Builds the run record's Update: SET every stored attribute, REMOVE the absent optional ones. */
-  function recordUpdate(
-    commit: Commit,
-    nextVersion: number,
-  ): NonNullable<TransactWriteCommandInput['TransactItems']>[number] {
-    const stored = recordItem({ ...commit.record, version: nextVersion } as RunRecord);
+  function recordUpdate(commit: Commit, record: RunRecord): TransactItem {
+    const stored = recordItem(record);
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
     const sets: string[] = [];
@@ -346,16 +378,99 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     };
   }
 
+  /**
+   * The entries of a commit's events, packed into pages of at most PAGE_LIMIT serialized bytes
+   * (`reserve` bytes of the last page are kept for the domain state): greedily from the last
+   * event back, so the last page is the fullest; a page always takes at least one event.
+   */
+  async function pagesOf(
+    events: RunEvent[],
+    reserve: number,
+  ): Promise<{ entries: Item[]; seqs: number[] }[]> {
+    const ordered = [...events].sort((a, b) => a.seq - b.seq);
+    const entries = await Promise.all(
+      ordered.map(async (event) => {
+        const { data, ...head } = event;
+        const body = await inlineOrBlob(data);
+        const entry: Item = body.blob ? { ...head, data_blob: body.blob } : { ...head, data: body.inline };
+        return { entry, seq: event.seq, bytes: Buffer.byteLength(JSON.stringify(entry)) };
+      }),
+    );
+    const pages: { entries: Item[]; seqs: number[] }[] = [];
+    let page: { entries: Item[]; seqs: number[] } = { entries: [], seqs: [] };
+    let bytes = reserve;
+    for (let i = entries.length - 1; i >= 0; i -= 1) {
+      const e = entries[i] as (typeof entries)[number];
+      if (page.entries.length > 0 && bytes + e.bytes > PAGE_LIMIT) {
+        pages.unshift(page);
+        page = { entries: [], seqs: [] };
+        bytes = 0;
+      }
+      page.entries.unshift(e.entry);
+      page.seqs.unshift(e.seq);
+      bytes += e.bytes;
+    }
+    if (page.entries.length > 0) pages.unshift(page);
+    return pages;
+  }
+
+  /**
+   * Every item of one commit, in this order: the record (Update, or on create its Put + subject
+   * + create key), the event page(s), the index items the events call for, the D# state of a
+   * commit without events, checkpoints, the control ack, the subject release. Returns the items,
+   * the record as stored (version and state_at set) and the index of the ack Put (-1 if none).
+   * Throws CommitTooLarge above MAX_TRANSACT_ITEMS; never truncates.
+   */
   async function buildItems(
     commit: Commit,
     nextVersion: number,
-  ): Promise<NonNullable<TransactWriteCommandInput['TransactItems']>> {
-    const record = { ...commit.record, version: nextVersion } as RunRecord;
+  ): Promise<{ items: TransactItem[]; record: RunRecord; ackIndex: number }> {
+    const pk = runPk(commit.record.run_id);
+    const state =
+      commit.state === undefined
+        ? undefined
+        : { rev: commit.state.rev, body: await inlineOrBlob(commit.state.value) };
+    const stateAttrs: Item | undefined =
+      state === undefined
+        ? undefined
+        : {
+            state_rev: state.rev,
+            ...(state.body.blob ? { state_blob: state.body.blob } : { state: state.body.inline ?? null }),
+          };
+    const pages = await pagesOf(
+      commit.events,
+      stateAttrs === undefined ? 0 : Buffer.byteLength(JSON.stringify(stateAttrs)),
+    );
+    const pageItems: Item[] = pages.map((page) => ({
+      pk,
+      sk: eventSk(page.seqs.at(-1) as number),
+      first_seq: page.seqs[0],
+      last_seq: page.seqs.at(-1),
+      events: page.entries,
+    }));
+    const lastPage = pageItems.at(-1);
+    let stateItem: Item | undefined;
+    if (stateAttrs !== undefined && state !== undefined) {
+      if (lastPage !== undefined) Object.assign(lastPage, stateAttrs);
+      else stateItem = { pk, sk: `D#${state.rev}`, ...stateAttrs };
+    }
+    // state_at names the item holding the state of the record's state_rev: this commit's item
+    // when it wrote that revision, else whatever the record already pointed at.
+    const stateAt =
+      state !== undefined && state.rev === commit.record.state_rev
+        ? String((lastPage ?? stateItem)?.sk)
+        : commit.record.state_at;
+    const { state_at: _previous, ...rest } = commit.record;
+    const record = {
+      ...rest,
+      version: nextVersion,
+      ...(stateAt !== undefined ? { state_at: stateAt } : {}),
+    } as RunRecord;
     const parsed = RunRecord.safeParse(record);
     if (!parsed.success)
       throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
-    const pk = runPk(record.run_id);
-    const items: NonNullable<TransactWriteCommandInput['TransactItems']> = [];
+
+    const items: TransactItem[] = [];
     if (commit.expectedVersion === null) {
       items.push({
         Put: { TableName, Item: recordItem(record), ConditionExpression: 'attribute_not_exists(pk)' },
@@ -382,25 +497,27 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           },
         });
       }
-    } else {
-      items.push(recordUpdate(commit, nextVersion));
-    }
-    for (const event of commit.events) {
-      const { data, ...head } = event;
-      const body = await inlineOrBlob(data);
-      items.push({
-        Put: {
-          TableName,
-          Item: {
-            pk,
-            sk: eventSk(event.seq),
-            event: head,
-            ...(body.blob ? { data_blob: body.blob } : { data: body.inline }),
+      if (commit.parentLink !== undefined) {
+        items.push({
+          Put: {
+            TableName,
+            Item: {
+              pk: runPk(commit.parentLink),
+              sk: `CH#${record.run_id}`,
+              run_id: record.run_id,
+              created_at: record.created_at,
+            },
           },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        },
-      });
-      // Index items derived from the events they belong to.
+        });
+      }
+    } else {
+      items.push(recordUpdate(commit, record));
+    }
+    for (const Item of pageItems) {
+      items.push({ Put: { TableName, Item, ConditionExpression: 'attribute_not_exists(pk)' } });
+    }
+    // Index items derived from the events they belong to.
+    for (const event of commit.events) {
       if (
         event.kind === 'request_opened' &&
         event.data.kind === 'result' &&
@@ -422,29 +539,24 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         items.push({ Delete: { TableName, Key: { pk: resumeKeyPk(event.data.resume_key), sk: 'K' } } });
       }
     }
-    if (commit.state !== undefined) {
-      const body = await inlineOrBlob(commit.state.value);
-      items.push({
-        Put: {
-          TableName,
-          Item: {
-            pk,
-            sk: `D#${commit.state.rev}`,
-            ...(body.blob ? { state_blob: body.blob } : { state: body.inline ?? null }),
-          },
-        },
-      });
-    }
+    if (stateItem !== undefined) items.push({ Put: { TableName, Item: stateItem } });
     for (const cp of commit.checkpoints ?? []) {
+      // The engine builds checkpoints before the commit: the state's place is known only here.
+      const stored: CheckpointItem =
+        cp.state_rev === record.state_rev && record.state_at !== undefined
+          ? { ...cp, state_at: record.state_at }
+          : cp;
       items.push({
         Put: {
           TableName,
-          Item: { pk, sk: `C#${cp.n}`, checkpoint: cp },
+          Item: { pk, sk: `C#${cp.n}`, checkpoint: stored },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       });
     }
+    let ackIndex = -1;
     if (commit.controlAck !== undefined) {
+      ackIndex = items.length;
       items.push({
         Put: {
           TableName,
@@ -452,9 +564,6 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       });
-    }
-    for (const op of commit.operations ?? []) {
-      items.push({ Put: { TableName, Item: { pk, sk: `O#${op.op_id}`, ...op } } });
     }
     // A run that just ended releases its subject in the same transaction.
     const terminal =
@@ -474,10 +583,11 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         `a commit of ${items.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
       );
     }
-    return items;
+    return { items, record, ackIndex };
   }
 
-  function classify(err: TransactionCanceledException, commit: Commit): CommitRejected {
+  /** Maps a cancelled transaction to its CommitFailure by the code of each item (record = item 0). */
+  function classify(err: TransactionCanceledException, commit: Commit, ackIndex: number): CommitRejected {
     const reasons = err.CancellationReasons ?? [];
     const codes = reasons.map((r) => r.Code ?? 'None');
     const first = reasons[0];
@@ -522,7 +632,6 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         cause: err,
       });
     }
-    const ackIndex = commit.controlAck !== undefined ? findAckIndex(commit, reasons.length) : -1;
     if (ackIndex >= 0 && codes[ackIndex] === 'ConditionalCheckFailed') {
       return new CommitRejected('control_ack_exists', 'the control id already has an ack', null, {
         cause: err,
@@ -571,52 +680,71 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         ack: ack === undefined ? null : (ack as unknown as ControlAckItem),
       };
     },
-    async getState(runId, rev) {
+    async getState(runId, rev, at) {
       if (rev === 0) return null;
+      const sk = at ?? `D#${rev}`;
       metrics.reads += 1;
       const out = await doc.send(
         new GetCommand({
           TableName,
-          Key: { pk: runPk(runId), sk: `D#${rev}` },
+          Key: { pk: runPk(runId), sk },
           ConsistentRead: true,
+          ProjectionExpression: '#state, state_blob, state_rev',
+          ExpressionAttributeNames: { '#state': 'state' },
           ReturnConsumedCapacity: 'TOTAL',
         }),
       );
       countCapacity(out.ConsumedCapacity);
-      if (out.Item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing`);
+      if (out.Item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing (${sk})`);
+      if (at !== undefined && out.Item.state_rev !== rev) {
+        throw new Error(
+          `item ${sk} of run ${runId} holds domain state ${String(out.Item.state_rev)}, not ${rev}`,
+        );
+      }
       return (await resolve(out.Item, 'state')) ?? null;
     },
     async readEvents(runId, after, limit) {
-      const events: RunEvent[] = [];
+      const entries: Item[] = [];
       let startKey: Record<string, unknown> | undefined;
-      do {
+      collect: while (entries.length < limit) {
         metrics.queries += 1;
         const out = await doc.send(
           new QueryCommand({
             TableName,
+            // Pages are keyed by their last seq: every page holding a seq > after sorts at or
+            // above E#{after + 1}; C#, D#, K# and R sort outside the range.
             KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
             ExpressionAttributeValues: {
               ':pk': runPk(runId),
               ':from': eventSk(after + 1),
               ':to': 'E#999999999999',
             },
+            // Only the events: a page's domain state is read by getState.
+            ProjectionExpression: '#events, #event, #data, data_blob',
+            ExpressionAttributeNames: { '#events': 'events', '#event': 'event', '#data': 'data' },
             ConsistentRead: true,
-            Limit: limit - events.length,
+            // Limit counts pages; each page in range holds at least one wanted event.
+            Limit: limit - entries.length,
             ExclusiveStartKey: startKey,
             ReturnConsumedCapacity: 'TOTAL',
           }),
         );
         countCapacity(out.ConsumedCapacity);
         for (const item of out.Items ?? []) {
-          const event = await decodeEvent(item);
-          // A Query is read-committed, not a snapshot: it may see part of a commit still landing.
-          // Stop before the first gap; the next page (after = last seq returned) gets the rest.
-          if (event.seq !== after + events.length + 1) return events;
-          events.push(event);
+          for (const entry of entriesOf(item)) {
+            const seq = Number(entry.seq);
+            if (seq <= after) continue;
+            // A Query is read-committed, not a snapshot: it may see part of a commit still
+            // landing. Stop before the first gap; the next read (after = last seq) gets the rest.
+            if (seq !== after + entries.length + 1) break collect;
+            entries.push(entry);
+            if (entries.length >= limit) break collect;
+          }
         }
         startKey = out.LastEvaluatedKey;
-      } while (startKey !== undefined && events.length < limit);
-      return events;
+        if (startKey === undefined) break;
+      }
+      return Promise.all(entries.map((entry) => decodeEntry(entry)));
     },
     async getCheckpoint(runId, n) {
       metrics.reads += 1;
@@ -637,15 +765,6 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       );
       return (out.Items ?? []).map((i) => i.checkpoint as CheckpointItem).sort((a, b) => a.n - b.n);
     },
-    async getOperation(runId, opId) {
-      metrics.reads += 1;
-      const out = await doc.send(
-        new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `O#${opId}` }, ConsistentRead: true }),
-      );
-      if (out.Item === undefined) return null;
-      const { pk: _pk, sk: _sk, ...op } = out.Item;
-      return op as OperationItem;
-    },
     async findBySubject(subject) {
       metrics.reads += 1;
       const out = await doc.send(
@@ -663,6 +782,26 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         }),
       );
       return (out.Item?.run_id as string | undefined) ?? null;
+    },
+    async listChildren(parentRunId) {
+      const ids: string[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        metrics.queries += 1;
+        const out = await doc.send(
+          new QueryCommand({
+            TableName,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :ch)',
+            ExpressionAttributeValues: { ':pk': runPk(parentRunId), ':ch': 'CH#' },
+            ProjectionExpression: 'run_id',
+            ConsistentRead: true,
+            ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        for (const item of out.Items ?? []) ids.push(item.run_id as string);
+        start = out.LastEvaluatedKey;
+      } while (start !== undefined);
+      return ids;
     },
     async findByResumeKey(resumeKey) {
       metrics.reads += 1;
@@ -735,7 +874,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     },
     async commit(commit) {
       const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
-      const items = await buildItems(commit, nextVersion);
+      const { items, record, ackIndex } = await buildItems(commit, nextVersion);
       for (let attempt = 1; ; attempt += 1) {
         try {
           metrics.transactions += 1;
@@ -743,10 +882,10 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
             new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
           );
           countCapacity(out.ConsumedCapacity, 'write');
-          return { ...commit.record, version: nextVersion } as RunRecord;
+          return record;
         } catch (err) {
           let rejected: CommitRejected;
-          if (err instanceof TransactionCanceledException) rejected = classify(err, commit);
+          if (err instanceof TransactionCanceledException) rejected = classify(err, commit, ackIndex);
           else if (err instanceof ConditionalCheckFailedException)
             rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
           else if (isThrottle(err))
@@ -773,20 +912,6 @@ function isThrottle(err: unknown): boolean {
     name === 'ProvisionedThroughputExceededException' ||
     name === 'RequestLimitExceeded'
   );
-}
-
-function findAckIndex(commit: Commit, total: number): number {
-  // The ack Put follows the record, events (+ their index items), state and checkpoints; it is
-  // the only conditional Put among the trailing items, so search from the end of the fixed part.
-  let index = 1;
-  for (const e of commit.events) {
-    index += 1;
-    if (e.kind === 'request_opened' && e.data.kind === 'result') index += 1;
-    if (e.kind === 'result_delivered') index += 1;
-  }
-  if (commit.state !== undefined) index += 1;
-  index += commit.checkpoints?.length ?? 0;
-  return index < total ? index : -1;
 }
 
 /** ALL_OLD comes back in DynamoDB's wire format on the raw exception. */

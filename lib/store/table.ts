@@ -23,7 +23,12 @@ export const DEFAULT_TABLE_NAME = 'agent-runs';
 export const ATTR = {
   /** Partition key (string): `RUN#{run_id}`, `SUBJ#{sha256}`, `CKEY#{sha256}`, `RKEY#{sha256}`. */
   pk: 'pk',
-  /** Sort key (string): `R`, `E#{seq 12 digits}`, `D#{rev}`, `C#{n}`, `K#{control_id}`, `O#{op_id}`, `S`, `K`. */
+  /**
+   * Sort key (string): `R` (run record), `E#{seq 12 digits}` (an event page: the events of one
+   * commit, keyed by the seq of its last event, plus the domain state that commit wrote),
+   * `D#{rev}` (domain state written without events), `C#{n}` (checkpoint), `K#{control_id}`
+   * (control ack), `CH#{child_run_id}` (child link), `S` (subject), `K` (create / resume key).
+   */
   sk: 'sk',
   /** `sweep` GSI partition (string): the sweep shard, see {@link sweepShardKey}. Present only while the sweeper owes the run something. */
   sweepShard: 'sweep_shard',

@@ -307,6 +307,16 @@ describe('HTTP API: runs', () => {
     expect(await json(missing)).toMatchObject({ code: 'checkpoint_not_found' });
   });
 
+  it('lists a run’s child runs (none for a run that never delegated), 403 for another user, 404 for an unknown run', async () => {
+    const run = await waitingRun();
+    expect(await json(request('GET', `/runs/${run.run_id}/children`))).toEqual({ children: [] });
+    const other = await request('GET', `/runs/${run.run_id}/children`, { token: BOB_TOKEN });
+    expect(other.status).toBe(403);
+    const missing = await request('GET', `/runs/run_${randomUUID()}/children`);
+    expect(missing.status).toBe(404);
+    expect(await json(missing)).toMatchObject({ code: 'run_not_found' });
+  });
+
   it('answers 404 run_not_found for an unknown run', async () => {
     const response = await request('GET', `/runs/run_${randomUUID()}`);
     expect(response.status).toBe(404);

@@ -47,13 +47,13 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     },
     getRun: (id) => store.getRun(id),
     getRunAndAck: (id, control) => store.getRunAndAck(id, control),
-    getState: (id, rev) => store.getState(id, rev),
+    getState: (id, rev, at) => store.getState(id, rev, at),
     readEvents: (id, after, limit) => store.readEvents(id, after, limit),
     getCheckpoint: (id, n) => store.getCheckpoint(id, n),
     listCheckpoints: (id) => store.listCheckpoints(id),
-    getOperation: (id, op) => store.getOperation(id, op),
     findBySubject: (s) => store.findBySubject(s),
     findByCreateKey: (p, k) => store.findByCreateKey(p, k),
+    listChildren: (id) => store.listChildren(id),
     findByResumeKey: (k) => store.findByResumeKey(k),
     sweepCandidates: (shard, now, limit) => store.sweepCandidates(shard, now, limit),
     listByStatus: (status, limit, cursor) => store.listByStatus(status, limit, cursor),
@@ -270,11 +270,11 @@ export function editedQueries(
   });
 }
 
-/** The event kinds a transaction puts (for a `faultyDoc` plan). */
+/** The event kinds a transaction puts, in order, from its event pages (for a `faultyDoc` plan). */
 export function eventKindsOf(items: NonNullable<TransactWriteCommandInput['TransactItems']>): string[] {
   return items.flatMap((i) => {
-    const kind = (i.Put?.Item?.event as { kind?: string } | undefined)?.kind;
-    return kind === undefined ? [] : [kind];
+    const events = i.Put?.Item?.events as { kind?: string }[] | undefined;
+    return (events ?? []).flatMap((e) => (e.kind === undefined ? [] : [e.kind]));
   });
 }
 

@@ -107,3 +107,60 @@ export function askOnce() {
     }
   };
 }
+
+/**
+ * Delegation (issue 3): with input `{children: [args…]}` calls the delegate tool once per entry,
+ * one after the other (each waits for its child's hand-back), then completes with a summary that
+ * lists each hand-back as `status:payload.status`. With input `{leaf: 'complete' | 'fail' | 'ask'}`
+ * it is a child: completes, fails, or asks a question (and completes with the answer).
+ */
+export function delegator(delegateTool: string, flags: { replay_safe?: boolean } = {}) {
+  type State = { seen: number; children: unknown[]; i: number; results: string[] };
+  return (raw: Record<string, unknown>) => {
+    const req = raw as unknown as Req & { state: State | null };
+    const st: State = req.state ?? { seen: 0, children: [], i: 0, results: [] };
+    if (req.event.seq <= st.seen) return unchanged(req);
+    const next = (patch: Partial<State>) => ({ ...st, seen: req.event.seq, ...patch });
+    const delegate = (args: unknown) => ({
+      kind: 'call_tool',
+      tool: delegateTool,
+      args,
+      mutating: false,
+      replay_safe: flags.replay_safe ?? true,
+    });
+    switch (req.event.kind) {
+      case 'run_started': {
+        const input = (req.event.data.input ?? {}) as { children?: unknown[]; leaf?: string };
+        if (input.leaf === 'complete')
+          return respond(req, next({}), [{ kind: 'complete', outcome: 'succeeded', summary: 'leaf done' }]);
+        if (input.leaf === 'fail')
+          return respond(req, next({}), [{ kind: 'fail', code: 'leaf_failed', message: 'the leaf failed' }]);
+        if (input.leaf === 'ask') return respond(req, next({}), [{ kind: 'ask_user', question: 'go on?' }]);
+        const children = input.children ?? [];
+        if (children.length === 0)
+          return respond(req, next({}), [{ kind: 'complete', outcome: 'succeeded', summary: '' }]);
+        return respond(req, next({ children, i: 1 }), [delegate(children[0])]);
+      }
+      case 'request_resolved':
+        return respond(req, next({}), [
+          { kind: 'complete', outcome: 'succeeded', summary: String(req.event.data.value) },
+        ]);
+      case 'tool_result':
+      case 'operation_failed': {
+        const env = (req.event.data.envelope ?? {}) as { status?: string; payload?: { status?: string } };
+        const line =
+          req.event.kind === 'tool_result'
+            ? `${env.status}:${env.payload?.status ?? '-'}`
+            : `operation_failed:${String(req.event.data.error_class)}`;
+        const results = [...st.results, line];
+        if (st.i < st.children.length)
+          return respond(req, next({ results, i: st.i + 1 }), [delegate(st.children[st.i])]);
+        return respond(req, next({ results }), [
+          { kind: 'complete', outcome: 'succeeded', summary: results.join(',') },
+        ]);
+      }
+      default:
+        return { ...unchanged(req), state: next({}), state_rev: req.state_rev + 1 };
+    }
+  };
+}

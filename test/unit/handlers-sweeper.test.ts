@@ -6,7 +6,16 @@ import { createSweeperHandler, passGapFromEnv, SWEEP_PASS_GAP_MS } from '../../l
 import { lambdaContext } from '../../lib/local/poller.ts';
 
 function report(partial: Partial<SweepReport>): SweepReport {
-  return { examined: 0, taken_over: 0, woken: 0, expired: 0, finalized: 0, ...partial };
+  return {
+    examined: 0,
+    taken_over: 0,
+    woken: 0,
+    expired: 0,
+    finalized: 0,
+    handed_back: 0,
+    children_stopped: 0,
+    ...partial,
+  };
 }
 
 /** An engine whose sweep passes answer in turn, recording the shards and the time of each call. */
@@ -25,7 +34,7 @@ describe('sweeper handler', () => {
   it('makes two passes the configured gap apart and sums them into the metrics', async () => {
     const engine = sweeping([
       report({ examined: 3, taken_over: 1, woken: 1 }),
-      report({ examined: 1, expired: 1 }),
+      report({ examined: 1, expired: 1, handed_back: 1, children_stopped: 2 }),
     ]);
     const metrics = createCountingMetrics();
     const handler = createSweeperHandler({ engine, logger: SILENT_LOG, metrics, passGapMs: 80 });
@@ -35,8 +44,16 @@ describe('sweeper handler', () => {
     expect(engine.calls).toHaveLength(2);
     const [first, second] = engine.calls;
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(75);
-    expect(result.totals).toEqual({ examined: 4, taken_over: 1, woken: 1, expired: 1, finalized: 0 });
-    expect(metrics.totals).toEqual({ Takeovers: 1, Woken: 1, Expired: 1 });
+    expect(result.totals).toEqual({
+      examined: 4,
+      taken_over: 1,
+      woken: 1,
+      expired: 1,
+      finalized: 0,
+      handed_back: 1,
+      children_stopped: 2,
+    });
+    expect(metrics.totals).toEqual({ Takeovers: 1, Woken: 1, Expired: 1, HandedBack: 1, ChildrenStopped: 2 });
     expect(metrics.flushes()).toBe(1);
   });
 

@@ -14,8 +14,8 @@ import {
   releaseLease,
   startOperation,
   stopRun,
-  takeOver,
   type TransitionResult,
+  takeOver,
 } from '../../lib/core/run-machine.ts';
 import { modelEffect, newRun, toolEffect } from '../support/runs.ts';
 
@@ -368,5 +368,32 @@ describe('effective projection', () => {
     expect(effectiveProjection(projection, 'stopped')?.items[0]?.status).toBe('stopped');
     expect(effectiveProjection(projection, 'paused')?.items[0]?.status).toBe('paused');
     expect(effectiveProjection(projection, 'waiting')?.items[0]?.status).toBe('waiting');
+  });
+});
+
+describe('control rejection reasons', () => {
+  it('names a second stop (and a pause) of a stopping run already_stopping', () => {
+    const { record } = leasedWith();
+    const running = ok(startOperation(record, 2_001)).record;
+    const first = control(running, { control_id: 's1', command: 'stop' });
+    if (first.kind !== 'applied') throw new Error(`expected applied, got ${first.kind}`);
+    expect(first.record.status).toBe('cancelling');
+    expect(control(first.record, { control_id: 's2', command: 'stop' })).toMatchObject({
+      kind: 'rejected',
+      reason: 'already_stopping',
+    });
+    expect(control(first.record, { control_id: 'p1', command: 'pause' })).toMatchObject({
+      kind: 'rejected',
+      reason: 'already_stopping',
+    });
+  });
+
+  it('names a pause of a paused run already_paused', () => {
+    const paused = control(newRun(), { control_id: 'p1', command: 'pause' });
+    if (paused.kind !== 'applied') throw new Error(`expected applied, got ${paused.kind}`);
+    expect(control(paused.record, { control_id: 'p2', command: 'pause' })).toMatchObject({
+      kind: 'rejected',
+      reason: 'already_paused',
+    });
   });
 });

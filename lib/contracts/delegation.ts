@@ -1,0 +1,55 @@
+/**
+ * Delegation: an agent's sub-task is a child run. A reducer delegates with an ordinary
+ * `call_tool` effect on the reserved tool {@link DELEGATE_TOOL}; core executes it itself: it
+ * creates the child run (keyed on the operation id, so a re-dispatch finds the same child) and
+ * answers `waiting` with `resume_key: "child:{child_run_id}"`. When the child ends, its outcome
+ * comes back to the parent as that tool call's `tool_result` (the hand-back, owed by the child
+ * until delivered). Seed: agent-runs ("child runs with a durable mailbox", "Budgets": max_children,
+ * max_live_children, max_depth; sweeper: "delivers owed child hand-backs, stops children of
+ * ended parents"); agent-run-contracts ("resume_key … child:{run_id} for a child run").
+ */
+import { z } from 'zod';
+import { JsonObject, Subject } from './common.ts';
+import { Budgets, OnExceeded } from './run.ts';
+
+/** The reserved tool path a reducer calls to start a child run. */
+export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
+
+/** The resume key a parent waits on for its child `runId`. */
+export function childResumeKey(runId: string): string {
+  return `child:${runId}`;
+}
+
+/** The child run id named by a `child:{run_id}` resume key, or null for any other key. */
+export function childOfResumeKey(key: string): string | null {
+  return key.startsWith('child:') && key.length > 'child:'.length ? key.slice('child:'.length) : null;
+}
+
+/**
+ * The delegate tool's args. Every field is optional: the child inherits the parent's reducer,
+ * executor_config, on_exceeded and run context, and gets the subject `{parent workspace, parent path +
+ * "/children/{n}"}` (n: the parent's operation number). `max_depth` is inherited as a ceiling:
+ * the child's own max_depth is the smaller of the two.
+ */
+export const DelegateArgs = z.object({
+  subject: Subject.optional(),
+  reducer: z.object({ function_path: z.string().min(1), handler: z.string().optional() }).optional(),
+  input: z.unknown().optional(),
+  objective: z.string().max(10_000).optional(),
+  context: z.unknown().optional(),
+  budgets: Budgets.optional(),
+  on_exceeded: OnExceeded.optional(),
+  executor_config: JsonObject.optional(),
+});
+export type DelegateArgs = z.infer<typeof DelegateArgs>;
+
+/** The payload of a delegate call's results: `waiting` names the child; the hand-back adds its end. */
+export const HandBackPayload = z.object({
+  child_run_id: z.string(),
+  status: z.enum(['completed', 'failed', 'stopped']),
+  outcome: z.enum(['succeeded', 'partial', 'blocked']).optional(),
+  summary: z.string().optional(),
+  terminal_reason: z.string(),
+  usage: z.record(z.string(), z.number()),
+});
+export type HandBackPayload = z.infer<typeof HandBackPayload>;

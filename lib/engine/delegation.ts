@@ -1,0 +1,296 @@
+/**
+ * Delegation over the ports: starting a child run for a delegate operation, handing an ended
+ * child's outcome back to its parent, and stopping the children of an ended parent.
+ * Seed: agent-runs ("child runs with a durable mailbox", "Budgets": max_children,
+ * max_live_children, max_depth; the sweeper "delivers owed child hand-backs, stops children of
+ * ended parents"); DESIGN sections 4 (child links) and 8 (sweeper duties).
+ *
+ * The mailbox is durable because a hand-back is owed by the child's record (`owed: handback`,
+ * set by the commit that ends it) until it is delivered; the duty is tried right after the end
+ * and otherwise by the sweeper, and delivering twice adds nothing (core's `childEnded`).
+ *
+ * The one race, a child that ends before its parent has committed that it waits for it, is
+ * closed from both sides: the child's hand-back is deferred while the parent's delegate
+ * operation is still in flight, and the parent, once it rests waiting, collects every child that
+ * has already ended.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type Control,
+  type ControlAck,
+  childOfResumeKey,
+  DelegateArgs,
+  isTerminalStatus,
+  type Operation,
+  type OwedDuty,
+  type RunRecord,
+  type ToolResultEnvelope,
+} from '../contracts/index.ts';
+import type { Caller } from '../core/controls.ts';
+import {
+  childStartedEnvelope,
+  delegationFailedEnvelope,
+  handBackEnvelope,
+  planChildRun,
+} from '../core/delegation.ts';
+import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
+import { CommitRejected, principalKeyOf, type RunStore } from '../store/run-store.ts';
+import type { Clock, ReducerHost } from './ports.ts';
+
+/** The caller delegation acts as when it stops children: a system caller (always authorized). */
+export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };
+
+export interface DelegationDeps {
+  store: RunStore;
+  reducers: ReducerHost;
+  clock: Clock;
+  /** Sends a run's step message (a lost one is covered by the run's wake deadline). */
+  wake(runId: string): Promise<void>;
+  /** Whether a step message should follow a commit of `record`. */
+  needsStep(record: RunRecord): boolean;
+  applyControl(runId: string, control: Control, caller: Caller): Promise<ControlAck>;
+  wakeGraceMs: number;
+  log(entry: Record<string, unknown>): void;
+}
+
+/** What running an ended run's owed duties did. */
+export interface OwedReport {
+  handed_back: number;
+  children_stopped: number;
+}
+
+/** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
+type HandBack = 'delivered' | 'not_needed' | 'deferred';
+
+export interface Delegation {
+  /**
+   * Executes a delegate operation of `parent`: creates the child run (or finds the one this
+   * operation already created: the create key is `delegate:{op_id}` under the parent's
+   * principal) and answers `waiting` on `child:{child_run_id}`. The child inherits the parent's
+   * reducer, executor_config, on_exceeded and run context (run_started.data.context) unless the
+   * args give them, and max_depth as a ceiling. A child that already ended is
+   * answered with its hand-back at once. Bad args → `failed` invalid_input
+   * (`delegate_args_invalid`, naming the field); no reducer → invalid_input
+   * (`delegate_reducer_missing`); unknown reducer → not_found (`reducer_not_found`); the subject
+   * held by another live run → conflict (`subject_taken`). Never throws for bad input.
+   */
+  startChild(parent: RunRecord, op: Operation): Promise<ToolResultEnvelope>;
+  /** Runs the duties an ended run owes (stop its children, hand back to its parent). */
+  settleEnded(record: RunRecord): Promise<OwedReport>;
+  /** For a parent resting `waiting`: hands back every child it waits for that has already ended. */
+  collectEnded(parent: RunRecord): Promise<number>;
+}
+
+export function createDelegation(deps: DelegationDeps): Delegation {
+  const { store, reducers, clock, log } = deps;
+
+  async function startChild(parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+    const effect = op.effect;
+    if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
+    const { __raisin_context: _context, ...raw } = effect.args;
+    const parsed = DelegateArgs.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
+      return delegationFailedEnvelope(
+        op.op_id,
+        'invalid_input',
+        'delegate_args_invalid',
+        `${field}: ${issue?.message ?? 'invalid'}`,
+      );
+    }
+    const args = parsed.data;
+    if (args.context === undefined) {
+      // The child inherits the parent's run context (tools, instructions, mode) unless given one.
+      const [started] = await store.readEvents(parent.run_id, 0, 1);
+      if (started?.kind === 'run_started' && started.data.context !== undefined)
+        args.context = started.data.context;
+    }
+    const plan = planChildRun(parent, op.op_id, args);
+    if (plan.reducer === null) {
+      return delegationFailedEnvelope(
+        op.op_id,
+        'invalid_input',
+        'delegate_reducer_missing',
+        'args.reducer is required when the parent run has no reducer',
+      );
+    }
+    const principalKey = principalKeyOf(parent.principal);
+    const existing = await store.findByCreateKey(principalKey, plan.create_key);
+    if (existing !== null) return adopt(parent, op, existing);
+    const resolved = await reducers.resolve(plan.reducer);
+    if (resolved === null) {
+      return delegationFailedEnvelope(
+        op.op_id,
+        'not_found',
+        'reducer_not_found',
+        `no reducer at ${plan.reducer.function_path}`,
+      );
+    }
+    const now = clock.now();
+    const created = createRunRecord(
+      {
+        run_id: `run_${randomUUID().replaceAll('-', '')}`,
+        principal: parent.principal,
+        subject: plan.subject,
+        reducer: { ...plan.reducer, artifact_hash: resolved.artifact_hash },
+        input: plan.input,
+        ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
+        ...(plan.context !== undefined ? { context: plan.context } : {}),
+        budgets: plan.budgets,
+        on_exceeded: plan.on_exceeded,
+        executor_config: plan.executor_config,
+        parent_run_id: plan.parent_run_id,
+        parent_op_id: op.op_id,
+        depth: plan.depth,
+      },
+      now,
+    );
+    try {
+      const child = await store.commit({
+        record: { ...created.record, wake_at: now + deps.wakeGraceMs } as RunRecord,
+        expectedVersion: null,
+        events: created.events,
+        createKey: { principalKey, key: plan.create_key },
+        parentLink: parent.run_id,
+      });
+      await deps.wake(child.run_id);
+      log({ level: 'info', message: 'child run started', run_id: parent.run_id, child_run_id: child.run_id });
+      return childStartedEnvelope(op.op_id, child.run_id);
+    } catch (err) {
+      if (!(err instanceof CommitRejected)) throw err;
+      if (err.reason === 'create_key_taken') {
+        const again = await store.findByCreateKey(principalKey, plan.create_key);
+        if (again !== null) return adopt(parent, op, again);
+      }
+      if (err.reason === 'subject_taken') {
+        return delegationFailedEnvelope(
+          op.op_id,
+          'conflict',
+          'subject_taken',
+          `a live run already holds ${plan.subject.workspace}:${plan.subject.path}`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  /** The child this operation created before (a re-dispatch): wait for it, or take its end now. */
+  async function adopt(parent: RunRecord, op: Operation, childId: string): Promise<ToolResultEnvelope> {
+    const child = await store.getRun(childId);
+    if (child === null || child.parent_run_id !== parent.run_id || child.parent_op_id !== op.op_id) {
+      return delegationFailedEnvelope(
+        op.op_id,
+        'conflict',
+        'create_key_taken',
+        `the create key of this delegation names run ${childId}, which is not its child`,
+      );
+    }
+    const ended = handBackEnvelope(child);
+    return ended !== null
+      ? { ...ended, operation_id: op.op_id }
+      : childStartedEnvelope(op.op_id, child.run_id);
+  }
+
+  async function handBack(child: RunRecord): Promise<HandBack> {
+    const envelope = handBackEnvelope(child);
+    const parentId = child.parent_run_id;
+    if (envelope === null || parentId === undefined) return 'not_needed';
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      const parent = await store.getRun(parentId);
+      if (parent === null || isTerminalStatus(parent.status)) return 'not_needed';
+      const result = childEnded(parent, child.run_id, envelope, clock.now());
+      if (!result.ok) {
+        // The parent has not yet committed that it waits for this child: it collects it then.
+        const inFlight = child.parent_op_id !== undefined && parent.operation?.op_id === child.parent_op_id;
+        return inFlight ? 'deferred' : 'not_needed';
+      }
+      try {
+        const stored = await store.commit({
+          record: result.record,
+          expectedVersion: parent.version,
+          events: result.events,
+        });
+        if (deps.needsStep(stored)) await deps.wake(stored.run_id);
+        log({ level: 'info', message: 'child handed back', run_id: parentId, child_run_id: child.run_id });
+        return 'delivered';
+      } catch (err) {
+        if (err instanceof CommitRejected && err.reason === 'stale_version') continue;
+        throw err;
+      }
+    }
+    return 'deferred';
+  }
+
+  async function stopChildren(parent: RunRecord): Promise<number> {
+    const ids = new Set([...parent.live_children, ...(await store.listChildren(parent.run_id))]);
+    let stopped = 0;
+    for (const id of ids) {
+      const child = await store.getRun(id);
+      if (child === null || isTerminalStatus(child.status)) continue;
+      const ack = await deps.applyControl(
+        id,
+        { control_id: `parent_ended:${parent.run_id}`, command: 'stop', reason: 'parent_ended' },
+        DELEGATION_CALLER,
+      );
+      if (ack.ack === 'applied') stopped += 1;
+      log({
+        level: 'info',
+        message: 'child of an ended parent stopped',
+        run_id: parent.run_id,
+        child_run_id: id,
+      });
+    }
+    return stopped;
+  }
+
+  /** Commits `record` with `duty` settled, re-reading on a stale version. */
+  async function settle(record: RunRecord, duty: OwedDuty): Promise<RunRecord> {
+    let current = record;
+    for (let attempt = 0; attempt < 8; attempt += 1) {
+      const settled = settleOwed(current, duty, clock.now());
+      if (!settled.ok) return current;
+      try {
+        return await store.commit({ record: settled.record, expectedVersion: current.version, events: [] });
+      } catch (err) {
+        if (!(err instanceof CommitRejected && err.reason === 'stale_version')) throw err;
+        const fresh = await store.getRun(current.run_id);
+        if (fresh === null) return current;
+        current = fresh;
+      }
+    }
+    return current;
+  }
+
+  async function settleEnded(record: RunRecord): Promise<OwedReport> {
+    const report: OwedReport = { handed_back: 0, children_stopped: 0 };
+    if (!isTerminalStatus(record.status) || !('owed' in record)) return report;
+    let current: RunRecord = record;
+    if (record.owed.includes('stop_children')) {
+      report.children_stopped += await stopChildren(current);
+      current = await settle(current, 'stop_children');
+    }
+    if ('owed' in current && current.owed.includes('handback')) {
+      const outcome = await handBack(current);
+      if (outcome === 'delivered') report.handed_back += 1;
+      if (outcome !== 'deferred') current = await settle(current, 'handback');
+    }
+    return report;
+  }
+
+  async function collectEnded(parent: RunRecord): Promise<number> {
+    let collected = 0;
+    for (const request of parent.open_requests) {
+      if (request.kind !== 'result') continue;
+      const childId = childOfResumeKey(request.resume_key);
+      if (childId === null) continue;
+      const child = await store.getRun(childId);
+      if (child === null || !isTerminalStatus(child.status)) continue;
+      if (!('owed' in child) || !child.owed.includes('handback')) continue;
+      collected += (await settleEnded(child)).handed_back;
+    }
+    return collected;
+  }
+
+  return { startChild, settleEnded, collectEnded };
+}

@@ -1,0 +1,315 @@
+/**
+ * Child runs on DynamoDB Local and fauxqs: delegation through the reserved delegate tool, the
+ * hand-back of an ended child (eager, and by the sweeper when the eager one is lost), the
+ * delegation budgets, the stop of children when their parent ends, and a worker killed after it
+ * created a child. Issue 3 (sweeper: "deliver owed hand-backs, stop children of ended parents");
+ * seed agent-runs ("child runs with a durable mailbox", "Budgets").
+ */
+import { describe, expect, it } from 'vitest';
+import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import type { Engine } from '../../lib/engine/engine.ts';
+import type { RunStore } from '../../lib/store/run-store.ts';
+import {
+  alice,
+  inProcessReducers,
+  inProcessTools,
+  makeTestEngine,
+  scriptedModel,
+  type TestEngine,
+  uniqueSubject,
+} from '../support/engine.ts';
+import { scopedStore, shardOfRun, wrapStore } from '../support/faults.ts';
+import { delegator } from '../support/reducers.ts';
+
+const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
+const REDUCER = '/r/delegator';
+
+async function setup(options: { replay_safe?: boolean; store?: (s: RunStore) => RunStore } = {}) {
+  const t = await makeTestEngine({
+    reducers: inProcessReducers({ [REDUCER]: delegator(DELEGATE_TOOL, options) }),
+    tools: inProcessTools({}),
+    models: noModel,
+  });
+  const scoped = scopedStore(t.store);
+  const store = options.store ? options.store(scoped) : scoped;
+  return { t, store, scoped, engine: t.another({ store }) };
+}
+
+/** Steps every run a step message names until no message is left (the step Lambda's job). */
+async function settle(t: TestEngine, engine: Engine, rounds = 40): Promise<void> {
+  for (let i = 0; i < rounds; i += 1) {
+    const ids = await t.drainMessages();
+    if (ids.length === 0) return;
+    for (const id of new Set(ids)) await engine.stepRun(id);
+  }
+  throw new Error('runs did not settle');
+}
+
+async function sweepRuns(engine: Engine, ids: string[]) {
+  return engine.sweep([...new Set(ids.flatMap(shardOfRun))]);
+}
+
+async function eventsOf(engine: Engine, runId: string): Promise<RunEvent[]> {
+  return engine.readEvents(runId, alice, 0, 1000);
+}
+
+async function record(store: RunStore, runId: string): Promise<RunRecord> {
+  const r = await store.getRun(runId);
+  if (r === null) throw new Error(`run ${runId} is missing`);
+  return r;
+}
+
+describe('delegation', () => {
+  it('runs each delegated sub-task as a child run and hands its end back to the parent as the call’s tool_result', async () => {
+    // Prepare
+    const { t, store, engine } = await setup();
+    const subject = uniqueSubject();
+    const { run } = await engine.createRun(
+      {
+        subject,
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }, { input: { leaf: 'fail' } }] },
+        context: { mode: 'task', instructions: 'be brief' },
+      },
+      alice,
+    );
+
+    // Act
+    await settle(t, engine);
+
+    // Assert: the parent saw both hand-backs, in order, with the children's ends.
+    const parent = await record(store, run.run_id);
+    expect(parent.status).toBe('completed');
+    expect(parent.status === 'completed' && parent.summary).toBe('succeeded:completed,failed:failed');
+    expect(parent.counters.children).toBe(2);
+    expect(parent.live_children).toEqual([]);
+    const children = await engine.listChildren(run.run_id, alice);
+    expect(children.map((c) => c.status).sort()).toEqual(['completed', 'failed']);
+    for (const summary of children) {
+      const child = await record(store, summary.run_id);
+      expect(child.parent_run_id).toBe(run.run_id);
+      expect(child.depth).toBe(1);
+      expect(child.principal).toEqual(parent.principal);
+      expect(child.subject.workspace).toBe(subject.workspace);
+      expect(child.subject.path).toMatch(new RegExp(`^${subject.path}/children/\\d+$`));
+      expect('owed' in child && child.owed).toEqual([]);
+      const [started] = await eventsOf(engine, summary.run_id);
+      expect(started?.data.context).toEqual({ mode: 'task', instructions: 'be brief' });
+    }
+    const results = (await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result');
+    expect(results).toHaveLength(2);
+    const failed = results[1]?.data.envelope as { status: string; diagnostics: { code: string }[] };
+    expect(failed.status).toBe('failed');
+    expect(failed.diagnostics[0]?.code).toBe('child_failed');
+  });
+
+  it('answers a delegate call with bad args as failed invalid_input naming the field, and starts no child', async () => {
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ budgets: { max_turns: -1 } }] },
+      },
+      alice,
+    );
+    await settle(t, engine);
+
+    const parent = await record(store, run.run_id);
+    expect(parent.status).toBe('completed');
+    const result = (await eventsOf(engine, run.run_id)).find((e) => e.kind === 'tool_result');
+    const envelope = result?.data.envelope as {
+      status: string;
+      error_class: string;
+      diagnostics: { code: string; message: string }[];
+    };
+    expect(envelope.status).toBe('failed');
+    expect(envelope.error_class).toBe('invalid_input');
+    expect(envelope.diagnostics[0]?.code).toBe('delegate_args_invalid');
+    expect(envelope.diagnostics[0]?.message).toMatch(/^args\.budgets\.max_turns/);
+    expect(await engine.listChildren(run.run_id, alice)).toEqual([]);
+  });
+
+  it('refuses a delegation past max_children (on_exceeded fail) before it starts a child', async () => {
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }, { input: { leaf: 'complete' } }] },
+        budgets: { max_children: 1 },
+        on_exceeded: 'fail',
+      },
+      alice,
+    );
+    await settle(t, engine);
+
+    const parent = await record(store, run.run_id);
+    expect(parent.status).toBe('failed');
+    expect('terminal_reason' in parent && parent.terminal_reason).toBe('budget_exceeded:max_children');
+    expect(await engine.listChildren(run.run_id, alice)).toHaveLength(1);
+  });
+
+  it('inherits max_depth as a ceiling: a child at the limit cannot delegate further, and its parent hears of it', async () => {
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        // The child would delegate to a grandchild (depth 2), past max_depth 1.
+        input: {
+          children: [{ input: { children: [{ input: { leaf: 'complete' } }] }, on_exceeded: 'fail' }],
+        },
+        budgets: { max_depth: 1 },
+      },
+      alice,
+    );
+    await settle(t, engine);
+
+    const [summary] = await engine.listChildren(run.run_id, alice);
+    const child = await record(store, summary?.run_id ?? '');
+    expect(child.budgets.max_depth).toBe(1);
+    expect(child.status).toBe('failed');
+    expect('terminal_reason' in child && child.terminal_reason).toBe('budget_exceeded:max_depth');
+    expect(await engine.listChildren(child.run_id, alice)).toEqual([]);
+    const parent = await record(store, run.run_id);
+    expect(parent.status === 'completed' && parent.summary).toBe('failed:failed');
+  });
+
+  it('stops the live children of a parent that is stopped, and settles both runs’ owed duties', async () => {
+    // Prepare: the child asks a question, so it rests waiting while its parent waits for it.
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'ask' } }] },
+      },
+      alice,
+    );
+    await settle(t, engine);
+    const [summary] = await engine.listChildren(run.run_id, alice);
+    const childId = summary?.run_id ?? '';
+    expect((await record(store, childId)).status).toBe('waiting');
+    expect((await record(store, run.run_id)).live_children).toEqual([childId]);
+    // Nobody but the child itself answers the parent's wait.
+    await expect(
+      engine.deliverResult(
+        `child:${childId}`,
+        { envelope: 'raisin.tool-result/1', status: 'succeeded' },
+        alice,
+      ),
+    ).rejects.toMatchObject({ code: 'unauthorized' });
+
+    // Act
+    const ack = await engine.applyControl(run.run_id, { control_id: 'stop-1', command: 'stop' }, alice);
+    await settle(t, engine);
+
+    // Assert
+    expect(ack.ack).toBe('applied');
+    const parent = await record(store, run.run_id);
+    const child = await record(store, childId);
+    expect(parent.status).toBe('stopped');
+    expect(child.status).toBe('stopped');
+    expect('owed' in parent && parent.owed).toEqual([]);
+    expect('owed' in child && child.owed).toEqual([]);
+    const stopped = (await eventsOf(engine, childId)).find((e) => e.kind === 'stopped');
+    expect(stopped?.data.reason).toBe('parent_ended');
+  });
+
+  it('delivers a hand-back lost at the child’s end from the sweeper, once', async () => {
+    // Prepare: the first hand-back commit into any parent fails (a lost write).
+    let dropped = 0;
+    const { t, store, engine } = await setup({
+      store: (s) =>
+        wrapStore(s, {
+          async commit(c) {
+            if (dropped === 0 && c.events.some((e) => e.kind === 'result_delivered')) {
+              dropped += 1;
+              throw new Error('injected: hand-back commit lost');
+            }
+            return s.commit(c);
+          },
+        }),
+    });
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }] },
+      },
+      alice,
+    );
+    await settle(t, engine);
+    const [summary] = await engine.listChildren(run.run_id, alice);
+    const childId = summary?.run_id ?? '';
+    const owing = await record(store, childId);
+    expect(dropped).toBe(1);
+    expect('owed' in owing && owing.owed).toEqual(['handback']);
+    expect((await record(store, run.run_id)).status).toBe('waiting');
+
+    // Act: two sweeps (the second finds nothing owed), then the parent's step.
+    const first = await sweepRuns(engine, [childId, run.run_id]);
+    const second = await sweepRuns(engine, [childId, run.run_id]);
+    await settle(t, engine);
+
+    // Assert
+    expect(first.handed_back).toBe(1);
+    expect(second.handed_back).toBe(0);
+    const parent = await record(store, run.run_id);
+    expect(parent.status === 'completed' && parent.summary).toBe('succeeded:completed');
+    const delivered = (await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result');
+    expect(delivered).toHaveLength(1);
+    const child = await record(store, childId);
+    expect('owed' in child && child.owed).toEqual([]);
+  });
+
+  it('adopts the child a killed worker created: one child, its end handed back once, even when it ended first', async () => {
+    // Prepare: the parent's worker dies right after the delegate call created the child.
+    const { t, store, scoped } = await setup();
+    let killed = false;
+    const dying = t.another({
+      store: scoped,
+      faults: (point) => {
+        if (point === 'after_dispatch' && !killed) {
+          killed = true;
+          throw new Error('worker killed');
+        }
+      },
+    });
+    const engine = t.another({ store: scoped });
+    const { run } = await dying.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }] },
+      },
+      alice,
+    );
+    await t.drainMessages();
+    await expect(dying.stepRun(run.run_id)).rejects.toThrow('worker killed');
+    const [summary] = await engine.listChildren(run.run_id, alice);
+    const childId = summary?.run_id ?? '';
+    // The child runs to its end while its parent's delegate operation is still in flight.
+    await settle(t, engine);
+    const ended = await record(store, childId);
+    expect(ended.status).toBe('completed');
+    expect('owed' in ended && ended.owed).toEqual(['handback']); // deferred: the parent does not wait yet
+
+    // Act: the lease expires; the sweeper takes over and a fresh worker dispatches again.
+    t.clock.advance(LEASE_TTL_MS + 1_000);
+    const report = await sweepRuns(engine, [run.run_id, childId]);
+    await settle(t, engine);
+    await sweepRuns(engine, [run.run_id, childId]);
+
+    // Assert
+    expect(report.taken_over).toBe(1);
+    expect(await engine.listChildren(run.run_id, alice)).toHaveLength(1);
+    const parent = await record(store, run.run_id);
+    expect(parent.status === 'completed' && parent.summary).toBe('succeeded:completed');
+    expect((await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result')).toHaveLength(1);
+    const child = await record(store, childId);
+    expect('owed' in child && child.owed).toEqual([]);
+  });
+});
