@@ -21,6 +21,42 @@ export interface ModelHostOptions {
   functions: Record<string, ModelTurnFunction>;
   /** Path used when the run sets no `executor_config.model_turn_function` (default: the contract's default path). */
   default?: string | undefined;
+  /** Retries of a retryable provider fault inside one turn (defaults: {@link DEFAULT_MODEL_RETRY}). */
+  retry?: Partial<ModelRetryPolicy>;
+  /** Waits `ms` or until `signal` aborts (tests inject a fake). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/**
+ * How a retryable ModelTurnError (rate_limited, transient, timeout, invalid_response) is retried
+ * within the same operation: up to `attempts` calls in all, waiting `baseMs * 2^(n-1)` with full
+ * jitter between them (or the provider's `retry_after_ms`), never more than `maxDelayMs` (ms).
+ */
+export interface ModelRetryPolicy {
+  attempts: number;
+  baseMs: number;
+  maxDelayMs: number;
+}
+export const DEFAULT_MODEL_RETRY: ModelRetryPolicy = { attempts: 3, baseMs: 500, maxDelayMs: 20_000 };
+
+/** The wait before retry `n` (1-based): the provider's Retry-After when given, else jittered exponential. */
+export function retryDelayMs(policy: ModelRetryPolicy, n: number, retryAfterMs: unknown): number {
+  if (typeof retryAfterMs === 'number' && Number.isFinite(retryAfterMs) && retryAfterMs >= 0)
+    return Math.min(policy.maxDelayMs, retryAfterMs);
+  return Math.min(policy.maxDelayMs, Math.random() * policy.baseMs * 2 ** (n - 1));
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**
@@ -28,37 +64,58 @@ export interface ModelHostOptions {
  * after parsing it with the contract's zod schemas (defaults applied; extra growth-rule fields kept).
  * Errors (all not retryable): an unknown path → model_turn_function_not_found; a function that
  * throws → function_error; an answer that is neither ModelTurnOutput nor ModelTurnError →
- * output_invalid. A provider fault is the function's own ModelTurnError, returned as is.
+ * output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
+ * called again after a backoff (see {@link ModelRetryPolicy}) while attempts are left and the
+ * signal has not aborted; the last answer is returned with `host_attempts` (calls made) added.
  */
 export function createModelHost(options: ModelHostOptions): ModelHost {
-  const defaultPath = options.default ?? DEFAULT_MODEL_TURN_FUNCTION;
+  const policy: ModelRetryPolicy = { ...DEFAULT_MODEL_RETRY, ...(options.retry ?? {}) };
+  const sleep = options.sleep ?? abortableSleep;
+  const once = callOnce(options);
   return {
     async turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal) {
-      const configured = input.executor_config.model_turn_function;
-      const path = typeof configured === 'string' && configured !== '' ? configured : defaultPath;
-      const fn = Object.hasOwn(options.functions, path) ? options.functions[path] : undefined;
-      if (fn === undefined) {
-        return failure('model_turn_function_not_found', `no model-turn function at ${path}`, false);
+      let answer = await once(input, context, signal);
+      let calls = 1;
+      while ('error_class' in answer && answer.retryable === true && calls < policy.attempts) {
+        const retryAfter = (answer as Record<string, unknown>).retry_after_ms;
+        await sleep(retryDelayMs(policy, calls, retryAfter), signal);
+        if (signal.aborted) break;
+        answer = await once(input, context, signal);
+        calls += 1;
       }
-      let answer: unknown;
-      try {
-        answer = await fn(input, context, signal);
-      } catch (cause) {
-        const reason = cause instanceof Error ? cause.message : String(cause);
-        return failure('function_error', `model-turn function ${path} threw: ${reason}`, false);
-      }
-      // The parsed fields (defaults applied) over the original object, so extras survive.
-      const asError = ModelTurnError.safeParse(answer);
-      if (asError.success) return { ...(answer as object), ...asError.data };
-      const asOutput = ModelTurnOutput.safeParse(answer);
-      if (asOutput.success) return { ...(answer as object), ...asOutput.data };
-      return failure(
-        'output_invalid',
-        `model-turn function ${path} answered outside the contract: ${asOutput.error.issues
-          .map((i) => `${i.path.map(String).join('.') || '(answer)'}: ${i.message}`)
-          .join('; ')}`,
-        false,
-      );
+      return calls > 1 && 'error_class' in answer ? { ...answer, host_attempts: calls } : answer;
     },
+  };
+}
+
+/** One call of the run's model-turn function, its answer parsed (never throws). */
+function callOnce(options: ModelHostOptions): ModelHost['turn'] {
+  const defaultPath = options.default ?? DEFAULT_MODEL_TURN_FUNCTION;
+  return async (input, context, signal) => {
+    const configured = input.executor_config.model_turn_function;
+    const path = typeof configured === 'string' && configured !== '' ? configured : defaultPath;
+    const fn = Object.hasOwn(options.functions, path) ? options.functions[path] : undefined;
+    if (fn === undefined) {
+      return failure('model_turn_function_not_found', `no model-turn function at ${path}`, false);
+    }
+    let answer: unknown;
+    try {
+      answer = await fn(input, context, signal);
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      return failure('function_error', `model-turn function ${path} threw: ${reason}`, false);
+    }
+    // The parsed fields (defaults applied) over the original object, so extras survive.
+    const asError = ModelTurnError.safeParse(answer);
+    if (asError.success) return { ...(answer as object), ...asError.data };
+    const asOutput = ModelTurnOutput.safeParse(answer);
+    if (asOutput.success) return { ...(answer as object), ...asOutput.data };
+    return failure(
+      'output_invalid',
+      `model-turn function ${path} answered outside the contract: ${asOutput.error.issues
+        .map((i) => `${i.path.map(String).join('.') || '(answer)'}: ${i.message}`)
+        .join('; ')}`,
+      false,
+    );
   };
 }

@@ -70,6 +70,7 @@ describe('createModelHost', () => {
 
   it('returns a function error as is, keeping growth-rule extras', async () => {
     const host = createModelHost({
+      retry: { attempts: 1 },
       functions: {
         [DEFAULT_MODEL_TURN_FUNCTION]: async () => ({
           error_class: 'rate_limited',
@@ -86,6 +87,77 @@ describe('createModelHost', () => {
       retryable: true,
       retry_after_ms: 500,
     });
+  });
+
+  it('retries a retryable fault after a backoff (Retry-After first), and returns the last answer with host_attempts', async () => {
+    const waits: number[] = [];
+    let calls = 0;
+    const host = createModelHost({
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          calls += 1;
+          return { error_class: 'rate_limited', message: 'slow down', retryable: true, retry_after_ms: 700 };
+        },
+      },
+    });
+
+    const answer = await host.turn(inputWith({}), context, signal);
+
+    expect(calls).toBe(3);
+    expect(waits).toEqual([700, 700]);
+    expect(answer).toMatchObject({ error_class: 'rate_limited', retryable: true, host_attempts: 3 });
+  });
+
+  it('stops retrying once a call succeeds, never retries a non-retryable fault, and stops on abort', async () => {
+    let calls = 0;
+    const flaky = createModelHost({
+      sleep: async () => {},
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          calls += 1;
+          return calls === 1
+            ? { error_class: 'transient', message: 'HTTP 502', retryable: true }
+            : {
+                message: { text: 'ok' },
+                tool_calls: [],
+                finish_reason: 'stop',
+                usage: { input_tokens: 1, output_tokens: 1 },
+              };
+        },
+      },
+    });
+    expect(await flaky.turn(inputWith({}), context, signal)).toMatchObject({ message: { text: 'ok' } });
+    expect(calls).toBe(2);
+
+    let denied = 0;
+    const auth = createModelHost({
+      sleep: async () => {},
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          denied += 1;
+          return { error_class: 'auth', message: 'HTTP 401', retryable: false };
+        },
+      },
+    });
+    await auth.turn(inputWith({}), context, signal);
+    expect(denied).toBe(1);
+
+    const abort = new AbortController();
+    let aborted = 0;
+    const stopping = createModelHost({
+      sleep: async () => abort.abort(),
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          aborted += 1;
+          return { error_class: 'transient', message: 'HTTP 503', retryable: true };
+        },
+      },
+    });
+    await stopping.turn(inputWith({}), context, abort.signal);
+    expect(aborted).toBe(1);
   });
 
   it('turns a throwing function into function_error and an off-contract answer into output_invalid', async () => {
