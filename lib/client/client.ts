@@ -41,6 +41,8 @@ export const EventPage = z.object({
   next_after: z.number().int().min(0),
   last_seq: z.number().int().min(0),
   status: RunStatus,
+  /** The run ended and its reducer received every event: nothing follows last_seq. */
+  settled: z.boolean().optional(),
 });
 export type EventPage = z.infer<typeof EventPage>;
 
@@ -139,7 +141,7 @@ export interface AgentRunsClient {
   getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
   listRuns(params: ListRunsParams): Promise<RunPage>;
   events(runId: string, params?: EventsParams): Promise<EventPage>;
-  /** Yields every event after `after`, long-polling, until the run is terminal and all its events were yielded. */
+  /** Yields every event after `after`, long-polling, until the run has settled (ended, its reducer answered every event) and all its events were yielded. */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
   checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
@@ -312,7 +314,9 @@ export function createClient(options: ClientOptions): AgentRunsClient {
         params.onPage?.(page);
         yield* page.events;
         after = page.next_after;
-        if (isTerminalStatus(page.status) && after >= page.last_seq) return;
+        // An older server sends no `settled`: the terminal status is then the end.
+        const ended = page.settled ?? isTerminalStatus(page.status);
+        if (ended && after >= page.last_seq) return;
       }
     },
     checkpoints: async (runId, opts = {}) =>

@@ -259,14 +259,26 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         const events = await store.readEvents(id, after, limit);
         const last = events[events.length - 1];
         return c.json(
-          { events, next_after: last?.seq ?? after, last_seq: record.last_seq, status: record.status },
+          {
+            events,
+            next_after: last?.seq ?? after,
+            last_seq: record.last_seq,
+            status: record.status,
+            settled: isSettled(record),
+          },
           200,
         );
       }
       const remaining = deadline - Date.now();
-      if (remaining <= 0 || isTerminalStatus(record.status) || c.req.raw.signal.aborted) {
+      if (remaining <= 0 || isSettled(record) || c.req.raw.signal.aborted) {
         return c.json(
-          { events: [], next_after: after, last_seq: record.last_seq, status: record.status },
+          {
+            events: [],
+            next_after: after,
+            last_seq: record.last_seq,
+            status: record.status,
+            settled: isSettled(record),
+          },
           200,
         );
       }
@@ -405,4 +417,9 @@ async function validateArtifactBytes(kind: ArtifactKind, bytes: Uint8Array): Pro
       reason: admitted.reason,
     });
   }
+}
+
+/** An ended run whose reducer has received every event: its log will not grow. */
+function isSettled(record: RunRecord): boolean {
+  return isTerminalStatus(record.status) && record.inbox.length === 0;
 }

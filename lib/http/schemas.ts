@@ -145,6 +145,11 @@ export const EventPage = z
     next_after: z.number().int().min(0),
     last_seq: z.number().int().min(0),
     status: RunStatus,
+    /**
+     * True when the run has ended and its reducer has received every event (its last answer,
+     * after the terminal event, is in the log): no event will follow `last_seq`.
+     */
+    settled: z.boolean(),
   })
   .openapi('EventPage');
 

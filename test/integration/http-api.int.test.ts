@@ -217,7 +217,12 @@ describe('HTTP API: runs', () => {
     );
     expect(page.events.map((e) => e.seq)).toEqual(page.events.map((_, i) => i + 1));
     expect(page.events.filter((e) => e.kind === 'tool_result')).toHaveLength(2);
-    expect(page).toMatchObject({ status: 'completed', last_seq: done.last_seq, next_after: done.last_seq });
+    expect(page).toMatchObject({
+      status: 'completed',
+      last_seq: done.last_seq,
+      next_after: done.last_seq,
+      settled: true,
+    });
   });
 
   it('replays a create_key with 200 and created false', async () => {
@@ -315,6 +320,24 @@ describe('HTTP API: runs', () => {
     const missing = await request('GET', `/runs/run_${randomUUID()}/children`);
     expect(missing.status).toBe(404);
     expect(await json(missing)).toMatchObject({ code: 'run_not_found' });
+  });
+
+  it('marks a stopped run’s event page settled only once its reducer has answered the stopped event', async () => {
+    const run = await waitingRun();
+    await json(
+      request('POST', `/runs/${run.run_id}/controls`, { body: { control_id: 'st', command: 'stop' } }),
+    );
+    const ended = await json<{ status: string; settled: boolean; last_seq: number }>(
+      request('GET', `/runs/${run.run_id}/events?after=0`),
+    );
+    expect(ended).toMatchObject({ status: 'stopped', settled: false });
+    await runtime.engine.stepRun(run.run_id);
+    const settled = await json<{ settled: boolean; last_seq: number; events: RunEvent[] }>(
+      request('GET', `/runs/${run.run_id}/events?after=0`),
+    );
+    expect(settled.settled).toBe(true);
+    expect(settled.last_seq).toBeGreaterThan(ended.last_seq);
+    expect(settled.events.at(-1)?.kind).toBe('reducer_answered');
   });
 
   it('answers 404 run_not_found for an unknown run', async () => {
@@ -613,14 +636,24 @@ describe('HTTP API: long polling', () => {
     const empty = await json<{ events: RunEvent[]; next_after: number }>(
       request('GET', `/runs/${run.run_id}/events?after=${run.last_seq}&wait=0.5`),
     );
-    expect(empty).toMatchObject({ events: [], next_after: run.last_seq, status: 'waiting' });
+    expect(empty).toMatchObject({ events: [], next_after: run.last_seq, status: 'waiting', settled: false });
     expect(Date.now() - started).toBeGreaterThanOrEqual(450);
 
+    // A stopped run still owes its reducer the `stopped` event: the poll waits for that answer.
     await request('POST', `/runs/${run.run_id}/controls`, { body: { control_id: 'end', command: 'stop' } });
     const ended = await stored(run.run_id);
+    const polling = json<{ events: RunEvent[]; settled: boolean }>(
+      request('GET', `/runs/${run.run_id}/events?after=${ended.last_seq}&wait=10`),
+    );
+    await runtime.engine.stepRun(run.run_id);
+    const answered = await polling;
+    expect(answered).toMatchObject({ status: 'stopped' });
+    expect(answered.events.map((e) => e.kind)).toContain('reducer_answered');
+
+    const done = await stored(run.run_id);
     const t0 = Date.now();
-    const terminal = await json(request('GET', `/runs/${run.run_id}/events?after=${ended.last_seq}&wait=10`));
-    expect(terminal).toMatchObject({ events: [], status: 'stopped' });
+    const terminal = await json(request('GET', `/runs/${run.run_id}/events?after=${done.last_seq}&wait=10`));
+    expect(terminal).toMatchObject({ events: [], status: 'stopped', settled: true });
     expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
