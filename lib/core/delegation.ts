@@ -13,9 +13,9 @@ import {
   type ReducerBinding,
   type RunRecord,
   type Subject,
-  TOOL_RESULT_ENVELOPE,
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
+import { envelopeOf } from './tool-result-validation.ts';
 
 /** What a delegate call creates: the child's subject, reducer, budgets and lineage. */
 export interface ChildRunPlan {
@@ -75,18 +75,7 @@ function envelope(
   status: ToolResultEnvelope['status'],
   extra: Partial<ToolResultEnvelope>,
 ): ToolResultEnvelope {
-  return {
-    envelope: TOOL_RESULT_ENVELOPE,
-    ...(opId !== undefined ? { operation_id: opId } : {}),
-    status,
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
-    diagnostics: [],
-    suggested_next_actions: [],
-    ...extra,
-  };
+  return envelopeOf(status, undefined, { ...(opId !== undefined ? { operation_id: opId } : {}), ...extra });
 }
 
 /** The delegate call's answer once the child exists: `waiting` on `child:{child_run_id}`. */

@@ -5,11 +5,11 @@
 import {
   REDUCER_CONTRACT,
   type ReducerEvent,
+  ReducerEvent as ReducerEventSchema,
   type ReducerRequest,
   type RunEvent,
   type RunRecord,
 } from '../contracts/index.ts';
-import { ReducerEvent as ReducerEventSchema } from '../contracts/index.ts';
 
 /** Maps a persisted event to the event the reducer sees, or null for bookkeeping kinds. */
 export function toReducerEvent(event: RunEvent): ReducerEvent | null {

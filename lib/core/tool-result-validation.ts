@@ -104,10 +104,17 @@ export function normalizeToolResult(raw: unknown, operationId: string): Normaliz
   return { envelope, refusal };
 }
 
-function emptyEnvelope(operationId: string, status: 'succeeded' | 'failed'): ToolResultEnvelope {
+/**
+ * A raisin.tool-result/1 envelope with empty lists, the given status and payload (left out when
+ * undefined), plus `extra`.
+ */
+export function envelopeOf(
+  status: ToolResultEnvelope['status'],
+  payload: unknown,
+  extra: Partial<ToolResultEnvelope> = {},
+): ToolResultEnvelope {
   return {
     envelope: TOOL_RESULT_ENVELOPE,
-    operation_id: operationId,
     status,
     reads: [],
     writes: [],
@@ -115,7 +122,13 @@ function emptyEnvelope(operationId: string, status: 'succeeded' | 'failed'): Too
     evidence: [],
     diagnostics: [],
     suggested_next_actions: [],
+    ...(payload !== undefined ? { payload } : {}),
+    ...extra,
   };
+}
+
+function emptyEnvelope(operationId: string, status: 'succeeded' | 'failed'): ToolResultEnvelope {
+  return envelopeOf(status, undefined, { operation_id: operationId });
 }
 
 function refuse(code: EnvelopeRefusalCode, message: string): ToolResultValidation {

@@ -10,9 +10,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
   Budgets,
-  childOfResumeKey,
   type ControlAck,
   Control as ControlSchema,
+  childOfResumeKey,
   type Effect,
   isTerminalStatus,
   JsonObject,
@@ -132,6 +132,19 @@ export interface SweepReport {
   handed_back: number;
   /** Children stopped because their parent ended. */
   children_stopped: number;
+}
+
+/** A report of a sweep that did nothing (every count 0). */
+export function emptySweepReport(): SweepReport {
+  return {
+    examined: 0,
+    taken_over: 0,
+    woken: 0,
+    expired: 0,
+    finalized: 0,
+    handed_back: 0,
+    children_stopped: 0,
+  };
 }
 
 /** A child run as its parent's listing shows it. */
@@ -1018,15 +1031,7 @@ export function createEngine(options: EngineOptions): Engine {
    * Seed: agent-runs, "Leases, recovery and the sweeper".
    */
   async function sweep(shards?: number[]): Promise<SweepReport> {
-    const report: SweepReport = {
-      examined: 0,
-      taken_over: 0,
-      woken: 0,
-      expired: 0,
-      finalized: 0,
-      handed_back: 0,
-      children_stopped: 0,
-    };
+    const report = emptySweepReport();
     const list = shards ?? Array.from({ length: SWEEP_SHARDS }, (_, i) => i);
     for (const shard of list) {
       const ids = await store.sweepCandidates(shard, clock.now(), 200);

@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import type { Engine, SweepReport } from '../engine/engine.ts';
+import { type Engine, emptySweepReport, type SweepReport } from '../engine/engine.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
 import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
@@ -149,15 +149,7 @@ async function wait(ms: number, signal: AbortSignal | undefined): Promise<boolea
 }
 
 function sum(reports: SweepReport[]): SweepReport {
-  const total: SweepReport = {
-    examined: 0,
-    taken_over: 0,
-    woken: 0,
-    expired: 0,
-    finalized: 0,
-    handed_back: 0,
-    children_stopped: 0,
-  };
+  const total = emptySweepReport();
   for (const r of reports) {
     total.examined += r.examined;
     total.taken_over += r.taken_over;

@@ -8,8 +8,8 @@
  * exactly once (per op_id), contiguous seq, the expected final status, and no lease left.
  */
 import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
-import { compileContext } from '../core/context-compiler.ts';
 import { canonicalJson } from '../core/canonical.ts';
+import { compileContext } from '../core/context-compiler.ts';
 import type { ContextMessage } from '../engine/ports.ts';
 import { RECORDING_CONFIG_KEY } from '../models/recorded.ts';
 import { AGENT_LOOP_PATH } from '../reducers/index.ts';

@@ -3,7 +3,7 @@
  * reports, per conversation, whether the runtime reproduced it exactly. Output: a progress bar,
  * one line per diverged conversation with its first difference, a summary table, a JSON report.
  */
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import { createRecordedModel } from '../models/recorded.ts';

@@ -15,30 +15,13 @@ import {
 
 type Diagnostic = z.infer<typeof ToolDiagnostic>;
 
+export { envelopeOf } from '../core/tool-result-validation.ts';
+
 /**
  * A failed envelope: status `failed`, `retry_policy.retryable`, and the diagnostics given (at
  * least one, whose code is the stable failure code). `errorClass` is omitted only for a
  * cancellation (not a tool fault). No payload.
  */
-/** A raisin.tool-result/1 envelope with empty lists, the given status and payload, plus `extra`. */
-export function envelopeOf(
-  status: ToolResultEnvelope['status'],
-  payload: unknown,
-  extra: Partial<ToolResultEnvelope> = {},
-): ToolResultEnvelope {
-  return {
-    envelope: 'raisin.tool-result/1',
-    status,
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
-    diagnostics: [],
-    suggested_next_actions: [],
-    payload,
-    ...extra,
-  };
-}
 
 export function failedEnvelope(
   operationId: string,

@@ -1,21 +1,12 @@
 import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import type { SweepReport } from '../../lib/engine/engine.ts';
+import { emptySweepReport, type SweepReport } from '../../lib/engine/engine.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createSweeperHandler, passGapFromEnv, SWEEP_PASS_GAP_MS } from '../../lib/handlers/sweeper.ts';
 import { lambdaContext } from '../../lib/local/poller.ts';
 
 function report(partial: Partial<SweepReport>): SweepReport {
-  return {
-    examined: 0,
-    taken_over: 0,
-    woken: 0,
-    expired: 0,
-    finalized: 0,
-    handed_back: 0,
-    children_stopped: 0,
-    ...partial,
-  };
+  return { ...emptySweepReport(), ...partial };
 }
 
 /** An engine whose sweep passes answer in turn, recording the shards and the time of each call. */
