@@ -218,7 +218,7 @@ describe('delegation', () => {
     expect(stopped?.data.reason).toBe('parent_ended');
   });
 
-  it('delivers a hand-back lost at the child’s end from the sweeper, once', async () => {
+  it('delivers a hand-back lost at the child’s end from the sweeper, once, with two sweepers at once', async () => {
     // Prepare: the first hand-back commit into any parent fails (a lost write).
     let dropped = 0;
     const { t, store, engine } = await setup({
@@ -249,14 +249,18 @@ describe('delegation', () => {
     expect('owed' in owing && owing.owed).toEqual(['handback']);
     expect((await record(store, run.run_id)).status).toBe('waiting');
 
-    // Act: two sweeps (the second finds nothing owed), then the parent's step.
-    const first = await sweepRuns(engine, [childId, run.run_id]);
-    const second = await sweepRuns(engine, [childId, run.run_id]);
+    // Act: two sweepers at once, then a third sweep (which finds nothing owed), then the parent's step.
+    const other = t.another({ store });
+    const [first, second] = await Promise.all([
+      sweepRuns(engine, [childId, run.run_id]),
+      sweepRuns(other, [childId, run.run_id]),
+    ]);
+    const third = await sweepRuns(engine, [childId, run.run_id]);
     await settle(t, engine);
 
     // Assert
-    expect(first.handed_back).toBe(1);
-    expect(second.handed_back).toBe(0);
+    expect(first.handed_back + second.handed_back).toBe(1);
+    expect(third.handed_back).toBe(0);
     const parent = await record(store, run.run_id);
     expect(parent.status === 'completed' && parent.summary).toBe('succeeded:completed');
     const delivered = (await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result');
