@@ -634,8 +634,13 @@ export function createEngine(options: EngineOptions): Engine {
       ) {
         throw new LeaseLost('fenced out');
       }
-      for (const seq of [...this.eventCache.keys()]) if (seq > fresh.last_seq) this.eventCache.delete(seq);
-      for (const rev of [...this.stateCache.keys()]) if (rev > fresh.state_rev) this.stateCache.delete(rev);
+      // Everything past the last commit we know of was staged by this worker and never stored:
+      // a concurrent commit (a control) may have taken those seqs for other events.
+      const committed = this.base;
+      for (const seq of [...this.eventCache.keys()])
+        if (seq > committed.last_seq) this.eventCache.delete(seq);
+      for (const rev of [...this.stateCache.keys()])
+        if (rev > committed.state_rev) this.stateCache.delete(rev);
       this.base = fresh;
       this.staged = fresh;
       this.events = [];

@@ -8,7 +8,8 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import type { ControlAck } from '../../lib/contracts/index.ts';
 import { digestOf } from '../../lib/core/canonical.ts';
-import type { PolicyDecision, ToolCallRequest } from '../../lib/engine/ports.ts';
+import type { Engine } from '../../lib/engine/engine.ts';
+import type { ModelHost, PolicyDecision, ToolCallRequest } from '../../lib/engine/ports.ts';
 import {
   alice,
   inProcessReducers,
@@ -265,3 +266,127 @@ describe('race 7: one control_id sent twice', () => {
     expect((await store.getRun(run.run_id))?.status).not.toBe('stopped');
   });
 });
+
+describe('a control committed while an operation runs', () => {
+  it('never leaves the worker serving an event the log does not hold at that seq', async () => {
+    // Prepare: the model calls `lookup`; while it runs, a steer takes the next seq, so the
+    // worker's fused commit of the tool's result is stale and must be recomputed. The second
+    // model turn is then compiled from the log as the worker knows it.
+    const included: { seq: number; kind: string }[][] = [];
+    const models: ModelHost = {
+      async turn(_input, context) {
+        included.push(context.manifest.included.map(({ seq, kind }) => ({ seq, kind })));
+        const usage = { input_tokens: 1, output_tokens: 1 };
+        return included.length === 1
+          ? {
+              message: { text: null },
+              tool_calls: [{ call_id: 'c1', name: 'lookup', args: {} }],
+              finish_reason: 'tool_calls',
+              usage,
+            }
+          : { message: { text: 'done' }, tool_calls: [], finish_reason: 'stop', usage };
+      },
+    };
+    let runId = '';
+    let engine: Engine | undefined;
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/model-tool': modelThenTool() }),
+      tools: inProcessTools({
+        lookup: async () => {
+          await engine?.applyControl(
+            runId,
+            { control_id: 'mid-tool', command: 'steer', input: 'also this' },
+            alice,
+          );
+          return { found: true };
+        },
+      }),
+      models,
+    });
+    const store = scopedStore(t.store);
+    engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/model-tool' }, input: 'x' },
+      alice,
+    );
+    runId = run.run_id;
+
+    // Act
+    for (let i = 0; i < 5 && (await store.getRun(runId))?.status !== 'completed'; i += 1) {
+      await engine.stepRun(runId);
+    }
+
+    // Assert: every event a model context was built from is the logged event at that seq.
+    const log = new Map((await readAll(store, runId)).map((e) => [e.seq, e.kind]));
+    expect((await store.getRun(runId))?.status).toBe('completed');
+    expect(included).toHaveLength(2);
+    for (const turn of included) {
+      for (const { seq, kind } of turn) expect({ seq, kind }).toEqual({ seq, kind: log.get(seq) });
+    }
+    expect(included[1]?.filter((e) => e.kind === 'tool_result')).toHaveLength(1);
+  });
+});
+
+/** Asks the model; runs the one tool call it makes (c1), then asks again; completes on a text reply. */
+function modelThenTool() {
+  type R = {
+    state: { seen: number } | null;
+    state_rev: number;
+    event: {
+      seq: number;
+      kind: string;
+      data: { tool_calls?: { call_id: string }[]; envelope?: { status: string } };
+    };
+  };
+  return (raw: Record<string, unknown>) => {
+    const req = raw as unknown as R;
+    if (req.event.seq <= (req.state?.seen ?? 0)) {
+      return {
+        contract: 'raisin.agent-run.reducer/1',
+        state: req.state,
+        state_rev: req.state_rev,
+        effects: [],
+        diagnostics: [],
+        refused: null,
+      };
+    }
+    const rev = req.state_rev + 1;
+    const answer = (effects: Record<string, unknown>[]) => ({
+      contract: 'raisin.agent-run.reducer/1',
+      state: { seen: req.event.seq },
+      state_rev: rev,
+      effects: effects.map((e, i) => ({ effect_id: `${rev}:${i}`, ...e })),
+      projection: null,
+      diagnostics: [],
+      refused: null,
+    });
+    const { kind, data, seq } = req.event;
+    if (kind === 'run_started') return answer([{ kind: 'request_model_turn', tools_offered: [] }]);
+    if (kind === 'model_turn_completed') {
+      const call = data.tool_calls?.[0];
+      if (call === undefined) return answer([{ kind: 'complete', outcome: 'succeeded', summary: 'ok' }]);
+      return answer([
+        {
+          kind: 'call_tool',
+          tool: 'lookup',
+          args: {},
+          mutating: false,
+          replay_safe: true,
+          for_call_id: call.call_id,
+        },
+      ]);
+    }
+    if (kind === 'tool_result') {
+      return answer([
+        {
+          kind: 'request_model_turn',
+          tools_offered: [],
+          tool_results: [
+            { call_id: 'c1', name: 'lookup', status: data.envelope?.status ?? 'succeeded', seq },
+          ],
+        },
+      ]);
+    }
+    return answer([]);
+  };
+}
