@@ -45,7 +45,8 @@ export const BUDGET_LIMITS = [
 export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
 
 const Limit = z.number().int().positive();
-export const Budgets = z.object({
+/** Strict: an unknown key (a typo such as max_turn) is refused, never silently unlimited. */
+export const Budgets = z.strictObject({
   max_turns: Limit.optional(),
   max_operations: Limit.optional(),
   max_model_calls: Limit.optional(),
@@ -157,6 +158,8 @@ export const CONTROL_REJECTION_REASONS = [
   'already_stopping',
   /** pause of a run already paused. */
   'already_paused',
+  /** resume of a child run with budget_increase.max_depth (the parent's ceiling holds). */
+  'max_depth_inherited',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);

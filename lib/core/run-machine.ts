@@ -1310,6 +1310,12 @@ function resumeRun(
       'the reducer artifact changed: resume with accept_reducer_change: true',
     );
   }
+  if (record.parent_run_id !== undefined && control.budget_increase?.max_depth !== undefined) {
+    return reject(
+      'max_depth_inherited',
+      "a child run's max_depth is its parent's ceiling; it cannot be raised on the child",
+    );
+  }
   const budgets: Budgets = { ...record.budgets };
   for (const [key, inc] of Object.entries(control.budget_increase ?? {})) {
     const k = key as keyof Budgets;

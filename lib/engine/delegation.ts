@@ -100,6 +100,14 @@ export function createDelegation(deps: DelegationDeps): Delegation {
       );
     }
     const args = parsed.data;
+    if (args.subject !== undefined && args.subject.workspace !== parent.subject.workspace) {
+      return delegationFailedEnvelope(
+        op.op_id,
+        'invalid_input',
+        'delegate_args_invalid',
+        `args.subject.workspace: a child run stays in its parent's workspace (${parent.subject.workspace})`,
+      );
+    }
     if (args.context === undefined) {
       // The child inherits the parent's run context (tools, instructions, mode) unless given one.
       const [started] = await store.readEvents(parent.run_id, 0, 1);

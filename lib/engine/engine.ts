@@ -57,7 +57,13 @@ import {
 } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { StepQueue } from '../queue/step-queue.ts';
-import { type CheckpointItem, CommitRejected, principalKeyOf, type RunStore } from '../store/run-store.ts';
+import {
+  type CheckpointItem,
+  CommitRejected,
+  CommitTooLarge,
+  principalKeyOf,
+  type RunStore,
+} from '../store/run-store.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
 import { createDelegation, type OwedReport } from './delegation.ts';
 import { EngineError, LeaseLost } from './errors.ts';
@@ -66,7 +72,7 @@ import type { Clock, ModelHost, ReducerHost, ToolHost } from './ports.ts';
 // ---------------------------------------------------------------- inputs
 
 /** The body of a create request. Seed: agent-runs, "Subject, principal and admission". */
-export const CreateRunInput = z.object({
+export const CreateRunInput = z.strictObject({
   subject: Subject,
   reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
   /** The run's first input (run_started.data.input); null when absent. */
@@ -180,20 +186,24 @@ export function needsStep(record: RunRecord): boolean {
 }
 
 /** Attempts of a control or a delivered result that lose the record to concurrent commits. */
-const CONTENDED_ATTEMPTS = 12;
+const CONTENDED_ATTEMPTS = 16;
 
 /**
  * A short random pause after a commit lost to a concurrent one (full jitter, 5 ms doubling to a
- * 160 ms cap), so that many controls sent to one run at once spread out instead of colliding again.
+ * 250 ms cap), so that many controls sent to one run at once spread out instead of colliding again.
  */
 function contentionPause(attempt: number): Promise<void> {
-  const cap = Math.min(160, 5 * 2 ** attempt);
+  const cap = Math.min(250, 5 * 2 ** attempt);
   return new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
 }
 
-/** The effective view readers get: the record with its effective projection. */
+/**
+ * The view readers get: the record with its effective projection, without the capability hash
+ * (a digest of a secret has no use outside the store).
+ */
 export function runView(record: RunRecord): RunRecord {
-  return { ...record, projection: effectiveProjection(record.projection, record.status) } as RunRecord;
+  const { capability_hash: _hash, ...rest } = record;
+  return { ...rest, projection: effectiveProjection(record.projection, record.status) } as RunRecord;
 }
 
 // ---------------------------------------------------------------- engine
@@ -436,7 +446,10 @@ export function createEngine(options: EngineOptions): Engine {
       });
     }
     const found = await store.findByResumeKey(resumeKey);
-    if (found === null) throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {});
+    if (found === null)
+      throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
+        resume_key: resumeKey,
+      });
     for (let attempt = 0; attempt < CONTENDED_ATTEMPTS; attempt += 1) {
       const record = await readRun(found.run_id, caller);
       const { envelope } = normalizeToolResult(raw, found.op_id);
@@ -612,6 +625,14 @@ export function createEngine(options: EngineOptions): Engine {
           this.pendingResult = undefined;
           return;
         } catch (err) {
+          if (
+            err instanceof CommitTooLarge ||
+            (err instanceof CommitRejected && err.reason === 'validation')
+          ) {
+            // Storing this outcome will never succeed: retrying would repeat the operation forever.
+            await this.refuse(err);
+            return;
+          }
           if (!(err instanceof CommitRejected)) throw err;
           if (err.reason === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
           if (err.reason !== 'stale_version') throw err;
@@ -621,6 +642,36 @@ export function createEngine(options: EngineOptions): Engine {
             throw new LeaseLost('operation no longer ours');
         }
       }
+    }
+
+    /**
+     * Ends the run failed `invariant_violation:commit_refused` when what it staged can never be
+     * stored (too large, or refused by DynamoDB's validation): the failure is committed from the
+     * last stored record, so nothing staged is kept. Throws the original error when even that fails.
+     */
+    async refuse(cause: Error): Promise<void> {
+      log({
+        level: 'error',
+        message: 'commit refused; failing the run',
+        run_id: this.base.run_id,
+        error: cause.message,
+      });
+      const failed = failRun(this.base, 'invariant_violation:commit_refused', clock.now());
+      if (!failed.ok) throw cause;
+      try {
+        this.base = await store.commit({
+          record: failed.record,
+          expectedVersion: this.base.version,
+          fence: this.fence,
+          events: failed.events,
+        });
+      } catch {
+        throw cause;
+      }
+      this.staged = this.base;
+      this.events = [];
+      this.stateWrite = undefined;
+      this.pendingResult = undefined;
     }
 
     /** Re-reads the run after a stale commit; drops every uncommitted transition. */

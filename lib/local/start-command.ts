@@ -7,6 +7,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { registerSampleTools } from './sample-tools.ts';
 import { type LocalStack, LocalStackError, runLocalStack } from './stack.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -64,6 +65,7 @@ export async function startFromOptions(
       ...(options.port !== undefined ? { port: options.port } : {}),
       ...(options.persist !== undefined ? { persistDir: options.persist } : {}),
       stateDir: io.cwd,
+      registerTools: registerSampleTools,
       logger: new Logger({
         serviceName: 'agent-runs-local',
         logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,

@@ -6,9 +6,9 @@
  * Items (pk / sk):
  *   RUN#{id} / R            the run record (closed schema, parsed before every write)
  *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
- *                           LAST event: {events: [{...head, data} | {...head, data_blob}],
+ *                           LAST event: {events: [{...head, data_json} | {...head, data_blob}],
  *                           first_seq, last_seq}; the commit's last page also holds the domain
- *                           state it wrote: {state_rev, state | state_blob}. A commit's events
+ *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
  *                           above PAGE_LIMIT serialized bytes split into several pages.
  *   RUN#{id} / D#{rev}      domain state written by a commit without events (legacy layout too)
  *   RUN#{id} / C#{n}        checkpoint (with state_at when its state_rev is the record's)
@@ -53,6 +53,11 @@ import { ATTR, principalShardKey, SWEEP_SHARDS, statusShardKey, sweepShardKey } 
 
 /** Payloads above this many bytes (UTF-8 JSON) go to the blob store. */
 export const INLINE_LIMIT = 32 * 1024;
+/**
+ * The run record's largest JSON size (bytes): below DynamoDB's 400 KB item limit with room for
+ * the index attributes. A commit that would make it larger is refused whole (CommitTooLarge).
+ */
+export const RECORD_LIMIT = 350 * 1024;
 /** DynamoDB's limit on actions per TransactWriteItems. */
 export const MAX_TRANSACT_ITEMS = 100;
 /**
@@ -276,22 +281,26 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
 
   function parseRecord(item: Item | undefined): RunRecord | null {
     if (item === undefined || item.record === undefined) return null;
-    const parsed = RunRecord.safeParse(item.record);
+    const parsed = RunRecord.safeParse(fromJsonText(item.record));
     if (!parsed.success)
       throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
     return parsed.data;
   }
 
+  /** JSON text inline (up to INLINE_LIMIT bytes), else a blob reference. */
   async function inlineOrBlob(
     value: unknown,
     mediaType = 'application/json',
-  ): Promise<{ inline?: unknown; blob?: BlobRef }> {
-    const text = JSON.stringify(value);
-    if (Buffer.byteLength(text) <= INLINE_LIMIT) return { inline: value };
+  ): Promise<{ inline?: string; blob?: BlobRef }> {
+    const text = JSON.stringify(value ?? null);
+    if (Buffer.byteLength(text) <= INLINE_LIMIT) return { inline: text };
     return { blob: await blobs.put(text, mediaType) };
   }
 
+  /** A payload stored as `{field}_json` (text), `{field}` (a map, older items) or `{field}_blob`. */
   async function resolve(item: Item, field: string): Promise<unknown> {
+    const text = item[`${field}_json`];
+    if (typeof text === 'string') return JSON.parse(text);
     if (item[field] !== undefined) return item[field];
     const ref = item[`${field}_blob`] as BlobRef | undefined;
     if (ref === undefined) return undefined;
@@ -300,7 +309,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
 
   /** One stored page entry ({...head, data} or {...head, data_blob}) back to a parsed event. */
   async function decodeEntry(entry: Item): Promise<RunEvent> {
-    const { data_blob: _blob, ...head } = entry;
+    const { data_blob: _blob, data_json: _json, ...head } = entry;
     const data = await resolve(entry, 'data');
     const parsed = RunEventSchema.safeParse({ ...head, data });
     if (!parsed.success) throw new Error(`stored event does not parse: ${parsed.error.issues[0]?.message}`);
@@ -323,7 +332,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     const item: Item = {
       pk: runPk(record.run_id),
       sk: 'R',
-      record,
+      // JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's
+      // args or a model's output may be that deep.
+      record: JSON.stringify(record),
       version: record.version,
       epoch: record.epoch,
       status: record.status,
@@ -392,7 +403,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       ordered.map(async (event) => {
         const { data, ...head } = event;
         const body = await inlineOrBlob(data);
-        const entry: Item = body.blob ? { ...head, data_blob: body.blob } : { ...head, data: body.inline };
+        const entry: Item = body.blob
+          ? { ...head, data_blob: body.blob }
+          : { ...head, data_json: body.inline };
         return { entry, seq: event.seq, bytes: Buffer.byteLength(JSON.stringify(entry)) };
       }),
     );
@@ -435,7 +448,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         ? undefined
         : {
             state_rev: state.rev,
-            ...(state.body.blob ? { state_blob: state.body.blob } : { state: state.body.inline ?? null }),
+            ...(state.body.blob ? { state_blob: state.body.blob } : { state_json: state.body.inline }),
           };
     const pages = await pagesOf(
       commit.events,
@@ -549,7 +562,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       items.push({
         Put: {
           TableName,
-          Item: { pk, sk: `C#${cp.n}`, checkpoint: stored },
+          Item: { pk, sk: `C#${cp.n}`, n: cp.n, checkpoint_json: JSON.stringify(stored) },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       });
@@ -581,6 +594,12 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     if (items.length > MAX_TRANSACT_ITEMS) {
       throw new CommitTooLarge(
         `a commit of ${items.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
+      );
+    }
+    const recordBytes = Buffer.byteLength(JSON.stringify(record));
+    if (recordBytes > RECORD_LIMIT) {
+      throw new CommitTooLarge(
+        `the run record would be ${recordBytes} bytes, above its ${RECORD_LIMIT}-byte limit (queued steers, open requests and the operation's effect live in it)`,
       );
     }
     return { items, record, ackIndex };
@@ -689,7 +708,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           TableName,
           Key: { pk: runPk(runId), sk },
           ConsistentRead: true,
-          ProjectionExpression: '#state, state_blob, state_rev',
+          ProjectionExpression: '#state, state_json, state_blob, state_rev',
           ExpressionAttributeNames: { '#state': 'state' },
           ReturnConsumedCapacity: 'TOTAL',
         }),
@@ -751,7 +770,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       const out = await doc.send(
         new GetCommand({ TableName, Key: { pk: runPk(runId), sk: `C#${n}` }, ConsistentRead: true }),
       );
-      return (out.Item?.checkpoint as CheckpointItem | undefined) ?? null;
+      return out.Item === undefined ? null : checkpointOf(out.Item);
     },
     async listCheckpoints(runId) {
       metrics.queries += 1;
@@ -763,7 +782,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
           ConsistentRead: true,
         }),
       );
-      return (out.Items ?? []).map((i) => i.checkpoint as CheckpointItem).sort((a, b) => a.n - b.n);
+      return (out.Items ?? []).map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n);
     },
     async findBySubject(subject) {
       metrics.reads += 1;
@@ -914,9 +933,19 @@ function isThrottle(err: unknown): boolean {
   );
 }
 
+/** A stored value kept as JSON text (or, in older items, as a map). */
+function fromJsonText(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : value;
+}
+
+/** A checkpoint item: `checkpoint_json` (text), or `checkpoint` (a map, older items). */
+function checkpointOf(item: Record<string, unknown>): CheckpointItem {
+  return fromJsonText(item.checkpoint_json ?? item.checkpoint) as CheckpointItem;
+}
+
 /** ALL_OLD comes back in DynamoDB's wire format on the raw exception. */
 function unmarshallRecord(item: Record<string, AttributeValue> | undefined): RunRecord | null {
   if (item === undefined) return null;
-  const parsed = RunRecord.safeParse(unmarshall(item).record);
+  const parsed = RunRecord.safeParse(fromJsonText(unmarshall(item).record));
   return parsed.success ? parsed.data : null;
 }

@@ -131,6 +131,32 @@ describe('delegation', () => {
     expect(await engine.listChildren(run.run_id, alice)).toEqual([]);
   });
 
+  it('refuses delegate args with an unknown key or a subject in another workspace', async () => {
+    const { t, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: {
+          children: [
+            { input: { leaf: 'complete' }, objectiv: 'typo' },
+            { input: { leaf: 'complete' }, subject: { workspace: 'elsewhere', path: '/x' } },
+          ],
+        },
+      },
+      alice,
+    );
+    await settle(t, engine);
+
+    const messages = (await eventsOf(engine, run.run_id))
+      .filter((e) => e.kind === 'tool_result')
+      .map((e) => (e.data.envelope as { diagnostics: { code: string; message: string }[] }).diagnostics[0]);
+    expect(messages.map((d) => d?.code)).toEqual(['delegate_args_invalid', 'delegate_args_invalid']);
+    expect(messages[0]?.message).toMatch(/objectiv/);
+    expect(messages[1]?.message).toMatch(/^args\.subject\.workspace/);
+    expect(await engine.listChildren(run.run_id, alice)).toEqual([]);
+  });
+
   it('refuses a delegation past max_children (on_exceeded fail) before it starts a child', async () => {
     const { t, store, engine } = await setup();
     const { run } = await engine.createRun(

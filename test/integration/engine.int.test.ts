@@ -115,6 +115,65 @@ describe('engine on DynamoDB Local and fauxqs', () => {
     expect(envelope?.payload.big).toBe(big);
   });
 
+  it('fails the run commit_refused, once, when what a step staged can never be stored (a 400 KB tool call in the record)', async () => {
+    // The reducer asks for a tool call whose args would make the run record larger than an item may be.
+    const huge = 'y'.repeat(400 * 1024);
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({
+        '/r/huge': (req: Record<string, unknown>) => {
+          const event = req.event as { kind: string };
+          const rev = Number(req.state_rev) + 1;
+          if (event.kind !== 'run_started')
+            return {
+              contract: 'raisin.agent-run.reducer/1',
+              state: req.state,
+              state_rev: req.state_rev,
+              effects: [],
+              diagnostics: [],
+              refused: null,
+            };
+          return {
+            contract: 'raisin.agent-run.reducer/1',
+            state: { started: true },
+            state_rev: rev,
+            effects: [
+              {
+                effect_id: `${rev}:0`,
+                kind: 'call_tool',
+                tool: 'lookup',
+                args: { huge },
+                mutating: false,
+                replay_safe: true,
+              },
+            ],
+            diagnostics: [],
+            refused: null,
+          };
+        },
+      }),
+      tools: inProcessTools({ lookup: async () => ({}) }),
+      models: noModel,
+    });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/huge' }, input: 'x' },
+      alice,
+    );
+
+    const outcome = await t.engine.stepRun(run.run_id);
+
+    expect(outcome).toMatchObject({ kind: 'progressed', status: 'failed' });
+    const failed = await t.store.getRun(run.run_id);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      terminal_reason: 'invariant_violation:commit_refused',
+      lease: null,
+    });
+    expect(t.engine && (await t.engine.stepRun(run.run_id))).toMatchObject({ kind: 'nothing_to_do' });
+    const events = await t.engine.readEvents(run.run_id, alice, 0, 100);
+    expectContiguous(events);
+    expect(events.filter((e) => e.kind === 'operation_started')).toHaveLength(0);
+  });
+
   it('counts a model call and its tokens in the same commit as its result', async () => {
     const model = scriptedModel(async () => ({
       message: { text: 'done' },

@@ -530,6 +530,20 @@ describe('HTTP API: bad requests change nothing', () => {
     });
   }
 
+  it('refuses a create with an unknown budget or field (a typo), naming it, and creates nothing', async () => {
+    for (const body of [
+      { subject: uniqueSubject(), reducer: null, budgets: { max_turn: 3 } },
+      { subject: uniqueSubject(), reducer: null, budget: { max_turns: 3 } },
+    ]) {
+      const response = await request('POST', '/runs', { body });
+      expect(response.status).toBe(400);
+      const error = await json<{ code: string; details: { issues: { path: string }[] } }>(response);
+      expect(error.code).toBe('validation_failed');
+      expect(JSON.stringify(error.details)).toMatch(/max_turn|budget/);
+      expect(await runtime.store.findBySubject(body.subject)).toBeNull();
+    }
+  });
+
   it('refuses a create with a missing subject or a wrong type, naming the path, and creates nothing', async () => {
     const missing = await request('POST', '/runs', { body: { input: 'go' } });
     expect(missing.status).toBe(400);

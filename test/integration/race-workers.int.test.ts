@@ -409,7 +409,7 @@ describe('race 4: a commit that fails after the operation ran', () => {
 
 // ---------------------------------------------------------------- helpers
 
-/** The run record item as stored (with its index attributes), strongly consistent. */
+/** The run record item as stored (with its index attributes, the record parsed), strongly consistent. */
 async function rawRunItem(runId: string): Promise<Record<string, unknown> | undefined> {
   const local = inject('localServices');
   const clients = createAwsClients(local);
@@ -421,7 +421,11 @@ async function rawRunItem(runId: string): Promise<Record<string, unknown> | unde
         ConsistentRead: true,
       }),
     );
-    return out.Item;
+    // The record itself is stored as JSON text (DynamoDB limits maps to 32 levels of nesting).
+    const item = out.Item;
+    return item === undefined
+      ? undefined
+      : { ...item, record: typeof item.record === 'string' ? JSON.parse(item.record) : item.record };
   } finally {
     clients.destroy();
   }

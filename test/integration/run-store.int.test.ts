@@ -140,7 +140,7 @@ describe('event pages', () => {
       first_seq: 2,
       last_seq: 4,
       state_rev: 1,
-      state: { turn: 1 },
+      state_json: JSON.stringify({ turn: 1 }),
     });
     expect(page?.Put?.ConditionExpression).toBe('attribute_not_exists(pk)');
     expect(((page?.Put?.Item?.events ?? []) as RunEvent[]).map((e) => e.seq)).toEqual([2, 3, 4]);
@@ -216,13 +216,30 @@ describe('event pages', () => {
     const [page] = await pagesOf(record.run_id).then((p) => p.filter((i) => i.sk === 'E#000000000004'));
     const entries = page?.events as Record<string, unknown>[];
     expect(entries[1]?.data_blob).toBeDefined();
-    expect(entries[1]?.data).toBeUndefined();
-    expect(entries[0]?.data).toEqual({ small: 1 });
+    expect(entries[1]?.data_json).toBeUndefined();
+    expect(entries[0]?.data_json).toBe(JSON.stringify({ small: 1 }));
     expect(page?.state_blob).toBeDefined();
-    expect(page?.state).toBeUndefined();
+    expect(page?.state_json).toBeUndefined();
     const events = await store.readEvents(record.run_id, 1, 10);
     expect(events.map((e) => e.data)).toEqual([{ small: 1 }, big, { small: 2 }]);
     expect(await store.getState(record.run_id, 1, record.state_at)).toEqual(state);
+  });
+
+  it('stores values nested past DynamoDB’s 32-level limit (record, event data, state, checkpoint) and reads them back', async () => {
+    const store = localStore();
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 200; i += 1) deep = { d: deep };
+    const run = await storedRun(store);
+    const nested = { ...run, executor_config: { deep } } as RunRecord;
+    const { record, events } = await append(store, nested, [{ deep }], {
+      state: { rev: 1, value: { deep } },
+      checkpoints: [checkpoint(1, 1)].map((c) => ({ ...c, core: { deep } })),
+    });
+    expect(record.executor_config).toEqual({ deep });
+    expect((await store.getRun(record.run_id))?.executor_config).toEqual({ deep });
+    expect(await store.readEvents(record.run_id, 1, 10)).toEqual(events);
+    expect(await store.getState(record.run_id, 1, record.state_at)).toEqual({ deep });
+    expect((await store.getCheckpoint(record.run_id, 1))?.core).toEqual({ deep });
   });
 
   it('splits a commit whose events exceed the page limit into several pages and reads it back whole', async () => {
@@ -245,11 +262,13 @@ describe('event pages', () => {
       expect(p.sk).toBe(`E#${String(p.last_seq).padStart(12, '0')}`);
       const { pk: _pk, sk: _sk, ...body } = p;
       expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThanOrEqual(PAGE_LIMIT + 1_024);
-      expect((p.events as RunEvent[]).every((e) => (e.data as { filler?: string }).filler === filler)).toBe(
-        true,
-      );
+      expect(
+        (p.events as { data_json: string }[]).every(
+          (e) => (JSON.parse(e.data_json) as { filler?: string }).filler === filler,
+        ),
+      ).toBe(true);
     }
-    expect(pages.filter((p) => p.state !== undefined).map((p) => p.sk)).toEqual([pages.at(-1)?.sk]);
+    expect(pages.filter((p) => p.state_json !== undefined).map((p) => p.sk)).toEqual([pages.at(-1)?.sk]);
     expect(record.state_at).toBe(pages.at(-1)?.sk);
     expect(await store.readEvents(record.run_id, 1, 100)).toEqual(events);
     // Starting in the middle of a page, and a limit that ends in the middle of another.

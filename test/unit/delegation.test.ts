@@ -6,14 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { childResumeKey, DELEGATE_TOOL, type RunRecord } from '../../lib/contracts/index.ts';
 import { checkBudgets } from '../../lib/core/budgets.ts';
+import { controlDigest } from '../../lib/core/controls.ts';
 import { childStartedEnvelope, handBackEnvelope, planChildRun } from '../../lib/core/delegation.ts';
 import {
   acquireLease,
   applyReducerAnswer,
   childEnded,
+  decideControl,
   type Fence,
   failRun,
   finishOperation,
+  pauseRun,
   releaseLease,
   settleOwed,
   startOperation,
@@ -94,6 +97,22 @@ describe('delegation budgets', () => {
     const { record } = delegating({ budgets: { max_children: 1 } });
     const counted = { ...record, counters: { ...record.counters, children: 1 } } as RunRecord;
     expect(checkBudgets(counted, { ...opOf(record), attempt: 2 }, 2_001)).toBeNull();
+  });
+});
+
+describe('resuming a child run', () => {
+  it('refuses to raise a child’s inherited max_depth, and allows other increases', () => {
+    const child = newRun({ parent_run_id: 'p', depth: 1, budgets: { max_depth: 1 } });
+    const paused = ok(pauseRun(child, 'budget_exceeded:max_depth', 2_000));
+    const raise = { control_id: 'r1', command: 'resume' as const, budget_increase: { max_depth: 1 } };
+    expect(decideControl(paused, raise, controlDigest(raise), null, true, 2_001)).toMatchObject({
+      kind: 'rejected',
+      reason: 'max_depth_inherited',
+    });
+    const more = { control_id: 'r2', command: 'resume' as const, budget_increase: { max_turns: 5 } };
+    expect(decideControl(paused, more, controlDigest(more), null, true, 2_001)).toMatchObject({
+      kind: 'applied',
+    });
   });
 });
 

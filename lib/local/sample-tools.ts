@@ -1,0 +1,47 @@
+/**
+ * Two tools `npm start` registers so that a new local stack has something to call:
+ * - `echo` (read-only, replay-safe): answers `{echo: args}`;
+ * - `wait_for_callback` (read-only, replay-safe): parks the call (`waiting`) under the resume key
+ *   `callback:{operation_id}`; deliver its result with `agent-runs deliver callback:... '{...}'`
+ *   or `POST /results/{resume_key}`.
+ * A deployment registers its own tools instead (`registerTools` of lib/app.ts).
+ */
+import type { ToolRegistry } from '../tools/registry.ts';
+
+export function registerSampleTools(registry: ToolRegistry): void {
+  registry.register({
+    name: 'echo',
+    version: '1.0.0',
+    description: 'Answers with the arguments it was given.',
+    input_schema: { type: 'object' },
+    handler: {
+      kind: 'module',
+      fn: async (args) => {
+        const { __raisin_context: _context, ...rest } = args;
+        return { echo: rest };
+      },
+    },
+    metadata: { mutating: false, replay_safe: true },
+  });
+  registry.register({
+    name: 'wait_for_callback',
+    version: '1.0.0',
+    description: 'Waits until a result is delivered for resume key callback:{operation_id}.',
+    input_schema: { type: 'object' },
+    handler: {
+      kind: 'module',
+      fn: async (_args, ctx) => ({
+        envelope: 'raisin.tool-result/1',
+        status: 'waiting',
+        resume_key: `callback:${ctx.operation_id}`,
+        reads: [],
+        writes: [],
+        artifact_refs: [],
+        evidence: [],
+        diagnostics: [],
+        suggested_next_actions: [],
+      }),
+    },
+    metadata: { mutating: false, replay_safe: true },
+  });
+}
