@@ -739,7 +739,11 @@ export function createEngine(options: EngineOptions): Engine {
           continue;
         }
         if (op === null && r.queued_steers.length > 0) {
-          this.apply(consumeSteer(r, clock.now()));
+          // Every queued steer at this boundary, so that one model turn can answer them all.
+          while (
+            this.staged.queued_steers.length > 0 &&
+            this.apply(consumeSteer(this.staged, clock.now()))
+          ) {}
           continue;
         }
         break;

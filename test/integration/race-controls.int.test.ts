@@ -390,3 +390,106 @@ function modelThenTool() {
     return answer([]);
   };
 }
+
+describe('steers queued during an operation', () => {
+  it('are all consumed at the next boundary, and one model turn answers them together', async () => {
+    // Prepare: three steers arrive while the first model call is held.
+    const hold = latch();
+    const seen: string[][] = [];
+    const models: ModelHost = {
+      async turn(_input, context) {
+        if (seen.length === 0) await hold.wait();
+        seen.push(context.manifest.included.map((e) => e.kind));
+        return {
+          message: { text: `reply ${seen.length}` },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 1, output_tokens: 1 },
+        };
+      },
+    };
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/steerable': steerable() }),
+      tools: inProcessTools({}),
+      models,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/steerable' }, input: 'start' },
+      alice,
+    );
+
+    // Act
+    const stepping = engine.stepRun(run.run_id);
+    await hold.entered;
+    for (const n of [1, 2, 3]) {
+      await engine.applyControl(
+        run.run_id,
+        { control_id: `s${n}`, command: 'steer', input: `steer ${n}` },
+        alice,
+      );
+    }
+    hold.release();
+    await stepping;
+    for (let i = 0; i < 3 && (await store.getRun(run.run_id))?.status !== 'completed'; i += 1) {
+      await engine.stepRun(run.run_id);
+    }
+
+    // Assert
+    expect((await store.getRun(run.run_id))?.status).toBe('completed');
+    expect(seen).toHaveLength(2);
+    expect(seen[1]?.filter((k) => k === 'steer_consumed')).toHaveLength(3);
+    const log = await readAll(store, run.run_id);
+    const consumed = log.filter((e) => e.kind === 'steer_consumed').map((e) => e.seq);
+    expect(consumed).toEqual([consumed[0], (consumed[0] ?? 0) + 1, (consumed[0] ?? 0) + 2]);
+  });
+});
+
+/**
+ * Asks the model; after its reply, a user_input (a consumed steer) asks it again unless a model
+ * turn is already pending; completes after the second reply.
+ */
+function steerable() {
+  type S = { seen: number; pending: boolean; replies: number };
+  type R = { state: S | null; state_rev: number; event: { seq: number; kind: string } };
+  return (raw: Record<string, unknown>) => {
+    const req = raw as unknown as R;
+    const st: S = req.state ?? { seen: 0, pending: false, replies: 0 };
+    if (req.event.seq <= st.seen) {
+      return {
+        contract: 'raisin.agent-run.reducer/1',
+        state: req.state,
+        state_rev: req.state_rev,
+        effects: [],
+        diagnostics: [],
+        refused: null,
+      };
+    }
+    const rev = req.state_rev + 1;
+    const answer = (next: Partial<S>, effects: Record<string, unknown>[]) => ({
+      contract: 'raisin.agent-run.reducer/1',
+      state: { ...st, seen: req.event.seq, ...next },
+      state_rev: rev,
+      effects: effects.map((e, i) => ({ effect_id: `${rev}:${i}`, ...e })),
+      projection: null,
+      diagnostics: [],
+      refused: null,
+    });
+    const turn = { kind: 'request_model_turn', tools_offered: [] };
+    switch (req.event.kind) {
+      case 'run_started':
+        return answer({ pending: true }, [turn]);
+      case 'model_turn_completed':
+        if (st.replies + 1 >= 2)
+          return answer({ pending: false, replies: 2 }, [
+            { kind: 'complete', outcome: 'succeeded', summary: 'ok' },
+          ]);
+        return answer({ pending: false, replies: st.replies + 1 }, []);
+      case 'user_input':
+        return st.pending ? answer({}, []) : answer({ pending: true }, [turn]);
+      default:
+        return answer({}, []);
+    }
+  };
+}
