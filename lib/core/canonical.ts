@@ -71,3 +71,27 @@ export function digestOf(value: unknown): string {
 export function canonicalByteLength(value: unknown): number {
   return utf8ToBytes(canonicalJson(value)).length;
 }
+
+/**
+ * The deepest nesting any input may have (objects and arrays, counted from 1 for the value
+ * itself): request bodies, model outputs and tool results deeper than this are refused at the
+ * boundary, before any recursive code (validation, canonical JSON, the sandbox) meets them.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * How deeply `value` nests (0 for a scalar, 1 for a flat object or array), counted without
+ * recursion; stops counting once past `limit`, so a hostile value costs no more than that.
+ */
+export function jsonDepth(value: unknown, limit = Number.POSITIVE_INFINITY): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) max = depth;
+    if (max > limit) return max;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return max;
+}

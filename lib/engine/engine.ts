@@ -1001,8 +1001,11 @@ export function createEngine(options: EngineOptions): Engine {
       }
       if (effect.kind === 'request_model_turn') {
         const record = this.staged;
-        const context = (effect.context ?? {}) as { transcript?: { from_seq?: number } };
+        // The transcript window the reducer asked for (agent-run-contracts, request_model_turn):
+        // events after to_seq (e.g. steers consumed since the reducer asked) wait for the next turn.
+        const context = (effect.context ?? {}) as { transcript?: { from_seq?: number; to_seq?: number } };
         const fromSeq = context.transcript?.from_seq ?? 1;
+        const toSeq = context.transcript?.to_seq;
         const events = await this.eventsFrom(fromSeq);
         // Calls the reducer answered itself (no tool_result event) carry the model-visible `content`.
         const answers = (effect.tool_results ?? []).flatMap((r) =>
@@ -1019,6 +1022,7 @@ export function createEngine(options: EngineOptions): Engine {
         const compiled = compileContext(events, {
           instructions: effect.instructions,
           from_seq: fromSeq,
+          ...(typeof toSeq === 'number' ? { to_seq: toSeq } : {}),
           answers,
         });
         const input: ModelTurnInput = {

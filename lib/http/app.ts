@@ -24,6 +24,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
+import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import { type Caller, isAuthorized } from '../core/controls.ts';
 import { type Engine, runView } from '../engine/engine.ts';
 import type { ToolHost } from '../engine/ports.ts';
@@ -176,10 +177,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         issues: [{ path: '', code: 'required', message: 'a JSON body is required' }],
       });
     }
+    let body: unknown;
     try {
-      JSON.parse(text);
+      body = JSON.parse(text);
     } catch (err) {
       throw new HttpError('invalid_json', `the body is not JSON: ${(err as Error).message}`, {});
+    }
+    if (jsonDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      const message = `the body nests deeper than ${MAX_JSON_DEPTH} levels`;
+      throw new HttpError('validation_failed', message, {
+        target: 'json',
+        issues: [{ path: '', code: 'too_deep', message }],
+      });
     }
     return next();
   };

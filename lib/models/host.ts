@@ -13,6 +13,7 @@ import {
   type ModelTurnInput,
   ModelTurnOutput,
 } from '../contracts/index.ts';
+import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import type { CompiledContext, ModelHost } from '../engine/ports.ts';
 import { failure, type ModelTurnFunction } from './types.ts';
 
@@ -63,8 +64,8 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
  * Creates a ModelHost. `turn` resolves the function path, calls it and returns its answer
  * after parsing it with the contract's zod schemas (defaults applied; extra growth-rule fields kept).
  * Errors (all not retryable): an unknown path → model_turn_function_not_found; a function that
- * throws → function_error; an answer that is neither ModelTurnOutput nor ModelTurnError →
- * output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
+ * throws → function_error; an answer that is neither ModelTurnOutput nor ModelTurnError, or
+ * that nests deeper than MAX_JSON_DEPTH → output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
  * called again after a backoff (see {@link ModelRetryPolicy}) while attempts are left and the
  * signal has not aborted; the last answer is returned with `host_attempts` (calls made) added.
  */
@@ -104,6 +105,13 @@ function callOnce(options: ModelHostOptions): ModelHost['turn'] {
     } catch (cause) {
       const reason = cause instanceof Error ? cause.message : String(cause);
       return failure('function_error', `model-turn function ${path} threw: ${reason}`, false);
+    }
+    if (jsonDepth(answer, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      return failure(
+        'output_invalid',
+        `model-turn function ${path} answered nested deeper than ${MAX_JSON_DEPTH} levels`,
+        false,
+      );
     }
     // The parsed fields (defaults applied) over the original object, so extras survive.
     const asError = ModelTurnError.safeParse(answer);

@@ -32,6 +32,7 @@
  *     audit completed (outcome = status), or failed when the envelope's status is failed.
  */
 import type { Principal, ToolDescriptor, ToolResultEnvelope } from '../contracts/index.ts';
+import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import type { Clock, PolicyDecision, ToolCallRequest, ToolHost } from '../engine/ports.ts';
 import type { AuditEventName, AuditLog } from './audit-log.ts';
 import { ToolError } from './errors.ts';
@@ -251,6 +252,14 @@ export function createToolHost(options: ToolHostOptions): ToolHost {
               code: 'output_too_large',
             },
           ),
+        );
+      }
+      if (jsonDepth(json.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+        return fail(
+          'failed',
+          new ToolError('tool_error', `the tool result nests deeper than ${MAX_JSON_DEPTH} levels`, {
+            code: 'output_too_deep',
+          }),
         );
       }
       const normalized = normalizeResult(json.value, request.op_id);

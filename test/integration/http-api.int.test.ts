@@ -530,6 +530,19 @@ describe('HTTP API: bad requests change nothing', () => {
     });
   }
 
+  it('refuses a body nested deeper than 64 levels with 400 too_deep, and creates nothing', async () => {
+    const input = `${'['.repeat(5_000)}"bottom"${']'.repeat(5_000)}`;
+    const subject = uniqueSubject();
+    const raw = `{"subject":${JSON.stringify(subject)},"reducer":null,"input":${input}}`;
+    const response = await request('POST', '/runs', { raw });
+    expect(response.status).toBe(400);
+    expect(await json(response)).toMatchObject({
+      code: 'validation_failed',
+      details: { issues: [{ code: 'too_deep' }] },
+    });
+    expect(await runtime.store.findBySubject(subject)).toBeNull();
+  });
+
   it('refuses a create with an unknown budget or field (a typo), naming it, and creates nothing', async () => {
     for (const body of [
       { subject: uniqueSubject(), reducer: null, budgets: { max_turn: 3 } },

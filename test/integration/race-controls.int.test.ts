@@ -446,11 +446,60 @@ describe('steers queued during an operation', () => {
   });
 });
 
+describe('a model turn’s transcript window', () => {
+  it('leaves events after the to_seq the reducer asked for (steers consumed since) to the next turn', async () => {
+    const hold = latch();
+    const seen: { kinds: string[]; to: number }[] = [];
+    const models: ModelHost = {
+      async turn(_input, context) {
+        if (seen.length === 0) await hold.wait();
+        seen.push({ kinds: context.manifest.included.map((e) => e.kind), to: context.manifest.to_seq });
+        return {
+          message: { text: 'ok' },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 1, output_tokens: 1 },
+        };
+      },
+    };
+    const t = await makeTestEngine({
+      reducers: inProcessReducers({ '/r/windowed': steerable(true) }),
+      tools: inProcessTools({}),
+      models,
+    });
+    const store = scopedStore(t.store);
+    const engine = t.another({ store });
+    const { run } = await engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/windowed' }, input: 'start' },
+      alice,
+    );
+    const stepping = engine.stepRun(run.run_id);
+    await hold.entered;
+    for (const n of [1, 2]) {
+      await engine.applyControl(
+        run.run_id,
+        { control_id: `w${n}`, command: 'steer', input: `steer ${n}` },
+        alice,
+      );
+    }
+    hold.release();
+    await stepping;
+    for (let i = 0; i < 3 && (await store.getRun(run.run_id))?.status !== 'completed'; i += 1) {
+      await engine.stepRun(run.run_id);
+    }
+
+    const log = await readAll(store, run.run_id);
+    const firstSteer = log.find((e) => e.kind === 'steer_consumed')?.seq;
+    expect(seen[1]?.to).toBe(firstSteer);
+    expect(seen[1]?.kinds.filter((k) => k === 'steer_consumed')).toHaveLength(1);
+  });
+});
+
 /**
  * Asks the model; after its reply, a user_input (a consumed steer) asks it again unless a model
  * turn is already pending; completes after the second reply.
  */
-function steerable() {
+function steerable(windowed = false) {
   type S = { seen: number; pending: boolean; replies: number };
   type R = { state: S | null; state_rev: number; event: { seq: number; kind: string } };
   return (raw: Record<string, unknown>) => {
@@ -476,7 +525,12 @@ function steerable() {
       diagnostics: [],
       refused: null,
     });
-    const turn = { kind: 'request_model_turn', tools_offered: [] };
+    // Windowed: the model sees the log up to the event the reducer answered (transcript.to_seq).
+    const turn = {
+      kind: 'request_model_turn',
+      tools_offered: [],
+      ...(windowed ? { context: { transcript: { from_seq: 1, to_seq: req.event.seq } } } : {}),
+    };
     switch (req.event.kind) {
       case 'run_started':
         return answer({ pending: true }, [turn]);

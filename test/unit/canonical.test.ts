@@ -8,6 +8,8 @@ import {
   canonicalByteLength,
   canonicalJson,
   digestOf,
+  jsonDepth,
+  MAX_JSON_DEPTH,
   sha256Hex,
 } from '../../lib/core/canonical.ts';
 
@@ -140,5 +142,25 @@ describe('purity of the hashing and canonicalization dependencies (lib/core impo
       expect(graph.bare.filter((specifier) => isBuiltin(specifier))).toEqual([]);
       expect(graph.bare.filter((specifier) => !specifier.startsWith('@noble/hashes/'))).toEqual([]);
     }
+  });
+});
+
+describe('jsonDepth', () => {
+  const nest = (n: number): unknown => {
+    let v: unknown = 'x';
+    for (let i = 0; i < n; i += 1) v = i % 2 === 0 ? [v] : { k: v };
+    return v;
+  };
+
+  it('counts objects and arrays from 1, scalars as 0, without recursion even 100 000 deep', () => {
+    expect(jsonDepth('s')).toBe(0);
+    expect(jsonDepth({})).toBe(1);
+    expect(jsonDepth({ a: [1, { b: null }] })).toBe(3);
+    expect(jsonDepth(nest(MAX_JSON_DEPTH))).toBe(MAX_JSON_DEPTH);
+    expect(jsonDepth(nest(100_000))).toBe(100_000);
+  });
+
+  it('stops counting once past the limit', () => {
+    expect(jsonDepth(nest(100_000), MAX_JSON_DEPTH)).toBe(MAX_JSON_DEPTH + 1);
   });
 });

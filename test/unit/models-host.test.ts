@@ -160,6 +160,25 @@ describe('createModelHost', () => {
     expect(aborted).toBe(1);
   });
 
+  it('refuses an answer nested deeper than MAX_JSON_DEPTH as output_invalid, not retryable', async () => {
+    let args: Record<string, unknown> = {};
+    for (let i = 0; i < 5_000; i += 1) args = { a: args };
+    const host = createModelHost({
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => ({
+          message: { text: null },
+          tool_calls: [{ call_id: 'c1', name: 'deep', args }],
+          finish_reason: 'tool_calls',
+          usage: { input_tokens: 1, output_tokens: 1 },
+        }),
+      },
+    });
+    expect(await host.turn(inputWith({}), context, signal)).toMatchObject({
+      error_class: 'output_invalid',
+      retryable: false,
+    });
+  });
+
   it('turns a throwing function into function_error and an off-contract answer into output_invalid', async () => {
     const host = createModelHost({
       functions: {

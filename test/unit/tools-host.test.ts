@@ -387,6 +387,15 @@ describe('tool host: results and errors', () => {
     expect(envelope.diagnostics[0]?.code).toBe('envelope_invalid');
   });
 
+  it('drops a result nested deeper than MAX_JSON_DEPTH with output_too_deep', async () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 200; i += 1) deep = [deep];
+    const { host } = setup([{ fn: async () => ({ deep }) }]);
+    const envelope = await host.execute(request(), never);
+    expect(envelope).toMatchObject({ status: 'failed', error_class: 'tool_error' });
+    expect(envelope.diagnostics[0]?.code).toBe('output_too_deep');
+  });
+
   it('drops a result larger than max_output_bytes with output_too_large', async () => {
     const { host, events } = setup([
       { fn: async () => ({ text: 'x'.repeat(500) }), metadata: { max_output_bytes: 100 } },
