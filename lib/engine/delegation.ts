@@ -79,6 +79,12 @@ export interface Delegation {
   settleEnded(record: RunRecord): Promise<OwedReport>;
   /** For a parent resting `waiting`: hands back every child it waits for that has already ended. */
   collectEnded(parent: RunRecord): Promise<number>;
+  /**
+   * Stops the children whose waits `parent` closed without their result (withdrawn by a steer,
+   * expired): nobody waits for their outcome any more. Best effort: a child left running is
+   * stopped when its parent ends.
+   */
+  stopDetached(parent: RunRecord, childIds: string[]): Promise<number>;
 }
 
 export function createDelegation(deps: DelegationDeps): Delegation {
@@ -110,9 +116,12 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     }
     if (args.context === undefined) {
       // The child inherits the parent's run context (tools, instructions, mode) unless given one.
+      // A child is a task: it must end (and hand back) on its own, never wait for a user.
       const [started] = await store.readEvents(parent.run_id, 0, 1);
-      if (started?.kind === 'run_started' && started.data.context !== undefined)
-        args.context = started.data.context;
+      const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
+      if (inherited !== null && typeof inherited === 'object' && !Array.isArray(inherited))
+        args.context = { ...inherited, mode: 'task' };
+      else if (inherited !== undefined) args.context = inherited;
     }
     const plan = planChildRun(parent, op.op_id, args);
     if (plan.reducer === null) {
@@ -300,5 +309,18 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     return collected;
   }
 
-  return { startChild, settleEnded, collectEnded };
+  async function stopDetached(parent: RunRecord, childIds: string[]): Promise<number> {
+    let stopped = 0;
+    for (const id of childIds) {
+      const ack = await deps.applyControl(
+        id,
+        { control_id: `parent_withdrew:${parent.run_id}`, command: 'stop', reason: 'parent_withdrew' },
+        DELEGATION_CALLER,
+      );
+      if (ack.ack === 'applied') stopped += 1;
+    }
+    return stopped;
+  }
+
+  return { startChild, settleEnded, collectEnded, stopDetached };
 }

@@ -591,6 +591,10 @@ export function createEngine(options: EngineOptions): Engine {
     readonly stateCache = new Map<number, unknown>();
     /** An operation result not yet committed. */
     pendingResult: OperationResult | undefined;
+    /** The events of the commit in progress. */
+    committedEvents: RunEvent[] = [];
+    /** Children whose waits this worker's commits closed without their result. */
+    readonly detached: string[] = [];
     operationsRun = 0;
 
     constructor(base: RunRecord, fence: Fence) {
@@ -610,7 +614,9 @@ export function createEngine(options: EngineOptions): Engine {
     /** Commits the staged transitions; on a stale version re-reads and recomputes. */
     async commit(): Promise<void> {
       for (;;) {
+        const before = this.base;
         try {
+          this.committedEvents = this.events;
           this.base = await store.commit({
             record: this.staged,
             expectedVersion: this.base.version,
@@ -619,6 +625,7 @@ export function createEngine(options: EngineOptions): Engine {
             checkpoints: checkpointsOf(this.staged, this.events),
             ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
           });
+          this.noteDetachedChildren(before, this.committedEvents);
           this.staged = this.base;
           this.events = [];
           this.stateWrite = undefined;
@@ -672,6 +679,16 @@ export function createEngine(options: EngineOptions): Engine {
       this.events = [];
       this.stateWrite = undefined;
       this.pendingResult = undefined;
+    }
+
+    /** Notes the child waits a commit closed without delivering their result (request_closed). */
+    noteDetachedChildren(before: RunRecord, events: RunEvent[]): void {
+      for (const e of events) {
+        if (e.kind !== 'request_closed') continue;
+        const request = before.open_requests.find((r) => r.request_id === e.data.request_id);
+        const child = request?.kind === 'result' ? childOfResumeKey(request.resume_key) : null;
+        if (child !== null) this.detached.push(child);
+      }
     }
 
     /** Re-reads the run after a stale commit; drops every uncommitted transition. */
@@ -761,6 +778,18 @@ export function createEngine(options: EngineOptions): Engine {
       const final = this.staged;
       if (final.status === 'queued' && hasWork(final)) await wake(final.run_id);
       if (final.status === 'waiting') await delegation.collectEnded(final);
+      if (this.detached.length > 0) {
+        await delegation
+          .stopDetached(final, this.detached.splice(0))
+          .catch((err: unknown) =>
+            log({
+              level: 'warn',
+              message: 'detached children left running',
+              run_id: final.run_id,
+              error: String(err),
+            }),
+          );
+      }
       await afterEnd(final);
       return { kind: 'progressed', status: final.status, operations: this.operationsRun };
     }

@@ -244,6 +244,40 @@ describe('delegation', () => {
     expect(stopped?.data.reason).toBe('parent_ended');
   });
 
+  it('stops a child whose wait the parent withdrew (a steer), and a conversation-mode context makes a task child', async () => {
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'ask' } }] },
+        context: { mode: 'conversation', instructions: 'hi' },
+      },
+      alice,
+    );
+    await settle(t, engine);
+    const [summary] = await engine.listChildren(run.run_id, alice);
+    const childId = summary?.run_id ?? '';
+    expect((await record(store, childId)).status).toBe('waiting');
+    const [started] = await eventsOf(engine, childId);
+    expect(started?.data.context).toEqual({ mode: 'task', instructions: 'hi' });
+
+    await engine.applyControl(
+      run.run_id,
+      { control_id: 'away', command: 'steer', input: 'never mind' },
+      alice,
+    );
+    await settle(t, engine);
+
+    const parent = await record(store, run.run_id);
+    expect(parent.status === 'completed' && parent.summary).toBe('steered away');
+    const child = await record(store, childId);
+    expect(child.status).toBe('stopped');
+    expect((await eventsOf(engine, childId)).find((e) => e.kind === 'stopped')?.data.reason).toBe(
+      'parent_withdrew',
+    );
+  });
+
   it('delivers a hand-back lost at the child’s end from the sweeper, once, with two sweepers at once', async () => {
     // Prepare: the first hand-back commit into any parent fails (a lost write).
     let dropped = 0;

@@ -111,7 +111,8 @@ export function askOnce() {
 /**
  * Delegation (issue 3): with input `{children: [args…]}` calls the delegate tool once per entry,
  * one after the other (each waits for its child's hand-back), then completes with a summary that
- * lists each hand-back as `status:payload.status`. With input `{leaf: 'complete' | 'fail' | 'ask'}`
+ * lists each hand-back as `status:payload.status`; a steer withdraws its wait and ends it (partial).
+ * With input `{leaf: 'complete' | 'fail' | 'ask'}`
  * it is a child: completes, fails, or asks a question (and completes with the answer).
  */
 export function delegator(delegateTool: string, flags: { replay_safe?: boolean } = {}) {
@@ -145,6 +146,17 @@ export function delegator(delegateTool: string, flags: { replay_safe?: boolean }
         return respond(req, next({}), [
           { kind: 'complete', outcome: 'succeeded', summary: String(req.event.data.value) },
         ]);
+      case 'user_input': {
+        // A steer: stop waiting for any child, and end.
+        const open = ((req.run as { open_requests?: { kind: string; request_id: string }[] }).open_requests ??
+          []) as { kind: string; request_id: string }[];
+        return respond(req, next({}), [
+          ...open
+            .filter((r) => r.kind === 'result')
+            .map((r) => ({ kind: 'withdraw_request', request_id: r.request_id })),
+          { kind: 'complete', outcome: 'partial', summary: 'steered away' },
+        ]);
+      }
       case 'tool_result':
       case 'operation_failed': {
         const env = (req.event.data.envelope ?? {}) as { status?: string; payload?: { status?: string } };
