@@ -779,16 +779,14 @@ export function createEngine(options: EngineOptions): Engine {
       if (final.status === 'queued' && hasWork(final)) await wake(final.run_id);
       if (final.status === 'waiting') await delegation.collectEnded(final);
       if (this.detached.length > 0) {
-        await delegation
-          .stopDetached(final, this.detached.splice(0))
-          .catch((err: unknown) =>
-            log({
-              level: 'warn',
-              message: 'detached children left running',
-              run_id: final.run_id,
-              error: String(err),
-            }),
-          );
+        await delegation.stopDetached(final, this.detached.splice(0)).catch((err: unknown) =>
+          log({
+            level: 'warn',
+            message: 'detached children left running',
+            run_id: final.run_id,
+            error: String(err),
+          }),
+        );
       }
       await afterEnd(final);
       return { kind: 'progressed', status: final.status, operations: this.operationsRun };
