@@ -6,6 +6,7 @@
  *   or `POST /results/{resume_key}`.
  * A deployment registers its own tools instead (`registerTools` of lib/app.ts).
  */
+import { envelopeOf } from '../core/tool-result-validation.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 
 export function registerSampleTools(registry: ToolRegistry): void {
@@ -30,17 +31,8 @@ export function registerSampleTools(registry: ToolRegistry): void {
     input_schema: { type: 'object' },
     handler: {
       kind: 'module',
-      fn: async (_args, ctx) => ({
-        envelope: 'raisin.tool-result/1',
-        status: 'waiting',
-        resume_key: `callback:${ctx.operation_id}`,
-        reads: [],
-        writes: [],
-        artifact_refs: [],
-        evidence: [],
-        diagnostics: [],
-        suggested_next_actions: [],
-      }),
+      fn: async (_args, ctx) =>
+        envelopeOf('waiting', undefined, { resume_key: `callback:${ctx.operation_id}` }),
     },
     metadata: { mutating: false, replay_safe: true },
   });

@@ -8,7 +8,7 @@ import {
   scriptedModel,
   uniqueSubject,
 } from '../support/engine.ts';
-import { askOnce, modelOnce, toolLoop } from '../support/reducers.ts';
+import { askOnce, modelOnce, respond, toolLoop, unchanged } from '../support/reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 
@@ -120,35 +120,12 @@ describe('engine on DynamoDB Local and fauxqs', () => {
     const huge = 'y'.repeat(400 * 1024);
     const t = await makeTestEngine({
       reducers: inProcessReducers({
-        '/r/huge': (req: Record<string, unknown>) => {
-          const event = req.event as { kind: string };
-          const rev = Number(req.state_rev) + 1;
-          if (event.kind !== 'run_started')
-            return {
-              contract: 'raisin.agent-run.reducer/1',
-              state: req.state,
-              state_rev: req.state_rev,
-              effects: [],
-              diagnostics: [],
-              refused: null,
-            };
-          return {
-            contract: 'raisin.agent-run.reducer/1',
-            state: { started: true },
-            state_rev: rev,
-            effects: [
-              {
-                effect_id: `${rev}:0`,
-                kind: 'call_tool',
-                tool: 'lookup',
-                args: { huge },
-                mutating: false,
-                replay_safe: true,
-              },
-            ],
-            diagnostics: [],
-            refused: null,
-          };
+        '/r/huge': (raw: Record<string, unknown>) => {
+          const req = raw as { state: unknown; state_rev: number; event: { kind: string } };
+          if (req.event.kind !== 'run_started') return unchanged(req);
+          return respond(req, { started: true }, [
+            { kind: 'call_tool', tool: 'lookup', args: { huge }, mutating: false, replay_safe: true },
+          ]);
         },
       }),
       tools: inProcessTools({ lookup: async () => ({}) }),
@@ -168,7 +145,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
       terminal_reason: 'invariant_violation:commit_refused',
       lease: null,
     });
-    expect(t.engine && (await t.engine.stepRun(run.run_id))).toMatchObject({ kind: 'nothing_to_do' });
+    expect(await t.engine.stepRun(run.run_id)).toMatchObject({ kind: 'nothing_to_do' });
     const events = await t.engine.readEvents(run.run_id, alice, 0, 100);
     expectContiguous(events);
     expect(events.filter((e) => e.kind === 'operation_started')).toHaveLength(0);

@@ -19,7 +19,7 @@ import {
   uniqueSubject,
 } from '../support/engine.ts';
 import { expectConvergedLog, readAll, scopedStore, shardOfRun } from '../support/faults.ts';
-import { askOnce, modelOnce } from '../support/reducers.ts';
+import { askOnce, modelOnce, respond, unchanged } from '../support/reducers.ts';
 import { aborted, callWithSteer, latch } from '../support/steer-reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
@@ -340,26 +340,8 @@ function modelThenTool() {
   };
   return (raw: Record<string, unknown>) => {
     const req = raw as unknown as R;
-    if (req.event.seq <= (req.state?.seen ?? 0)) {
-      return {
-        contract: 'raisin.agent-run.reducer/1',
-        state: req.state,
-        state_rev: req.state_rev,
-        effects: [],
-        diagnostics: [],
-        refused: null,
-      };
-    }
-    const rev = req.state_rev + 1;
-    const answer = (effects: Record<string, unknown>[]) => ({
-      contract: 'raisin.agent-run.reducer/1',
-      state: { seen: req.event.seq },
-      state_rev: rev,
-      effects: effects.map((e, i) => ({ effect_id: `${rev}:${i}`, ...e })),
-      projection: null,
-      diagnostics: [],
-      refused: null,
-    });
+    if (req.event.seq <= (req.state?.seen ?? 0)) return unchanged(req);
+    const answer = (effects: Record<string, unknown>[]) => respond(req, { seen: req.event.seq }, effects);
     const { kind, data, seq } = req.event;
     if (kind === 'run_started') return answer([{ kind: 'request_model_turn', tools_offered: [] }]);
     if (kind === 'model_turn_completed') {
@@ -505,26 +487,9 @@ function steerable(windowed = false) {
   return (raw: Record<string, unknown>) => {
     const req = raw as unknown as R;
     const st: S = req.state ?? { seen: 0, pending: false, replies: 0 };
-    if (req.event.seq <= st.seen) {
-      return {
-        contract: 'raisin.agent-run.reducer/1',
-        state: req.state,
-        state_rev: req.state_rev,
-        effects: [],
-        diagnostics: [],
-        refused: null,
-      };
-    }
-    const rev = req.state_rev + 1;
-    const answer = (next: Partial<S>, effects: Record<string, unknown>[]) => ({
-      contract: 'raisin.agent-run.reducer/1',
-      state: { ...st, seen: req.event.seq, ...next },
-      state_rev: rev,
-      effects: effects.map((e, i) => ({ effect_id: `${rev}:${i}`, ...e })),
-      projection: null,
-      diagnostics: [],
-      refused: null,
-    });
+    if (req.event.seq <= st.seen) return unchanged(req);
+    const answer = (next: Partial<S>, effects: Record<string, unknown>[]) =>
+      respond(req, { ...st, seen: req.event.seq, ...next }, effects);
     // Windowed: the model sees the log up to the event the reducer answered (transcript.to_seq).
     const turn = {
       kind: 'request_model_turn',

@@ -6,7 +6,12 @@ type Req = {
   run: { status: string };
 };
 
-function respond(req: Req, state: Record<string, unknown>, effects: Record<string, unknown>[]) {
+/** A reducer/1 response: the next state at state_rev + 1, effects numbered `{rev}:{i}`. */
+export function respond(
+  req: { state_rev: number },
+  state: Record<string, unknown>,
+  effects: Record<string, unknown>[],
+) {
   const rev = req.state_rev + 1;
   return {
     contract: 'raisin.agent-run.reducer/1',
@@ -19,7 +24,8 @@ function respond(req: Req, state: Record<string, unknown>, effects: Record<strin
   };
 }
 
-function unchanged(req: Req) {
+/** A reducer/1 response that changes nothing (an event already seen). */
+export function unchanged(req: { state_rev: number; state: unknown }) {
   return {
     contract: 'raisin.agent-run.reducer/1',
     state: req.state,
