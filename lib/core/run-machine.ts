@@ -133,7 +133,7 @@ export function chain(
 function terminalFields(record: RunRecord, now: number, reason: string) {
   const owed: OwedDuty[] = [];
   if (record.parent_run_id !== undefined) owed.push('handback');
-  if (record.counters.children > 0 || record.live_children.length > 0) owed.push('stop_children');
+  if (record.counters.children > 0) owed.push('stop_children');
   return {
     lease: null,
     operation: null,

@@ -239,26 +239,34 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     return 'deferred';
   }
 
-  async function stopChildren(parent: RunRecord): Promise<number> {
-    const ids = new Set([...parent.live_children, ...(await store.listChildren(parent.run_id))]);
+  /**
+   * Stops each live run of `ids` with a system `stop` (`control_id` makes a repeat a duplicate);
+   * an ended one is skipped, so its log gets no rejected control. Returns how many were stopped.
+   */
+  async function stopRuns(ids: Iterable<string>, controlId: string, reason: string): Promise<number> {
     let stopped = 0;
     for (const id of ids) {
       const child = await store.getRun(id);
       if (child === null || isTerminalStatus(child.status)) continue;
       const ack = await deps.applyControl(
         id,
-        { control_id: `parent_ended:${parent.run_id}`, command: 'stop', reason: 'parent_ended' },
+        { control_id: controlId, command: 'stop', reason },
         DELEGATION_CALLER,
       );
       if (ack.ack === 'applied') stopped += 1;
       log({
         level: 'info',
-        message: 'child of an ended parent stopped',
-        run_id: parent.run_id,
+        message: `child stopped: ${reason}`,
+        run_id: child.parent_run_id,
         child_run_id: id,
       });
     }
     return stopped;
+  }
+
+  /** Every child linked to an ended parent (also one a worker that lost its lease created). */
+  async function stopChildren(parent: RunRecord): Promise<number> {
+    return stopRuns(await store.listChildren(parent.run_id), `parent_ended:${parent.run_id}`, 'parent_ended');
   }
 
   /** Commits `record` with `duty` settled, re-reading on a stale version. */
@@ -309,17 +317,8 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     return collected;
   }
 
-  async function stopDetached(parent: RunRecord, childIds: string[]): Promise<number> {
-    let stopped = 0;
-    for (const id of childIds) {
-      const ack = await deps.applyControl(
-        id,
-        { control_id: `parent_withdrew:${parent.run_id}`, command: 'stop', reason: 'parent_withdrew' },
-        DELEGATION_CALLER,
-      );
-      if (ack.ack === 'applied') stopped += 1;
-    }
-    return stopped;
+  function stopDetached(parent: RunRecord, childIds: string[]): Promise<number> {
+    return stopRuns(childIds, `parent_withdrew:${parent.run_id}`, 'parent_withdrew');
   }
 
   return { startChild, settleEnded, collectEnded, stopDetached };

@@ -522,8 +522,12 @@ export function createEngine(options: EngineOptions): Engine {
     }
   }
 
-  /** Delivers events queued for the reducer of a run that has ended (e.g. `stopped`): only checkpoints apply. */
-  async function deliverAfterEnd(record: RunRecord): Promise<void> {
+  /**
+   * Delivers events queued for the reducer of a run that has ended (e.g. `stopped`): only
+   * checkpoints apply. Returns the last record it committed (or `record`); after a stale commit
+   * that record may be behind, which the owed duties' own retries absorb.
+   */
+  async function deliverAfterEnd(record: RunRecord): Promise<RunRecord> {
     let current = record;
     while (current.inbox.length > 0 && current.reducer !== null) {
       const seq = current.inbox[0] as number;
@@ -554,7 +558,7 @@ export function createEngine(options: EngineOptions): Engine {
         }
       }
       const applied = applyReducerAnswer(current, { event_seq: seq, ...answer }, clock.now());
-      if (!applied.ok) return;
+      if (!applied.ok) return current;
       try {
         current = await store.commit({
           record: applied.record,
@@ -564,10 +568,11 @@ export function createEngine(options: EngineOptions): Engine {
           ...(newState !== undefined ? { state: { rev: answer.state_rev, value: newState } } : {}),
         });
       } catch (err) {
-        if (err instanceof CommitRejected && err.reason === 'stale_version') return;
+        if (err instanceof CommitRejected && err.reason === 'stale_version') return current;
         throw err;
       }
     }
+    return current;
   }
 
   /** After the run ended only checkpoint effects apply (agent-run-contracts, effects_after_terminal). */
@@ -591,8 +596,6 @@ export function createEngine(options: EngineOptions): Engine {
     readonly stateCache = new Map<number, unknown>();
     /** An operation result not yet committed. */
     pendingResult: OperationResult | undefined;
-    /** The events of the commit in progress. */
-    committedEvents: RunEvent[] = [];
     /** Children whose waits this worker's commits closed without their result. */
     readonly detached: string[] = [];
     operationsRun = 0;
@@ -615,9 +618,9 @@ export function createEngine(options: EngineOptions): Engine {
     async commit(): Promise<void> {
       for (;;) {
         const before = this.base;
+        const events = this.events;
         try {
-          this.committedEvents = this.events;
-          this.base = await store.commit({
+          const stored = await store.commit({
             record: this.staged,
             expectedVersion: this.base.version,
             fence: this.fence,
@@ -625,11 +628,8 @@ export function createEngine(options: EngineOptions): Engine {
             checkpoints: checkpointsOf(this.staged, this.events),
             ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
           });
-          this.noteDetachedChildren(before, this.committedEvents);
-          this.staged = this.base;
-          this.events = [];
-          this.stateWrite = undefined;
-          this.pendingResult = undefined;
+          this.noteDetachedChildren(before, events);
+          this.committed(stored);
           return;
         } catch (err) {
           if (
@@ -665,8 +665,9 @@ export function createEngine(options: EngineOptions): Engine {
       });
       const failed = failRun(this.base, 'invariant_violation:commit_refused', clock.now());
       if (!failed.ok) throw cause;
+      let stored: RunRecord;
       try {
-        this.base = await store.commit({
+        stored = await store.commit({
           record: failed.record,
           expectedVersion: this.base.version,
           fence: this.fence,
@@ -675,7 +676,13 @@ export function createEngine(options: EngineOptions): Engine {
       } catch {
         throw cause;
       }
-      this.staged = this.base;
+      this.committed(stored);
+    }
+
+    /** Takes `stored` as the base after a commit: nothing is staged any more. */
+    committed(stored: RunRecord): void {
+      this.base = stored;
+      this.staged = stored;
       this.events = [];
       this.stateWrite = undefined;
       this.pendingResult = undefined;
@@ -1169,12 +1176,12 @@ export function createEngine(options: EngineOptions): Engine {
       return;
     }
     if (isTerminalStatus(record.status)) {
+      let ended: RunRecord = record;
       if (record.inbox.length > 0) {
-        await deliverAfterEnd(record);
+        ended = await deliverAfterEnd(record);
         report.finalized += 1;
       }
-      const fresh = record.inbox.length > 0 ? await store.getRun(runId) : record;
-      if (fresh !== null) countOwed(report, await afterEnd(fresh));
+      countOwed(report, await afterEnd(ended));
       return;
     }
     if (record.open_requests.some((r) => r.expires_at !== null && r.expires_at <= now)) {

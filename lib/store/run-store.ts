@@ -328,13 +328,21 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     return [];
   }
 
+  /** The record item; throws CommitTooLarge when the record's JSON exceeds RECORD_LIMIT. */
   function recordItem(record: RunRecord): Item {
+    // JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's
+    // args or a model's output may be that deep.
+    const text = JSON.stringify(record);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > RECORD_LIMIT) {
+      throw new CommitTooLarge(
+        `the run record would be ${bytes} bytes, above its ${RECORD_LIMIT}-byte limit (queued steers, open requests and the operation's effect live in it)`,
+      );
+    }
     const item: Item = {
       pk: runPk(record.run_id),
       sk: 'R',
-      // JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's
-      // args or a model's output may be that deep.
-      record: JSON.stringify(record),
+      record: text,
       version: record.version,
       epoch: record.epoch,
       status: record.status,
@@ -406,7 +414,11 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         const entry: Item = body.blob
           ? { ...head, data_blob: body.blob }
           : { ...head, data_json: body.inline };
-        return { entry, seq: event.seq, bytes: Buffer.byteLength(JSON.stringify(entry)) };
+        // The data is already text: measure it as is rather than serializing it a second time.
+        const bytes =
+          Buffer.byteLength(JSON.stringify(body.blob ? entry : head)) +
+          (body.inline !== undefined ? Buffer.byteLength(body.inline) + 16 : 0);
+        return { entry, seq: event.seq, bytes };
       }),
     );
     const pages: { entries: Item[]; seqs: number[] }[] = [];
@@ -594,12 +606,6 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     if (items.length > MAX_TRANSACT_ITEMS) {
       throw new CommitTooLarge(
         `a commit of ${items.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
-      );
-    }
-    const recordBytes = Buffer.byteLength(JSON.stringify(record));
-    if (recordBytes > RECORD_LIMIT) {
-      throw new CommitTooLarge(
-        `the run record would be ${recordBytes} bytes, above its ${RECORD_LIMIT}-byte limit (queued steers, open requests and the operation's effect live in it)`,
       );
     }
     return { items, record, ackIndex };

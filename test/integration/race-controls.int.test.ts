@@ -373,56 +373,60 @@ function modelThenTool() {
   };
 }
 
-describe('steers queued during an operation', () => {
-  it('are all consumed at the next boundary, and one model turn answers them together', async () => {
-    // Prepare: three steers arrive while the first model call is held.
-    const hold = latch();
-    const seen: string[][] = [];
-    const models: ModelHost = {
-      async turn(_input, context) {
-        if (seen.length === 0) await hold.wait();
-        seen.push(context.manifest.included.map((e) => e.kind));
-        return {
-          message: { text: `reply ${seen.length}` },
-          tool_calls: [],
-          finish_reason: 'stop',
-          usage: { input_tokens: 1, output_tokens: 1 },
-        };
-      },
-    };
-    const t = await makeTestEngine({
-      reducers: inProcessReducers({ '/r/steerable': steerable() }),
-      tools: inProcessTools({}),
-      models,
-    });
-    const store = scopedStore(t.store);
-    const engine = t.another({ store });
-    const { run } = await engine.createRun(
-      { subject: uniqueSubject(), reducer: { function_path: '/r/steerable' }, input: 'start' },
+/**
+ * Runs the `steerable` reducer (windowed or not) while `steers` steers arrive during its first
+ * model call, to the run's end. Returns what each model turn was compiled from, and the log.
+ */
+async function steeredDuringFirstTurn(windowed: boolean, steers: number) {
+  const hold = latch();
+  const seen: { kinds: string[]; to: number }[] = [];
+  const models: ModelHost = {
+    async turn(_input, context) {
+      if (seen.length === 0) await hold.wait();
+      seen.push({ kinds: context.manifest.included.map((e) => e.kind), to: context.manifest.to_seq });
+      return {
+        message: { text: `reply ${seen.length}` },
+        tool_calls: [],
+        finish_reason: 'stop',
+        usage: { input_tokens: 1, output_tokens: 1 },
+      };
+    },
+  };
+  const t = await makeTestEngine({
+    reducers: inProcessReducers({ '/r/steerable': steerable(windowed) }),
+    tools: inProcessTools({}),
+    models,
+  });
+  const store = scopedStore(t.store);
+  const engine = t.another({ store });
+  const { run } = await engine.createRun(
+    { subject: uniqueSubject(), reducer: { function_path: '/r/steerable' }, input: 'start' },
+    alice,
+  );
+  const stepping = engine.stepRun(run.run_id);
+  await hold.entered;
+  for (let n = 1; n <= steers; n += 1) {
+    await engine.applyControl(
+      run.run_id,
+      { control_id: `s${n}`, command: 'steer', input: `steer ${n}` },
       alice,
     );
+  }
+  hold.release();
+  await stepping;
+  for (let i = 0; i < 3 && (await store.getRun(run.run_id))?.status !== 'completed'; i += 1) {
+    await engine.stepRun(run.run_id);
+  }
+  return { seen, status: (await store.getRun(run.run_id))?.status, log: await readAll(store, run.run_id) };
+}
 
-    // Act
-    const stepping = engine.stepRun(run.run_id);
-    await hold.entered;
-    for (const n of [1, 2, 3]) {
-      await engine.applyControl(
-        run.run_id,
-        { control_id: `s${n}`, command: 'steer', input: `steer ${n}` },
-        alice,
-      );
-    }
-    hold.release();
-    await stepping;
-    for (let i = 0; i < 3 && (await store.getRun(run.run_id))?.status !== 'completed'; i += 1) {
-      await engine.stepRun(run.run_id);
-    }
+describe('steers queued during an operation', () => {
+  it('are all consumed at the next boundary, and one model turn answers them together', async () => {
+    const { seen, status, log } = await steeredDuringFirstTurn(false, 3);
 
-    // Assert
-    expect((await store.getRun(run.run_id))?.status).toBe('completed');
+    expect(status).toBe('completed');
     expect(seen).toHaveLength(2);
-    expect(seen[1]?.filter((k) => k === 'steer_consumed')).toHaveLength(3);
-    const log = await readAll(store, run.run_id);
+    expect(seen[1]?.kinds.filter((k) => k === 'steer_consumed')).toHaveLength(3);
     const consumed = log.filter((e) => e.kind === 'steer_consumed').map((e) => e.seq);
     expect(consumed).toEqual([consumed[0], (consumed[0] ?? 0) + 1, (consumed[0] ?? 0) + 2]);
   });
@@ -430,47 +434,8 @@ describe('steers queued during an operation', () => {
 
 describe('a model turn’s transcript window', () => {
   it('leaves events after the to_seq the reducer asked for (steers consumed since) to the next turn', async () => {
-    const hold = latch();
-    const seen: { kinds: string[]; to: number }[] = [];
-    const models: ModelHost = {
-      async turn(_input, context) {
-        if (seen.length === 0) await hold.wait();
-        seen.push({ kinds: context.manifest.included.map((e) => e.kind), to: context.manifest.to_seq });
-        return {
-          message: { text: 'ok' },
-          tool_calls: [],
-          finish_reason: 'stop',
-          usage: { input_tokens: 1, output_tokens: 1 },
-        };
-      },
-    };
-    const t = await makeTestEngine({
-      reducers: inProcessReducers({ '/r/windowed': steerable(true) }),
-      tools: inProcessTools({}),
-      models,
-    });
-    const store = scopedStore(t.store);
-    const engine = t.another({ store });
-    const { run } = await engine.createRun(
-      { subject: uniqueSubject(), reducer: { function_path: '/r/windowed' }, input: 'start' },
-      alice,
-    );
-    const stepping = engine.stepRun(run.run_id);
-    await hold.entered;
-    for (const n of [1, 2]) {
-      await engine.applyControl(
-        run.run_id,
-        { control_id: `w${n}`, command: 'steer', input: `steer ${n}` },
-        alice,
-      );
-    }
-    hold.release();
-    await stepping;
-    for (let i = 0; i < 3 && (await store.getRun(run.run_id))?.status !== 'completed'; i += 1) {
-      await engine.stepRun(run.run_id);
-    }
+    const { seen, log } = await steeredDuringFirstTurn(true, 2);
 
-    const log = await readAll(store, run.run_id);
     const firstSteer = log.find((e) => e.kind === 'steer_consumed')?.seq;
     expect(seen[1]?.to).toBe(firstSteer);
     expect(seen[1]?.kinds.filter((k) => k === 'steer_consumed')).toHaveLength(1);
