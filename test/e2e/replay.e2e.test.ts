@@ -1,13 +1,12 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { localReplayStack } from '../../lib/replay/local.ts';
 import { runReplay } from '../../lib/replay/run-replay.ts';
+import { TAU_BENCH_DIR } from '../support/data.ts';
 
-const DATA = resolve(
-  process.env.TAU_BENCH_DIR ?? resolve(import.meta.dirname, '../../../shared/data/tau-bench-airline'),
-);
+const DATA = TAU_BENCH_DIR;
 const FILE = join(DATA, 'trajectories.json');
 const TOOLS = join(DATA, 'tools.json');
 const quiet = () => {};

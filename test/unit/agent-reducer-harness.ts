@@ -20,8 +20,9 @@ import { validateReducerResponse } from '../../lib/core/reducer-validation.ts';
 import type { ContextMessage } from '../../lib/engine/ports.ts';
 import type { TauRecordedConversation } from '../../lib/models/tau-bench.ts';
 import { type AgentLoopContext, type AgentLoopResponse, reduce } from '../../lib/reducers/index.ts';
+import { TAU_BENCH_DIR } from '../support/data.ts';
 
-export const TAU_BENCH_DIR = process.env.TAU_BENCH_DIR ?? '/work/shared/data/tau-bench-airline';
+export { TAU_BENCH_DIR };
 
 /** Tools that change the booking database (tau-bench README). */
 export const TAU_MUTATING_TOOLS = new Set([

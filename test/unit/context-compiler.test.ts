@@ -8,8 +8,7 @@ import {
 } from '../../lib/core/context-compiler.ts';
 import { eventsFromRecording } from '../../lib/models/recorded.ts';
 import { loadTrajectories, toRecordedConversation } from '../../lib/models/tau-bench.ts';
-
-const TAU_BENCH_DIR = process.env.TAU_BENCH_DIR ?? '/work/shared/data/tau-bench-airline';
+import { TAU_BENCH_DIR } from '../support/data.ts';
 
 type Ev = RunEvent;
 let nextSeq = 0;

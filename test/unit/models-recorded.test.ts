@@ -11,8 +11,7 @@ import {
   type TauRecordedConversation,
   toRecordedConversation,
 } from '../../lib/models/tau-bench.ts';
-
-const TAU_BENCH_DIR = process.env.TAU_BENCH_DIR ?? '/work/shared/data/tau-bench-airline';
+import { TAU_BENCH_DIR } from '../support/data.ts';
 
 function inputFor(key: string): ModelTurnInput {
   return {

@@ -10,8 +10,9 @@ import {
   registerOpenAiFunctionTools,
   ToolRegistrationError,
 } from '../../lib/tools/index.ts';
+import { TAU_BENCH_DIR } from '../support/data.ts';
 
-const DATA = '/work/shared/data/tau-bench-airline';
+const DATA = TAU_BENCH_DIR;
 const toolsJson: { function: { name: string; parameters: unknown } }[] = JSON.parse(
   readFileSync(`${DATA}/tools.json`, 'utf8'),
 );
