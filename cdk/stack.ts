@@ -6,7 +6,7 @@
  *
  * The table comes from lib/store/table.ts and the queue settings from lib/local/resources.ts,
  * the same definitions the local stack creates, so the two cannot drift apart. The functions
- * read TABLE_NAME, STEP_QUEUE_URL and PAYLOAD_BUCKET (lib/app.ts, runtimeConfigFromEnv).
+ * read TABLE_NAME, STEP_QUEUE_URL and PAYLOAD_BUCKET (lib/runtime.ts, runtimeConfigFromEnv).
  *
  * The stack is environment-agnostic (no account, region or lookups): `cdk synth` needs no AWS
  * credentials and no network.

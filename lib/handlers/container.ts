@@ -7,7 +7,7 @@
  * entries go through the Powertools Logger; the SDK clients are captured by the Tracer.
  * DESIGN section 2 ("Clients are created once per container").
  */
-import { builtInFunctions, createRuntime, type Runtime, runtimeConfigFromEnv } from '../app.ts';
+import { builtInFunctions, createRuntime, type Runtime, runtimeConfigFromEnv } from '../runtime.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
 import { createObservability, engineLog, type Observability, traceClients } from './observability.ts';
 

@@ -4,7 +4,7 @@
  * - `wait_for_callback` (read-only, replay-safe): parks the call (`waiting`) under the resume key
  *   `callback:{operation_id}`; deliver its result with `agent-runs deliver callback:... '{...}'`
  *   or `POST /results/{resume_key}`.
- * A deployment registers its own tools instead (`registerTools` of lib/app.ts).
+ * A deployment registers its own tools instead (`registerTools` of lib/runtime.ts).
  */
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import type { ToolRegistry } from '../tools/registry.ts';

@@ -17,7 +17,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
 import { handle } from 'hono/aws-lambda';
-import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../app.ts';
+import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { readLocalState, removeLocalState, writeLocalState } from '../client/state-file.ts';
 import {
   type CountingMetrics,

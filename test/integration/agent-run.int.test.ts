@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createRuntime } from '../../lib/app.ts';
+import { createRuntime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { DELEGATE_TOOL, type ModelTurnOutput } from '../../lib/contracts/index.ts';
 import type { ModelTurnFunction } from '../../lib/models/types.ts';

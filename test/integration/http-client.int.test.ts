@@ -7,7 +7,7 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import { createRuntime, type Runtime } from '../../lib/app.ts';
+import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { type AgentRunsClient, ApiError, createClient } from '../../lib/client/index.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
