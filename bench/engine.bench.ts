@@ -42,11 +42,11 @@ import { createS3BlobStore } from '../lib/blobs/blob-store.ts';
 import type { ReducerBinding, ToolResultEnvelope } from '../lib/contracts/index.ts';
 import { sha256Hex } from '../lib/core/canonical.ts';
 import { createEngine } from '../lib/engine/engine.ts';
-import type { ModelHost, ReducerHost, ToolHost } from '../lib/engine/ports.ts';
+import type { ModelHost, ReducerHost, RunStore, ToolHost } from '../lib/engine/ports.ts';
 import { ensureResources } from '../lib/local/resources.ts';
 import { startLocalServices } from '../lib/local/services.ts';
 import { createSqsStepQueue } from '../lib/queue/step-queue.ts';
-import { createDynamoRunStore, type RunStore } from '../lib/store/run-store.ts';
+import { createDynamoRunStore } from '../lib/store/dynamo-run-store.ts';
 import { toolLoop } from '../test/support/reducers.ts';
 
 const RUNS = Number(process.argv[2] ?? 20);

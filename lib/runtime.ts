@@ -9,18 +9,18 @@ import { createAwsClients } from './aws-clients.ts';
 import { createS3BlobStore } from './blobs/blob-store.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
-import type { Clock, ModelHost, ReducerHost, ToolHost } from './engine/ports.ts';
+import type { Clock, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './engine/ports.ts';
 import { createModelHost } from './models/host.ts';
 import { createOpenAiCompatibleModel } from './models/openai-compatible.ts';
 import type { ModelTurnFunction } from './models/types.ts';
-import { createSqsStepQueue, type StepQueue } from './queue/step-queue.ts';
+import { createSqsStepQueue } from './queue/step-queue.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
 import {
   createSandboxReducerHost,
   type FunctionRegistry,
   InMemoryFunctionRegistry,
 } from './sandbox/index.ts';
-import { createDynamoRunStore, type RunStore } from './store/run-store.ts';
+import { createDynamoRunStore } from './store/dynamo-run-store.ts';
 import { createAuditLog } from './tools/audit-log.ts';
 import { createPolicyGate, type PolicyRule } from './tools/policy-gate.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';

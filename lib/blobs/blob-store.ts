@@ -27,7 +27,8 @@ export class BlobIntegrityError extends Error {
   readonly code = 'blob_integrity';
 }
 
-const PREVIEW_CHARS = 200;
+/** How many characters of a payload a BlobRef keeps as its preview. */
+export const PREVIEW_CHARS = 200;
 
 export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
   return {

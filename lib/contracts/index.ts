@@ -2,6 +2,7 @@
 export * from './common.ts';
 export * from './delegation.ts';
 export * from './events.ts';
+export * from './model-context.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';
 export * from './run.ts';

@@ -72,6 +72,7 @@
  */
 
 import type { z } from 'zod';
+import type { CompiledContext, ContextMessage } from '../contracts/index.ts';
 import {
   ModelTurnCompletedData,
   OperationFailedData,
@@ -82,7 +83,6 @@ import {
   type ToolResultEnvelope,
   UserInputData,
 } from '../contracts/index.ts';
-import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
 import { canonicalJson } from './canonical.ts';
 
 /** Stable code of {@link ContextCompileError}. */

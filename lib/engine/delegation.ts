@@ -33,9 +33,10 @@ import {
   handBackEnvelope,
   planChildRun,
 } from '../core/delegation.ts';
+import { principalKeyOf } from '../core/principal.ts';
 import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
-import { CommitRejected, principalKeyOf, type RunStore } from '../store/run-store.ts';
-import type { Clock, ReducerHost } from './ports.ts';
+import { CommitRejected } from './commit-errors.ts';
+import type { Clock, ReducerHost, RunStore } from './ports.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
 export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };

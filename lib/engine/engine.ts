@@ -27,6 +27,7 @@ import {
 } from '../contracts/index.ts';
 import { compileContext } from '../core/context-compiler.ts';
 import { type Caller, capabilityHash, controlDigest, isAuthorized } from '../core/controls.ts';
+import { principalKeyOf } from '../core/principal.ts';
 import { effectiveProjection } from '../core/projection.ts';
 import { buildReducerRequest, toReducerEvent } from '../core/reducer-request.ts';
 import { validateReducerResponse } from '../core/reducer-validation.ts';
@@ -56,18 +57,19 @@ import {
   takeOver,
 } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
-import type { StepQueue } from '../queue/step-queue.ts';
-import {
-  type CheckpointItem,
-  CommitRejected,
-  CommitTooLarge,
-  principalKeyOf,
-  type RunStore,
-} from '../store/run-store.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
+import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
 import { createDelegation, type OwedReport } from './delegation.ts';
 import { EngineError, LeaseLost } from './errors.ts';
-import type { Clock, ModelHost, ReducerHost, ToolHost } from './ports.ts';
+import type {
+  CheckpointItem,
+  Clock,
+  ModelHost,
+  ReducerHost,
+  RunStore,
+  StepQueue,
+  ToolHost,
+} from './ports.ts';
 
 // ---------------------------------------------------------------- inputs
 

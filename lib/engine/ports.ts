@@ -4,16 +4,20 @@
  * model-turn functions). DESIGN section 3 ("engine/"), STYLE "Ports as narrow interfaces".
  */
 import type {
+  CompiledContext,
+  ControlAck,
   ModelTurnError,
   ModelTurnInput,
   ModelTurnOutput,
   Principal,
   ReducerBinding,
   RunEvent,
+  RunRecord,
   Subject,
   ToolDescriptor,
   ToolResultEnvelope,
 } from '../contracts/index.ts';
+import type { Fence } from '../core/run-machine.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
 export interface Clock {
@@ -87,23 +91,6 @@ export interface ToolHost {
 
 // ---------------------------------------------------------------- models
 
-/** A model-neutral message, compiled from the event log. */
-export type ContextMessage =
-  | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
-  | {
-      role: 'assistant';
-      content: string | null;
-      tool_calls: { call_id: string; name: string; args: Record<string, unknown> }[];
-    }
-  | { role: 'tool'; call_id: string; name: string; content: string };
-
-export interface CompiledContext {
-  messages: ContextMessage[];
-  /** What was included: the seqs and kinds of the events used, and the cutoff. */
-  manifest: { from_seq: number; to_seq: number; included: { seq: number; kind: string; role: string }[] };
-}
-
 export interface ModelHost {
   /**
    * One model turn through the run's model-turn function (executor_config.model_turn_function).
@@ -116,4 +103,111 @@ export interface ModelHost {
   ): Promise<ModelTurnOutput | ModelTurnError>;
 }
 
-export type { RunEvent };
+// ---------------------------------------------------------------- the run store
+
+export interface ControlAckItem {
+  control_id: string;
+  digest: string;
+  ack: ControlAck;
+  seq: number;
+}
+
+export interface CheckpointItem {
+  n: number;
+  reason: string;
+  /** What core owns, copied; the domain state and transcript are referenced. */
+  core: Record<string, unknown>;
+  state_rev: number;
+  /**
+   * The sort key of the item holding the domain state of `state_rev` (for
+   * `getState(runId, state_rev, state_at)`); set by the store when `state_rev` is the committed
+   * record's, absent otherwise (and for state 0).
+   */
+  state_at?: string;
+  transcript_cutoff_seq: number;
+  at: number;
+}
+
+/** Everything one commit writes. */
+export interface Commit {
+  /** The record as it will be stored (its `version` and `state_at` are set by the commit). */
+  record: RunRecord;
+  /** The version read; null creates the run. */
+  expectedVersion: number | null;
+  /** The committer's fence, when it holds (or held) the lease. */
+  fence?: Fence;
+  events: RunEvent[];
+  state?: { rev: number; value: unknown };
+  checkpoints?: CheckpointItem[];
+  controlAck?: ControlAckItem;
+  /** Create only: the create key to claim. */
+  createKey?: { principalKey: string; key: string };
+  /** Create only: the parent run of a child run; writes the link `RUN#{parent} / CH#{child}`. */
+  parentLink?: string;
+}
+
+/** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */
+export interface StoreMetrics {
+  reads: number;
+  queries: number;
+  transactions: number;
+  transactionRetries: number;
+  readCapacity: number;
+  writeCapacity: number;
+}
+
+export interface RunStore {
+  getRun(runId: string): Promise<RunRecord | null>;
+  /** Run record and one control ack in one consistent BatchGetItem. */
+  getRunAndAck(
+    runId: string,
+    controlId: string,
+  ): Promise<{ record: RunRecord | null; ack: ControlAckItem | null }>;
+  /**
+   * The domain state of revision `rev` (null for rev 0). `at` is the sort key of the item
+   * holding it (the record's or a checkpoint's `state_at`); without it the legacy `D#{rev}`
+   * item is read. Throws when the item is missing or holds another revision.
+   */
+  getState(runId: string, rev: number, at?: string): Promise<unknown>;
+  /**
+   * Events with seq > after, up to limit, in order, strongly consistent: never a gap (a read
+   * that meets one, as a read-committed Query may while a commit lands, stops before it).
+   */
+  readEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+  getCheckpoint(runId: string, n: number): Promise<CheckpointItem | null>;
+  listCheckpoints(runId: string): Promise<CheckpointItem[]>;
+  findBySubject(subject: Subject): Promise<string | null>;
+  findByCreateKey(principalKey: string, key: string): Promise<string | null>;
+  /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
+  listChildren(parentRunId: string): Promise<string[]>;
+  findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;
+  /** Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting). */
+  sweepCandidates(shard: number, now: number, limit: number): Promise<string[]>;
+  /** Runs by status (newest first), paged by an opaque cursor. */
+  listByStatus(
+    status: string,
+    limit: number,
+    cursor?: string,
+  ): Promise<{ run_ids: string[]; cursor?: string }>;
+  /** Writes one commit in one TransactWriteItems; returns the stored record (new version, state_at). */
+  commit(commit: Commit): Promise<RunRecord>;
+  readonly metrics: StoreMetrics;
+}
+
+// ---------------------------------------------------------------- the step queue
+
+/** One wake-up of a step worker for a run. DESIGN section 6. */
+export interface StepMessage {
+  run_id: string;
+}
+
+/**
+ * Wakes step workers. A message is only a hint: the worker re-reads the run, so duplicates and
+ * stale messages are harmless.
+ */
+export interface StepQueue {
+  /** Sends one wake-up, optionally delayed (seconds, 0..900). */
+  send(message: StepMessage, delaySeconds?: number): Promise<void>;
+  /** Number of SendMessage requests made (for benchmarks). */
+  readonly sent: () => number;
+}

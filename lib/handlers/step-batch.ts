@@ -21,9 +21,10 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { z } from 'zod';
 import type { Engine, StepOutcome } from '../engine/engine.ts';
+import type { StoreMetrics } from '../engine/ports.ts';
 import { StepMessage } from '../queue/step-queue.ts';
-import type { StoreMetrics } from '../store/run-store.ts';
 import { count, describeError, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** What the step handler needs; built once per container (functions/step.ts) or per local stack. */
@@ -44,7 +45,7 @@ export const MALFORMED_STEP_MESSAGE = 'malformed_step_message';
 /** Parses an SQS body as a StepMessage: `{ok, message}` or `{ok: false, reason}`. Never throws. */
 export function parseStepMessage(
   body: string,
-): { ok: true; message: StepMessage } | { ok: false; reason: string } {
+): { ok: true; message: z.infer<typeof StepMessage> } | { ok: false; reason: string } {
   let json: unknown;
   try {
     json = JSON.parse(body);

@@ -27,11 +27,10 @@ import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import { type Caller, isAuthorized } from '../core/controls.ts';
 import { type Engine, runView } from '../engine/engine.ts';
-import type { ToolHost } from '../engine/ports.ts';
+import type { RunStore, ToolHost } from '../engine/ports.ts';
 import type { ArtifactKind, FunctionRegistry } from '../sandbox/function-registry.ts';
 import { DEFAULT_SANDBOX_LIMITS } from '../sandbox/limits.ts';
 import { compileWasmReducer } from '../sandbox/wasm-module.ts';
-import type { RunStore } from '../store/run-store.ts';
 import { type Authenticate, CAPABILITY_HEADER, type HttpCaller } from './auth.ts';
 import { HttpError, type HttpError as HttpErrorType, toHttpError, validationFailed } from './errors.ts';
 import {

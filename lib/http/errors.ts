@@ -5,10 +5,10 @@
  * STYLE "Typed errors with stable codes"; issue 5 ("Errors are JSON {code, message, details}").
  */
 import type { z } from 'zod';
+import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import { EngineError } from '../engine/errors.ts';
 import { RegistryError } from '../sandbox/function-registry.ts';
 import { StoredRegistryError } from '../sandbox/stored-registry.ts';
-import { CommitRejected, CommitTooLarge } from '../store/run-store.ts';
 
 /** Every code the API answers with, and its HTTP status. */
 export const HTTP_ERROR_STATUS = {

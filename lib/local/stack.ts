@@ -17,7 +17,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
 import { handle } from 'hono/aws-lambda';
-import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { readLocalState, removeLocalState, writeLocalState } from '../client/state-file.ts';
 import {
   type CountingMetrics,
@@ -28,6 +27,7 @@ import {
 import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
 import { bearerTokenAuth, createHttpApp } from '../http/index.ts';
+import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
 import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gateway.ts';

@@ -46,8 +46,7 @@ import {
   type Tool,
   type ToolUseBlock,
 } from '@aws-sdk/client-bedrock-runtime';
-import type { ToolOffered } from '../contracts/index.ts';
-import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
+import type { CompiledContext, ContextMessage, ToolOffered } from '../contracts/index.ts';
 import {
   estimateTokens,
   failure,

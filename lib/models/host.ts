@@ -7,6 +7,8 @@
  * executor_config.model_turn_function if the run set one, otherwise
  * /lib/raisin/ai/agent-run-model-turn"). Port: lib/engine/ports.ts ModelHost.
  */
+
+import type { CompiledContext } from '../contracts/index.ts';
 import {
   DEFAULT_MODEL_TURN_FUNCTION,
   ModelTurnError,
@@ -14,7 +16,7 @@ import {
   ModelTurnOutput,
 } from '../contracts/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
-import type { CompiledContext, ModelHost } from '../engine/ports.ts';
+import type { ModelHost } from '../engine/ports.ts';
 import { failure, type ModelTurnFunction } from './types.ts';
 
 export interface ModelHostOptions {

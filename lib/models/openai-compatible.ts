@@ -23,8 +23,7 @@
  * completion → invalid_response (retryable). No retries inside: `call.attempts` is always 1.
  */
 import { z } from 'zod';
-import type { ToolOffered } from '../contracts/index.ts';
-import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
+import type { CompiledContext, ContextMessage, ToolOffered } from '../contracts/index.ts';
 import {
   estimateTokens,
   failure,

@@ -7,9 +7,8 @@
  * ... Replay production traces with external calls disabled"); agent-run-contracts, "The
  * model-turn function".
  */
-import type { RunEvent } from '../contracts/index.ts';
+import type { CompiledContext, ContextMessage, RunEvent } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
-import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
 import {
   type Divergence,
   estimateTokens,

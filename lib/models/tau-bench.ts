@@ -7,8 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import type { ToolOffered } from '../contracts/index.ts';
-import type { ContextMessage } from '../engine/ports.ts';
+import type { ContextMessage, ToolOffered } from '../contracts/index.ts';
 import type { RecordedConversation } from './recorded.ts';
 
 /** Stable code of {@link TauBenchFormatError}. */

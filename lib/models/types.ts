@@ -8,8 +8,13 @@
  * "The policy adapter" (model id, latency, usage, response id; provider retries visible; a
  * deadline per call).
  */
-import type { ModelTurnError, ModelTurnInput, ModelTurnOutput } from '../contracts/index.ts';
-import type { CompiledContext, ContextMessage } from '../engine/ports.ts';
+import type {
+  CompiledContext,
+  ContextMessage,
+  ModelTurnError,
+  ModelTurnInput,
+  ModelTurnOutput,
+} from '../contracts/index.ts';
 
 /**
  * The classes a model-turn function reports in `ModelTurnError.error_class`.

@@ -5,16 +5,10 @@
  */
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
+import type { StepQueue } from '../engine/ports.ts';
 
+/** The body of a step message, as the step handler parses it (the StepQueue port's message). */
 export const StepMessage = z.object({ run_id: z.string().min(1) });
-export type StepMessage = z.infer<typeof StepMessage>;
-
-export interface StepQueue {
-  /** Sends one wake-up, optionally delayed (seconds, 0..900). */
-  send(message: StepMessage, delaySeconds?: number): Promise<void>;
-  /** Number of SendMessage requests made (for benchmarks). */
-  readonly sent: () => number;
-}
 
 export function createSqsStepQueue(sqs: SQSClient, queueUrl: string): StepQueue {
   let sent = 0;

@@ -4,7 +4,7 @@
  * with the same seed injects the same sequence of decisions.
  */
 import type { CrashPoint } from '../engine/engine.ts';
-import type { StepQueue } from '../queue/step-queue.ts';
+import type { StepQueue } from '../engine/ports.ts';
 
 /** Thrown by the fault hook: the worker dies at that point, leaving its lease to expire. */
 export class SimulatedCrash extends Error {

@@ -4,7 +4,7 @@
  * replies), the world (recorded tool outputs in call order), and what the oracle expects.
  * Data: shared/data/tau-bench-airline (README there describes the format).
  */
-import type { ContextMessage } from '../engine/ports.ts';
+import type { ContextMessage } from '../contracts/index.ts';
 import {
   type TauRecordedConversation,
   type TauTrajectory,

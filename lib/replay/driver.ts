@@ -7,10 +7,9 @@
  * the final compiled transcript equal to the recording), every recorded tool call executed
  * exactly once (per op_id), contiguous seq, the expected final status, and no lease left.
  */
-import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
+import type { ContextMessage, ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { compileContext } from '../core/context-compiler.ts';
-import type { ContextMessage } from '../engine/ports.ts';
 import { RECORDING_CONFIG_KEY } from '../models/recorded.ts';
 import { AGENT_LOOP_PATH } from '../reducers/index.ts';
 import { agentLoopTools, type ReplayConversation } from './conversations.ts';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createRuntime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { DELEGATE_TOOL, type ModelTurnOutput } from '../../lib/contracts/index.ts';
 import type { ModelTurnFunction } from '../../lib/models/types.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { createRuntime } from '../../lib/runtime.ts';
 import { alice, uniqueSubject } from '../support/engine.ts';
 
 const local = inject('localServices');

@@ -7,8 +7,8 @@
  * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 6 and 8.
  */
 import { describe, expect, it } from 'vitest';
+import { sweepDue } from '../../lib/core/sweeper.ts';
 import type { CrashPoint } from '../../lib/engine/engine.ts';
-import { sweepDue } from '../../lib/store/run-store.ts';
 import {
   alice,
   inProcessReducers,

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
-import type { RunStore } from '../../lib/store/run-store.ts';
+import type { RunStore } from '../../lib/engine/ports.ts';
 import {
   alice,
   inProcessReducers,

@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { askOnce, toolLoop } from '../support/reducers.ts';
 

@@ -7,11 +7,11 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { type AgentRunsClient, ApiError, createClient } from '../../lib/client/index.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { askOnce, toolLoop } from '../support/reducers.ts';
 

@@ -8,10 +8,10 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { builtInFunctions, createRuntime } from '../../lib/runtime.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { bearerTokenAuth, createHttpApp } from '../../lib/http/index.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { builtInFunctions, createRuntime } from '../../lib/runtime.ts';
 import { hashArtifactBytes, InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 import {
   artifactObjectKey,

@@ -10,7 +10,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
-import { CommitRejected } from '../../lib/store/run-store.ts';
+import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import {
   alice,
   inProcessReducers,

@@ -11,10 +11,10 @@ import { describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { CommitRejected } from '../../lib/engine/commit-errors.ts';
+import type { RunStore, StepQueue } from '../../lib/engine/ports.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
-import type { StepQueue } from '../../lib/queue/step-queue.ts';
-import { CommitRejected, type RunStore } from '../../lib/store/run-store.ts';
 import { sweepShardKey } from '../../lib/store/table.ts';
 import {
   alice,

@@ -17,16 +17,9 @@ import { describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunEvent, RunEventKind, RunRecord } from '../../lib/contracts/index.ts';
 import { acquireLease, createRun } from '../../lib/core/run-machine.ts';
-import {
-  type CheckpointItem,
-  type Commit,
-  CommitRejected,
-  CommitTooLarge,
-  type ControlAckItem,
-  INLINE_LIMIT,
-  PAGE_LIMIT,
-  type RunStore,
-} from '../../lib/store/run-store.ts';
+import { CommitRejected, CommitTooLarge } from '../../lib/engine/commit-errors.ts';
+import type { CheckpointItem, Commit, ControlAckItem, RunStore } from '../../lib/engine/ports.ts';
+import { INLINE_LIMIT, PAGE_LIMIT } from '../../lib/store/commit-plan.ts';
 import { uniqueSubject } from '../support/engine.ts';
 import { localStore } from '../support/faults.ts';
 

@@ -21,11 +21,13 @@ import type {
   ModelHost,
   PolicyDecision,
   ReducerHost,
+  RunStore,
+  StepQueue,
   ToolCallRequest,
   ToolHost,
 } from '../../lib/engine/ports.ts';
-import { createSqsStepQueue, type StepQueue } from '../../lib/queue/step-queue.ts';
-import { createDynamoRunStore, type RunStore } from '../../lib/store/run-store.ts';
+import { createSqsStepQueue } from '../../lib/queue/step-queue.ts';
+import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { envelopeOf as sharedEnvelopeOf } from '../../lib/tools/normalize.ts';
 
 export type ReducerFn = (request: Record<string, unknown>) => unknown;

@@ -17,16 +17,10 @@ import { createAwsClients } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS, REDUCER_VISIBLE_KINDS } from '../../lib/core/run-machine.ts';
+import { type CommitFailure, CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
-import type { ModelHost, ToolHost } from '../../lib/engine/ports.ts';
-import type { StepQueue } from '../../lib/queue/step-queue.ts';
-import {
-  type Commit,
-  type CommitFailure,
-  CommitRejected,
-  createDynamoRunStore,
-  type RunStore,
-} from '../../lib/store/run-store.ts';
+import type { Commit, ModelHost, RunStore, StepQueue, ToolHost } from '../../lib/engine/ports.ts';
+import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
 
 /** What a killed worker throws: the process is gone from this point on. */

@@ -6,6 +6,7 @@
  * replay: the event sequence of one recorded conversation. Not a test file itself.
  */
 import { expect } from 'vitest';
+import type { ContextMessage } from '../../lib/contracts/index.ts';
 import {
   type Effect,
   type OpenRequestSummary,
@@ -17,7 +18,6 @@ import {
 } from '../../lib/contracts/index.ts';
 import { canonicalByteLength, canonicalJson } from '../../lib/core/canonical.ts';
 import { validateReducerResponse } from '../../lib/core/reducer-validation.ts';
-import type { ContextMessage } from '../../lib/engine/ports.ts';
 import type { TauRecordedConversation } from '../../lib/models/tau-bench.ts';
 import { type AgentLoopContext, type AgentLoopResponse, reduce } from '../../lib/reducers/index.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';

@@ -5,11 +5,11 @@
 import { handle } from 'hono/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import type { Caller } from '../../lib/core/controls.ts';
+import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { EngineError } from '../../lib/engine/errors.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, jwtClaimsAuth } from '../../lib/http/index.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
-import { CommitRejected } from '../../lib/store/run-store.ts';
 
 const ADMIN = 'admin-token';
 const USER = 'user-token';

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ModelTurnInput } from '../../lib/contracts/index.ts';
-import type { CompiledContext } from '../../lib/engine/ports.ts';
+import type { CompiledContext, ModelTurnInput } from '../../lib/contracts/index.ts';
 import { createBedrockModel, EMPTY_TEXT_PLACEHOLDER, toConverseRequest } from '../../lib/models/bedrock.ts';
 import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { CompiledContext } from '../../lib/contracts/index.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION, type ModelTurnInput } from '../../lib/contracts/index.ts';
-import type { CompiledContext } from '../../lib/engine/ports.ts';
 import { createModelHost } from '../../lib/models/host.ts';
 import type { ModelTurnFunction } from '../../lib/models/types.ts';
 

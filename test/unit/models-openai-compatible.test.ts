@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ModelTurnInput } from '../../lib/contracts/index.ts';
-import type { CompiledContext } from '../../lib/engine/ports.ts';
+import type { CompiledContext, ModelTurnInput } from '../../lib/contracts/index.ts';
 import { createOpenAiCompatibleModel } from '../../lib/models/openai-compatible.ts';
 import { type FakeServer, fixture, startFakeServer } from '../fixtures/models/fake-server.ts';
 

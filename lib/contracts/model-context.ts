@@ -1,0 +1,40 @@
+/**
+ * The model-neutral context the context compiler builds from a run's event log for one model
+ * turn: messages plus the manifest of what it included. Model-turn functions translate these
+ * messages into their provider's format. Seed: deterministic-seams ("The context compiler ...
+ * Output includes both the model payload and a manifest of included artifacts").
+ */
+import { z } from 'zod';
+
+export const ContextToolCall = z.object({
+  call_id: z.string(),
+  name: z.string(),
+  args: z.record(z.string(), z.unknown()),
+});
+
+/** One model-neutral message, compiled from the event log. */
+export const ContextMessage = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: z.string() }),
+  z.object({ role: z.literal('user'), content: z.string() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().nullable(),
+    tool_calls: z.array(ContextToolCall),
+  }),
+  z.object({ role: z.literal('tool'), call_id: z.string(), name: z.string(), content: z.string() }),
+]);
+export type ContextMessage = z.infer<typeof ContextMessage>;
+
+/** What the compiler included: the seqs and kinds of the events used, and the cutoff. */
+export const ContextManifest = z.object({
+  from_seq: z.number().int(),
+  to_seq: z.number().int(),
+  included: z.array(z.object({ seq: z.number().int(), kind: z.string(), role: z.string() })),
+});
+export type ContextManifest = z.infer<typeof ContextManifest>;
+
+export const CompiledContext = z.object({
+  messages: z.array(ContextMessage),
+  manifest: ContextManifest,
+});
+export type CompiledContext = z.infer<typeof CompiledContext>;

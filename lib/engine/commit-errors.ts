@@ -1,0 +1,54 @@
+/**
+ * Why a commit of the run store was refused, with one documented reaction per reason. Thrown by
+ * every RunStore adapter (DynamoDB, memory); the engine and the HTTP layer react to these, never
+ * to an adapter's own errors. DESIGN section 5 ("Failure reasons are classified").
+ */
+import type { RunRecord } from '../contracts/index.ts';
+
+/** Why a commit was refused, each with one reaction (see {@link CommitRejected}). */
+export type CommitFailure =
+  /** The run record's lease owner or epoch is not the committer's: stop, write nothing more. */
+  | 'fenced_out'
+  /** The run record changed since it was read: re-read and recompute. */
+  | 'stale_version'
+  /** Another transaction touched the same items: retried with backoff here; thrown when exhausted. */
+  | 'transaction_conflict'
+  /** Throttled: retried with backoff here; thrown when exhausted (retryable by the caller). */
+  | 'throttled'
+  /** The subject already has a live run (create only). */
+  | 'subject_taken'
+  /** The create key was already used (create only). */
+  | 'create_key_taken'
+  /** The control id already has an ack (a concurrent duplicate): re-read the ack. */
+  | 'control_ack_exists'
+  /** A bug: the request itself is invalid (too many items, a bad expression). Fail loudly. */
+  | 'validation';
+
+/**
+ * A refused commit. Reactions: fenced_out → the worker stops; stale_version → re-read the run
+ * and recompute; transaction_conflict / throttled → already retried with backoff, the caller
+ * treats it as retryable; subject_taken / create_key_taken → return the existing run;
+ * control_ack_exists → answer from the stored ack; validation → a bug, surfaced as is.
+ * `current` is the run record as DynamoDB returned it (ReturnValuesOnConditionCheckFailure).
+ */
+export class CommitRejected extends Error {
+  override name = 'CommitRejected';
+  readonly reason: CommitFailure;
+  readonly current: RunRecord | null;
+  constructor(
+    reason: CommitFailure,
+    message: string,
+    current: RunRecord | null = null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.reason = reason;
+    this.current = current;
+  }
+}
+
+/** A commit too large for one transaction: it is refused whole, never truncated. */
+export class CommitTooLarge extends Error {
+  override name = 'CommitTooLarge';
+  readonly code = 'commit_too_large';
+}

@@ -1,0 +1,526 @@
+/**
+ * The pure half of the run store: the item layout of one table, the plan of every write one
+ * commit makes (with its conditions as data), the reading of stored items back into records,
+ * events, states and checkpoints, and the classification of a refused commit. Both RunStore
+ * adapters execute these plans: the DynamoDB adapter as one TransactWriteItems
+ * (dynamo-run-store.ts), the memory adapter against maps (memory-run-store.ts), so the two
+ * cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
+ * "Storage and cluster behaviour".
+ *
+ * Items (pk / sk):
+ *   RUN#{id} / R            the run record (closed schema, parsed before every write)
+ *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
+ *                           LAST event: {events: [{...head, data_json} | {...head, data_blob}],
+ *                           first_seq, last_seq}; the commit's last page also holds the domain
+ *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
+ *                           above PAGE_LIMIT serialized bytes split into several pages.
+ *   RUN#{id} / D#{rev}      domain state written by a commit without events
+ *   RUN#{id} / C#{n}        checkpoint (with state_at when its state_rev is the record's)
+ *   RUN#{id} / K#{control}  control ack {digest, ack, seq}
+ *   RUN#{id} / CH#{child}   link to a child run this run delegated to {run_id, created_at}
+ *   SUBJ#{sha256} / S       the subject's live run
+ *   CKEY#{sha256} / K       create key → run
+ *   RKEY#{sha256} / K       resume key → run, op
+ *
+ * A fused commit (an operation's result + the next one's start) is therefore TWO items: the
+ * record Update and one event page. The record's `state_at` names the item holding the state
+ * of its `state_rev` (the store sets it, like `version`). Event data and domain state above
+ * INLINE_LIMIT bytes go to the blob store, one blob each.
+ */
+import { createHash } from 'node:crypto';
+import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
+import { type RunEvent, RunEvent as RunEventSchema, RunRecord, type Subject } from '../contracts/index.ts';
+import { canonicalJson } from '../core/canonical.ts';
+import { principalKeyOf } from '../core/principal.ts';
+import type { Fence } from '../core/run-machine.ts';
+import { sweepDue } from '../core/sweeper.ts';
+import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
+import type { CheckpointItem, Commit, ControlAckItem } from '../engine/ports.ts';
+import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
+
+/** Payloads above this many bytes (UTF-8 JSON) go to the blob store. */
+export const INLINE_LIMIT = 32 * 1024;
+/**
+ * The run record's largest JSON size (bytes): below DynamoDB's 400 KB item limit with room for
+ * the index attributes. A commit that would make it larger is refused whole (CommitTooLarge).
+ */
+export const RECORD_LIMIT = 350 * 1024;
+/** DynamoDB's limit on actions per TransactWriteItems. */
+export const MAX_TRANSACT_ITEMS = 100;
+/**
+ * Most serialized bytes (UTF-8 JSON of its events, plus the domain state on the last page) one
+ * event page holds; DynamoDB's item limit is 400 KB. A page takes at least one event.
+ */
+export const PAGE_LIMIT = 300 * 1024;
+
+export type Item = Record<string, unknown>;
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+// ---------------------------------------------------------------- keys
+
+export const runPk = (runId: string) => `RUN#${runId}`;
+export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
+/** The sort key above every event page (the upper bound of an event range). */
+export const LAST_EVENT_SK = 'E#999999999999';
+export const ackSk = (controlId: string) => `K#${controlId}`;
+export const checkpointSk = (n: number) => `C#${n}`;
+export const stateSk = (rev: number) => `D#${rev}`;
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+export const subjectKey = (subject: Subject) =>
+  `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
+export const createKeyPk = (principalKey: string, key: string) =>
+  `CKEY#${sha(canonicalJson([principalKey, key]))}`;
+export const resumeKeyPk = (key: string) => `RKEY#${sha(key)}`;
+
+// ---------------------------------------------------------------- the plan of a commit
+
+/** A write's condition, as data: the DynamoDB adapter renders it, the memory adapter evaluates it. */
+export type Condition =
+  /** attribute_not_exists(pk): the item must not exist. */
+  | { kind: 'absent' }
+  /** attribute_not_exists(pk) OR run_id = :run_id: absent, or held by this run. */
+  | { kind: 'absent_or_held_by'; run_id: string }
+  /** The run record as read: #version = :v, and for a lease holder the fence in the same expression. */
+  | { kind: 'record_version'; version: number; fence?: Fence };
+
+/** What a write is for; a refused commit is classified by the role of the write that failed. */
+export type WriteRole =
+  | 'record'
+  | 'subject'
+  | 'create_key'
+  | 'parent_link'
+  | 'page'
+  | 'resume_key'
+  | 'resume_key_release'
+  | 'state'
+  | 'checkpoint'
+  | 'control_ack'
+  | 'subject_release';
+
+export type PlannedWrite =
+  | { op: 'put'; role: WriteRole; item: Item & ItemKey; condition?: Condition }
+  /** Sets every attribute of `set` and removes `remove` from the item at `key`. */
+  | { op: 'update'; role: 'record'; key: ItemKey; set: Item; remove: string[]; condition: Condition }
+  | { op: 'delete'; role: WriteRole; key: ItemKey; condition?: Condition };
+
+/** Everything one commit writes, in order, and the record as it will be stored. */
+export interface CommitPlan {
+  writes: PlannedWrite[];
+  /** The record as stored: `version` and `state_at` set. */
+  record: RunRecord;
+}
+
+/** A payload as it is stored: JSON text inline, or a reference to its blob. */
+export type StoredBody = { inline: string } | { blob: BlobRef };
+
+/** The stored bodies of a commit's payloads: each event's data (by seq) and its domain state. */
+export interface CommitBodies {
+  events: Map<number, StoredBody>;
+  state?: StoredBody;
+}
+
+/** JSON text inline (up to INLINE_LIMIT bytes), else stored in `blobs` and referenced. */
+export async function storeBody(value: unknown, blobs: BlobStore): Promise<StoredBody> {
+  const text = JSON.stringify(value ?? null);
+  if (Buffer.byteLength(text) <= INLINE_LIMIT) return { inline: text };
+  return { blob: await blobs.put(text, 'application/json') };
+}
+
+/** Moves a commit's large payloads (event data, domain state) to the blob store first. */
+export async function storeCommitBodies(commit: Commit, blobs: BlobStore): Promise<CommitBodies> {
+  const bodies: CommitBodies = { events: new Map() };
+  await Promise.all(commit.events.map(async (e) => bodies.events.set(e.seq, await storeBody(e.data, blobs))));
+  if (commit.state !== undefined) bodies.state = await storeBody(commit.state.value, blobs);
+  return bodies;
+}
+
+/**
+ * The record's item; throws CommitTooLarge when the record's JSON exceeds RECORD_LIMIT. Stored as
+ * JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
+ * model's output may be that deep. The index attributes (status, principal and sweep shards)
+ * are derived from the record here and nowhere else.
+ */
+export function recordItem(record: RunRecord): Item & ItemKey {
+  const text = JSON.stringify(record);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > RECORD_LIMIT) {
+    throw new CommitTooLarge(
+      `the run record would be ${bytes} bytes, above its ${RECORD_LIMIT}-byte limit (queued steers, open requests and the operation's effect live in it)`,
+    );
+  }
+  const item: Item & ItemKey = {
+    pk: runPk(record.run_id),
+    sk: 'R',
+    record: text,
+    version: record.version,
+    epoch: record.epoch,
+    status: record.status,
+    [ATTR.createdAt]: record.created_at,
+    [ATTR.statusShard]: statusShardKey(record.status, record.run_id),
+    [ATTR.principalShard]: principalShardKey(principalKeyOf(record.principal), record.run_id),
+  };
+  if (record.lease !== null) item.lease_owner = record.lease.owner;
+  const due = sweepDue(record);
+  if (due !== null) {
+    item[ATTR.sweepShard] = sweepShardKey(record.run_id);
+    item[ATTR.sweepDue] = due;
+  }
+  return item;
+}
+
+/** Attributes of the record item that are absent when they do not apply (REMOVEd by an update). */
+const OPTIONAL_RECORD_ATTRS = ['lease_owner', ATTR.sweepShard, ATTR.sweepDue];
+
+/** One event's page entry: its head plus its data as JSON text or a blob reference; and its size. */
+function pageEntry(event: RunEvent, body: StoredBody): { entry: Item; bytes: number } {
+  const { data: _data, ...head } = event;
+  if ('blob' in body) {
+    const entry = { ...head, data_blob: body.blob };
+    return { entry, bytes: Buffer.byteLength(JSON.stringify(entry)) };
+  }
+  // The data is already text: measure it as is rather than serializing it a second time.
+  const bytes = Buffer.byteLength(JSON.stringify(head)) + Buffer.byteLength(body.inline) + 16;
+  return { entry: { ...head, data_json: body.inline }, bytes };
+}
+
+/**
+ * The entries of a commit's events, packed into pages of at most PAGE_LIMIT serialized bytes
+ * (`reserve` bytes of the last page are kept for the domain state): greedily from the last
+ * event back, so the last page is the fullest; a page always takes at least one event.
+ */
+export function packPages(
+  events: RunEvent[],
+  bodies: CommitBodies,
+  reserve: number,
+): { entries: Item[]; seqs: number[] }[] {
+  const entries = [...events]
+    .sort((a, b) => a.seq - b.seq)
+    .map((event) => {
+      const body = bodies.events.get(event.seq);
+      if (body === undefined) throw new Error(`no stored body for event ${event.seq}`);
+      return { ...pageEntry(event, body), seq: event.seq };
+    });
+  const pages: { entries: Item[]; seqs: number[] }[] = [];
+  let page: { entries: Item[]; seqs: number[] } = { entries: [], seqs: [] };
+  let bytes = reserve;
+  for (let i = entries.length - 1; i >= 0; i -= 1) {
+    const e = entries[i] as (typeof entries)[number];
+    if (page.entries.length > 0 && bytes + e.bytes > PAGE_LIMIT) {
+      pages.unshift(page);
+      page = { entries: [], seqs: [] };
+      bytes = 0;
+    }
+    page.entries.unshift(e.entry);
+    page.seqs.unshift(e.seq);
+    bytes += e.bytes;
+  }
+  if (page.entries.length > 0) pages.unshift(page);
+  return pages;
+}
+
+function isEndingEvent(e: RunEvent): boolean {
+  return e.kind === 'run_completed' || e.kind === 'run_failed' || e.kind === 'stopped';
+}
+
+/**
+ * Every write of one commit, in this order: the record (update, or on create its put + subject +
+ * create key + parent link), the event page(s), the index items the events call for, the D#
+ * state of a commit without events, checkpoints, the control ack, the subject release. The
+ * record is parsed by the closed schema first: an illegal record is never planned. Throws
+ * CommitTooLarge above MAX_TRANSACT_ITEMS writes or RECORD_LIMIT bytes; never truncates.
+ */
+export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
+  const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
+  const pk = runPk(commit.record.run_id);
+  const stateAttrs: Item | undefined =
+    commit.state === undefined || bodies.state === undefined
+      ? undefined
+      : {
+          state_rev: commit.state.rev,
+          ...('blob' in bodies.state
+            ? { state_blob: bodies.state.blob }
+            : { state_json: bodies.state.inline }),
+        };
+  const pages = packPages(
+    commit.events,
+    bodies,
+    stateAttrs === undefined ? 0 : Buffer.byteLength(JSON.stringify(stateAttrs)),
+  );
+  const pageItems: (Item & ItemKey)[] = pages.map((page) => ({
+    pk,
+    sk: eventSk(page.seqs.at(-1) as number),
+    first_seq: page.seqs[0],
+    last_seq: page.seqs.at(-1),
+    events: page.entries,
+  }));
+  const lastPage = pageItems.at(-1);
+  let stateItem: (Item & ItemKey) | undefined;
+  if (stateAttrs !== undefined && commit.state !== undefined) {
+    if (lastPage !== undefined) Object.assign(lastPage, stateAttrs);
+    else stateItem = { pk, sk: stateSk(commit.state.rev), ...stateAttrs };
+  }
+  // state_at names the item holding the state of the record's state_rev: this commit's item
+  // when it wrote that revision, else whatever the record already pointed at.
+  const stateAt =
+    commit.state !== undefined && commit.state.rev === commit.record.state_rev
+      ? String((lastPage ?? stateItem)?.sk)
+      : commit.record.state_at;
+  const { state_at: _previous, ...rest } = commit.record;
+  const parsed = RunRecord.safeParse({
+    ...rest,
+    version: nextVersion,
+    ...(stateAt !== undefined ? { state_at: stateAt } : {}),
+  });
+  if (!parsed.success)
+    throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
+  const record = parsed.data;
+
+  const writes: PlannedWrite[] = [];
+  const stored = recordItem(record);
+  if (commit.expectedVersion === null) {
+    writes.push({ op: 'put', role: 'record', item: stored, condition: { kind: 'absent' } });
+    writes.push({
+      op: 'put',
+      role: 'subject',
+      item: { pk: subjectKey(record.subject), sk: 'S', run_id: record.run_id },
+      condition: { kind: 'absent' },
+    });
+    if (commit.createKey !== undefined) {
+      writes.push({
+        op: 'put',
+        role: 'create_key',
+        item: {
+          pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key),
+          sk: 'K',
+          run_id: record.run_id,
+        },
+        condition: { kind: 'absent' },
+      });
+    }
+    if (commit.parentLink !== undefined) {
+      writes.push({
+        op: 'put',
+        role: 'parent_link',
+        item: {
+          pk: runPk(commit.parentLink),
+          sk: `CH#${record.run_id}`,
+          run_id: record.run_id,
+          created_at: record.created_at,
+        },
+      });
+    }
+  } else {
+    const { pk: _pk, sk: _sk, ...set } = stored;
+    writes.push({
+      op: 'update',
+      role: 'record',
+      key: { pk: stored.pk, sk: 'R' },
+      set,
+      remove: OPTIONAL_RECORD_ATTRS.filter((k) => set[k] === undefined),
+      condition: {
+        kind: 'record_version',
+        version: commit.expectedVersion,
+        ...(commit.fence !== undefined ? { fence: commit.fence } : {}),
+      },
+    });
+  }
+  for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
+  // Index items derived from the events they belong to.
+  for (const event of commit.events) {
+    if (
+      event.kind === 'request_opened' &&
+      event.data.kind === 'result' &&
+      typeof event.data.resume_key === 'string'
+    ) {
+      writes.push({
+        op: 'put',
+        role: 'resume_key',
+        item: {
+          pk: resumeKeyPk(event.data.resume_key),
+          sk: 'K',
+          run_id: record.run_id,
+          op_id: event.data.op_id,
+        },
+      });
+    }
+    if (event.kind === 'result_delivered' && typeof event.data.resume_key === 'string') {
+      writes.push({
+        op: 'delete',
+        role: 'resume_key_release',
+        key: { pk: resumeKeyPk(event.data.resume_key), sk: 'K' },
+      });
+    }
+  }
+  if (stateItem !== undefined) writes.push({ op: 'put', role: 'state', item: stateItem });
+  for (const cp of commit.checkpoints ?? []) {
+    // The engine builds checkpoints before the commit: the state's place is known only here.
+    const withStateAt =
+      cp.state_rev === record.state_rev && record.state_at !== undefined
+        ? { ...cp, state_at: record.state_at }
+        : cp;
+    writes.push({
+      op: 'put',
+      role: 'checkpoint',
+      item: { pk, sk: checkpointSk(cp.n), n: cp.n, checkpoint_json: JSON.stringify(withStateAt) },
+      condition: { kind: 'absent' },
+    });
+  }
+  if (commit.controlAck !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'control_ack',
+      item: { pk, sk: ackSk(commit.controlAck.control_id), ...commit.controlAck },
+      condition: { kind: 'absent' },
+    });
+  }
+  // A run that just ended releases its subject in the same transaction.
+  const terminal = record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
+  if (terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e))) {
+    writes.push({
+      op: 'delete',
+      role: 'subject_release',
+      key: { pk: subjectKey(record.subject), sk: 'S' },
+      condition: { kind: 'absent_or_held_by', run_id: record.run_id },
+    });
+  }
+  if (writes.length > MAX_TRANSACT_ITEMS) {
+    throw new CommitTooLarge(
+      `a commit of ${writes.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
+    );
+  }
+  return { writes, record };
+}
+
+// ---------------------------------------------------------------- refusals
+
+/**
+ * Why a planned commit was refused, from the code of each write (DynamoDB's CancellationReasons
+ * codes: 'None', 'ConditionalCheckFailed', 'TransactionConflict', 'ThrottlingError',
+ * 'ValidationError', ...), aligned with `plan.writes`. `current` is the run record as it was
+ * when the record's condition failed (ALL_OLD), or null.
+ */
+export function classifyRefusal(
+  commit: Commit,
+  plan: CommitPlan,
+  codes: string[],
+  messages: string[],
+  current: RunRecord | null,
+  cause?: unknown,
+): CommitRejected {
+  const options = cause === undefined ? undefined : { cause };
+  if (codes.includes('ThrottlingError') || codes.includes('ProvisionedThroughputExceeded')) {
+    return new CommitRejected('throttled', `commit throttled: ${codes.join(',')}`, null, options);
+  }
+  if (codes.includes('TransactionConflict')) {
+    return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, options);
+  }
+  if (codes.includes('ValidationError')) {
+    return new CommitRejected('validation', `invalid transaction: ${messages.join('; ')}`, null, options);
+  }
+  const failed = plan.writes.filter((_, i) => codes[i] === 'ConditionalCheckFailed').map((w) => w.role);
+  if (commit.expectedVersion === null) {
+    if (failed.includes('subject'))
+      return new CommitRejected('subject_taken', 'the subject already has a live run', null, options);
+    if (failed.includes('create_key'))
+      return new CommitRejected('create_key_taken', 'the create key was already used', null, options);
+    if (failed.includes('record'))
+      return new CommitRejected('stale_version', 'the run already exists', null, options);
+  } else if (failed.includes('record')) {
+    if (commit.fence !== undefined && current !== null) {
+      const stillOurs =
+        current.lease !== null &&
+        current.lease.owner === commit.fence.owner &&
+        current.epoch === commit.fence.epoch;
+      if (!stillOurs)
+        return new CommitRejected('fenced_out', 'the lease is no longer ours', current, options);
+    }
+    return new CommitRejected('stale_version', 'the run changed since it was read', current, options);
+  }
+  if (failed.includes('control_ack'))
+    return new CommitRejected('control_ack_exists', 'the control id already has an ack', null, options);
+  return new CommitRejected('validation', `commit refused: ${codes.join(',')}`, null, options);
+}
+
+// ---------------------------------------------------------------- reading items back
+
+/** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
+export function recordOf(item: Item | undefined): RunRecord | null {
+  if (item === undefined || typeof item.record !== 'string') return null;
+  const parsed = RunRecord.safeParse(JSON.parse(item.record));
+  if (!parsed.success)
+    throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/** A payload stored as `{field}_json` (text) or `{field}_blob`; undefined when neither. */
+export async function bodyOf(item: Item, field: string, blobs: BlobStore): Promise<unknown> {
+  const text = item[`${field}_json`];
+  if (typeof text === 'string') return JSON.parse(text);
+  const ref = item[`${field}_blob`] as BlobRef | undefined;
+  if (ref === undefined) return undefined;
+  return JSON.parse(await blobs.get(ref));
+}
+
+/** One stored page entry back to a parsed event. Throws on a corrupt entry. */
+export async function eventOf(entry: Item, blobs: BlobStore): Promise<RunEvent> {
+  const { data_blob: _blob, data_json: _json, ...head } = entry;
+  const data = await bodyOf(entry, 'data', blobs);
+  const parsed = RunEventSchema.safeParse({ ...head, data });
+  if (!parsed.success) throw new Error(`stored event does not parse: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/**
+ * Appends to `into` the entries of `pages` (in sort-key order) with seq > after, up to `limit`,
+ * stopping before the first gap. Returns false once it stopped (gap or limit), true when the
+ * caller may read further pages. A read-committed Query may see part of a commit still landing;
+ * stopping before the gap keeps every read contiguous (the next read, after = last seq, gets the rest).
+ */
+export function takeContiguous(pages: Item[], after: number, limit: number, into: Item[]): boolean {
+  for (const page of pages) {
+    for (const entry of (page.events as Item[] | undefined) ?? []) {
+      const seq = Number(entry.seq);
+      if (seq <= after) continue;
+      if (seq !== after + into.length + 1) return false;
+      into.push(entry);
+      if (into.length >= limit) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The domain state held by `item` for revision `rev` (null for rev 0). Throws when the item is
+ * missing or holds another revision: the record's `state_at` always names the right item.
+ */
+export async function stateOf(
+  item: Item | undefined,
+  runId: string,
+  rev: number,
+  sk: string,
+  blobs: BlobStore,
+): Promise<unknown> {
+  if (item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing (${sk})`);
+  if (item.state_rev !== rev) {
+    throw new Error(`item ${sk} of run ${runId} holds domain state ${String(item.state_rev)}, not ${rev}`);
+  }
+  return (await bodyOf(item, 'state', blobs)) ?? null;
+}
+
+/** A stored checkpoint item back to its checkpoint. */
+export function checkpointOf(item: Item): CheckpointItem {
+  return JSON.parse(String(item.checkpoint_json)) as CheckpointItem;
+}
+
+/** A stored control ack item back to its ack. */
+export function controlAckOf(item: Item): ControlAckItem {
+  return {
+    control_id: String(item.control_id),
+    digest: String(item.digest),
+    ack: item.ack as ControlAckItem['ack'],
+    seq: Number(item.seq),
+  };
+}

@@ -1,0 +1,426 @@
+/**
+ * RunStore on one DynamoDB table: strongly consistent reads of the run record, its events, its
+ * domain state and its control acks, and ONE commit function that executes a commit's plan
+ * (commit-plan.ts) as one TransactWriteItems. DESIGN sections 4 and 5; seed agent-runs,
+ * "Storage and cluster behaviour". The item layout is documented in commit-plan.ts.
+ *
+ * Conditions are built from named parts (commit-plan.ts `Condition`): the record's update
+ * carries `#version = :expected_version` and, for a lease holder, the fence (owner + epoch) in
+ * its own ConditionExpression (never a separate ConditionCheck on the same item: DynamoDB
+ * rejects that transaction), with ReturnValuesOnConditionCheckFailure ALL_OLD so that a refusal
+ * explains itself. A cancelled transaction is classified by the role of the write that failed:
+ * one documented reaction per reason (commit-errors.ts).
+ */
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type ConsumedCapacity,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { RunRecord } from '../contracts/index.ts';
+import { CommitRejected } from '../engine/commit-errors.ts';
+import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import {
+  ackSk,
+  type CommitPlan,
+  type Condition,
+  checkpointOf,
+  checkpointSk,
+  classifyRefusal,
+  controlAckOf,
+  createKeyPk,
+  eventOf,
+  eventSk,
+  type Item,
+  LAST_EVENT_SK,
+  type PlannedWrite,
+  planCommit,
+  recordOf,
+  resumeKeyPk,
+  runPk,
+  stateOf,
+  stateSk,
+  storeCommitBodies,
+  subjectKey,
+  takeContiguous,
+} from './commit-plan.ts';
+import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
+
+export interface DynamoRunStoreOptions {
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  blobs: BlobStore;
+  /** Attempts for a transaction that meets a conflict or throttling (default 5). */
+  maxAttempts?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** A condition as a ConditionExpression with its names and values. */
+function renderCondition(condition: Condition): {
+  expression: string;
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+} {
+  switch (condition.kind) {
+    case 'absent':
+      return { expression: 'attribute_not_exists(pk)' };
+    case 'absent_or_held_by':
+      return {
+        expression: 'attribute_not_exists(pk) OR run_id = :rid',
+        values: { ':rid': condition.run_id },
+      };
+    case 'record_version': {
+      // From named parts: the version read (no one committed since) AND, for a lease holder,
+      // the fence (owner + epoch) in the same expression.
+      const parts = ['#version = :expected_version'];
+      const names: Record<string, string> = { '#version': 'version' };
+      const values: Record<string, unknown> = { ':expected_version': condition.version };
+      if (condition.fence !== undefined) {
+        parts.push('#lease_owner_c = :fence_owner', '#epoch = :fence_epoch');
+        names['#lease_owner_c'] = 'lease_owner';
+        names['#epoch'] = 'epoch';
+        values[':fence_owner'] = condition.fence.owner;
+        values[':fence_epoch'] = condition.fence.epoch;
+      }
+      return { expression: parts.join(' AND '), names, values };
+    }
+  }
+}
+
+/** One planned write as a TransactWriteItems action. */
+function toTransactItem(write: PlannedWrite, TableName: string): TransactItem {
+  const c = write.condition === undefined ? undefined : renderCondition(write.condition);
+  const condition =
+    c === undefined
+      ? {}
+      : {
+          ConditionExpression: c.expression,
+          ...(c.values !== undefined ? { ExpressionAttributeValues: c.values } : {}),
+          // A refused create names what was taken; a refused record update returns the record.
+          ...(write.role !== 'page' ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+        };
+  switch (write.op) {
+    case 'put':
+      return { Put: { TableName, Item: write.item, ...condition } };
+    case 'delete':
+      return { Delete: { TableName, Key: write.key, ...condition } };
+    case 'update': {
+      // SET every stored attribute, REMOVE the absent optional ones.
+      const names: Record<string, string> = { ...(c?.names ?? {}) };
+      const values: Record<string, unknown> = { ...(c?.values ?? {}) };
+      const sets: string[] = [];
+      for (const [k, v] of Object.entries(write.set)) {
+        names[`#${k}`] = k;
+        values[`:${k}`] = v;
+        sets.push(`#${k} = :${k}`);
+      }
+      for (const k of write.remove) names[`#${k}`] = k;
+      const remove = write.remove.length > 0 ? ` REMOVE ${write.remove.map((k) => `#${k}`).join(', ')}` : '';
+      return {
+        Update: {
+          TableName,
+          Key: write.key,
+          UpdateExpression: `SET ${sets.join(', ')}${remove}`,
+          ...(c !== undefined ? { ConditionExpression: c.expression } : {}),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      };
+    }
+  }
+}
+
+function isThrottle(err: unknown): boolean {
+  const name = (err as { name?: string } | null)?.name ?? '';
+  return (
+    name === 'ThrottlingException' ||
+    name === 'ProvisionedThroughputExceededException' ||
+    name === 'RequestLimitExceeded'
+  );
+}
+
+/** ALL_OLD comes back in DynamoDB's wire format on the raw exception. */
+function oldRecordOf(item: Record<string, AttributeValue> | undefined): RunRecord | null {
+  if (item === undefined) return null;
+  try {
+    return recordOf(unmarshall(item));
+  } catch {
+    return null;
+  }
+}
+
+export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
+  const { doc, tableName: TableName, blobs } = options;
+  const maxAttempts = options.maxAttempts ?? 5;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const metrics: StoreMetrics = {
+    reads: 0,
+    queries: 0,
+    transactions: 0,
+    transactionRetries: 0,
+    readCapacity: 0,
+    writeCapacity: 0,
+  };
+
+  function countCapacity(
+    c: ConsumedCapacity | ConsumedCapacity[] | undefined,
+    kind: 'read' | 'write' = 'read',
+  ): void {
+    for (const x of Array.isArray(c) ? c : c ? [c] : []) {
+      if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
+        // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
+        if (kind === 'read') metrics.readCapacity += x.CapacityUnits ?? 0;
+        else metrics.writeCapacity += x.CapacityUnits ?? 0;
+        continue;
+      }
+      metrics.readCapacity += x.ReadCapacityUnits ?? 0;
+      metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
+    }
+  }
+
+  async function getItem(pk: string, sk: string, projection?: string): Promise<Item | undefined> {
+    metrics.reads += 1;
+    const out = await doc.send(
+      new GetCommand({
+        TableName,
+        Key: { pk, sk },
+        ConsistentRead: true,
+        ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    countCapacity(out.ConsumedCapacity);
+    return out.Item;
+  }
+
+  /** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */
+  async function queryPrefix(pk: string, prefix: string, projection?: string): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      metrics.queries += 1;
+      const out = await doc.send(
+        new QueryCommand({
+          TableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': pk, ':prefix': prefix },
+          ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
+          ConsistentRead: true,
+          ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      countCapacity(out.ConsumedCapacity);
+      items.push(...(out.Items ?? []));
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
+    return items;
+  }
+
+  async function execute(plan: CommitPlan, commit: Parameters<RunStore['commit']>[0]): Promise<void> {
+    const items = plan.writes.map((w) => toTransactItem(w, TableName));
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        metrics.transactions += 1;
+        const out = await doc.send(
+          new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
+        );
+        countCapacity(out.ConsumedCapacity, 'write');
+        return;
+      } catch (err) {
+        let rejected: CommitRejected;
+        if (err instanceof TransactionCanceledException) {
+          const reasons = err.CancellationReasons ?? [];
+          const recordIndex = plan.writes.findIndex((w) => w.role === 'record');
+          rejected = classifyRefusal(
+            commit,
+            plan,
+            reasons.map((r) => r.Code ?? 'None'),
+            reasons.map((r) => r.Message ?? ''),
+            oldRecordOf(reasons[recordIndex]?.Item),
+            err,
+          );
+        } else if (err instanceof ConditionalCheckFailedException)
+          rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
+        else if (isThrottle(err))
+          rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+        else throw err;
+        const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
+        if (!retryable || attempt >= maxAttempts) throw rejected;
+        metrics.transactionRetries += 1;
+        await sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
+      }
+    }
+  }
+
+  return {
+    metrics,
+    async getRun(runId) {
+      return recordOf(await getItem(runPk(runId), 'R'));
+    },
+    async getRunAndAck(runId, controlId) {
+      metrics.reads += 1;
+      const out = await doc.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [TableName]: {
+              Keys: [
+                { pk: runPk(runId), sk: 'R' },
+                { pk: runPk(runId), sk: ackSk(controlId) },
+              ],
+              ConsistentRead: true,
+            },
+          },
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      countCapacity(out.ConsumedCapacity);
+      const items = out.Responses?.[TableName] ?? [];
+      const ack = items.find((i) => i.sk === ackSk(controlId));
+      return {
+        record: recordOf(items.find((i) => i.sk === 'R')),
+        ack: ack === undefined ? null : controlAckOf(ack),
+      };
+    },
+    async getState(runId, rev, at) {
+      if (rev === 0) return null;
+      const sk = at ?? stateSk(rev);
+      const item = await getItem(runPk(runId), sk, 'state_json, state_blob, state_rev');
+      return stateOf(item, runId, rev, sk, blobs);
+    },
+    async readEvents(runId, after, limit) {
+      const entries: Item[] = [];
+      let startKey: Record<string, unknown> | undefined;
+      for (;;) {
+        metrics.queries += 1;
+        const out = await doc.send(
+          new QueryCommand({
+            TableName,
+            // Pages are keyed by their last seq: every page holding a seq > after sorts at or
+            // above E#{after + 1}; C#, D#, K# and R sort outside the range.
+            KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+            ExpressionAttributeValues: {
+              ':pk': runPk(runId),
+              ':from': eventSk(after + 1),
+              ':to': LAST_EVENT_SK,
+            },
+            // Only the events: a page's domain state is read by getState.
+            ProjectionExpression: '#events',
+            ExpressionAttributeNames: { '#events': 'events' },
+            ConsistentRead: true,
+            // Limit counts pages; each page in range holds at least one wanted event.
+            Limit: limit - entries.length,
+            ExclusiveStartKey: startKey,
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        );
+        countCapacity(out.ConsumedCapacity);
+        if (!takeContiguous(out.Items ?? [], after, limit, entries)) break;
+        startKey = out.LastEvaluatedKey;
+        if (startKey === undefined) break;
+      }
+      return Promise.all(entries.map((entry) => eventOf(entry, blobs)));
+    },
+    async getCheckpoint(runId, n) {
+      const item = await getItem(runPk(runId), checkpointSk(n));
+      return item === undefined ? null : checkpointOf(item);
+    },
+    async listCheckpoints(runId) {
+      const items = await queryPrefix(runPk(runId), 'C#');
+      return items.map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n);
+    },
+    async findBySubject(subject) {
+      return ((await getItem(subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null;
+    },
+    async findByCreateKey(principalKey, key) {
+      return ((await getItem(createKeyPk(principalKey, key), 'K'))?.run_id as string | undefined) ?? null;
+    },
+    async listChildren(parentRunId) {
+      return (await queryPrefix(runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string);
+    },
+    async findByResumeKey(resumeKey) {
+      const item = await getItem(resumeKeyPk(resumeKey), 'K');
+      if (item === undefined) return null;
+      return { run_id: item.run_id as string, op_id: item.op_id as string };
+    },
+    async sweepCandidates(shard, now, limit) {
+      if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
+      metrics.queries += 1;
+      const out = await doc.send(
+        new QueryCommand({
+          TableName,
+          IndexName: 'sweep',
+          KeyConditionExpression: '#s = :s AND #d <= :now',
+          ExpressionAttributeNames: { '#s': ATTR.sweepShard, '#d': ATTR.sweepDue },
+          ExpressionAttributeValues: { ':s': String(shard), ':now': now },
+          Limit: limit,
+        }),
+      );
+      return (out.Items ?? []).map((i) => String(i.pk).slice(4));
+    },
+    async listByStatus(status, limit, cursor) {
+      // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
+      const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
+      let shard = Number(shardText);
+      if (
+        !Number.isInteger(shard) ||
+        shard < 0 ||
+        shard >= LISTING_SHARDS ||
+        (cursor !== undefined && !cursor.includes('|'))
+      ) {
+        throw new SyntaxError('not a cursor this store issued');
+      }
+      let startKey = keyText
+        ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
+        : undefined;
+      const runIds: string[] = [];
+      while (shard < LISTING_SHARDS && runIds.length < limit) {
+        metrics.queries += 1;
+        const out = await doc.send(
+          new QueryCommand({
+            TableName,
+            IndexName: 'by_status',
+            KeyConditionExpression: '#s = :s',
+            ExpressionAttributeNames: { '#s': ATTR.statusShard },
+            ExpressionAttributeValues: { ':s': `${status}#${shard}` },
+            ScanIndexForward: false,
+            Limit: limit - runIds.length,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        runIds.push(...(out.Items ?? []).map((i) => String(i.pk).slice(4)));
+        if (out.LastEvaluatedKey !== undefined) {
+          startKey = out.LastEvaluatedKey;
+          if (runIds.length >= limit) {
+            return {
+              run_ids: runIds,
+              cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}`,
+            };
+          }
+        } else {
+          shard += 1;
+          startKey = undefined;
+        }
+      }
+      return shard < LISTING_SHARDS ? { run_ids: runIds, cursor: `${shard}|` } : { run_ids: runIds };
+    },
+    async commit(commit) {
+      const plan = planCommit(commit, await storeCommitBodies(commit, blobs));
+      await execute(plan, commit);
+      return plan.record;
+    },
+  };
+}
