@@ -1,0 +1,273 @@
+/**
+ * Controls: one decision per control (duplicate, rejected with a reason, applied) and the
+ * transitions of stop, pause, resume, steer, approve and provide_input.
+ * Seed: agent-runs, "Controls".
+ */
+import {
+  type Budgets,
+  type Control,
+  isTerminalStatus,
+  type NewRunEvent,
+  type RunEvent,
+  type RunRecord,
+} from '../../contracts/index.ts';
+import {
+  append,
+  closeAllRequests,
+  type Draft,
+  dropGatedOperation,
+  ev,
+  finish,
+  InvariantViolation,
+  reject,
+  seal,
+  settleIdle,
+  type TransitionResult,
+  terminalFields,
+} from './draft.ts';
+import { pauseRun } from './lifecycle.ts';
+
+/** What the store holds for a control id already seen (`K#{control_id}`). */
+export interface StoredControlAck {
+  digest: string;
+  seq: number;
+}
+
+export type ControlDecision =
+  | { kind: 'applied'; record: RunRecord; events: RunEvent[]; seq: number }
+  | { kind: 'duplicate'; original_seq: number }
+  | { kind: 'rejected'; reason: string; record: RunRecord; events: RunEvent[]; seq: number };
+
+/**
+ * Decides one control in one step: duplicate (same id and command digest), rejected (logged as a
+ * control_rejected event, whose seq the ack carries) or applied (its events, the first of which
+ * the ack's seq names). Never throws for a rejected control.
+ * `digest` is the canonical digest of the command without its control_id.
+ * Seed: agent-runs, "Controls".
+ */
+export function decideControl(
+  record: RunRecord,
+  control: Control,
+  digest: string,
+  previous: StoredControlAck | null,
+  authorized: boolean,
+  now: number,
+): ControlDecision {
+  if (previous !== null) {
+    if (previous.digest === digest) return { kind: 'duplicate', original_seq: previous.seq };
+    return rejectControl(record, control, 'control_id_reused', now);
+  }
+  if (!authorized) return rejectControl(record, control, 'unauthorized', now);
+  if (isTerminalStatus(record.status)) return rejectControl(record, control, 'run_terminal', now);
+  const result = applyControl(record, control, now);
+  if (!result.ok) return rejectControl(record, control, result.code, now);
+  const first = result.events[0];
+  if (first === undefined) throw new InvariantViolation('an applied control appends at least one event', []);
+  return { kind: 'applied', record: result.record, events: result.events, seq: first.seq };
+}
+
+function rejectControl(record: RunRecord, control: Control, reason: string, now: number): ControlDecision {
+  const appended = append(
+    { ...record } as Draft,
+    [ev('control_rejected', now, { control_id: control.control_id, command: control.command, reason })],
+    now,
+  );
+  const recordOut = seal(appended.draft);
+  const first = appended.events[0] as RunEvent;
+  return { kind: 'rejected', reason, record: recordOut, events: appended.events, seq: first.seq };
+}
+
+function applyControl(record: RunRecord, control: Control, now: number): TransitionResult {
+  switch (control.command) {
+    case 'stop':
+      return stopRun(record, control.reason ?? 'stopped by control', now, control.control_id);
+    case 'pause':
+      return pauseControl(record, control.reason ?? 'paused by control', now);
+    case 'resume':
+      return resumeRun(record, control, now);
+    case 'steer': {
+      const n = record.counters.next_steer + 1;
+      const steer_id = `${record.run_id}/steer/${n}`;
+      let draft = { ...record, counters: { ...record.counters, next_steer: n } } as Draft;
+      const appended = append(
+        draft,
+        [ev('steer_queued', now, { steer_id, control_id: control.control_id, input: control.input })],
+        now,
+      );
+      const seq = appended.events[0]?.seq ?? 0;
+      draft = {
+        ...appended.draft,
+        queued_steers: [
+          ...record.queued_steers,
+          { steer_id, control_id: control.control_id, input: control.input, seq },
+        ],
+      } as Draft;
+      if (draft.status === 'waiting') draft = { ...draft, status: 'queued', wake_at: now } as Draft;
+      return finish(draft, appended.events);
+    }
+    case 'approve': {
+      const request = record.open_requests.find((r) => r.request_id === control.request_id);
+      if (request === undefined) return reject('request_not_found', 'no open request with that id');
+      if (request.kind !== 'approval')
+        return reject('request_kind_mismatch', 'the request is not an approval');
+      if (request.subject.digest !== control.subject_digest)
+        return reject('digest_mismatch', 'the approval quotes a stale digest');
+      let draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
+      const op = draft.operation;
+      if (control.decision === 'approved' && op !== null && op.effect_id === request.effect_id) {
+        draft = { ...draft, operation: { ...op, approved_digest: request.subject.digest } } as Draft;
+      } else if (control.decision === 'rejected') {
+        draft = dropGatedOperation(draft, request);
+      }
+      const appended = append(
+        draft,
+        [
+          ev(
+            'request_resolved',
+            now,
+            {
+              request_id: request.request_id,
+              kind: 'approval',
+              decision: control.decision,
+              subject_digest: control.subject_digest,
+              ...(control.reason !== undefined ? { reason: control.reason } : {}),
+            },
+            { effect_id: request.effect_id },
+          ),
+        ],
+        now,
+      );
+      return finish(settleIdle(appended.draft, now), appended.events);
+    }
+    case 'provide_input': {
+      const request = record.open_requests.find((r) => r.request_id === control.request_id);
+      if (request === undefined) return reject('request_not_found', 'no open request with that id');
+      if (request.kind !== 'input') return reject('request_kind_mismatch', 'the request is not a question');
+      const draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
+      const appended = append(
+        draft,
+        [
+          ev(
+            'request_resolved',
+            now,
+            { request_id: request.request_id, kind: 'input', value: control.value },
+            { effect_id: request.effect_id },
+          ),
+        ],
+        now,
+      );
+      return finish(settleIdle(appended.draft, now), appended.events);
+    }
+  }
+}
+
+/**
+ * Stop: immediate between operations (open requests closed, steers discarded, lease cleared with
+ * epoch + 1, a pending operation dropped); during a started operation the run enters cancelling
+ * and becomes stopped when the operation returns. Seed: "Controls" (stop).
+ */
+export function stopRun(
+  record: RunRecord,
+  reason: string,
+  now: number,
+  controlId?: string,
+): TransitionResult {
+  if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
+  if (record.status === 'cancelling') return reject('already_stopping', 'run is already stopping');
+  const op = record.operation;
+  if (op !== null && op.started_at !== null && record.lease !== null) {
+    const draft = {
+      ...record,
+      status: 'cancelling',
+      stop_reason: reason,
+      pause_requested: undefined,
+    } as Draft;
+    const appended = append(
+      draft,
+      [ev('stop_requested', now, { reason, ...(controlId ? { control_id: controlId } : {}) })],
+      now,
+    );
+    return finish(appended.draft, appended.events);
+  }
+  const draft = { ...record } as Draft;
+  const closing = closeAllRequests(draft, now, 'stopped');
+  const newEvents: NewRunEvent[] = [
+    ev('stopped', now, { reason, ...(controlId ? { control_id: controlId } : {}) }),
+    ...closing.events,
+  ];
+  if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
+  const stopped = {
+    ...draft,
+    status: 'stopped',
+    epoch: record.lease !== null ? record.epoch + 1 : record.epoch,
+    ...terminalFields(record, now, 'stopped'),
+  } as Draft;
+  const appended = append(stopped, newEvents, now);
+  return finish(appended.draft, appended.events);
+}
+
+function pauseControl(record: RunRecord, reason: string, now: number): TransitionResult {
+  if (record.status === 'paused') return reject('already_paused', 'run is already paused');
+  if (record.status === 'cancelling') return reject('already_stopping', 'run is stopping; it cannot pause');
+  const op = record.operation;
+  if (op !== null && op.started_at !== null) {
+    const draft = { ...record, pause_requested: reason } as Draft;
+    const appended = append(draft, [ev('pause_requested', now, { reason })], now);
+    return finish(appended.draft, appended.events);
+  }
+  return pauseRun(record, reason, now);
+}
+
+/**
+ * Resume a paused run: budget_increase adds to the limits; a `reducer_changed` pause needs
+ * accept_reducer_change (the artifact pin is then cleared and re-taken at the next call).
+ * Event resumed {from_checkpoint_no} reaches the reducer. Seed: "Controls" (resume), "Budgets".
+ */
+function resumeRun(
+  record: RunRecord,
+  control: Extract<Control, { command: 'resume' }>,
+  now: number,
+): TransitionResult {
+  if (record.status !== 'paused') return reject('not_paused', 'only a paused run can be resumed');
+  if (record.pause_reason === 'reducer_changed' && control.accept_reducer_change !== true) {
+    return reject(
+      'reducer_change_not_accepted',
+      'the reducer artifact changed: resume with accept_reducer_change: true',
+    );
+  }
+  if (record.parent_run_id !== undefined && control.budget_increase?.max_depth !== undefined) {
+    return reject(
+      'max_depth_inherited',
+      "a child run's max_depth is its parent's ceiling; it cannot be raised on the child",
+    );
+  }
+  const budgets: Budgets = { ...record.budgets };
+  for (const [key, inc] of Object.entries(control.budget_increase ?? {})) {
+    const k = key as keyof Budgets;
+    if (typeof inc === 'number') budgets[k] = (budgets[k] ?? 0) + inc;
+  }
+  let reducer = record.reducer;
+  if (control.accept_reducer_change === true && reducer !== null) {
+    const { artifact_hash: _dropped, ...rest } = reducer;
+    reducer = rest;
+  }
+  const { pause_reason: _r, paused_from: _p, ...rest } = record;
+  const draft = {
+    ...rest,
+    status: 'queued',
+    budgets,
+    reducer,
+    counters: { ...record.counters, consecutive_op_failures: 0 },
+  } as Draft;
+  const appended = append(
+    draft,
+    [ev('resumed', now, { from_checkpoint_no: record.counters.checkpoints })],
+    now,
+  );
+  return finish(settleIdle(appended.draft, now), appended.events);
+}
+
+/** The ids of model tool calls the run still owes the model an answer for. */
+export function unansweredCalls(record: RunRecord): string[] {
+  return record.unanswered_calls;
+}

@@ -1,0 +1,194 @@
+/**
+ * Leases and takeover: acquire, renew, release, and the sweeper's takeover of an expired lease.
+ * Every transition that clears a lease bumps the epoch. Seed: agent-runs, "Leases, recovery and
+ * the sweeper"; DESIGN section 6.
+ */
+import type { NewRunEvent, Operation, RunRecord, Usage } from '../../contracts/index.ts';
+import {
+  append,
+  type Draft,
+  ev,
+  finish,
+  hasWork,
+  LEASE_TTL_MS,
+  nextRequestExpiry,
+  prepend,
+  reject,
+  restingStatus,
+  type TransitionResult,
+  terminalFields,
+} from './draft.ts';
+import { pauseRun } from './lifecycle.ts';
+
+/** The fence a lease holder presents on every commit. */
+export interface Fence {
+  owner: string;
+  epoch: number;
+}
+
+export function holdsLease(record: RunRecord, fence: Fence, now: number): boolean {
+  return (
+    record.lease !== null &&
+    record.lease.owner === fence.owner &&
+    record.epoch === fence.epoch &&
+    record.lease.expires_at > now
+  );
+}
+
+/**
+ * A worker takes the lease of a queued run (epoch + 1, expiry now + ttl) and the run becomes
+ * running. Rejected with `nothing_to_do` when the run is not queued or has no work,
+ * `lease_held` when someone holds an unexpired lease. Seed: "Leases".
+ */
+export function acquireLease(
+  record: RunRecord,
+  owner: string,
+  now: number,
+  ttlMs = LEASE_TTL_MS,
+): TransitionResult {
+  if (record.lease !== null && record.lease.expires_at > now)
+    return reject('lease_held', 'another worker holds the lease');
+  if (record.status !== 'queued') return reject('nothing_to_do', `run is ${record.status}`);
+  if (!hasWork(record)) return reject('nothing_to_do', 'run has no work');
+  const draft = {
+    ...record,
+    status: 'running',
+    lease: { owner, expires_at: now + ttlMs },
+    epoch: record.epoch + 1,
+    wake_at: null,
+    updated_at: now,
+  } as Draft;
+  return finish(draft, []);
+}
+
+/** Extends the holder's lease. Rejected `lease_lost` when the fence no longer matches. */
+export function renewLease(
+  record: RunRecord,
+  fence: Fence,
+  now: number,
+  ttlMs = LEASE_TTL_MS,
+): TransitionResult {
+  if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
+  const lease = record.lease;
+  if (lease === null) return reject('lease_lost', 'no lease');
+  return finish({ ...record, lease: { ...lease, expires_at: now + ttlMs }, updated_at: now } as Draft, []);
+}
+
+/**
+ * The holder lets go: epoch + 1; the run rests as waiting (open requests and nothing to do) or
+ * queued with a wake deadline the sweeper honours if the next step message is lost.
+ * A terminal or paused run already has no lease. Seed: "Leases"; DESIGN section 6, step 4.
+ */
+export function releaseLease(
+  record: RunRecord,
+  fence: Fence,
+  now: number,
+  wakeDelayMs = 0,
+): TransitionResult {
+  if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
+  if (record.operation !== null && record.operation.started_at !== null) {
+    return reject('invalid_state', 'an operation is in flight: finish it before releasing');
+  }
+  if (record.status === 'cancelling')
+    return reject('invalid_state', 'a cancelling run releases when its operation returns');
+  const status = restingStatus(record);
+  const draft = {
+    ...record,
+    status,
+    lease: null,
+    epoch: record.epoch + 1,
+    wake_at: status === 'queued' ? now + wakeDelayMs : nextRequestExpiry(record),
+    updated_at: now,
+  } as Draft;
+  return finish(draft, []);
+}
+
+/**
+ * The sweeper takes over a run whose lease expired (epoch + 1). A started replay-safe operation
+ * is kept for dispatch again under the same op_id (attempt + 1); a started non-replay-safe one is
+ * abandoned and reaches the reducer as operation_failed with outcome_unknown: true. A cancelling
+ * run ends stopped. The run rests queued for a fresh worker. Seed: "Leases, recovery and the sweeper".
+ */
+export function takeOver(record: RunRecord, now: number): TransitionResult {
+  if (record.lease === null) return reject('no_lease', 'run holds no lease');
+  if (record.lease.expires_at > now) return reject('lease_held', 'lease has not expired');
+  const previous = { owner: record.lease.owner, epoch: record.epoch };
+  let draft = { ...record, lease: null, epoch: record.epoch + 1, updated_at: now } as Draft;
+  const newEvents: NewRunEvent[] = [
+    ev('lease_taken_over', now, { previous_owner: previous.owner, previous_epoch: previous.epoch }),
+  ];
+  const op = record.operation;
+  if (record.status === 'cancelling' && op !== null) {
+    if (op.started_at !== null) {
+      newEvents.push(
+        ev(
+          'operation_cancelled',
+          now,
+          { acknowledged: false },
+          { operation_id: op.op_id, effect_id: op.effect_id },
+        ),
+      );
+    }
+    newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
+    if (record.queued_steers.length > 0) {
+      newEvents.push(ev('steers_discarded', now, { count: record.queued_steers.length }));
+    }
+    const usage = op.started_at !== null ? usageOfEnded(draft.usage, op) : draft.usage;
+    const appended = append(
+      { ...draft, usage, status: 'stopped', ...terminalFields(record, now, 'stopped') } as Draft,
+      newEvents,
+      now,
+    );
+    return finish(appended.draft, appended.events);
+  }
+  if (op !== null && op.started_at !== null) {
+    if (op.replay_safe) {
+      draft = { ...draft, operation: { ...op, attempt: op.attempt + 1, started_at: null } } as Draft;
+    } else {
+      newEvents.push(
+        ev(
+          'operation_failed',
+          now,
+          {
+            error_class: 'lease_expired',
+            retryable: false,
+            outcome_unknown: true,
+            message: 'the worker running this operation was lost; its outcome is unknown',
+            ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
+          },
+          { operation_id: op.op_id, effect_id: op.effect_id },
+        ),
+      );
+      draft = {
+        ...draft,
+        operation: null,
+        usage: usageOfEnded(draft.usage, op),
+        counters: { ...draft.counters, consecutive_op_failures: draft.counters.consecutive_op_failures + 1 },
+      } as Draft;
+    }
+  }
+  const appended = append(draft, newEvents, now);
+  const settled = { ...appended.draft, status: 'queued', wake_at: now } as Draft;
+  const taken = finish(settled, appended.events);
+  // A pause asked for during the lost operation applies now, at this boundary.
+  if (record.pause_requested !== undefined) {
+    return prepend(taken.events, pauseRun(taken.record, record.pause_requested, now));
+  }
+  return taken;
+}
+
+/**
+ * Usage after a started operation that ends on takeover (abandoned, or cancelled unacknowledged):
+ * it counts as an operation (and a tool or model call) like any finished one; its tokens are
+ * unknown. Seed: "Budgets" (usage updated in the same commit as each finished operation).
+ */
+function usageOfEnded(usage: Usage, op: Operation): Usage {
+  const model = op.kind === 'model_turn' ? 1 : 0;
+  return {
+    ...usage,
+    operations: usage.operations + 1,
+    turns: usage.turns + model,
+    model_calls: usage.model_calls + model,
+    tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
+  };
+}

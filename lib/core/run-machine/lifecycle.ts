@@ -1,0 +1,159 @@
+/**
+ * Creating, failing and pausing a run. Seed: agent-runs, "Lifecycle", "Subject, principal and
+ * admission"; agent-run-contracts, "Validation" (reducer_unavailable, reducer_changed pauses).
+ */
+import {
+  type Budgets,
+  EMPTY_USAGE,
+  isTerminalStatus,
+  type OnExceeded,
+  type Principal,
+  type ReducerBinding,
+  type RunRecord,
+  type Subject,
+} from '../../contracts/index.ts';
+import {
+  append,
+  clearedEpoch,
+  closeAllRequests,
+  type Draft,
+  ev,
+  finish,
+  type Ok,
+  reject,
+  restingStatus,
+  type TransitionResult,
+  terminalFields,
+} from './draft.ts';
+
+export interface CreateRunParams {
+  run_id: string;
+  principal: Principal;
+  subject: Subject;
+  reducer: ReducerBinding | null;
+  input: unknown;
+  objective?: string;
+  context?: unknown;
+  budgets: Budgets;
+  on_exceeded: OnExceeded;
+  executor_config?: Record<string, unknown>;
+  capability_hash?: string;
+  parent_run_id?: string;
+  parent_op_id?: string;
+  depth?: number;
+}
+
+/** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
+export function createRun(p: CreateRunParams, now: number): Ok {
+  const base = {
+    run_id: p.run_id,
+    version: 0,
+    created_at: now,
+    updated_at: now,
+    principal: p.principal,
+    subject: p.subject,
+    reducer: p.reducer,
+    executor_config: p.executor_config ?? {},
+    objective: p.objective,
+    budgets: p.budgets,
+    on_exceeded: p.on_exceeded,
+    usage: { ...EMPTY_USAGE },
+    counters: {
+      next_op: 0,
+      next_req: 0,
+      next_steer: 0,
+      checkpoints: 0,
+      consecutive_op_failures: 0,
+      children: 0,
+    },
+    epoch: 0,
+    last_seq: 0,
+    reduced_seq: 0,
+    inbox: [],
+    turn: 0,
+    state_rev: 0,
+    projection: null,
+    unanswered_calls: [],
+    queued_steers: [],
+    parent_run_id: p.parent_run_id,
+    parent_op_id: p.parent_op_id,
+    depth: p.depth ?? 0,
+    live_children: [],
+    capability_hash: p.capability_hash,
+    wake_at: now,
+    status: 'queued',
+    lease: null,
+    operation: null,
+    open_requests: [],
+  } as unknown as Draft;
+  const data: Record<string, unknown> = { input: p.input };
+  if (p.objective !== undefined) data.objective = p.objective;
+  if (p.context !== undefined) data.context = p.context;
+  const { draft, events } = append(base, [ev('run_started', now, data)], now);
+  return finish(draft, events);
+}
+
+/**
+ * Ends the run failed with `code` (e.g. `reducer_refused:<code>`, `budget_exceeded:<which>`).
+ * Undelivered events are dropped from the inbox: a failed run's reducer is not called again.
+ */
+export function failRun(
+  record: RunRecord,
+  code: string,
+  now: number,
+  deliveredSeq?: number,
+): TransitionResult {
+  if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
+  const draft = {
+    ...record,
+    ...(deliveredSeq !== undefined ? { reduced_seq: deliveredSeq } : {}),
+  } as Draft;
+  const closing = closeAllRequests(draft, now, 'run_ended');
+  const newEvents = [...closing.events];
+  if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
+  newEvents.push(ev('run_failed', now, { code }));
+  const ended = {
+    ...draft,
+    status: 'failed',
+    ...terminalFields(record, now, code),
+    epoch: clearedEpoch(record),
+  } as Draft;
+  const appended = append(ended, newEvents, now);
+  return finish({ ...appended.draft, inbox: [] } as Draft, appended.events);
+}
+
+/**
+ * Pauses the run because of its reducer (`reducer_unavailable`, `reducer_changed`) or a budget:
+ * lease cleared (epoch + 1), a checkpoint written, the pending operation kept for resume.
+ */
+export function pauseRun(record: RunRecord, reason: string, now: number): TransitionResult {
+  if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
+  if (record.status === 'paused') return reject('invalid_state', 'run is already paused');
+  if (record.status === 'cancelling')
+    return reject('invalid_state', 'a cancelling run stops, it does not pause');
+  if (record.operation !== null && record.operation.started_at !== null) {
+    return reject('invalid_state', 'an operation is in flight; pause at the next boundary');
+  }
+  const pausedFrom = record.status === 'running' ? restingStatus(record) : record.status;
+  const n = record.counters.checkpoints + 1;
+  const draft = {
+    ...record,
+    status: 'paused',
+    paused_from: pausedFrom === 'queued' || pausedFrom === 'waiting' ? pausedFrom : 'queued',
+    pause_reason: reason,
+    pause_requested: undefined,
+    lease: null,
+    epoch: record.lease !== null ? record.epoch + 1 : record.epoch,
+    wake_at: null,
+    counters: { ...record.counters, checkpoints: n },
+  } as Draft;
+  const appended = append(
+    draft,
+    [
+      ev('paused', now, { reason }),
+      ev('checkpoint_written', now, { checkpoint_no: n, reason: 'paused', state_rev: record.state_rev }),
+    ],
+    now,
+  );
+  return finish(appended.draft, appended.events);
+}
