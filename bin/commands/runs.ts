@@ -5,13 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
+import type { CreateRunInput } from '../../lib/contracts/index.ts';
 import {
   RUN_STATUSES,
   type RunRecord,
   type RunStatus,
   TERMINAL_STATUSES,
 } from '../../lib/contracts/index.ts';
-import type { CreateRunInput } from '../../lib/engine/engine.ts';
 import { CliError, type CommandModule, parseIntArg, parseJsonArg } from './context.ts';
 import { formatCheckpoints, formatRun, formatRunList } from './format.ts';
 

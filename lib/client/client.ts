@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import type { CreateRunInput } from '../contracts/index.ts';
 import {
   ControlAck,
   type Control as ControlSchema,
@@ -15,7 +16,6 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
-import type { CreateRunInput } from '../engine/engine.ts';
 import { ApiError } from './errors.ts';
 
 // ---------------------------------------------------------------- response shapes

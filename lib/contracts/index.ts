@@ -1,5 +1,7 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
+export * from './checkpoint.ts';
 export * from './common.ts';
+export * from './create-run.ts';
 export * from './delegation.ts';
 export * from './events.ts';
 export * from './model-context.ts';

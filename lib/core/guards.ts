@@ -1,16 +1,19 @@
 /**
- * The loop scheduler's guard order (seed deterministic-seams): cancelled, invariant violation,
+ * The step loop's scheduler: before each move the worker asks `nextMove`, which evaluates the
+ * guards in the stable order of the deterministic-seams seed (cancelled, invariant violation,
  * success verified, approval required, unrecoverable failure, no progress, budget exhausted,
- * then continue. The step loop asks `nextGuard` before each move; the first guard that holds
- * decides, so a successful-looking observation never overrides a cancellation.
+ * then continue; `paused`, an operator's or the reducer host's pause, sits right after
+ * cancelled) and returns the first that holds with the move it allows. The first guard decides,
+ * so a successful-looking observation never overrides a cancellation. While the run lives, an
+ * undelivered event always goes to the reducer first.
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { isTerminalStatus } from '../contracts/index.ts';
 import { checkBudgets } from './budgets.ts';
 import { operationGated } from './run-machine.ts';
 
 export const GUARD_ORDER = [
   'cancelled',
+  'paused',
   'invariant_violation',
   'success_verified',
   'approval_required',
@@ -21,26 +24,54 @@ export const GUARD_ORDER = [
 ] as const;
 export type Guard = (typeof GUARD_ORDER)[number];
 
-export interface GuardFacts {
-  record: RunRecord;
-  now: number;
-  /** Whether the record still satisfies the closed schema and the worker's fence. */
-  invariantsHold: boolean;
-}
+/**
+ * What the worker does next: stop looping (`end`), let the lease go and rest (`rest`), deliver
+ * the inbox head to the reducer, consume the queued steers, or start the pending operation
+ * (startOperation applies the budget rule: pause or fail when a budget is exhausted).
+ */
+export type Move = 'end' | 'rest' | 'deliver_event' | 'consume_steers' | 'start_operation';
 
-/** The first guard that holds for the run, in GUARD_ORDER. */
-export function nextGuard({ record, now, invariantsHold }: GuardFacts): Guard {
+/** The first guard that holds for `record`. `fenceHeld`: whether the worker still holds the lease. */
+export function guardOf(record: RunRecord, now: number, fenceHeld: boolean): Guard {
   if (record.status === 'cancelling' || record.status === 'stopped') return 'cancelled';
-  if (!invariantsHold) return 'invariant_violation';
+  if (record.status === 'paused') return 'paused';
+  if (!fenceHeld) return 'invariant_violation';
   if (record.status === 'completed') return 'success_verified';
   if (operationGated(record) || record.open_requests.some((r) => r.kind === 'approval'))
     return 'approval_required';
-  if (record.status === 'failed' || isTerminalStatus(record.status)) return 'unrecoverable_failure';
-  const nothingToDo =
-    record.inbox.length === 0 && record.operation === null && record.queued_steers.length === 0;
-  if (nothingToDo) return 'no_progress';
+  if (record.status === 'failed') return 'unrecoverable_failure';
   const op = record.operation;
+  if (record.inbox.length === 0 && op === null && record.queued_steers.length === 0) return 'no_progress';
   if (op !== null && op.started_at === null && checkBudgets(record, op, now) !== null)
     return 'budget_exhausted';
   return 'continue';
+}
+
+/** The guard that holds and the move it allows. Seed: deterministic-seams ("The loop scheduler"). */
+export function nextMove(record: RunRecord, now: number, fenceHeld: boolean): { guard: Guard; move: Move } {
+  const guard = guardOf(record, now, fenceHeld);
+  switch (guard) {
+    case 'cancelled':
+    case 'paused':
+    case 'invariant_violation':
+    case 'success_verified':
+    case 'unrecoverable_failure':
+      return { guard, move: 'end' };
+    default:
+      if (record.inbox.length > 0) return { guard, move: 'deliver_event' };
+  }
+  const op = record.operation;
+  const pending = op !== null && op.started_at === null;
+  switch (guard) {
+    case 'approval_required':
+      // Held by its approval: a steer is consumed now (the reducer may withdraw the call).
+      return { guard, move: record.queued_steers.length > 0 ? 'consume_steers' : 'rest' };
+    case 'no_progress':
+      return { guard, move: 'rest' };
+    case 'budget_exhausted':
+      return { guard, move: 'start_operation' };
+    default:
+      if (pending) return { guard, move: 'start_operation' };
+      return { guard, move: op === null && record.queued_steers.length > 0 ? 'consume_steers' : 'rest' };
+  }
 }

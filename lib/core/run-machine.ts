@@ -32,6 +32,7 @@ export {
   acquireLease,
   type Fence,
   holdsLease,
+  postponeWake,
   releaseLease,
   renewLease,
   takeOver,

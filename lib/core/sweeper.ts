@@ -21,3 +21,23 @@ export function sweepDue(record: RunRecord): number | null {
   }
   return null;
 }
+
+/**
+ * What the sweeper does with a run it found due, re-read: nothing (not due any more); take over
+ * an expired lease; finish an ended run (deliver its undelivered events to the reducer, then its
+ * owed duties: hand-back, stop children); close requests past their expiry; or wake a queued run
+ * nobody drives. One action per visit, in that order. Seed: agent-runs, "Leases, recovery and
+ * the sweeper"; DESIGN section 8.
+ */
+export type SweepAction = 'none' | 'take_over' | 'finish_ended' | 'expire_requests' | 'wake';
+
+export function sweepAction(record: RunRecord, now: number): SweepAction {
+  if (record.lease !== null) return record.lease.expires_at <= now ? 'take_over' : 'none';
+  if (record.status === 'completed' || record.status === 'failed' || record.status === 'stopped') {
+    return record.inbox.length > 0 || record.owed.length > 0 ? 'finish_ended' : 'none';
+  }
+  if (record.open_requests.some((r) => r.expires_at !== null && r.expires_at <= now))
+    return 'expire_requests';
+  if (record.status === 'queued' && record.wake_at !== null && record.wake_at <= now) return 'wake';
+  return 'none';
+}

@@ -36,59 +36,29 @@ import {
 import { principalKeyOf } from '../core/principal.ts';
 import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
 import { CommitRejected } from './commit-errors.ts';
-import type { Clock, ReducerHost, RunStore } from './ports.ts';
+import { readDecideCommit } from './commit-loop.ts';
+import {
+  commitOf,
+  commitRun,
+  type Delegation,
+  type EngineDeps,
+  needsStep,
+  type OwedReport,
+  wake,
+} from './deps.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
 export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };
 
-export interface DelegationDeps {
-  store: RunStore;
-  reducers: ReducerHost;
-  clock: Clock;
-  /** Sends a run's step message (a lost one is covered by the run's wake deadline). */
-  wake(runId: string): Promise<void>;
-  /** Whether a step message should follow a commit of `record`. */
-  needsStep(record: RunRecord): boolean;
+/** What delegation needs besides the deps: the control use case, to stop children. */
+export interface DelegationHooks {
   applyControl(runId: string, control: Control, caller: Caller): Promise<ControlAck>;
-  wakeGraceMs: number;
-  log(entry: Record<string, unknown>): void;
-}
-
-/** What running an ended run's owed duties did. */
-export interface OwedReport {
-  handed_back: number;
-  children_stopped: number;
 }
 
 /** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
 type HandBack = 'delivered' | 'not_needed' | 'deferred';
 
-export interface Delegation {
-  /**
-   * Executes a delegate operation of `parent`: creates the child run (or finds the one this
-   * operation already created: the create key is `delegate:{op_id}` under the parent's
-   * principal) and answers `waiting` on `child:{child_run_id}`. The child inherits the parent's
-   * reducer, executor_config, on_exceeded and run context (run_started.data.context) unless the
-   * args give them, and max_depth as a ceiling. A child that already ended is
-   * answered with its hand-back at once. Bad args → `failed` invalid_input
-   * (`delegate_args_invalid`, naming the field); no reducer → invalid_input
-   * (`delegate_reducer_missing`); unknown reducer → not_found (`reducer_not_found`); the subject
-   * held by another live run → conflict (`subject_taken`). Never throws for bad input.
-   */
-  startChild(parent: RunRecord, op: Operation): Promise<ToolResultEnvelope>;
-  /** Runs the duties an ended run owes (stop its children, hand back to its parent). */
-  settleEnded(record: RunRecord): Promise<OwedReport>;
-  /** For a parent resting `waiting`: hands back every child it waits for that has already ended. */
-  collectEnded(parent: RunRecord): Promise<number>;
-  /**
-   * Stops the children whose waits `parent` closed without their result (withdrawn by a steer,
-   * expired): nobody waits for their outcome any more. Best effort: a child left running is
-   * stopped when its parent ends.
-   */
-  stopDetached(parent: RunRecord, childIds: string[]): Promise<number>;
-}
-
-export function createDelegation(deps: DelegationDeps): Delegation {
+export function createDelegation(deps: EngineDeps, hooks: DelegationHooks): Delegation {
   const { store, reducers, clock, log } = deps;
 
   async function startChild(parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
@@ -161,18 +131,17 @@ export function createDelegation(deps: DelegationDeps): Delegation {
         parent_run_id: plan.parent_run_id,
         parent_op_id: op.op_id,
         depth: plan.depth,
+        wake_delay_ms: deps.wakeGraceMs,
       },
       now,
     );
     try {
-      const child = await store.commit({
-        record: { ...created.record, wake_at: now + deps.wakeGraceMs } as RunRecord,
-        expectedVersion: null,
-        events: created.events,
+      const child = await commitRun(deps, {
+        ...commitOf(created, null),
         createKey: { principalKey, key: plan.create_key },
         parentLink: parent.run_id,
       });
-      await deps.wake(child.run_id);
+      await wake(deps, child.run_id);
       log({ level: 'info', message: 'child run started', run_id: parent.run_id, child_run_id: child.run_id });
       return childStartedEnvelope(op.op_id, child.run_id);
     } catch (err) {
@@ -214,30 +183,34 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     const envelope = handBackEnvelope(child);
     const parentId = child.parent_run_id;
     if (envelope === null || parentId === undefined) return 'not_needed';
-    for (let attempt = 0; attempt < 8; attempt += 1) {
-      const parent = await store.getRun(parentId);
-      if (parent === null || isTerminalStatus(parent.status)) return 'not_needed';
-      const result = childEnded(parent, child.run_id, envelope, clock.now());
-      if (!result.ok) {
-        // The parent has not yet committed that it waits for this child: it collects it then.
-        const inFlight = child.parent_op_id !== undefined && parent.operation?.op_id === child.parent_op_id;
-        return inFlight ? 'deferred' : 'not_needed';
-      }
-      try {
-        const stored = await store.commit({
-          record: result.record,
-          expectedVersion: parent.version,
-          events: result.events,
-        });
-        if (deps.needsStep(stored)) await deps.wake(stored.run_id);
-        log({ level: 'info', message: 'child handed back', run_id: parentId, child_run_id: child.run_id });
-        return 'delivered';
-      } catch (err) {
-        if (err instanceof CommitRejected && err.reason === 'stale_version') continue;
-        throw err;
-      }
-    }
-    return 'deferred';
+    return readDecideCommit<RunRecord | null, HandBack>(deps, {
+      read: () => store.getRun(parentId),
+      decide(parent) {
+        if (parent === null || isTerminalStatus(parent.status)) return { done: 'not_needed' };
+        const result = childEnded(parent, child.run_id, envelope, clock.now());
+        if (!result.ok) {
+          // The parent has not yet committed that it waits for this child: it collects it then.
+          const inFlight = child.parent_op_id !== undefined && parent.operation?.op_id === child.parent_op_id;
+          return { done: inFlight ? 'deferred' : 'not_needed' };
+        }
+        return {
+          commit: commitOf(result, parent.version),
+          async after(stored): Promise<HandBack> {
+            if (needsStep(stored)) await wake(deps, stored.run_id);
+            log({
+              level: 'info',
+              message: 'child handed back',
+              run_id: parentId,
+              child_run_id: child.run_id,
+            });
+            return 'delivered';
+          },
+        };
+      },
+      attempts: 8,
+      jitter: false,
+      exhausted: () => 'deferred',
+    });
   }
 
   /**
@@ -249,7 +222,7 @@ export function createDelegation(deps: DelegationDeps): Delegation {
     for (const id of ids) {
       const child = await store.getRun(id);
       if (child === null || isTerminalStatus(child.status)) continue;
-      const ack = await deps.applyControl(
+      const ack = await hooks.applyControl(
         id,
         { control_id: controlId, command: 'stop', reason },
         DELEGATION_CALLER,
@@ -273,19 +246,26 @@ export function createDelegation(deps: DelegationDeps): Delegation {
   /** Commits `record` with `duty` settled, re-reading on a stale version. */
   async function settle(record: RunRecord, duty: OwedDuty): Promise<RunRecord> {
     let current = record;
-    for (let attempt = 0; attempt < 8; attempt += 1) {
-      const settled = settleOwed(current, duty, clock.now());
-      if (!settled.ok) return current;
-      try {
-        return await store.commit({ record: settled.record, expectedVersion: current.version, events: [] });
-      } catch (err) {
-        if (!(err instanceof CommitRejected && err.reason === 'stale_version')) throw err;
-        const fresh = await store.getRun(current.run_id);
-        if (fresh === null) return current;
-        current = fresh;
-      }
-    }
-    return current;
+    let first = true;
+    return readDecideCommit<RunRecord | null, RunRecord>(deps, {
+      async read() {
+        if (first) {
+          first = false;
+          return record;
+        }
+        return store.getRun(record.run_id);
+      },
+      decide(read) {
+        if (read === null) return { done: current };
+        current = read;
+        const settled = settleOwed(read, duty, clock.now());
+        if (!settled.ok) return { done: read };
+        return { commit: commitOf(settled, read.version), after: (stored) => stored };
+      },
+      attempts: 8,
+      jitter: false,
+      exhausted: () => current,
+    });
   }
 
   async function settleEnded(record: RunRecord): Promise<OwedReport> {

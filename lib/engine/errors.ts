@@ -6,6 +6,8 @@
 export type EngineErrorCode =
   | 'validation_failed'
   | 'run_not_found'
+  | 'checkpoint_not_found'
+  | 'invalid_cursor'
   | 'unauthorized'
   | 'reducer_not_found'
   | 'resume_key_not_found'

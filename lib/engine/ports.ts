@@ -4,6 +4,7 @@
  * model-turn functions). DESIGN section 3 ("engine/"), STYLE "Ports as narrow interfaces".
  */
 import type {
+  Checkpoint,
   CompiledContext,
   ControlAck,
   ModelTurnError,
@@ -112,21 +113,8 @@ export interface ControlAckItem {
   seq: number;
 }
 
-export interface CheckpointItem {
-  n: number;
-  reason: string;
-  /** What core owns, copied; the domain state and transcript are referenced. */
-  core: Record<string, unknown>;
-  state_rev: number;
-  /**
-   * The sort key of the item holding the domain state of `state_rev` (for
-   * `getState(runId, state_rev, state_at)`); set by the store when `state_rev` is the committed
-   * record's, absent otherwise (and for state 0).
-   */
-  state_at?: string;
-  transcript_cutoff_seq: number;
-  at: number;
-}
+/** A stored checkpoint (the contract's Checkpoint). */
+export type CheckpointItem = Checkpoint;
 
 /** Everything one commit writes. */
 export interface Commit {

@@ -1,7 +1,7 @@
 /**
  * The HTTP API: hono + @hono/zod-openapi over the engine. Every handler parses its input with
- * the route's zod schemas, calls one engine use case (or a store read for listings and long
- * polling), and maps the result; every error becomes `{code, message, details}` (errors.ts).
+ * the route's zod schemas, calls one engine use case (reads included: the HTTP layer never reads
+ * the store), and maps the result; every error becomes `{code, message, details}` (errors.ts).
  * The same app runs in Lambda (functions/control.ts, hono's aws-lambda adapter), in the local
  * stack, and in-process in tests (`app.request(...)`). DESIGN sections 2 and 7; issue 5.
  *
@@ -23,11 +23,10 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
-import { type Caller, isAuthorized } from '../core/controls.ts';
-import { type Engine, runView } from '../engine/engine.ts';
-import type { RunStore, ToolHost } from '../engine/ports.ts';
+import type { Caller } from '../core/controls.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { ToolHost } from '../engine/ports.ts';
 import type { ArtifactKind, FunctionRegistry } from '../sandbox/function-registry.ts';
 import { DEFAULT_SANDBOX_LIMITS } from '../sandbox/limits.ts';
 import { compileWasmReducer } from '../sandbox/wasm-module.ts';
@@ -63,8 +62,6 @@ export const API_VERSION = '1.0.0';
 
 export interface HttpAppOptions {
   engine: Engine;
-  /** Reads for listings and long polling (the engine checks authorization first). */
-  store: Pick<RunStore, 'getRun' | 'readEvents' | 'listByStatus' | 'findBySubject'>;
   /** Where `PUT /functions/...` registers artifacts (use the stored registry in AWS). */
   functions: FunctionRegistry;
   tools: Pick<ToolHost, 'list'>;
@@ -88,7 +85,7 @@ const mediaTypeOf = (header: string | undefined) => (header ?? '').split(';')[0]
 
 /** Builds the app. Does no I/O until a request arrives. */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
-  const { engine, store, functions, tools, auth } = options;
+  const { engine, functions, tools, auth } = options;
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const log = options.log ?? ((entry) => console.error(JSON.stringify(entry)));
 
@@ -215,40 +212,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   app.openapi(listRunsRoute, async (c) => {
     const q = c.req.valid('query');
-    const caller = callerOf(c);
-    let ids: string[];
-    let cursor: string | undefined;
-    if (q.subject_workspace !== undefined && q.subject_path !== undefined) {
-      const live = await store.findBySubject({ workspace: q.subject_workspace, path: q.subject_path });
-      ids = live === null ? [] : [live];
-    } else {
-      const page = await listByStatus(q.status ?? 'running', q.limit, q.cursor);
-      ids = page.run_ids;
-      cursor = page.cursor;
-    }
-    const records = await Promise.all(ids.map((id) => store.getRun(id)));
-    const runs = records
-      .filter((r): r is RunRecord => r !== null)
-      .filter((r) => isAuthorized(r, caller) && (q.status === undefined || r.status === q.status))
-      .map(runView);
-    return c.json(cursor === undefined ? { runs } : { runs, cursor }, 200);
+    return c.json(await engine.listRuns(q, callerOf(c)), 200);
   });
-
-  /** The store's page; a cursor the store cannot read is the caller's mistake (400). */
-  async function listByStatus(status: string, limit: number, cursor: string | undefined) {
-    try {
-      return await store.listByStatus(status, limit, cursor);
-    } catch (err) {
-      const name = (err as { name?: string } | null)?.name;
-      if (cursor !== undefined && (err instanceof SyntaxError || name === 'ValidationException')) {
-        throw new HttpError('validation_failed', 'invalid query cursor: not a cursor this API returned', {
-          target: 'query',
-          issues: [{ path: 'cursor', code: 'invalid_cursor', message: 'not a cursor this API returned' }],
-        });
-      }
-      throw err;
-    }
-  }
 
   app.openapi(getRunRoute, async (c) => {
     const run = await engine.getRun(c.req.valid('param').id, callerOf(c));
@@ -258,43 +223,14 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.openapi(eventsRoute, async (c) => {
     const { id } = c.req.valid('param');
     const { after, limit, wait } = c.req.valid('query');
-    // The record is read BEFORE the events: a page whose status is terminal and whose
-    // next_after reaches last_seq therefore holds every event the run will have.
-    let record = await engine.getRun(id, callerOf(c));
-    const deadline = Date.now() + Math.min(wait, MAX_WAIT_SECONDS) * 1000;
-    for (;;) {
-      if (record.last_seq > after) {
-        const events = await store.readEvents(id, after, limit);
-        const last = events[events.length - 1];
-        return c.json(
-          {
-            events,
-            next_after: last?.seq ?? after,
-            last_seq: record.last_seq,
-            status: record.status,
-            settled: isSettled(record),
-          },
-          200,
-        );
-      }
-      const remaining = deadline - Date.now();
-      if (remaining <= 0 || isSettled(record) || c.req.raw.signal.aborted) {
-        return c.json(
-          {
-            events: [],
-            next_after: after,
-            last_seq: record.last_seq,
-            status: record.status,
-            settled: isSettled(record),
-          },
-          200,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pollIntervalMs, remaining)));
-      const next = await store.getRun(id);
-      if (next === null) throw new HttpError('run_not_found', `run ${id} not found`, { run_id: id });
-      record = next;
-    }
+    const page = await engine.eventPage(id, callerOf(c), {
+      after,
+      limit,
+      waitMs: Math.min(wait, MAX_WAIT_SECONDS) * 1000,
+      pollIntervalMs,
+      signal: c.req.raw.signal,
+    });
+    return c.json(page, 200);
   });
 
   app.openapi(checkpointsRoute, async (c) => {
@@ -425,9 +361,4 @@ async function validateArtifactBytes(kind: ArtifactKind, bytes: Uint8Array): Pro
       reason: admitted.reason,
     });
   }
-}
-
-/** An ended run whose reducer has received every event: its log will not grow. */
-function isSettled(record: RunRecord): boolean {
-  return isTerminalStatus(record.status) && record.inbox.length === 0;
 }

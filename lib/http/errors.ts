@@ -158,12 +158,13 @@ export function toHttpError(err: unknown): HttpError {
     switch (err.code) {
       case 'validation_failed':
         return validationFailed('json', Array.isArray(err.details.issues) ? err.details.issues : []);
-      case 'run_not_found':
-        return err.details.n !== undefined
-          ? new HttpError('checkpoint_not_found', err.message, err.details)
-          : new HttpError('run_not_found', err.message, err.details);
       case 'store_unavailable':
         return unavailable(err.message, err.details, err);
+      case 'invalid_cursor':
+        return new HttpError('validation_failed', err.message, {
+          target: 'query',
+          issues: [{ path: 'cursor', code: 'invalid_cursor', message: 'not a cursor this API returned' }],
+        });
       default:
         return new HttpError(err.code, err.message, err.details, { cause: err });
     }

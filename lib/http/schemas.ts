@@ -8,13 +8,13 @@ import { z } from '@hono/zod-openapi';
 import {
   ControlAck as ControlAckContract,
   Control as ControlContract,
+  CreateRunInput as CreateRunInputContract,
   RunEvent as RunEventContract,
   RunRecord as RunRecordContract,
   RunStatus,
   Subject,
   ToolDescriptor as ToolDescriptorContract,
 } from '../contracts/index.ts';
-import { CreateRunInput as CreateRunInputContract } from '../engine/engine.ts';
 
 // The contracts' schemas, each named once so the document refers to it ($ref) instead of
 // repeating it. A lazy wrapper carries the name: the contract schemas may have been created

@@ -28,12 +28,6 @@ function fakeApp(getRun: (runId: string, caller: Caller) => Promise<unknown>) {
   } as unknown as Engine;
   const app = createHttpApp({
     engine,
-    store: {
-      getRun: async () => null,
-      readEvents: async () => [],
-      listByStatus: async () => ({ run_ids: [] }),
-      findBySubject: async () => null,
-    },
     functions,
     tools: { list: () => [] },
     auth: anyOf(

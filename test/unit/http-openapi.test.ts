@@ -13,12 +13,6 @@ import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts
 
 const app = createHttpApp({
   engine: {} as Engine,
-  store: {
-    getRun: async () => null,
-    readEvents: async () => [],
-    listByStatus: async () => ({ run_ids: [] }),
-    findBySubject: async () => null,
-  },
   functions: new InMemoryFunctionRegistry(),
   tools: { list: () => [] },
   auth: bearerTokenAuth('t'),

@@ -107,9 +107,10 @@ export function releaseLease(
  * The sweeper takes over a run whose lease expired (epoch + 1). A started replay-safe operation
  * is kept for dispatch again under the same op_id (attempt + 1); a started non-replay-safe one is
  * abandoned and reaches the reducer as operation_failed with outcome_unknown: true. A cancelling
- * run ends stopped. The run rests queued for a fresh worker. Seed: "Leases, recovery and the sweeper".
+ * run ends stopped. The run rests queued for a fresh worker, which the sweeper wakes after
+ * `wakeDelayMs` if the step message is lost. Seed: "Leases, recovery and the sweeper".
  */
-export function takeOver(record: RunRecord, now: number): TransitionResult {
+export function takeOver(record: RunRecord, now: number, wakeDelayMs = 0): TransitionResult {
   if (record.lease === null) return reject('no_lease', 'run holds no lease');
   if (record.lease.expires_at > now) return reject('lease_held', 'lease has not expired');
   const previous = { owner: record.lease.owner, epoch: record.epoch };
@@ -168,7 +169,7 @@ export function takeOver(record: RunRecord, now: number): TransitionResult {
     }
   }
   const appended = append(draft, newEvents, now);
-  const settled = { ...appended.draft, status: 'queued', wake_at: now } as Draft;
+  const settled = { ...appended.draft, status: 'queued', wake_at: now + wakeDelayMs } as Draft;
   const taken = finish(settled, appended.events);
   // A pause asked for during the lost operation applies now, at this boundary.
   if (record.pause_requested !== undefined) {
@@ -191,4 +192,16 @@ function usageOfEnded(usage: Usage, op: Operation): Usage {
     model_calls: usage.model_calls + model,
     tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
   };
+}
+
+/**
+ * The sweeper is about to wake a queued run nobody drives: its wake deadline moves `delayMs`
+ * out first, so that a second sweeper does not wake it too. Rejected `nothing_to_do` unless the
+ * run is queued, holds no lease and its deadline has passed. Seed: agent-runs, sweeper ("wakes
+ * queued runs that nobody is driving").
+ */
+export function postponeWake(record: RunRecord, now: number, delayMs: number): TransitionResult {
+  if (record.status !== 'queued' || record.lease !== null || record.wake_at === null || record.wake_at > now)
+    return reject('nothing_to_do', 'the run is not due for a wake-up');
+  return finish({ ...record, wake_at: now + delayMs } as Draft, []);
 }

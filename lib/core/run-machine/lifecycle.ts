@@ -41,6 +41,11 @@ export interface CreateRunParams {
   parent_run_id?: string;
   parent_op_id?: string;
   depth?: number;
+  /**
+   * How long after `now` the sweeper wakes the new run if its first step message is lost (ms;
+   * default 0). DESIGN section 6, step 4.
+   */
+  wake_delay_ms?: number;
 }
 
 /** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
@@ -80,7 +85,7 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     depth: p.depth ?? 0,
     live_children: [],
     capability_hash: p.capability_hash,
-    wake_at: now,
+    wake_at: now + (p.wake_delay_ms ?? 0),
     status: 'queued',
     lease: null,
     operation: null,

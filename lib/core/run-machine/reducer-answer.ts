@@ -32,6 +32,11 @@ export interface ReducerAnswer {
   effects: Effect[];
   projection: Projection | null | undefined;
   diagnostics: unknown[];
+  /**
+   * The hash of the reducer artifact that answered; pins the binding when the run has not pinned
+   * one yet (seed: agent-runs, "Domain reducers": "Pinned").
+   */
+  artifact_hash?: string;
 }
 
 /**
@@ -50,6 +55,12 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
     reduced_seq: answer.event_seq,
     state_rev: answer.state_rev,
     projection: answer.projection === undefined ? record.projection : answer.projection,
+    reducer:
+      record.reducer !== null &&
+      record.reducer.artifact_hash === undefined &&
+      answer.artifact_hash !== undefined
+        ? { ...record.reducer, artifact_hash: answer.artifact_hash }
+        : record.reducer,
     updated_at: now,
   } as Draft;
   const newEvents: NewRunEvent[] = [

@@ -1,0 +1,23 @@
+/**
+ * The body of a create request (`POST /runs`). Seed: agent-runs, "Subject, principal and
+ * admission", "Server-driven and client-driven runs" (a run without a reducer is client-driven).
+ */
+import { z } from 'zod';
+import { JsonObject, Subject } from './common.ts';
+import { Budgets, OnExceeded, ReducerBinding } from './run.ts';
+
+export const CreateRunInput = z.strictObject({
+  subject: Subject,
+  reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
+  /** The run's first input (run_started.data.input); null when absent. */
+  input: z.unknown().default(null),
+  objective: z.string().max(10_000).optional(),
+  context: z.unknown().optional(),
+  budgets: Budgets.default({}),
+  on_exceeded: OnExceeded.default('pause'),
+  as_agent: z.string().min(1).optional(),
+  on_behalf_of: z.string().min(1).optional(),
+  create_key: z.string().min(1).max(256).optional(),
+  executor_config: JsonObject.default({}),
+});
+export type CreateRunInput = z.input<typeof CreateRunInput>;

@@ -1,0 +1,107 @@
+/**
+ * Creating a run: parse the request, decide the principal, answer a replayed create key or the
+ * subject's live run with `created: false`, resolve and pin the reducer, and commit the new run
+ * (record, run_started, subject and create-key index items) in one transaction; a server-driven
+ * run is then woken. Seed: agent-runs, "Subject, principal and admission".
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
+import { type Caller, capabilityHash } from '../core/controls.ts';
+import { principalFor, principalKeyOf } from '../core/principal.ts';
+import { createRun as createRunRecord } from '../core/run-machine.ts';
+import { readDecideCommit } from './commit-loop.ts';
+import { commitOf, type EngineDeps, wake } from './deps.ts';
+import { EngineError } from './errors.ts';
+import { readRun, runView } from './reads.ts';
+
+export interface CreateRunOutput {
+  run: RunRecord;
+  created: boolean;
+  /** The control capability secret: returned once, at creation; stored only as a hash. */
+  control_capability?: string;
+}
+
+/**
+ * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
+ * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
+ * (on_behalf_of by a non-system caller), reducer_not_found; CommitRejected when the store refuses
+ * for another reason.
+ */
+/** The binding pinned to the artifact it resolves to now; throws reducer_not_found. */
+async function resolveReducer(
+  deps: EngineDeps,
+  binding: CreateRunInput['reducer'],
+): Promise<RunRecord['reducer']> {
+  if (binding === undefined || binding === null) return null;
+  const resolved = await deps.reducers.resolve(binding);
+  if (resolved === null) {
+    throw new EngineError('reducer_not_found', `no reducer at ${binding.function_path}`, {
+      function_path: binding.function_path,
+    });
+  }
+  return { ...binding, artifact_hash: resolved.artifact_hash };
+}
+
+export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller): Promise<CreateRunOutput> {
+  const parsed = CreateRunInput.safeParse(raw);
+  if (!parsed.success) {
+    throw new EngineError('validation_failed', 'invalid create request', { issues: parsed.error.issues });
+  }
+  const input = parsed.data;
+  const decided = principalFor(caller.principal, input.as_agent, input.on_behalf_of);
+  if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
+  const principal = decided.principal;
+  const principalKey = principalKeyOf(principal);
+  const secret = randomBytes(32).toString('base64url');
+  return readDecideCommit<{ existing: string | null; live?: RunRecord | null }, CreateRunOutput>(deps, {
+    // What a create must not duplicate: a run under the same create key, the subject's live run.
+    async read() {
+      const byKey =
+        input.create_key === undefined
+          ? null
+          : await deps.store.findByCreateKey(principalKey, input.create_key);
+      if (byKey !== null) return { existing: byKey };
+      const live = await deps.store.findBySubject(input.subject);
+      const record = live === null ? null : await deps.store.getRun(live);
+      return { existing: null, live: record !== null && !isTerminalStatus(record.status) ? record : null };
+    },
+    async decide(found) {
+      if (found.existing !== null)
+        return { done: { run: runView(await readRun(deps, found.existing, caller)), created: false } };
+      if (found.live != null) return { done: { run: runView(found.live), created: false } };
+      const reducer = await resolveReducer(deps, input.reducer);
+      const now = deps.clock.now();
+      const created = createRunRecord(
+        {
+          run_id: `run_${randomUUID().replaceAll('-', '')}`,
+          principal,
+          subject: input.subject,
+          reducer,
+          input: input.input,
+          ...(input.objective !== undefined ? { objective: input.objective } : {}),
+          ...(input.context !== undefined ? { context: input.context } : {}),
+          budgets: input.budgets,
+          on_exceeded: input.on_exceeded,
+          executor_config: input.executor_config,
+          capability_hash: capabilityHash(secret),
+          wake_delay_ms: deps.wakeGraceMs,
+        },
+        now,
+      );
+      return {
+        commit: {
+          ...commitOf(created, null),
+          ...(input.create_key !== undefined ? { createKey: { principalKey, key: input.create_key } } : {}),
+        },
+        async after(stored: RunRecord): Promise<CreateRunOutput> {
+          if (reducer !== null) await wake(deps, stored.run_id);
+          return { run: runView(stored), created: true, control_capability: secret };
+        },
+      };
+    },
+    // Someone created under the same subject or key first: read again and answer with theirs.
+    retryOn: ['subject_taken', 'create_key_taken'],
+    attempts: 3,
+    jitter: false,
+  });
+}

@@ -1,0 +1,186 @@
+/**
+ * What every use case of the engine runs over: the ports, the timing settings and the two
+ * hooks (log, fault injection), resolved once from the engine's options; plus the two actions
+ * every use case shares: committing a change of a run (checkpoints derived in core) and waking
+ * a step worker. DESIGN sections 5 and 6; STYLE "Ports as narrow interfaces".
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  isTerminalStatus,
+  type RunEvent,
+  type RunRecord,
+  type ToolResultEnvelope,
+} from '../contracts/index.ts';
+import { checkpointsOf } from '../core/checkpoints.ts';
+import { hasWork, LEASE_TTL_MS } from '../core/run-machine.ts';
+import type { Clock, Commit, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './ports.ts';
+
+/** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
+export type CrashPoint =
+  | 'after_lease_acquire'
+  | 'after_reducer_answer'
+  | 'after_dispatch'
+  | 'after_commit_before_send'
+  | 'during_heartbeat';
+
+export type Log = (entry: Record<string, unknown>) => void;
+
+export interface EngineOptions {
+  store: RunStore;
+  queue: StepQueue;
+  clock: Clock;
+  reducers: ReducerHost;
+  tools: ToolHost;
+  models: ModelHost;
+  /** Names this process; each step adds a unique suffix so two steps never share a fence. */
+  workerId?: string;
+  /** Lease length (ms, default 90 000). */
+  leaseTtlMs?: number;
+  /** How often a worker renews its lease while an operation runs (ms, default 30 000). */
+  heartbeatMs?: number;
+  /** Delay before the sweeper wakes a queued run whose step message was lost (ms, default 60 000). */
+  wakeGraceMs?: number;
+  /** Fault injection: throw from here to simulate a crash at that point. */
+  faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
+  log?: Log;
+}
+
+/** The engine's options with every default applied: what each use case receives. */
+export interface EngineDeps {
+  store: RunStore;
+  queue: StepQueue;
+  clock: Clock;
+  reducers: ReducerHost;
+  tools: ToolHost;
+  models: ModelHost;
+  workerId: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  wakeGraceMs: number;
+  faults: (point: CrashPoint, runId: string) => void | Promise<void>;
+  log: Log;
+}
+
+export function resolveDeps(options: EngineOptions): EngineDeps {
+  return {
+    store: options.store,
+    queue: options.queue,
+    clock: options.clock,
+    reducers: options.reducers,
+    tools: options.tools,
+    models: options.models,
+    workerId: options.workerId ?? `worker-${randomUUID().slice(0, 8)}`,
+    leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
+    heartbeatMs: options.heartbeatMs ?? 30_000,
+    wakeGraceMs: options.wakeGraceMs ?? 60_000,
+    faults: options.faults ?? (() => {}),
+    log: options.log ?? (() => {}),
+  };
+}
+
+/** A commit as a use case states it: the checkpoints its events call for are added by `commitRun`. */
+export type CommitParts = Omit<Commit, 'checkpoints'>;
+
+/**
+ * Writes one commit of a run, with the checkpoints its `checkpoint_written` events call for
+ * (core decides what each captures). Returns the stored record. Throws CommitRejected or
+ * CommitTooLarge (commit-errors.ts).
+ */
+export function commitRun(deps: EngineDeps, parts: CommitParts): Promise<RunRecord> {
+  const checkpoints = checkpointsOf(parts.record, parts.events);
+  return deps.store.commit(checkpoints.length > 0 ? { ...parts, checkpoints } : parts);
+}
+
+/** The commit parts of a transition result on the record read at `expectedVersion`. */
+export function commitOf(
+  result: { record: RunRecord; events: RunEvent[] },
+  expectedVersion: number | null,
+): CommitParts {
+  return { record: result.record, expectedVersion, events: result.events };
+}
+
+/**
+ * Whether a step message should follow a commit: a queued run with work, or an ended run whose
+ * reducer is still owed events (e.g. `stopped`, delivered so that it may write a checkpoint).
+ */
+export function needsStep(record: RunRecord): boolean {
+  if (record.status === 'queued') return hasWork(record);
+  return isTerminalStatus(record.status) && record.reducer !== null && record.inbox.length > 0;
+}
+
+/** Sends the step message after a commit. A lost message is covered by the run's wake deadline. */
+export async function wake(deps: EngineDeps, runId: string): Promise<void> {
+  await deps.faults('after_commit_before_send', runId);
+  try {
+    await deps.queue.send({ run_id: runId });
+  } catch (err) {
+    deps.log({
+      level: 'warn',
+      message: 'step message not sent; the sweeper will wake the run',
+      run_id: runId,
+      error: String(err),
+    });
+  }
+}
+
+// ---------------------------------------------------------------- delegation
+
+/** What running an ended run's owed duties did. */
+export interface OwedReport {
+  handed_back: number;
+  children_stopped: number;
+}
+
+/**
+ * Delegation's part in the use cases (delegation.ts implements it). Seed: agent-runs ("child
+ * runs with a durable mailbox"; the sweeper "delivers owed child hand-backs, stops children of
+ * ended parents").
+ */
+export interface Delegation {
+  /**
+   * Executes a delegate operation of `parent`: creates the child run (or finds the one this
+   * operation already created: the create key is `delegate:{op_id}` under the parent's
+   * principal) and answers `waiting` on `child:{child_run_id}`. The child inherits the parent's
+   * reducer, executor_config, on_exceeded and run context (run_started.data.context) unless the
+   * args give them, and max_depth as a ceiling. A child that already ended is answered with its
+   * hand-back at once. Bad args → `failed` invalid_input (`delegate_args_invalid`, naming the
+   * field); no reducer → invalid_input (`delegate_reducer_missing`); unknown reducer → not_found
+   * (`reducer_not_found`); the subject held by another live run → conflict (`subject_taken`).
+   * Never throws for bad input.
+   */
+  startChild(parent: RunRecord, op: NonNullable<RunRecord['operation']>): Promise<ToolResultEnvelope>;
+  /** Runs the duties an ended run owes (stop its children, hand back to its parent). */
+  settleEnded(record: RunRecord): Promise<OwedReport>;
+  /** For a parent resting `waiting`: hands back every child it waits for that has already ended. */
+  collectEnded(parent: RunRecord): Promise<number>;
+  /**
+   * Stops the children whose waits `parent` closed without their result (withdrawn by a steer,
+   * expired): nobody waits for their outcome any more. Best effort: a child left running is
+   * stopped when its parent ends.
+   */
+  stopDetached(parent: RunRecord, childIds: string[]): Promise<number>;
+}
+
+/** The deps plus delegation: what the use cases that may end a run or start a child receive. */
+export interface EngineContext extends EngineDeps {
+  delegation: Delegation;
+}
+
+/**
+ * Runs the duties a run that just ended owes (hand-back, stop children). A failure is logged
+ * and left to the sweeper: the duties stay owed on the record until done.
+ */
+export async function afterEnd(ctx: EngineContext, record: RunRecord): Promise<OwedReport | null> {
+  if (!isTerminalStatus(record.status) || !('owed' in record) || record.owed.length === 0) return null;
+  try {
+    return await ctx.delegation.settleEnded(record);
+  } catch (err) {
+    ctx.log({
+      level: 'warn',
+      message: 'owed duties left to the sweeper',
+      run_id: record.run_id,
+      error: String(err),
+    });
+    return null;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Executing one started operation: a tool call through the ToolHost, a model turn through the
+ * ModelHost (its context compiled from the event log by core), a delegation through delegation.
+ * Never throws for a tool or provider fault: the outcome comes back as an OperationResult.
+ * Seed: agent-runs, "Operations"; agent-run-contracts, "Tool calls", "The model-turn function";
+ * tool-invocation-contract, "Invocation".
+ */
+import type {
+  ModelTurnInput,
+  Operation,
+  RunEvent,
+  RunRecord,
+  ToolResultEnvelope,
+} from '../contracts/index.ts';
+import { compileContext } from '../core/context-compiler.ts';
+import { isDelegation, type OperationResult } from '../core/run-machine.ts';
+import type { EngineContext } from './deps.ts';
+import type { ToolCallRequest } from './ports.ts';
+
+/** The ToolHost request of a tool operation of `record`. */
+export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest {
+  const effect = op.effect;
+  if (effect.kind !== 'call_tool') throw new Error('not a tool call');
+  return {
+    run_id: record.run_id,
+    op_id: op.op_id,
+    tool: effect.tool,
+    args: effect.args,
+    principal: record.principal,
+    subject: record.subject,
+    attempt: op.attempt,
+    mutating: effect.mutating,
+    replay_safe: effect.replay_safe,
+    ...(effect.timeout_ms !== undefined ? { timeout_ms: effect.timeout_ms } : {}),
+    ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
+  };
+}
+
+/** The failed envelope of a tool call the policy gate denied: no handler ran. */
+export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope {
+  const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
+  return {
+    envelope: 'raisin.tool-result/1',
+    operation_id: op.op_id,
+    status: 'failed',
+    error_class: 'permission_denied',
+    reads: [],
+    writes: [],
+    artifact_refs: [],
+    evidence: [],
+    diagnostics: [{ code, severity: 'error', message: `the policy denied ${tool}` }],
+    suggested_next_actions: [],
+    retry_policy: { retryable: false },
+  };
+}
+
+/** Reads the run's events from `fromSeq` to its last seq (for a model turn's transcript). */
+export type EventsFrom = (fromSeq: number) => Promise<RunEvent[]>;
+
+/**
+ * Executes the started operation `op` of `record` with `signal` (cancellation). `eventsFrom`
+ * supplies the transcript of a model turn.
+ */
+export async function executeOperation(
+  ctx: EngineContext,
+  record: RunRecord,
+  op: Operation,
+  signal: AbortSignal,
+  eventsFrom: EventsFrom,
+): Promise<OperationResult> {
+  const effect = op.effect;
+  if (effect.kind === 'call_tool' && isDelegation(op)) {
+    return { kind: 'tool_result', envelope: await ctx.delegation.startChild(record, op) };
+  }
+  if (effect.kind === 'call_tool') {
+    return { kind: 'tool_result', envelope: await ctx.tools.execute(toolRequestOf(record, op), signal) };
+  }
+  if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, eventsFrom);
+  return {
+    kind: 'operation_failed',
+    error_class: 'unsupported',
+    retryable: false,
+    outcome_unknown: false,
+    message: `cannot execute ${effect.kind}`,
+  };
+}
+
+async function executeModelTurn(
+  ctx: EngineContext,
+  record: RunRecord,
+  op: Operation,
+  signal: AbortSignal,
+  eventsFrom: EventsFrom,
+): Promise<OperationResult> {
+  const effect = op.effect;
+  if (effect.kind !== 'request_model_turn') throw new Error('not a model turn');
+  // The transcript window the reducer asked for (agent-run-contracts, request_model_turn):
+  // events after to_seq (e.g. steers consumed since the reducer asked) wait for the next turn.
+  const context = (effect.context ?? {}) as { transcript?: { from_seq?: number; to_seq?: number } };
+  const fromSeq = context.transcript?.from_seq ?? 1;
+  const toSeq = context.transcript?.to_seq;
+  const events = await eventsFrom(fromSeq);
+  // Calls the reducer answered itself (no tool_result event) carry the model-visible `content`.
+  const answers = (effect.tool_results ?? []).flatMap((r) =>
+    typeof r.content === 'string'
+      ? [{ call_id: r.call_id, ...(typeof r.name === 'string' ? { name: r.name } : {}), content: r.content }]
+      : [],
+  );
+  const compiled = compileContext(events, {
+    instructions: effect.instructions,
+    from_seq: fromSeq,
+    ...(typeof toSeq === 'number' ? { to_seq: toSeq } : {}),
+    answers,
+  });
+  const input: ModelTurnInput = {
+    run_id: record.run_id,
+    operation_id: op.op_id,
+    attempt: op.attempt,
+    subject: record.subject,
+    executor_config: record.executor_config,
+    request: {
+      tools_offered: effect.tools_offered,
+      ...(effect.instructions !== undefined ? { instructions: effect.instructions } : {}),
+      tool_results: effect.tool_results ?? [],
+      ...(effect.output_schema !== undefined ? { output_schema: effect.output_schema } : {}),
+      ...(effect.context !== undefined ? { context: effect.context } : {}),
+    },
+  };
+  const out = await ctx.models.turn(input, compiled, signal);
+  if ('error_class' in out) {
+    const { error_class, message, retryable, ...detail } = out as typeof out & Record<string, unknown>;
+    return {
+      kind: 'operation_failed',
+      error_class,
+      retryable: retryable ?? false,
+      outcome_unknown: false,
+      message,
+      ...(Object.keys(detail).length > 0 ? { detail } : {}),
+    };
+  }
+  return {
+    kind: 'model_turn_completed',
+    message: out.message,
+    tool_calls: out.tool_calls,
+    finish_reason: out.finish_reason,
+    usage: out.usage,
+  };
+}

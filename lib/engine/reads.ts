@@ -1,0 +1,205 @@
+/**
+ * The read side of the engine: a run's view, its events (with the long poll), listings, its
+ * checkpoints and children. The HTTP layer reads only through here, so authorization is decided
+ * once, before anything of a run is returned. Seed: agent-runs, "Projections" (readers get the
+ * effective projection), "Checkpoints"; DESIGN section 7.
+ */
+import { isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
+import { type Caller, isAuthorized } from '../core/controls.ts';
+import { effectiveProjection } from '../core/projection.ts';
+import type { EngineDeps } from './deps.ts';
+import { EngineError } from './errors.ts';
+import type { CheckpointItem } from './ports.ts';
+
+/** A child run as its parent's listing shows it. */
+export interface ChildRunSummary {
+  run_id: string;
+  status: RunRecord['status'];
+  depth: number;
+  parent_op_id?: string;
+  created_at: number;
+}
+
+/** One page of a run's events, with where the run stands when the page was read. */
+export interface EventPage {
+  events: RunEvent[];
+  /** The `after` to ask for next: the last seq of this page, or the request's `after`. */
+  next_after: number;
+  last_seq: number;
+  status: RunRecord['status'];
+  /** The run ended and its reducer received every event: no event will follow `last_seq`. */
+  settled: boolean;
+}
+
+export interface EventQuery {
+  /** Events with seq > after. */
+  after: number;
+  limit: number;
+  /** Long poll: wait up to this many milliseconds for the first event (0: answer at once). */
+  waitMs?: number;
+  /** How often the long poll re-reads the run record (ms, default 250). */
+  pollIntervalMs?: number;
+  /** Ends the long poll early (the client went away). */
+  signal?: AbortSignal;
+}
+
+/** A page of runs the caller may read. */
+export interface RunListing {
+  runs: RunRecord[];
+  cursor?: string;
+}
+
+export interface RunListQuery {
+  status?: RunRecord['status'];
+  /** With both subject fields: the subject's live run only. */
+  subject_workspace?: string;
+  subject_path?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface Reads {
+  getRun(runId: string, caller: Caller): Promise<RunRecord>;
+  readEvents(runId: string, caller: Caller, query: EventQuery): Promise<EventPage>;
+  listRuns(query: RunListQuery, caller: Caller): Promise<RunListing>;
+  listCheckpoints(runId: string, caller: Caller): Promise<CheckpointItem[]>;
+  getCheckpoint(runId: string, caller: Caller, n: number): Promise<CheckpointItem>;
+  /** The child runs `runId` delegated to, oldest first. */
+  listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
+}
+
+/**
+ * The view readers get: the record with its effective projection, without the capability hash
+ * (a digest of a secret has no use outside the store).
+ */
+export function runView(record: RunRecord): RunRecord {
+  const { capability_hash: _hash, ...rest } = record;
+  return { ...rest, projection: effectiveProjection(record.projection, record.status) } as RunRecord;
+}
+
+/** An ended run whose reducer has received every event: its log will not grow. */
+export function isSettled(record: RunRecord): boolean {
+  return isTerminalStatus(record.status) && record.inbox.length === 0;
+}
+
+/**
+ * The record of a run the caller may read. Throws EngineError run_not_found (unknown id) or
+ * unauthorized (the caller may not read it).
+ */
+export async function readRun(deps: EngineDeps, runId: string, caller: Caller): Promise<RunRecord> {
+  const record = await deps.store.getRun(runId);
+  if (record === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
+  if (!isAuthorized(record, caller))
+    throw new EngineError('unauthorized', 'not allowed to read this run', { run_id: runId });
+  return record;
+}
+
+export function createReads(deps: EngineDeps): Reads {
+  const { store } = deps;
+
+  async function readEvents(runId: string, caller: Caller, query: EventQuery): Promise<EventPage> {
+    const { after, limit } = query;
+    const pollIntervalMs = query.pollIntervalMs ?? 250;
+    // The record is read BEFORE the events: a page whose status is terminal and whose
+    // next_after reaches last_seq therefore holds every event the run will have.
+    let record = await readRun(deps, runId, caller);
+    const deadline = deps.clock.now() + (query.waitMs ?? 0);
+    for (;;) {
+      if (record.last_seq > after) {
+        const events = await store.readEvents(runId, after, limit);
+        const last = events[events.length - 1];
+        return {
+          events,
+          next_after: last?.seq ?? after,
+          last_seq: record.last_seq,
+          status: record.status,
+          settled: isSettled(record),
+        };
+      }
+      const remaining = deadline - deps.clock.now();
+      if (remaining <= 0 || isSettled(record) || query.signal?.aborted === true) {
+        return {
+          events: [],
+          next_after: after,
+          last_seq: record.last_seq,
+          status: record.status,
+          settled: isSettled(record),
+        };
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pollIntervalMs, remaining)));
+      const next = await store.getRun(runId);
+      if (next === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
+      record = next;
+    }
+  }
+
+  async function listRuns(query: RunListQuery, caller: Caller): Promise<RunListing> {
+    let ids: string[];
+    let cursor: string | undefined;
+    if (query.subject_workspace !== undefined && query.subject_path !== undefined) {
+      const live = await store.findBySubject({
+        workspace: query.subject_workspace,
+        path: query.subject_path,
+      });
+      ids = live === null ? [] : [live];
+    } else {
+      let page: { run_ids: string[]; cursor?: string };
+      try {
+        page = await store.listByStatus(query.status ?? 'running', query.limit, query.cursor);
+      } catch (err) {
+        const name = (err as { name?: string } | null)?.name;
+        if (query.cursor !== undefined && (err instanceof SyntaxError || name === 'ValidationException')) {
+          throw new EngineError('invalid_cursor', 'invalid query cursor: not a cursor this API returned', {
+            cursor: query.cursor,
+          });
+        }
+        throw err;
+      }
+      ids = page.run_ids;
+      cursor = page.cursor;
+    }
+    const records = await Promise.all(ids.map((id) => store.getRun(id)));
+    const runs = records
+      .filter((r): r is RunRecord => r !== null)
+      .filter((r) => isAuthorized(r, caller) && (query.status === undefined || r.status === query.status))
+      .map(runView);
+    return cursor === undefined ? { runs } : { runs, cursor };
+  }
+
+  return {
+    async getRun(runId, caller) {
+      return runView(await readRun(deps, runId, caller));
+    },
+    readEvents,
+    listRuns,
+    async listCheckpoints(runId, caller) {
+      await readRun(deps, runId, caller);
+      return store.listCheckpoints(runId);
+    },
+    async getCheckpoint(runId, caller, n) {
+      await readRun(deps, runId, caller);
+      const cp = await store.getCheckpoint(runId, n);
+      if (cp === null)
+        throw new EngineError('checkpoint_not_found', `checkpoint ${n} of run ${runId} not found`, {
+          run_id: runId,
+          n,
+        });
+      return cp;
+    },
+    async listChildren(runId, caller) {
+      await readRun(deps, runId, caller);
+      const ids = await store.listChildren(runId);
+      const records = await Promise.all(ids.map((id) => store.getRun(id)));
+      return records
+        .filter((r): r is RunRecord => r !== null)
+        .map((r) => ({
+          run_id: r.run_id,
+          status: r.status,
+          depth: r.depth,
+          ...(r.parent_op_id !== undefined ? { parent_op_id: r.parent_op_id } : {}),
+          created_at: r.created_at,
+        }))
+        .sort((a, b) => a.created_at - b.created_at);
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Delivering the inbox head to the reducer: build the raisin.agent-run.reducer/1 request, call
+ * the reducer host under the deterministic policy, validate the answer, and let core turn it
+ * into the run's next transition. One routine for a running run (the step worker) and an ended
+ * one (its final events, e.g. `stopped`). Seed: agent-run-contracts, "Request", "Validation";
+ * agent-runs, "Domain reducers".
+ */
+import type { RunEvent, RunRecord } from '../contracts/index.ts';
+import {
+  applyReducerOutcome,
+  type ReducerOutcome,
+  reducerRequestFor,
+  validateAnswer,
+} from '../core/reducer-outcome.ts';
+import type { TransitionResult } from '../core/run-machine.ts';
+import type { EngineDeps } from './deps.ts';
+
+/** Where the delivery reads the event and the reducer's state (a worker's caches, or the store). */
+export interface DeliveryReads {
+  /** The persisted event at `seq`; null when it cannot be found. */
+  event(seq: number): Promise<RunEvent | null>;
+  /** The domain state of revision `rev` of the record. */
+  state(rev: number): Promise<unknown>;
+}
+
+/**
+ * The transition for the reducer's answer to the inbox head of `record` (plus the domain state
+ * the commit must write). `faultPoint`: offer the crash point `after_reducer_answer` (the step
+ * worker does; the delivery after the end does not).
+ */
+export async function deliverInboxHead(
+  deps: EngineDeps,
+  record: RunRecord,
+  reads: DeliveryReads,
+  options: { faultPoint: boolean },
+): Promise<{ transition: TransitionResult; state?: { rev: number; value: unknown } }> {
+  const seq = record.inbox[0];
+  const binding = record.reducer;
+  if (seq === undefined || binding === null)
+    return applyReducerOutcome(record, { kind: 'not_deliverable' }, deps.clock.now());
+  const event = await reads.event(seq);
+  const request =
+    event === null ? null : reducerRequestFor(record, await reads.state(record.state_rev), event);
+  let outcome: ReducerOutcome;
+  if (request === null) outcome = { kind: 'not_deliverable' };
+  else {
+    const res = await deps.reducers.reduce(binding, request);
+    if (options.faultPoint) await deps.faults('after_reducer_answer', record.run_id);
+    switch (res.kind) {
+      case 'unavailable':
+        deps.log({
+          level: 'warn',
+          message: 'reducer unavailable',
+          run_id: record.run_id,
+          reason: res.reason,
+        });
+        outcome = res;
+        break;
+      case 'changed':
+        outcome = { kind: 'changed' };
+        break;
+      case 'threw':
+        outcome = { kind: 'threw', code: res.code };
+        break;
+      case 'answered': {
+        const validation = validateAnswer(request, res.response);
+        if (!validation.ok)
+          deps.log({
+            level: 'warn',
+            message: 'reducer response refused',
+            run_id: record.run_id,
+            code: validation.code,
+            detail: validation.message,
+          });
+        outcome = { kind: 'answered', validation, artifact_hash: res.artifact_hash };
+        break;
+      }
+    }
+  }
+  return applyReducerOutcome(record, outcome, deps.clock.now());
+}

@@ -1,0 +1,470 @@
+/**
+ * The step (server-driven runs): take the lease, then loop on core's `nextMove` (deliver the
+ * inbox head to the reducer, consume steers, gate and start the pending operation, execute it
+ * with an AbortSignal while a heartbeat renews the lease and watches for a stop), committing
+ * fused: an operation's result, the reducer's answer to it and the next operation's start in one
+ * transaction. Stops when the run waits, pauses or ends, or at half the lease: then releases the
+ * lease (with a wake deadline) and sends the next step message. A fenced-out worker writes
+ * nothing more. DESIGN section 6; seed agent-runs, "Leases, recovery and the sweeper".
+ */
+import { randomUUID } from 'node:crypto';
+import { childOfResumeKey, isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
+import { nextMove } from '../core/guards.ts';
+import {
+  acquireLease,
+  consumeSteer,
+  type Fence,
+  failRun,
+  finishOperation,
+  gateOperation,
+  hasWork,
+  isDelegation,
+  type OperationResult,
+  releaseLease,
+  renewLease,
+  startOperation,
+  type TransitionResult,
+} from '../core/run-machine.ts';
+import { deliverAfterEnd } from './after-end.ts';
+import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
+import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
+import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
+import { LeaseLost } from './errors.ts';
+import { deliverInboxHead } from './reducer-delivery.ts';
+
+export type StepOutcome =
+  | { kind: 'not_found' }
+  | { kind: 'nothing_to_do'; status: string }
+  | { kind: 'busy' }
+  | { kind: 'fenced' }
+  | { kind: 'progressed'; status: string; operations: number };
+
+/**
+ * One step message's work on a run. Returns what happened; never throws for a run that is busy
+ * (another worker holds its lease) or fenced (the lease was lost mid-step). Throws store errors
+ * (the message is then retried). Seed: agent-runs, "Server-driven and client-driven runs".
+ */
+export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOutcome> {
+  const first = await ctx.store.getRun(runId);
+  if (first === null) return { kind: 'not_found' };
+  if (isTerminalStatus(first.status)) {
+    if (first.inbox.length > 0 && first.reducer !== null) await deliverAfterEnd(ctx, first);
+    return { kind: 'nothing_to_do', status: first.status };
+  }
+  const acquired = acquireLease(
+    first,
+    `${ctx.workerId}/${randomUUID().slice(0, 8)}`,
+    ctx.clock.now(),
+    ctx.leaseTtlMs,
+  );
+  if (!acquired.ok)
+    return acquired.code === 'lease_held'
+      ? { kind: 'busy' }
+      : { kind: 'nothing_to_do', status: first.status };
+  let base: RunRecord;
+  try {
+    base = await commitRun(ctx, { record: acquired.record, expectedVersion: first.version, events: [] });
+  } catch (err) {
+    if (err instanceof CommitRejected && err.reason === 'stale_version') return { kind: 'busy' };
+    throw err;
+  }
+  const lease = base.lease;
+  if (lease === null) throw new Error('acquired a lease that is not there');
+  await ctx.faults('after_lease_acquire', runId);
+  const worker = new StepWorker(ctx, base, { owner: lease.owner, epoch: base.epoch });
+  try {
+    return await worker.run();
+  } catch (err) {
+    if (err instanceof LeaseLost) return { kind: 'fenced' };
+    throw err;
+  }
+}
+
+/**
+ * One step invocation holding the lease. `base` is the last committed record; `staged` the
+ * record with the transitions not yet committed. On a stale version the worker re-reads and
+ * recomputes from the fresh record (the reducer is deterministic); an operation's result is
+ * kept across that so that it is never lost or run twice by this worker.
+ */
+/** Whether `record`'s lease is the one `fence` names (owner and epoch; expiry is the sweeper's to judge). */
+function ownsLease(record: RunRecord, fence: Fence): boolean {
+  return record.lease !== null && record.lease.owner === fence.owner && record.epoch === fence.epoch;
+}
+
+class StepWorker {
+  readonly ctx: EngineContext;
+  base: RunRecord;
+  readonly fence: Fence;
+  staged: RunRecord;
+  events: RunEvent[] = [];
+  stateWrite: { rev: number; value: unknown } | undefined;
+  readonly eventCache = new Map<number, RunEvent>();
+  readonly stateCache = new Map<number, unknown>();
+  /** An operation result not yet committed. */
+  pendingResult: OperationResult | undefined;
+  /** Children whose waits this worker's commits closed without their result. */
+  readonly detached: string[] = [];
+  operationsRun = 0;
+
+  constructor(ctx: EngineContext, base: RunRecord, fence: Fence) {
+    this.ctx = ctx;
+    this.base = base;
+    this.staged = base;
+    this.fence = fence;
+  }
+
+  apply(result: TransitionResult): boolean {
+    if (!result.ok) return false;
+    this.staged = result.record;
+    this.events.push(...result.events);
+    for (const e of result.events) this.eventCache.set(e.seq, e);
+    return true;
+  }
+
+  async run(): Promise<StepOutcome> {
+    const { clock } = this.ctx;
+    const deadline = clock.now() + this.ctx.leaseTtlMs / 2;
+    loop: for (;;) {
+      const r = this.staged;
+      const now = clock.now();
+      if (now >= deadline) break;
+      const { move } = nextMove(r, now, ownsLease(r, this.fence));
+      switch (move) {
+        case 'end':
+        case 'rest':
+          break loop;
+        case 'deliver_event':
+          await this.deliverHead();
+          continue;
+        case 'consume_steers':
+          // Every queued steer at this boundary, so that one model turn can answer them all.
+          while (
+            this.staged.queued_steers.length > 0 &&
+            this.apply(consumeSteer(this.staged, clock.now()))
+          ) {}
+          continue;
+        case 'start_operation':
+          if (!(await this.startAndDispatch())) break loop;
+          continue;
+      }
+    }
+    return this.release();
+  }
+
+  /** Gates, starts, commits, and executes the pending operation. False when nothing could start. */
+  async startAndDispatch(): Promise<boolean> {
+    const { clock } = this.ctx;
+    if (await this.gate()) return true;
+    if (!this.apply(startOperation(this.staged, clock.now()))) return false;
+    if (this.staged.status !== 'running') return true; // paused or failed by a budget
+    const started = this.staged.operation;
+    if (started === null) return true;
+    await this.commit();
+    if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null)
+      return true;
+    this.pendingResult = await this.dispatch();
+    this.operationsRun += 1;
+    await this.ctx.faults('after_dispatch', this.base.run_id);
+    if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, clock.now()))) {
+      // The base moved (a heartbeat renewed the lease): recompute on the latest record.
+      await this.reload();
+      if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, clock.now())))
+        throw new LeaseLost('operation no longer ours');
+    }
+    return true;
+  }
+
+  /** Release: the run rests waiting or queued (with a wake deadline for the sweeper); then the duties after. */
+  async release(): Promise<StepOutcome> {
+    const { clock } = this.ctx;
+    const needsRelease = this.staged.lease !== null && this.staged.status === 'running';
+    if (needsRelease) {
+      if (!this.apply(releaseLease(this.staged, this.fence, clock.now(), this.ctx.wakeGraceMs)))
+        throw new LeaseLost('lease lost at release');
+    }
+    if (this.events.length > 0 || needsRelease) await this.commit();
+    // A stale commit recomputes from a fresh record that may have new work: loop again.
+    if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner) return this.run();
+    const final = this.staged;
+    if (final.status === 'queued' && hasWork(final)) await wake(this.ctx, final.run_id);
+    if (final.status === 'waiting') await this.ctx.delegation.collectEnded(final);
+    if (this.detached.length > 0) {
+      await this.ctx.delegation
+        .stopDetached(final, this.detached.splice(0))
+        .catch((err: unknown) =>
+          this.ctx.log({
+            level: 'warn',
+            message: 'detached children left running',
+            run_id: final.run_id,
+            error: String(err),
+          }),
+        );
+    }
+    await afterEnd(this.ctx, final);
+    return { kind: 'progressed', status: final.status, operations: this.operationsRun };
+  }
+
+  /** Commits the staged transitions; on a stale version re-reads and recomputes. */
+  async commit(): Promise<void> {
+    for (;;) {
+      const before = this.base;
+      const events = this.events;
+      try {
+        const stored = await commitRun(this.ctx, {
+          record: this.staged,
+          expectedVersion: this.base.version,
+          fence: this.fence,
+          events: this.events,
+          ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
+        });
+        this.noteDetachedChildren(before, events);
+        this.committed(stored);
+        return;
+      } catch (err) {
+        if (err instanceof CommitTooLarge || (err instanceof CommitRejected && err.reason === 'validation')) {
+          // Storing this outcome will never succeed: retrying would repeat the operation forever.
+          await this.refuse(err);
+          return;
+        }
+        if (!(err instanceof CommitRejected)) throw err;
+        if (err.reason === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
+        if (err.reason !== 'stale_version') throw err;
+        await this.reload();
+        if (this.pendingResult === undefined) return; // recompute in the loop from the fresh record
+        if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, this.ctx.clock.now())))
+          throw new LeaseLost('operation no longer ours');
+      }
+    }
+  }
+
+  /**
+   * Ends the run failed `invariant_violation:commit_refused` when what it staged can never be
+   * stored (too large, or refused by DynamoDB's validation): the failure is committed from the
+   * last stored record, so nothing staged is kept. Throws the original error when even that fails.
+   */
+  async refuse(cause: Error): Promise<void> {
+    this.ctx.log({
+      level: 'error',
+      message: 'commit refused; failing the run',
+      run_id: this.base.run_id,
+      error: cause.message,
+    });
+    const failed = failRun(this.base, 'invariant_violation:commit_refused', this.ctx.clock.now());
+    if (!failed.ok) throw cause;
+    let stored: RunRecord;
+    try {
+      stored = await commitRun(this.ctx, {
+        record: failed.record,
+        expectedVersion: this.base.version,
+        fence: this.fence,
+        events: failed.events,
+      });
+    } catch {
+      throw cause;
+    }
+    this.committed(stored);
+  }
+
+  /** Takes `stored` as the base after a commit: nothing is staged any more. */
+  committed(stored: RunRecord): void {
+    this.base = stored;
+    this.staged = stored;
+    this.events = [];
+    this.stateWrite = undefined;
+    this.pendingResult = undefined;
+  }
+
+  /** Notes the child waits a commit closed without delivering their result (request_closed). */
+  noteDetachedChildren(before: RunRecord, events: RunEvent[]): void {
+    for (const e of events) {
+      if (e.kind !== 'request_closed') continue;
+      const request = before.open_requests.find((r) => r.request_id === e.data.request_id);
+      const child = request?.kind === 'result' ? childOfResumeKey(request.resume_key) : null;
+      if (child !== null) this.detached.push(child);
+    }
+  }
+
+  /** Re-reads the run after a stale commit; drops every uncommitted transition. */
+  async reload(): Promise<void> {
+    const fresh = await this.ctx.store.getRun(this.base.run_id);
+    if (
+      fresh === null ||
+      fresh.lease === null ||
+      fresh.lease.owner !== this.fence.owner ||
+      fresh.epoch !== this.fence.epoch
+    ) {
+      throw new LeaseLost('fenced out');
+    }
+    // Everything past the last commit we know of was staged by this worker and never stored:
+    // a concurrent commit (a control) may have taken those seqs for other events.
+    const committed = this.base;
+    for (const seq of [...this.eventCache.keys()]) if (seq > committed.last_seq) this.eventCache.delete(seq);
+    for (const rev of [...this.stateCache.keys()]) if (rev > committed.state_rev) this.stateCache.delete(rev);
+    this.base = fresh;
+    this.staged = fresh;
+    this.events = [];
+    this.stateWrite = undefined;
+  }
+
+  /** Delivers the inbox head to the reducer and stages its validated answer. */
+  async deliverHead(): Promise<void> {
+    const r = this.staged;
+    const { transition, state } = await deliverInboxHead(
+      this.ctx,
+      r,
+      { event: (seq) => this.eventAt(seq), state: (rev) => this.stateAt(rev) },
+      { faultPoint: true },
+    );
+    if (!this.apply(transition)) return;
+    if (state !== undefined) {
+      this.stateWrite = state;
+      this.stateCache.set(state.rev, state.value);
+    }
+  }
+
+  async eventAt(seq: number): Promise<RunEvent> {
+    const cached = this.eventCache.get(seq);
+    if (cached !== undefined) return cached;
+    const page = await this.ctx.store.readEvents(this.base.run_id, seq - 1, 100);
+    for (const e of page) this.eventCache.set(e.seq, e);
+    const found = this.eventCache.get(seq);
+    if (found === undefined) throw new Error(`event ${seq} of run ${this.base.run_id} is missing`);
+    return found;
+  }
+
+  async stateAt(rev: number): Promise<unknown> {
+    if (this.stateCache.has(rev)) return this.stateCache.get(rev);
+    const value = await this.ctx.store.getState(
+      this.base.run_id,
+      rev,
+      rev === this.base.state_rev ? this.base.state_at : undefined,
+    );
+    this.stateCache.set(rev, value);
+    return value;
+  }
+
+  /** Events from `fromSeq` to the staged last seq: cached, or read in one page. */
+  async eventsFrom(fromSeq: number): Promise<RunEvent[]> {
+    const last = this.staged.last_seq;
+    const missing: number[] = [];
+    for (let s = fromSeq; s <= last; s += 1) if (!this.eventCache.has(s)) missing.push(s);
+    if (missing.length > 0) {
+      const first = missing[0] as number;
+      const page = await this.ctx.store.readEvents(this.base.run_id, first - 1, last - first + 1);
+      for (const e of page) this.eventCache.set(e.seq, e);
+    }
+    const out: RunEvent[] = [];
+    for (let s = fromSeq; s <= last; s += 1) {
+      const e = this.eventCache.get(s);
+      if (e !== undefined) out.push(e);
+    }
+    return out;
+  }
+
+  /**
+   * Runs the policy gate before a pending tool call: deny answers the call without running
+   * it; require_approval opens an approval (the run then waits). Returns true when it staged
+   * something. Seed: tool-invocation-contract, "Policy and authorization".
+   */
+  async gate(): Promise<boolean> {
+    const { clock } = this.ctx;
+    const r = this.staged;
+    const op = r.operation;
+    if (op === null || op.effect.kind !== 'call_tool') return false;
+    if (isDelegation(op)) return false; // core's own operation: its policy is the delegation budgets
+    const decision = this.ctx.tools.gate(toolRequestOf(r, op));
+    if (decision.decision === 'allow') return false;
+    if (decision.decision === 'require_approval') {
+      if (op.approved_digest === decision.digest) return false;
+      return this.apply(
+        gateOperation(
+          r,
+          {
+            digest: decision.digest,
+            summary: decision.summary,
+            tool: op.effect.tool,
+            tool_version: decision.tool_version,
+          },
+          clock.now(),
+        ),
+      );
+    }
+    // deny: the call is answered with a failed envelope, and no handler runs.
+    if (!this.apply(startOperation(r, clock.now()))) return false;
+    if (this.staged.status !== 'running') return true;
+    const result: OperationResult = { kind: 'tool_result', envelope: deniedEnvelope(op, decision.code) };
+    return this.apply(finishOperation(this.staged, this.fence, result, clock.now()));
+  }
+
+  /** Executes the started operation with an AbortSignal and a lease heartbeat. */
+  async dispatch(): Promise<OperationResult> {
+    const op = this.staged.operation;
+    if (op === null) throw new Error('no operation to dispatch');
+    const abort = new AbortController();
+    let lost = false;
+    let cancelled = false;
+    let beating = Promise.resolve();
+    const timer = setInterval(() => {
+      beating = beating.then(async () => {
+        const outcome = await this.heartbeat(op.interruptible && !cancelled);
+        if (outcome === 'lost') {
+          lost = true;
+          abort.abort(new LeaseLost('lease lost'));
+        } else if (outcome === 'cancelled') {
+          cancelled = true;
+          abort.abort(new Error('run stopped'));
+        }
+      });
+    }, this.ctx.heartbeatMs);
+    try {
+      const result = await executeOperation(this.ctx, this.staged, op, abort.signal, (from) =>
+        this.eventsFrom(from),
+      );
+      clearInterval(timer);
+      await beating;
+      if (lost) throw new LeaseLost('the lease was lost while the operation ran');
+      if (cancelled && abort.signal.aborted) {
+        const usage = result.kind === 'model_turn_completed' ? result.usage : undefined;
+        return { kind: 'operation_cancelled', acknowledged: true, ...(usage ? { usage } : {}) };
+      }
+      return result;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /**
+   * One heartbeat while an operation runs: re-read the run; the lease gone → `lost`; a stop seen
+   * (cancelling) while `interruptible` → `cancelled`; else renew the lease. A renewal that loses
+   * to a concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
+   * run record on every lease renewal and cancels its operation when it sees cancelling").
+   */
+  async heartbeat(interruptible: boolean): Promise<'renewed' | 'lost' | 'cancelled' | 'skipped'> {
+    try {
+      await this.ctx.faults('during_heartbeat', this.base.run_id);
+      const current = await this.ctx.store.getRun(this.base.run_id);
+      if (
+        current === null ||
+        current.lease === null ||
+        current.lease.owner !== this.fence.owner ||
+        current.epoch !== this.fence.epoch
+      )
+        return 'lost';
+      const stopping = current.status === 'cancelling' && interruptible;
+      const renewed = renewLease(current, this.fence, this.ctx.clock.now(), this.ctx.leaseTtlMs);
+      if (renewed.ok) {
+        this.base = await commitRun(this.ctx, {
+          record: renewed.record,
+          expectedVersion: current.version,
+          fence: this.fence,
+          events: [],
+        });
+        this.staged = this.base;
+      }
+      return stopping ? 'cancelled' : renewed.ok ? 'renewed' : 'skipped';
+    } catch (err) {
+      if (err instanceof CommitRejected && err.reason === 'stale_version') return 'skipped'; // next beat retries
+      return 'lost';
+    }
+  }
+}
