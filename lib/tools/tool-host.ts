@@ -34,11 +34,11 @@
 import type { Principal, ToolDescriptor, ToolResultEnvelope } from '../contracts/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import type { Clock, PolicyDecision, ToolCallRequest, ToolHost } from '../engine/ports.ts';
+import { invokeHandler } from './adapters/invoke.ts';
 import type { AuditEventName, AuditLog } from './audit-log.ts';
 import { ToolError } from './errors.ts';
-import { invokeHandler, type ToolInvocationContext } from './handler.ts';
+import type { LambdaInvoker, ToolInvocationContext } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
-import type { LambdaInvoker } from './lambda-handler.ts';
 import { diagnosticClassFor, failedEnvelope, normalizeResult } from './normalize.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import type { RegisteredTool, ToolRegistry } from './registry.ts';
