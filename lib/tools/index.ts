@@ -1,5 +1,6 @@
 /**
- * lib/tools: registry, policy gate, dispatcher (ToolHost), envelope normalizer and audit log.
+ * lib/tools: registry, policy gate, dispatcher (ToolHost) with the Lambda, HTTP and MCP adapters,
+ * and the audit log. Results are normalized by lib/core's normalizeToolResult.
  * DESIGN section 3 ("tools/") and section 9.
  */
 
@@ -34,7 +35,7 @@ export type {
   ToolInvocationContext,
   WireContext,
 } from './handler-types.ts';
-export { failedEnvelope, type NormalizedResult, normalizeResult } from './normalize.ts';
+export { failedEnvelope } from './failed-envelope.ts';
 export {
   OpenAiFunctionTool,
   type OpenAiToolBinding,
