@@ -147,7 +147,7 @@ describe('validateToolResult', () => {
       }),
       'evidence.1.subject.revision.alg',
     ],
-  ])('names the field at fault of a %s refusal (%#)', (code, raw, path) => {
+  ])('names the field at fault in a refusal: %s (%#)', (code, raw, path) => {
     expect(validateToolResult(raw)).toMatchObject({ ok: false, code, path });
   });
 
