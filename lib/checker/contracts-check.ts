@@ -6,23 +6,60 @@
  *
  * Layout: every `.json` file under these two subdirectories (both optional, searched
  * recursively, files taken in path order):
- *   DIR/reducer/v1/      `{request: ReducerRequest, response: unknown, expect: "ok" | ReducerValidationCode, description?}`
+ *   DIR/reducer/v1/      `{request: FixtureRequest, response: unknown, expect: "ok" | ReducerValidationCode, description?}`
  *   DIR/tool-result/v1/  `{envelope: unknown, expect: "ok" | EnvelopeRefusalCode, description?}` (checked with validateToolResult)
+ * A fixture carries only the request fields its rule needs (see FixtureRequest): a full request
+ * as core sends it is one, and so is `{state_rev: 7}` for a state_rev rule.
  * Seed: agent-run-contracts, "Validation" and "The tool-result envelope".
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { z } from 'zod';
-import { EnvelopeRefusalCode, ReducerRequest, ReducerValidationCode } from '../contracts/index.ts';
+import {
+  Count,
+  defaultField,
+  EnvelopeRefusalCode,
+  OpenRequestSummary,
+  REDUCER_CONTRACT,
+  REDUCER_EVENT_KINDS,
+  ReducerValidationCode,
+} from '../contracts/index.ts';
 import { validateReducerResponse } from '../core/reducer-validation.ts';
 import { validateToolResult } from '../core/tool-result-validation.ts';
 
 /** What `got` is for a file that could not be read, parsed as JSON, or decoded as a fixture. */
 export const INVALID_FIXTURE = 'invalid_fixture';
 
+/**
+ * The request of a reducer fixture: only what the validation rules read, each part defaulted
+ * when the fixture leaves it out (or sends null). `accept` defaults to
+ * ["raisin.agent-run.reducer/1"], `state_rev` to 0, `run.status` to "running",
+ * `run.open_requests` and `run.unanswered_calls` to [], `event.kind` to "run_started". Every
+ * other field of a full request (run_id, subject, usage, state, the event's seq and data, ...)
+ * may be present or not and is not looked at. A field that is given must have its contract
+ * type (a bad state_rev makes the fixture invalid, not defaulted).
+ */
+export const FixtureRequest = z.object({
+  accept: defaultField(z.array(z.string()).min(1), () => [REDUCER_CONTRACT]),
+  state_rev: defaultField(Count, () => 0),
+  run: defaultField(
+    z.object({
+      status: defaultField(z.string(), () => 'running'),
+      open_requests: defaultField(z.array(OpenRequestSummary), () => []),
+      unanswered_calls: defaultField(z.array(z.string()), () => []),
+    }),
+    () => ({ status: 'running', open_requests: [], unanswered_calls: [] }),
+  ),
+  event: defaultField(
+    z.object({ kind: defaultField(z.enum(REDUCER_EVENT_KINDS), () => 'run_started' as const) }),
+    () => ({ kind: 'run_started' as const }),
+  ),
+});
+export type FixtureRequest = z.infer<typeof FixtureRequest>;
+
 export const ReducerFixture = z.object({
   description: z.string().optional(),
-  request: ReducerRequest,
+  request: defaultField(FixtureRequest, () => FixtureRequest.parse({})),
   response: z.unknown(),
   expect: z.union([z.literal('ok'), ReducerValidationCode]),
 });

@@ -1,9 +1,37 @@
 /**
- * Shared wire shapes used by several contracts: JSON values, locators, revisions, subjects.
+ * Shared wire shapes used by several contracts: JSON values, locators, revisions, subjects, and
+ * the two field helpers that make an optional field accept null.
  * Growth rule (seed agent-run-contracts, "Growth rule"): readers ignore fields they do not know,
- * so every object schema here strips unknown keys instead of rejecting them.
+ * so every object schema here strips unknown keys instead of rejecting them; and a sender may
+ * leave out an optional field, which many senders do by writing `null`, so optional fields of
+ * the reducer and tool-result contracts accept null and read it as absent.
  */
 import { z } from 'zod';
+
+/**
+ * An optional field that also accepts `null`: absent, `undefined` and `null` all decode as
+ * absent (`undefined`), so readers test one case. Only for fields whose value cannot be null
+ * itself (a field of `z.unknown()` keeps a null as the value it is). The JSON Schema (io
+ * "input") shows the field as not required, of type `T | null`.
+ */
+export function optionalField<T extends z.ZodType>(schema: T) {
+  return schema
+    .nullish()
+    .transform((value): z.output<T> | undefined => value ?? undefined)
+    .optional();
+}
+
+/**
+ * A field with a default that also accepts `null`: absent, `undefined` and `null` decode as
+ * `fallback()` (a fresh value each time, so a default list is never shared between parses).
+ * The JSON Schema shows the field as not required, of type `T | null`, with the default.
+ */
+export function defaultField<T extends z.ZodType>(schema: T, fallback: () => z.output<T>) {
+  return schema
+    .nullish()
+    .meta({ default: fallback() })
+    .transform((value): z.output<T> => value ?? fallback());
+}
 
 /** Any JSON value (what a reducer state, a payload or tool args may hold). */
 export const JsonValue: z.ZodType<JsonValue> = z.lazy(() =>
@@ -31,11 +59,11 @@ export type Revision = z.infer<typeof Revision>;
 
 /** A node locator {repository?, branch?, workspace, path, node_id?}. */
 export const Locator = z.object({
-  repository: z.string().optional(),
-  branch: z.string().optional(),
+  repository: optionalField(z.string()),
+  branch: optionalField(z.string()),
   workspace: z.string(),
   path: z.string(),
-  node_id: z.string().optional(),
+  node_id: optionalField(z.string()),
 });
 export type Locator = z.infer<typeof Locator>;
 
@@ -43,7 +71,7 @@ export type Locator = z.infer<typeof Locator>;
 export const Subject = z.object({
   workspace: z.string().min(1),
   path: z.string().min(1),
-  node_id: z.string().optional(),
+  node_id: optionalField(z.string()),
 });
 export type Subject = z.infer<typeof Subject>;
 

@@ -2,9 +2,13 @@
  * The reducer contract `raisin.agent-run.reducer/1`: request, the 11 event kinds, response,
  * the 9 effect kinds, the projection and the 13 validation codes.
  * Seed: agent-run-contracts, "The reducer contract". Field names are the seed's, exactly.
+ *
+ * Growth rule: every optional field accepts null and reads it as absent, every defaulted field
+ * reads null as its default (optionalField/defaultField in common.ts). A field whose value is
+ * any JSON (`z.unknown()`: context, value, detail, changes, ...) keeps a null as that value.
  */
 import { z } from 'zod';
-import { Count, JsonObject, Subject } from './common.ts';
+import { Count, defaultField, JsonObject, optionalField, Subject } from './common.ts';
 import { ToolResultEnvelope } from './tool-result.ts';
 
 export const REDUCER_CONTRACT = 'raisin.agent-run.reducer/1';
@@ -57,7 +61,7 @@ export type ProjectionItem = z.infer<typeof ProjectionItem>;
 /** `{items: [{key, title, status, detail?}], summary?}`. Seed: "Projection". */
 export const Projection = z.object({
   items: z.array(ProjectionItem),
-  summary: z.string().optional(),
+  summary: optionalField(z.string()),
 });
 export type Projection = z.infer<typeof Projection>;
 
@@ -66,39 +70,42 @@ export type Projection = z.infer<typeof Projection>;
 export const ToolCall = z.object({ call_id: z.string().min(1), name: z.string().min(1), args: JsonObject });
 export type ToolCall = z.infer<typeof ToolCall>;
 
-export const TokenUsage = z.object({ input_tokens: Count.default(0), output_tokens: Count.default(0) });
+export const TokenUsage = z.object({
+  input_tokens: defaultField(Count, () => 0),
+  output_tokens: defaultField(Count, () => 0),
+});
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
 const eventBase = {
   seq: z.number().int().positive(),
-  effect_id: z.string().optional(),
-  operation_id: z.string().optional(),
+  effect_id: optionalField(z.string()),
+  operation_id: optionalField(z.string()),
 };
 
 export const RunStartedData = z.object({
   input: z.unknown(),
-  objective: z.string().optional(),
+  objective: optionalField(z.string()),
   context: z.unknown().optional(),
 });
 export const UserInputData = z.object({ steer_id: z.string(), input: z.unknown() });
 export const ModelTurnCompletedData = z.object({
   message: z.object({ text: z.string().nullable().optional() }),
-  tool_calls: z.array(ToolCall).default([]),
+  tool_calls: defaultField(z.array(ToolCall), () => []),
   finish_reason: z.string(),
   usage: TokenUsage,
 });
 export const ToolResultData = z.object({
-  call_id: z.string().optional(),
+  call_id: optionalField(z.string()),
   tool: z.string(),
   envelope: ToolResultEnvelope,
 });
 export const RequestResolvedData = z.object({
   request_id: z.string(),
   kind: z.enum(['approval', 'input']),
-  decision: z.enum(['approved', 'rejected']).optional(),
-  subject_digest: z.string().optional(),
+  decision: optionalField(z.enum(['approved', 'rejected'])),
+  subject_digest: optionalField(z.string()),
   value: z.unknown().optional(),
-  reason: z.string().optional(),
+  reason: optionalField(z.string()),
 });
 export const RequestClosedData = z.object({ request_id: z.string(), reason: z.string() });
 export const OperationFailedData = z.object({
@@ -149,9 +156,9 @@ export type ReducerEvent = z.infer<typeof ReducerEvent>;
 export const OpenRequestSummary = z.object({
   request_id: z.string(),
   kind: z.enum(['approval', 'input', 'result']),
-  effect_id: z.string().optional(),
-  subject_digest: z.string().optional(),
-  expires_at: z.number().optional(),
+  effect_id: optionalField(z.string()),
+  subject_digest: optionalField(z.string()),
+  expires_at: optionalField(z.number()),
 });
 export type OpenRequestSummary = z.infer<typeof OpenRequestSummary>;
 
@@ -164,7 +171,7 @@ export const RunSummary = z.object({
   budgets: JsonObject,
   open_requests: z.array(OpenRequestSummary),
   unanswered_calls: z.array(z.string()),
-  scope: JsonObject.optional(),
+  scope: optionalField(JsonObject),
   subject: Subject,
 });
 export type RunSummary = z.infer<typeof RunSummary>;
@@ -186,8 +193,8 @@ const effectBase = { effect_id: z.string() };
 export const ToolOffered = z.object({
   name: z.string().min(1),
   kind: z.enum(['function', 'domain']),
-  function_path: z.string().optional(),
-  description: z.string().optional(),
+  function_path: optionalField(z.string()),
+  description: optionalField(z.string()),
   schema: JsonObject,
 });
 export type ToolOffered = z.infer<typeof ToolOffered>;
@@ -220,32 +227,32 @@ export const CallToolEffect = z.object({
   args: JsonObject,
   mutating: z.boolean(),
   replay_safe: z.boolean(),
-  interruptible: z.boolean().default(true),
-  timeout_ms: z.number().int().positive().optional(),
-  for_call_id: z.string().optional(),
+  interruptible: defaultField(z.boolean(), () => true),
+  timeout_ms: optionalField(z.number().int().positive()),
+  for_call_id: optionalField(z.string()),
 });
 export const RequestModelTurnEffect = z.object({
   ...effectBase,
   kind: z.literal('request_model_turn'),
   tools_offered: z.array(ToolOffered),
-  instructions: z.string().optional(),
+  instructions: optionalField(z.string()),
   context: z.unknown().optional(),
-  tool_results: z.array(ToolResultRef).optional(),
+  tool_results: optionalField(z.array(ToolResultRef)),
   output_schema: z.unknown().optional(),
 });
 export const RequestApprovalEffect = z.object({
   ...effectBase,
   kind: z.literal('request_approval'),
   subject: ApprovalSubject,
-  expires_in_ms: z.number().int().positive().optional(),
+  expires_in_ms: optionalField(z.number().int().positive()),
 });
 export const AskUserEffect = z.object({
   ...effectBase,
   kind: z.literal('ask_user'),
   question: z.string(),
-  choices: z.array(z.string()).optional(),
-  schema: JsonObject.optional(),
-  expires_in_ms: z.number().int().positive().optional(),
+  choices: optionalField(z.array(z.string())),
+  schema: optionalField(JsonObject),
+  expires_in_ms: optionalField(z.number().int().positive()),
 });
 export const WithdrawRequestEffect = z.object({
   ...effectBase,
@@ -255,16 +262,16 @@ export const WithdrawRequestEffect = z.object({
 export const CheckpointEffect = z.object({
   ...effectBase,
   kind: z.literal('checkpoint'),
-  reason: z.string().optional(),
-  summary: z.string().optional(),
+  reason: optionalField(z.string()),
+  summary: optionalField(z.string()),
 });
 export const CompleteEffect = z.object({
   ...effectBase,
   kind: z.literal('complete'),
   outcome: z.enum(['succeeded', 'partial', 'blocked']),
-  summary: z.string().optional(),
-  artifacts: z.array(z.unknown()).optional(),
-  evidence: z.array(z.unknown()).optional(),
+  summary: optionalField(z.string()),
+  artifacts: optionalField(z.array(z.unknown())),
+  evidence: optionalField(z.array(z.unknown())),
 });
 export const FailEffect = z.object({
   ...effectBase,
@@ -329,9 +336,9 @@ export const ReducerResponse = z.object({
   contract: z.string(),
   state: z.unknown(),
   state_rev: Count,
-  effects: z.array(Effect).default([]),
+  effects: defaultField(z.array(Effect), () => []),
   projection: Projection.nullable().optional(),
-  diagnostics: z.array(z.unknown()).default([]),
+  diagnostics: defaultField(z.array(z.unknown()), () => []),
   refused: Refusal.nullable().default(null),
 });
 export type ReducerResponse = z.infer<typeof ReducerResponse>;

@@ -3,7 +3,7 @@
  * Seed: agent-run-contracts, "The tool-result envelope".
  */
 import { z } from 'zod';
-import { Locator, Revision } from './common.ts';
+import { defaultField, optionalField, Revision } from './common.ts';
 
 export const TOOL_RESULT_ENVELOPE = 'raisin.tool-result/1';
 
@@ -36,66 +36,93 @@ export const TOOL_ERROR_CLASSES = [
 export const ToolErrorClass = z.enum(TOOL_ERROR_CLASSES);
 export type ToolErrorClass = z.infer<typeof ToolErrorClass>;
 
+/**
+ * Every optional field of the envelope accepts null and reads it as absent; every list accepts
+ * null and reads it as empty (growth rule, see common.ts). So a diagnostic with `class: null`
+ * decodes, and an evidence revision with `alg: null` has no alg (evidence_revision_without_alg).
+ */
+
+/** A locator whose every field may be absent or null (reads, writes and artifacts name what they can). */
+const PartialLocator = z.object({
+  repository: optionalField(z.string()),
+  branch: optionalField(z.string()),
+  workspace: optionalField(z.string()),
+  path: optionalField(z.string()),
+  node_id: optionalField(z.string()),
+});
+/** A revision whose parts may be absent or null; an `alg` that is given must not be empty. */
+const PartialRevision = z.object({
+  value: optionalField(z.string()),
+  alg: optionalField(z.string().min(1)),
+});
 /** A revision whose `alg` may be missing on the wire (the validator refuses that for evidence). */
-const LooseRevision = z.object({ value: z.string(), alg: z.string().optional() });
+const LooseRevision = z.object({ value: z.string(), alg: optionalField(z.string()) });
 
 export const ToolRead = z.object({
   read_id: z.string(),
-  locator: Locator.partial().optional(),
-  revision: Revision.optional(),
+  locator: optionalField(PartialLocator),
+  revision: optionalField(Revision),
 });
 export const ToolWrite = z.object({
-  locator: Locator.partial(),
+  locator: PartialLocator,
   action: z.enum(['created', 'updated', 'deleted', 'moved']),
-  from: Locator.partial().optional(),
-  revision: Revision.partial().optional(),
+  from: optionalField(PartialLocator),
+  revision: optionalField(PartialRevision),
 });
 export const ArtifactRef = z.object({
   kind: z.string(),
-  locator: Locator.partial().optional(),
-  revision: Revision.partial().optional(),
+  locator: optionalField(PartialLocator),
+  revision: optionalField(PartialRevision),
   role: z.enum(['primary', 'supporting', 'dependency']),
 });
 export const Evidence = z.object({
   kind: z.string(),
-  subject: z.object({ locator: Locator.partial().optional(), revision: LooseRevision.optional() }).optional(),
-  ok: z.boolean().optional(),
+  subject: optionalField(
+    z.object({ locator: optionalField(PartialLocator), revision: optionalField(LooseRevision) }),
+  ),
+  ok: optionalField(z.boolean()),
+  /** An open string the domain defines; null is a value here (the seed's example sends `level: null`). */
   level: z.string().nullable().optional(),
 });
 export const ToolDiagnostic = z.object({
   code: z.string(),
   severity: z.enum(['error', 'warning', 'info']),
-  class: z.enum(['repairable', 'blocking', 'transient']).optional(),
+  class: optionalField(z.enum(['repairable', 'blocking', 'transient'])),
   message: z.string(),
   fix: z.unknown().optional(),
-  path: z.string().optional(),
+  path: optionalField(z.string()),
 });
 export const SuggestedNextAction = z.object({
   action: z.string(),
   args: z.unknown().optional(),
-  reason: z.string().optional(),
+  reason: optionalField(z.string()),
 });
 export const RetryPolicy = z.looseObject({ retryable: z.boolean() });
 
 /**
  * The envelope. `legacy: true` marks a result the runtime wrapped because the tool answered in
  * another shape; its writes and evidence are then untrusted. `error_class` is set on failed
- * results the dispatcher classified.
+ * results the dispatcher classified. `resume_key` absent, null or "" all mean no resume key (so
+ * a waiting result without one is refused waiting_without_resume_key, not envelope_mismatch).
  */
 export const ToolResultEnvelope = z.object({
   envelope: z.literal(TOOL_RESULT_ENVELOPE),
-  operation_id: z.string().optional(),
+  operation_id: optionalField(z.string()),
   status: ToolResultStatus,
-  resume_key: z.string().min(1).optional(),
-  reads: z.array(ToolRead).default([]),
-  writes: z.array(ToolWrite).default([]),
-  artifact_refs: z.array(ArtifactRef).default([]),
-  evidence: z.array(Evidence).default([]),
-  diagnostics: z.array(ToolDiagnostic).default([]),
-  suggested_next_actions: z.array(SuggestedNextAction).default([]),
-  retry_policy: RetryPolicy.optional(),
+  resume_key: z
+    .string()
+    .nullish()
+    .transform((key) => (key === null || key === '' ? undefined : key))
+    .optional(),
+  reads: defaultField(z.array(ToolRead), () => []),
+  writes: defaultField(z.array(ToolWrite), () => []),
+  artifact_refs: defaultField(z.array(ArtifactRef), () => []),
+  evidence: defaultField(z.array(Evidence), () => []),
+  diagnostics: defaultField(z.array(ToolDiagnostic), () => []),
+  suggested_next_actions: defaultField(z.array(SuggestedNextAction), () => []),
+  retry_policy: optionalField(RetryPolicy),
   payload: z.unknown().optional(),
-  legacy: z.boolean().optional(),
-  error_class: ToolErrorClass.optional(),
+  legacy: optionalField(z.boolean()),
+  error_class: optionalField(ToolErrorClass),
 });
 export type ToolResultEnvelope = z.infer<typeof ToolResultEnvelope>;

@@ -33,6 +33,15 @@ export type ReducerValidationFailure = {
 
 export type ReducerValidationResult = ReducerValidationOk | ReducerValidationFailure;
 
+/**
+ * The parts of the request the rules read: what the answer must agree with. A full
+ * ReducerRequest fits; the fixture checker passes a minimal one (issue 12, interop).
+ */
+export type ValidatedAgainst = Pick<ReducerRequest, 'accept' | 'state_rev'> & {
+  run: Pick<ReducerRequest['run'], 'status' | 'open_requests' | 'unanswered_calls'>;
+  event: Pick<ReducerRequest['event'], 'kind'>;
+};
+
 /** The response without the two parts checked under their own codes (effects, projection). */
 const ResponseFrame = ReducerResponse.omit({ effects: true, projection: true });
 
@@ -48,7 +57,7 @@ const TERMINAL_STATUS_SET: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
  *
  * Rules are checked in this order; the first violation wins:
  *  1. contract_mismatch: `raw` is not an object; `contract` is not in `request.accept`; the answer does not decode apart from effects/projection (state_rev not a non-negative integer, state absent or not JSON, malformed diagnostics/refused).
- *  2. unknown_effect_kind: `effects` is not an array of objects, or some effect's kind is outside the 9 (checked over the whole list first); then a known kind with bad fields → contract_mismatch with its path.
+ *  2. unknown_effect_kind: `effects` (absent or null: none) is not an array of objects, or some effect's kind is outside the 9 (checked over the whole list first); then a known kind with bad fields → contract_mismatch with its path.
  *  3. state_rev_regressed: `state_rev` is neither `request.state_rev` nor `request.state_rev + 1`.
  *  4. effect_id_mismatch: effect i's `effect_id` is not `${state_rev}:${i}`.
  *  5. effects_without_state_change: effects are non-empty while `state_rev == request.state_rev` (a duplicate-event answer, same state_rev and no effects, is valid).
@@ -61,7 +70,7 @@ const TERMINAL_STATUS_SET: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
  * 12. projection_invalid: `projection` is present, not null, and not `{items: [{key, title, status (8 values), detail?}], summary?}`.
  * 13. state_too_large: the canonical JSON of `state` exceeds MAX_STATE_BYTES (256 KiB, UTF-8 bytes).
  */
-export function validateReducerResponse(request: ReducerRequest, raw: unknown): ReducerValidationResult {
+export function validateReducerResponse(request: ValidatedAgainst, raw: unknown): ReducerValidationResult {
   // 1. contract_mismatch
   if (!isPlainObject(raw)) {
     return fail('contract_mismatch', `response is not a JSON object (got ${describe(raw)})`);
@@ -86,7 +95,7 @@ export function validateReducerResponse(request: ReducerRequest, raw: unknown): 
   }
 
   // 2. unknown_effect_kind, then the fields of known kinds (contract_mismatch)
-  const rawEffects = raw.effects === undefined ? [] : raw.effects;
+  const rawEffects = raw.effects === undefined || raw.effects === null ? [] : raw.effects;
   if (!Array.isArray(rawEffects)) {
     return fail('unknown_effect_kind', `effects is not an array (got ${describe(rawEffects)})`, 'effects');
   }

@@ -1,5 +1,6 @@
 /** Model-turn functions (recorded, Bedrock Converse, OpenAI-compatible) and the ModelHost adapter. DESIGN section 9. */
 export * from './bedrock.ts';
+export * from './errors.ts';
 export * from './host.ts';
 export * from './openai-compatible.ts';
 export * from './recorded.ts';

@@ -8,15 +8,17 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { ContextMessage, ToolOffered } from '../contracts/index.ts';
+import { ModelsModuleError } from './errors.ts';
 import type { RecordedConversation } from './recorded.ts';
 
 /** Stable code of {@link TauBenchFormatError}. */
 export const TAU_BENCH_FORMAT = 'tau_bench_format';
 
 /** A tau-bench file (or one conversation) does not have the documented shape. Terminal. */
-export class TauBenchFormatError extends Error {
+export class TauBenchFormatError extends ModelsModuleError {
   override readonly name = 'TauBenchFormatError';
   readonly code = TAU_BENCH_FORMAT;
+  readonly retryable = false;
 }
 
 const OpenAiToolCall = z.object({

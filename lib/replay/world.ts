@@ -8,7 +8,7 @@
  */
 import type { ToolResultEnvelope } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
-import { envelopeOf } from '../tools/normalize.ts';
+import { envelopeOf } from '../core/tool-result-validation.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';

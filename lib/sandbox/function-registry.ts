@@ -6,6 +6,7 @@
  * DESIGN section 9 ("Built-in reducers are artifacts too").
  */
 import { createHash } from 'node:crypto';
+import { SandboxModuleError } from './errors.ts';
 
 /** `js`: an ES module evaluated by QuickJS. `wasm`: a core WebAssembly module (see README, "WebAssembly ABI"). */
 export type ArtifactKind = 'js' | 'wasm';
@@ -45,10 +46,11 @@ export interface FunctionRegistry {
   list(): Promise<ArtifactSummary[]>;
 }
 
-/** A registry call refused its input. `code` is stable: `invalid_artifact`. */
-export class RegistryError extends Error {
+/** A registry call refused its input. `code` is stable: `invalid_artifact`. Terminal. */
+export class RegistryError extends SandboxModuleError {
   override name = 'RegistryError';
   readonly code: 'invalid_artifact';
+  readonly retryable = false;
 
   constructor(code: 'invalid_artifact', message: string, options?: ErrorOptions) {
     super(message, options);

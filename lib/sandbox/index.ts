@@ -4,6 +4,7 @@
  */
 
 export { DETERMINISTIC_PRELUDE, MATH_RANDOM_SEED } from './deterministic-prelude.ts';
+export { SandboxLimitError, SandboxModuleError } from './errors.ts';
 export {
   ARTIFACT_KINDS,
   type Artifact,

@@ -2,6 +2,7 @@
  * Resource limits of one reducer call and the shape of what a sandbox run produced.
  * DESIGN section 9 ("CPU and memory limits"); seed agent-run-contracts, "Validation" (last paragraph).
  */
+import { SandboxLimitError } from './errors.ts';
 
 /** Bounds applied to every reducer call. */
 export interface SandboxLimits {
@@ -36,7 +37,7 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
 export const MAX_STACK_BYTES = 1024 * 1024;
 
 /**
- * Fills unset limits with the defaults. Throws RangeError when a limit is not a positive finite
+ * Fills unset limits with the defaults. Throws SandboxLimitError (`invalid_limit`) when a limit is not a positive finite
  * number or `stackBytes` exceeds MAX_STACK_BYTES (a configuration error, raised at host
  * creation, never during a call).
  */
@@ -44,11 +45,15 @@ export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLi
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-      throw new RangeError(`sandbox limit ${name} must be a positive number, got ${String(value)}`);
+      throw new SandboxLimitError(
+        name,
+        `sandbox limit ${name} must be a positive number, got ${String(value)}`,
+      );
     }
   }
   if (limits.stackBytes > MAX_STACK_BYTES) {
-    throw new RangeError(
+    throw new SandboxLimitError(
+      'stackBytes',
       `sandbox limit stackBytes must be at most ${MAX_STACK_BYTES}, got ${limits.stackBytes}`,
     );
   }

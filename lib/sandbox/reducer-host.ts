@@ -43,7 +43,7 @@ export interface SandboxReducerHost extends ReducerHost {
  *   (default `reduce`) in a fresh sandbox: `answered` with the raw response (not validated
  *   here), `threw`, or `unavailable` (reasons: limits.ts, UnavailableCode).
  * Never throws for a reducer fault; a registry that throws (store unreachable) propagates, so
- * the step is retried rather than the run paused. Throws RangeError at creation for bad limits.
+ * the step is retried rather than the run paused. Throws SandboxLimitError (`invalid_limit`) at creation for bad limits.
  */
 export function createSandboxReducerHost(options: SandboxReducerHostOptions): SandboxReducerHost {
   const { registry } = options;

@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { type AwsEndpoints, createAwsClients } from '../aws-clients.ts';
+import { SandboxModuleError } from './errors.ts';
 import {
   ARTIFACT_KINDS,
   type Artifact,
@@ -34,7 +35,7 @@ export const functionItemKey = (functionPath: string) => ({ pk: `FN#${functionPa
 /** Partition of the listing items (one per path, sort key = the path). */
 export const FUNCTION_LIST_PK = 'FNLIST';
 
-/** A stored-registry call refused its input. `code` is stable. */
+/** A stored-registry call refused its input or found the stored artifact broken. `code` is stable; terminal (retrying reads the same item). */
 export type StoredRegistryErrorCode =
   /** The path names a built-in artifact; built-ins ship with the package and cannot be replaced. */
   | 'builtin_readonly'
@@ -43,9 +44,10 @@ export type StoredRegistryErrorCode =
   /** The DynamoDB item at `FN#{path}` does not have the registry's shape. */
   | 'item_invalid';
 
-export class StoredRegistryError extends Error {
+export class StoredRegistryError extends SandboxModuleError {
   override name = 'StoredRegistryError';
   readonly code: StoredRegistryErrorCode;
+  readonly retryable = false;
   readonly function_path: string;
   constructor(code: StoredRegistryErrorCode, functionPath: string, message: string, options?: ErrorOptions) {
     super(message, options);
@@ -91,21 +93,22 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
   async function readBytes(functionPath: string, hash: string): Promise<Uint8Array> {
     const cached = bytesByHash.get(hash);
     if (cached !== undefined) return cached.slice();
+    const missing = (cause?: unknown) =>
+      new StoredRegistryError(
+        'artifact_missing',
+        functionPath,
+        `the artifact ${hash} of ${functionPath} is not in the bucket`,
+        cause === undefined ? undefined : { cause },
+      );
     let bytes: Uint8Array;
     try {
       const out = await s3.send(new GetObjectCommand({ Bucket, Key: artifactObjectKey(hash) }));
-      if (out.Body === undefined) throw new Error('empty body');
+      if (out.Body === undefined) throw missing();
       bytes = await out.Body.transformToByteArray();
     } catch (err) {
+      if (err instanceof StoredRegistryError) throw err;
       const name = (err as { name?: string } | null)?.name;
-      if (name === 'NoSuchKey' || name === 'NotFound' || (err as Error).message === 'empty body') {
-        throw new StoredRegistryError(
-          'artifact_missing',
-          functionPath,
-          `the artifact ${hash} of ${functionPath} is not in the bucket`,
-          { cause: err },
-        );
-      }
+      if (name === 'NoSuchKey' || name === 'NotFound') throw missing(err);
       throw err;
     }
     // Only bytes that really hash to `hash` enter the cache; others are returned as they are,

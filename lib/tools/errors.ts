@@ -1,10 +1,26 @@
 /**
- * Typed errors of the tools module. Registration errors are thrown to the application that
- * registers tools (before the registry is sealed); ToolError is what a handler throws to report a
- * classified failure. Seed: tool-invocation-contract, "Tool registration" and "Invocation";
+ * Typed errors of the tools module, all under ToolsModuleError (a stable `code` and whether
+ * retrying can help). Registration errors are thrown to the application that registers tools
+ * (before the registry is sealed); ToolError is what a handler throws to report a classified
+ * failure. Seed: tool-invocation-contract, "Tool registration" and "Invocation";
  * agent-run-contracts, "The tool-result envelope" (the tool error algebra).
+ * STYLE "Typed errors with stable codes".
  */
-import type { ToolErrorClass } from '../contracts/index.ts';
+import { TOOL_ERROR_CLASSES, type ToolErrorClass } from '../contracts/index.ts';
+
+/**
+ * The base of every error lib/tools throws: `code` is stable and machine-readable, `retryable`
+ * says whether the same call may succeed later (true) or must be fixed first (false).
+ */
+export abstract class ToolsModuleError extends Error {
+  abstract readonly code: string;
+  abstract readonly retryable: boolean;
+}
+
+/** True when `value` is one of the 9 tool error classes. */
+export function isToolErrorClass(value: unknown): value is ToolErrorClass {
+  return typeof value === 'string' && (TOOL_ERROR_CLASSES as readonly string[]).includes(value);
+}
 
 /** Stable codes of ToolRegistrationError. */
 export const TOOL_REGISTRATION_ERROR_CODES = [
@@ -22,9 +38,10 @@ export type ToolRegistrationErrorCode = (typeof TOOL_REGISTRATION_ERROR_CODES)[n
  * A registration was refused. `code` is one of TOOL_REGISTRATION_ERROR_CODES; `tool` names the
  * tool concerned (as given). Terminal: fix the definition, retrying does not help.
  */
-export class ToolRegistrationError extends Error {
+export class ToolRegistrationError extends ToolsModuleError {
   override readonly name = 'ToolRegistrationError';
   readonly code: ToolRegistrationErrorCode;
+  readonly retryable = false;
   readonly tool: string;
 
   constructor(code: ToolRegistrationErrorCode, tool: string, message: string, options?: ErrorOptions) {
@@ -57,7 +74,7 @@ export interface ToolErrorOptions extends ErrorOptions {
  * `retry_policy.retryable`. Its message is meant for the caller and the model, so it must not
  * carry secrets; any other exception is reported only as a generic `tool_error`.
  */
-export class ToolError extends Error {
+export class ToolError extends ToolsModuleError {
   override readonly name = 'ToolError';
   readonly errorClass: ToolErrorClass;
   readonly retryable: boolean;

@@ -1,7 +1,10 @@
 /**
- * lib/tools: registry, policy gate, dispatcher (ToolHost), envelope normalizer and audit log.
+ * lib/tools: registry, policy gate, dispatcher (ToolHost) with the Lambda, HTTP and MCP adapters,
+ * and the audit log. Results are normalized by lib/core's normalizeToolResult.
  * DESIGN section 3 ("tools/") and section 9.
  */
+
+export { errorClassForHttpStatus } from './adapters/http.ts';
 export {
   AUDIT_EVENTS,
   type AuditEvent,
@@ -12,26 +15,27 @@ export {
 } from './audit-log.ts';
 export { canonicalJson, sha256OfCanonical } from './digest.ts';
 export {
+  isToolErrorClass,
   RETRYABLE_ERROR_CLASSES,
   TOOL_REGISTRATION_ERROR_CODES,
   ToolError,
   type ToolErrorOptions,
   ToolRegistrationError,
   type ToolRegistrationErrorCode,
+  ToolsModuleError,
 } from './errors.ts';
 export type {
   HttpHandler,
   LambdaHandler,
+  LambdaInvoker,
   McpHandler,
   McpToolClient,
   ModuleHandler,
   ToolHandler,
   ToolInvocationContext,
   WireContext,
-} from './handler.ts';
-export { errorClassForHttpStatus } from './http-handler.ts';
-export type { LambdaInvoker } from './lambda-handler.ts';
-export { failedEnvelope, type NormalizedResult, normalizeResult } from './normalize.ts';
+} from './handler-types.ts';
+export { failedEnvelope } from './failed-envelope.ts';
 export {
   OpenAiFunctionTool,
   type OpenAiToolBinding,

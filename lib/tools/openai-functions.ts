@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ToolRegistrationError } from './errors.ts';
-import type { ToolHandler } from './handler.ts';
+import type { ToolHandler } from './handler-types.ts';
 import type { ToolMetadataInput, ToolRegistry } from './registry.ts';
 
 export const OpenAiFunctionTool = z.object({

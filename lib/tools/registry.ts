@@ -11,7 +11,7 @@ import semver from 'semver';
 import type { z } from 'zod';
 import { type ToolDescriptor, ToolMetadata, ToolRegistration } from '../contracts/index.ts';
 import { ToolRegistrationError } from './errors.ts';
-import type { ToolHandler } from './handler.ts';
+import type { ToolHandler } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
 
 /** Metadata as written at registration (defaults: risk low, timeout 30 s, 256 KiB output, approval never). */

@@ -27,19 +27,25 @@
  *     error_class tool_error, generic message; the exception goes only to `debug`.
  *  8. the result's compact JSON size > metadata.max_output_bytes → error_class tool_error, code
  *     output_too_large, payload dropped. A result without JSON form → tool_error output_not_json.
- *  9. a raisin.tool-result/1 envelope passes through with operation_id set (unparseable →
- *     tool_error envelope_invalid); anything else is wrapped succeeded + legacy: true + payload.
- *     audit completed (outcome = status), or failed when the envelope's status is failed.
+ *  9. the JSON result goes through lib/core's normalizeToolResult, the one normalizer of every
+ *     path (the delivery route uses it too): a valid raisin.tool-result/1 envelope passes with
+ *     operation_id set; a value that does not claim the envelope is wrapped succeeded +
+ *     legacy: true + payload, its writes and evidence dropped from the envelope's lists; a
+ *     claimed envelope refused by any of the 4 refusal codes becomes a failed, not retryable
+ *     tool_error stand-in whose diagnostic code and path are the refusal's (never the tool's
+ *     writes or evidence). audit completed (outcome = status), or failed with the refusal code
+ *     (or the error class) when the envelope's status is failed.
  */
 import type { Principal, ToolDescriptor, ToolResultEnvelope } from '../contracts/index.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
+import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { Clock, PolicyDecision, ToolCallRequest, ToolHost } from '../engine/ports.ts';
+import { invokeHandler } from './adapters/invoke.ts';
 import type { AuditEventName, AuditLog } from './audit-log.ts';
 import { ToolError } from './errors.ts';
-import { invokeHandler, type ToolInvocationContext } from './handler.ts';
+import type { LambdaInvoker, ToolInvocationContext } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
-import type { LambdaInvoker } from './lambda-handler.ts';
-import { diagnosticClassFor, failedEnvelope, normalizeResult } from './normalize.ts';
+import { diagnosticClassFor, failedEnvelope } from './failed-envelope.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import type { RegisteredTool, ToolRegistry } from './registry.ts';
 
@@ -262,18 +268,9 @@ export function createToolHost(options: ToolHostOptions): ToolHost {
           }),
         );
       }
-      const normalized = normalizeResult(json.value, request.op_id);
-      if (!normalized.ok) {
-        return fail(
-          'failed',
-          new ToolError('tool_error', 'the tool answered with a malformed envelope', {
-            code: normalized.code,
-          }),
-        );
-      }
-      const { envelope } = normalized;
+      const { envelope, refusal } = normalizeToolResult(json.value, request.op_id);
       if (envelope.status === 'failed')
-        record('failed', 'failed', envelope.error_class ?? 'tool_reported_failure');
+        record('failed', 'failed', refusal?.code ?? envelope.error_class ?? 'tool_reported_failure');
       else record('completed', envelope.status);
       return envelope;
     },

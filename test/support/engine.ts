@@ -28,7 +28,7 @@ import type {
 } from '../../lib/engine/ports.ts';
 import { createSqsStepQueue } from '../../lib/queue/step-queue.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
-import { envelopeOf as sharedEnvelopeOf } from '../../lib/tools/normalize.ts';
+import { envelopeOf as sharedEnvelopeOf } from '../../lib/core/tool-result-validation.ts';
 
 export type ReducerFn = (request: Record<string, unknown>) => unknown;
 

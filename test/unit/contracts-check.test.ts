@@ -114,7 +114,7 @@ describe('checkContractFixtures', () => {
 
   it('counts a file that does not decode as a fixture, or is not JSON, as failed', async () => {
     const dir = await tempFixtures({
-      'reducer/v1/no-request.json': { response: {}, expect: 'ok' },
+      'reducer/v1/bad-request.json': { request: { state_rev: 'seven' }, response: {}, expect: 'ok' },
       'reducer/v1/bad-expect.json': { request, response: {}, expect: 'weird_code' },
       'tool-result/v1/not-json.json': '{ nope',
       'tool-result/v1/nested/ok.json': {
@@ -129,10 +129,57 @@ describe('checkContractFixtures', () => {
       .map((result) => result.file);
     expect(invalid.sort()).toEqual([
       'reducer/v1/bad-expect.json',
-      'reducer/v1/no-request.json',
+      'reducer/v1/bad-request.json',
       'tool-result/v1/not-json.json',
     ]);
     expect(report.results.find((result) => result.file === 'tool-result/v1/nested/ok.json')?.ok).toBe(true);
+  });
+
+  it('judges fixtures that carry only the request fields their rule needs (peer interop)', async () => {
+    const answer = (stateRev: number, effects: unknown[] = []) => ({
+      contract: REDUCER_CONTRACT,
+      state: { n: stateRev },
+      state_rev: stateRev,
+      effects,
+    });
+    const modelTurn = (id: string) => ({ effect_id: id, kind: 'request_model_turn', tools_offered: [] });
+    const { subject: _subject, ...runWithoutSubject } = request.run;
+    const dir = await tempFixtures({
+      // A minimal request as a peer writes it: no run.subject, effect_id null on user_input.
+      'reducer/v1/open_requests_unresolved.minimal.bad.json': {
+        request: {
+          contract: REDUCER_CONTRACT,
+          accept: [REDUCER_CONTRACT],
+          run: {
+            ...runWithoutSubject,
+            open_requests: [{ request_id: 'req_1', kind: 'input', effect_id: null }],
+          },
+          state: null,
+          state_rev: 3,
+          event: { seq: 9, kind: 'user_input', effect_id: null, data: { steer_id: 's1', input: 'hi' } },
+        },
+        response: answer(4, [modelTurn('4:0')]),
+        expect: 'open_requests_unresolved',
+      },
+      // Only the field the rule reads.
+      'reducer/v1/state_rev_regressed.only-rev.bad.json': {
+        request: { state_rev: 7 },
+        response: answer(5),
+        expect: 'state_rev_regressed',
+      },
+      'reducer/v1/effects_after_terminal.only-status.bad.json': {
+        request: { run: { status: 'completed' }, state_rev: 1 },
+        response: answer(2, [modelTurn('2:0')]),
+        expect: 'effects_after_terminal',
+      },
+      'reducer/v1/contract_mismatch.no-request.bad.json': {
+        response: { ...answer(0), contract: 'other/1' },
+        expect: 'contract_mismatch',
+      },
+    });
+    const report = await checkContractFixtures(dir);
+    expect(report.results.filter((result) => !result.ok)).toEqual([]);
+    expect(report.passed).toBe(4);
   });
 
   it('ignores files that are not .json and directories other than reducer/v1 and tool-result/v1', async () => {

@@ -185,11 +185,15 @@ describe('validateReducerResponse', () => {
       expect(codeOf(request(), response([{ effect_id: '8:0' }]))).toBe('unknown_effect_kind');
     });
 
-    it.each([
-      ['an object', { 0: checkpoint('8:0') }],
-      ['null', null],
-    ])('refuses effects that are %s', (_label, effects) => {
-      expect(codeOf(request(), response([], { effects }))).toBe('unknown_effect_kind');
+    it('refuses effects that are an object', () => {
+      expect(codeOf(request(), response([], { effects: { 0: checkpoint('8:0') } }))).toBe(
+        'unknown_effect_kind',
+      );
+    });
+
+    it('reads effects: null as no effects (growth rule: an absent optional sent as null)', () => {
+      const result = validateReducerResponse(request(), response([], { effects: null }));
+      expect(result.ok && result.response.effects).toEqual([]);
     });
 
     it('refuses an effect that is not an object', () => {

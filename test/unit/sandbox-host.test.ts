@@ -220,9 +220,11 @@ describe('InMemoryFunctionRegistry', () => {
 describe('limits', () => {
   it('refuses a non-positive limit or an oversized stack at host creation', () => {
     const registry = new InMemoryFunctionRegistry();
-    expect(() => createSandboxReducerHost({ registry, limits: { timeoutMs: 0 } })).toThrow(RangeError);
+    expect(() => createSandboxReducerHost({ registry, limits: { timeoutMs: 0 } })).toThrow(
+      expect.objectContaining({ name: 'SandboxLimitError', code: 'invalid_limit', limit: 'timeoutMs' }),
+    );
     expect(() => createSandboxReducerHost({ registry, limits: { stackBytes: 64 * 1024 * 1024 } })).toThrow(
-      RangeError,
+      expect.objectContaining({ code: 'invalid_limit', limit: 'stackBytes', retryable: false }),
     );
   });
 

@@ -129,6 +129,28 @@ describe('validateToolResult', () => {
     });
   });
 
+  it.each([
+    ['envelope_mismatch', envelope({ envelope: 'raisin.tool-result/2' }), 'envelope'],
+    [
+      'envelope_mismatch',
+      envelope({ diagnostics: [{ code: 'c', severity: 'loud', message: 'm' }] }),
+      'diagnostics.0.severity',
+    ],
+    ['envelope_mismatch', 'done', ''],
+    ['waiting_without_resume_key', envelope({ status: 'waiting', resume_key: '' }), 'resume_key'],
+    ['waiting_without_resume_key', envelope({ status: 'waiting', resume_key: null }), 'resume_key'],
+    ['writes_without_primary', envelope({ artifact_refs: null }), 'artifact_refs'],
+    [
+      'evidence_revision_without_alg',
+      envelope({
+        evidence: [{ kind: 'a' }, { kind: 'b', subject: { revision: { value: 'v', alg: null } } }],
+      }),
+      'evidence.1.subject.revision.alg',
+    ],
+  ])('names the field at fault in a refusal: %s (%#)', (code, raw, path) => {
+    expect(validateToolResult(raw)).toMatchObject({ ok: false, code, path });
+  });
+
   it('checks in the documented order: resume_key, then primary, then evidence alg', () => {
     const all = envelope({
       status: 'waiting',
@@ -213,6 +235,46 @@ describe('normalizeToolResult', () => {
       expect.objectContaining({ code: 'waiting_without_resume_key', severity: 'error' }),
     ]);
     expect(ToolResultEnvelope.safeParse(failed).success).toBe(true);
+  });
+
+  it('wraps an object whose envelope field is null as legacy (null reads as absent)', () => {
+    const raw = { envelope: null, rows: [1] };
+    const { envelope: wrapped, refusal } = normalizeToolResult(raw, 'op_9');
+    expect(refusal).toBeUndefined();
+    expect(wrapped).toMatchObject({ status: 'succeeded', legacy: true, payload: raw, writes: [] });
+  });
+
+  it('keeps the mark and the lists of an envelope that says legacy: true itself', () => {
+    const raw = envelope({ legacy: true, artifact_refs: [] });
+    const { envelope: normalized, refusal } = normalizeToolResult(raw, 'op_9');
+    expect(refusal).toBeUndefined();
+    expect(normalized).toMatchObject({ legacy: true, status: 'succeeded' });
+    expect(normalized.writes).toHaveLength(1);
+  });
+
+  it('returns the refusal with its code and field path, and puts the path on the diagnostic', () => {
+    const { envelope: failed, refusal } = normalizeToolResult(
+      envelope({ evidence: [{ kind: 'k', subject: { revision: { value: 'v' } } }] }),
+      'op_9',
+    );
+    expect(refusal).toMatchObject({
+      code: 'evidence_revision_without_alg',
+      path: 'evidence.0.subject.revision.alg',
+    });
+    expect(failed.diagnostics[0]).toMatchObject({
+      code: 'evidence_revision_without_alg',
+      path: 'evidence.0.subject.revision.alg',
+      class: 'blocking',
+    });
+  });
+
+  it.each([
+    ['a legacy value', { rows: [1] }],
+    ['an accepted envelope', envelope()],
+    ['a refused envelope', envelope({ status: 'waiting' })],
+  ])('gives back an envelope it returned unchanged: %s', (_label, raw) => {
+    const once = normalizeToolResult(raw, 'op_9').envelope;
+    expect(normalizeToolResult(once, 'op_9')).toStrictEqual({ envelope: once });
   });
 
   it('treats an object with any envelope field as a claim, refused as envelope_mismatch', () => {

@@ -380,12 +380,47 @@ describe('tool host: results and errors', () => {
     expect(events.at(-1)).toMatchObject({ event: 'failed', error_code: 'conflict' });
   });
 
-  it('refuses a result that claims to be an envelope but is malformed', async () => {
-    const { host } = setup([{ fn: async () => ({ envelope: TOOL_RESULT_ENVELOPE, status: 'great' }) }]);
+  it('refuses a result that claims to be an envelope but is malformed, naming the field', async () => {
+    const { host, events } = setup([
+      { fn: async () => ({ envelope: TOOL_RESULT_ENVELOPE, status: 'great' }) },
+    ]);
     const envelope = await host.execute(request(), never);
-    expect(envelope).toMatchObject({ status: 'failed', error_class: 'tool_error' });
-    expect(envelope.diagnostics[0]?.code).toBe('envelope_invalid');
+    expect(envelope).toMatchObject({
+      status: 'failed',
+      error_class: 'tool_error',
+      retry_policy: { retryable: false },
+    });
+    expect(envelope.diagnostics[0]).toMatchObject({ code: 'envelope_mismatch', path: 'status' });
+    expect(events.at(-1)).toMatchObject({ event: 'failed', error_code: 'envelope_mismatch' });
   });
+
+  it.each([
+    ['waiting_without_resume_key', { status: 'waiting', resume_key: '' }, 'resume_key'],
+    [
+      'writes_without_primary',
+      { status: 'succeeded', writes: [{ locator: { path: '/a' }, action: 'created' }] },
+      'artifact_refs',
+    ],
+    [
+      'evidence_revision_without_alg',
+      { status: 'succeeded', evidence: [{ kind: 'read_back', subject: { revision: { value: 'r1' } } }] },
+      'evidence.0.subject.revision.alg',
+    ],
+  ])(
+    'refuses a dispatched envelope with %s, so its writes and evidence never reach the reducer',
+    async (code, fields, path) => {
+      const { host, events } = setup([{ fn: async () => ({ envelope: TOOL_RESULT_ENVELOPE, ...fields }) }]);
+      const envelope = await host.execute(request(), never);
+      expect(envelope).toMatchObject({
+        status: 'failed',
+        error_class: 'tool_error',
+        writes: [],
+        evidence: [],
+      });
+      expect(envelope.diagnostics).toEqual([expect.objectContaining({ code, path, severity: 'error' })]);
+      expect(events.at(-1)).toMatchObject({ event: 'failed', error_code: code });
+    },
+  );
 
   it('drops a result nested deeper than MAX_JSON_DEPTH with output_too_deep', async () => {
     let deep: unknown = 'bottom';

@@ -13,15 +13,9 @@
  *   InvalidRequestContentException / RequestTooLargeException → invalid_input; 5xx → transient.
  */
 import { InvokeCommand, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
-import { TOOL_ERROR_CLASSES, type ToolErrorClass } from '../contracts/index.ts';
-import { ToolError } from './errors.ts';
-import type { InvokeOptions, LambdaHandler, ToolInvocationContext } from './handler.ts';
-import { wireContext } from './handler.ts';
-
-/** The part of a LambdaClient the adapter uses (a real `LambdaClient` fits). */
-export interface LambdaInvoker {
-  send(command: InvokeCommand, options?: { abortSignal?: AbortSignal }): Promise<InvokeCommandOutput>;
-}
+import { isToolErrorClass, ToolError } from '../errors.ts';
+import type { InvokeOptions, LambdaHandler, ToolInvocationContext } from '../handler-types.ts';
+import { wireContext } from './wire-context.ts';
 
 export async function invokeLambda(
   handler: LambdaHandler,
@@ -71,10 +65,6 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   } catch {
     return { ok: false };
   }
-}
-
-function isToolErrorClass(value: unknown): value is ToolErrorClass {
-  return typeof value === 'string' && (TOOL_ERROR_CLASSES as readonly string[]).includes(value);
 }
 
 function classifyFunctionError(body: { ok: true; value: unknown } | { ok: false }): ToolError {

@@ -14,10 +14,9 @@
  * transient, others → tool_error. Seed: agent-run-contracts, "Tool calls".
  */
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { TOOL_ERROR_CLASSES, type ToolErrorClass } from '../contracts/index.ts';
-import { ToolError } from './errors.ts';
-import type { McpHandler, ToolInvocationContext } from './handler.ts';
-import { wireContext } from './handler.ts';
+import { isToolErrorClass, ToolError } from '../errors.ts';
+import type { McpHandler, ToolInvocationContext } from '../handler-types.ts';
+import { wireContext } from './wire-context.ts';
 
 export async function invokeMcp(
   handler: McpHandler,
@@ -69,10 +68,6 @@ export async function invokeMcp(
 }
 
 const SDK_PROTOCOL_ERROR = /^MCP error (-\d+): (.*)$/s;
-
-function isToolErrorClass(value: unknown): value is ToolErrorClass {
-  return typeof value === 'string' && (TOOL_ERROR_CLASSES as readonly string[]).includes(value);
-}
 
 function classifyProtocolError(error: unknown): ToolError {
   if (!(error instanceof McpError)) {

@@ -6,10 +6,10 @@
  * errorClassForHttpStatus, and their bodies are discarded unread. Seed: agent-run-contracts,
  * "Tool calls"; tool-invocation-contract, "Non-goals" (no implicit network access).
  */
-import type { ToolErrorClass } from '../contracts/index.ts';
-import { ToolError } from './errors.ts';
-import type { HttpHandler, InvokeOptions, ToolInvocationContext } from './handler.ts';
-import { wireContext } from './handler.ts';
+import type { ToolErrorClass } from '../../contracts/index.ts';
+import { ToolError } from '../errors.ts';
+import type { HttpHandler, InvokeOptions, ToolInvocationContext } from '../handler-types.ts';
+import { wireContext } from './wire-context.ts';
 
 /**
  * The error class of a non-2xx status: 400/422 invalid_input, 401/403 permission_denied, 404/410

@@ -1,13 +1,13 @@
 /**
- * Handler kinds a tool can be registered with, the context a handler receives, and the dispatch
- * to the kind's adapter. Seed: tool-invocation-contract, "Invocation"; agent-run-contracts,
- * "Tool calls" (args.__raisin_context, the run's principal, the operation id as idempotency key).
+ * The handler kinds a tool can be registered with and the context a handler receives: types
+ * only, shared by the registry, the dispatcher and the adapters (lib/tools/adapters/), so none
+ * of them imports another to learn a shape. Seed: tool-invocation-contract, "Invocation";
+ * agent-run-contracts, "Tool calls" (args.__raisin_context, the run's principal, the operation
+ * id as idempotency key).
  */
+import type { InvokeCommand, InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import type { Client } from '@modelcontextprotocol/sdk/client';
 import type { Principal, Subject } from '../contracts/index.ts';
-import { invokeHttp } from './http-handler.ts';
-import { invokeLambda, type LambdaInvoker } from './lambda-handler.ts';
-import { invokeMcp } from './mcp-handler.ts';
 
 /** What a handler learns about the call besides its args. Frozen. */
 export interface ToolInvocationContext {
@@ -33,7 +33,7 @@ export interface ModuleHandler {
   fn: (args: Readonly<Record<string, unknown>>, ctx: ToolInvocationContext) => Promise<unknown>;
 }
 
-/** An AWS Lambda function invoked synchronously with payload `{args, context}` (see lambda-handler.ts). */
+/** An AWS Lambda function invoked synchronously with payload `{args, context}` (see adapters/lambda.ts). */
 export interface LambdaHandler {
   kind: 'lambda';
   function_name: string;
@@ -43,7 +43,7 @@ export interface LambdaHandler {
   client?: LambdaInvoker;
 }
 
-/** An HTTP endpoint that receives `POST {args, context}` as JSON (see http-handler.ts). */
+/** An HTTP endpoint that receives `POST {args, context}` as JSON (see adapters/http.ts). */
 export interface HttpHandler {
   kind: 'http';
   url: string;
@@ -54,12 +54,17 @@ export interface HttpHandler {
 /** What the MCP adapter needs of an MCP client: `callTool`. */
 export type McpToolClient = Pick<Client, 'callTool'>;
 
-/** A tool of a connected MCP server, called with `client.callTool` (see mcp-handler.ts). */
+/** A tool of a connected MCP server, called with `client.callTool` (see adapters/mcp.ts). */
 export interface McpHandler {
   kind: 'mcp';
   client: McpToolClient;
   /** The tool's name on the MCP server. */
   tool_name: string;
+}
+
+/** The part of a LambdaClient the Lambda adapter uses (a real `LambdaClient` fits). */
+export interface LambdaInvoker {
+  send(command: InvokeCommand, options?: { abortSignal?: AbortSignal }): Promise<InvokeCommandOutput>;
 }
 
 export type ToolHandler = ModuleHandler | LambdaHandler | HttpHandler | McpHandler;
@@ -74,43 +79,10 @@ export interface WireContext {
   timeout_ms: number;
 }
 
-export function wireContext(ctx: ToolInvocationContext): WireContext {
-  return {
-    run_id: ctx.run_id,
-    operation_id: ctx.operation_id,
-    ...(ctx.idempotency_key === undefined ? {} : { idempotency_key: ctx.idempotency_key }),
-    principal: { ...ctx.principal },
-    attempt: ctx.attempt,
-    timeout_ms: ctx.timeout_ms,
-  };
-}
-
+/** What the dispatcher hands every adapter besides the handler, args and context. */
 export interface InvokeOptions {
   /** The host's Lambda client, used by lambda handlers that bring none. */
   lambdaClient?: LambdaInvoker | undefined;
   /** Adapters stop reading a response larger than this many bytes (the host then refuses it). */
   maxResponseBytes: number;
-}
-
-/**
- * Runs one handler and resolves with its raw result (any value; the host bounds and normalizes
- * it). Rejects with ToolError for a classified failure, or with any other error for an
- * unclassified one (the host reports it as a generic tool_error).
- */
-export function invokeHandler(
-  handler: ToolHandler,
-  args: Readonly<Record<string, unknown>>,
-  ctx: ToolInvocationContext,
-  options: InvokeOptions,
-): Promise<unknown> {
-  switch (handler.kind) {
-    case 'module':
-      return handler.fn(args, ctx);
-    case 'lambda':
-      return invokeLambda(handler, args, ctx, options);
-    case 'http':
-      return invokeHttp(handler, args, ctx, options);
-    case 'mcp':
-      return invokeMcp(handler, args, ctx);
-  }
 }

@@ -1,0 +1,15 @@
+/**
+ * The base of every error lib/models throws. A provider fault is not thrown: the model-turn
+ * functions answer a ModelTurnError value (see types.ts), and the host retries it or hands it
+ * to the engine. What is thrown is a caller's mistake or unreadable input data, such as a
+ * tau-bench file of the wrong shape. STYLE "Typed errors with stable codes".
+ */
+
+/**
+ * `code` is stable and machine-readable; `retryable` says whether the same call may succeed
+ * later (true) or must be fixed first (false).
+ */
+export abstract class ModelsModuleError extends Error {
+  abstract readonly code: string;
+  abstract readonly retryable: boolean;
+}

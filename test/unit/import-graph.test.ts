@@ -1,0 +1,73 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const lib = resolve(dirname(fileURLToPath(import.meta.url)), '../../lib');
+
+/** Folders of lib/ that must not sit on any import circle (issue 10, "no import circle"). */
+const CIRCLE_FREE = ['tools', 'models', 'sandbox', 'contracts'];
+
+/**
+ * Every .ts/.js file under lib/ → the lib/ files it imports (relative specifiers only, type-only
+ * imports and re-exports included: a circle of types still ties two modules into one). The
+ * TypeScript scanner reads the import list; nothing is compiled.
+ */
+function importGraph(): Map<string, string[]> {
+  const files = readdirSync(lib, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && /\.(ts|js)$/.test(entry.name))
+    .map((entry) => join(entry.parentPath, entry.name));
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    graph.set(
+      file,
+      importedFiles
+        .map((imported) => imported.fileName)
+        .filter((specifier) => specifier.startsWith('.'))
+        .map((specifier) => resolve(dirname(file), specifier)),
+    );
+  }
+  return graph;
+}
+
+/** One circle per back edge of a depth-first walk, as `a.ts -> b.ts -> a.ts` relative to lib/. */
+function circles(graph: Map<string, string[]>): string[] {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const found = new Set<string>();
+  const visit = (file: string): void => {
+    state.set(file, 'open');
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      const seen = state.get(next);
+      if (seen === 'open') {
+        const loop = [...path.slice(path.indexOf(next)), next];
+        found.add(loop.map((f) => relative(lib, f)).join(' -> '));
+      } else if (seen === undefined) visit(next);
+    }
+    path.pop();
+    state.set(file, 'done');
+  };
+  for (const file of graph.keys()) if (!state.has(file)) visit(file);
+  return [...found];
+}
+
+describe('import graph of lib/', () => {
+  it('finds a circle when one exists (the check can fail)', () => {
+    const graph = new Map([
+      ['/x/a.ts', ['/x/b.ts']],
+      ['/x/b.ts', ['/x/a.ts']],
+    ]);
+    expect(circles(graph)).toHaveLength(1);
+  });
+
+  it.each(CIRCLE_FREE)('has no import circle through lib/%s', (folder) => {
+    const through = circles(importGraph()).filter((loop) =>
+      loop.split(' -> ').some((file) => file.startsWith(`${folder}/`)),
+    );
+    expect(through).toEqual([]);
+  });
+});
