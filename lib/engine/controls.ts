@@ -83,7 +83,9 @@ export async function applyControl(
 /**
  * Delivers an external result for a parked tool call by its resume_key, in one commit
  * (result_delivered + the call's tool_result). Returns the run and the seq of the tool_result.
- * Throws EngineError unauthorized (a `child:` key: hand-backs are the runtime's), resume_key_not_found,
+ * Throws EngineError validation_failed (an envelope raisin.tool-result/1 refuses: names the field
+ * and the refusal code; nothing is recorded), unauthorized (a `child:` key: hand-backs are the
+ * runtime's), resume_key_not_found,
  * run_terminal, store_unavailable. Seed: agent-runs, "Operations" (waiting with a resume_key).
  */
 export async function deliverResult(
@@ -103,10 +105,24 @@ export async function deliverResult(
     throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
       resume_key: resumeKey,
     });
+  // A refused envelope is the deliverer's to fix: nothing is recorded, the request stays open.
+  const { envelope, refusal } = normalizeToolResult(raw, found.op_id);
+  if (refusal !== undefined) {
+    throw new EngineError('validation_failed', `invalid result: ${refusal.message}`, {
+      issues: [
+        {
+          path: refusal.path === '' ? [] : refusal.path.split('.'),
+          code: refusal.code,
+          message: refusal.message,
+        },
+      ],
+      refusal: refusal.code,
+      field: refusal.path,
+    });
+  }
   return readDecideCommit(ctx, {
     read: () => readRun(ctx, found.run_id, caller),
     decide(record): Decision<{ run_id: string; seq: number }> {
-      const { envelope } = normalizeToolResult(raw, found.op_id);
       const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now());
       if (!result.ok) {
         throw new EngineError(

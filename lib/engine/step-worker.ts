@@ -189,16 +189,14 @@ class StepWorker {
     if (final.status === 'queued' && hasWork(final)) await wake(this.ctx, final.run_id);
     if (final.status === 'waiting') await this.ctx.delegation.collectEnded(final);
     if (this.detached.length > 0) {
-      await this.ctx.delegation
-        .stopDetached(final, this.detached.splice(0))
-        .catch((err: unknown) =>
-          this.ctx.log({
-            level: 'warn',
-            message: 'detached children left running',
-            run_id: final.run_id,
-            error: String(err),
-          }),
-        );
+      await this.ctx.delegation.stopDetached(final, this.detached.splice(0)).catch((err: unknown) =>
+        this.ctx.log({
+          level: 'warn',
+          message: 'detached children left running',
+          run_id: final.run_id,
+          error: String(err),
+        }),
+      );
     }
     await afterEnd(this.ctx, final);
     return { kind: 'progressed', status: final.status, operations: this.operationsRun };

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
-import { TOOL_RESULT_ENVELOPE, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import { type RunEvent, type RunRecord, TOOL_RESULT_ENVELOPE } from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
@@ -147,5 +147,30 @@ describe('tool results through the HTTP API', () => {
     const { operation_id: _b, ...dispatchedEnvelope } = fromDispatch?.envelope ?? {};
     expect(deliveredEnvelope).toEqual(dispatchedEnvelope);
     expect(deliveredEnvelope).toMatchObject({ status: 'failed' });
+  });
+
+  it('refuses a delivered envelope the contract refuses with 400 naming the field and the code, and keeps the request open', async () => {
+    const key = `cb-${randomUUID()}`;
+    const waiting = await runCalling({ envelope: TOOL_RESULT_ENVELOPE, status: 'waiting', resume_key: key });
+    const writes = [{ locator: { workspace: 'content', path: '/a' }, action: 'created' }];
+    const refused = await request('POST', `/results/${key}`, {
+      envelope: TOOL_RESULT_ENVELOPE,
+      status: 'succeeded',
+      writes,
+    });
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as {
+      code: string;
+      details: { issues: { path: string; code: string }[] };
+    };
+    expect(body.code).toBe('validation_failed');
+    expect(body.details.issues[0]).toMatchObject({ path: 'artifact_refs', code: 'writes_without_primary' });
+    const still = await runtime.store.getRun(waiting.run_id);
+    expect(still?.open_requests).toEqual([expect.objectContaining({ kind: 'result', resume_key: key })]);
+    expect(await toolResults(waiting.run_id)).toEqual([]);
+    // The corrected delivery is taken.
+    const corrected = await request('POST', `/results/${key}`, peerFailure);
+    expect(corrected.status).toBe(200);
+    expect(await toolResults(waiting.run_id)).toHaveLength(1);
   });
 });
