@@ -71,6 +71,40 @@ const TERMINAL_STATUS_SET: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
  * 13. state_too_large: the canonical JSON of `state` exceeds MAX_STATE_BYTES (256 KiB, UTF-8 bytes).
  */
 export function validateReducerResponse(request: ValidatedAgainst, raw: unknown): ReducerValidationResult {
+  const framed = checkFrame(request, raw);
+  if (!framed.ok) return framed;
+  const { frame, stateBytes } = framed;
+  const parsed = checkEffectKinds(raw as Record<string, unknown>);
+  if (!parsed.ok) return parsed;
+  const { effects } = parsed;
+  const stateRev = frame.state_rev;
+  const failure =
+    checkRevisions(request, stateRev, effects) ?? checkOperations(effects) ?? checkRunState(request, effects);
+  if (failure !== null) return failure;
+  // 12. projection_invalid
+  const projection = Projection.nullable()
+    .optional()
+    .safeParse((raw as Record<string, unknown>).projection);
+  if (!projection.success) return fromZod('projection_invalid', projection.error, ['projection']);
+
+  // 13. state_too_large
+  if (stateBytes > MAX_STATE_BYTES) {
+    return fail(
+      'state_too_large',
+      `canonical state is ${stateBytes} bytes, over the ${MAX_STATE_BYTES}-byte limit`,
+      'state',
+    );
+  }
+
+  const response: ReducerResponse = { ...frame, effects, projection: projection.data };
+  return { ok: true, response };
+}
+
+/** Rule 1, contract_mismatch: an object of an accepted contract, a frame that parses, a JSON state. */
+function checkFrame(
+  request: ValidatedAgainst,
+  raw: unknown,
+): ReducerValidationFailure | { ok: true; frame: z.infer<typeof ResponseFrame>; stateBytes: number } {
   // 1. contract_mismatch
   if (!isPlainObject(raw)) {
     return fail('contract_mismatch', `response is not a JSON object (got ${describe(raw)})`);
@@ -94,6 +128,13 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     return fail('contract_mismatch', `state is not a JSON value: ${error.message}`, 'state');
   }
 
+  return { ok: true, frame: frame.data, stateBytes };
+}
+
+/** Rule 2, unknown_effect_kind, then the fields of known kinds (contract_mismatch). */
+function checkEffectKinds(
+  raw: Record<string, unknown>,
+): ReducerValidationFailure | { ok: true; effects: Effect[] } {
   // 2. unknown_effect_kind, then the fields of known kinds (contract_mismatch)
   const rawEffects = raw.effects === undefined || raw.effects === null ? [] : raw.effects;
   if (!Array.isArray(rawEffects)) {
@@ -122,8 +163,16 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     effects.push(parsed.data);
   }
 
+  return { ok: true, effects };
+}
+
+/** Rules 3 to 5: state_rev_regressed, effect_id_mismatch, effects_without_state_change. */
+function checkRevisions(
+  request: ValidatedAgainst,
+  stateRev: number,
+  effects: Effect[],
+): ReducerValidationFailure | null {
   // 3. state_rev_regressed
-  const stateRev = frame.data.state_rev;
   if (stateRev !== request.state_rev && stateRev !== request.state_rev + 1) {
     return fail(
       'state_rev_regressed',
@@ -153,6 +202,11 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     );
   }
 
+  return null;
+}
+
+/** Rules 6 to 8: multiple_operations, terminal_not_exclusive, gap_without_follow_up. */
+function checkOperations(effects: Effect[]): ReducerValidationFailure | null {
   // 6. multiple_operations
   const operationIndexes = indexesOf(effects, (effect) => OPERATION_KIND_SET.has(effect.kind));
   const operations = operationIndexes.flatMap((i) => effects.slice(i, i + 1));
@@ -197,6 +251,13 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     }
   }
 
+  return null;
+}
+
+/** Rules 9 to 11: effects_after_terminal, open_requests_unresolved, unanswered_tool_calls. */
+function checkRunState(request: ValidatedAgainst, effects: Effect[]): ReducerValidationFailure | null {
+  const operationIndexes = indexesOf(effects, (effect) => OPERATION_KIND_SET.has(effect.kind));
+  const operations = operationIndexes.flatMap((i) => effects.slice(i, i + 1));
   // 9. effects_after_terminal
   const ended = TERMINAL_STATUS_SET.has(request.run.status);
   if (ended || request.event.kind === 'stopped') {
@@ -256,21 +317,7 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     }
   }
 
-  // 12. projection_invalid
-  const projection = Projection.nullable().optional().safeParse(raw.projection);
-  if (!projection.success) return fromZod('projection_invalid', projection.error, ['projection']);
-
-  // 13. state_too_large
-  if (stateBytes > MAX_STATE_BYTES) {
-    return fail(
-      'state_too_large',
-      `canonical state is ${stateBytes} bytes, over the ${MAX_STATE_BYTES}-byte limit`,
-      'state',
-    );
-  }
-
-  const response: ReducerResponse = { ...frame.data, effects, projection: projection.data };
-  return { ok: true, response };
+  return null;
 }
 
 function fail(code: ReducerValidationCode, message: string, path?: string): ReducerValidationFailure {

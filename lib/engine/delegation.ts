@@ -58,249 +58,275 @@ export interface DelegationHooks {
 /** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
 type HandBack = 'delivered' | 'not_needed' | 'deferred';
 
-export function createDelegation(deps: EngineDeps, hooks: DelegationHooks): Delegation {
-  const { store, reducers, clock, log } = deps;
-
-  async function startChild(parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
-    const effect = op.effect;
-    if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
-    const { __raisin_context: _context, ...raw } = effect.args;
-    const parsed = DelegateArgs.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
-      return delegationFailedEnvelope(
-        op.op_id,
-        'invalid_input',
-        'delegate_args_invalid',
-        `${field}: ${issue?.message ?? 'invalid'}`,
-      );
-    }
-    const args = parsed.data;
-    if (args.subject !== undefined && args.subject.workspace !== parent.subject.workspace) {
-      return delegationFailedEnvelope(
-        op.op_id,
-        'invalid_input',
-        'delegate_args_invalid',
-        `args.subject.workspace: a child run stays in its parent's workspace (${parent.subject.workspace})`,
-      );
-    }
-    if (args.context === undefined) {
-      // The child inherits the parent's run context (tools, instructions, mode) unless given one.
-      // A child is a task: it must end (and hand back) on its own, never wait for a user.
-      const [started] = await store.readEvents(parent.run_id, 0, 1);
-      const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
-      if (inherited !== null && typeof inherited === 'object' && !Array.isArray(inherited))
-        args.context = { ...inherited, mode: 'task' };
-      else if (inherited !== undefined) args.context = inherited;
-    }
-    const plan = planChildRun(parent, op.op_id, args);
-    if (plan.reducer === null) {
-      return delegationFailedEnvelope(
-        op.op_id,
-        'invalid_input',
-        'delegate_reducer_missing',
-        'args.reducer is required when the parent run has no reducer',
-      );
-    }
-    const principalKey = principalKeyOf(parent.principal);
-    const existing = await store.findByCreateKey(principalKey, plan.create_key);
-    if (existing !== null) return adopt(parent, op, existing);
-    const resolved = await reducers.resolve(plan.reducer);
-    if (resolved === null) {
-      return delegationFailedEnvelope(
-        op.op_id,
-        'not_found',
-        'reducer_not_found',
-        `no reducer at ${plan.reducer.function_path}`,
-      );
-    }
-    const now = clock.now();
-    const created = createRunRecord(
-      {
-        run_id: `run_${randomUUID().replaceAll('-', '')}`,
-        principal: parent.principal,
-        subject: plan.subject,
-        reducer: { ...plan.reducer, artifact_hash: resolved.artifact_hash },
-        input: plan.input,
-        ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
-        ...(plan.context !== undefined ? { context: plan.context } : {}),
-        budgets: plan.budgets,
-        on_exceeded: plan.on_exceeded,
-        executor_config: plan.executor_config,
-        parent_run_id: plan.parent_run_id,
-        parent_op_id: op.op_id,
-        depth: plan.depth,
-        wake_delay_ms: deps.wakeGraceMs,
-      },
-      now,
+async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+  const effect = op.effect;
+  if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
+  const { __raisin_context: _context, ...raw } = effect.args;
+  const parsed = DelegateArgs.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_args_invalid',
+      `${field}: ${issue?.message ?? 'invalid'}`,
     );
-    try {
-      const child = await commitRun(deps, {
-        ...commitOf(created, null),
-        createKey: { principalKey, key: plan.create_key },
-        parentLink: parent.run_id,
-      });
-      await wake(deps, child.run_id);
-      log({ level: 'info', message: 'child run started', run_id: parent.run_id, child_run_id: child.run_id });
-      return childStartedEnvelope(op.op_id, child.run_id);
-    } catch (err) {
-      if (!(err instanceof CommitRejected)) throw err;
-      if (err.reason === 'create_key_taken') {
-        const again = await store.findByCreateKey(principalKey, plan.create_key);
-        if (again !== null) return adopt(parent, op, again);
-      }
-      if (err.reason === 'subject_taken') {
-        return delegationFailedEnvelope(
-          op.op_id,
-          'conflict',
-          'subject_taken',
-          `a live run already holds ${plan.subject.workspace}:${plan.subject.path}`,
-        );
-      }
-      throw err;
-    }
   }
-
-  /** The child this operation created before (a re-dispatch): wait for it, or take its end now. */
-  async function adopt(parent: RunRecord, op: Operation, childId: string): Promise<ToolResultEnvelope> {
-    const child = await store.getRun(childId);
-    if (child === null || child.parent_run_id !== parent.run_id || child.parent_op_id !== op.op_id) {
+  const args = parsed.data;
+  if (args.subject !== undefined && args.subject.workspace !== parent.subject.workspace) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_args_invalid',
+      `args.subject.workspace: a child run stays in its parent's workspace (${parent.subject.workspace})`,
+    );
+  }
+  if (args.context === undefined) {
+    // The child inherits the parent's run context (tools, instructions, mode) unless given one.
+    // A child is a task: it must end (and hand back) on its own, never wait for a user.
+    const [started] = await dc.store.readEvents(parent.run_id, 0, 1);
+    const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
+    if (inherited !== null && typeof inherited === 'object' && !Array.isArray(inherited))
+      args.context = { ...inherited, mode: 'task' };
+    else if (inherited !== undefined) args.context = inherited;
+  }
+  const plan = planChildRun(parent, op.op_id, args);
+  if (plan.reducer === null) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_reducer_missing',
+      'args.reducer is required when the parent run has no reducer',
+    );
+  }
+  const principalKey = principalKeyOf(parent.principal);
+  const existing = await dc.store.findByCreateKey(principalKey, plan.create_key);
+  if (existing !== null) return adopt(dc, parent, op, existing);
+  const resolved = await dc.reducers.resolve(plan.reducer);
+  if (resolved === null) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'not_found',
+      'reducer_not_found',
+      `no reducer at ${plan.reducer.function_path}`,
+    );
+  }
+  const now = dc.clock.now();
+  const created = createRunRecord(
+    {
+      run_id: `run_${randomUUID().replaceAll('-', '')}`,
+      principal: parent.principal,
+      subject: plan.subject,
+      reducer: { ...plan.reducer, artifact_hash: resolved.artifact_hash },
+      input: plan.input,
+      ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
+      ...(plan.context !== undefined ? { context: plan.context } : {}),
+      budgets: plan.budgets,
+      on_exceeded: plan.on_exceeded,
+      executor_config: plan.executor_config,
+      parent_run_id: plan.parent_run_id,
+      parent_op_id: op.op_id,
+      depth: plan.depth,
+      wake_delay_ms: dc.wakeGraceMs,
+    },
+    now,
+  );
+  try {
+    const child = await commitRun(dc, {
+      ...commitOf(created, null),
+      createKey: { principalKey, key: plan.create_key },
+      parentLink: parent.run_id,
+    });
+    await wake(dc, child.run_id);
+    dc.log({
+      level: 'info',
+      message: 'child run started',
+      run_id: parent.run_id,
+      child_run_id: child.run_id,
+    });
+    return childStartedEnvelope(op.op_id, child.run_id);
+  } catch (err) {
+    if (!(err instanceof CommitRejected)) throw err;
+    if (err.reason === 'create_key_taken') {
+      const again = await dc.store.findByCreateKey(principalKey, plan.create_key);
+      if (again !== null) return adopt(dc, parent, op, again);
+    }
+    if (err.reason === 'subject_taken') {
       return delegationFailedEnvelope(
         op.op_id,
         'conflict',
-        'create_key_taken',
-        `the create key of this delegation names run ${childId}, which is not its child`,
+        'subject_taken',
+        `a live run already holds ${plan.subject.workspace}:${plan.subject.path}`,
       );
     }
-    const ended = handBackEnvelope(child);
-    return ended !== null
-      ? { ...ended, operation_id: op.op_id }
-      : childStartedEnvelope(op.op_id, child.run_id);
+    throw err;
   }
+}
 
-  async function handBack(child: RunRecord): Promise<HandBack> {
-    const envelope = handBackEnvelope(child);
-    const parentId = child.parent_run_id;
-    if (envelope === null || parentId === undefined) return 'not_needed';
-    return readDecideCommit<RunRecord | null, HandBack>(deps, {
-      read: () => store.getRun(parentId),
-      decide(parent) {
-        if (parent === null || isTerminalStatus(parent.status)) return { done: 'not_needed' };
-        const result = childEnded(parent, child.run_id, envelope, clock.now());
-        if (!result.ok) {
-          // The parent has not yet committed that it waits for this child: it collects it then.
-          const inFlight = child.parent_op_id !== undefined && parent.operation?.op_id === child.parent_op_id;
-          return { done: inFlight ? 'deferred' : 'not_needed' };
-        }
-        return {
-          commit: commitOf(result, parent.version),
-          async after(stored): Promise<HandBack> {
-            if (needsStep(stored)) await wake(deps, stored.run_id);
-            log({
-              level: 'info',
-              message: 'child handed back',
-              run_id: parentId,
-              child_run_id: child.run_id,
-            });
-            return 'delivered';
-          },
-        };
-      },
-      attempts: 8,
-      jitter: false,
-      exhausted: () => 'deferred',
+/** The child this operation created before (a re-dispatch): wait for it, or take its end now. */
+async function adopt(
+  dc: DelegationDeps,
+  parent: RunRecord,
+  op: Operation,
+  childId: string,
+): Promise<ToolResultEnvelope> {
+  const child = await dc.store.getRun(childId);
+  if (child === null || child.parent_run_id !== parent.run_id || child.parent_op_id !== op.op_id) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'conflict',
+      'create_key_taken',
+      `the create key of this delegation names run ${childId}, which is not its child`,
+    );
+  }
+  const ended = handBackEnvelope(child);
+  return ended !== null ? { ...ended, operation_id: op.op_id } : childStartedEnvelope(op.op_id, child.run_id);
+}
+
+async function handBack(dc: DelegationDeps, child: RunRecord): Promise<HandBack> {
+  const envelope = handBackEnvelope(child);
+  const parentId = child.parent_run_id;
+  if (envelope === null || parentId === undefined) return 'not_needed';
+  return readDecideCommit<RunRecord | null, HandBack>(dc, {
+    read: () => dc.store.getRun(parentId),
+    decide(parent) {
+      if (parent === null || isTerminalStatus(parent.status)) return { done: 'not_needed' };
+      const result = childEnded(parent, child.run_id, envelope, dc.clock.now());
+      if (!result.ok) {
+        // The parent has not yet committed that it waits for this child: it collects it then.
+        const inFlight = child.parent_op_id !== undefined && parent.operation?.op_id === child.parent_op_id;
+        return { done: inFlight ? 'deferred' : 'not_needed' };
+      }
+      return {
+        commit: commitOf(result, parent.version),
+        async after(stored): Promise<HandBack> {
+          if (needsStep(stored)) await wake(dc, stored.run_id);
+          dc.log({
+            level: 'info',
+            message: 'child handed back',
+            run_id: parentId,
+            child_run_id: child.run_id,
+          });
+          return 'delivered';
+        },
+      };
+    },
+    attempts: 8,
+    jitter: false,
+    exhausted: () => 'deferred',
+  });
+}
+
+/**
+ * Stops each live run of `ids` with a system `stop` (`control_id` makes a repeat a duplicate);
+ * an ended one is skipped, so its log gets no rejected control. Returns how many were stopped.
+ */
+async function stopRuns(
+  dc: DelegationDeps,
+  ids: Iterable<string>,
+  controlId: string,
+  reason: string,
+): Promise<number> {
+  let stopped = 0;
+  for (const id of ids) {
+    const child = await dc.store.getRun(id);
+    if (child === null || isTerminalStatus(child.status)) continue;
+    const ack = await dc.applyControl(
+      id,
+      { control_id: controlId, command: 'stop', reason },
+      DELEGATION_CALLER,
+    );
+    if (ack.ack === 'applied') stopped += 1;
+    dc.log({
+      level: 'info',
+      message: `child stopped: ${reason}`,
+      run_id: child.parent_run_id,
+      child_run_id: id,
     });
   }
+  return stopped;
+}
 
-  /**
-   * Stops each live run of `ids` with a system `stop` (`control_id` makes a repeat a duplicate);
-   * an ended one is skipped, so its log gets no rejected control. Returns how many were stopped.
-   */
-  async function stopRuns(ids: Iterable<string>, controlId: string, reason: string): Promise<number> {
-    let stopped = 0;
-    for (const id of ids) {
-      const child = await store.getRun(id);
-      if (child === null || isTerminalStatus(child.status)) continue;
-      const ack = await hooks.applyControl(
-        id,
-        { control_id: controlId, command: 'stop', reason },
-        DELEGATION_CALLER,
-      );
-      if (ack.ack === 'applied') stopped += 1;
-      log({
-        level: 'info',
-        message: `child stopped: ${reason}`,
-        run_id: child.parent_run_id,
-        child_run_id: id,
-      });
-    }
-    return stopped;
+/** Every child linked to an ended parent (also one a worker that lost its lease created). */
+async function stopChildren(dc: DelegationDeps, parent: RunRecord): Promise<number> {
+  return stopRuns(
+    dc,
+    await dc.store.listChildren(parent.run_id),
+    `parent_ended:${parent.run_id}`,
+    'parent_ended',
+  );
+}
+
+/** Commits `record` with `duty` settled, re-reading on a stale version. */
+async function settle(dc: DelegationDeps, record: RunRecord, duty: OwedDuty): Promise<RunRecord> {
+  let current = record;
+  let first = true;
+  return readDecideCommit<RunRecord | null, RunRecord>(dc, {
+    async read() {
+      if (first) {
+        first = false;
+        return record;
+      }
+      return dc.store.getRun(record.run_id);
+    },
+    decide(read) {
+      if (read === null) return { done: current };
+      current = read;
+      const settled = settleOwed(read, duty, dc.clock.now());
+      if (!settled.ok) return { done: read };
+      return { commit: commitOf(settled, read.version), after: (stored) => stored };
+    },
+    attempts: 8,
+    jitter: false,
+    exhausted: () => current,
+  });
+}
+
+async function settleEnded(dc: DelegationDeps, record: RunRecord): Promise<OwedReport> {
+  const report: OwedReport = { handed_back: 0, children_stopped: 0 };
+  if (!isTerminalStatus(record.status) || !('owed' in record)) return report;
+  let current: RunRecord = record;
+  if (record.owed.includes('stop_children')) {
+    report.children_stopped += await stopChildren(dc, current);
+    current = await settle(dc, current, 'stop_children');
   }
-
-  /** Every child linked to an ended parent (also one a worker that lost its lease created). */
-  async function stopChildren(parent: RunRecord): Promise<number> {
-    return stopRuns(await store.listChildren(parent.run_id), `parent_ended:${parent.run_id}`, 'parent_ended');
+  if ('owed' in current && current.owed.includes('handback')) {
+    const outcome = await handBack(dc, current);
+    if (outcome === 'delivered') report.handed_back += 1;
+    if (outcome !== 'deferred') current = await settle(dc, current, 'handback');
   }
+  return report;
+}
 
-  /** Commits `record` with `duty` settled, re-reading on a stale version. */
-  async function settle(record: RunRecord, duty: OwedDuty): Promise<RunRecord> {
-    let current = record;
-    let first = true;
-    return readDecideCommit<RunRecord | null, RunRecord>(deps, {
-      async read() {
-        if (first) {
-          first = false;
-          return record;
-        }
-        return store.getRun(record.run_id);
-      },
-      decide(read) {
-        if (read === null) return { done: current };
-        current = read;
-        const settled = settleOwed(read, duty, clock.now());
-        if (!settled.ok) return { done: read };
-        return { commit: commitOf(settled, read.version), after: (stored) => stored };
-      },
-      attempts: 8,
-      jitter: false,
-      exhausted: () => current,
-    });
+async function collectEnded(dc: DelegationDeps, parent: RunRecord): Promise<number> {
+  let collected = 0;
+  for (const request of parent.open_requests) {
+    if (request.kind !== 'result') continue;
+    const childId = childOfResumeKey(request.resume_key);
+    if (childId === null) continue;
+    const child = await dc.store.getRun(childId);
+    if (child === null || !isTerminalStatus(child.status)) continue;
+    if (!('owed' in child) || !child.owed.includes('handback')) continue;
+    collected += (await settleEnded(dc, child)).handed_back;
   }
+  return collected;
+}
 
-  async function settleEnded(record: RunRecord): Promise<OwedReport> {
-    const report: OwedReport = { handed_back: 0, children_stopped: 0 };
-    if (!isTerminalStatus(record.status) || !('owed' in record)) return report;
-    let current: RunRecord = record;
-    if (record.owed.includes('stop_children')) {
-      report.children_stopped += await stopChildren(current);
-      current = await settle(current, 'stop_children');
-    }
-    if ('owed' in current && current.owed.includes('handback')) {
-      const outcome = await handBack(current);
-      if (outcome === 'delivered') report.handed_back += 1;
-      if (outcome !== 'deferred') current = await settle(current, 'handback');
-    }
-    return report;
-  }
+function stopDetached(dc: DelegationDeps, parent: RunRecord, childIds: string[]): Promise<number> {
+  return stopRuns(dc, childIds, `parent_withdrew:${parent.run_id}`, 'parent_withdrew');
+}
 
-  async function collectEnded(parent: RunRecord): Promise<number> {
-    let collected = 0;
-    for (const request of parent.open_requests) {
-      if (request.kind !== 'result') continue;
-      const childId = childOfResumeKey(request.resume_key);
-      if (childId === null) continue;
-      const child = await store.getRun(childId);
-      if (child === null || !isTerminalStatus(child.status)) continue;
-      if (!('owed' in child) || !child.owed.includes('handback')) continue;
-      collected += (await settleEnded(child)).handed_back;
-    }
-    return collected;
-  }
+/** What delegation runs over: the engine's deps and the hooks it is given. */
+type DelegationDeps = EngineDeps & DelegationHooks;
 
-  function stopDetached(parent: RunRecord, childIds: string[]): Promise<number> {
-    return stopRuns(childIds, `parent_withdrew:${parent.run_id}`, 'parent_withdrew');
-  }
-
-  return { startChild, settleEnded, collectEnded, stopDetached };
+/** Delegation over `deps`; `hooks.applyControl` stops children. */
+export function createDelegation(deps: EngineDeps, hooks: DelegationHooks): Delegation {
+  const dc: DelegationDeps = { ...deps, applyControl: hooks.applyControl };
+  return {
+    startChild: (parent, op) => startChild(dc, parent, op),
+    settleEnded: (record) => settleEnded(dc, record),
+    collectEnded: (parent) => collectEnded(dc, parent),
+    stopDetached: (parent, childIds) => stopDetached(dc, parent, childIds),
+  };
 }

@@ -225,6 +225,111 @@ function isEndingEvent(e: RunEvent): boolean {
   return e.kind === 'run_completed' || e.kind === 'run_failed' || e.kind === 'stopped';
 }
 
+/** The writes that create a run: its record, the subject index, the create key, the parent's link. */
+function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey): PlannedWrite[] {
+  const writes: PlannedWrite[] = [];
+  writes.push({ op: 'put', role: 'record', item: stored, condition: { kind: 'absent' } });
+  writes.push({
+    op: 'put',
+    role: 'subject',
+    item: { pk: subjectKey(record.subject), sk: 'S', run_id: record.run_id },
+    condition: { kind: 'absent' },
+  });
+  if (commit.createKey !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'create_key',
+      item: {
+        pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key),
+        sk: 'K',
+        run_id: record.run_id,
+      },
+      condition: { kind: 'absent' },
+    });
+  }
+  if (commit.parentLink !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'parent_link',
+      item: {
+        pk: runPk(commit.parentLink),
+        sk: `CH#${record.run_id}`,
+        run_id: record.run_id,
+        created_at: record.created_at,
+      },
+    });
+  }
+  return writes;
+}
+
+/** Index items derived from the events they belong to: a result request's resume key, opened and released. */
+function eventIndexWrites(events: RunEvent[], record: RunRecord): PlannedWrite[] {
+  const writes: PlannedWrite[] = [];
+  for (const event of events) {
+    if (
+      event.kind === 'request_opened' &&
+      event.data.kind === 'result' &&
+      typeof event.data.resume_key === 'string'
+    ) {
+      writes.push({
+        op: 'put',
+        role: 'resume_key',
+        item: {
+          pk: resumeKeyPk(event.data.resume_key),
+          sk: 'K',
+          run_id: record.run_id,
+          op_id: event.data.op_id,
+        },
+      });
+    }
+    if (event.kind === 'result_delivered' && typeof event.data.resume_key === 'string') {
+      writes.push({
+        op: 'delete',
+        role: 'resume_key_release',
+        key: { pk: resumeKeyPk(event.data.resume_key), sk: 'K' },
+      });
+    }
+  }
+  return writes;
+}
+
+/** The checkpoints, the control ack, and the subject release of a run that just ended. */
+function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): PlannedWrite[] {
+  const writes: PlannedWrite[] = [];
+  for (const cp of commit.checkpoints ?? []) {
+    // The engine builds checkpoints before the commit: the state's place is known only here.
+    const withStateAt =
+      cp.state_rev === record.state_rev && record.state_at !== undefined
+        ? { ...cp, state_at: record.state_at }
+        : cp;
+    writes.push({
+      op: 'put',
+      role: 'checkpoint',
+      item: { pk, sk: checkpointSk(cp.n), n: cp.n, checkpoint_json: JSON.stringify(withStateAt) },
+      condition: { kind: 'absent' },
+    });
+  }
+  if (commit.controlAck !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'control_ack',
+      item: { pk, sk: ackSk(commit.controlAck.control_id), ...commit.controlAck },
+      condition: { kind: 'absent' },
+    });
+  }
+  // A run that just ended releases its subject in the same transaction.
+  const terminal = record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
+  if (terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e))) {
+    writes.push({
+      op: 'delete',
+      role: 'subject_release',
+      key: { pk: subjectKey(record.subject), sk: 'S' },
+      condition: { kind: 'absent_or_held_by', run_id: record.run_id },
+    });
+  }
+  return writes;
+}
+
 /**
  * Every write of one commit, in this order: the record (update, or on create its put + subject +
  * create key + parent link), the event page(s), the index items the events call for, the D#
@@ -281,37 +386,7 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
   const writes: PlannedWrite[] = [];
   const stored = recordItem(record);
   if (commit.expectedVersion === null) {
-    writes.push({ op: 'put', role: 'record', item: stored, condition: { kind: 'absent' } });
-    writes.push({
-      op: 'put',
-      role: 'subject',
-      item: { pk: subjectKey(record.subject), sk: 'S', run_id: record.run_id },
-      condition: { kind: 'absent' },
-    });
-    if (commit.createKey !== undefined) {
-      writes.push({
-        op: 'put',
-        role: 'create_key',
-        item: {
-          pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key),
-          sk: 'K',
-          run_id: record.run_id,
-        },
-        condition: { kind: 'absent' },
-      });
-    }
-    if (commit.parentLink !== undefined) {
-      writes.push({
-        op: 'put',
-        role: 'parent_link',
-        item: {
-          pk: runPk(commit.parentLink),
-          sk: `CH#${record.run_id}`,
-          run_id: record.run_id,
-          created_at: record.created_at,
-        },
-      });
-    }
+    writes.push(...createWrites(commit, record, stored));
   } else {
     const { pk: _pk, sk: _sk, ...set } = stored;
     writes.push({
@@ -328,64 +403,9 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
     });
   }
   for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
-  // Index items derived from the events they belong to.
-  for (const event of commit.events) {
-    if (
-      event.kind === 'request_opened' &&
-      event.data.kind === 'result' &&
-      typeof event.data.resume_key === 'string'
-    ) {
-      writes.push({
-        op: 'put',
-        role: 'resume_key',
-        item: {
-          pk: resumeKeyPk(event.data.resume_key),
-          sk: 'K',
-          run_id: record.run_id,
-          op_id: event.data.op_id,
-        },
-      });
-    }
-    if (event.kind === 'result_delivered' && typeof event.data.resume_key === 'string') {
-      writes.push({
-        op: 'delete',
-        role: 'resume_key_release',
-        key: { pk: resumeKeyPk(event.data.resume_key), sk: 'K' },
-      });
-    }
-  }
+  writes.push(...eventIndexWrites(commit.events, record));
   if (stateItem !== undefined) writes.push({ op: 'put', role: 'state', item: stateItem });
-  for (const cp of commit.checkpoints ?? []) {
-    // The engine builds checkpoints before the commit: the state's place is known only here.
-    const withStateAt =
-      cp.state_rev === record.state_rev && record.state_at !== undefined
-        ? { ...cp, state_at: record.state_at }
-        : cp;
-    writes.push({
-      op: 'put',
-      role: 'checkpoint',
-      item: { pk, sk: checkpointSk(cp.n), n: cp.n, checkpoint_json: JSON.stringify(withStateAt) },
-      condition: { kind: 'absent' },
-    });
-  }
-  if (commit.controlAck !== undefined) {
-    writes.push({
-      op: 'put',
-      role: 'control_ack',
-      item: { pk, sk: ackSk(commit.controlAck.control_id), ...commit.controlAck },
-      condition: { kind: 'absent' },
-    });
-  }
-  // A run that just ended releases its subject in the same transaction.
-  const terminal = record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
-  if (terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e))) {
-    writes.push({
-      op: 'delete',
-      role: 'subject_release',
-      key: { pk: subjectKey(record.subject), sk: 'S' },
-      condition: { kind: 'absent_or_held_by', run_id: record.run_id },
-    });
-  }
+  writes.push(...bookkeepingWrites(commit, record, pk));
   if (writes.length > MAX_TRANSACT_ITEMS) {
     throw new CommitTooLarge(
       `a commit of ${writes.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,

@@ -27,7 +27,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { RunRecord } from '../contracts/index.ts';
+import type { RunEvent, RunRecord } from '../contracts/index.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
@@ -162,264 +162,297 @@ function oldRecordOf(item: Record<string, AttributeValue> | undefined): RunRecor
   }
 }
 
-export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
-  const { doc, tableName: TableName, blobs } = options;
-  const maxAttempts = options.maxAttempts ?? 5;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const metrics: StoreMetrics = {
-    reads: 0,
-    queries: 0,
-    transactions: 0,
-    transactionRetries: 0,
-    readCapacity: 0,
-    writeCapacity: 0,
-  };
+/** What the adapter's functions share: the client, the table, the blob store, the counters. */
+interface DynamoIo {
+  doc: DynamoDBDocumentClient;
+  table: string;
+  blobs: BlobStore;
+  maxAttempts: number;
+  sleep: (ms: number) => Promise<void>;
+  metrics: StoreMetrics;
+}
 
-  function countCapacity(
-    c: ConsumedCapacity | ConsumedCapacity[] | undefined,
-    kind: 'read' | 'write' = 'read',
-  ): void {
-    for (const x of Array.isArray(c) ? c : c ? [c] : []) {
-      if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
-        // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
-        if (kind === 'read') metrics.readCapacity += x.CapacityUnits ?? 0;
-        else metrics.writeCapacity += x.CapacityUnits ?? 0;
-        continue;
-      }
-      metrics.readCapacity += x.ReadCapacityUnits ?? 0;
-      metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
+function countCapacity(
+  io: DynamoIo,
+  c: ConsumedCapacity | ConsumedCapacity[] | undefined,
+  kind: 'read' | 'write' = 'read',
+): void {
+  for (const x of Array.isArray(c) ? c : c ? [c] : []) {
+    if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
+      // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
+      if (kind === 'read') io.metrics.readCapacity += x.CapacityUnits ?? 0;
+      else io.metrics.writeCapacity += x.CapacityUnits ?? 0;
+      continue;
     }
+    io.metrics.readCapacity += x.ReadCapacityUnits ?? 0;
+    io.metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
   }
+}
 
-  async function getItem(pk: string, sk: string, projection?: string): Promise<Item | undefined> {
-    metrics.reads += 1;
-    const out = await doc.send(
-      new GetCommand({
-        TableName,
-        Key: { pk, sk },
-        ConsistentRead: true,
+async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string): Promise<Item | undefined> {
+  io.metrics.reads += 1;
+  const out = await io.doc.send(
+    new GetCommand({
+      TableName: io.table,
+      Key: { pk, sk },
+      ConsistentRead: true,
+      ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
+      ReturnConsumedCapacity: 'TOTAL',
+    }),
+  );
+  countCapacity(io, out.ConsumedCapacity);
+  return out.Item;
+}
+
+/** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */
+async function queryPrefix(io: DynamoIo, pk: string, prefix: string, projection?: string): Promise<Item[]> {
+  const items: Item[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    io.metrics.queries += 1;
+    const out = await io.doc.send(
+      new QueryCommand({
+        TableName: io.table,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+        ExpressionAttributeValues: { ':pk': pk, ':prefix': prefix },
         ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
+        ConsistentRead: true,
+        ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
-    countCapacity(out.ConsumedCapacity);
-    return out.Item;
-  }
+    countCapacity(io, out.ConsumedCapacity);
+    items.push(...(out.Items ?? []));
+    start = out.LastEvaluatedKey;
+  } while (start !== undefined);
+  return items;
+}
 
-  /** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */
-  async function queryPrefix(pk: string, prefix: string, projection?: string): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      metrics.queries += 1;
-      const out = await doc.send(
-        new QueryCommand({
-          TableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': pk, ':prefix': prefix },
-          ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
-          ConsistentRead: true,
-          ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
+async function execute(
+  io: DynamoIo,
+  plan: CommitPlan,
+  commit: Parameters<RunStore['commit']>[0],
+): Promise<void> {
+  const items = plan.writes.map((w) => toTransactItem(w, io.table));
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      io.metrics.transactions += 1;
+      const out = await io.doc.send(
+        new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
       );
-      countCapacity(out.ConsumedCapacity);
-      items.push(...(out.Items ?? []));
-      start = out.LastEvaluatedKey;
-    } while (start !== undefined);
-    return items;
-  }
-
-  async function execute(plan: CommitPlan, commit: Parameters<RunStore['commit']>[0]): Promise<void> {
-    const items = plan.writes.map((w) => toTransactItem(w, TableName));
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        metrics.transactions += 1;
-        const out = await doc.send(
-          new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
+      countCapacity(io, out.ConsumedCapacity, 'write');
+      return;
+    } catch (err) {
+      let rejected: CommitRejected;
+      if (err instanceof TransactionCanceledException) {
+        const reasons = err.CancellationReasons ?? [];
+        const recordIndex = plan.writes.findIndex((w) => w.role === 'record');
+        rejected = classifyRefusal(
+          commit,
+          plan,
+          reasons.map((r) => r.Code ?? 'None'),
+          reasons.map((r) => r.Message ?? ''),
+          oldRecordOf(reasons[recordIndex]?.Item),
+          err,
         );
-        countCapacity(out.ConsumedCapacity, 'write');
-        return;
-      } catch (err) {
-        let rejected: CommitRejected;
-        if (err instanceof TransactionCanceledException) {
-          const reasons = err.CancellationReasons ?? [];
-          const recordIndex = plan.writes.findIndex((w) => w.role === 'record');
-          rejected = classifyRefusal(
-            commit,
-            plan,
-            reasons.map((r) => r.Code ?? 'None'),
-            reasons.map((r) => r.Message ?? ''),
-            oldRecordOf(reasons[recordIndex]?.Item),
-            err,
-          );
-        } else if (err instanceof ConditionalCheckFailedException)
-          rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
-        else if (isThrottle(err))
-          rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
-        else throw err;
-        const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
-        if (!retryable || attempt >= maxAttempts) throw rejected;
-        metrics.transactionRetries += 1;
-        await sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
-      }
+      } else if (err instanceof ConditionalCheckFailedException)
+        rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
+      else if (isThrottle(err))
+        rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+      else throw err;
+      const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
+      if (!retryable || attempt >= io.maxAttempts) throw rejected;
+      io.metrics.transactionRetries += 1;
+      await io.sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
     }
   }
+}
 
+async function getRunAndAck(
+  io: DynamoIo,
+  runId: string,
+  controlId: string,
+): ReturnType<RunStore['getRunAndAck']> {
+  io.metrics.reads += 1;
+  const out = await io.doc.send(
+    new BatchGetCommand({
+      RequestItems: {
+        [io.table]: {
+          Keys: [
+            { pk: runPk(runId), sk: 'R' },
+            { pk: runPk(runId), sk: ackSk(controlId) },
+          ],
+          ConsistentRead: true,
+        },
+      },
+      ReturnConsumedCapacity: 'TOTAL',
+    }),
+  );
+  countCapacity(io, out.ConsumedCapacity);
+  const items = out.Responses?.[io.table] ?? [];
+  const ack = items.find((i) => i.sk === ackSk(controlId));
   return {
-    metrics,
-    async getRun(runId) {
-      return recordOf(await getItem(runPk(runId), 'R'));
+    record: recordOf(items.find((i) => i.sk === 'R')),
+    ack: ack === undefined ? null : controlAckOf(ack),
+  };
+}
+
+async function readEvents(io: DynamoIo, runId: string, after: number, limit: number): Promise<RunEvent[]> {
+  const entries: Item[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  for (;;) {
+    io.metrics.queries += 1;
+    const out = await io.doc.send(
+      new QueryCommand({
+        TableName: io.table,
+        // Pages are keyed by their last seq: every page holding a seq > after sorts at or
+        // above E#{after + 1}; C#, D#, K# and R sort outside the range.
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: {
+          ':pk': runPk(runId),
+          ':from': eventSk(after + 1),
+          ':to': LAST_EVENT_SK,
+        },
+        // Only the events: a page's domain state is read by getState.
+        ProjectionExpression: '#events',
+        ExpressionAttributeNames: { '#events': 'events' },
+        ConsistentRead: true,
+        // Limit counts pages; each page in range holds at least one wanted event.
+        Limit: limit - entries.length,
+        ExclusiveStartKey: startKey,
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    countCapacity(io, out.ConsumedCapacity);
+    if (!takeContiguous(out.Items ?? [], after, limit, entries)) break;
+    startKey = out.LastEvaluatedKey;
+    if (startKey === undefined) break;
+  }
+  return Promise.all(entries.map((entry) => eventOf(entry, io.blobs)));
+}
+
+async function sweepCandidates(io: DynamoIo, shard: number, now: number, limit: number): Promise<string[]> {
+  if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
+  io.metrics.queries += 1;
+  const out = await io.doc.send(
+    new QueryCommand({
+      TableName: io.table,
+      IndexName: 'sweep',
+      KeyConditionExpression: '#s = :s AND #d <= :now',
+      ExpressionAttributeNames: { '#s': ATTR.sweepShard, '#d': ATTR.sweepDue },
+      ExpressionAttributeValues: { ':s': String(shard), ':now': now },
+      Limit: limit,
+    }),
+  );
+  return (out.Items ?? []).map((i) => String(i.pk).slice(4));
+}
+
+async function listByStatus(
+  io: DynamoIo,
+  status: string,
+  limit: number,
+  cursor?: string,
+): ReturnType<RunStore['listByStatus']> {
+  // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
+  const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
+  let shard = Number(shardText);
+  if (
+    !Number.isInteger(shard) ||
+    shard < 0 ||
+    shard >= LISTING_SHARDS ||
+    (cursor !== undefined && !cursor.includes('|'))
+  ) {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  let startKey = keyText
+    ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
+    : undefined;
+  const runIds: string[] = [];
+  while (shard < LISTING_SHARDS && runIds.length < limit) {
+    io.metrics.queries += 1;
+    const out = await io.doc.send(
+      new QueryCommand({
+        TableName: io.table,
+        IndexName: 'by_status',
+        KeyConditionExpression: '#s = :s',
+        ExpressionAttributeNames: { '#s': ATTR.statusShard },
+        ExpressionAttributeValues: { ':s': `${status}#${shard}` },
+        ScanIndexForward: false,
+        Limit: limit - runIds.length,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    runIds.push(...(out.Items ?? []).map((i) => String(i.pk).slice(4)));
+    if (out.LastEvaluatedKey !== undefined) {
+      startKey = out.LastEvaluatedKey;
+      if (runIds.length >= limit) {
+        return {
+          run_ids: runIds,
+          cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}`,
+        };
+      }
+    } else {
+      shard += 1;
+      startKey = undefined;
+    }
+  }
+  return shard < LISTING_SHARDS ? { run_ids: runIds, cursor: `${shard}|` } : { run_ids: runIds };
+}
+
+/** Builds the DynamoDB RunStore. Does no I/O. */
+export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
+  const io: DynamoIo = {
+    doc: options.doc,
+    table: options.tableName,
+    blobs: options.blobs,
+    maxAttempts: options.maxAttempts ?? 5,
+    sleep: options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
+    metrics: {
+      reads: 0,
+      queries: 0,
+      transactions: 0,
+      transactionRetries: 0,
+      readCapacity: 0,
+      writeCapacity: 0,
     },
-    async getRunAndAck(runId, controlId) {
-      metrics.reads += 1;
-      const out = await doc.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [TableName]: {
-              Keys: [
-                { pk: runPk(runId), sk: 'R' },
-                { pk: runPk(runId), sk: ackSk(controlId) },
-              ],
-              ConsistentRead: true,
-            },
-          },
-          ReturnConsumedCapacity: 'TOTAL',
-        }),
-      );
-      countCapacity(out.ConsumedCapacity);
-      const items = out.Responses?.[TableName] ?? [];
-      const ack = items.find((i) => i.sk === ackSk(controlId));
-      return {
-        record: recordOf(items.find((i) => i.sk === 'R')),
-        ack: ack === undefined ? null : controlAckOf(ack),
-      };
-    },
+  };
+  return {
+    metrics: io.metrics,
+    getRun: async (runId) => recordOf(await getItem(io, runPk(runId), 'R')),
+    getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
     async getState(runId, rev, at) {
       if (rev === 0) return null;
       const sk = at ?? stateSk(rev);
-      const item = await getItem(runPk(runId), sk, 'state_json, state_blob, state_rev');
-      return stateOf(item, runId, rev, sk, blobs);
+      return stateOf(
+        await getItem(io, runPk(runId), sk, 'state_json, state_blob, state_rev'),
+        runId,
+        rev,
+        sk,
+        io.blobs,
+      );
     },
-    async readEvents(runId, after, limit) {
-      const entries: Item[] = [];
-      let startKey: Record<string, unknown> | undefined;
-      for (;;) {
-        metrics.queries += 1;
-        const out = await doc.send(
-          new QueryCommand({
-            TableName,
-            // Pages are keyed by their last seq: every page holding a seq > after sorts at or
-            // above E#{after + 1}; C#, D#, K# and R sort outside the range.
-            KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-            ExpressionAttributeValues: {
-              ':pk': runPk(runId),
-              ':from': eventSk(after + 1),
-              ':to': LAST_EVENT_SK,
-            },
-            // Only the events: a page's domain state is read by getState.
-            ProjectionExpression: '#events',
-            ExpressionAttributeNames: { '#events': 'events' },
-            ConsistentRead: true,
-            // Limit counts pages; each page in range holds at least one wanted event.
-            Limit: limit - entries.length,
-            ExclusiveStartKey: startKey,
-            ReturnConsumedCapacity: 'TOTAL',
-          }),
-        );
-        countCapacity(out.ConsumedCapacity);
-        if (!takeContiguous(out.Items ?? [], after, limit, entries)) break;
-        startKey = out.LastEvaluatedKey;
-        if (startKey === undefined) break;
-      }
-      return Promise.all(entries.map((entry) => eventOf(entry, blobs)));
-    },
+    readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
     async getCheckpoint(runId, n) {
-      const item = await getItem(runPk(runId), checkpointSk(n));
+      const item = await getItem(io, runPk(runId), checkpointSk(n));
       return item === undefined ? null : checkpointOf(item);
     },
-    async listCheckpoints(runId) {
-      const items = await queryPrefix(runPk(runId), 'C#');
-      return items.map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n);
-    },
-    async findBySubject(subject) {
-      return ((await getItem(subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null;
-    },
-    async findByCreateKey(principalKey, key) {
-      return ((await getItem(createKeyPk(principalKey, key), 'K'))?.run_id as string | undefined) ?? null;
-    },
-    async listChildren(parentRunId) {
-      return (await queryPrefix(runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string);
-    },
+    listCheckpoints: async (runId) =>
+      (await queryPrefix(io, runPk(runId), 'C#')).map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n),
+    findBySubject: async (subject) =>
+      ((await getItem(io, subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null,
+    findByCreateKey: async (principalKey, key) =>
+      ((await getItem(io, createKeyPk(principalKey, key), 'K'))?.run_id as string | undefined) ?? null,
+    listChildren: async (parentRunId) =>
+      (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
     async findByResumeKey(resumeKey) {
-      const item = await getItem(resumeKeyPk(resumeKey), 'K');
-      if (item === undefined) return null;
-      return { run_id: item.run_id as string, op_id: item.op_id as string };
+      const item = await getItem(io, resumeKeyPk(resumeKey), 'K');
+      return item === undefined ? null : { run_id: item.run_id as string, op_id: item.op_id as string };
     },
-    async sweepCandidates(shard, now, limit) {
-      if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
-      metrics.queries += 1;
-      const out = await doc.send(
-        new QueryCommand({
-          TableName,
-          IndexName: 'sweep',
-          KeyConditionExpression: '#s = :s AND #d <= :now',
-          ExpressionAttributeNames: { '#s': ATTR.sweepShard, '#d': ATTR.sweepDue },
-          ExpressionAttributeValues: { ':s': String(shard), ':now': now },
-          Limit: limit,
-        }),
-      );
-      return (out.Items ?? []).map((i) => String(i.pk).slice(4));
-    },
-    async listByStatus(status, limit, cursor) {
-      // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
-      const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
-      let shard = Number(shardText);
-      if (
-        !Number.isInteger(shard) ||
-        shard < 0 ||
-        shard >= LISTING_SHARDS ||
-        (cursor !== undefined && !cursor.includes('|'))
-      ) {
-        throw new SyntaxError('not a cursor this store issued');
-      }
-      let startKey = keyText
-        ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
-        : undefined;
-      const runIds: string[] = [];
-      while (shard < LISTING_SHARDS && runIds.length < limit) {
-        metrics.queries += 1;
-        const out = await doc.send(
-          new QueryCommand({
-            TableName,
-            IndexName: 'by_status',
-            KeyConditionExpression: '#s = :s',
-            ExpressionAttributeNames: { '#s': ATTR.statusShard },
-            ExpressionAttributeValues: { ':s': `${status}#${shard}` },
-            ScanIndexForward: false,
-            Limit: limit - runIds.length,
-            ExclusiveStartKey: startKey,
-          }),
-        );
-        runIds.push(...(out.Items ?? []).map((i) => String(i.pk).slice(4)));
-        if (out.LastEvaluatedKey !== undefined) {
-          startKey = out.LastEvaluatedKey;
-          if (runIds.length >= limit) {
-            return {
-              run_ids: runIds,
-              cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}`,
-            };
-          }
-        } else {
-          shard += 1;
-          startKey = undefined;
-        }
-      }
-      return shard < LISTING_SHARDS ? { run_ids: runIds, cursor: `${shard}|` } : { run_ids: runIds };
-    },
+    sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
+    listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
     async commit(commit) {
-      const plan = planCommit(commit, await storeCommitBodies(commit, blobs));
-      await execute(plan, commit);
+      const plan = planCommit(commit, await storeCommitBodies(commit, io.blobs));
+      await execute(io, plan, commit);
       return plan.record;
     },
   };

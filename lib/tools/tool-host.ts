@@ -43,9 +43,9 @@ import type { Clock, PolicyDecision, ToolCallRequest, ToolHost } from '../engine
 import { invokeHandler } from './adapters/invoke.ts';
 import type { AuditEventName, AuditLog } from './audit-log.ts';
 import { ToolError } from './errors.ts';
+import { diagnosticClassFor, failedEnvelope } from './failed-envelope.ts';
 import type { LambdaInvoker, ToolInvocationContext } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
-import { diagnosticClassFor, failedEnvelope } from './failed-envelope.ts';
 import type { PolicyGate } from './policy-gate.ts';
 import type { RegisteredTool, ToolRegistry } from './registry.ts';
 
@@ -78,6 +78,161 @@ const responseReadLimit = (maxOutputBytes: number): number => maxOutputBytes * 2
 
 type Settled = { kind: 'value'; value: unknown } | { kind: 'error'; error: unknown } | { kind: 'aborted' };
 
+/** One call in progress: its request, the tool it names, and how it records and fails. */
+interface Call {
+  request: ToolCallRequest;
+  tool: RegisteredTool | undefined;
+  /** Records an audit event with the call's ids and its duration so far. */
+  record(event: AuditEventName, outcome: string, errorCode?: string): void;
+  /** Records `event` and answers the call with a failed envelope carrying the error's code. */
+  fail(
+    event: AuditEventName,
+    error: ToolError | { errorClass: undefined; code: string; message: string; retryable: boolean },
+    extra?: { message: string; path: string }[],
+  ): ToolResultEnvelope;
+}
+
+const CANCELLED = {
+  errorClass: undefined,
+  code: 'cancelled',
+  message: 'the call was cancelled',
+  retryable: false,
+};
+
+function startCall(
+  request: ToolCallRequest,
+  tool: RegisteredTool | undefined,
+  audit: AuditLog,
+  clock: Clock,
+): Call {
+  const startedAt = clock.now();
+  const record: Call['record'] = (event, outcome, errorCode) =>
+    audit.record({
+      event,
+      run_id: request.run_id,
+      operation_id: request.op_id,
+      tool: request.tool,
+      tool_version: tool?.descriptor.version ?? null,
+      outcome,
+      duration_ms: clock.now() - startedAt,
+      ...(errorCode === undefined ? {} : { error_code: errorCode }),
+    });
+  return {
+    request,
+    tool,
+    record,
+    fail(event, error, extra = []) {
+      record(event, event, error.code);
+      const severity = 'error' as const;
+      const cls = diagnosticClassFor(error.errorClass);
+      return failedEnvelope(request.op_id, error.errorClass, error.retryable, [
+        { code: error.code, severity, class: cls, message: error.message },
+        ...extra.map((e) => ({ code: error.code, severity, class: cls, message: e.message, path: e.path })),
+      ]);
+    },
+  };
+}
+
+/**
+ * Admission before any handler runs: the tool is registered, the policy allows the call, and
+ * the args are a JSON object matching the tool's input schema. Tool-invocation-contract,
+ * "Policy and authorization" (a denied invocation has no handler side effect).
+ */
+function admit(
+  call: Call,
+  decide: (request: ToolCallRequest, tool: RegisteredTool | undefined) => PolicyDecision,
+):
+  | { ok: true; tool: RegisteredTool; plainArgs: Record<string, unknown>; givenContext: unknown }
+  | { ok: false; envelope: ToolResultEnvelope } {
+  const { request, tool } = call;
+  if (tool === undefined) {
+    const error = new ToolError('not_found', 'no tool with this name is registered', {
+      code: 'tool_not_registered',
+    });
+    return { ok: false, envelope: call.fail('failed', error) };
+  }
+  const decision = decide(request, tool);
+  if (decision.decision === 'deny') {
+    const error = new ToolError('permission_denied', 'the call was denied by policy', {
+      code: decision.code,
+    });
+    return { ok: false, envelope: call.fail('denied', error) };
+  }
+  // Plain JSON copies: what is validated is exactly what the handler receives.
+  const argsJson = isPlainObject(request.args) ? toJson(request.args) : null;
+  if (argsJson === null || !isPlainObject(argsJson.value)) {
+    return {
+      ok: false,
+      envelope: call.fail('failed', new ToolError('invalid_input', 'args must be a JSON object')),
+    };
+  }
+  const { __raisin_context: givenContext, ...plainArgs } = argsJson.value;
+  const check = tool.validateArgs(plainArgs);
+  if (!check.ok) {
+    const extra = check.errors.map((e) => ({
+      message: `${e.path === '' ? 'args' : e.path} ${e.message}`,
+      path: e.path,
+    }));
+    const error = new ToolError('invalid_input', 'args do not match the tool input schema');
+    return { ok: false, envelope: call.fail('failed', error, extra) };
+  }
+  return { ok: true, tool, plainArgs, givenContext };
+}
+
+/** The frozen args (with core's __raisin_context) and invocation context the handler receives. */
+function invocationOf(
+  request: ToolCallRequest,
+  tool: RegisteredTool,
+  plainArgs: Record<string, unknown>,
+  givenContext: unknown,
+  signal: AbortSignal,
+  timeoutMs: number,
+): { args: Readonly<Record<string, unknown>>; ctx: ToolInvocationContext } {
+  const args = deepFreeze({
+    ...plainArgs,
+    __raisin_context: {
+      ...(isPlainObject(givenContext) ? givenContext : {}),
+      run_id: request.run_id,
+      operation_id: request.op_id,
+    },
+  });
+  const ctx: ToolInvocationContext = Object.freeze({
+    run_id: request.run_id,
+    operation_id: request.op_id,
+    idempotency_key: isMutating(request, tool.descriptor) ? request.op_id : undefined,
+    principal: deepFreeze({ ...request.principal }) as Principal,
+    signal,
+    attempt: request.attempt,
+    timeout_ms: timeoutMs,
+    ...(request.subject !== undefined ? { subject: deepFreeze({ ...request.subject }) } : {}),
+  });
+  return { args, ctx };
+}
+
+/** The call's answer from what its handler returned: bounded, JSON, and normalized into raisin.tool-result/1. */
+function answerOf(call: Call, value: unknown, maxOutputBytes: number): ToolResultEnvelope {
+  const json = toJson(value);
+  if (json === null) {
+    return call.fail(
+      'failed',
+      new ToolError('tool_error', 'the tool result is not JSON', { code: 'output_not_json' }),
+    );
+  }
+  if (json.bytes > maxOutputBytes) {
+    const message = `the tool result exceeds the output bound of ${maxOutputBytes} bytes`;
+    return call.fail('failed', new ToolError('tool_error', message, { code: 'output_too_large' }));
+  }
+  if (jsonDepth(json.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    const message = `the tool result nests deeper than ${MAX_JSON_DEPTH} levels`;
+    return call.fail('failed', new ToolError('tool_error', message, { code: 'output_too_deep' }));
+  }
+  const { envelope, refusal } = normalizeToolResult(json.value, call.request.op_id);
+  if (envelope.status === 'failed')
+    call.record('failed', 'failed', refusal?.code ?? envelope.error_class ?? 'tool_reported_failure');
+  else call.record('completed', envelope.status);
+  return envelope;
+}
+
 export function createToolHost(options: ToolHostOptions): ToolHost {
   const { registry, gate, audit } = options;
   const clock = options.clock ?? { now: () => Date.now() };
@@ -94,11 +249,63 @@ export function createToolHost(options: ToolHostOptions): ToolHost {
     });
   }
 
-  return {
-    list() {
-      return registry.list();
-    },
+  async function execute(request: ToolCallRequest, signal: AbortSignal): Promise<ToolResultEnvelope> {
+    const call = startCall(request, registry.get(request.tool), audit, clock);
+    const admitted = admit(call, decide);
+    if (!admitted.ok) return admitted.envelope;
+    call.record('accepted', 'accepted');
+    if (signal.aborted) return call.fail('cancelled', CANCELLED);
+    const { tool } = admitted;
+    const { metadata } = tool.descriptor;
+    const timeoutMs = Math.max(1, Math.min(request.timeout_ms ?? metadata.timeout_ms, metadata.timeout_ms));
+    const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const { args, ctx } = invocationOf(
+      request,
+      tool,
+      admitted.plainArgs,
+      admitted.givenContext,
+      callSignal,
+      timeoutMs,
+    );
+    call.record('started', 'started');
+    const handlerDone: Promise<Settled> = Promise.resolve()
+      .then(() =>
+        invokeHandler(tool.handler, args, ctx, {
+          lambdaClient: options.lambdaClient,
+          maxResponseBytes: responseReadLimit(metadata.max_output_bytes),
+        }),
+      )
+      .then(
+        (value): Settled => ({ kind: 'value', value }),
+        (error: unknown): Settled => ({ kind: 'error', error }),
+      );
+    const abort = whenAborted(callSignal);
+    let settled = await Promise.race([handlerDone, abort.promise]);
+    abort.dispose();
+    if (settled.kind === 'error' && callSignal.aborted) settled = { kind: 'aborted' };
+    if (settled.kind === 'aborted') {
+      await settleWithin(handlerDone, graceMs);
+      if (signal.aborted) return call.fail('cancelled', CANCELLED);
+      const error = new ToolError('timeout', `the tool did not finish within ${timeoutMs} ms`, {
+        code: 'timeout',
+      });
+      return call.fail('timed_out', error);
+    }
+    if (settled.kind === 'error') {
+      const { error } = settled;
+      if (error instanceof ToolError) return call.fail('failed', error);
+      try {
+        options.debug?.({ run_id: request.run_id, operation_id: request.op_id, tool: request.tool, error });
+      } catch {
+        // A failing debug hook must not change the call's answer.
+      }
+      return call.fail('failed', new ToolError('tool_error', 'the tool failed', { code: 'tool_error' }));
+    }
+    return answerOf(call, settled.value, metadata.max_output_bytes);
+  }
 
+  return {
+    list: () => registry.list(),
     gate(request) {
       const tool = registry.get(request.tool);
       const decision = decide(request, tool);
@@ -116,164 +323,7 @@ export function createToolHost(options: ToolHostOptions): ToolHost {
       }
       return decision;
     },
-
-    async execute(request, signal) {
-      const startedAt = clock.now();
-      const tool = registry.get(request.tool);
-      const record = (event: AuditEventName, outcome: string, errorCode?: string): void =>
-        audit.record({
-          event,
-          run_id: request.run_id,
-          operation_id: request.op_id,
-          tool: request.tool,
-          tool_version: tool?.descriptor.version ?? null,
-          outcome,
-          duration_ms: clock.now() - startedAt,
-          ...(errorCode === undefined ? {} : { error_code: errorCode }),
-        });
-      const fail = (
-        event: AuditEventName,
-        error: ToolError | { errorClass: undefined; code: string; message: string; retryable: boolean },
-        extra: { message: string; path: string }[] = [],
-      ): ToolResultEnvelope => {
-        record(event, event, error.code);
-        const severity = 'error' as const;
-        const cls = diagnosticClassFor(error.errorClass);
-        return failedEnvelope(request.op_id, error.errorClass, error.retryable, [
-          { code: error.code, severity, class: cls, message: error.message },
-          ...extra.map((e) => ({ code: error.code, severity, class: cls, message: e.message, path: e.path })),
-        ]);
-      };
-
-      if (tool === undefined) {
-        return fail(
-          'failed',
-          new ToolError('not_found', 'no tool with this name is registered', { code: 'tool_not_registered' }),
-        );
-      }
-      const decision = decide(request, tool);
-      if (decision.decision === 'deny') {
-        return fail(
-          'denied',
-          new ToolError('permission_denied', 'the call was denied by policy', { code: decision.code }),
-        );
-      }
-      // Plain JSON copies: what is validated is exactly what the handler receives.
-      const argsJson = isPlainObject(request.args) ? toJson(request.args) : null;
-      if (argsJson === null || !isPlainObject(argsJson.value)) {
-        return fail('failed', new ToolError('invalid_input', 'args must be a JSON object'));
-      }
-      const { __raisin_context: givenContext, ...plainArgs } = argsJson.value;
-      const check = tool.validateArgs(plainArgs);
-      if (!check.ok) {
-        return fail(
-          'failed',
-          new ToolError('invalid_input', 'args do not match the tool input schema'),
-          check.errors.map((e) => ({
-            message: `${e.path === '' ? 'args' : e.path} ${e.message}`,
-            path: e.path,
-          })),
-        );
-      }
-      record('accepted', 'accepted');
-      const cancelled = {
-        errorClass: undefined,
-        code: 'cancelled',
-        message: 'the call was cancelled',
-        retryable: false,
-      };
-      if (signal.aborted) return fail('cancelled', cancelled);
-
-      const { metadata } = tool.descriptor;
-      const mutating = isMutating(request, tool.descriptor);
-      const timeoutMs = Math.max(1, Math.min(request.timeout_ms ?? metadata.timeout_ms, metadata.timeout_ms));
-      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
-      const args = deepFreeze({
-        ...plainArgs,
-        __raisin_context: {
-          ...(isPlainObject(givenContext) ? givenContext : {}),
-          run_id: request.run_id,
-          operation_id: request.op_id,
-        },
-      });
-      const ctx: ToolInvocationContext = Object.freeze({
-        run_id: request.run_id,
-        operation_id: request.op_id,
-        idempotency_key: mutating ? request.op_id : undefined,
-        principal: deepFreeze({ ...request.principal }) as Principal,
-        signal: callSignal,
-        attempt: request.attempt,
-        timeout_ms: timeoutMs,
-        ...(request.subject !== undefined ? { subject: deepFreeze({ ...request.subject }) } : {}),
-      });
-
-      record('started', 'started');
-      const handlerDone: Promise<Settled> = Promise.resolve()
-        .then(() =>
-          invokeHandler(tool.handler, args, ctx, {
-            lambdaClient: options.lambdaClient,
-            maxResponseBytes: responseReadLimit(metadata.max_output_bytes),
-          }),
-        )
-        .then(
-          (value): Settled => ({ kind: 'value', value }),
-          (error: unknown): Settled => ({ kind: 'error', error }),
-        );
-      const abort = whenAborted(callSignal);
-      let settled = await Promise.race([handlerDone, abort.promise]);
-      abort.dispose();
-      if (settled.kind === 'error' && callSignal.aborted) settled = { kind: 'aborted' };
-      if (settled.kind === 'aborted') {
-        await settleWithin(handlerDone, graceMs);
-        if (signal.aborted) return fail('cancelled', cancelled);
-        return fail(
-          'timed_out',
-          new ToolError('timeout', `the tool did not finish within ${timeoutMs} ms`, { code: 'timeout' }),
-        );
-      }
-      if (settled.kind === 'error') {
-        const { error } = settled;
-        if (error instanceof ToolError) return fail('failed', error);
-        try {
-          options.debug?.({ run_id: request.run_id, operation_id: request.op_id, tool: request.tool, error });
-        } catch {
-          // A failing debug hook must not change the call's answer.
-        }
-        return fail('failed', new ToolError('tool_error', 'the tool failed', { code: 'tool_error' }));
-      }
-      const json = toJson(settled.value);
-      if (json === null) {
-        return fail(
-          'failed',
-          new ToolError('tool_error', 'the tool result is not JSON', { code: 'output_not_json' }),
-        );
-      }
-      if (json.bytes > metadata.max_output_bytes) {
-        return fail(
-          'failed',
-          new ToolError(
-            'tool_error',
-            `the tool result exceeds the output bound of ${metadata.max_output_bytes} bytes`,
-            {
-              code: 'output_too_large',
-            },
-          ),
-        );
-      }
-      if (jsonDepth(json.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-        return fail(
-          'failed',
-          new ToolError('tool_error', `the tool result nests deeper than ${MAX_JSON_DEPTH} levels`, {
-            code: 'output_too_deep',
-          }),
-        );
-      }
-      const { envelope, refusal } = normalizeToolResult(json.value, request.op_id);
-      if (envelope.status === 'failed')
-        record('failed', 'failed', refusal?.code ?? envelope.error_class ?? 'tool_reported_failure');
-      else record('completed', envelope.status);
-      return envelope;
-    },
+    execute,
   };
 }
 

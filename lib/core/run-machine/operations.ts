@@ -6,6 +6,7 @@ import {
   childOfResumeKey,
   type NewRunEvent,
   type OpenRequest,
+  type Operation,
   type RunRecord,
   type ToolCall,
   type ToolResultEnvelope,
@@ -103,6 +104,109 @@ export type OperationResult =
       usage?: { input_tokens: number; output_tokens: number };
     };
 
+/** Usage after the started operation `op` ended with `result`: counted in the same commit. */
+function usageAfter(usage: Usage, op: Operation, result: OperationResult): Usage {
+  const next: Usage = { ...usage, operations: usage.operations + 1 };
+  if (op.kind === 'model_turn') {
+    next.model_calls += 1;
+    next.turns += 1;
+  } else if (op.kind === 'tool_call') {
+    next.tool_calls += 1;
+  }
+  const tokens = 'usage' in result && result.usage !== undefined ? result.usage : null;
+  if (tokens !== null) {
+    next.input_tokens += tokens.input_tokens;
+    next.output_tokens += tokens.output_tokens;
+  }
+  return next;
+}
+
+/** A tool's `waiting` answer: the run parks behind a result request for its resume_key. */
+function parkOn(
+  draft: Draft,
+  record: RunRecord,
+  op: Operation,
+  resumeKey: string,
+  tool: string,
+  now: number,
+): Draft {
+  const n = draft.counters.next_req + 1;
+  const request: OpenRequest = {
+    kind: 'result',
+    request_id: `${record.run_id}/req/${n}`,
+    effect_id: op.effect_id,
+    resume_key: resumeKey,
+    op_id: op.op_id,
+    tool,
+    ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
+    opened_at: now,
+    expires_at: null,
+  };
+  const child = isDelegation(op) ? childOfResumeKey(resumeKey) : null;
+  return {
+    ...draft,
+    open_requests: [...draft.open_requests, request],
+    counters: { ...draft.counters, next_req: n },
+    ...(child !== null && !draft.live_children.includes(child)
+      ? { live_children: [...draft.live_children, child] }
+      : {}),
+  } as Draft;
+}
+
+/** The result event of `op` (or the parked request), and the draft with the turn and failure counters. */
+function recordResult(draft: Draft, record: RunRecord, op: Operation, result: OperationResult, now: number) {
+  const idFields = { operation_id: op.op_id, effect_id: op.effect_id };
+  const failures = draft.counters.consecutive_op_failures;
+  const withFailures = (n: number) => ({ ...draft.counters, consecutive_op_failures: n });
+  switch (result.kind) {
+    case 'model_turn_completed': {
+      const data = {
+        message: result.message,
+        tool_calls: result.tool_calls,
+        finish_reason: result.finish_reason,
+        usage: result.usage,
+      };
+      const next = {
+        ...draft,
+        counters: withFailures(0),
+        turn: record.turn + 1,
+        unanswered_calls: result.tool_calls.map((c) => c.call_id),
+      } as Draft;
+      return { draft: next, events: [ev('model_turn_completed', now, data, idFields)] };
+    }
+    case 'tool_result': {
+      const env = result.envelope;
+      const failed = env.status === 'failed' || env.status === 'retryable' || env.status === 'blocked';
+      const counted = { ...draft, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
+      const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
+      if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
+        const parked = parkOn(counted, record, op, env.resume_key, tool, now);
+        const request = parked.open_requests.at(-1);
+        return { draft: parked, events: [ev('request_opened', now, { ...request }, idFields)] };
+      }
+      const data = { ...(op.call_id !== undefined ? { call_id: op.call_id } : {}), tool, envelope: env };
+      return { draft: counted, events: [ev('tool_result', now, data, idFields)] };
+    }
+    case 'operation_failed': {
+      const data = {
+        error_class: result.error_class,
+        retryable: result.retryable,
+        outcome_unknown: result.outcome_unknown,
+        message: result.message,
+        ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
+        ...(result.detail !== undefined ? { detail: result.detail } : {}),
+      };
+      const next = { ...draft, counters: withFailures(failures + 1) } as Draft;
+      return { draft: next, events: [ev('operation_failed', now, data, idFields)] };
+    }
+    case 'operation_cancelled':
+      return {
+        draft,
+        events: [ev('operation_cancelled', now, { acknowledged: result.acknowledged }, idFields)],
+      };
+  }
+}
+
 /**
  * Records the outcome of the started operation: the result event, usage updated in the same
  * commit, the operation cleared. A tool answering `waiting` with a resume_key parks the run
@@ -119,109 +223,10 @@ export function finishOperation(
   const op = record.operation;
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   if (op === null || op.started_at === null) return reject('no_operation', 'no operation in flight');
-  const usage: Usage = { ...record.usage, operations: record.usage.operations + 1 };
-  const counters = { ...record.counters };
-  const idFields = { operation_id: op.op_id, effect_id: op.effect_id };
-  const newEvents: NewRunEvent[] = [];
-  let draft = { ...record, operation: null } as Draft;
-  const tokens = 'usage' in result && result.usage !== undefined ? result.usage : null;
-  if (op.kind === 'model_turn') {
-    usage.model_calls += 1;
-    usage.turns += 1;
-  } else if (op.kind === 'tool_call') {
-    usage.tool_calls += 1;
-  }
-  if (tokens !== null) {
-    usage.input_tokens += tokens.input_tokens;
-    usage.output_tokens += tokens.output_tokens;
-  }
-  switch (result.kind) {
-    case 'model_turn_completed': {
-      counters.consecutive_op_failures = 0;
-      newEvents.push(
-        ev(
-          'model_turn_completed',
-          now,
-          {
-            message: result.message,
-            tool_calls: result.tool_calls,
-            finish_reason: result.finish_reason,
-            usage: result.usage,
-          },
-          idFields,
-        ),
-      );
-      draft = {
-        ...draft,
-        turn: record.turn + 1,
-        unanswered_calls: result.tool_calls.map((c) => c.call_id),
-      } as Draft;
-      break;
-    }
-    case 'tool_result': {
-      const env = result.envelope;
-      const failed = env.status === 'failed' || env.status === 'retryable' || env.status === 'blocked';
-      counters.consecutive_op_failures = failed ? counters.consecutive_op_failures + 1 : 0;
-      const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
-      if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
-        const n = counters.next_req + 1;
-        counters.next_req = n;
-        const request: OpenRequest = {
-          kind: 'result',
-          request_id: `${record.run_id}/req/${n}`,
-          effect_id: op.effect_id,
-          resume_key: env.resume_key,
-          op_id: op.op_id,
-          tool,
-          ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
-          opened_at: now,
-          expires_at: null,
-        };
-        const child = isDelegation(op) ? childOfResumeKey(env.resume_key) : null;
-        draft = {
-          ...draft,
-          open_requests: [...draft.open_requests, request],
-          ...(child !== null && !draft.live_children.includes(child)
-            ? { live_children: [...draft.live_children, child] }
-            : {}),
-        } as Draft;
-        newEvents.push(ev('request_opened', now, { ...request }, idFields));
-      } else {
-        newEvents.push(
-          ev(
-            'tool_result',
-            now,
-            { ...(op.call_id !== undefined ? { call_id: op.call_id } : {}), tool, envelope: env },
-            idFields,
-          ),
-        );
-      }
-      break;
-    }
-    case 'operation_failed': {
-      counters.consecutive_op_failures += 1;
-      newEvents.push(
-        ev(
-          'operation_failed',
-          now,
-          {
-            error_class: result.error_class,
-            retryable: result.retryable,
-            outcome_unknown: result.outcome_unknown,
-            message: result.message,
-            ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
-            ...(result.detail !== undefined ? { detail: result.detail } : {}),
-          },
-          idFields,
-        ),
-      );
-      break;
-    }
-    case 'operation_cancelled':
-      newEvents.push(ev('operation_cancelled', now, { acknowledged: result.acknowledged }, idFields));
-      break;
-  }
-  draft = { ...draft, usage, counters } as Draft;
+  const cleared = { ...record, operation: null, usage: usageAfter(record.usage, op, result) } as Draft;
+  const recorded = recordResult(cleared, record, op, result, now);
+  const draft = recorded.draft;
+  const newEvents: NewRunEvent[] = [...recorded.events];
   if (record.status === 'cancelling') {
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
     const closing = closeAllRequests(draft, now, 'stopped');

@@ -39,6 +39,172 @@ export interface ReducerAnswer {
   artifact_hash?: string;
 }
 
+/** A draft and the events one effect adds to it. */
+type Step = { draft: Draft; events: NewRunEvent[] };
+
+/** The pending operation an operation effect (call_tool, request_model_turn) asks for. */
+function operationOf(
+  record: RunRecord,
+  effect: Extract<Effect, { kind: 'call_tool' | 'request_model_turn' }>,
+  n: number,
+): Operation {
+  return {
+    op_id: `${record.run_id}/op/${n}`,
+    kind: effect.kind === 'call_tool' ? 'tool_call' : 'model_turn',
+    effect_id: effect.effect_id,
+    effect,
+    replay_safe: effect.kind === 'call_tool' ? effect.replay_safe : true,
+    interruptible: effect.kind === 'call_tool' ? effect.interruptible : true,
+    attempt: 1,
+    started_at: null,
+    ...(effect.kind === 'call_tool' && effect.for_call_id !== undefined
+      ? { call_id: effect.for_call_id }
+      : {}),
+  };
+}
+
+/** The request an approval or question effect opens. */
+function requestOf(
+  record: RunRecord,
+  effect: Extract<Effect, { kind: 'request_approval' | 'ask_user' }>,
+  n: number,
+  now: number,
+): OpenRequest {
+  const request_id = `${record.run_id}/req/${n}`;
+  const expires_at = effect.expires_in_ms !== undefined ? now + effect.expires_in_ms : null;
+  if (effect.kind === 'request_approval') {
+    return {
+      kind: 'approval',
+      request_id,
+      effect_id: effect.effect_id,
+      subject: effect.subject,
+      opened_at: now,
+      expires_at,
+    };
+  }
+  return {
+    kind: 'input',
+    request_id,
+    effect_id: effect.effect_id,
+    question: effect.question,
+    ...(effect.choices !== undefined ? { choices: effect.choices } : {}),
+    ...(effect.schema !== undefined ? { schema: effect.schema } : {}),
+    opened_at: now,
+    expires_at,
+  };
+}
+
+/**
+ * One non-terminal effect applied to the draft (complete and fail are applied after every other
+ * effect, so that an earlier gap is recorded first). Null: an operation effect while another
+ * operation is pending.
+ */
+function applyEffect(
+  draft: Draft,
+  effect: Effect,
+  record: RunRecord,
+  stateRev: number,
+  now: number,
+): Step | null {
+  switch (effect.kind) {
+    case 'call_tool':
+    case 'request_model_turn': {
+      if (draft.operation !== null) return null;
+      const n = draft.counters.next_op + 1;
+      const next = {
+        ...draft,
+        operation: operationOf(record, effect, n),
+        counters: { ...draft.counters, next_op: n },
+        ...(effect.kind === 'request_model_turn' ? { unanswered_calls: [] } : {}),
+      } as Draft;
+      return { draft: next, events: [] };
+    }
+    case 'request_approval':
+    case 'ask_user': {
+      const n = draft.counters.next_req + 1;
+      const request = requestOf(record, effect, n, now);
+      const next = {
+        ...draft,
+        open_requests: [...draft.open_requests, request],
+        counters: { ...draft.counters, next_req: n },
+      } as Draft;
+      return {
+        draft: next,
+        events: [ev('request_opened', now, { ...request }, { effect_id: effect.effect_id })],
+      };
+    }
+    case 'withdraw_request': {
+      const found = draft.open_requests.find((r) => r.request_id === effect.request_id);
+      if (found === undefined) return { draft, events: [] }; // already closed: nothing to withdraw
+      // Withdrawing the approval the policy gate opened withdraws the operation it held back.
+      const next = dropGatedOperation(
+        { ...draft, open_requests: draft.open_requests.filter((r) => r !== found) } as Draft,
+        found,
+      );
+      const closed = ev(
+        'request_closed',
+        now,
+        { request_id: found.request_id, reason: 'withdrawn' },
+        { effect_id: found.effect_id },
+      );
+      return { draft: next, events: [closed] };
+    }
+    case 'checkpoint': {
+      const n = draft.counters.checkpoints + 1;
+      const written = ev('checkpoint_written', now, {
+        checkpoint_no: n,
+        reason: effect.reason ?? 'reducer',
+        ...(effect.summary !== undefined ? { summary: effect.summary } : {}),
+        state_rev: stateRev,
+      });
+      return {
+        draft: { ...draft, counters: { ...draft.counters, checkpoints: n } } as Draft,
+        events: [written],
+      };
+    }
+    case 'capability_gap':
+      return {
+        draft,
+        events: [ev('capability_gap', now, { gap: effect.gap }, { effect_id: effect.effect_id })],
+      };
+    case 'complete':
+    case 'fail':
+      return { draft, events: [] };
+  }
+}
+
+/** Ends the run by its complete or fail effect: open requests closed, steers discarded, lease cleared. */
+function endByEffect(
+  draft: Draft,
+  effect: Extract<Effect, { kind: 'complete' | 'fail' }>,
+  record: RunRecord,
+  now: number,
+): Step {
+  const closing = closeAllRequests(draft, now, 'run_ended');
+  const events: NewRunEvent[] = [...closing.events];
+  if (closing.discarded > 0) events.push(ev('steers_discarded', now, { count: closing.discarded }));
+  if (effect.kind === 'complete') {
+    events.push(ev('run_completed', now, { outcome: effect.outcome, summary: effect.summary ?? null }));
+    const ended = {
+      ...draft,
+      status: 'completed',
+      outcome: effect.outcome,
+      ...(effect.summary !== undefined ? { summary: effect.summary } : {}),
+      ...terminalFields(record, now, `completed:${effect.outcome}`),
+      epoch: clearedEpoch(record),
+    } as Draft;
+    return { draft: ended, events };
+  }
+  events.push(ev('run_failed', now, { code: effect.code, message: effect.message }));
+  const ended = {
+    ...draft,
+    status: 'failed',
+    ...terminalFields(record, now, effect.code),
+    epoch: clearedEpoch(record),
+  } as Draft;
+  return { draft: ended, events };
+}
+
 /**
  * Applies a validated reducer answer to the event at the inbox head: advances reduced_seq and
  * state_rev, records the projection, and applies each effect (operation, requests, checkpoint,
@@ -74,132 +240,17 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
   const terminal = isTerminalStatus(record.status);
   for (const effect of answer.effects) {
     if (terminal && effect.kind !== 'checkpoint') continue; // validation refuses these; defensive
-    switch (effect.kind) {
-      case 'call_tool':
-      case 'request_model_turn': {
-        if (draft.operation !== null) {
-          return failRun(record, 'reducer_refused:multiple_operations', now, answer.event_seq);
-        }
-        const n = draft.counters.next_op + 1;
-        const op: Operation = {
-          op_id: `${record.run_id}/op/${n}`,
-          kind: effect.kind === 'call_tool' ? 'tool_call' : 'model_turn',
-          effect_id: effect.effect_id,
-          effect,
-          replay_safe: effect.kind === 'call_tool' ? effect.replay_safe : true,
-          interruptible: effect.kind === 'call_tool' ? effect.interruptible : true,
-          attempt: 1,
-          started_at: null,
-          ...(effect.kind === 'call_tool' && effect.for_call_id !== undefined
-            ? { call_id: effect.for_call_id }
-            : {}),
-        };
-        draft = { ...draft, operation: op, counters: { ...draft.counters, next_op: n } } as Draft;
-        if (effect.kind === 'request_model_turn') draft = { ...draft, unanswered_calls: [] } as Draft;
-        break;
-      }
-      case 'request_approval':
-      case 'ask_user': {
-        const n = draft.counters.next_req + 1;
-        const request_id = `${record.run_id}/req/${n}`;
-        const expires_at = effect.expires_in_ms !== undefined ? now + effect.expires_in_ms : null;
-        const request: OpenRequest =
-          effect.kind === 'request_approval'
-            ? {
-                kind: 'approval',
-                request_id,
-                effect_id: effect.effect_id,
-                subject: effect.subject,
-                opened_at: now,
-                expires_at,
-              }
-            : {
-                kind: 'input',
-                request_id,
-                effect_id: effect.effect_id,
-                question: effect.question,
-                ...(effect.choices !== undefined ? { choices: effect.choices } : {}),
-                ...(effect.schema !== undefined ? { schema: effect.schema } : {}),
-                opened_at: now,
-                expires_at,
-              };
-        draft = {
-          ...draft,
-          open_requests: [...draft.open_requests, request],
-          counters: { ...draft.counters, next_req: n },
-        } as Draft;
-        newEvents.push(ev('request_opened', now, { ...request }, { effect_id: effect.effect_id }));
-        break;
-      }
-      case 'withdraw_request': {
-        const found = draft.open_requests.find((r) => r.request_id === effect.request_id);
-        if (found === undefined) break; // already closed: nothing to withdraw
-        // Withdrawing the approval the policy gate opened withdraws the operation it held back.
-        draft = dropGatedOperation(
-          { ...draft, open_requests: draft.open_requests.filter((r) => r !== found) } as Draft,
-          found,
-        );
-        newEvents.push(
-          ev(
-            'request_closed',
-            now,
-            { request_id: found.request_id, reason: 'withdrawn' },
-            { effect_id: found.effect_id },
-          ),
-        );
-        break;
-      }
-      case 'checkpoint': {
-        const n = draft.counters.checkpoints + 1;
-        draft = { ...draft, counters: { ...draft.counters, checkpoints: n } } as Draft;
-        newEvents.push(
-          ev('checkpoint_written', now, {
-            checkpoint_no: n,
-            reason: effect.reason ?? 'reducer',
-            ...(effect.summary !== undefined ? { summary: effect.summary } : {}),
-            state_rev: answer.state_rev,
-          }),
-        );
-        break;
-      }
-      case 'capability_gap':
-        newEvents.push(ev('capability_gap', now, { gap: effect.gap }, { effect_id: effect.effect_id }));
-        break;
-      case 'complete':
-      case 'fail':
-        break; // applied after the loop so that earlier effects (a gap) are recorded first
-    }
+    const step = applyEffect(draft, effect, record, answer.state_rev, now);
+    if (step === null) return failRun(record, 'reducer_refused:multiple_operations', now, answer.event_seq);
+    draft = step.draft;
+    newEvents.push(...step.events);
   }
-  const terminalEffect = answer.effects.find((e) => e.kind === 'complete' || e.kind === 'fail');
+  const terminalEffect = answer.effects.find(
+    (e): e is Extract<Effect, { kind: 'complete' | 'fail' }> => e.kind === 'complete' || e.kind === 'fail',
+  );
   if (terminalEffect !== undefined && !terminal) {
-    const closing = closeAllRequests(draft, now, 'run_ended');
-    newEvents.push(...closing.events);
-    if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
-    if (terminalEffect.kind === 'complete') {
-      newEvents.push(
-        ev('run_completed', now, {
-          outcome: terminalEffect.outcome,
-          summary: terminalEffect.summary ?? null,
-        }),
-      );
-      draft = {
-        ...draft,
-        status: 'completed',
-        outcome: terminalEffect.outcome,
-        ...(terminalEffect.summary !== undefined ? { summary: terminalEffect.summary } : {}),
-        ...terminalFields(record, now, `completed:${terminalEffect.outcome}`),
-        epoch: clearedEpoch(record),
-      } as Draft;
-    } else if (terminalEffect.kind === 'fail') {
-      newEvents.push(ev('run_failed', now, { code: terminalEffect.code, message: terminalEffect.message }));
-      draft = {
-        ...draft,
-        status: 'failed',
-        ...terminalFields(record, now, terminalEffect.code),
-        epoch: clearedEpoch(record),
-      } as Draft;
-    }
-    const appended = append(draft, newEvents, now);
+    const ended = endByEffect(draft, terminalEffect, record, now);
+    const appended = append(ended.draft, [...newEvents, ...ended.events], now);
     return finish({ ...appended.draft, inbox: [] } as Draft, appended.events);
   }
   const appended = append(draft, newEvents, now);
