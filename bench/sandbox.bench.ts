@@ -6,7 +6,7 @@
  * - `sandbox`: ReducerHost.reduce, the full path (registry get, sha256 check, canonical JSON,
  *   fresh QuickJS runtime + context, prelude, module evaluation, call, JSON back);
  * - `direct`: the same module imported and called in-process;
- * - `wasm`: ReducerHost.reduce on the rev-reducer.wat fixture (worker-thread round trip).
+ * - `wasm`: ReducerHost.reduce on the tally.wat fixture (worker-thread round trip).
  * Prints p50/p99 per call in ms, the sandbox/direct ratio, then one JSON line. Target: sandbox
  * p50 ≤ 2 ms.
  */
@@ -57,10 +57,10 @@ function answeredOrThrow(result: { kind: string }): void {
 }
 
 const source = await readFile(new URL('../test/fixtures/reducers/agent-like.js', import.meta.url));
-const wasm = await compileWatFixture('rev-reducer.wat');
+const wasm = await compileWatFixture('tally.wat');
 const registry = new InMemoryFunctionRegistry([
   { function_path: '/lib/bench/agent-like', kind: 'js', bytes: source },
-  { function_path: '/lib/bench/rev-reducer', kind: 'wasm', bytes: wasm },
+  { function_path: '/lib/bench/tally', kind: 'wasm', bytes: wasm },
 ]);
 const host = createSandboxReducerHost({ registry });
 const { requests } = await driveAgentRun((request) => reduce(request));
@@ -70,7 +70,7 @@ const sandbox = await measure(requests, async (request) =>
 );
 const direct = await measure(requests, (request) => reduce(request));
 const wasmSeries = await measure(requests, async (request) =>
-  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/rev-reducer' }, request)),
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/tally' }, request)),
 );
 await host.close();
 
