@@ -62,7 +62,12 @@ describe('examples/reducers/one-tool.star', () => {
     expect(done).toMatchObject({
       state_rev: 2,
       effects: [
-        { effect_id: '2:0', kind: 'complete', outcome: 'succeeded', summary: 'echo answered {"echo":{"text":"hello"}}' },
+        {
+          effect_id: '2:0',
+          kind: 'complete',
+          outcome: 'succeeded',
+          summary: 'echo answered {"echo":{"text":"hello"}}',
+        },
       ],
       projection: { items: [{ key: 'call', title: 'Call echo', status: 'completed' }] },
     });
@@ -75,7 +80,10 @@ describe('examples/reducers/one-tool.star', () => {
       kind: 'request_resolved',
       data: { request_id: 'req_1', kind: 'approval', decision: 'rejected' },
     };
-    const [start, done] = await drive([started({ tool: 'charge', args: { amount: 42 }, mutating: true }), rejected]);
+    const [start, done] = await drive([
+      started({ tool: 'charge', args: { amount: 42 }, mutating: true }),
+      rejected,
+    ]);
     expect(start?.effects).toMatchObject([{ tool: 'charge', args: { amount: 42 }, mutating: true }]);
     expect(done).toMatchObject({
       effects: [{ kind: 'complete', outcome: 'blocked', summary: 'charge was not approved' }],
