@@ -26,7 +26,8 @@
  * runtime exited (out of memory, stack overflow) or trapped is dropped.
  */
 export const STARLARK_WORKER_SOURCE = `'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
+// getBuiltinModule, not require: an eval worker inherits --input-type=module when its parent has it.
+const { parentPort, workerData } = process.getBuiltinModule('node:worker_threads');
 const { module, glue, argv, seed, maxInstances } = workerData;
 const STDERR_BYTES = 4096;
 const encoder = new TextEncoder();

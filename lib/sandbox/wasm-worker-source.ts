@@ -8,7 +8,8 @@
  * The host enforces the deadline by terminating the worker.
  */
 export const WASM_WORKER_SOURCE = `'use strict';
-const { parentPort } = require('node:worker_threads');
+// getBuiltinModule, not require: an eval worker inherits --input-type=module when its parent has it.
+const { parentPort } = process.getBuiltinModule('node:worker_threads');
 
 function abi(detail) {
   return { kind: 'unavailable', reason: 'wasm_abi_violation: ' + detail };
