@@ -19,41 +19,14 @@ import {
   InMemoryFunctionRegistry,
 } from '../../lib/sandbox/index.ts';
 import { compileWatFixture } from '../fixtures/reducers/compile-wat.ts';
-import { reducerRequest, runStarted, toolResult } from '../fixtures/reducers/requests.ts';
-
-type ReducerEvent = ReducerRequest['event'];
+import { driveEvents, TALLY_EVENTS } from '../fixtures/reducers/requests.ts';
 
 const LANGUAGES: ReadonlyArray<{ kind: ArtifactKind; file: string }> = [
   { kind: 'js', file: 'tally.js' },
   { kind: 'star', file: 'tally.star' },
   { kind: 'wasm', file: 'tally.wat' },
 ];
-
-/** The events, in order; a redelivery repeats an earlier event exactly. */
-const EVENTS: ReadonlyArray<{ name: string; event: ReducerEvent }> = [
-  { name: 'run_started', event: runStarted(1) },
-  { name: 'run_started redelivered', event: runStarted(1) },
-  {
-    name: 'user_input',
-    event: { seq: 2, kind: 'user_input', data: { steer_id: 's1', input: { text: 'hurry', n: 2 } } },
-  },
-  { name: 'tool_result', event: toolResult(3, '1:0', 'call_1', { counted: 1, note: 'é "quoted" ✓' }) },
-  {
-    name: 'tool_result redelivered',
-    event: toolResult(3, '1:0', 'call_1', { counted: 1, note: 'é "quoted" ✓' }),
-  },
-  {
-    name: 'operation_failed (refused)',
-    event: {
-      seq: 4,
-      kind: 'operation_failed',
-      effect_id: '3:0',
-      operation_id: 'run_sandbox_1/op/4',
-      data: { error_class: 'tool_error', retryable: false, outcome_unknown: false, message: 'no' },
-    },
-  },
-  { name: 'stopped', event: { seq: 5, kind: 'stopped', data: { reason: 'changed my mind' } } },
-];
+const EVENTS = TALLY_EVENTS;
 
 const registry = new InMemoryFunctionRegistry();
 const host = createSandboxReducerHost({ registry, limits: { timeoutMs: 10_000 } });
@@ -72,22 +45,19 @@ beforeAll(async () => {
     await registry.put(`/lib/conformance/${kind}`, kind, bytes);
   }
   for (const { kind } of LANGUAGES) {
-    let state: unknown = null;
-    let stateRev = 0;
-    const texts: string[] = [];
-    for (const { event } of EVENTS) {
-      const request = reducerRequest(event, state, stateRev);
-      if (kind === 'js') requests.push(request);
-      const result = await host.reduce({ function_path: `/lib/conformance/${kind}` }, request);
-      if (result.kind !== 'answered') throw new Error(`${kind} did not answer: ${JSON.stringify(result)}`);
-      const response = result.response as { state: unknown; state_rev: number; refused: unknown };
-      texts.push(canonicalJson(response));
-      if (response.refused === null) {
-        state = response.state;
-        stateRev = response.state_rev;
-      }
-    }
-    answers.set(kind, texts);
+    const driven = await driveEvents(
+      async (request) => {
+        const result = await host.reduce({ function_path: `/lib/conformance/${kind}` }, request);
+        if (result.kind !== 'answered') throw new Error(`${kind} did not answer: ${JSON.stringify(result)}`);
+        return result.response;
+      },
+      EVENTS.map(({ event }) => event),
+    );
+    if (kind === 'js') requests.push(...driven.requests);
+    answers.set(
+      kind,
+      driven.responses.map((response) => canonicalJson(response)),
+    );
   }
 }, 60_000);
 
