@@ -46,6 +46,14 @@ const started = (context?: unknown): ReducerEvent => ({
 });
 
 describe('examples/reducers/one-tool.star', () => {
+  it('is the file the README shows, complete', async () => {
+    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+    const shown = /`examples\/reducers\/one-tool\.star`, complete:\n\n```python\n([\s\S]*?)```/.exec(
+      readme,
+    )?.[1];
+    expect(shown).toBe(await readFile(EXAMPLE, 'utf8'));
+  });
+
   it('calls echo with the input, then completes with its answer; a redelivered result changes nothing', async () => {
     const result = toolResult(2, '1:0', 'call_1', { echo: { text: 'hello' } });
     const [start, done, again] = await drive([started(), result, result]);
