@@ -4,7 +4,7 @@
  * entry point. The worker receives `{id, module, handler, request}` (a compiled module, an
  * export name, the UTF-8 request bytes), instantiates the module with no imports, calls the
  * ABI (README, "WebAssembly ABI") and answers `{id, kind: 'output', bytes}` or
- * `{id, kind: 'unavailable', reason}`. A fresh instance per call: no state survives a call.
+ * `{id, kind: 'unavailable', reason}`, after `{id, started: true}` (serial-worker.ts). A fresh instance per call: no state survives a call.
  * The host enforces the deadline by terminating the worker.
  */
 export const WASM_WORKER_SOURCE = `'use strict';
@@ -43,6 +43,7 @@ function call({ module, handler, request }) {
 }
 
 parentPort.on('message', (message) => {
+  parentPort.postMessage({ id: message.id, started: true });
   let reply;
   try {
     reply = call(message);

@@ -14,6 +14,7 @@ import type { RunRecord } from '../../lib/contracts/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/index.ts';
+import { untilRun } from '../support/http-runs.ts';
 
 const EXAMPLE = new Uint8Array(
   await readFile(new URL('../../examples/reducers/one-tool.star', import.meta.url)),
@@ -57,19 +58,8 @@ afterAll(async () => {
 const subject = () => ({ workspace: 'e2e', path: `/starlark/${randomUUID()}` });
 const newPath = (name: string) => `/agents/${randomUUID()}/${name}`;
 
-async function until(
-  runId: string,
-  done: (run: RunRecord) => boolean,
-  timeoutMs = 30_000,
-): Promise<RunRecord> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await client.getRun(runId);
-    if (done(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} stuck: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = (runId: string, done: (run: RunRecord) => boolean, timeoutMs?: number) =>
+  untilRun(client, runId, done, timeoutMs ?? 30_000);
 
 /** Creates a run of the one-tool example calling `charge`, and waits for its approval request. */
 async function waitingForApproval(path: string) {

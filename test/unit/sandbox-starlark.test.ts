@@ -18,6 +18,14 @@ const registry = new InMemoryFunctionRegistry();
 const host = createSandboxReducerHost({ registry, limits: { timeoutMs: 5_000, steps: 200_000 } });
 afterAll(() => host.close());
 
+/** A handler that loops past any step budget and any deadline of a test. */
+const SPIN = `def reduce(request):
+    n = 0
+    for i in range(1 << 40):
+        n += 1
+    return n
+`;
+
 let counter = 0;
 /** Registers `source` at a new path and calls `handler` (default reduce) with `request`. */
 async function callStar(
@@ -305,12 +313,7 @@ def missing_method(request):
 
   it('stops a loop at the step budget, at the same step every time (steps_exhausted), and keeps serving', async () => {
     const source = `
-def reduce(request):
-    n = 0
-    for i in range(1 << 40):
-        n += 1
-    return n
-def quick(request):
+${SPIN}def quick(request):
     return "still here"
 `;
     const first = await callStar(source, {});
@@ -374,12 +377,7 @@ def reduce(request):
     const slow = createSandboxReducerHost({ registry, limits: { timeoutMs: 300, steps: 1e15 } });
     try {
       const source = `
-def reduce(request):
-    n = 0
-    for i in range(1 << 40):
-        n += 1
-    return n
-def quick(request):
+${SPIN}def quick(request):
     return "after the timeout"
 `;
       counter += 1;
