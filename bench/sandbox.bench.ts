@@ -6,16 +6,28 @@
  * - `sandbox`: ReducerHost.reduce, the full path (registry get, sha256 check, canonical JSON,
  *   fresh QuickJS runtime + context, prelude, module evaluation, call, JSON back);
  * - `direct`: the same module imported and called in-process;
- * - `wasm`: ReducerHost.reduce on the rev-reducer.wat fixture (worker-thread round trip).
+ * - `js tally`, `wasm`, `starlark`: ReducerHost.reduce on the conformance reducer in each
+ *   language (tally.js in QuickJS; tally.wat, a worker-thread round trip; tally.star, a
+ *   worker-thread round trip into the loaded Go runtime, a fresh Starlark thread per call), fed
+ *   the seven conformance requests in rotation: the warm cost of a call;
+ * - `starlark new artifact`: the first call of an artifact the Starlark worker has not loaded
+ *   (a spare Go runtime takes it: load, then call), 20 artifacts;
+ * - `starlark fresh host`: the first call on a new host (worker start, Go runtime start, load,
+ *   call; the compiled module is cached per process), 5 hosts; `starlark first in process`
+ *   adds compiling the 5.5 MB module.
  * Prints p50/p99 per call in ms, the sandbox/direct ratio, then one JSON line. Target: sandbox
  * p50 ≤ 2 ms.
  */
 import { readFile } from 'node:fs/promises';
 import type { ReducerRequest } from '../lib/contracts/index.ts';
-import { createSandboxReducerHost, InMemoryFunctionRegistry } from '../lib/sandbox/index.ts';
+import {
+  createSandboxReducerHost,
+  InMemoryFunctionRegistry,
+  type SandboxReducerHost,
+} from '../lib/sandbox/index.ts';
 import { reduce } from '../test/fixtures/reducers/agent-like.js';
 import { compileWatFixture } from '../test/fixtures/reducers/compile-wat.ts';
-import { driveAgentRun } from '../test/fixtures/reducers/requests.ts';
+import { driveAgentRun, driveEvents, TALLY_EVENTS } from '../test/fixtures/reducers/requests.ts';
 
 const CALLS = Number(process.argv[2] ?? 2000);
 const WARMUP = 200;
@@ -56,12 +68,43 @@ function answeredOrThrow(result: { kind: string }): void {
   if (result.kind !== 'answered') throw new Error(`the sandbox did not answer: ${JSON.stringify(result)}`);
 }
 
-const source = await readFile(new URL('../test/fixtures/reducers/agent-like.js', import.meta.url));
-const wasm = await compileWatFixture('rev-reducer.wat');
+/** Times one call on `host` (ms); throws unless it answered. */
+async function timedCall(host: SandboxReducerHost, function_path: string, request: unknown): Promise<number> {
+  const started = performance.now();
+  answeredOrThrow(await host.reduce({ function_path }, request));
+  return performance.now() - started;
+}
+
+const fixture = (name: string) => readFile(new URL(`../test/fixtures/reducers/${name}`, import.meta.url));
+const source = await fixture('agent-like.js');
+const wasm = await compileWatFixture('tally.wat');
+const starlark = await fixture('tally.star');
 const registry = new InMemoryFunctionRegistry([
   { function_path: '/lib/bench/agent-like', kind: 'js', bytes: source },
-  { function_path: '/lib/bench/rev-reducer', kind: 'wasm', bytes: wasm },
+  { function_path: '/lib/bench/tally-js', kind: 'js', bytes: await fixture('tally.js') },
+  { function_path: '/lib/bench/tally', kind: 'wasm', bytes: wasm },
+  { function_path: '/lib/bench/tally-star', kind: 'star', bytes: starlark },
 ]);
+
+// Cold Starlark first, before anything else warmed the process: compile + worker + runtime + load + call.
+const firstHost = createSandboxReducerHost({ registry });
+const tally = await driveEvents(
+  async (request) => {
+    const result = await firstHost.reduce({ function_path: '/lib/bench/tally-js' }, request);
+    answeredOrThrow(result);
+    return (result as { response: unknown }).response;
+  },
+  TALLY_EVENTS.map(({ event }) => event),
+);
+const firstInProcessMs = await timedCall(firstHost, '/lib/bench/tally-star', tally.requests[0]);
+await firstHost.close();
+const freshHostMs: number[] = [];
+for (let i = 0; i < 5; i++) {
+  const fresh = createSandboxReducerHost({ registry });
+  freshHostMs.push(await timedCall(fresh, '/lib/bench/tally-star', tally.requests[0]));
+  await fresh.close();
+}
+
 const host = createSandboxReducerHost({ registry });
 const { requests } = await driveAgentRun((request) => reduce(request));
 
@@ -69,20 +112,42 @@ const sandbox = await measure(requests, async (request) =>
   answeredOrThrow(await host.reduce({ function_path: '/lib/bench/agent-like' }, request)),
 );
 const direct = await measure(requests, (request) => reduce(request));
-const wasmSeries = await measure(requests, async (request) =>
-  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/rev-reducer' }, request)),
+const jsTally = await measure(tally.requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/tally-js' }, request)),
 );
+const wasmSeries = await measure(tally.requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/tally' }, request)),
+);
+const starSeries = await measure(tally.requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/tally-star' }, request)),
+);
+const newArtifactMs: number[] = [];
+for (let i = 0; i < 20; i++) {
+  const function_path = `/lib/bench/tally-star-${i}`;
+  await registry.put(function_path, 'star', new TextEncoder().encode(`${starlark}\n# copy ${i}\n`));
+  newArtifactMs.push(await timedCall(host, function_path, tally.requests[0]));
+}
 await host.close();
+const newArtifact = summarize(newArtifactMs);
+const freshHost = summarize(freshHostMs);
+const firstInProcess = Math.round(firstInProcessMs * 1000) / 1000;
 
 const ratio = Math.round((sandbox.p50_ms / Math.max(direct.p50_ms, 0.001)) * 10) / 10;
 const line = (name: string, s: Series) =>
-  `${name.padEnd(8)} p50 ${s.p50_ms.toFixed(3).padStart(8)} ms   p99 ${s.p99_ms.toFixed(3).padStart(8)} ms   mean ${s.mean_ms.toFixed(3).padStart(8)} ms`;
+  `${name.padEnd(22)} p50 ${s.p50_ms.toFixed(3).padStart(8)} ms   p99 ${s.p99_ms.toFixed(3).padStart(8)} ms   mean ${s.mean_ms.toFixed(3).padStart(8)} ms`;
 console.log(
   `reducer sandbox bench: ${CALLS} calls per series after ${WARMUP} warm-up calls (node ${process.version})`,
 );
 console.log(line('sandbox', sandbox));
 console.log(line('direct', direct));
+console.log(line('js tally', jsTally));
 console.log(line('wasm', wasmSeries));
+console.log(line('starlark', starSeries));
+console.log(`${line('starlark new artifact', newArtifact)}   (${newArtifactMs.length} artifacts)`);
+console.log(`${line('starlark fresh host', freshHost)}   (${freshHostMs.length} hosts)`);
+console.log(
+  `starlark first in process ${firstInProcess.toFixed(3)} ms (compile, worker, runtime, load, call)`,
+);
 console.log(
   `sandbox/direct p50 ratio: ${ratio}x; target sandbox p50 <= ${TARGET_P50_MS} ms: ${sandbox.p50_ms <= TARGET_P50_MS ? 'met' : 'NOT met'}`,
 );
@@ -94,7 +159,12 @@ console.log(
     node: process.version,
     sandbox,
     direct,
+    js_tally: jsTally,
     wasm: wasmSeries,
+    starlark: starSeries,
+    starlark_new_artifact: newArtifact,
+    starlark_fresh_host: freshHost,
+    starlark_first_in_process_ms: firstInProcess,
     ratio_p50: ratio,
     target_p50_ms: TARGET_P50_MS,
     target_met: sandbox.p50_ms <= TARGET_P50_MS,

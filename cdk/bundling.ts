@@ -1,15 +1,17 @@
 /**
  * How the three Lambda functions are bundled: esbuild on this machine (no Docker), one ESM file
  * per function for Node.js 24, minified with a source map, AWS SDK v3 left to the runtime.
- * Two files the code reads at run time, relative to its own module URL, are copied next to the
- * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`) and the
- * QuickJS WebAssembly module (quickjs-emscripten loads `emscripten-module.wasm` beside the
- * importing module). DESIGN section 11.
+ * Files the code reads at run time, relative to its own module URL, are copied next to the
+ * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`), the QuickJS
+ * WebAssembly module (quickjs-emscripten loads `emscripten-module.wasm` beside the importing
+ * module) and the Starlark runtime with its Go glue (lib/sandbox/starlark/runtime-files.ts,
+ * about 5.5 MB, 1.6 MB zipped). DESIGN section 11.
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { type BundlingOptions, LogLevel, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
+import { GO_WASM_EXEC_URL, STARLARK_RUNTIME_URL } from '../lib/sandbox/starlark/runtime-files.ts';
 
 /** The repository root (a directory URL, ends in `/`). */
 export const REPO_ROOT: URL = new URL('../', import.meta.url);
@@ -30,6 +32,8 @@ export function runtimeFiles(): ReadonlyArray<{ source: string; name: string }> 
       source: fromQuickJs.resolve('@jitl/quickjs-wasmfile-release-sync/wasm'),
       name: 'emscripten-module.wasm',
     },
+    { source: fileURLToPath(STARLARK_RUNTIME_URL), name: 'starlark-runtime.wasm' },
+    { source: fileURLToPath(GO_WASM_EXEC_URL), name: 'wasm_exec.js' },
   ];
 }
 

@@ -1,6 +1,7 @@
 /** `agent-runs tools` (registered tools, metadata only) and `agent-runs functions put` (admin). */
 import { readFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
+import type { FunctionArtifact } from '../../lib/client/index.ts';
 import type { CommandModule } from './context.ts';
 import { formatArtifact, formatTools } from './format.ts';
 
@@ -23,19 +24,29 @@ export const functionsCommand: CommandModule = {
     const functions = program.command('functions').description('reducer artifacts (admin)');
     functions
       .command('put <function_path> <file>')
-      .description('register a JavaScript module or WebAssembly binary at a path, e.g. /agents/triage')
-      .addOption(
-        new Option('--kind <kind>', 'artifact kind (default: wasm for .wasm files, js otherwise)').choices([
-          'js',
-          'wasm',
-        ]),
+      .description(
+        'register a JavaScript module, WebAssembly binary or Starlark file at a path, e.g. /agents/triage',
       )
-      .action(async (functionPath: string, file: string, opts: { kind?: 'js' | 'wasm' }, cmd: Command) => {
-        const kind = opts.kind ?? (file.endsWith('.wasm') ? 'wasm' : 'js');
-        const artifact = await ctx
-          .client(cmd)
-          .putFunction(functionPath, new Uint8Array(readFileSync(file)), kind);
-        ctx.print(cmd, () => `registered ${formatArtifact(artifact)}`, artifact);
-      });
+      .addOption(
+        new Option(
+          '--kind <kind>',
+          'artifact kind (default: wasm for .wasm files, star for .star files, js otherwise)',
+        ).choices(['js', 'wasm', 'star']),
+      )
+      .action(
+        async (
+          functionPath: string,
+          file: string,
+          opts: { kind?: FunctionArtifact['kind'] },
+          cmd: Command,
+        ) => {
+          const kind =
+            opts.kind ?? (file.endsWith('.wasm') ? 'wasm' : file.endsWith('.star') ? 'star' : 'js');
+          const artifact = await ctx
+            .client(cmd)
+            .putFunction(functionPath, new Uint8Array(readFileSync(file)), kind);
+          ctx.print(cmd, () => `registered ${formatArtifact(artifact)}`, artifact);
+        },
+      );
   },
 };

@@ -70,11 +70,18 @@ export type Delivery = z.infer<typeof Delivery>;
 
 export const FunctionArtifact = z.object({
   function_path: z.string(),
-  kind: z.enum(['js', 'wasm']),
+  kind: z.enum(['js', 'wasm', 'star']),
   hash: z.string(),
   size: z.number().int().positive(),
 });
 export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
+
+/** The Content-Type `PUT /functions/{path}` takes for each artifact kind. */
+export const ARTIFACT_MEDIA_TYPES: Readonly<Record<FunctionArtifact['kind'], string>> = {
+  js: 'application/javascript',
+  wasm: 'application/wasm',
+  star: 'text/x-starlark',
+};
 
 const Health = z.object({ status: z.literal('ok') });
 const Document = z.record(z.string(), z.unknown());
@@ -169,8 +176,12 @@ export interface AgentRunsClient {
   /** Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key. */
   deliver(resumeKey: string, result: unknown, options?: RunCallOptions): Promise<Delivery>;
   tools(): Promise<ToolDescriptor[]>;
-  /** Registers an artifact (admin): `functionPath` starts with `/`. */
-  putFunction(functionPath: string, bytes: Uint8Array, kind: 'js' | 'wasm'): Promise<FunctionArtifact>;
+  /** Registers an artifact (admin): `functionPath` starts with `/`; `kind` picks the Content-Type. */
+  putFunction(
+    functionPath: string,
+    bytes: Uint8Array,
+    kind: FunctionArtifact['kind'],
+  ): Promise<FunctionArtifact>;
   health(): Promise<{ status: 'ok' }>;
   openapi(): Promise<Record<string, unknown>>;
 }
@@ -383,7 +394,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
       return call({
         method: 'PUT',
         path: `/functions/${path}`,
-        body: { bytes, contentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript' },
+        body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
         schema: FunctionArtifact,
       });
     },

@@ -1,5 +1,6 @@
 /** lib/client: the typed TypeScript client of the HTTP API, and the local stack's state file. Issue 5. */
 export {
+  ARTIFACT_MEDIA_TYPES,
   type AgentRunsClient,
   type Checkpoint,
   type ClientOptions,

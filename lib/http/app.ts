@@ -326,14 +326,18 @@ function fromHttpException(err: HTTPException): HttpError {
   }
 }
 
-/** `application/javascript` (or `text/javascript`) → js; `application/wasm` → wasm; else 415. */
+/**
+ * `application/javascript` (or `text/javascript`) → js; `application/wasm` → wasm;
+ * `text/x-starlark` (or `application/x-starlark`) → star; else 415.
+ */
 function artifactKindOf(contentType: string | undefined): ArtifactKind {
   const type = mediaTypeOf(contentType);
   if (type === 'application/javascript' || type === 'text/javascript') return 'js';
   if (type === 'application/wasm') return 'wasm';
+  if (type === 'text/x-starlark' || type === 'application/x-starlark') return 'star';
   throw new HttpError(
     'unsupported_media_type',
-    'expected Content-Type application/javascript or application/wasm',
+    'expected Content-Type application/javascript, application/wasm or text/x-starlark',
     {
       content_type: contentType ?? null,
     },
@@ -341,17 +345,20 @@ function artifactKindOf(contentType: string | undefined): ArtifactKind {
 }
 
 /**
- * A JS artifact must be UTF-8; a WASM artifact must pass the sandbox's admission (a core module
- * without imports, exporting memory and alloc, with bounded memory). Empty bytes are left to
- * the registry, whose invalid_artifact names them.
+ * A JS or Starlark artifact must be UTF-8 (neither is parsed here: like a JavaScript syntax
+ * error, a Starlark file that does not load pauses its runs with reducer_unavailable); a WASM
+ * artifact must pass the sandbox's admission (a core module without imports, exporting memory
+ * and alloc, with bounded memory). Empty bytes are left to the registry, whose
+ * invalid_artifact names them.
  */
 async function validateArtifactBytes(kind: ArtifactKind, bytes: Uint8Array): Promise<void> {
   if (bytes.byteLength === 0) return;
-  if (kind === 'js') {
+  if (kind === 'js' || kind === 'star') {
     try {
       new TextDecoder('utf-8', { fatal: true }).decode(bytes);
     } catch {
-      throw new HttpError('invalid_artifact', 'the JavaScript artifact is not UTF-8', {});
+      const language = kind === 'js' ? 'JavaScript' : 'Starlark';
+      throw new HttpError('invalid_artifact', `the ${language} artifact is not UTF-8`, {});
     }
     return;
   }

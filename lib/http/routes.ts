@@ -217,6 +217,11 @@ export const putFunctionRoute = createRoute({
       content: {
         'application/javascript': { schema: z.string().openapi({ description: 'An ES module (QuickJS).' }) },
         'application/wasm': { schema: z.string().openapi({ format: 'binary' }) },
+        'text/x-starlark': {
+          schema: z
+            .string()
+            .openapi({ description: 'A Starlark file (go.starlark.net); also application/x-starlark.' }),
+        },
       },
     },
   },

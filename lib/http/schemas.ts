@@ -231,7 +231,7 @@ export const FunctionParams = z.object({
 export const FunctionArtifact = z
   .object({
     function_path: z.string(),
-    kind: z.enum(['js', 'wasm']),
+    kind: z.enum(['js', 'wasm', 'star']),
     hash: z.string().openapi({ description: 'sha256 hex of the bytes; runs pin it when they bind it' }),
     size: z.number().int().positive(),
   })

@@ -8,10 +8,14 @@
 import { createHash } from 'node:crypto';
 import { SandboxModuleError } from './errors.ts';
 
-/** `js`: an ES module evaluated by QuickJS. `wasm`: a core WebAssembly module (see README, "WebAssembly ABI"). */
-export type ArtifactKind = 'js' | 'wasm';
+/**
+ * `js`: an ES module evaluated by QuickJS. `wasm`: a core WebAssembly module (see README,
+ * "WebAssembly ABI"). `star`: a Starlark file (UTF-8) run by go.starlark.net (README, "Starlark
+ * reducers").
+ */
+export type ArtifactKind = 'js' | 'wasm' | 'star';
 
-export const ARTIFACT_KINDS: readonly ArtifactKind[] = ['js', 'wasm'];
+export const ARTIFACT_KINDS: readonly ArtifactKind[] = ['js', 'wasm', 'star'];
 
 /** One immutable version of a function. `hash` is the lowercase hex sha256 of `bytes`. */
 export interface Artifact {

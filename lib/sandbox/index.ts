@@ -1,6 +1,6 @@
 /**
- * lib/sandbox: the deterministic reducer host (QuickJS and WebAssembly) and the function
- * registry it reads artifacts from. See README.md in this folder for the conventions.
+ * lib/sandbox: the deterministic reducer host (QuickJS, WebAssembly and Starlark) and the
+ * function registry it reads artifacts from. See README.md in this folder for the conventions.
  */
 
 export { DETERMINISTIC_PRELUDE, MATH_RANDOM_SEED } from './deterministic-prelude.ts';
@@ -36,4 +36,5 @@ export {
   compileWasmReducer,
   type MemoryLimits,
   readMemoryLimits,
+  withMemoryMaximum,
 } from './wasm-module.ts';

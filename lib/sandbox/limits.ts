@@ -8,29 +8,46 @@ import { SandboxLimitError } from './errors.ts';
 export interface SandboxLimits {
   /**
    * Wall-clock budget of one call in milliseconds, loading the artifact included (JavaScript:
-   * module evaluation + handler; WebAssembly: instantiation + handler). Exceeding it makes the
-   * call `unavailable` with reason `timeout: …`.
+   * module evaluation + handler; WebAssembly: instantiation + handler; Starlark: loading the
+   * module + handler, not the start of the Go runtime). Exceeding it makes the call
+   * `unavailable` with reason `timeout: …`.
    */
   timeoutMs: number;
   /**
    * Memory bound in bytes. JavaScript: the QuickJS runtime's heap limit. WebAssembly: the largest
    * maximum a module's memory may declare (a module declaring a larger or no maximum is refused).
+   * Starlark: the Go runtime's memory may grow this far past its initial memory (a hard bound),
+   * and its collector's soft limit.
    */
   memoryBytes: number;
   /**
    * QuickJS stack bound in bytes, at most MAX_STACK_BYTES. QuickJS's frames also use the host's
    * native stack: above about 384 KiB the host stack can run out first, which is caught as
    * `sandbox_fault` and costs a reload of the QuickJS module (about 20 ms) instead of a clean
-   * `stack_overflow`.
+   * `stack_overflow`. Starlark: the largest Go goroutine stack (a deeper call or value nests
+   * into `stack_overflow`).
    */
   stackBytes: number;
+  /**
+   * Starlark only: the execution-step budget of one call (go.starlark.net's
+   * `Thread.SetMaxExecutionSteps`, about one step per bytecode instruction), and separately of
+   * loading the module. Exceeding it makes the call `unavailable` with reason
+   * `steps_exhausted: …`: unlike the wall clock, the same call always stops at the same step.
+   */
+  steps: number;
 }
 
-/** 1 s (wall clock, generous: a reducer call normally takes ~2 ms, but a loaded machine stretches it), 64 MiB, 256 KiB. */
+/**
+ * 1 s (wall clock, generous: a reducer call normally takes ~2 ms, but a loaded machine stretches
+ * it), 64 MiB, 256 KiB, 1,000,000 Starlark steps (about 0.1 s of a warm runtime here, 0.25 s
+ * cold, so a Starlark loop stops on the step budget, the same way every time, long before the
+ * wall clock).
+ */
 export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   timeoutMs: 1_000,
   memoryBytes: 64 * 1024 * 1024,
   stackBytes: 256 * 1024,
+  steps: 1_000_000,
 });
 
 /** The largest accepted `stackBytes`: 1 MiB. */
@@ -43,6 +60,9 @@ export const MAX_STACK_BYTES = 1024 * 1024;
  */
 export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, ...overrides };
+  if (!Number.isSafeInteger(limits.steps)) {
+    throw new RangeError(`sandbox limit steps must be a positive integer, got ${String(limits.steps)}`);
+  }
   for (const [name, value] of Object.entries(limits)) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
       throw new SandboxLimitError(
@@ -79,6 +99,7 @@ export type SandboxOutcome =
  * - `timeout`             the call ran past `timeoutMs`
  * - `out_of_memory`       the call ran past `memoryBytes`
  * - `stack_overflow`      the call ran past the stack bound
+ * - `steps_exhausted`     a Starlark call (or loading its module) ran past `steps`
  * - `never_settled`       an async handler's promise was still pending with no job left to run
  * - `wasm_imports_refused` the WebAssembly module declares imports
  * - `wasm_memory_unbounded` the module's memory declares no maximum, or one above `memoryBytes`
@@ -95,6 +116,7 @@ export type UnavailableCode =
   | 'timeout'
   | 'out_of_memory'
   | 'stack_overflow'
+  | 'steps_exhausted'
   | 'never_settled'
   | 'wasm_imports_refused'
   | 'wasm_memory_unbounded'

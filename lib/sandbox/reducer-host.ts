@@ -1,7 +1,8 @@
 /**
  * The deterministic reducer host: the ReducerHost port over a FunctionRegistry, running
- * JavaScript artifacts in QuickJS and WebAssembly artifacts in a worker thread, both under
- * the deterministic execution policy. Seed: agent-run-contracts, "The reducer contract" and
+ * JavaScript artifacts in QuickJS, WebAssembly artifacts in a worker thread and Starlark
+ * artifacts in go.starlark.net (built for js/wasm) in another, all under the deterministic
+ * execution policy. Seed: agent-run-contracts, "The reducer contract" and
  * "Validation" (reducer_unavailable, reducer_changed); DESIGN section 9.
  */
 import canonicalize from 'canonicalize';
@@ -10,25 +11,29 @@ import type { ReducerCallResult, ReducerHost } from '../engine/ports.ts';
 import { type FunctionRegistry, hashArtifactBytes } from './function-registry.ts';
 import { resolveLimits, type SandboxLimits, type SandboxOutcome, unavailable } from './limits.ts';
 import { runJsReducer } from './quickjs-reducer.ts';
+import { createStarlarkRunner } from './starlark-runner.ts';
 import { type CompiledWasmReducer, compileWasmReducer } from './wasm-module.ts';
 import { createWasmRunner } from './wasm-runner.ts';
 
 /** The handler a binding selects when it names none. */
 export const DEFAULT_HANDLER = 'reduce';
 
+/** A handler name a Starlark module can define (and a frame header can carry). */
+const STARLARK_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 /** Compiled WebAssembly modules kept per host, by artifact hash (least recently used dropped first). */
 const WASM_CACHE_SIZE = 32;
 
 export interface SandboxReducerHostOptions {
   registry: FunctionRegistry;
-  /** Per-call bounds; unset ones take DEFAULT_SANDBOX_LIMITS (1 s, 64 MiB, 256 KiB stack). */
+  /** Per-call bounds; unset ones take DEFAULT_SANDBOX_LIMITS (1 s, 64 MiB, 256 KiB stack, 1M Starlark steps). */
   limits?: Partial<SandboxLimits>;
 }
 
 export interface SandboxReducerHost extends ReducerHost {
   /** The limits in force. */
   readonly limits: Readonly<SandboxLimits>;
-  /** Stops the WebAssembly worker thread, if one runs. The host stays usable (a later call restarts it). */
+  /** Stops the WebAssembly and Starlark worker threads, if they run. The host stays usable (a later call restarts them). */
   close(): Promise<void>;
 }
 
@@ -49,6 +54,7 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
   const { registry } = options;
   const limits = Object.freeze(resolveLimits(options.limits));
   const wasmRunner = createWasmRunner();
+  const starlarkRunner = createStarlarkRunner(limits);
   const wasmModules = new Map<
     string,
     Promise<CompiledWasmReducer | (SandboxOutcome & { kind: 'unavailable' })>
@@ -99,6 +105,35 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
     return { kind: 'answered', response };
   };
 
+  const runStarlark = async (
+    hash: string,
+    bytes: Uint8Array,
+    handler: string,
+    requestJson: string,
+  ): Promise<SandboxOutcome> => {
+    if (!STARLARK_IDENTIFIER.test(handler)) {
+      return unavailable('handler_missing', `${JSON.stringify(handler)} is not a Starlark identifier`);
+    }
+    const result = await starlarkRunner.run({
+      hash,
+      source: bytes,
+      handler,
+      request: new TextEncoder().encode(requestJson),
+    });
+    if (result.kind !== 'output') return result;
+    try {
+      return {
+        kind: 'answered',
+        response: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes)),
+      };
+    } catch (error) {
+      return unavailable(
+        'sandbox_fault',
+        `the Starlark runtime wrote a response that is not JSON: ${String(error)}`,
+      );
+    }
+  };
+
   return {
     limits,
 
@@ -140,12 +175,16 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
           return unavailable('artifact_invalid', 'the JavaScript artifact is not UTF-8');
         }
         outcome = await runJsReducer(source, handler, requestJson, limits);
+      } else if (artifact.kind === 'star') {
+        outcome = await runStarlark(hash, artifact.bytes, handler, requestJson);
       } else {
         outcome = await runWasm(hash, artifact.bytes, handler, requestJson);
       }
       return outcome.kind === 'answered' ? { ...outcome, artifact_hash: hash } : outcome;
     },
 
-    close: () => wasmRunner.close(),
+    close: async () => {
+      await Promise.all([wasmRunner.close(), starlarkRunner.close()]);
+    },
   };
 }

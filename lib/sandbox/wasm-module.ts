@@ -156,3 +156,53 @@ function readU64AsNumber(reader: Reader): number {
   }
   throw new RangeError('LEB128 too long');
 }
+
+/**
+ * A copy of the core module `bytes` whose one defined memory declares `maximumPages` (64 KiB
+ * pages) as its maximum, replacing any maximum it declared: the bound then holds inside the
+ * engine, for code (such as a Go runtime) that grows its memory itself. Throws RangeError when
+ * the module does not define exactly one 32-bit, unshared memory or `maximumPages` is below its
+ * minimum or above 65536. Pure.
+ */
+export function withMemoryMaximum(bytes: Uint8Array, maximumPages: number): Uint8Array {
+  const reader = { bytes, offset: 8 };
+  while (reader.offset < bytes.length) {
+    const sectionStart = reader.offset;
+    const id = readByte(reader);
+    const size = readU32(reader);
+    const bodyStart = reader.offset;
+    const end = bodyStart + size;
+    if (id !== MEMORY_SECTION) {
+      reader.offset = end;
+      continue;
+    }
+    const memories = readMemoryLimits(bytes);
+    const [memory] = memories ?? [];
+    if (memories?.length !== 1 || memory === undefined || memory.shared || memory.memory64) {
+      throw new RangeError('the module must define exactly one 32-bit, unshared memory');
+    }
+    if (!Number.isInteger(maximumPages) || maximumPages < memory.minimum || maximumPages > 65536) {
+      throw new RangeError(`a memory maximum of ${maximumPages} pages is out of range`);
+    }
+    const body = [1, 0x01, ...leb128(memory.minimum), ...leb128(maximumPages)];
+    const section = [MEMORY_SECTION, ...leb128(body.length), ...body];
+    const patched = new Uint8Array(bytes.length - (end - sectionStart) + section.length);
+    patched.set(bytes.subarray(0, sectionStart));
+    patched.set(section, sectionStart);
+    patched.set(bytes.subarray(end), sectionStart + section.length);
+    return patched;
+  }
+  throw new RangeError('the module defines no memory');
+}
+
+/** Unsigned LEB128 of a non-negative integer up to 2^32. */
+function leb128(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  do {
+    const byte = rest % 128;
+    rest = Math.floor(rest / 128);
+    out.push(rest > 0 ? byte | 0x80 : byte);
+  } while (rest > 0);
+  return out;
+}

@@ -4,11 +4,12 @@
  * entry point. The worker receives `{id, module, handler, request}` (a compiled module, an
  * export name, the UTF-8 request bytes), instantiates the module with no imports, calls the
  * ABI (README, "WebAssembly ABI") and answers `{id, kind: 'output', bytes}` or
- * `{id, kind: 'unavailable', reason}`. A fresh instance per call: no state survives a call.
+ * `{id, kind: 'unavailable', reason}`, after `{id, started: true}` (serial-worker.ts). A fresh instance per call: no state survives a call.
  * The host enforces the deadline by terminating the worker.
  */
 export const WASM_WORKER_SOURCE = `'use strict';
-const { parentPort } = require('node:worker_threads');
+// getBuiltinModule, not require: an eval worker inherits --input-type=module when its parent has it.
+const { parentPort } = process.getBuiltinModule('node:worker_threads');
 
 function abi(detail) {
   return { kind: 'unavailable', reason: 'wasm_abi_violation: ' + detail };
@@ -42,6 +43,7 @@ function call({ module, handler, request }) {
 }
 
 parentPort.on('message', (message) => {
+  parentPort.postMessage({ id: message.id, started: true });
   let reply;
   try {
     reply = call(message);

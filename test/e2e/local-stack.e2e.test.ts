@@ -17,6 +17,7 @@ import {
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { untilRun } from '../support/http-runs.ts';
 
 let stack: LocalStack;
 let client: AgentRunsClient;
@@ -114,19 +115,8 @@ function subject(scenario: string) {
   return { workspace: 'e2e', path: `/${scenario}/${randomUUID()}` };
 }
 
-async function until(
-  runId: string,
-  done: (run: RunRecord) => boolean,
-  timeoutMs = 20_000,
-): Promise<RunRecord> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await client.getRun(runId);
-    if (done(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} stuck: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = (runId: string, done: (run: RunRecord) => boolean, timeoutMs?: number) =>
+  untilRun(client, runId, done, timeoutMs);
 
 describe('e2e over the local stack', () => {
   it('creates a task run that the step poller drives to completion', async () => {

@@ -29,6 +29,7 @@ import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
 import { STEP_QUEUE_DEFINITION } from '../../lib/local/resources.ts';
 import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/index.ts';
+import { GO_WASM_EXEC_URL, STARLARK_RUNTIME_URL } from '../../lib/sandbox/starlark/runtime-files.ts';
 import { artifactObjectKey } from '../../lib/sandbox/stored-registry.ts';
 import { TABLE_DEFINITION } from '../../lib/store/table.ts';
 
@@ -550,7 +551,7 @@ describe('cdk-nag AwsSolutions', () => {
 });
 
 describe('bundles', () => {
-  it('ship each function as one ESM file with the reducer artifact and the QuickJS module beside it', () => {
+  it('ship each function as one ESM file with the reducer artifact, the QuickJS module and the Starlark runtime beside it', () => {
     const s = plain.stack;
     const artifact = readFileSync(AGENT_LOOP_ARTIFACT_URL);
     for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction]) {
@@ -560,6 +561,10 @@ describe('bundles', () => {
       expect(existsSync(join(dir, 'index.mjs.map'))).toBe(true);
       expect(existsSync(join(dir, 'emscripten-module.wasm'))).toBe(true);
       expect(readFileSync(join(dir, 'agent-loop.js')).equals(artifact)).toBe(true);
+      expect(
+        readFileSync(join(dir, 'starlark-runtime.wasm')).equals(readFileSync(STARLARK_RUNTIME_URL)),
+      ).toBe(true);
+      expect(readFileSync(join(dir, 'wasm_exec.js')).equals(readFileSync(GO_WASM_EXEC_URL))).toBe(true);
       // Loading the module runs its top level (runtime built from the environment, no I/O).
       const exported = execFileSync(
         process.execPath,
@@ -584,7 +589,7 @@ describe('bundles', () => {
     }
   });
 
-  it('run the sandboxed agent reducer from a bundle built with the same options', () => {
+  it('run the sandboxed agent reducer and a Starlark reducer from a bundle built with the same options', () => {
     const out = execFileSync(
       process.execPath,
       [
@@ -597,6 +602,7 @@ describe('bundles', () => {
     expect(JSON.parse(out)).toEqual({
       artifact_hash: hashArtifactBytes(readFileSync(AGENT_LOOP_ARTIFACT_URL)),
       result_kind: 'answered',
+      starlark: { seen: 42 },
     });
   });
 });

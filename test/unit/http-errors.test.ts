@@ -137,6 +137,18 @@ describe('PUT /functions/{path}', () => {
     expect((await functions.get('/agents/triage'))?.hash).toBe(body.hash);
   });
 
+  it('registers a Starlark file under text/x-starlark or application/x-starlark', async () => {
+    const { app, functions } = fakeApp(async () => null);
+    const source = 'def reduce(request):\n    return request\n';
+    const text = await put(app, '/functions/agents/star', source, 'text/x-starlark; charset=utf-8');
+    const application = await put(app, '/functions/agents/star2', source, 'application/x-starlark');
+    expect([text.status, application.status]).toEqual([200, 200]);
+    const body = (await text.json()) as { hash: string };
+    expect(body).toMatchObject({ function_path: '/agents/star', kind: 'star', size: source.length });
+    expect(await functions.get('/agents/star')).toMatchObject({ kind: 'star', hash: body.hash });
+    expect(await application.json()).toMatchObject({ kind: 'star', hash: body.hash });
+  });
+
   it('refuses a non-admin with 403 and registers nothing', async () => {
     const { app, functions } = fakeApp(async () => null);
     const response = await put(app, '/functions/agents/x', 'export {}', 'application/javascript', USER);
@@ -164,6 +176,7 @@ describe('PUT /functions/{path}', () => {
         400,
         'invalid_artifact',
       ],
+      ['/functions/a/b', new Uint8Array([0x64, 0xff]), 'text/x-starlark', 400, 'invalid_artifact'],
       ['/functions/a/b', '', 'application/javascript', 400, 'invalid_artifact'],
       ['/functions/a//b', 'export {}', 'application/javascript', 400, 'validation_failed'],
       ['/functions/a/b', 'x'.repeat(64 * 1024 + 1), 'application/javascript', 413, 'payload_too_large'],

@@ -153,7 +153,7 @@ describe('reduce: pinning and missing artifacts', () => {
   });
 
   it('pins WebAssembly artifacts the same way', async () => {
-    const wasm = await compileWatFixture('rev-reducer.wat');
+    const wasm = await compileWatFixture('tally.wat');
     const registry = new InMemoryFunctionRegistry([
       { function_path: '/lib/app/wasm', kind: 'wasm', bytes: wasm },
     ]);
@@ -226,10 +226,16 @@ describe('limits', () => {
     expect(() => createSandboxReducerHost({ registry, limits: { stackBytes: 64 * 1024 * 1024 } })).toThrow(
       expect.objectContaining({ code: 'invalid_limit', limit: 'stackBytes', retryable: false }),
     );
+    expect(() => createSandboxReducerHost({ registry, limits: { steps: 1.5 } })).toThrow(RangeError);
   });
 
-  it('fills unset limits with the defaults (1 s, 64 MiB, 256 KiB)', async () => {
+  it('fills unset limits with the defaults (1 s, 64 MiB, 256 KiB, 1M Starlark steps)', async () => {
     const host = hostOver(new InMemoryFunctionRegistry());
-    expect(host.limits).toEqual({ timeoutMs: 1_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 256 * 1024 });
+    expect(host.limits).toEqual({
+      timeoutMs: 1_000,
+      memoryBytes: 64 * 1024 * 1024,
+      stackBytes: 256 * 1024,
+      steps: 1_000_000,
+    });
   });
 });

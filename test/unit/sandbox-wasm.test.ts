@@ -40,49 +40,54 @@ async function callWasm(wat: string, handler?: string, request: unknown = reduce
 
 describe('WebAssembly reducer built from source at test time', () => {
   beforeAll(async () => {
-    await registry.put('/lib/test/rev-reducer', 'wasm', await compileWatFixture('rev-reducer.wat'));
+    await registry.put('/lib/test/tally', 'wasm', await compileWatFixture('tally.wat'));
   });
 
-  it('completes on run_started with state_rev + 1 and effect id "{state_rev}:0"', async () => {
+  it('calls the count tool on run_started with state_rev + 1 and effect id "{state_rev}:0"', async () => {
     const result = await host.reduce(
-      { function_path: '/lib/test/rev-reducer' },
+      { function_path: '/lib/test/tally' },
       reducerRequest(runStarted(), null, 6),
     );
     expect(result.kind).toBe('answered');
     const response = ReducerResponse.parse((result as { response: unknown }).response);
     expect(response).toMatchObject({
       contract: 'raisin.agent-run.reducer/1',
-      state: { started: true, wasm: true },
+      state: { events: 1, last_event_seq: 1 },
       state_rev: 7,
-      effects: [{ effect_id: '7:0', kind: 'complete', outcome: 'succeeded' }],
+      effects: [{ effect_id: '7:0', kind: 'call_tool', tool: 'count', args: { events: 1 } }],
       refused: null,
     });
   });
 
-  it('returns the state unchanged with the same state_rev on any other event, nested keys notwithstanding', async () => {
+  it('reads only top-level keys: a state and an event data that nest the same keys earlier', async () => {
     const state = {
-      started: true,
-      notes: [{ state_rev: 99, text: 'a "quoted" } brace' }],
-      event: { kind: 'run_started' },
+      a_notes: [{ events: 50, last_event_seq: 99, text: 'a "quoted" } brace' }],
+      events: 2,
+      last_event_seq: 3,
     };
-    const request = reducerRequest(toolResult(9, '7:0', 'call_1', { ok: true }), state, 41);
-    const result = await host.reduce({ function_path: '/lib/test/rev-reducer' }, request);
+    const payload = { event: { kind: 'stopped', seq: 1 }, state_rev: 99 };
+    const request = reducerRequest(toolResult(9, '7:0', 'call_1', payload), state, 41);
+    const result = await host.reduce({ function_path: '/lib/test/tally' }, request);
     expect(result).toMatchObject({
       kind: 'answered',
-      response: { contract: 'raisin.agent-run.reducer/1', state, state_rev: 41, effects: [] },
+      response: {
+        state: { events: 3, last_event_seq: 9 },
+        state_rev: 42,
+        effects: [{ effect_id: '42:0', kind: 'complete', summary: 'tallied 3 events' }],
+      },
     });
   });
 
   it('answers identically on every call (a fresh instance per call)', async () => {
     const request = reducerRequest(runStarted(), null, 0);
-    const first = await host.reduce({ function_path: '/lib/test/rev-reducer' }, request);
-    const second = await host.reduce({ function_path: '/lib/test/rev-reducer' }, request);
+    const first = await host.reduce({ function_path: '/lib/test/tally' }, request);
+    const second = await host.reduce({ function_path: '/lib/test/tally' }, request);
     expect(second).toEqual(first);
   });
 
   it('is unavailable when the selected handler is not an exported function', async () => {
     const result = await host.reduce(
-      { function_path: '/lib/test/rev-reducer', handler: 'triage' },
+      { function_path: '/lib/test/tally', handler: 'triage' },
       reducerRequest(runStarted()),
     );
     expect(result).toEqual({ kind: 'unavailable', reason: expect.stringMatching(/^handler_missing: /) });
@@ -148,10 +153,7 @@ describe('WebAssembly reducer: admission', () => {
   });
 
   it('admits the fixture with its exported functions', async () => {
-    const compiled = await compileWasmReducer(
-      await compileWatFixture('rev-reducer.wat'),
-      DEFAULT_SANDBOX_LIMITS,
-    );
+    const compiled = await compileWasmReducer(await compileWatFixture('tally.wat'), DEFAULT_SANDBOX_LIMITS);
     expect('functions' in compiled && [...compiled.functions].sort()).toEqual(['alloc', 'reduce']);
   });
 });
@@ -179,7 +181,7 @@ describe('WebAssembly reducer: faults are unavailable', () => {
       abiModule('(func (export "reduce") (param i32 i32) (result i64) (loop $l (br $l)) (i64.const 0))'),
     );
     const elapsed = performance.now() - started;
-    const next = await host.reduce({ function_path: '/lib/test/rev-reducer' }, reducerRequest(runStarted()));
+    const next = await host.reduce({ function_path: '/lib/test/tally' }, reducerRequest(runStarted()));
     expect(spin).toEqual({ kind: 'unavailable', reason: 'timeout: the reducer ran past 150 ms' });
     expect(elapsed).toBeLessThan(1500);
     expect(next).toMatchObject({ kind: 'answered', response: { state_rev: 1 } });
