@@ -47,6 +47,7 @@ import {
   PUBLIC_PATHS,
   putFunctionRoute,
   ROUTES,
+  TAGS,
   toolsRoute,
 } from './routes.ts';
 import { FunctionParams, MAX_WAIT_SECONDS } from './schemas.ts';
@@ -200,7 +201,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.openapi(healthRoute, (c) => c.json({ status: 'ok' as const }, 200));
   app.openapi(openapiRoute, (c) => {
     document ??= openApiDocument(app);
-    return c.json(document as Record<string, unknown>, 200);
+    // The origin this request reached comes first, so a generator run against a live API targets it.
+    const servers = [{ url: new URL(c.req.url).origin, description: 'This API' }, ...DEFAULT_SERVERS];
+    return c.json({ ...(document as Record<string, unknown>), servers }, 200);
   });
 
   // ------------------------------------------------------------ runs
@@ -295,7 +298,26 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   return app;
 }
 
-/** The OpenAPI 3.1 document of `app`'s routes, with the bearer scheme applied to every route but the public ones. */
+/**
+ * The servers of the static document: a deployed stack (the `ApiUrl` output of `cdk deploy`)
+ * and the local stack. `GET /openapi.json` puts the origin it was reached at before them.
+ */
+export const DEFAULT_SERVERS = [
+  {
+    url: 'https://{apiId}.execute-api.{region}.amazonaws.com',
+    description: 'A deployed stack (the ApiUrl output of cdk deploy)',
+    variables: {
+      apiId: { default: 'abcdef1234', description: 'The HTTP API id' },
+      region: { default: 'us-east-1', description: 'The stack region' },
+    },
+  },
+  { url: 'http://127.0.0.1:8787', description: 'The local stack (npm start)' },
+];
+
+/**
+ * The OpenAPI 3.1 document of `app`'s routes: every operation with an operationId and a tag
+ * (TAGS), DEFAULT_SERVERS, and the bearer scheme applied to every route but the public ones.
+ */
 export function openApiDocument(app: HttpApp): Record<string, unknown> {
   return app.getOpenAPI31Document({
     openapi: '3.1.0',
@@ -304,7 +326,10 @@ export function openApiDocument(app: HttpApp): Record<string, unknown> {
       version: API_VERSION,
       description:
         'Durable, crash-safe agent runs. Errors are {code, message, details}; every control ack is 200 (a rejected control is an ack logged as an event).',
+      license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
     },
+    servers: DEFAULT_SERVERS,
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     security: [{ bearerAuth: [] }],
   }) as unknown as Record<string, unknown>;
 }

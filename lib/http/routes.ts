@@ -32,6 +32,20 @@ import {
 
 const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 
+/**
+ * The operation tags, in document order: code generators group methods by them (one client
+ * class per tag). `openApiDocument` lists them with these descriptions.
+ */
+export const TAGS = {
+  runs: 'Create, read and list runs; read their events, checkpoints and children.',
+  controls: 'Stop, pause, resume, steer, approve and answer a run (one control per call).',
+  results: 'Deliver external results to operations that wait on a resume key.',
+  tools: 'The registered tools (metadata only).',
+  functions: 'Reducer artifacts (admin).',
+  meta: 'Liveness and this document (no authentication).',
+} as const;
+type Tag = keyof typeof TAGS;
+
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json or invalid_artifact',
   401: 'unauthenticated',
@@ -41,28 +55,46 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'run_terminal or builtin_readonly',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
   422: 'reducer_not_found',
   500: 'internal',
   503: 'store_unavailable (see Retry-After)',
 };
 
-/** Error responses of a route: the shared ones plus `extra`. */
+/** API Gateway's own throttling answer (not the API's error body). */
+const ThrottledBody = z.object({ message: z.string() }).openapi('Throttled');
+
+/** Error responses of a route: 429 (the stage throttles every route), the shared ones, plus `extra`. */
 function errors(...extra: number[]) {
   const statuses = [401, 500, 503, ...extra].sort((a, b) => a - b);
-  return Object.fromEntries(
-    statuses.map((s) => [s, { description: ERROR_DESCRIPTIONS[s] ?? 'error', content: json(ErrorBody) }]),
-  );
+  return {
+    ...Object.fromEntries(
+      statuses.map((s) => [s, { description: ERROR_DESCRIPTIONS[s] ?? 'error', content: json(ErrorBody) }]),
+    ),
+    429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
+  };
 }
 
+/** What a public route can answer besides success: throttling (AWS) and an internal error. */
+const PUBLIC_ERRORS = {
+  429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
+  500: { description: ERROR_DESCRIPTIONS[500] ?? 'internal', content: json(ErrorBody) },
+};
+
+/** The `operationId` (a stable method name for generated clients) and tag of a route. */
+const op = (operationId: string, tag: Tag) => ({ operationId, tags: [tag] });
+
 export const healthRoute = createRoute({
+  ...op('getHealth', 'meta'),
   method: 'get',
   path: '/health',
   summary: 'Liveness (no authentication).',
   security: [],
-  responses: { 200: { description: 'The API is up.', content: json(Health) } },
+  responses: { 200: { description: 'The API is up.', content: json(Health) }, ...PUBLIC_ERRORS },
 });
 
 export const openapiRoute = createRoute({
+  ...op('getOpenApiDocument', 'meta'),
   method: 'get',
   path: '/openapi.json',
   summary: 'This document (no authentication).',
@@ -72,10 +104,12 @@ export const openapiRoute = createRoute({
       description: 'The OpenAPI 3.1 document.',
       content: json(z.record(z.string(), z.unknown())),
     },
+    ...PUBLIC_ERRORS,
   },
 });
 
 export const createRunRoute = createRoute({
+  ...op('createRun', 'runs'),
   method: 'post',
   path: '/runs',
   summary: 'Create a run, or return the subject live run / the create_key run (created: false).',
@@ -94,6 +128,7 @@ export const createRunRoute = createRoute({
 });
 
 export const getRunRoute = createRoute({
+  ...op('getRun', 'runs'),
   method: 'get',
   path: '/runs/{id}',
   summary: 'A run with its effective projection.',
@@ -105,6 +140,7 @@ export const getRunRoute = createRoute({
 });
 
 export const listRunsRoute = createRoute({
+  ...op('listRuns', 'runs'),
   method: 'get',
   path: '/runs',
   summary:
@@ -117,6 +153,7 @@ export const listRunsRoute = createRoute({
 });
 
 export const eventsRoute = createRoute({
+  ...op('listRunEvents', 'runs'),
   method: 'get',
   path: '/runs/{id}/events',
   summary:
@@ -129,6 +166,7 @@ export const eventsRoute = createRoute({
 });
 
 export const checkpointsRoute = createRoute({
+  ...op('listRunCheckpoints', 'runs'),
   method: 'get',
   path: '/runs/{id}/checkpoints',
   summary: 'The run checkpoints, in order.',
@@ -140,6 +178,7 @@ export const checkpointsRoute = createRoute({
 });
 
 export const childrenRoute = createRoute({
+  ...op('listRunChildren', 'runs'),
   method: 'get',
   path: '/runs/{id}/children',
   summary: 'The child runs this run delegated to (delegate tool calls), oldest first.',
@@ -151,6 +190,7 @@ export const childrenRoute = createRoute({
 });
 
 export const checkpointRoute = createRoute({
+  ...op('getRunCheckpoint', 'runs'),
   method: 'get',
   path: '/runs/{id}/checkpoints/{n}',
   summary: 'One checkpoint.',
@@ -162,6 +202,7 @@ export const checkpointRoute = createRoute({
 });
 
 export const controlRoute = createRoute({
+  ...op('applyControl', 'controls'),
   method: 'post',
   path: '/runs/{id}/controls',
   summary:
@@ -178,6 +219,7 @@ export const controlRoute = createRoute({
 });
 
 export const deliverRoute = createRoute({
+  ...op('deliverResult', 'results'),
   method: 'post',
   path: '/results/{resume_key}',
   summary: 'Deliver the result a waiting operation parked under resume_key.',
@@ -193,6 +235,7 @@ export const deliverRoute = createRoute({
 });
 
 export const toolsRoute = createRoute({
+  ...op('listTools', 'tools'),
   method: 'get',
   path: '/v1/tools',
   summary: 'Registered tools: metadata only, never handlers or credentials.',
@@ -207,6 +250,7 @@ export const toolsRoute = createRoute({
  * `/functions/:path{.+}`; this definition is registered for the document only.
  */
 export const putFunctionRoute = createRoute({
+  ...op('putFunction', 'functions'),
   method: 'put',
   path: '/functions/{path}',
   summary: 'Register a reducer artifact (admin only). Runs already bound keep the hash they pinned.',

@@ -3,12 +3,20 @@
  * covers every route. No OpenAPI validator package is installed, so the document is checked
  * with ajv: its structure against a minimal OpenAPI 3.1 schema, every $ref resolves, every
  * path template parameter is declared, and every schema compiles as JSON Schema 2020-12 (the
- * dialect OpenAPI 3.1 uses).
+ * dialect OpenAPI 3.1 uses). `redocly lint` (@redocly/cli, recommended rules) checks it for
+ * code generators: operationIds, tags, servers, 4xx responses.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../lib/engine/engine.ts';
+import { DEFAULT_SERVERS, openApiDocument } from '../../lib/http/app.ts';
 import { bearerTokenAuth, createHttpApp, ROUTES } from '../../lib/http/index.ts';
+import { TAGS } from '../../lib/http/routes.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 
 const app = createHttpApp({
@@ -209,5 +217,62 @@ describe('GET /openapi.json', () => {
     expect(getRun.responses['200']?.content).toEqual({
       'application/json': { schema: { $ref: '#/components/schemas/RunRecord' } },
     });
+  });
+});
+
+describe('the document for code generators', () => {
+  it('gives every operation a unique operationId and a declared tag, and at least one 4xx response', async () => {
+    const doc = await document();
+    const declared = new Set((doc.tags as { name: string }[]).map((t) => t.name));
+    expect([...declared].sort()).toEqual(Object.keys(TAGS).sort());
+    const ids: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const o = operation as { operationId?: string; tags?: string[]; responses: Record<string, unknown> };
+        expect(o.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+        ids.push(o.operationId ?? '');
+        expect(o.tags?.length, `${method} ${path}`).toBe(1);
+        for (const tag of o.tags ?? []) expect(declared.has(tag), tag).toBe(true);
+        expect(
+          Object.keys(o.responses).some((s) => /^4\d\d$/.test(s)),
+          `${method} ${path}`,
+        ).toBe(true);
+      }
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(ROUTES.length);
+  });
+
+  it('lists the origin it was reached at as the first server, then the deployed and local stacks', async () => {
+    const doc = await document();
+    const servers = doc.servers as { url: string }[];
+    // app.request resolves relative URLs against http://localhost.
+    expect(servers[0]?.url).toBe('http://localhost');
+    expect(servers.slice(1)).toEqual(DEFAULT_SERVERS);
+    const staticDoc = openApiDocument(app);
+    expect(staticDoc.servers).toEqual(DEFAULT_SERVERS);
+  });
+
+  it('passes `redocly lint` (recommended rules) without an error or a warning', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      // The static document: the served one differs only by the origin in front of its servers.
+      writeFileSync(file, JSON.stringify(openApiDocument(app)));
+      const cli = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js');
+      const result = spawnSync(process.execPath, [cli, 'lint', file, '--format=json'], {
+        encoding: 'utf8',
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      });
+      const report = JSON.parse(result.stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: { ruleId: string; message: string }[];
+      };
+      expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+      expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+      expect(result.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
