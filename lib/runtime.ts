@@ -10,8 +10,8 @@ import { createS3BlobStore } from './blobs/blob-store.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
 import type { Clock, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './engine/ports.ts';
+import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
 import { createModelHost } from './models/host.ts';
-import { createOpenAiCompatibleModel } from './models/openai-compatible.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
@@ -34,10 +34,12 @@ export interface RuntimeConfig {
   /** Registers the deployment's tools (called once, before the registry is sealed). */
   registerTools?: (registry: ToolRegistry) => void;
   toolPolicy?: readonly PolicyRule[];
-  /** Model-turn functions by path, besides the built-in ones configured from the environment. */
+  /** Model-turn functions by path, besides the ones the environment configures (lib/models/configured.ts). */
   modelFunctions?: Record<string, ModelTurnFunction>;
-  /** The function used when a run names none (default: the contract's default path). */
+  /** The function used when a run names none (default: the environment's default model, else the contract's default path). */
   defaultModelFunction?: string;
+  /** Where the model configuration is read (default: process.env). */
+  env?: NodeJS.ProcessEnv;
   /** Replaces the function registry (tests); default: built-in artifacts in memory. */
   functions?: FunctionRegistry;
   /** Replaces the reducer host (tests). */
@@ -63,6 +65,8 @@ export interface Runtime {
   functions: FunctionRegistry;
   tools: ToolHost;
   models: ModelHost;
+  /** The model-turn functions the environment configured, and the path a run gets when it names none. */
+  modelCatalog: { models: ConfiguredModel[]; defaultPath: string };
   close(): void;
 }
 
@@ -95,9 +99,11 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     audit: createAuditLog((event) => audit({ ...event })),
     clock,
   });
+  const configured = modelsFromEnv(config.env ?? process.env);
+  const defaultPath = config.defaultModelFunction ?? configured.defaultPath ?? DEFAULT_MODEL_TURN_FUNCTION;
   const models = createModelHost({
-    functions: { ...modelFunctionsFromEnv(process.env), ...(config.modelFunctions ?? {}) },
-    default: config.defaultModelFunction ?? DEFAULT_MODEL_TURN_FUNCTION,
+    functions: { ...configured.functions, ...(config.modelFunctions ?? {}) },
+    default: defaultPath,
   });
   const engine = createEngine({
     store,
@@ -113,26 +119,17 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),
   });
-  return { engine, store, queue, clients, functions, tools, models, close: () => clients.destroy() };
-}
-
-/**
- * Model-turn functions configured by environment variables: an OpenAI-compatible endpoint
- * (OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY) registered at `/lib/models/openai` and as the
- * default path. Bedrock is configured the same way by a deployment that sets BEDROCK_MODEL_ID.
- */
-export function modelFunctionsFromEnv(env: NodeJS.ProcessEnv): Record<string, ModelTurnFunction> {
-  const out: Record<string, ModelTurnFunction> = {};
-  if (env.OPENAI_BASE_URL !== undefined && env.OPENAI_MODEL !== undefined) {
-    const fn = createOpenAiCompatibleModel({
-      baseUrl: env.OPENAI_BASE_URL,
-      model: env.OPENAI_MODEL,
-      ...(env.OPENAI_API_KEY !== undefined ? { apiKey: env.OPENAI_API_KEY } : {}),
-    });
-    out['/lib/models/openai'] = fn;
-    out[DEFAULT_MODEL_TURN_FUNCTION] = fn;
-  }
-  return out;
+  return {
+    engine,
+    store,
+    queue,
+    clients,
+    functions,
+    tools,
+    models,
+    modelCatalog: { models: configured.models, defaultPath },
+    close: () => clients.destroy(),
+  };
 }
 
 /**

@@ -314,6 +314,9 @@ export const DEFAULT_SERVERS = [
   { url: 'http://127.0.0.1:8787', description: 'The local stack (npm start)' },
 ];
 
+/** The package's license (package.json), as an OpenAPI 3.1 license object (SPDX `identifier`). */
+const LICENSE = { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' };
+
 /**
  * The OpenAPI 3.1 document of `app`'s routes: every operation with an operationId and a tag
  * (TAGS), DEFAULT_SERVERS, and the bearer scheme applied to every route but the public ones.
@@ -326,7 +329,7 @@ export function openApiDocument(app: HttpApp): Record<string, unknown> {
       version: API_VERSION,
       description:
         'Durable, crash-safe agent runs. Errors are {code, message, details}; every control ack is 200 (a rejected control is an ack logged as an event).',
-      license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+      license: LICENSE,
     },
     servers: DEFAULT_SERVERS,
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),

@@ -380,6 +380,31 @@ function removeOwnState(dir: string, pid: number): void {
   if (state !== null && state.pid === pid) removeLocalState(dir);
 }
 
+/**
+ * The banner's `models:` lines: each configured model-turn function (the environment's, see
+ * lib/models/configured.ts, and `extraPaths` given in code) and the default a run gets when it
+ * names none, or how to configure one when there is none.
+ */
+export function modelBannerLines(
+  catalog: Runtime['modelCatalog'],
+  extraPaths: readonly string[] = [],
+): string[] {
+  const lines = catalog.models.map(
+    (m) => `${m.path}  ${m.provider} ${m.model}${m.key !== undefined ? ` (key: ${m.key})` : ''}`,
+  );
+  for (const path of extraPaths) lines.push(`${path}  (given in code)`);
+  if (lines.length === 0) {
+    return [
+      '  models: none configured: default-reducer runs end model_turn_function_not_found.',
+      '          Set BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.',
+    ];
+  }
+  return [
+    ...lines.map((line, i) => `${i === 0 ? '  models: ' : '          '}${line}`),
+    `          default (a run that names no executor_config.model_turn_function): ${catalog.defaultPath}`,
+  ];
+}
+
 export interface RunLocalStackOptions extends LocalStackOptions {
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
@@ -440,6 +465,8 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   print(`  token:  ${stack.token}`);
   if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
   print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
+  for (const line of modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})))
+    print(line);
   print(`  try:    curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   print('Press Ctrl-C to stop.');
   return stack;

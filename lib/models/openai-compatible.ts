@@ -20,7 +20,8 @@
  * in `retry_after_ms`); 5xx → transient (retryable); 408 or the per-call deadline → timeout
  * (retryable); the caller's signal → cancelled; 401/403 → auth; 400 and other 4xx →
  * invalid_request; network failure → transient (retryable); a body that is not a chat
- * completion → invalid_response (retryable). No retries inside: `call.attempts` is always 1.
+ * completion → invalid_response (retryable); an API key that cannot be read (see
+ * `apiKey`) → auth or transient, before any request. No retries inside: `call.attempts` is always 1.
  */
 import { z } from 'zod';
 import type { CompiledContext, ContextMessage, ToolOffered } from '../contracts/index.ts';
@@ -42,8 +43,13 @@ export const DEFAULT_OPENAI_TIMEOUT_MS = 120_000;
 export interface OpenAiCompatibleOptions {
   /** e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`; `/chat/completions` is appended. */
   baseUrl: string;
-  /** Sent as `Authorization: Bearer <apiKey>` when set. */
-  apiKey?: string | undefined;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` when set: the key itself, or a function that
+   * resolves it before each call (a cached secret read). A function that rejects makes the
+   * turn fail without a request: `auth` (not retryable) when the error carries
+   * `retryable: false`, otherwise `transient` (retryable).
+   */
+  apiKey?: string | (() => Promise<string>) | undefined;
   model: string;
   /** The fetch to use (default: global fetch). */
   fetch?: typeof fetch | undefined;
@@ -89,6 +95,16 @@ export function createOpenAiCompatibleModel(options: OpenAiCompatibleOptions): M
       latency_ms: Math.round(now() - started),
       attempts: 1,
     });
+    let apiKey: string | undefined;
+    try {
+      apiKey = typeof options.apiKey === 'function' ? await options.apiKey() : options.apiKey;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      const retryable = (error as { retryable?: unknown } | null)?.retryable !== false;
+      return retryable
+        ? failure('transient', `cannot read the API key: ${reason}`, true)
+        : failure('auth', `cannot read the API key: ${reason}`, false);
+    }
     let status: number;
     let text: string;
     let retryAfter: string | null;
@@ -98,7 +114,7 @@ export function createOpenAiCompatibleModel(options: OpenAiCompatibleOptions): M
         headers: {
           'content-type': 'application/json',
           accept: 'application/json',
-          ...(options.apiKey !== undefined && { authorization: `Bearer ${options.apiKey}` }),
+          ...(apiKey !== undefined && { authorization: `Bearer ${apiKey}` }),
           ...options.headers,
         },
         body: JSON.stringify(body),
