@@ -5,6 +5,7 @@
  * `http://127.0.0.1:{port}/{bucket}/{key}` works without wildcard DNS.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -25,6 +26,8 @@ export interface AwsEndpoints {
   sqsEndpoint?: string | undefined;
   /** e.g. `http://127.0.0.1:4566` (fauxqs); setting it turns on path-style addressing. */
   s3Endpoint?: string | undefined;
+  /** Where Lambda tools are invoked (default: the SDK's own resolution). */
+  lambdaEndpoint?: string | undefined;
 }
 
 /** The SDK clients of one process. `doc` wraps `dynamo` with plain-JS marshalling. */
@@ -33,11 +36,13 @@ export interface AwsClients {
   doc: DynamoDBDocumentClient;
   sqs: SQSClient;
   s3: S3Client;
+  /** Invokes Lambda tools (lib/tools/lambda-handler.ts). */
+  lambda: LambdaClient;
   /** Closes every client's sockets (call at shutdown; the clients are unusable afterwards). */
   destroy(): void;
 }
 
-/** Creates DynamoDB (raw + document), SQS and S3 clients for the given endpoints. Never does I/O. */
+/** Creates DynamoDB (raw + document), SQS, S3 and Lambda clients for the given endpoints. Never does I/O. */
 export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
   const common = {
     ...(endpoints.region !== undefined && { region: endpoints.region }),
@@ -58,15 +63,21 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
     ...common,
     ...(endpoints.s3Endpoint !== undefined && { endpoint: endpoints.s3Endpoint, forcePathStyle: true }),
   });
+  const lambda = new LambdaClient({
+    ...common,
+    ...(endpoints.lambdaEndpoint !== undefined && { endpoint: endpoints.lambdaEndpoint }),
+  });
   return {
     dynamo,
     doc,
     sqs,
     s3,
+    lambda,
     destroy() {
       dynamo.destroy(); // also ends `doc`, which shares its handler
       sqs.destroy();
       s3.destroy();
+      lambda.destroy();
     },
   };
 }

@@ -96,6 +96,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const tools = createToolHost({
     registry,
     gate: createPolicyGate(config.toolPolicy ?? []),
+    lambdaClient: clients.lambda,
     audit: createAuditLog((event) => audit({ ...event })),
     clock,
   });

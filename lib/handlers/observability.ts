@@ -106,6 +106,7 @@ export function traceClients(tracer: Tracer, clients: AwsClients): void {
   tracer.captureAWSv3Client(clients.dynamo);
   tracer.captureAWSv3Client(clients.sqs);
   tracer.captureAWSv3Client(clients.s3);
+  tracer.captureAWSv3Client(clients.lambda);
 }
 
 /**

@@ -7,6 +7,8 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { toolsFromEnv } from '../tools/configured.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
 import { registerSampleTools } from './sample-tools.ts';
 import { type LocalStack, LocalStackError, runLocalStack } from './stack.ts';
 
@@ -61,11 +63,17 @@ export async function startFromOptions(
   json = false,
 ): Promise<LocalStack | null> {
   try {
+    // The sample tools, plus those of AGENT_RUNS_TOOLS (as a deployment configures them).
+    const configuredTools = toolsFromEnv(process.env);
+    const registerTools = (registry: ToolRegistry) => {
+      registerSampleTools(registry);
+      configuredTools?.(registry);
+    };
     return await runLocalStack({
       ...(options.port !== undefined ? { port: options.port } : {}),
       ...(options.persist !== undefined ? { persistDir: options.persist } : {}),
       stateDir: io.cwd,
-      registerTools: registerSampleTools,
+      registerTools,
       logger: new Logger({
         serviceName: 'agent-runs-local',
         logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
