@@ -34,6 +34,12 @@ export const CAPABILITY_HEADER = 'X-Control-Capability';
 export const ADMIN_SCOPE = 'agent-runs/admin';
 export const SYSTEM_SCOPE = 'agent-runs/system';
 
+/**
+ * Cognito group names that grant admin and system rights (claim `cognito:groups`). The CDK
+ * stack creates these groups in its user pool (cdk/auth.ts).
+ */
+export const CALLER_GROUPS = { admin: 'admin', system: 'system' } as const;
+
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
 /**
@@ -78,18 +84,23 @@ function claimValues(value: unknown): string[] {
 export interface JwtClaimsAuthOptions {
   /** Claim naming a role (default `custom:role`, Cognito's custom attribute). */
   roleClaim?: string;
+  /** Claim listing the caller's groups (default `cognito:groups`, in ID and access tokens of a Cognito user pool). */
+  groupsClaim?: string;
   /** Claims holding scopes (default `scope`, `scp`). */
   scopeClaims?: string[];
 }
 
 /**
  * Reads the principal from the JWT authorizer claims API Gateway verified
- * (`c.env.event.requestContext.authorizer.jwt.claims`): `sub` is the user id; a role `system`
- * or scope `agent-runs/system` makes a system caller (admin too); a role `admin` or scope
- * `agent-runs/admin` gives admin rights. No claims (no authorizer, a local request) → null.
+ * (`c.env.event.requestContext.authorizer.jwt.claims`): `sub` is the user id; a group or role
+ * `system` or the scope `agent-runs/system` makes a system caller (admin too); a group or role
+ * `admin` or the scope `agent-runs/admin` gives admin rights. Groups come from `cognito:groups`
+ * (CALLER_GROUPS), roles from `custom:role`, scopes from `scope` / `scp`. No claims (no
+ * authorizer, a local request) → null.
  */
 export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate {
   const roleClaim = options.roleClaim ?? 'custom:role';
+  const groupsClaim = options.groupsClaim ?? 'cognito:groups';
   const scopeClaims = options.scopeClaims ?? ['scope', 'scp'];
   return (_request, env) => {
     const parsed = JwtEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
@@ -99,12 +110,42 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
     if (typeof sub !== 'string' || sub.length === 0) return null;
     const grants = new Set([
       ...claimValues(claims[roleClaim]),
+      ...claimValues(claims[groupsClaim]),
       ...scopeClaims.flatMap((name) => claimValues(claims[name])),
     ]);
-    if (grants.has('system') || grants.has(SYSTEM_SCOPE)) {
+    if (grants.has(CALLER_GROUPS.system) || grants.has(SYSTEM_SCOPE)) {
       return { principal: { kind: 'system', id: sub }, admin: true };
     }
-    return { principal: { kind: 'user', id: sub }, admin: grants.has('admin') || grants.has(ADMIN_SCOPE) };
+    return {
+      principal: { kind: 'user', id: sub },
+      admin: grants.has(CALLER_GROUPS.admin) || grants.has(ADMIN_SCOPE),
+    };
+  };
+}
+
+/** The part of an HTTP API (payload v2) event an IAM (SigV4) authorizer fills. */
+const IamEvent = z.object({
+  requestContext: z.object({
+    authorizer: z.object({
+      iam: z.object({ userArn: z.string().min(1), accountId: z.string().optional() }),
+    }),
+  }),
+});
+
+/**
+ * Service callers on the IAM-authorized API (the stack's `iamAuth`): API Gateway verified the
+ * SigV4 signature and the caller's `execute-api:Invoke` permission, so the signing identity
+ * (`requestContext.authorizer.iam.userArn`, e.g. an assumed-role ARN) is a system caller with
+ * admin rights. Granting that permission is granting system rights. No IAM context → null.
+ */
+export function iamCallerAuth(): Authenticate {
+  return (_request, env) => {
+    const parsed = IamEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
+    if (!parsed.success) return null;
+    return {
+      principal: { kind: 'system', id: parsed.data.requestContext.authorizer.iam.userArn },
+      admin: true,
+    };
   };
 }
 
@@ -122,7 +163,8 @@ export function anyOf(...authenticators: Authenticate[]): Authenticate {
 /**
  * The authenticator a deployment's environment asks for: `AGENT_RUNS_LOCAL_TOKEN` set (the
  * local stack) → bearerTokenAuth with that token for `AGENT_RUNS_LOCAL_PRINCIPAL` (default
- * `local-user`); otherwise (AWS) → jwtClaimsAuth. Without either, every request is 401.
+ * `local-user`); otherwise (AWS) → jwtClaimsAuth, then iamCallerAuth. A request that carries
+ * neither verified claims nor an IAM identity is 401.
  */
 export function authFromEnv(env: NodeJS.ProcessEnv): Authenticate {
   const token = env.AGENT_RUNS_LOCAL_TOKEN;
@@ -130,5 +172,5 @@ export function authFromEnv(env: NodeJS.ProcessEnv): Authenticate {
     const id = env.AGENT_RUNS_LOCAL_PRINCIPAL;
     return bearerTokenAuth(token, id ? { kind: 'user', id } : LOCAL_PRINCIPAL);
   }
-  return jwtClaimsAuth();
+  return anyOf(jwtClaimsAuth(), iamCallerAuth());
 }

@@ -4,6 +4,8 @@ import {
   anyOf,
   authFromEnv,
   bearerTokenAuth,
+  CALLER_GROUPS,
+  iamCallerAuth,
   jwtClaimsAuth,
   LOCAL_PRINCIPAL,
   SYSTEM_SCOPE,
@@ -82,12 +84,46 @@ describe('jwtClaimsAuth', () => {
     });
   });
 
+  it('reads admin and system rights from the Cognito groups claim, as API Gateway passes it', async () => {
+    expect(await auth(req(), lambdaEnv({ sub: 'u', 'cognito:groups': `[${CALLER_GROUPS.admin}]` }))).toEqual({
+      principal: { kind: 'user', id: 'u' },
+      admin: true,
+    });
+    expect(
+      await auth(req(), lambdaEnv({ sub: 'svc', 'cognito:groups': ['readers', CALLER_GROUPS.system] })),
+    ).toEqual({ principal: { kind: 'system', id: 'svc' }, admin: true });
+    expect(await auth(req(), lambdaEnv({ sub: 'u', 'cognito:groups': '[readers]' }))).toEqual({
+      principal: { kind: 'user', id: 'u' },
+      admin: false,
+    });
+  });
+
   it('returns null without claims, without sub, or outside Lambda; never falls back to system', async () => {
     expect(await auth(req('Bearer x'), undefined)).toBeNull();
     expect(await auth(req(), {})).toBeNull();
     expect(await auth(req(), lambdaEnv(undefined))).toBeNull();
     expect(await auth(req(), lambdaEnv({ scope: SYSTEM_SCOPE }))).toBeNull();
     expect(await auth(req(), lambdaEnv({ sub: '' }))).toBeNull();
+  });
+});
+
+describe('iamCallerAuth', () => {
+  const iamEnv = (iam: Record<string, unknown> | undefined) => ({
+    event: { version: '2.0', requestContext: iam === undefined ? {} : { authorizer: { iam } } },
+  });
+  const arn = 'arn:aws:sts::123456789012:assumed-role/billing-service/session';
+
+  it('makes the SigV4 signer a system caller named by its ARN', async () => {
+    expect(await iamCallerAuth()(req(), iamEnv({ userArn: arn, accountId: '123456789012' }))).toEqual({
+      principal: { kind: 'system', id: arn },
+      admin: true,
+    });
+  });
+
+  it('recognizes no request without an IAM authorizer context', async () => {
+    expect(await iamCallerAuth()(req(), iamEnv(undefined))).toBeNull();
+    expect(await iamCallerAuth()(req(), lambdaEnv({ sub: 'u' }))).toBeNull();
+    expect(await iamCallerAuth()(req(), iamEnv({ userArn: '' }))).toBeNull();
   });
 });
 
@@ -109,5 +145,11 @@ describe('anyOf and authFromEnv', () => {
     const aws = authFromEnv({});
     expect(await aws(req('Bearer tok'), undefined)).toBeNull();
     expect(await aws(req(), lambdaEnv({ sub: 'u' }))).toMatchObject({ principal: { kind: 'user', id: 'u' } });
+    const signed = {
+      event: { requestContext: { authorizer: { iam: { userArn: 'arn:aws:iam::1:role/x' } } } },
+    };
+    expect(await aws(req(), signed)).toMatchObject({
+      principal: { kind: 'system', id: 'arn:aws:iam::1:role/x' },
+    });
   });
 });
