@@ -269,7 +269,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     type: 'http',
     scheme: 'bearer',
     description:
-      'Locally: the token `agent-runs start` prints. In AWS: a JWT verified by the API Gateway authorizer, by default from the stack's Cognito user pool (sub = user; the groups admin and system in cognito:groups, custom:role, or the scopes agent-runs/admin and agent-runs/system grant admin and system rights).',
+      'Locally: the token `agent-runs start` prints. In AWS: a JWT verified by the API Gateway authorizer, by default from the Cognito user pool of the stack (sub = user; the groups admin and system in cognito:groups, custom:role, or the scopes agent-runs/admin and agent-runs/system grant admin and system rights).',
   });
   // The document lists `/functions/{path}`; hono routes the slash-containing parameter itself.
   app.openAPIRegistry.registerPath(putFunctionRoute);
