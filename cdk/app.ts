@@ -4,14 +4,26 @@
  * Environment-agnostic: no account, region or lookups, so `cdk synth` runs without credentials.
  *
  * Options come from context (`cdk synth -c key=value` or cdk.json):
- * - `stackName`           CloudFormation stack name (default `AgentRuns`)
- * - `jwtIssuer`           JWT issuer URL; with `jwtAudience`, enables the JWT authorizer
- * - `jwtAudience`         comma-separated audiences
- * - `alarmTopicArn`       SNS topic ARN the alarms notify
- * - `deletionProtection`  `false` to turn the table's deletion protection off (default on)
- * - `bedrockModelArns`    comma-separated Bedrock model ARNs the step function may invoke
+ * - `stackName`            CloudFormation stack name (default `AgentRuns`)
+ * - `jwtIssuer`            an existing JWT issuer URL (with `jwtAudience`) instead of the Cognito
+ *                          user pool the stack creates by default
+ * - `jwtAudience`          comma-separated audiences
+ * - `iamAuth`              `true`: also an IAM (SigV4) API for service callers
+ * - `bedrockModelId`       comma-separated Bedrock model or inference-profile ids (the first is the default model)
+ * - `bedrockModelArns`     comma-separated further Bedrock model ARNs the step function may invoke
+ * - `openAiBaseUrl`, `openAiModel`  an OpenAI-compatible endpoint; `openAiApiKeySecret` the
+ *                          Secrets Manager secret (name or full ARN) of its key, else one is created
+ * - `defaultModel`         `bedrock`, `openai` or a model path
+ * - `toolsFile`            a JSON file with the tools to register (lib/tools/configured.ts)
+ * - `stepMaxConcurrency`   maximum concurrent step functions (default 10)
+ * - `sweeperReservedConcurrency`  `none` to reserve no concurrency for the sweeper (default 1)
+ * - `alarmTopicArn`        SNS topic ARN the alarms notify (default: a topic the stack creates)
+ * - `alarmEmail`           an email address the created alarm topic notifies
+ * - `deletionProtection`   `false` to turn deletion protection off and let the table, buckets,
+ *                          user pool and keys go with the stack (default on, retained)
  */
-import { App, Validations } from 'aws-cdk-lib';
+import { readFileSync } from 'node:fs';
+import { App, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AgentRunsStack, type AgentRunsStackProps } from './stack.ts';
 
@@ -27,19 +39,55 @@ const list = (key: string): string[] | undefined =>
     .map((s) => s.trim())
     .filter((s) => s !== '');
 
+const integer = (key: string): number | undefined => {
+  const text = context(key);
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n)) throw new Error(`context ${key} must be a whole number: ${text}`);
+  return n;
+};
+const optional = <K extends keyof AgentRunsStackProps>(key: K, value: AgentRunsStackProps[K] | undefined) =>
+  value === undefined ? {} : { [key]: value };
+
 const stackName = context('stackName') ?? 'AgentRuns';
-const jwtIssuer = context('jwtIssuer');
-const jwtAudience = list('jwtAudience');
-const bedrockModelArns = list('bedrockModelArns');
-const alarmTopicArn = context('alarmTopicArn');
+const protect = context('deletionProtection') !== 'false';
+const openAiBaseUrl = context('openAiBaseUrl');
+const openAiModel = context('openAiModel');
+if ((openAiBaseUrl === undefined) !== (openAiModel === undefined)) {
+  throw new Error('context openAiBaseUrl and openAiModel go together');
+}
+const openAiApiKeySecret = context('openAiApiKeySecret');
+const toolsFile = context('toolsFile');
+const reserved = context('sweeperReservedConcurrency');
 const props: AgentRunsStackProps = {
   stackName,
   description: 'Agent Runs on AWS: durable, crash-safe runtime for AI agent runs',
-  deletionProtection: context('deletionProtection') !== 'false',
-  ...(jwtIssuer !== undefined ? { jwtIssuer } : {}),
-  ...(jwtAudience !== undefined ? { jwtAudience } : {}),
-  ...(bedrockModelArns !== undefined ? { bedrockModelArns } : {}),
-  ...(alarmTopicArn !== undefined ? { alarmTopicArn } : {}),
+  deletionProtection: protect,
+  removalPolicy: protect ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+  ...optional('jwtIssuer', context('jwtIssuer')),
+  ...optional('jwtAudience', list('jwtAudience')),
+  ...optional('iamAuth', context('iamAuth') === 'true' ? true : undefined),
+  ...optional('bedrockModelIds', list('bedrockModelId')),
+  ...optional('bedrockModelArns', list('bedrockModelArns')),
+  ...optional(
+    'openAi',
+    openAiBaseUrl !== undefined && openAiModel !== undefined
+      ? {
+          baseUrl: openAiBaseUrl,
+          model: openAiModel,
+          ...(openAiApiKeySecret !== undefined ? { apiKeySecret: openAiApiKeySecret } : {}),
+        }
+      : undefined,
+  ),
+  ...optional('defaultModel', context('defaultModel')),
+  ...optional('tools', toolsFile !== undefined ? JSON.parse(readFileSync(toolsFile, 'utf8')) : undefined),
+  ...optional('stepMaxConcurrency', integer('stepMaxConcurrency')),
+  ...optional(
+    'sweeperReservedConcurrency',
+    reserved === 'none' ? null : reserved !== undefined ? integer('sweeperReservedConcurrency') : undefined,
+  ),
+  ...optional('alarmTopicArn', context('alarmTopicArn')),
+  ...optional('alarmEmail', context('alarmEmail')),
 };
 new AgentRunsStack(app, stackName, props);
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

@@ -1,6 +1,7 @@
 /**
  * How the three Lambda functions are bundled: esbuild on this machine (no Docker), one ESM file
- * per function for Node.js 24, minified with a source map, AWS SDK v3 left to the runtime.
+ * per function for Node.js 24, minified with a source map, with the AWS SDK v3 bundled at the
+ * version package-lock.json pins (the one the tests run), not the one the Lambda runtime ships.
  * Files the code reads at run time, relative to its own module URL, are copied next to the
  * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`), the QuickJS
  * WebAssembly module (quickjs-emscripten loads `emscripten-module.wasm` beside the importing
@@ -45,6 +46,9 @@ export function bundlingOptions(): BundlingOptions {
     format: OutputFormat.ESM,
     target: 'node24',
     mainFields: ['module', 'main'],
+    // What is tested is what runs: no `@aws-sdk/*` externals resolved from the runtime.
+    bundleAwsSDK: true,
+    externalModules: [],
     minify: true,
     sourceMap: true,
     sourcesContent: false,

@@ -1,8 +1,12 @@
 /**
  * The deployment: one DynamoDB table, the SQS step queue with its DLQ, the S3 payload bucket,
- * the three Lambda functions (control, step, sweeper), the HTTP API in front of control, the
- * EventBridge Scheduler schedule that runs the sweeper every minute, and the alarms.
- * DESIGN sections 2 ("Shape"), 4 ("Storage"), 8 ("The sweeper") and 11 ("Runtime versions").
+ * the three Lambda functions (control, step, sweeper), the HTTP API in front of control behind
+ * a JWT authorizer (a Cognito user pool by default, cdk/auth.ts; optionally a second,
+ * IAM-authorized API for service callers), the EventBridge Scheduler schedule that runs the
+ * sweeper every minute, the model and tool configuration of the step function (cdk/models.ts,
+ * cdk/tools.ts), and the alarms, alarm topic and dashboard (cdk/operations.ts).
+ * DESIGN sections 2 ("Shape"), 4 ("Storage"), 8 ("The sweeper") and 11 ("Runtime versions");
+ * issue 13.
  *
  * The table comes from lib/store/table.ts and the queue settings from lib/local/resources.ts,
  * the same definitions the local stack creates, so the two cannot drift apart. The functions
@@ -22,18 +26,10 @@ import {
   type IHttpRouteAuthorizer,
   LogGroupLogDestination,
 } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import {
-  Alarm,
-  ComparisonOperator,
-  type IMetric,
-  Metric,
-  TreatMissingData,
-} from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
-import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -41,14 +37,18 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
-import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { METRIC, METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
+import { METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
 import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
 import { TABLE_DEFINITION } from '../lib/store/table.ts';
+import type { ConfiguredTool } from '../lib/tools/configured.ts';
+import { ApiAuth } from './auth.ts';
 import { bundlingOptions, REPO_ROOT } from './bundling.ts';
+import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
+import { Operations, type OperationsAlarms } from './operations.ts';
+import { configureTools } from './tools.ts';
 
 /**
  * Powertools service name of each function (POWERTOOLS_SERVICE_NAME). The handlers pass the
@@ -64,6 +64,8 @@ export const SERVICE_NAMES = {
 export const DEFAULT_STEP_TIMEOUT = Duration.minutes(5);
 /** The step queue's visibility timeout as a multiple of the step function timeout (AWS guidance: at least 6). */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** Default maximum concurrency of the step event source mapping. */
+export const DEFAULT_STEP_MAX_CONCURRENCY = 10;
 /** Routes that answer without a JWT even when an authorizer is configured. */
 export const PUBLIC_ROUTES = [
   { method: HttpMethod.GET, path: '/health' },
@@ -82,12 +84,25 @@ export interface AgentRunsStackProps extends StackProps {
   readonly deletionProtection?: boolean;
   /** What CloudFormation does with the table and buckets when they leave the stack. Default RETAIN. */
   readonly removalPolicy?: RemovalPolicy;
-  /** JWT issuer URL; with `jwtAudience`, every route except PUBLIC_ROUTES requires a valid JWT. */
+  /**
+   * An existing JWT issuer URL (with `jwtAudience`) instead of the Cognito user pool the stack
+   * creates by default. Every route except PUBLIC_ROUTES requires a valid JWT either way.
+   */
   readonly jwtIssuer?: string;
   /** Accepted JWT audiences (`aud` claim or, for access tokens, `client_id`). Required with `jwtIssuer`. */
   readonly jwtAudience?: readonly string[];
-  /** ARN of an SNS topic every alarm notifies (alarm and OK). Default: alarms without actions. */
+  /**
+   * Also serve the API behind IAM (SigV4) auth, for service callers: a second HTTP API (output
+   * `ServiceApiUrl`) whose callers are system callers (lib/http/auth.ts iamCallerAuth), so grant
+   * `execute-api:Invoke` on it (`grantServiceInvoke`) only to trusted services. Default false.
+   */
+  readonly iamAuth?: boolean;
+  /** ARN of an SNS topic every alarm notifies (alarm and OK). Default: a topic the stack creates. */
   readonly alarmTopicArn?: string;
+  /** An email address the created alarm topic notifies (confirm the subscription mail). */
+  readonly alarmEmail?: string;
+  /** Age of the oldest step message (s) that raises the queue age alarm. Default 900. */
+  readonly queueAgeAlarmSeconds?: number;
   /** Versioning on the payload bucket (noncurrent versions expire after 30 days). Default false. */
   readonly payloadVersioning?: boolean;
   /**
@@ -99,10 +114,31 @@ export interface AgentRunsStackProps extends StackProps {
   readonly logRetention?: RetentionDays;
   /** Step function timeout; the step queue's visibility timeout is 6x this. Default 5 minutes. */
   readonly stepTimeout?: Duration;
-  /** Extra environment for all three functions (e.g. OPENAI_BASE_URL, OPENAI_MODEL, BEDROCK_MODEL_ID). */
+  /** Extra environment for all three functions (models and tools have props of their own). */
   readonly environment?: Readonly<Record<string, string>>;
-  /** Bedrock model (or inference profile) ARNs the step function may invoke. Default none. */
+  /**
+   * Bedrock model or inference-profile ids the step function calls (BEDROCK_MODEL_ID; the first
+   * is `/lib/models/bedrock` and the default model); IAM allows exactly these. Default none.
+   */
+  readonly bedrockModelIds?: readonly string[];
+  /** Further Bedrock model ARNs the step function may invoke. Default none. */
   readonly bedrockModelArns?: readonly string[];
+  /** An OpenAI-compatible endpoint (`/lib/models/openai`), its key in Secrets Manager. Default none. */
+  readonly openAi?: OpenAiModelProps;
+  /** `bedrock`, `openai` or a model path: the model of a run that names none. Default: Bedrock if configured. */
+  readonly defaultModel?: string;
+  /** Tools registered in every container (AGENT_RUNS_TOOLS); Lambda tools get invoke rights. Default none. */
+  readonly tools?: readonly ConfiguredTool[];
+  /**
+   * At most this many step function instances run at once (the event source mapping's maximum
+   * concurrency, 2..1000): the bound on concurrent model calls. Default 10.
+   */
+  readonly stepMaxConcurrency?: number;
+  /**
+   * Reserved concurrency of the sweeper: 1 (default) keeps one sweeper at a time; `null` reserves
+   * none (an account whose concurrency limit is 10 cannot reserve any).
+   */
+  readonly sweeperReservedConcurrency?: number | null;
   /** Stage throttling of the HTTP API. Default 50 requests/s steady, burst 100. */
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
   /** Takeovers (sum over 5 minutes) at or above which the takeover alarm fires. Default 1. */
@@ -146,16 +182,23 @@ export class AgentRunsStack extends Stack {
   readonly stepFunction: NodejsFunction;
   readonly sweeperFunction: NodejsFunction;
   readonly httpApi: HttpApi;
+  /** The IAM-authorized API for service callers (`iamAuth`). */
+  readonly serviceApi: HttpApi | undefined;
+  readonly auth: ApiAuth;
+  readonly models: Models;
   readonly sweeperSchedule: Schedule;
-  readonly alarms: { readonly dlqDepth: Alarm; readonly stepErrors: Alarm; readonly takeovers: Alarm };
+  readonly operations: Operations;
+  readonly alarms: OperationsAlarms;
 
-  /** Throws if exactly one of jwtIssuer / jwtAudience is given, or jwtAudience is empty. */
+  /**
+   * Throws if exactly one of jwtIssuer / jwtAudience is given, or jwtAudience is empty; throws
+   * ModelConfigError or ToolConfigError for a model or tool configuration the runtime refuses.
+   */
   constructor(scope: Construct, id: string, props: AgentRunsStackProps = {}) {
     super(scope, id, props);
     // Server access logs are delivered under a bucket policy (not the legacy ACL), whatever the
     // app's feature flags: the log bucket enforces bucket-owner object ownership.
     this.node.setContext(S3_ACCESS_LOGS_USE_BUCKET_POLICY, true);
-    const jwt = jwtSettings(props);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
     const stepTimeout = props.stepTimeout ?? DEFAULT_STEP_TIMEOUT;
@@ -168,7 +211,7 @@ export class AgentRunsStack extends Stack {
     this.stepDeadLetterQueue = queues.dlq;
     this.payloadBucket = this.createPayloadBucket(props, removalPolicy);
 
-    const makeFunction = (name: FunctionName, timeout: Duration): NodejsFunction =>
+    const makeFunction = (name: FunctionName, timeout: Duration, reserved?: number | null): NodejsFunction =>
       this.createFunction(name, {
         entryDir,
         projectRoot,
@@ -184,10 +227,11 @@ export class AgentRunsStack extends Stack {
         logRetention,
         removalPolicy,
         timeout,
+        ...(name === 'sweeper' ? { reservedConcurrency: reserved === undefined ? 1 : reserved } : {}),
       });
     this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
     this.stepFunction = makeFunction('step', stepTimeout);
-    this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT);
+    this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT, props.sweeperReservedConcurrency);
 
     this.grantRuntimeAccess(this.controlFunction, 'control');
     this.grantRuntimeAccess(this.stepFunction, 'step');
@@ -196,32 +240,69 @@ export class AgentRunsStack extends Stack {
     this.stepQueue.grantSendMessages(this.sweeperFunction);
     // The step function chains a run by enqueueing its next step.
     this.stepQueue.grantSendMessages(this.stepFunction);
-    if (props.bedrockModelArns !== undefined && props.bedrockModelArns.length > 0) {
-      this.stepFunction.addToRolePolicy(
-        new PolicyStatement({
-          effect: Effect.ALLOW,
-          actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-          resources: [...props.bedrockModelArns],
-        }),
-      );
-    }
+    this.models = new Models(this, 'Models', this.stepFunction, {
+      removalPolicy,
+      ...(props.bedrockModelIds !== undefined ? { bedrockModelIds: props.bedrockModelIds } : {}),
+      ...(props.bedrockModelArns !== undefined ? { bedrockModelArns: props.bedrockModelArns } : {}),
+      ...(props.openAi !== undefined ? { openAi: props.openAi } : {}),
+      ...(props.defaultModel !== undefined ? { defaultModel: props.defaultModel } : {}),
+    });
+    configureTools(props.tools ?? [], { control: this.controlFunction, step: this.stepFunction });
 
     this.stepFunction.addEventSource(
       new SqsEventSource(this.stepQueue, {
         batchSize: STEP_BATCH_SIZE,
         maxBatchingWindow: STEP_MAX_BATCHING_WINDOW,
         reportBatchItemFailures: true,
+        maxConcurrency: props.stepMaxConcurrency ?? DEFAULT_STEP_MAX_CONCURRENCY,
       }),
     );
 
-    this.httpApi = this.createHttpApi(jwt, props, logRetention, removalPolicy);
+    this.auth = new ApiAuth(this, 'Auth', {
+      jwtIssuer: props.jwtIssuer,
+      jwtAudience: props.jwtAudience,
+      removalPolicy,
+    });
+    this.httpApi = this.createHttpApi(props, logRetention, removalPolicy);
+    this.serviceApi =
+      props.iamAuth === true ? this.createServiceApi(props, logRetention, removalPolicy) : undefined;
     this.sweeperSchedule = this.createSweeperSchedule();
-    this.alarms = this.createAlarms(props);
+    this.operations = new Operations(this, 'Operations', {
+      functions: { control: this.controlFunction, step: this.stepFunction, sweeper: this.sweeperFunction },
+      serviceNames: SERVICE_NAMES,
+      stepQueue: this.stepQueue,
+      deadLetterQueue: this.stepDeadLetterQueue,
+      httpApi: this.httpApi,
+      alarmTopicArn: props.alarmTopicArn,
+      alarmEmail: props.alarmEmail,
+      takeoverAlarmThreshold: props.takeoverAlarmThreshold,
+      queueAgeAlarmSeconds: props.queueAgeAlarmSeconds,
+      removalPolicy,
+    });
+    this.alarms = this.operations.alarms;
 
     new CfnOutput(this, 'ApiUrl', {
       value: this.httpApi.apiEndpoint,
       description: 'Base URL of the HTTP API',
     });
+    if (this.auth.userPool !== undefined && this.auth.userPoolClient !== undefined) {
+      new CfnOutput(this, 'UserPoolId', {
+        value: this.auth.userPool.userPoolId,
+        description: 'Cognito user pool of the API (create users with aws cognito-idp admin-create-user)',
+      });
+      new CfnOutput(this, 'UserPoolClientId', {
+        value: this.auth.userPoolClient.userPoolClientId,
+        description: 'App client for aws cognito-idp initiate-auth (USER_PASSWORD_AUTH)',
+      });
+    }
+    if (this.serviceApi !== undefined) {
+      new CfnOutput(this, 'ServiceApiUrl', {
+        value: this.serviceApi.apiEndpoint,
+        description: 'Base URL of the IAM-authorized API (SigV4, service callers with system rights)',
+      });
+    }
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.topic.topicArn });
+    new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'StepQueueUrl', { value: this.stepQueue.queueUrl });
     new CfnOutput(this, 'StepDeadLetterQueueUrl', { value: this.stepDeadLetterQueue.queueUrl });
@@ -323,6 +404,8 @@ export class AgentRunsStack extends Stack {
       logRetention: RetentionDays;
       removalPolicy: RemovalPolicy;
       timeout: Duration;
+      /** Reserved concurrency; null or absent reserves none. */
+      reservedConcurrency?: number | null;
     },
   ): NodejsFunction {
     const spec = FUNCTIONS[name];
@@ -350,6 +433,9 @@ export class AgentRunsStack extends Stack {
       environment: options.environment,
       // Async invocations (the sweeper's schedule): the next tick replaces a failed one.
       retryAttempts: name === 'sweeper' ? 0 : undefined,
+      ...(typeof options.reservedConcurrency === 'number'
+        ? { reservedConcurrentExecutions: options.reservedConcurrency }
+        : {}),
       projectRoot: options.projectRoot,
       depsLockFilePath: join(options.projectRoot, 'package-lock.json'),
       bundling: bundlingOptions(),
@@ -425,24 +511,70 @@ export class AgentRunsStack extends Stack {
     }
   }
 
-  /**
-   * The HTTP API: `ANY /` and `ANY /{proxy+}` to the control function, behind the JWT
-   * authorizer when one is configured; PUBLIC_ROUTES never need one. Access logs (JSON) go to
-   * their own log group; the $default stage is throttled.
-   */
+  /** The HTTP API behind the JWT authorizer of `this.auth` (Cognito by default). */
   private createHttpApi(
-    jwt: { issuer: string; audience: string[] } | null,
     props: AgentRunsStackProps,
     logRetention: RetentionDays,
     removalPolicy: RemovalPolicy,
   ): HttpApi {
-    const api = new HttpApi(this, 'HttpApi', {
-      description: 'Agent Runs HTTP API',
-      createDefaultStage: false,
-    });
-    const accessLogs = new LogGroup(this, 'HttpApiAccessLogs', { retention: logRetention, removalPolicy });
+    return this.createApi(
+      'HttpApi',
+      'Agent Runs HTTP API',
+      this.auth.authorizer,
+      props,
+      logRetention,
+      removalPolicy,
+    );
+  }
+
+  /** The same routes behind IAM (SigV4) auth, for service callers (`iamAuth`). */
+  private createServiceApi(
+    props: AgentRunsStackProps,
+    logRetention: RetentionDays,
+    removalPolicy: RemovalPolicy,
+  ): HttpApi {
+    return this.createApi(
+      'ServiceApi',
+      'Agent Runs HTTP API for service callers (IAM auth)',
+      new HttpIamAuthorizer(),
+      props,
+      logRetention,
+      removalPolicy,
+    );
+  }
+
+  /**
+   * Lets `grantee` call the IAM-authorized API (`iamAuth`), which makes it a system caller.
+   * Throws when the stack has no such API.
+   */
+  grantServiceInvoke(grantee: IGrantable): void {
+    if (this.serviceApi === undefined) throw new Error('the stack has no IAM-authorized API (iamAuth)');
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['execute-api:Invoke'],
+        resources: [this.serviceApi.arnForExecuteApi()],
+      }),
+    );
+  }
+
+  /**
+   * One HTTP API: `ANY /` and `ANY /{proxy+}` to the control function behind `authorizer`;
+   * PUBLIC_ROUTES never need one. Access logs (JSON) go to their own log group; the $default
+   * stage is throttled.
+   */
+  private createApi(
+    id: string,
+    description: string,
+    authorizer: IHttpRouteAuthorizer,
+    props: AgentRunsStackProps,
+    logRetention: RetentionDays,
+    removalPolicy: RemovalPolicy,
+  ): HttpApi {
+    const api = new HttpApi(this, id, { description, createDefaultStage: false });
+    const accessLogs = new LogGroup(this, `${id}AccessLogs`, { retention: logRetention, removalPolicy });
     const throttle = props.throttle ?? { rateLimit: 50, burstLimit: 100 };
-    new HttpStage(this, 'HttpApiDefaultStage', {
+    new HttpStage(this, `${id}DefaultStage`, {
       httpApi: api,
       stageName: '$default',
       autoDeploy: true,
@@ -453,25 +585,9 @@ export class AgentRunsStack extends Stack {
       },
     });
 
-    const integration = new HttpLambdaIntegration('ControlIntegration', this.controlFunction);
-    const authorizer: IHttpRouteAuthorizer | undefined =
-      jwt === null
-        ? undefined
-        : new HttpJwtAuthorizer('JwtAuthorizer', jwt.issuer, {
-            jwtAudience: jwt.audience,
-            identitySource: ['$request.header.Authorization'],
-          });
+    const integration = new HttpLambdaIntegration(`${id}ControlIntegration`, this.controlFunction);
     for (const path of ['/', '/{proxy+}']) {
-      const routes = api.addRoutes({ path, methods: [HttpMethod.ANY], integration, authorizer });
-      if (authorizer === undefined) {
-        for (const route of routes) {
-          acknowledge(
-            route,
-            'AwsSolutions-APIG4',
-            'No JWT issuer configured: the API Gateway route has no authorizer and the control function rejects every request that carries no authorizer principal (no route falls back to system rights). Configure jwtIssuer/jwtAudience to authorize at the gateway.',
-          );
-        }
-      }
+      api.addRoutes({ path, methods: [HttpMethod.ANY], integration, authorizer });
     }
     for (const route of PUBLIC_ROUTES) {
       for (const r of api.addRoutes({ path: route.path, methods: [route.method], integration })) {
@@ -513,64 +629,6 @@ export class AgentRunsStack extends Stack {
     return schedule;
   }
 
-  /** DLQ depth, step errors and takeovers; each notifies `alarmTopicArn` when given. */
-  private createAlarms(props: AgentRunsStackProps): AgentRunsStack['alarms'] {
-    const dlqDepth = this.alarm('DlqDepthAlarm', {
-      description: 'Step messages reached the DLQ: a step failed maxReceiveCount times.',
-      metric: this.stepDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: 'Maximum',
-      }),
-      threshold: 0,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-    });
-    const stepErrors = this.alarm('StepErrorsAlarm', {
-      description: 'The step function failed (an invocation error, not a partial batch failure).',
-      metric: this.stepFunction.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-    });
-    const takeovers = this.alarm('TakeoversAlarm', {
-      description: 'The sweeper took over expired leases: workers died or overran their lease.',
-      metric: new Metric({
-        namespace: METRICS_NAMESPACE,
-        metricName: METRIC.takeovers,
-        dimensionsMap: { service: SERVICE_NAMES.sweeper },
-        period: Duration.minutes(5),
-        statistic: 'Sum',
-      }),
-      threshold: props.takeoverAlarmThreshold ?? 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-    });
-    if (props.alarmTopicArn !== undefined) {
-      const action = new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn));
-      for (const alarm of [dlqDepth, stepErrors, takeovers]) {
-        alarm.addAlarmAction(action);
-        alarm.addOkAction(action);
-      }
-    }
-    return { dlqDepth, stepErrors, takeovers };
-  }
-
-  private alarm(
-    id: string,
-    options: {
-      description: string;
-      metric: IMetric;
-      threshold: number;
-      comparisonOperator: ComparisonOperator;
-    },
-  ): Alarm {
-    return new Alarm(this, id, {
-      alarmDescription: options.description,
-      metric: options.metric,
-      threshold: options.threshold,
-      comparisonOperator: options.comparisonOperator,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-  }
-
   /** The CloudFormation logical id of a resource's default child, as cdk-nag names it in findings. */
   private logicalIdOf(construct: Construct): string {
     const child = construct.node.defaultChild;
@@ -596,15 +654,6 @@ const ACCESS_LOG_FIELDS = {
   integrationError: '$context.integrationErrorMessage',
   authorizerError: '$context.authorizer.error',
 };
-
-function jwtSettings(props: AgentRunsStackProps): { issuer: string; audience: string[] } | null {
-  const { jwtIssuer, jwtAudience } = props;
-  if (jwtIssuer === undefined && jwtAudience === undefined) return null;
-  if (jwtIssuer === undefined || jwtAudience === undefined || jwtAudience.length === 0) {
-    throw new Error('jwtIssuer and a non-empty jwtAudience must be given together');
-  }
-  return { issuer: jwtIssuer, audience: [...jwtAudience] };
-}
 
 function attributeType(type: 'S' | 'N'): AttributeType {
   return type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;
