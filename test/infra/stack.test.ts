@@ -1,11 +1,14 @@
 /**
  * The CDK stack: template assertions (table, queues, bucket, functions, event source mapping,
- * schedule, HTTP API, alarms, IAM), cdk-nag AwsSolutions with no unacknowledged finding, and
- * the real esbuild bundles (they load, and carry the files the code reads at run time).
- * DESIGN sections 2, 4, 10, 11; issue 5 ("cdk/: the stack").
+ * schedule, HTTP API and its Cognito or JWT auth, models, tools, alarms, dashboard, IAM),
+ * cdk-nag AwsSolutions with no unacknowledged finding, the CloudFormation schema check of
+ * CloudFormation Validate (the validator aws-cdk-lib bundles and runs at `cdk synth`), and the
+ * real esbuild bundles (they load without node_modules, and carry the files the code reads at
+ * run time). DESIGN sections 2, 4, 10, 11; issue 5 ("cdk/: the stack"); issue 13.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +29,7 @@ import {
 } from '../../cdk/stack.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
+import { CALLER_GROUPS } from '../../lib/http/auth.ts';
 import { STEP_QUEUE_DEFINITION } from '../../lib/local/resources.ts';
 import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/index.ts';
@@ -52,13 +56,13 @@ interface Built {
 const outdirs: string[] = [];
 
 /**
- * Synthesizes one stack into a fresh directory (with a node_modules link, so bundles can
- * resolve the AWS SDK the Lambda runtime provides). `bundle: false` skips esbuild.
+ * Synthesizes one stack into a fresh directory under the system temp dir, with no node_modules
+ * above it: a bundle that loads there carries everything it needs, the AWS SDK included.
+ * `bundle: false` skips esbuild.
  */
 function build(props: AgentRunsStackProps, options: { bundle: boolean; extra?: (app: App) => void }): Built {
   const outdir = mkdtempSync(join(tmpdir(), 'agent-runs-cdk-'));
   outdirs.push(outdir);
-  symlinkSync(join(repoRoot, 'node_modules'), join(outdir, 'node_modules'), 'dir');
   const app = new App({
     outdir: join(outdir, 'cdk.out'),
     builtinCloudFormationValidation: false,
@@ -353,16 +357,72 @@ describe('functions', () => {
 describe('HTTP API', () => {
   const routeKeys = ['ANY /', 'ANY /{proxy+}', 'GET /health', 'GET /openapi.json'];
 
-  it('routes every path to the control function with no authorizer when no JWT issuer is configured', () => {
+  it('by default authorizes every route but the public ones with JWTs of a Cognito user pool it creates', () => {
+    const s = plain.stack;
+    const pool = s.auth.userPool;
+    const client = s.auth.userPoolClient;
+    if (pool === undefined || client === undefined) throw new Error('no user pool');
+    plain.template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'JWT',
+      IdentitySource: ['$request.header.Authorization'],
+      JwtConfiguration: {
+        Issuer: { 'Fn::GetAtt': [logicalId(s, pool), 'ProviderURL'] },
+        Audience: [{ Ref: logicalId(s, client) }],
+      },
+    });
     const routes = ofType(plain.resources, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.RouteKey).sort()).toEqual(routeKeys);
-    for (const [, r] of routes) expect(r.AuthorizationType).toBe('NONE');
-    plain.template.resourceCountIs('AWS::ApiGatewayV2::Authorizer', 0);
+    expect(Object.fromEntries(routes.map(([, r]) => [r.RouteKey, r.AuthorizationType]))).toEqual({
+      'ANY /': 'JWT',
+      'ANY /{proxy+}': 'JWT',
+      'GET /health': 'NONE',
+      'GET /openapi.json': 'NONE',
+    });
     plain.template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
       IntegrationType: 'AWS_PROXY',
       PayloadFormatVersion: '2.0',
-      IntegrationUri: { 'Fn::GetAtt': [logicalId(plain.stack, plain.stack.controlFunction), 'Arn'] },
+      IntegrationUri: { 'Fn::GetAtt': [logicalId(s, s.controlFunction), 'Arn'] },
     });
+  });
+
+  it('creates the user pool without self sign-up, with the admin and system groups auth.ts reads', () => {
+    plain.template.hasResourceProperties('AWS::Cognito::UserPool', {
+      AdminCreateUserConfig: { AllowAdminCreateUserOnly: true },
+      UsernameAttributes: ['email'],
+      Policies: { PasswordPolicy: Match.objectLike({ MinimumLength: 12 }) },
+    });
+    const groups = ofType(plain.resources, 'AWS::Cognito::UserPoolGroup').map(([, g]) => g.GroupName);
+    expect(groups.sort()).toEqual([CALLER_GROUPS.admin, CALLER_GROUPS.system].sort());
+    plain.template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      GenerateSecret: false,
+      ExplicitAuthFlows: Match.arrayWith(['ALLOW_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH']),
+    });
+    expect(Object.keys(plain.template.toJSON().Outputs)).toEqual(
+      expect.arrayContaining(['ApiUrl', 'UserPoolId', 'UserPoolClientId', 'AlarmTopicArn', 'DashboardName']),
+    );
+  });
+
+  it('uses an existing issuer instead of creating a user pool when one is given', () => {
+    withJwt.template.resourceCountIs('AWS::Cognito::UserPool', 0);
+    expect(Object.keys(withJwt.template.toJSON().Outputs)).not.toContain('UserPoolId');
+  });
+
+  it('serves the same routes behind IAM auth for service callers when asked, and grants invoke on it', () => {
+    const built = build({ iamAuth: true }, { bundle: false });
+    const apis = ofType(built.resources, 'AWS::ApiGatewayV2::Api');
+    expect(apis).toHaveLength(2);
+    const serviceApiId = logicalId(built.stack, built.stack.serviceApi as IConstruct);
+    const serviceRoutes = ofType(built.resources, 'AWS::ApiGatewayV2::Route').filter(
+      ([, r]) => JSON.stringify(r.ApiId) === JSON.stringify({ Ref: serviceApiId }),
+    );
+    expect(Object.fromEntries(serviceRoutes.map(([, r]) => [r.RouteKey, r.AuthorizationType]))).toEqual({
+      'ANY /': 'AWS_IAM',
+      'ANY /{proxy+}': 'AWS_IAM',
+      'GET /health': 'NONE',
+      'GET /openapi.json': 'NONE',
+    });
+    expect(Object.keys(built.template.toJSON().Outputs)).toContain('ServiceApiUrl');
+    expect(() => plain.stack.grantServiceInvoke(plain.stack.stepFunction)).toThrow(/iamAuth/);
   });
 
   it('puts a JWT authorizer on every route except GET /health and GET /openapi.json when configured', () => {
@@ -383,7 +443,8 @@ describe('HTTP API', () => {
   });
 
   it('rejects a JWT issuer without an audience', () => {
-    expect(() => new AgentRunsStack(new App(), 'Bad', { jwtIssuer: 'https://issuer.example.com/' })).toThrow(
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    expect(() => new AgentRunsStack(app, 'Bad', { jwtIssuer: 'https://issuer.example.com/' })).toThrow(
       /jwtAudience/,
     );
   });
@@ -401,25 +462,57 @@ describe('HTTP API', () => {
   });
 });
 
-describe('alarms', () => {
-  it('watches DLQ depth, step errors and takeovers', () => {
+describe('operations', () => {
+  const alarmIds = [
+    'QueueAgeAlarm',
+    'DlqDepthAlarm',
+    'Api5xxAlarm',
+    'ThrottlesAlarm',
+    'StepErrorsAlarm',
+    'SweeperErrorsAlarm',
+    'TakeoversAlarm',
+  ];
+
+  it('watches queue age, DLQ depth, API 5xx, throttles, step and sweeper errors, and takeovers', () => {
     const s = plain.stack;
-    plain.template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
-    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    plain.template.resourceCountIs('AWS::CloudWatch::Alarm', alarmIds.length);
+    const alarm = (name: keyof typeof s.alarms) =>
+      plain.resources[logicalId(s, s.alarms[name])]?.Properties ?? {};
+    expect(alarm('queueAge')).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(s, s.stepQueue), 'QueueName'] } }],
+      Threshold: 900,
+    });
+    expect(alarm('dlqDepth')).toMatchObject({
       Namespace: 'AWS/SQS',
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Dimensions: [
         { Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(s, s.stepDeadLetterQueue), 'QueueName'] } },
       ],
-      Threshold: 0,
-      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     });
-    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    expect(alarm('api5xx')).toMatchObject({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5xx',
+      Dimensions: [{ Name: 'ApiId', Value: { Ref: logicalId(s, s.httpApi) } }],
+    });
+    const throttled = JSON.stringify(alarm('throttles').Metrics);
+    for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction]) {
+      expect(throttled).toContain(`{"Ref":"${logicalId(s, fn)}"}`);
+    }
+    expect(throttled).toContain('"MetricName":"Throttles"');
+    expect(alarm('stepErrors')).toMatchObject({
       Namespace: 'AWS/Lambda',
       MetricName: 'Errors',
       Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.stepFunction) } }],
     });
-    plain.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+    expect(alarm('sweeperErrors')).toMatchObject({
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(s, s.sweeperFunction) } }],
+    });
+    expect(alarm('takeovers')).toMatchObject({
       Namespace: METRICS_NAMESPACE,
       MetricName: METRIC.takeovers,
       // The sweeper's Powertools service name (functions/sweeper.ts): the metric's only dimension.
@@ -433,15 +526,160 @@ describe('alarms', () => {
     expect(source).toContain(`lambdaContainer('${SERVICE_NAMES.sweeper}')`);
   });
 
-  it('notifies the alarm topic when one is given, and nobody otherwise', () => {
+  it('creates an encrypted alarm topic every alarm notifies when none is given', () => {
+    const s = plain.stack;
+    const topicId = logicalId(s, s.operations.topic as unknown as IConstruct);
+    plain.template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    plain.template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    for (const [, alarm] of ofType(plain.resources, 'AWS::CloudWatch::Alarm')) {
+      expect(alarm.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(alarm.OKActions).toEqual([{ Ref: topicId }]);
+    }
+  });
+
+  it('notifies the given topic instead, and creates none', () => {
     const topic = 'arn:aws:sns:us-east-1:123456789012:agent-runs-alarms';
+    withJwt.template.resourceCountIs('AWS::SNS::Topic', 0);
     for (const [, alarm] of ofType(withJwt.resources, 'AWS::CloudWatch::Alarm')) {
       expect(alarm.AlarmActions).toEqual([topic]);
       expect(alarm.OKActions).toEqual([topic]);
     }
-    for (const [, alarm] of ofType(plain.resources, 'AWS::CloudWatch::Alarm')) {
-      expect(alarm.AlarmActions).toBeUndefined();
+  });
+
+  it('draws a dashboard of every runtime metric, the queues, the API and the functions', () => {
+    const [[, dashboard] = ['', {}]] = ofType(plain.resources, 'AWS::CloudWatch::Dashboard');
+    const body = JSON.stringify(dashboard.DashboardBody);
+    for (const name of Object.values(METRIC)) expect(body, name).toContain(`\\"${name}\\"`);
+    for (const name of ['ApproximateAgeOfOldestMessage', '5xx', 'Throttles', 'Duration']) {
+      expect(body, name).toContain(name);
     }
+  });
+
+  it('reserves one concurrent sweeper and caps concurrent steps at 10 by default, both configurable', () => {
+    const s = plain.stack;
+    expect(plain.resources[logicalId(s, s.sweeperFunction)]?.Properties?.ReservedConcurrentExecutions).toBe(
+      1,
+    );
+    for (const fn of [s.controlFunction, s.stepFunction]) {
+      expect(plain.resources[logicalId(s, fn)]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
+    }
+    plain.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+    const tuned = build({ stepMaxConcurrency: 3, sweeperReservedConcurrency: null }, { bundle: false });
+    tuned.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      ScalingConfig: { MaximumConcurrency: 3 },
+    });
+    const sweeper = tuned.resources[logicalId(tuned.stack, tuned.stack.sweeperFunction)]?.Properties ?? {};
+    expect(sweeper.ReservedConcurrentExecutions).toBeUndefined();
+  });
+});
+
+describe('models', () => {
+  const SONNET = 'anthropic.claude-3-5-sonnet-20240620-v1:0';
+  const PROFILE = 'us.anthropic.claude-3-7-sonnet-20250219-v1:0';
+  const envOf = (built: Built, fn: NodejsFunction) =>
+    ((
+      built.resources[logicalId(built.stack, fn)]?.Properties?.Environment as {
+        Variables: Record<string, unknown>;
+      }
+    )?.Variables ?? {}) as Record<string, unknown>;
+  const bedrockGrants = (built: Built) =>
+    statementsOf(built.resources, logicalId(built.stack, built.stack.stepFunction.role as IConstruct)).filter(
+      (st) => JSON.stringify(st.Action).includes('bedrock:'),
+    );
+
+  it('configures no model and grants no Bedrock access by default', () => {
+    expect(envOf(plain, plain.stack.stepFunction).BEDROCK_MODEL_ID).toBeUndefined();
+    expect(bedrockGrants(plain)).toEqual([]);
+  });
+
+  it('hands the step function its Bedrock model ids and allows InvokeModel on exactly those models', () => {
+    const built = build({ bedrockModelIds: [SONNET, PROFILE] }, { bundle: false });
+    expect(envOf(built, built.stack.stepFunction).BEDROCK_MODEL_ID).toBe(`${SONNET},${PROFILE}`);
+    expect(envOf(built, built.stack.controlFunction).BEDROCK_MODEL_ID).toBeUndefined();
+    const [grant, ...more] = bedrockGrants(built);
+    expect(more).toEqual([]);
+    expect(grant?.Action).toBe('bedrock:InvokeModel');
+    const resources = JSON.stringify(grant?.Resource);
+    expect(resources).toContain(`::foundation-model/${SONNET}`);
+    expect(resources).toContain(`:inference-profile/${PROFILE}`);
+    expect(resources).toContain(`:bedrock:*::foundation-model/${PROFILE.slice(3)}`);
+    expect(nagFindings(built.stack)).toEqual([]);
+  });
+
+  it('reads the OpenAI-compatible key from a secret only the step function may read', () => {
+    const built = build(
+      { openAi: { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini' }, defaultModel: 'openai' },
+      { bundle: false },
+    );
+    const env = envOf(built, built.stack.stepFunction);
+    const secretId = logicalId(built.stack, built.stack.models.apiKeySecret as unknown as IConstruct);
+    expect(env).toMatchObject({
+      OPENAI_BASE_URL: 'https://api.openai.com/v1',
+      OPENAI_MODEL: 'gpt-4o-mini',
+      OPENAI_API_KEY_SECRET: { Ref: secretId },
+      AGENT_RUNS_DEFAULT_MODEL: 'openai',
+    });
+    expect(env.OPENAI_API_KEY).toBeUndefined();
+    const readers = ofType(built.resources, 'AWS::IAM::Policy').filter(([, p]) =>
+      JSON.stringify(p.PolicyDocument).includes('secretsmanager:GetSecretValue'),
+    );
+    expect(readers).toHaveLength(1);
+    expect(JSON.stringify(readers[0]?.[1].Roles)).toContain(
+      logicalId(built.stack, built.stack.stepFunction.role as IConstruct),
+    );
+    expect(Object.keys(built.template.toJSON().Outputs)).toContain('OpenAiApiKeySecretArn');
+    expect(nagFindings(built.stack)).toEqual([]);
+  });
+
+  it('fails the synth for a configuration the step function would refuse, naming the setting', () => {
+    expect(() => build({ defaultModel: 'openai', bedrockModelIds: [SONNET] }, { bundle: false })).toThrow(
+      /AGENT_RUNS_DEFAULT_MODEL/,
+    );
+  });
+});
+
+describe('tools', () => {
+  it('registers the configured tools in control and step, and lets step invoke exactly the Lambda tools', () => {
+    const arn = 'arn:aws:lambda:us-east-1:123456789012:function:refund';
+    const tools = [
+      {
+        name: 'refund',
+        version: '1.0.0',
+        input_schema: { type: 'object' },
+        metadata: { mutating: true, replay_safe: true, approval: 'always' as const },
+        target: { kind: 'lambda' as const, function_name: arn },
+      },
+      {
+        name: 'lookup',
+        version: '1.0.0',
+        input_schema: { type: 'object' },
+        metadata: { mutating: false, replay_safe: true },
+        target: { kind: 'http' as const, url: 'https://tools.example.com/lookup' },
+      },
+    ];
+    const built = build({ tools }, { bundle: false });
+    for (const fn of [built.stack.controlFunction, built.stack.stepFunction]) {
+      const vars = (
+        built.resources[logicalId(built.stack, fn)]?.Properties?.Environment as {
+          Variables: Record<string, unknown>;
+        }
+      ).Variables;
+      expect(JSON.parse(String(vars.AGENT_RUNS_TOOLS))).toEqual(tools);
+    }
+    const invokes = ofType(built.resources, 'AWS::IAM::Policy').flatMap(([, p]) =>
+      (p.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement.filter(
+        (st) => st.Action === 'lambda:InvokeFunction' && JSON.stringify(st.Resource) === JSON.stringify(arn),
+      ),
+    );
+    expect(invokes).toHaveLength(1);
+    expect(() =>
+      build(
+        { tools: [{ ...tools[1], target: { kind: 'http', url: 'file:///x' } }] as never },
+        { bundle: false },
+      ),
+    ).toThrow(/AGENT_RUNS_TOOLS/);
   });
 });
 
@@ -541,12 +779,100 @@ describe('cdk-nag AwsSolutions', () => {
     ].sort();
     expect(ids).toEqual([
       'AwsSolutions-APIG4',
+      'AwsSolutions-COG2',
+      'AwsSolutions-COG3',
+      'AwsSolutions-COG8',
       'AwsSolutions-IAM5[Resource::*]',
       'AwsSolutions-IAM5[Resource::<id>/functions/*]',
       'AwsSolutions-IAM5[Resource::<id>/payloads/*]',
       'AwsSolutions-IAM5[Resource::<id>:*]',
       'AwsSolutions-S1',
     ]);
+  });
+});
+
+describe('CloudFormation schema check', () => {
+  /** CloudFormation Validate, the offline validator (resource schemas bundled) aws-cdk-lib runs at synth. */
+  const validator = createRequire(createRequire(import.meta.url).resolve('aws-cdk-lib'))(
+    '@aws/cloudformation-validate',
+  ) as {
+    CompositeEngine: new () => {
+      validateTemplate(template: unknown): {
+        diagnostics: Array<{
+          severity: string;
+          ruleId: string;
+          message: string;
+          entity?: { logicalId?: string };
+          propertyPath?: string;
+        }>;
+      };
+      free(): void;
+    };
+    TemplateContent: new (content: string, name?: string) => unknown;
+  };
+  // Rules compile once per engine (seconds): one engine serves every check.
+  let engine: InstanceType<typeof validator.CompositeEngine> | undefined;
+  afterAll(() => engine?.free());
+
+  /** The diagnostics at WARN and above, as `SEVERITY rule logicalId.propertyPath: message`. */
+  function check(template: unknown): string[] {
+    engine ??= new validator.CompositeEngine();
+    const report = engine.validateTemplate(
+      new validator.TemplateContent(JSON.stringify(template), 'template.json'),
+    );
+    return report.diagnostics
+      .filter((d) => d.severity !== 'INFO' && d.severity !== 'DEBUG')
+      .map(
+        (d) => `${d.severity} ${d.ruleId} ${d.entity?.logicalId ?? ''}.${d.propertyPath ?? ''}: ${d.message}`,
+      );
+  }
+
+  /**
+   * W3005 (a DependsOn also implied by a GetAtt) is how CDK orders every Lambda function after
+   * its role's policy; it is advice, not a schema finding.
+   */
+  const onlySchemaClean = (findings: string[]) => findings.filter((f) => !f.startsWith('WARN W3005'));
+
+  it('finds no schema error or warning in the default template nor in one with every option on', {
+    timeout: 120_000,
+  }, () => {
+    const everything = build(
+      {
+        iamAuth: true,
+        bedrockModelIds: [
+          'anthropic.claude-3-5-sonnet-20240620-v1:0',
+          'us.anthropic.claude-3-7-sonnet-20250219-v1:0',
+        ],
+        openAi: { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini' },
+        alarmEmail: 'ops@example.com',
+        tools: [
+          {
+            name: 'lookup',
+            version: '1.0.0',
+            input_schema: { type: 'object' },
+            metadata: { mutating: false, replay_safe: true },
+            target: { kind: 'lambda', function_name: 'lookup' },
+          },
+        ],
+      },
+      { bundle: false },
+    );
+    expect(onlySchemaClean(check(plain.template.toJSON()))).toEqual([]);
+    expect(onlySchemaClean(check(everything.template.toJSON()))).toEqual([]);
+    expect(onlySchemaClean(check(withJwt.template.toJSON()))).toEqual([]);
+  });
+
+  it('reports a template that breaks a resource schema (the check is live)', () => {
+    const broken = structuredClone(plain.template.toJSON()) as { Resources: Resources };
+    const queueId = logicalId(plain.stack, plain.stack.stepQueue);
+    const queue = broken.Resources[queueId];
+    if (queue?.Properties === undefined) throw new Error('no queue');
+    queue.Properties.VisibilityTimeout = 'soon';
+    queue.Properties.NotAProperty = true;
+    const findings = check(broken);
+    const errors = findings.filter((f) => /^(ERROR|FATAL) /.test(f));
+    expect(errors.some((f) => f.includes(`${queueId}.Properties.VisibilityTimeout`))).toBe(true);
+    expect(errors.some((f) => f.includes('NotAProperty'))).toBe(true);
   });
 });
 
