@@ -136,6 +136,9 @@ export function createRuntime(config: RuntimeConfig): Runtime {
 /**
  * The runtime configuration a Lambda function reads from its environment (set by the CDK
  * stack): TABLE_NAME, STEP_QUEUE_URL, PAYLOAD_BUCKET. Throws naming the first missing variable.
+ * The SDK's own endpoint overrides AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3 and _LAMBDA, when set
+ * (never in AWS; the bundle tests point them at DynamoDB Local and fauxqs), become explicit
+ * endpoints, so an overridden S3 endpoint is also addressed path-style.
  */
 export function runtimeConfigFromEnv(env: NodeJS.ProcessEnv): RuntimeConfig {
   const need = (name: string): string => {
@@ -143,9 +146,21 @@ export function runtimeConfigFromEnv(env: NodeJS.ProcessEnv): RuntimeConfig {
     if (v === undefined || v === '') throw new Error(`missing environment variable ${name}`);
     return v;
   };
+  const endpoint = (name: string): string | undefined => {
+    const v = env[`AWS_ENDPOINT_URL_${name}`];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const endpoints: AwsEndpoints = {
+    dynamoEndpoint: endpoint('DYNAMODB'),
+    sqsEndpoint: endpoint('SQS'),
+    s3Endpoint: endpoint('S3'),
+    lambdaEndpoint: endpoint('LAMBDA'),
+  };
+  const overridden = Object.values(endpoints).some((v) => v !== undefined);
   return {
     tableName: need('TABLE_NAME'),
     queueUrl: need('STEP_QUEUE_URL'),
     bucketName: need('PAYLOAD_BUCKET'),
+    ...(overridden ? { endpoints } : {}),
   };
 }
