@@ -7,23 +7,15 @@ import { startCommand } from '../lib/local/start-command.ts';
  * scripts and `npx agent-runs` inside the checkout use the pinned one. Issue 5.
  */
 import type { CommandModule } from './commands/context.ts';
-import { controlsCommand } from './commands/controls.ts';
-import { eventsCommand } from './commands/events.ts';
+import { ALL_HTTP_COMMANDS } from './commands/http-commands.ts';
 import { runCli } from './commands/program.ts';
 import { replayCommand } from './commands/replay.ts';
-import { runsCommand } from './commands/runs.ts';
-import { functionsCommand, toolsCommand } from './commands/tools.ts';
 
-/** Every command of the CLI, in help order. Adding a command is one line here. */
-export const COMMANDS: readonly CommandModule[] = [
-  startCommand,
-  runsCommand,
-  eventsCommand,
-  controlsCommand,
-  toolsCommand,
-  functionsCommand,
-  replayCommand,
-];
+/**
+ * Every command of the CLI, in help order: `start`, the HTTP commands (also the packaged CLI's,
+ * bin/client-cli.ts), `replay`. Adding an HTTP command is one line in commands/http-commands.ts.
+ */
+export const COMMANDS: readonly CommandModule[] = [startCommand, ...ALL_HTTP_COMMANDS, replayCommand];
 
 if (import.meta.main) {
   process.exitCode = await runCli(COMMANDS, process.argv.slice(2), {

@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
-import type { CreateRunInput } from '../../lib/contracts/index.ts';
 import {
+  type CreateRunInput,
   RUN_STATUSES,
   type RunRecord,
   type RunStatus,

@@ -2,14 +2,16 @@
  * A typed TypeScript client of the HTTP API (lib/http): one method per route, control helpers
  * that generate a control_id when none is given, and `followEvents`, an async iterator over a
  * run's events built on long polling. Responses are parsed with the contracts' zod schemas;
- * every failure is an ApiError with the API's code. Issue 5, "lib/client and bin/".
+ * every failure is an ApiError with the API's code. Browser-safe: only fetch, URL, Headers and
+ * Web Crypto's `crypto.randomUUID` (Node 20+, browsers in secure contexts), no `node:*`.
+ * Published as the `@agent-runs/client` package (packages/client). Issue 5, "lib/client and
+ * bin/"; issue 13.
  */
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { CreateRunInput } from '../contracts/index.ts';
 import {
   ControlAck,
   type Control as ControlSchema,
+  type CreateRunInput,
   isTerminalStatus,
   RunEvent,
   RunRecord,
@@ -269,7 +271,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
   const run = (runId: string) => `/runs/${enc(runId)}`;
 
   function control(runId: string, input: ControlInput, opts: RunCallOptions = {}): Promise<ControlAck> {
-    const body = { ...input, control_id: input.control_id ?? randomUUID() };
+    const body = { ...input, control_id: input.control_id ?? globalThis.crypto.randomUUID() };
     return call({
       method: 'POST',
       path: `${run(runId)}/controls`,

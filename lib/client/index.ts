@@ -1,4 +1,8 @@
-/** lib/client: the typed TypeScript client of the HTTP API, and the local stack's state file. Issue 5. */
+/**
+ * The typed TypeScript client of the HTTP API: browser-safe (no `node:*` import), the main entry
+ * of the `@agent-runs/client` package. The local stack's state file (Node only) is in
+ * `./node.ts` (`@agent-runs/client/node`). Issues 5 and 13.
+ */
 export {
   ARTIFACT_MEDIA_TYPES,
   type AgentRunsClient,
@@ -18,11 +22,11 @@ export {
   type RunPage,
 } from './client.ts';
 export { ApiError } from './errors.ts';
-export {
-  LOCAL_STATE_PATH,
-  LocalState,
-  LocalStateError,
-  readLocalState,
-  removeLocalState,
-  writeLocalState,
-} from './state-file.ts';
+export type {
+  ControlAck,
+  CreateRunInput,
+  RunEvent,
+  RunRecord,
+  RunStatus,
+  ToolDescriptor,
+} from '../contracts/index.ts';

@@ -1,0 +1,127 @@
+/**
+ * `npm run client:check` (CI): builds the @agent-runs/client package (packages/client: tsc over
+ * lib/client, lib/contracts and the CLI's HTTP commands, to JavaScript plus .d.ts), checks that
+ * its main entry bundles for a browser (esbuild, platform browser: no Node built-in reachable),
+ * packs it with `npm pack`, installs the tarball into a fresh project, type-checks a consumer
+ * against its declarations, starts the local stack and runs the smoke script
+ * (packages/client/smoke/smoke.mjs) on the machine's Node 20 when there is one and on Node 24.
+ * Exits 1 on the first failure. Issue 13, "An installable client and CLI".
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const pkg = join(root, 'packages/client');
+const work = mkdtempSync(join(tmpdir(), 'agent-runs-client-'));
+const started = performance.now();
+const step = (text: string) =>
+  console.log(`client:check ${((performance.now() - started) / 1000).toFixed(1)}s ${text}`);
+const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) =>
+  execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+let stack: ChildProcess | undefined;
+
+try {
+  rmSync(join(pkg, 'dist'), { recursive: true, force: true });
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(pkg, 'tsconfig.json')],
+    root,
+  );
+  step('built packages/client/dist');
+
+  await build({
+    entryPoints: [join(pkg, 'dist/lib/client/index.js')],
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    write: false,
+    logLevel: 'silent',
+  });
+  step('the main entry bundles for the browser');
+
+  run('npm', ['pack', '--pack-destination', work, '--silent'], pkg);
+  const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'));
+  if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+  const project = join(work, 'project');
+  run('mkdir', ['-p', project], work);
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'smoke', private: true, type: 'module' }),
+  );
+  run('npm', ['install', '--no-audit', '--no-fund', '--silent', join(work, tarball)], project);
+  const installed = JSON.parse(run('npm', ['ls', '--json', '--all'], project)) as {
+    dependencies: Record<string, { dependencies?: Record<string, unknown> }>;
+  };
+  const deps = Object.keys(installed.dependencies['@agent-runs/client']?.dependencies ?? {}).sort();
+  if (deps.some((d) => d.startsWith('aws-cdk') || d.startsWith('@aws-sdk') || d === 'hono')) {
+    throw new Error(`the package pulls server dependencies: ${deps.join(', ')}`);
+  }
+  step(`installed ${tarball} (dependencies: ${deps.join(', ')})`);
+
+  copyFileSync(join(pkg, 'smoke/smoke.mjs'), join(project, 'smoke.mjs'));
+  copyFileSync(join(pkg, 'smoke/types.ts'), join(project, 'types.ts'));
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        lib: ['ES2023', 'DOM'],
+        types: [],
+        noEmit: true,
+        skipLibCheck: false,
+      },
+      files: ['types.ts'],
+    }),
+  );
+  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', project], project);
+  step('a consumer type-checks against the declarations');
+
+  const stackDir = join(work, 'stack');
+  run('mkdir', ['-p', stackDir], work);
+  stack = spawn(
+    process.execPath,
+    [join(root, 'bin/agent-runs.ts'), 'start', '--port', '0', '--json', '--log-level', 'silent'],
+    { cwd: stackDir, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const ready = await new Promise<{ url: string; token: string }>((resolve, reject) => {
+    let out = '';
+    stack?.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{') && l.includes('"token"'));
+      if (line !== undefined) resolve(JSON.parse(line) as { url: string; token: string });
+    });
+    stack?.once('exit', (code) => reject(new Error(`the local stack exited (${code}) before it was ready`)));
+  });
+  step(`local stack at ${ready.url}`);
+
+  const env = { ...process.env, AGENT_RUNS_URL: ready.url, AGENT_RUNS_TOKEN: ready.token };
+  const nodes = [process.execPath];
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node']) {
+    try {
+      const version = execFileSync(candidate, ['--version'], { encoding: 'utf8' }).trim();
+      if (Number(version.slice(1).split('.')[0]) < 24) nodes.unshift(candidate);
+      break;
+    } catch {
+      // not installed here
+    }
+  }
+  for (const node of nodes) console.log(run(node, ['smoke.mjs'], project, env).trim());
+  step('passed');
+} catch (error) {
+  console.error(`client:check failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  if (stack !== undefined && stack.exitCode === null) {
+    const exited = new Promise((resolve) => stack?.once('exit', resolve));
+    stack.kill('SIGTERM');
+    await exited;
+  }
+  rmSync(work, { recursive: true, force: true });
+}
