@@ -3,6 +3,7 @@
  * (`--url`, `--token`, `--json`), and the output helpers. A command module registers its
  * subcommands on the program; bin/agent-runs.ts lists the modules. Issue 5, "the CLI".
  */
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
 import { readLocalState } from '../../lib/client/state-file.ts';
@@ -95,13 +96,32 @@ export function createCliContext(io: CliIo): CliContext {
   return ctx;
 }
 
-/** Parses a JSON argument; a value that is not JSON is taken as a plain string when `lenient`. */
+/**
+ * Parses a JSON argument. `@path` reads the JSON from that file (relative to the working
+ * directory); a string that starts with `@` itself is written as JSON (`'"@x"'`). A value that
+ * is not JSON is taken as a plain string when `lenient` (never for a file). Throws CliError
+ * (invalid_argument) naming the option.
+ */
 export function parseJsonArg(name: string, text: string, lenient = false): unknown {
+  if (text.startsWith('@')) {
+    const path = text.slice(1);
+    let content: string;
+    try {
+      content = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new CliError('invalid_argument', `${name}: cannot read ${path}: ${(err as Error).message}`);
+    }
+    try {
+      return JSON.parse(content);
+    } catch {
+      throw new CliError('invalid_argument', `${name}: ${path} is not JSON`);
+    }
+  }
   try {
     return JSON.parse(text);
   } catch {
     if (lenient) return text;
-    throw new CliError('invalid_argument', `${name} must be JSON: ${text.slice(0, 80)}`);
+    throw new CliError('invalid_argument', `${name} must be JSON (or @file): ${text.slice(0, 80)}`);
   }
 }
 

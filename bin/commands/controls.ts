@@ -4,7 +4,6 @@
  * error) sets exit code 2. `--control-id` reuses an id to retry safely; `--capability` presents
  * the run's control capability. Seed agent-runs, "Controls".
  */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ControlOptions } from '../../lib/client/client.ts';
 import type { ControlAck } from '../../lib/contracts/index.ts';
@@ -37,11 +36,6 @@ function report(ctx: CliContext, cmd: Command, ack: ControlAck): void {
   if (ack.ack === 'rejected') ctx.exitCode = REJECTED_EXIT_CODE;
 }
 
-/** A JSON argument, or `@file` to read it from a file. */
-function jsonOrFile(name: string, text: string): unknown {
-  return parseJsonArg(name, text.startsWith('@') ? readFileSync(text.slice(1), 'utf8') : text);
-}
-
 export const controlsCommand: CommandModule = {
   name: 'controls',
   register(program, ctx) {
@@ -69,7 +63,7 @@ export const controlsCommand: CommandModule = {
 
     withCommon(program.command('resume <run>'))
       .description('resume a paused run')
-      .option('--budget-increase <json>', 'more budget, e.g. {"max_operations":10}')
+      .option('--budget-increase <json|@file>', 'more budget, e.g. {"max_operations":10}')
       .option('--accept-reducer-change', 'accept a changed reducer artifact (after reducer_changed)')
       .action(
         async (
@@ -97,7 +91,7 @@ export const controlsCommand: CommandModule = {
       );
 
     withCommon(program.command('steer <run> <input>'))
-      .description('queue new input (JSON, or a plain string), consumed between operations')
+      .description('queue new input (JSON, @file, or a plain string), consumed between operations')
       .action(async (runId: string, input: string, opts: CommonOptions, cmd: Command) => {
         const ack = await ctx.client(cmd).steer(runId, parseJsonArg('input', input, true), common(opts));
         report(ctx, cmd, ack);
@@ -125,7 +119,7 @@ export const controlsCommand: CommandModule = {
       );
 
     withCommon(program.command('answer <run> <request_id> <value>'))
-      .description('answer an open question (provide_input); value is JSON or a plain string')
+      .description('answer an open question (provide_input); value is JSON, @file, or a plain string')
       .action(async (runId: string, requestId: string, value: string, opts: CommonOptions, cmd: Command) => {
         const ack = await ctx
           .client(cmd)
@@ -144,7 +138,7 @@ export const controlsCommand: CommandModule = {
           .client(cmd)
           .deliver(
             resumeKey,
-            jsonOrFile('json', json),
+            parseJsonArg('json', json),
             opts.capability !== undefined ? { capability: opts.capability } : {},
           );
         ctx.print(cmd, () => `delivered to ${out.run_id} (seq ${out.seq})`, out);

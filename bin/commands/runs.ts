@@ -2,7 +2,6 @@
  * `agent-runs runs create|get|list|checkpoints`: create a run, read one, list by status or
  * subject, read its checkpoints.
  */
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
 import {
@@ -36,13 +35,7 @@ interface CreateOptions {
 
 /** The create request from the options: `--body` (JSON, or @file) as the base, the other options on top. */
 export function createInputOf(opts: CreateOptions): CreateRunInput {
-  const base =
-    opts.body === undefined
-      ? {}
-      : (parseJsonArg(
-          '--body',
-          opts.body.startsWith('@') ? readFileSync(opts.body.slice(1), 'utf8') : opts.body,
-        ) as Record<string, unknown>);
+  const base = opts.body === undefined ? {} : (parseJsonArg('--body', opts.body) as Record<string, unknown>);
   const input: Record<string, unknown> = { input: null, ...base };
   if (opts.workspace !== undefined || opts.path !== undefined) {
     if (opts.workspace === undefined || opts.path === undefined) {
@@ -87,16 +80,19 @@ export const runsCommand: CommandModule = {
       .option('--node-id <id>', 'subject node id')
       .option('--reducer <function_path>', 'reducer function (omit for a client-driven run)')
       .option('--handler <name>', 'reducer handler export')
-      .option('--input <json>', 'run input (JSON, or a plain string)')
+      .option('--input <json|@file>', 'run input (JSON, @file, or a plain string)')
       .option('--objective <text>', 'objective')
-      .option('--context <json>', 'context (JSON, or a plain string)')
-      .option('--budgets <json>', 'budgets, e.g. {"max_turns":10}')
+      .option('--context <json|@file>', 'context (JSON, @file, or a plain string)')
+      .option('--budgets <json|@file>', 'budgets, e.g. {"max_turns":10}')
       .addOption(
         new Option('--on-exceeded <action>', 'what a budget overrun does').choices(['pause', 'fail']),
       )
       .option('--as-agent <path>', 'act as this agent, on behalf of the caller')
       .option('--create-key <key>', 'idempotency key of the create')
-      .option('--executor-config <json>', 'executor config (JSON object)')
+      .option(
+        '--executor-config <json|@file>',
+        'executor config (JSON object), e.g. {"model_turn_function":"/lib/models/openai"}',
+      )
       .option('--body <json|@file>', 'the whole create request as JSON (options override its fields)')
       .action(async (opts: CreateOptions, cmd: Command) => {
         const out = await ctx.client(cmd).createRun(createInputOf(opts));

@@ -2,7 +2,7 @@
  * The CLI's argument parsing (what request each command sends) and output (human and --json),
  * over a fake API that records requests and answers from a table.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -188,6 +188,84 @@ describe('agent-runs runs', () => {
   });
 });
 
+describe('@file for every JSON option', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-at-file-'));
+  const file = (name: string, value: unknown) => {
+    const path = join(dir, name);
+    writeFileSync(path, JSON.stringify(value));
+    return `@${path}`;
+  };
+
+  it('reads --input, --context, --budgets, --executor-config and --body from files', async () => {
+    const run = newRun({ run_id: 'run_f' });
+    const r = await cli(
+      [
+        'runs',
+        'create',
+        '--body',
+        file('body.json', { subject: { workspace: 'ai', path: '/from-body' }, objective: 'o' }),
+        '--input',
+        file('input.json', { text: 'from a file' }),
+        '--context',
+        file('context.json', { tools: [], mode: 'task' }),
+        '--budgets',
+        file('budgets.json', { max_turns: 4 }),
+        '--executor-config',
+        file('executor.json', { model_turn_function: '/lib/models/openai' }),
+      ],
+      () => [201, { run, created: true }],
+    );
+    expect(r.code).toBe(0);
+    expect(r.sent[0]?.body).toEqual({
+      subject: { workspace: 'ai', path: '/from-body' },
+      objective: 'o',
+      input: { text: 'from a file' },
+      context: { tools: [], mode: 'task' },
+      budgets: { max_turns: 4 },
+      executor_config: { model_turn_function: '/lib/models/openai' },
+    });
+  });
+
+  it('reads steer input, answer value, deliver result and --budget-increase from files', async () => {
+    const steer = await cli(['steer', 'run_1', file('steer.json', { note: 'faster' })]);
+    const answer = await cli(['answer', 'run_1', 'run_1/req/2', file('answer.json', ['yes'])]);
+    const deliver = await cli(['deliver', 'callback:op1', file('result.json', { ok: true })], () => [
+      200,
+      { run_id: 'run_1', seq: 9 },
+    ]);
+    const resume = await cli([
+      'resume',
+      'run_1',
+      '--budget-increase',
+      file('more.json', { max_operations: 5 }),
+    ]);
+    expect(steer.sent[0]?.body).toMatchObject({ command: 'steer', input: { note: 'faster' } });
+    expect(answer.sent[0]?.body).toMatchObject({ command: 'provide_input', value: ['yes'] });
+    expect(deliver.sent[0]?.body).toEqual({ ok: true });
+    expect(resume.sent[0]?.body).toMatchObject({ command: 'resume', budget_increase: { max_operations: 5 } });
+  });
+
+  it('refuses a missing or non-JSON file, naming the option, and sends nothing', async () => {
+    const missing = await cli([
+      'runs',
+      'create',
+      '--workspace',
+      'a',
+      '--path',
+      '/p',
+      '--budgets',
+      '@/no/such.json',
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('--budgets: cannot read /no/such.json');
+    writeFileSync(join(dir, 'bad.json'), 'not json');
+    const bad = await cli(['steer', 'run_1', `@${join(dir, 'bad.json')}`]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('is not JSON');
+    expect([...missing.sent, ...bad.sent]).toEqual([]);
+  });
+});
+
 describe('agent-runs controls', () => {
   it('approve quotes the digest, generates a control id, and prints the ack', async () => {
     const r = await cli(['approve', 'run_1', 'run_1/req/1', '--digest', 'abc']);
@@ -225,7 +303,7 @@ describe('agent-runs controls', () => {
     });
     const bad = await cli(['resume', 'run_1', '--budget-increase', 'more']);
     expect(bad).toMatchObject({ code: 1, sent: [] });
-    expect(bad.err).toBe('error: --budget-increase must be JSON: more');
+    expect(bad.err).toBe('error: --budget-increase must be JSON (or @file): more');
   });
 
   it('steer, answer, stop and pause send their command with the given control id and capability', async () => {
