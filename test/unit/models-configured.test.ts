@@ -6,8 +6,11 @@
  * them with executor_config.model_turn_function.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_MODEL_TURN_FUNCTION, type ModelTurnInput } from '../../lib/contracts/index.ts';
-import type { CompiledContext } from '../../lib/engine/ports.ts';
+import {
+  type CompiledContext,
+  DEFAULT_MODEL_TURN_FUNCTION,
+  type ModelTurnInput,
+} from '../../lib/contracts/index.ts';
 import { modelBannerLines } from '../../lib/local/stack.ts';
 import { MODEL_PATHS, ModelConfigError, modelsFromEnv } from '../../lib/models/configured.ts';
 import { createModelHost } from '../../lib/models/host.ts';
