@@ -1,0 +1,145 @@
+/**
+ * The HTTP API's middleware: error mapping (every error is `{code, message, details}`, 404 and
+ * 405 answered with the routes' own table), authentication on every non-public route, body
+ * limits, and the JSON-body check of body routes. Issue 5 ("Errors are JSON").
+ */
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
+import type { Caller } from '../core/controls.ts';
+import { type Authenticate, CAPABILITY_HEADER, type HttpCaller } from './auth.ts';
+import { HttpError, type HttpError as HttpErrorType, toHttpError } from './errors.ts';
+import { PUBLIC_PATHS, ROUTES } from './routes.ts';
+
+export type AppEnv = { Bindings: Record<string, unknown>; Variables: { caller: HttpCaller } };
+export type HttpApp = OpenAPIHono<AppEnv>;
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+/** The media type of a Content-Type header, lower-cased, without parameters. */
+export const mediaTypeOf = (header: string | undefined) =>
+  (header ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+
+/** Every error becomes `{code, message, details}`; an unknown path is 404, a known path with another method 405. */
+export function installErrorHandling(app: HttpApp, log: (entry: Record<string, unknown>) => void): void {
+  app.onError((err, c) => {
+    const httpError = err instanceof HTTPException ? fromHttpException(err) : toHttpError(err);
+    if (httpError.code === 'internal') {
+      log({
+        level: 'error',
+        message: 'unhandled error',
+        method: c.req.method,
+        path: c.req.path,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
+    }
+    return errorResponse(c, httpError);
+  });
+
+  app.notFound((c) => {
+    const allowed = ROUTES.filter((r) => r.pattern.test(c.req.path)).map((r) => r.method);
+    if (allowed.length > 0) {
+      const allow = [...new Set(allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])))].join(', ');
+      return errorResponse(
+        c,
+        new HttpError(
+          'method_not_allowed',
+          `${c.req.method} is not allowed on ${c.req.path}`,
+          { allow },
+          { headers: { Allow: allow } },
+        ),
+      );
+    }
+    return errorResponse(c, new HttpError('not_found', `no route ${c.req.method} ${c.req.path}`, {}));
+  });
+}
+
+/** Authentication on every route but the public ones (401 without credentials), and the body limits. */
+export function installAuthAndLimits(
+  app: HttpApp,
+  auth: Authenticate,
+  limits: { bodyLimitBytes: number; functionBodyLimitBytes: number },
+): void {
+  app.use('*', async (c, next) => {
+    if (PUBLIC_PATHS.has(c.req.path)) return next();
+    const caller = await auth(c.req.raw, c.env as unknown);
+    if (caller === null) {
+      throw new HttpError(
+        'unauthenticated',
+        'missing or invalid credentials',
+        {},
+        {
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        },
+      );
+    }
+    const capability = c.req.header(CAPABILITY_HEADER);
+    c.set('caller', capability ? { ...caller, capability } : caller);
+    return next();
+  });
+
+  const tooLarge = (limit: number) => () => {
+    throw new HttpError('payload_too_large', `the body exceeds ${limit} bytes`, { limit_bytes: limit });
+  };
+  const bodyLimitBytes = limits.bodyLimitBytes;
+  const functionLimitBytes = limits.functionBodyLimitBytes;
+  const defaultLimit = bodyLimit({ maxSize: bodyLimitBytes, onError: tooLarge(bodyLimitBytes) });
+  const functionLimit = bodyLimit({ maxSize: functionLimitBytes, onError: tooLarge(functionLimitBytes) });
+  app.use('*', (c, next) => (c.req.path.startsWith('/functions/') ? functionLimit : defaultLimit)(c, next));
+}
+
+export /** Route middleware of JSON-body routes: 415 unless JSON, 400 when empty or not JSON. */
+const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const type = c.req.header('content-type');
+  if (!JSON_MEDIA_TYPE.test(mediaTypeOf(type))) {
+    throw new HttpError('unsupported_media_type', 'expected Content-Type: application/json', {
+      content_type: type ?? null,
+    });
+  }
+  const text = await c.req.text();
+  if (text.trim() === '') {
+    throw new HttpError('validation_failed', 'a JSON body is required', {
+      target: 'json',
+      issues: [{ path: '', code: 'required', message: 'a JSON body is required' }],
+    });
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new HttpError('invalid_json', `the body is not JSON: ${(err as Error).message}`, {});
+  }
+  if (jsonDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    const message = `the body nests deeper than ${MAX_JSON_DEPTH} levels`;
+    throw new HttpError('validation_failed', message, {
+      target: 'json',
+      issues: [{ path: '', code: 'too_deep', message }],
+    });
+  }
+  return next();
+};
+
+/** The engine's Caller of a request (its principal and any capability it presented). */
+export const callerOf = (c: Context<AppEnv>): Caller => {
+  const { principal, capability } = c.get('caller');
+  return capability === undefined ? { principal } : { principal, capability };
+};
+
+function errorResponse(c: Context, error: HttpErrorType): Response {
+  return c.json(error.toBody(), error.status, error.headers);
+}
+
+function fromHttpException(err: HTTPException): HttpError {
+  switch (err.status) {
+    case 413:
+      return new HttpError('payload_too_large', 'the body is too large', {}, { cause: err });
+    case 415:
+      return new HttpError('unsupported_media_type', 'unsupported Content-Type', {}, { cause: err });
+    case 400:
+      return new HttpError('invalid_json', 'the body is not JSON', {}, { cause: err });
+    default:
+      return toHttpError(err);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The run routes of the HTTP API: each handler parses its input with the route's schema, calls
+ * one engine use case, and maps the result. Seed: agent-runs ("Controls"); DESIGN section 7.
+ */
+import type { Engine } from '../engine/engine.ts';
+import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
+import {
+  checkpointRoute,
+  checkpointsRoute,
+  childrenRoute,
+  controlRoute,
+  createRunRoute,
+  deliverRoute,
+  eventsRoute,
+  getRunRoute,
+  listRunsRoute,
+} from './routes.ts';
+import { MAX_WAIT_SECONDS } from './schemas.ts';
+
+/** The run routes: create, list, read, events (long poll), checkpoints, children, controls, results. */
+export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: number): void {
+  app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
+    const out = await engine.createRun(c.req.valid('json'), callerOf(c));
+    return c.json(out, out.created ? 201 : 200);
+  });
+
+  app.openapi(listRunsRoute, async (c) => {
+    const q = c.req.valid('query');
+    return c.json(await engine.listRuns(q, callerOf(c)), 200);
+  });
+
+  app.openapi(getRunRoute, async (c) => {
+    const run = await engine.getRun(c.req.valid('param').id, callerOf(c));
+    return c.json(run, 200);
+  });
+
+  app.openapi(eventsRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const { after, limit, wait } = c.req.valid('query');
+    const page = await engine.eventPage(id, callerOf(c), {
+      after,
+      limit,
+      waitMs: Math.min(wait, MAX_WAIT_SECONDS) * 1000,
+      pollIntervalMs,
+      signal: c.req.raw.signal,
+    });
+    return c.json(page, 200);
+  });
+
+  app.openapi(checkpointsRoute, async (c) => {
+    const checkpoints = await engine.listCheckpoints(c.req.valid('param').id, callerOf(c));
+    return c.json({ checkpoints }, 200);
+  });
+
+  app.openapi(childrenRoute, async (c) => {
+    const children = await engine.listChildren(c.req.valid('param').id, callerOf(c));
+    return c.json({ children }, 200);
+  });
+
+  app.openapi(checkpointRoute, async (c) => {
+    const { id, n } = c.req.valid('param');
+    return c.json(await engine.getCheckpoint(id, callerOf(c), n), 200);
+  });
+
+  app.openapi({ ...controlRoute, middleware: [jsonBody] }, async (c) => {
+    const ack = await engine.applyControl(c.req.valid('param').id, c.req.valid('json'), callerOf(c));
+    return c.json(ack, 200);
+  });
+
+  app.openapi({ ...deliverRoute, middleware: [jsonBody] }, async (c) => {
+    const out = await engine.deliverResult(c.req.valid('param').resume_key, c.req.valid('json'), callerOf(c));
+    return c.json(out, 200);
+  });
+}
