@@ -200,13 +200,12 @@ interface Call<T extends z.ZodType> {
   schema: T;
 }
 
-/** Builds a client. Does no I/O until a method is called. */
-export function createClient(options: ClientOptions): AgentRunsClient {
-  const baseUrl = options.baseUrl.replace(/\/+$/, '');
-  const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
-  const enc = encodeURIComponent;
+/** The one request function of a client: JSON or bytes in, the parsed documented shape out. */
+type CallFn = <T extends z.ZodType>(c: Call<T>) => Promise<z.infer<T>>;
 
-  async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
+function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
+  const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
+  return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
     const url = new URL(baseUrl + c.path);
     for (const [k, v] of Object.entries(c.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
@@ -266,38 +265,52 @@ export function createClient(options: ClientOptions): AgentRunsClient {
       );
     }
     return parsed.data;
-  }
+  };
+}
 
-  const run = (runId: string) => `/runs/${enc(runId)}`;
+const enc = encodeURIComponent;
+const runPath = (runId: string) => `/runs/${enc(runId)}`;
 
-  function control(runId: string, input: ControlInput, opts: RunCallOptions = {}): Promise<ControlAck> {
-    const body = { ...input, control_id: input.control_id ?? globalThis.crypto.randomUUID() };
-    return call({
-      method: 'POST',
-      path: `${run(runId)}/controls`,
-      json: body,
-      capability: opts.capability,
-      schema: ControlAck,
-    });
-  }
+function sendControl(
+  call: CallFn,
+  runId: string,
+  input: ControlInput,
+  opts: RunCallOptions = {},
+): Promise<ControlAck> {
+  const body = { ...input, control_id: input.control_id ?? globalThis.crypto.randomUUID() };
+  return call({
+    method: 'POST',
+    path: `${runPath(runId)}/controls`,
+    json: body,
+    capability: opts.capability,
+    schema: ControlAck,
+  });
+}
 
-  /** Splits per-call options from control fields, dropping undefined ones. */
-  function controlOf<F extends Record<string, unknown>>(
-    command: string,
-    opts: ControlOptions & F,
-    fields: (keyof F)[],
-  ): [ControlInput, RunCallOptions] {
-    const out: Record<string, unknown> = { command };
-    if (opts.control_id !== undefined) out.control_id = opts.control_id;
-    for (const f of fields) if (opts[f] !== undefined) out[f as string] = opts[f];
-    return [out as ControlInput, opts.capability !== undefined ? { capability: opts.capability } : {}];
-  }
+/** Splits per-call options from control fields, dropping undefined ones. */
+function controlOf<F extends Record<string, unknown>>(
+  command: string,
+  opts: ControlOptions & F,
+  fields: (keyof F)[],
+): [ControlInput, RunCallOptions] {
+  const out: Record<string, unknown> = { command };
+  if (opts.control_id !== undefined) out.control_id = opts.control_id;
+  for (const f of fields) if (opts[f] !== undefined) out[f as string] = opts[f];
+  return [out as ControlInput, opts.capability !== undefined ? { capability: opts.capability } : {}];
+}
 
-  const client: AgentRunsClient = {
-    baseUrl,
+/** The read methods (runs, events, checkpoints, children) and create. */
+function runMethods(
+  call: CallFn,
+  events: () => AgentRunsClient['events'],
+): Pick<
+  AgentRunsClient,
+  'createRun' | 'getRun' | 'listRuns' | 'events' | 'followEvents' | 'checkpoints' | 'children' | 'checkpoint'
+> {
+  return {
     createRun: (input) => call({ method: 'POST', path: '/runs', json: input, schema: CreateRunResult }),
     getRun: (runId, opts = {}) =>
-      call({ method: 'GET', path: run(runId), capability: opts.capability, schema: RunRecord }),
+      call({ method: 'GET', path: runPath(runId), capability: opts.capability, schema: RunRecord }),
     listRuns: (params) =>
       call({
         method: 'GET',
@@ -314,7 +327,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
     events: (runId, params = {}) =>
       call({
         method: 'GET',
-        path: `${run(runId)}/events`,
+        path: `${runPath(runId)}/events`,
         query: { after: params.after, limit: params.limit, wait: params.wait },
         capability: params.capability,
         schema: EventPage,
@@ -323,7 +336,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
       let after = params.after ?? 0;
       const wait = params.wait ?? 20;
       while (params.signal?.aborted !== true) {
-        const page = await client.events(runId, { ...params, after, wait });
+        const page = await events()(runId, { ...params, after, wait });
         params.onPage?.(page);
         yield* page.events;
         after = page.next_after;
@@ -336,7 +349,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
       (
         await call({
           method: 'GET',
-          path: `${run(runId)}/checkpoints`,
+          path: `${runPath(runId)}/checkpoints`,
           capability: opts.capability,
           schema: z.object({ checkpoints: z.array(Checkpoint) }),
         })
@@ -345,7 +358,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
       (
         await call({
           method: 'GET',
-          path: `${run(runId)}/children`,
+          path: `${runPath(runId)}/children`,
           capability: opts.capability,
           schema: z.object({ children: z.array(ChildRun) }),
         })
@@ -353,18 +366,31 @@ export function createClient(options: ClientOptions): AgentRunsClient {
     checkpoint: (runId, n, opts = {}) =>
       call({
         method: 'GET',
-        path: `${run(runId)}/checkpoints/${n}`,
+        path: `${runPath(runId)}/checkpoints/${n}`,
         capability: opts.capability,
         schema: Checkpoint,
       }),
-    control,
-    stop: (runId, opts = {}) => control(runId, ...controlOf('stop', opts, ['reason'])),
-    pause: (runId, opts = {}) => control(runId, ...controlOf('pause', opts, ['reason'])),
+  };
+}
+
+/** The control methods (stop, pause, resume, steer, approve, answer) and result delivery. */
+function controlMethods(
+  call: CallFn,
+): Pick<
+  AgentRunsClient,
+  'control' | 'stop' | 'pause' | 'resume' | 'steer' | 'approve' | 'answer' | 'deliver'
+> {
+  return {
+    control: (runId, input, opts) => sendControl(call, runId, input, opts),
+    stop: (runId, opts = {}) => sendControl(call, runId, ...controlOf('stop', opts, ['reason'])),
+    pause: (runId, opts = {}) => sendControl(call, runId, ...controlOf('pause', opts, ['reason'])),
     resume: (runId, opts = {}) =>
-      control(runId, ...controlOf('resume', opts, ['budget_increase', 'accept_reducer_change'])),
-    steer: (runId, input, opts = {}) => control(runId, ...controlOf('steer', { ...opts, input }, ['input'])),
+      sendControl(call, runId, ...controlOf('resume', opts, ['budget_increase', 'accept_reducer_change'])),
+    steer: (runId, input, opts = {}) =>
+      sendControl(call, runId, ...controlOf('steer', { ...opts, input }, ['input'])),
     approve: (runId, request_id, subject_digest, opts = {}) =>
-      control(
+      sendControl(
+        call,
         runId,
         ...controlOf('approve', { ...opts, request_id, subject_digest }, [
           'request_id',
@@ -374,7 +400,11 @@ export function createClient(options: ClientOptions): AgentRunsClient {
         ]),
       ),
     answer: (runId, request_id, value, opts = {}) =>
-      control(runId, ...controlOf('provide_input', { ...opts, request_id, value }, ['request_id', 'value'])),
+      sendControl(
+        call,
+        runId,
+        ...controlOf('provide_input', { ...opts, request_id, value }, ['request_id', 'value']),
+      ),
     deliver: (resumeKey, result, opts = {}) =>
       call({
         method: 'POST',
@@ -383,6 +413,12 @@ export function createClient(options: ClientOptions): AgentRunsClient {
         capability: opts.capability,
         schema: Delivery,
       }),
+  };
+}
+
+/** The catalogue methods (tools, function artifacts) and the public routes. */
+function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'health' | 'openapi'> {
+  return {
     tools: async () =>
       (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
         .tools,
@@ -402,6 +438,18 @@ export function createClient(options: ClientOptions): AgentRunsClient {
     },
     health: () => call({ method: 'GET', path: '/health', schema: Health }),
     openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
+  };
+}
+
+/** Builds a client. Does no I/O until a method is called. */
+export function createClient(options: ClientOptions): AgentRunsClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const call = httpCaller(baseUrl, options);
+  const client: AgentRunsClient = {
+    baseUrl,
+    ...runMethods(call, () => client.events),
+    ...controlMethods(call),
+    ...catalogMethods(call),
   };
   return client;
 }

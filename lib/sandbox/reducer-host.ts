@@ -50,89 +50,98 @@ export interface SandboxReducerHost extends ReducerHost {
  * Never throws for a reducer fault; a registry that throws (store unreachable) propagates, so
  * the step is retried rather than the run paused. Throws SandboxLimitError (`invalid_limit`) at creation for bad limits.
  */
+/** The language runners of one host, with the compiled WebAssembly modules it keeps. */
+interface Runners {
+  limits: SandboxLimits;
+  wasmRunner: ReturnType<typeof createWasmRunner>;
+  starlarkRunner: ReturnType<typeof createStarlarkRunner>;
+  wasmModules: Map<string, Promise<CompiledWasmReducer | (SandboxOutcome & { kind: 'unavailable' })>>;
+}
+
+/** The compiled module of a WebAssembly artifact, from the host's small LRU cache. */
+function compiledWasm(r: Runners, hash: string, bytes: Uint8Array) {
+  let entry = r.wasmModules.get(hash);
+  if (entry) {
+    r.wasmModules.delete(hash);
+  } else {
+    entry = compileWasmReducer(bytes, r.limits);
+    if (r.wasmModules.size >= WASM_CACHE_SIZE) {
+      const oldest = r.wasmModules.keys().next();
+      if (!oldest.done) r.wasmModules.delete(oldest.value);
+    }
+  }
+  r.wasmModules.set(hash, entry);
+  return entry;
+}
+
+async function runWasm(
+  r: Runners,
+  hash: string,
+  bytes: Uint8Array,
+  handler: string,
+  requestJson: string,
+): Promise<SandboxOutcome> {
+  const reducer = await compiledWasm(r, hash, bytes);
+  if ('kind' in reducer) return reducer;
+  if (!reducer.functions.has(handler)) {
+    return unavailable('handler_missing', `the module exports no function named ${JSON.stringify(handler)}`);
+  }
+  const result = await r.wasmRunner.run({
+    module: reducer.module,
+    handler,
+    request: new TextEncoder().encode(requestJson),
+    timeoutMs: r.limits.timeoutMs,
+  });
+  if (result.kind === 'unavailable') return result;
+  let response: unknown;
+  try {
+    response = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes));
+  } catch (error) {
+    return unavailable('wasm_abi_violation', `the response is not UTF-8 JSON: ${String(error)}`);
+  }
+  return { kind: 'answered', response };
+}
+
+async function runStarlark(
+  r: Runners,
+  hash: string,
+  bytes: Uint8Array,
+  handler: string,
+  requestJson: string,
+): Promise<SandboxOutcome> {
+  if (!STARLARK_IDENTIFIER.test(handler)) {
+    return unavailable('handler_missing', `${JSON.stringify(handler)} is not a Starlark identifier`);
+  }
+  const result = await r.starlarkRunner.run({
+    hash,
+    source: bytes,
+    handler,
+    request: new TextEncoder().encode(requestJson),
+  });
+  if (result.kind !== 'output') return result;
+  try {
+    return {
+      kind: 'answered',
+      response: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes)),
+    };
+  } catch (error) {
+    return unavailable(
+      'sandbox_fault',
+      `the Starlark runtime wrote a response that is not JSON: ${String(error)}`,
+    );
+  }
+}
+
 export function createSandboxReducerHost(options: SandboxReducerHostOptions): SandboxReducerHost {
   const { registry } = options;
   const limits = Object.freeze(resolveLimits(options.limits));
-  const wasmRunner = createWasmRunner();
-  const starlarkRunner = createStarlarkRunner(limits);
-  const wasmModules = new Map<
-    string,
-    Promise<CompiledWasmReducer | (SandboxOutcome & { kind: 'unavailable' })>
-  >();
-
-  const compiled = (hash: string, bytes: Uint8Array) => {
-    let entry = wasmModules.get(hash);
-    if (entry) {
-      wasmModules.delete(hash);
-    } else {
-      entry = compileWasmReducer(bytes, limits);
-      if (wasmModules.size >= WASM_CACHE_SIZE) {
-        const oldest = wasmModules.keys().next();
-        if (!oldest.done) wasmModules.delete(oldest.value);
-      }
-    }
-    wasmModules.set(hash, entry);
-    return entry;
+  const r: Runners = {
+    limits,
+    wasmRunner: createWasmRunner(),
+    starlarkRunner: createStarlarkRunner(limits),
+    wasmModules: new Map(),
   };
-
-  const runWasm = async (
-    hash: string,
-    bytes: Uint8Array,
-    handler: string,
-    requestJson: string,
-  ): Promise<SandboxOutcome> => {
-    const reducer = await compiled(hash, bytes);
-    if ('kind' in reducer) return reducer;
-    if (!reducer.functions.has(handler)) {
-      return unavailable(
-        'handler_missing',
-        `the module exports no function named ${JSON.stringify(handler)}`,
-      );
-    }
-    const result = await wasmRunner.run({
-      module: reducer.module,
-      handler,
-      request: new TextEncoder().encode(requestJson),
-      timeoutMs: limits.timeoutMs,
-    });
-    if (result.kind === 'unavailable') return result;
-    let response: unknown;
-    try {
-      response = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes));
-    } catch (error) {
-      return unavailable('wasm_abi_violation', `the response is not UTF-8 JSON: ${String(error)}`);
-    }
-    return { kind: 'answered', response };
-  };
-
-  const runStarlark = async (
-    hash: string,
-    bytes: Uint8Array,
-    handler: string,
-    requestJson: string,
-  ): Promise<SandboxOutcome> => {
-    if (!STARLARK_IDENTIFIER.test(handler)) {
-      return unavailable('handler_missing', `${JSON.stringify(handler)} is not a Starlark identifier`);
-    }
-    const result = await starlarkRunner.run({
-      hash,
-      source: bytes,
-      handler,
-      request: new TextEncoder().encode(requestJson),
-    });
-    if (result.kind !== 'output') return result;
-    try {
-      return {
-        kind: 'answered',
-        response: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(result.bytes)),
-      };
-    } catch (error) {
-      return unavailable(
-        'sandbox_fault',
-        `the Starlark runtime wrote a response that is not JSON: ${String(error)}`,
-      );
-    }
-  };
+  const { wasmRunner, starlarkRunner } = r;
 
   return {
     limits,
@@ -176,9 +185,9 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
         }
         outcome = await runJsReducer(source, handler, requestJson, limits);
       } else if (artifact.kind === 'star') {
-        outcome = await runStarlark(hash, artifact.bytes, handler, requestJson);
+        outcome = await runStarlark(r, hash, artifact.bytes, handler, requestJson);
       } else {
-        outcome = await runWasm(hash, artifact.bytes, handler, requestJson);
+        outcome = await runWasm(r, hash, artifact.bytes, handler, requestJson);
       }
       return outcome.kind === 'answered' ? { ...outcome, artifact_hash: hash } : outcome;
     },
