@@ -22,8 +22,8 @@ import { REPO_ROOT } from '../../cdk/bundling.ts';
 import { AgentRunsStack } from '../../cdk/stack.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
-import { uniqueSubject } from '../support/engine.ts';
 import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';
+import { uniqueSubject } from '../support/engine.ts';
 
 const local = inject('localServices');
 const clients = createAwsClients(local);

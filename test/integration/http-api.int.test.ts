@@ -4,16 +4,15 @@
  * file has its own step queue.
  */
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
-import { createRuntime, type Runtime } from '../../lib/runtime.ts';
+import type { Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { localRuntime } from '../support/local-runtime.ts';
 import { askOnce, toolLoop } from '../support/reducers.ts';
 
-const local = inject('localServices');
+const _local = inject('localServices');
 const ALICE_TOKEN = 'alice-token';
 const BOB_TOKEN = 'bob-token';
 const DIGEST = 'a'.repeat(64);
@@ -60,16 +59,7 @@ let runtime: Runtime;
 let app: HttpApp;
 
 beforeAll(async () => {
-  const clients = createAwsClients(local);
-  const { QueueUrl } = await clients.sqs.send(
-    new CreateQueueCommand({ QueueName: `http-api-${randomUUID().slice(0, 12)}` }),
-  );
-  clients.destroy();
-  runtime = createRuntime({
-    endpoints: local,
-    tableName: local.tableName,
-    bucketName: local.bucketName,
-    queueUrl: QueueUrl ?? '',
+  ({ runtime } = await localRuntime('http-api', {
     heartbeatMs: 100,
     reducers: inProcessReducers({
       '/r/loop': toolLoop(2),
@@ -119,7 +109,7 @@ beforeAll(async () => {
         metadata: { mutating: false, replay_safe: true },
       });
     },
-  });
+  }));
   app = createHttpApp({
     ...runtime,
     auth: anyOf(

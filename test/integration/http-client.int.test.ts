@@ -3,35 +3,25 @@
  * over a runtime on DynamoDB Local and fauxqs, with in-process reducers.
  */
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import { createAwsClients } from '../../lib/aws-clients.ts';
 import { type AgentRunsClient, ApiError, createClient } from '../../lib/client/index.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
-import { createRuntime, type Runtime } from '../../lib/runtime.ts';
+import type { Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { localRuntime } from '../support/local-runtime.ts';
 import { askOnce, toolLoop } from '../support/reducers.ts';
 
-const local = inject('localServices');
+const _local = inject('localServices');
 const TOKEN = 'client-token';
 let runtime: Runtime;
 let app: HttpApp;
 let client: AgentRunsClient;
 
 beforeAll(async () => {
-  const clients = createAwsClients(local);
-  const { QueueUrl } = await clients.sqs.send(
-    new CreateQueueCommand({ QueueName: `http-client-${randomUUID().slice(0, 12)}` }),
-  );
-  clients.destroy();
-  runtime = createRuntime({
-    endpoints: local,
-    tableName: local.tableName,
-    bucketName: local.bucketName,
-    queueUrl: QueueUrl ?? '',
+  ({ runtime } = await localRuntime('http-client', {
     reducers: inProcessReducers({ '/r/ask': askOnce(), '/r/loop': toolLoop(1) }),
     registerTools(registry) {
       registry.register({
@@ -42,7 +32,7 @@ beforeAll(async () => {
         metadata: { mutating: false, replay_safe: true, risk: 'medium' },
       });
     },
-  });
+  }));
   app = createHttpApp({ ...runtime, auth: bearerTokenAuth(TOKEN), pollIntervalMs: 50, log: () => {} });
   client = createClient({ baseUrl: 'http://api.test/', token: TOKEN, fetch: (req) => app.fetch(req) });
 });

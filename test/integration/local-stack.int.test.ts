@@ -10,6 +10,7 @@ import { DEFAULT_MODEL_TURN_FUNCTION } from '../../lib/contracts/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, LocalStackError, startLocalStack } from '../../lib/local/stack.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { until } from '../support/local-runtime.ts';
 
 let stack: LocalStack;
 let modelCalls = 0;
@@ -45,17 +46,6 @@ const api = (path: string, init: RequestInit = {}) =>
     ...init,
     headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json', ...init.headers },
   });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`not reached within ${timeoutMs} ms: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('local stack', () => {
   it('is ready in under 20 s and serves /health and /openapi.json without a token', async () => {

@@ -26,10 +26,11 @@ import {
   uniqueSubject,
 } from '../support/engine.ts';
 import { wrapStore } from '../support/faults.ts';
+import { until } from '../support/local-runtime.ts';
 import { toolLoop } from '../support/reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const _sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const pollers: Poller[] = [];
 afterEach(async () => {
@@ -72,13 +73,8 @@ async function depth(sqs: SQSClient, queueUrl: string): Promise<number> {
   );
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
+/** Waits until `check` holds. */
+const untilTrue = (check: () => Promise<boolean>, timeoutMs: number) => until(check, (ok) => ok, timeoutMs);
 
 describe('local SQS poller', () => {
   it('drives runs to completion and deletes the messages it processed', async () => {
@@ -110,11 +106,11 @@ describe('local SQS poller', () => {
     pollers.push(poller);
 
     // Assess: every run completes, each with its tool run twice, and the queue is empty.
-    await until(async () => {
+    await untilTrue(async () => {
       const runs = await Promise.all(runIds.map((id) => t.engine.getRun(id, alice)));
       return runs.every((r) => r.status === 'completed');
     }, 20_000);
-    await until(async () => (await depth(t.clients.sqs, t.queue.queueUrl)) === 0, 5_000);
+    await untilTrue(async () => (await depth(t.clients.sqs, t.queue.queueUrl)) === 0, 5_000);
     expect(poller.stats.received).toBeGreaterThanOrEqual(3);
     expect(poller.stats.deleted).toBe(poller.stats.received);
     expect(poller.stats.failed).toBe(0);
@@ -169,7 +165,7 @@ describe('local SQS poller', () => {
 
     // Assess: five receives (each batch failed whole), then the message sits in the DLQ.
     let inDlq: string | undefined;
-    await until(async () => {
+    await untilTrue(async () => {
       const out = await t.clients.sqs.send(
         new ReceiveMessageCommand({ QueueUrl: dlqUrl, WaitTimeSeconds: 0 }),
       );
@@ -213,7 +209,7 @@ describe('local SQS poller', () => {
     pollers.push(poller);
 
     // The failed record comes back after its visibility timeout; the acknowledged ones never do.
-    await until(async () => seen.filter((b) => b === 'keep').length >= 2, 10_000);
+    await untilTrue(async () => seen.filter((b) => b === 'keep').length >= 2, 10_000);
     await poller.stop();
     expect(seen.filter((b) => b === 'done-1')).toHaveLength(1);
     expect(seen.filter((b) => b === 'done-2')).toHaveLength(1);

@@ -6,16 +6,15 @@
  * (null optionals, exact refusal codes). Each test uses its own subject and its own resume key.
  */
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createAwsClients } from '../../lib/aws-clients.ts';
 import { type RunEvent, type RunRecord, TOOL_RESULT_ENVELOPE } from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
-import { createRuntime, type Runtime } from '../../lib/runtime.ts';
+import type { Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { localRuntime } from '../support/local-runtime.ts';
 import { toolLoop } from '../support/reducers.ts';
 
-const local = inject('localServices');
+const _local = inject('localServices');
 const TOKEN = 'tool-results-token';
 
 /** What each tool answers, keyed by the run id (so tests never share an answer). */
@@ -25,16 +24,7 @@ let runtime: Runtime;
 let app: HttpApp;
 
 beforeAll(async () => {
-  const clients = createAwsClients(local);
-  const { QueueUrl } = await clients.sqs.send(
-    new CreateQueueCommand({ QueueName: `tool-results-${randomUUID().slice(0, 12)}` }),
-  );
-  clients.destroy();
-  runtime = createRuntime({
-    endpoints: local,
-    tableName: local.tableName,
-    bucketName: local.bucketName,
-    queueUrl: QueueUrl ?? '',
+  ({ runtime } = await localRuntime('tool-results', {
     heartbeatMs: 100,
     reducers: inProcessReducers({ '/r/answer': toolLoop(1, 'answer') }),
     registerTools(registry) {
@@ -46,7 +36,7 @@ beforeAll(async () => {
         metadata: { mutating: false, replay_safe: true },
       });
     },
-  });
+  }));
   app = createHttpApp({
     ...runtime,
     auth: bearerTokenAuth(TOKEN, { kind: 'user', id: 'carol' }),

@@ -16,6 +16,7 @@ import type {
   ToolResultEnvelope,
 } from '../../lib/contracts/index.ts';
 import { sha256Hex } from '../../lib/core/canonical.ts';
+import { envelopeOf as sharedEnvelopeOf } from '../../lib/core/tool-result-validation.ts';
 import { type CrashPoint, createEngine, type Engine, type EngineOptions } from '../../lib/engine/engine.ts';
 import type {
   ModelHost,
@@ -28,7 +29,6 @@ import type {
 } from '../../lib/engine/ports.ts';
 import { createSqsStepQueue } from '../../lib/queue/step-queue.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
-import { envelopeOf as sharedEnvelopeOf } from '../../lib/core/tool-result-validation.ts';
 
 export type ReducerFn = (request: Record<string, unknown>) => unknown;
 

@@ -1,6 +1,7 @@
 /** Helpers for tests that drive runs over HTTP with the typed client (e2e). */
 import type { AgentRunsClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
+import { until } from './local-runtime.ts';
 
 /**
  * Reads the run every 100 ms until `done` holds and returns it. Throws, with the last record,
@@ -12,11 +13,5 @@ export async function untilRun(
   done: (run: RunRecord) => boolean,
   timeoutMs = 20_000,
 ): Promise<RunRecord> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await client.getRun(runId);
-    if (done(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} stuck: ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return until(() => client.getRun(runId), done, timeoutMs);
 }

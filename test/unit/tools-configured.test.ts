@@ -1,6 +1,6 @@
 /** Tools registered from AGENT_RUNS_TOOLS (lib/tools/configured.ts): parsing, and registration through the registry's own checks. */
 import { describe, expect, it } from 'vitest';
-import { ToolConfigError, TOOLS_ENV, toolsFromEnv } from '../../lib/tools/configured.ts';
+import { TOOLS_ENV, ToolConfigError, toolsFromEnv } from '../../lib/tools/configured.ts';
 import { ToolRegistrationError } from '../../lib/tools/errors.ts';
 import { createToolRegistry } from '../../lib/tools/registry.ts';
 
