@@ -3,9 +3,18 @@
  * of the `@agent-runs/client` package. The local stack's state file (Node only) is in
  * `./node.ts` (`@agent-runs/client/node`). Issues 5 and 13.
  */
+
+export type {
+  ControlAck,
+  CreateRunInput,
+  RunEvent,
+  RunRecord,
+  RunStatus,
+  ToolDescriptor,
+} from '../contracts/index.ts';
 export {
-  ARTIFACT_MEDIA_TYPES,
   type AgentRunsClient,
+  ARTIFACT_MEDIA_TYPES,
   type Checkpoint,
   type ClientOptions,
   type ControlInput,
@@ -22,11 +31,3 @@ export {
   type RunPage,
 } from './client.ts';
 export { ApiError } from './errors.ts';
-export type {
-  ControlAck,
-  CreateRunInput,
-  RunEvent,
-  RunRecord,
-  RunStatus,
-  ToolDescriptor,
-} from '../contracts/index.ts';

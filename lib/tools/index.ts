@@ -24,6 +24,7 @@ export {
   type ToolRegistrationErrorCode,
   ToolsModuleError,
 } from './errors.ts';
+export { failedEnvelope } from './failed-envelope.ts';
 export type {
   HttpHandler,
   LambdaHandler,
@@ -35,7 +36,6 @@ export type {
   ToolInvocationContext,
   WireContext,
 } from './handler-types.ts';
-export { failedEnvelope } from './failed-envelope.ts';
 export {
   OpenAiFunctionTool,
   type OpenAiToolBinding,

@@ -1,8 +1,9 @@
 // Smoke test of the installed @agent-runs/client package, run by bin/client-package-check.ts in
 // a fresh project against the local stack (AGENT_RUNS_URL, AGENT_RUNS_TOKEN), on Node 20 and 24.
 // Exits non-zero on the first failed check, printing what failed.
-import { execFileSync } from 'node:child_process';
+
 import { strict as assert } from 'node:assert';
+import { execFileSync } from 'node:child_process';
 import { ApiError, createClient } from '@agent-runs/client';
 import { LOCAL_STATE_PATH, readLocalState } from '@agent-runs/client/node';
 
