@@ -30,29 +30,41 @@ export class BlobIntegrityError extends Error {
 /** How many characters of a payload a BlobRef keeps as its preview. */
 export const PREVIEW_CHARS = 200;
 
+const digestOf = (body: string) => createHash('sha256').update(body).digest('hex');
+
+/** The reference a payload is stored under: its sha256 (hex), size in UTF-8 bytes, media type, preview. */
+export function blobRefOf(body: string, mediaType: string): BlobRef {
+  return {
+    digest: digestOf(body),
+    size: Buffer.byteLength(body),
+    media_type: mediaType,
+    preview: body.slice(0, PREVIEW_CHARS),
+  };
+}
+
+/** Whether `body` is the payload `ref` names (its sha256 matches). */
+export function matchesRef(body: string, ref: BlobRef): boolean {
+  return digestOf(body) === ref.digest;
+}
+
 export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
   return {
     async put(body, mediaType) {
-      const digest = createHash('sha256').update(body).digest('hex');
+      const ref = blobRefOf(body, mediaType);
       await s3.send(
         new PutObjectCommand({
           Bucket: bucket,
-          Key: `payloads/${digest}`,
+          Key: `payloads/${ref.digest}`,
           Body: body,
           ContentType: mediaType,
         }),
       );
-      return {
-        digest,
-        size: Buffer.byteLength(body),
-        media_type: mediaType,
-        preview: body.slice(0, PREVIEW_CHARS),
-      };
+      return ref;
     },
     async get(ref) {
       const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));
       const body = (await out.Body?.transformToString('utf8')) ?? '';
-      if (createHash('sha256').update(body).digest('hex') !== ref.digest) {
+      if (!matchesRef(body, ref)) {
         throw new BlobIntegrityError(`payload ${ref.digest} does not match its digest`);
       }
       return body;

@@ -95,3 +95,15 @@ export function jsonDepth(value: unknown, limit = Number.POSITIVE_INFINITY): num
   }
   return max;
 }
+
+/** Whether `value` is a JSON object (not null, not an array). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A value's JSON kind for messages: `null`, `an array`, or its typeof. */
+export function describeJsonKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value;
+}

@@ -14,7 +14,7 @@ import {
   type ReducerValidationCode,
   TERMINAL_STATUSES,
 } from '../contracts/index.ts';
-import { CanonicalJsonError, canonicalByteLength } from './canonical.ts';
+import { CanonicalJsonError, canonicalByteLength, describeJsonKind, isPlainObject } from './canonical.ts';
 
 /** The answer passed every rule; `response` is the decoded answer (defaults applied, unknown fields dropped). */
 export type ReducerValidationOk = { ok: true; response: ReducerResponse };
@@ -107,7 +107,7 @@ function checkFrame(
 ): ReducerValidationFailure | { ok: true; frame: z.infer<typeof ResponseFrame>; stateBytes: number } {
   // 1. contract_mismatch
   if (!isPlainObject(raw)) {
-    return fail('contract_mismatch', `response is not a JSON object (got ${describe(raw)})`);
+    return fail('contract_mismatch', `response is not a JSON object (got ${describeJsonKind(raw)})`);
   }
   const contract = raw.contract;
   if (typeof contract !== 'string' || !request.accept.includes(contract)) {
@@ -138,13 +138,17 @@ function checkEffectKinds(
   // 2. unknown_effect_kind, then the fields of known kinds (contract_mismatch)
   const rawEffects = raw.effects === undefined || raw.effects === null ? [] : raw.effects;
   if (!Array.isArray(rawEffects)) {
-    return fail('unknown_effect_kind', `effects is not an array (got ${describe(rawEffects)})`, 'effects');
+    return fail(
+      'unknown_effect_kind',
+      `effects is not an array (got ${describeJsonKind(rawEffects)})`,
+      'effects',
+    );
   }
   for (const [i, item] of rawEffects.entries()) {
     if (!isPlainObject(item)) {
       return fail(
         'unknown_effect_kind',
-        `effect ${i} is not an object (got ${describe(item)})`,
+        `effect ${i} is not an object (got ${describeJsonKind(item)})`,
         `effects.${i}`,
       );
     }
@@ -335,16 +339,6 @@ function fromZod(
   const path = segments.join('.');
   const message = `${path || 'response'}: ${issue?.message ?? z.prettifyError(error)}`;
   return fail(code, message, path === '' ? undefined : path);
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value;
 }
 
 function indexesOf<T>(items: readonly T[], predicate: (item: T) => boolean): number[] {

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { type EnvelopeRefusalCode, TOOL_RESULT_ENVELOPE, ToolResultEnvelope } from '../contracts/index.ts';
+import { describeJsonKind, isPlainObject } from './canonical.ts';
 
 /**
  * Why a claimed envelope was refused: one of the 4 refusal codes, the dotted path of the field
@@ -41,7 +42,7 @@ export type NormalizedToolResult = { envelope: ToolResultEnvelope; refusal?: Env
  */
 export function validateToolResult(raw: unknown): ToolResultValidation {
   if (!isPlainObject(raw)) {
-    return refuse('envelope_mismatch', '', `result is not an object (got ${describe(raw)})`);
+    return refuse('envelope_mismatch', '', `result is not an object (got ${describeJsonKind(raw)})`);
   }
   if (raw.envelope !== TOOL_RESULT_ENVELOPE) {
     return refuse(
@@ -174,14 +175,4 @@ function emptyEnvelope(operationId: string, status: 'succeeded' | 'failed'): Too
 
 function refuse(code: EnvelopeRefusalCode, path: string, message: string): ToolResultValidation {
   return { ok: false, code, path, message };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value;
 }

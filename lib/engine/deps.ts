@@ -46,20 +46,7 @@ export interface EngineOptions {
 }
 
 /** The engine's options with every default applied: what each use case receives. */
-export interface EngineDeps {
-  store: RunStore;
-  queue: StepQueue;
-  clock: Clock;
-  reducers: ReducerHost;
-  tools: ToolHost;
-  models: ModelHost;
-  workerId: string;
-  leaseTtlMs: number;
-  heartbeatMs: number;
-  wakeGraceMs: number;
-  faults: (point: CrashPoint, runId: string) => void | Promise<void>;
-  log: Log;
-}
+export type EngineDeps = Required<EngineOptions>;
 
 export function resolveDeps(options: EngineOptions): EngineDeps {
   return {

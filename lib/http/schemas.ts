@@ -6,6 +6,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import {
+  Checkpoint as CheckpointContract,
   ControlAck as ControlAckContract,
   Control as ControlContract,
   CreateRunInput as CreateRunInputContract,
@@ -154,18 +155,7 @@ export const EventPage = z
   .openapi('EventPage');
 
 /** A checkpoint: what core owns, copied; domain state and transcript referenced. */
-export const Checkpoint = z
-  .object({
-    n: z.number().int().min(0),
-    reason: z.string(),
-    core: z.record(z.string(), z.unknown()),
-    state_rev: z.number().int().min(0),
-    /** The item that holds the domain state of state_rev (read it back with the store's getState). */
-    state_at: z.string().optional(),
-    transcript_cutoff_seq: z.number().int().min(0),
-    at: z.number(),
-  })
-  .openapi('Checkpoint');
+export const Checkpoint = named('Checkpoint', CheckpointContract);
 
 export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) }).openapi('CheckpointList');
 

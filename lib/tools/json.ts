@@ -25,6 +25,4 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /** True for a non-null, non-array object. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isPlainObject } from '../core/canonical.ts';
