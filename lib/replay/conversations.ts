@@ -41,6 +41,8 @@ export interface ReplayConversation {
   task_id: number;
   trial: number;
   recording: TauRecordedConversation;
+  /** The trajectory's `info` (the task, its ground-truth actions and outputs), opaque here. */
+  info: Record<string, unknown>;
   subject: { workspace: string; path: string };
   instructions: string;
   firstInput: string;
@@ -108,6 +110,7 @@ export function prepareConversation(traj: TauTrajectory): ReplayConversation {
     task_id: traj.task_id,
     trial: traj.trial,
     recording,
+    info: traj.info,
     subject: subjectOf(traj),
     instructions: system.content,
     firstInput: first.content,

@@ -12,7 +12,8 @@ import { canonicalJson } from '../core/canonical.ts';
 import { compileContext } from '../core/context-compiler.ts';
 import { RECORDING_CONFIG_KEY } from '../models/recorded.ts';
 import { AGENT_LOOP_PATH } from '../reducers/index.ts';
-import { agentLoopTools, type ReplayConversation } from './conversations.ts';
+import type { LiveAssessment } from './airline/live-world.ts';
+import { agentLoopTools, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 import type { ReplayWorld } from './world.ts';
 
 /** The part of the product API the replay client uses (the HTTP client implements it). */
@@ -49,6 +50,8 @@ export interface ConversationResult {
   recoveries: number;
   events: number;
   first_difference: Difference | null;
+  /** The live world's counts and the recomputed benchmark verdict (live world only). */
+  live?: LiveAssessment;
   error?: string;
 }
 
@@ -243,16 +246,23 @@ async function judge(
       expected: d.expected,
       got: d.got,
       source: 'tool',
-      detail: `unexpected call to ${d.got.name}`,
+      detail:
+        d.expected?.output !== undefined
+          ? `live output of ${d.got.name} differs from the recording`
+          : `unexpected call to ${d.got.name}`,
     });
   }
   const opsPerResult = new Map<string, number>();
   for (const e of events)
     if (e.kind === 'tool_result' && e.operation_id)
       opsPerResult.set(e.operation_id, (opsPerResult.get(e.operation_id) ?? 0) + 1);
+  // A read may take a second operation when its first was abandoned (outcome unknown, re-issued);
+  // exactly one of them answers the model. A mutating call takes exactly one operation.
   stats.consumedBy.forEach((ops, i) => {
     const call = conversation.toolCalls[i];
-    if (ops.length !== 1 || (ops[0] !== undefined && opsPerResult.get(ops[0]) !== 1)) {
+    const answered = ops.filter((op) => opsPerResult.get(op) === 1).length;
+    const mutating = call !== undefined && MUTATING_TOOLS.has(call.name);
+    if (ops.length === 0 || answered !== 1 || (mutating && ops.length !== 1)) {
       differences.push({
         position: call?.position ?? -1,
         expected: 'executed once',
@@ -266,6 +276,7 @@ async function judge(
   const compiled = compileContext(events, { instructions: conversation.instructions }).messages;
   const transcriptDiff = firstTranscriptDifference(conversation.expectedTranscript, compiled);
   if (transcriptDiff !== null) differences.push(transcriptDiff);
+  if (world.assess !== undefined) result.live = world.assess(conversation, compiled);
   // 5. the expected final status, and no lease left.
   if (final.status !== conversation.expectedStatus) {
     differences.push({

@@ -7,18 +7,31 @@
  * model sees exactly as recorded.
  */
 import type { ToolResultEnvelope } from '../contracts/index.ts';
+import type { ContextMessage } from '../engine/ports.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { LiveAssessment } from './airline/live-world.ts';
 import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 
 export interface WorldDivergence {
   key: string;
   /** Transcript position (message index) of the recorded tool result that was expected. */
   position: number;
-  expected: { name: string; args: unknown } | null;
-  got: { name: string; args: unknown };
+  /** The recorded call; `output` set when the call matched and its live output differs. */
+  expected: { name: string; args: unknown; output?: string } | null;
+  got: { name: string; args: unknown; output?: string };
+}
+
+/** What a world saw for one conversation. */
+export interface WorldStats {
+  dispatches: number;
+  executed: number;
+  recorded: number;
+  /** Recorded call index → op_ids that executed it (the oracle wants exactly one each). */
+  consumedBy: string[][];
+  divergences: WorldDivergence[];
 }
 
 interface Book {
@@ -35,13 +48,9 @@ interface Book {
 export interface ReplayWorld {
   registerTools(registry: ToolRegistry, toolsJson: unknown): void;
   /** What the world saw for one conversation. */
-  stats(key: string): {
-    dispatches: number;
-    executed: number;
-    recorded: number;
-    consumedBy: string[][];
-    divergences: WorldDivergence[];
-  };
+  stats(key: string): WorldStats;
+  /** The live world's counts and recomputed verdict of one ended conversation (the recorded world has none). */
+  assess?(conversation: ReplayConversation, transcript: readonly ContextMessage[]): LiveAssessment;
 }
 
 function withoutContext(args: Readonly<Record<string, unknown>>): Record<string, unknown> {
