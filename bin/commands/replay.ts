@@ -14,6 +14,7 @@ interface ReplayOptions {
   world?: string;
   db?: string;
   finalDb?: string;
+  notReplaySafe?: string;
   chaos?: boolean;
   seed?: string;
   concurrency?: string;
@@ -45,6 +46,10 @@ export const replayCommand: CommandModule = {
       )
       .option('--db <dir>', 'airline database of the live world (default: db/ beside FILE)')
       .option('--final-db <dir>', 'live world: write each final database to DIR/{task_id}-{trial}.json')
+      .option(
+        '--not-replay-safe <tools>',
+        'comma-separated tools each run declares non-replay-safe (an abandoned call reaches the reducer as outcome_unknown)',
+      )
       .option('--seed <n>', 'seed of the chaos decisions', '1')
       .option('--concurrency <n>', 'conversations replayed at once', '8')
       .option('--limit <n>', 'replay only the first N conversations')
@@ -74,6 +79,9 @@ export const replayCommand: CommandModule = {
           file: path,
           toolsFile: resolve(ctx.io.cwd, opts.tools ?? resolve(path, '..', 'tools.json')),
           world,
+          ...(opts.notReplaySafe !== undefined
+            ? { notReplaySafe: opts.notReplaySafe.split(',').map((t) => t.trim()).filter((t) => t !== '') }
+            : {}),
           ...(opts.db !== undefined ? { databaseDir: resolve(ctx.io.cwd, opts.db) } : {}),
           ...(opts.finalDb !== undefined ? { finalDbDir: resolve(ctx.io.cwd, opts.finalDb) } : {}),
           ...(opts.modelRecording !== undefined

@@ -52,6 +52,12 @@ export interface ReplayOptions {
   /** Replays the model from this file instead (tests: an altered recording against the real world). */
   modelFile?: string;
   chaos?: boolean;
+  /**
+   * Tools each run declares non-replay-safe: a call of one abandoned by a crash reaches the
+   * reducer as outcome_unknown (a read is then issued again; a mutating call is answered
+   * "outcome unknown", which the recording cannot match).
+   */
+  notReplaySafe?: readonly string[];
   seed?: number;
   concurrency?: number;
   limit?: number;
@@ -71,6 +77,7 @@ export interface ReplaySummary {
   answers: number;
   faults_injected: number;
   recoveries: number;
+  outcome_unknown: number;
   wall_ms: number;
   operations_per_second: number;
   chaos: ChaosStats | null;
@@ -136,6 +143,7 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
       )
     : null;
   const world: ReplayWorld = liveWorld ?? createReplayWorld(conversations);
+  const notReplaySafe: ReadonlySet<string> = new Set(options.notReplaySafe ?? []);
   const leaseTtlMs = options.chaos ? CHAOS_LEASE_TTL_MS : 30_000;
   const chaos = options.chaos ? createChaos({ seed: options.seed ?? 1, leaseTtlMs }) : null;
   const stack = await options.startStack({
@@ -161,7 +169,7 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
     const queue = [...conversations];
     const workers = Array.from({ length: Math.max(1, options.concurrency ?? 4) }, async () => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-        const result = await replayConversation(stack.api, world, next, { tools });
+        const result = await replayConversation(stack.api, world, next, { tools, notReplaySafe });
         results.push(result);
         if (!result.identical) diverged += 1;
         bar?.increment(1, { diverged });
@@ -197,6 +205,7 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
       ? chaos.stats.kills + chaos.stats.duplicated + chaos.stats.delayed + chaos.stats.expired
       : 0,
     recoveries: results.reduce((n, r) => n + r.recoveries, 0),
+    outcome_unknown: results.reduce((n, r) => n + r.outcome_unknown, 0),
     wall_ms: wall,
     operations_per_second: Math.round((operations / (wall / 1000)) * 10) / 10,
     chaos: chaos ? chaos.stats : null,
@@ -324,6 +333,7 @@ export function summaryTable(s: ReplaySummary): string[] {
         : '0 (chaos off)',
     ],
     ['recoveries (takeovers)', String(s.recoveries)],
+    ['abandoned calls (outcome_unknown)', String(s.outcome_unknown)],
     ...liveRows(s.live),
     ['wall time', `${(s.wall_ms / 1000).toFixed(1)} s`],
     ['operations per second', String(s.operations_per_second)],
