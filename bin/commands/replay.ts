@@ -80,7 +80,12 @@ export const replayCommand: CommandModule = {
           toolsFile: resolve(ctx.io.cwd, opts.tools ?? resolve(path, '..', 'tools.json')),
           world,
           ...(opts.notReplaySafe !== undefined
-            ? { notReplaySafe: opts.notReplaySafe.split(',').map((t) => t.trim()).filter((t) => t !== '') }
+            ? {
+                notReplaySafe: opts.notReplaySafe
+                  .split(',')
+                  .map((t) => t.trim())
+                  .filter((t) => t !== ''),
+              }
             : {}),
           ...(opts.db !== undefined ? { databaseDir: resolve(ctx.io.cwd, opts.db) } : {}),
           ...(opts.finalDb !== undefined ? { finalDbDir: resolve(ctx.io.cwd, opts.finalDb) } : {}),

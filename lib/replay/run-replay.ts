@@ -12,7 +12,12 @@ import type { ModelTurnFunction } from '../models/types.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { type Chaos, type ChaosStats, createChaos } from './chaos.ts';
 import { loadAirlineBase } from './airline/database.ts';
-import { createLiveWorld, type LiveAssessment, type LiveWorld, withTodaysAddressKey } from './airline/live-world.ts';
+import {
+  createLiveWorld,
+  type LiveAssessment,
+  type LiveWorld,
+  withTodaysAddressKey,
+} from './airline/live-world.ts';
 import { MUTATING_TOOLS, prepareConversation, type ReplayConversation } from './conversations.ts';
 import {
   type ConversationResult,
@@ -241,7 +246,8 @@ function liveSummary(results: ConversationResult[], conversations: ReplayConvers
     reward_recorded: sum((l) => l.verdict.recorded_reward),
     verdicts_agree: lives.filter((l) => l.verdict.agrees).length,
     not_judged: lives.filter((l) => !l.verdict.episode_done).length,
-    benchmark_rewards_agree: lives.filter((l) => l.verdict.benchmark_reward === l.verdict.recorded_reward).length,
+    benchmark_rewards_agree: lives.filter((l) => l.verdict.benchmark_reward === l.verdict.recorded_reward)
+      .length,
     private_bytes_max: Math.max(0, ...lives.map((l) => l.private_bytes)),
   };
 }

@@ -30,7 +30,15 @@ describe('Python text forms', () => {
   });
 
   it('keeps insertion order, also for maps and integer-like keys', () => {
-    expect(pythonJson(new Map([['b', 1], ['429815', 2], ['a', 3]]))).toBe('{"b": 1, "429815": 2, "a": 3}');
+    expect(
+      pythonJson(
+        new Map([
+          ['b', 1],
+          ['429815', 2],
+          ['a', 3],
+        ]),
+      ),
+    ).toBe('{"b": 1, "429815": 2, "a": 3}');
   });
 
   it.each([

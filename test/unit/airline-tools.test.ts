@@ -104,7 +104,9 @@ describe('live airline tools agree with the reference tools beyond the recording
       reservation_id: 'NO6JO3',
       passengers: [{ dob: '1990-04-06', last_name: 'Lee', first_name: 'Mia' }],
     });
-    expect(output).toContain('"passengers": [{"first_name": "Mia", "last_name": "Lee", "dob": "1990-04-06"}]');
+    expect(output).toContain(
+      '"passengers": [{"first_name": "Mia", "last_name": "Lee", "dob": "1990-04-06"}]',
+    );
   });
 
   it('refuses args that do not fit the schema, naming the field', () => {

@@ -19,7 +19,12 @@ import { createLiveWorld, withTodaysAddressKey } from '../../lib/replay/airline/
 import { AIRLINE_TOOLS, runTool } from '../../lib/replay/airline/tools.ts';
 import { judgeConversation, outputsSaid, TauTaskInfo } from '../../lib/replay/airline/verdict.ts';
 import { prepareConversation, type ReplayConversation } from '../../lib/replay/conversations.ts';
-import { createAuditLog, createPolicyGate, createToolHost, createToolRegistry } from '../../lib/tools/index.ts';
+import {
+  createAuditLog,
+  createPolicyGate,
+  createToolHost,
+  createToolRegistry,
+} from '../../lib/tools/index.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';
 
 let base: AirlineBase;
@@ -190,7 +195,11 @@ describe('live airline world through the tool host', () => {
     if (first === undefined) throw new Error('no recorded call');
     await call(first.name, first.args, 'run-1/op/2', false);
     await call(first.name, first.args, 'run-1/op/2', false);
-    expect(world.assess(c, [])).toMatchObject({ outputs_compared: 1, outputs_identical: 1, reads_repeated: 1 });
+    expect(world.assess(c, [])).toMatchObject({
+      outputs_compared: 1,
+      outputs_identical: 1,
+      reads_repeated: 1,
+    });
     await call('list_all_airports', {}, 'run-1/op/4', false);
     expect(world.stats(c.key).divergences).toMatchObject([{ got: { name: 'list_all_airports' } }]);
   });
@@ -226,7 +235,9 @@ describe('recomputed benchmark verdict', () => {
     exec(store, cancel.name, cancel.args);
     const verdict = judgeConversation(store, c.recording.messages, info, 1);
     expect(verdict).toMatchObject({ reward: 0, database_matches: false, agrees: false });
-    expect(verdict.differences.map((d) => d.path)).toEqual([`/reservations/${String(cancel.args.reservation_id)}`]);
+    expect(verdict.differences.map((d) => d.path)).toEqual([
+      `/reservations/${String(cancel.args.reservation_id)}`,
+    ]);
   });
 
   it('finds a required output in a reply, lowercased and without commas', () => {

@@ -100,7 +100,12 @@ interface Snapshot {
   readonly receipts: ReadonlyMap<string, Receipt>;
 }
 
-const EMPTY: Snapshot = { reservations: new Map(), users: new Map(), versions: new Map(), receipts: new Map() };
+const EMPTY: Snapshot = {
+  reservations: new Map(),
+  users: new Map(),
+  versions: new Map(),
+  receipts: new Map(),
+};
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -187,7 +192,9 @@ export class AirlineTransaction {
 
   reservation(id: string): Reservation | undefined {
     this.#read(`/reservations/${id}`);
-    return this.#reservations.get(id) ?? this.#snapshot.reservations.get(id) ?? this.#base.reservations.get(id);
+    return (
+      this.#reservations.get(id) ?? this.#snapshot.reservations.get(id) ?? this.#base.reservations.get(id)
+    );
   }
 
   user(id: string): User | undefined {
@@ -277,7 +284,9 @@ export class AirlineStore {
    */
   commit(tx: AirlineTransaction, receipt: Omit<Receipt, 'reads' | 'writes'> | undefined): Committed {
     if (!tx.startedFrom(this.#snapshot)) {
-      throw new Error('airline transaction committed over a newer snapshot (a tool awaited inside its transaction)');
+      throw new Error(
+        'airline transaction committed over a newer snapshot (a tool awaited inside its transaction)',
+      );
     }
     const { reservations, users } = tx.changes;
     const versions = new Map(this.#snapshot.versions);
@@ -338,7 +347,11 @@ export class AirlineStore {
    * The whole database as the benchmark holds it, `{flights, reservations, users}` (base with
    * this conversation's records over it; new reservations after the base ones). For files.
    */
-  toJSON(): { flights: Record<string, Flight>; reservations: Record<string, Reservation>; users: Record<string, User> } {
+  toJSON(): {
+    flights: Record<string, Flight>;
+    reservations: Record<string, Reservation>;
+    users: Record<string, User>;
+  } {
     const merged = <T>(base: ReadonlyMap<string, T>, own: ReadonlyMap<string, T>): Record<string, T> => {
       const out: Record<string, T> = {};
       for (const [id, record] of base) out[id] = own.get(id) ?? record;

@@ -103,7 +103,8 @@ function withoutContext(args: Readonly<Record<string, unknown>>): Record<string,
 function errorClassOf(output: string): NonNullable<ToolResultEnvelope['error_class']> {
   if (/not found/.test(output)) return 'not_found';
   if (/not enough|not available/.test(output)) return 'conflict';
-  if (/does not add up|does not match|cannot be used|invalid|already holds/.test(output)) return 'invalid_input';
+  if (/does not add up|does not match|cannot be used|invalid|already holds/.test(output))
+    return 'invalid_input';
   return 'tool_error';
 }
 
@@ -180,7 +181,13 @@ export function createLiveWorld(
   }
 
   /** Matches a first execution against the recording (observer only: the live answer stands). */
-  function follow(book: Book, opId: string, name: string, args: Record<string, unknown>, output: string): void {
+  function follow(
+    book: Book,
+    opId: string,
+    name: string,
+    args: Record<string, unknown>,
+    output: string,
+  ): void {
     const calls = book.conversation.toolCalls;
     const next = calls[book.cursor];
     const same = (c: (typeof calls)[number] | undefined) =>
@@ -252,8 +259,12 @@ export function createLiveWorld(
     let writes: Access[] = [];
     if (tool.mutating) {
       // The change and its receipt in one step (a failed call may still have changed something).
-      writes = book.store.commit(tx, { operation_id: receiptKey, tool: name, args: canonicalJson(args), output })
-        .writes;
+      writes = book.store.commit(tx, {
+        operation_id: receiptKey,
+        tool: name,
+        args: canonicalJson(args),
+        output,
+      }).writes;
       book.mutatingExecuted += 1;
     }
     if (book.executed.has(opId)) book.readsRepeated += 1;

@@ -54,7 +54,8 @@ function item<T>(record: Readonly<Record<string, T>>, key: string): T {
 /** Python's `int(s)` for a str: an optionally signed run of digits, blanks around it allowed. */
 function pyInt(s: string): number {
   const trimmed = s.trim();
-  if (!/^[+-]?\d+$/.test(trimmed)) throw new PythonError(`invalid literal for int() with base 10: ${pyRepr(s)}`);
+  if (!/^[+-]?\d+$/.test(trimmed))
+    throw new PythonError(`invalid literal for int() with base 10: ${pyRepr(s)}`);
   return Number(trimmed);
 }
 
@@ -82,7 +83,9 @@ function kwargs<S extends z.ZodType>(
           ? `${missing[0]} and ${missing[1]}`
           : `${missing.slice(0, -1).join(', ')}, and ${missing[missing.length - 1]}`;
     const noun = missing.length === 1 ? 'argument' : 'arguments';
-    throw new PythonError(`${className}.invoke() missing ${missing.length} required positional ${noun}: ${names}`);
+    throw new PythonError(
+      `${className}.invoke() missing ${missing.length} required positional ${noun}: ${names}`,
+    );
   }
   const parsed = schema.safeParse(args);
   if (!parsed.success) {
@@ -140,7 +143,8 @@ function checkLeg(
   if (flight === undefined) return `Error: flight ${leg.flight_number} not found`;
   if (!has(flight.dates, leg.date)) return `Error: flight ${leg.flight_number} not found on date ${leg.date}`;
   const day = item(flight.dates, leg.date);
-  if (day.status !== 'available') return `Error: flight ${leg.flight_number} not available on date ${leg.date}`;
+  if (day.status !== 'available')
+    return `Error: flight ${leg.flight_number} not available on date ${leg.date}`;
   if (item(day.available_seats ?? {}, cabin) < seatsNeeded) {
     return `Error: not enough seats on flight ${leg.flight_number}`;
   }
@@ -160,7 +164,9 @@ const bookReservation: AirlineTool = {
       reservationId = 'HATHAU';
       if (tx.reservation(reservationId) !== undefined) reservationId = 'HATHAV';
     }
-    const flights = args.flights.map((leg) => inRecordOrder(leg, LEG_ORDER)) as unknown as ReservationFlight[];
+    const flights = args.flights.map((leg) =>
+      inRecordOrder(leg, LEG_ORDER),
+    ) as unknown as ReservationFlight[];
     const passengers = args.passengers.map((p) => inRecordOrder(p, PASSENGER_ORDER));
     const payments = args.payment_methods.map((p) => inRecordOrder(p, PAYMENT_ORDER));
     const reservation: Reservation = {
@@ -365,7 +371,8 @@ const sendCertificate: AirlineTool = {
     if (user === undefined) return 'Error: user not found';
     const paymentId = CERTIFICATE_IDS.find((id) => !has(user.payment_methods, id));
     // The reference returns None here (no text): this world says why instead.
-    if (paymentId === undefined) return 'Error: the user already holds the three certificates this tool issues';
+    if (paymentId === undefined)
+      return 'Error: the user already holds the three certificates this tool issues';
     const writable = tx.writableUser(args.user_id);
     if (writable === undefined) throw keyError(args.user_id);
     writable.payment_methods[paymentId] = { source: 'certificate', amount: args.amount, id: paymentId };
@@ -415,7 +422,8 @@ const updateReservationBaggages: AirlineTool = {
     if (!has(user.payment_methods, args.payment_id)) return 'Error: payment method not found';
     const method = item(user.payment_methods, args.payment_id);
     if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
-    if (method.source === 'gift_card' && balance(method) < price) return 'Error: gift card balance is not enough';
+    if (method.source === 'gift_card' && balance(method) < price)
+      return 'Error: gift card balance is not enough';
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
     reservation.total_baggages = args.total_baggages;
@@ -453,7 +461,9 @@ const updateReservationFlights: AirlineTool = {
     const current = tx.reservation(args.reservation_id);
     if (current === undefined) return 'Error: reservation not found';
     const travellers = current.passengers.length;
-    const flights = args.flights.map((leg) => inRecordOrder(leg, LEG_ORDER)) as unknown as ReservationFlight[];
+    const flights = args.flights.map((leg) =>
+      inRecordOrder(leg, LEG_ORDER),
+    ) as unknown as ReservationFlight[];
     let total = 0;
     for (const leg of flights) {
       // A leg already booked, in the same cabin, keeps its price.
@@ -480,7 +490,8 @@ const updateReservationFlights: AirlineTool = {
     if (!has(user.payment_methods, args.payment_id)) return 'Error: payment method not found';
     const method = item(user.payment_methods, args.payment_id);
     if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
-    if (method.source === 'gift_card' && balance(method) < total) return 'Error: gift card balance is not enough';
+    if (method.source === 'gift_card' && balance(method) < total)
+      return 'Error: gift card balance is not enough';
     if (method.source === 'gift_card' && total !== 0) charge(tx, current.user_id, args.payment_id, total);
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
@@ -496,15 +507,11 @@ const updateReservationPassengers: AirlineTool = {
   name: 'update_reservation_passengers',
   mutating: true,
   run(tx, raw) {
-    const args = kwargs(
-      'UpdateReservationPassengers',
-      ['reservation_id', 'passengers'],
-      PassengersArgs,
-      raw,
-    );
+    const args = kwargs('UpdateReservationPassengers', ['reservation_id', 'passengers'], PassengersArgs, raw);
     const current = tx.reservation(args.reservation_id);
     if (current === undefined) return 'Error: reservation not found';
-    if (args.passengers.length !== current.passengers.length) return 'Error: number of passengers does not match';
+    if (args.passengers.length !== current.passengers.length)
+      return 'Error: number of passengers does not match';
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
     reservation.passengers = args.passengers.map((p) => inRecordOrder(p, PASSENGER_ORDER));
@@ -536,7 +543,11 @@ export const AIRLINE_TOOLS: ReadonlyMap<string, AirlineTool> = new Map(
  * Runs `tool` in `tx` and returns its output text; a Python-level exception becomes
  * `Error: {message}` (the benchmark's rendering). Other exceptions propagate (bugs).
  */
-export function runTool(tool: AirlineTool, tx: AirlineTransaction, args: Readonly<Record<string, unknown>>): string {
+export function runTool(
+  tool: AirlineTool,
+  tx: AirlineTransaction,
+  args: Readonly<Record<string, unknown>>,
+): string {
   try {
     return tool.run(tx, args);
   } catch (err) {
