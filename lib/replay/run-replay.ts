@@ -120,6 +120,15 @@ export interface ReplayReport {
   conversations: ConversationResult[];
 }
 
+/** Stable code of {@link ReplayOptionError}. */
+export const REPLAY_OPTION_INVALID = 'replay_option_invalid';
+
+/** A replay option names something the recording does not have (e.g. an unknown tool). Nothing was started. */
+export class ReplayOptionError extends Error {
+  override readonly name = 'ReplayOptionError';
+  readonly code = REPLAY_OPTION_INVALID;
+}
+
 /** Lease TTL of the replay stack: short under chaos so that takeovers happen within seconds. */
 export const CHAOS_LEASE_TTL_MS = 3_000;
 
@@ -149,6 +158,12 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
     : null;
   const world: ReplayWorld = liveWorld ?? createReplayWorld(conversations);
   const notReplaySafe: ReadonlySet<string> = new Set(options.notReplaySafe ?? []);
+  const unknownTools = [...notReplaySafe].filter((name) => !tools.some((t) => t.name === name));
+  if (unknownTools.length > 0) {
+    throw new ReplayOptionError(
+      `notReplaySafe names tools that ${options.toolsFile} lacks: ${unknownTools.join(', ')}`,
+    );
+  }
   const leaseTtlMs = options.chaos ? CHAOS_LEASE_TTL_MS : 30_000;
   const chaos = options.chaos ? createChaos({ seed: options.seed ?? 1, leaseTtlMs }) : null;
   const stack = await options.startStack({

@@ -18,11 +18,12 @@
  * Seed: agent-run-contracts, "Tool calls" and "The tool-result envelope"; agent-runs, "Leases,
  * recovery and the sweeper" (a replay-safe operation is dispatched again under the same op_id).
  */
+import { z } from 'zod';
 import type { ToolResultEnvelope } from '../../contracts/index.ts';
 import { canonicalJson } from '../../core/canonical.ts';
 import { envelopeOf } from '../../core/tool-result-validation.ts';
 import type { ContextMessage } from '../../engine/ports.ts';
-import type { TauTrajectory } from '../../models/tau-bench.ts';
+import { TauBenchFormatError, type TauTrajectory } from '../../models/tau-bench.ts';
 import { registerOpenAiFunctionTools } from '../../tools/openai-functions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { HANDOFF_TOOL, keyOfSubject, type ReplayConversation } from '../conversations.ts';
@@ -309,7 +310,11 @@ export function createLiveWorld(
     assess(conversation, transcript) {
       const book = books.get(conversation.key);
       if (book === undefined) throw new Error(`no live database for ${conversation.key}`);
-      const info = TauTaskInfo.parse(conversation.info);
+      const parsed = TauTaskInfo.safeParse(conversation.info);
+      if (!parsed.success) {
+        throw new TauBenchFormatError(`${conversation.key}: info.task: ${z.prettifyError(parsed.error)}`);
+      }
+      const info = parsed.data;
       const verdict = judgeConversation(book.store, transcript, info, conversation.recording.reward);
       const episodeDone = episodeEnded(conversation);
       const benchmarkReward = episodeDone ? verdict.reward : 0;
