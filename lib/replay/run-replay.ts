@@ -10,7 +10,6 @@ import { createRecordedModel } from '../models/recorded.ts';
 import { loadToolsOffered, loadTrajectories, type TauTrajectory } from '../models/tau-bench.ts';
 import type { ModelTurnFunction } from '../models/types.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import { type Chaos, type ChaosStats, createChaos } from './chaos.ts';
 import { loadAirlineBase } from './airline/database.ts';
 import {
   createLiveWorld,
@@ -18,6 +17,7 @@ import {
   type LiveWorld,
   withTodaysAddressKey,
 } from './airline/live-world.ts';
+import { type Chaos, type ChaosStats, createChaos } from './chaos.ts';
 import { MUTATING_TOOLS, prepareConversation, type ReplayConversation } from './conversations.ts';
 import {
   type ConversationResult,

@@ -7,8 +7,7 @@
  * model sees exactly as recorded. A read issued again under a new operation right after its
  * recorded call (its first operation abandoned, outcome unknown) gets the same recorded answer.
  */
-import type { ToolResultEnvelope } from '../contracts/index.ts';
-import type { ContextMessage } from '../engine/ports.ts';
+import type { ContextMessage, ToolResultEnvelope } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';

@@ -19,10 +19,9 @@
  * recovery and the sweeper" (a replay-safe operation is dispatched again under the same op_id).
  */
 import { z } from 'zod';
-import type { ToolResultEnvelope } from '../../contracts/index.ts';
+import type { ContextMessage, ToolResultEnvelope } from '../../contracts/index.ts';
 import { canonicalJson } from '../../core/canonical.ts';
 import { envelopeOf } from '../../core/tool-result-validation.ts';
-import type { ContextMessage } from '../../engine/ports.ts';
 import { TauBenchFormatError, type TauTrajectory } from '../../models/tau-bench.ts';
 import { registerOpenAiFunctionTools } from '../../tools/openai-functions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';

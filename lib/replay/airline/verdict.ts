@@ -9,7 +9,7 @@
  * "The benchmark's judge"; tau-bench `Env.calculate_reward`.
  */
 import { z } from 'zod';
-import type { ContextMessage } from '../../engine/ports.ts';
+import type { ContextMessage } from '../../contracts/index.ts';
 import { type AirlineBase, AirlineStore, compareStores, type RecordDifference } from './database.ts';
 import { AIRLINE_TOOLS, runTool } from './tools.ts';
 
