@@ -11,6 +11,10 @@ import { CliError, type CommandModule, parseIntArg } from './context.ts';
 
 interface ReplayOptions {
   tools?: string;
+  world?: string;
+  db?: string;
+  finalDb?: string;
+  notReplaySafe?: string;
   chaos?: boolean;
   seed?: string;
   concurrency?: string;
@@ -35,6 +39,17 @@ export const replayCommand: CommandModule = {
         '--chaos',
         'kill workers at random commit boundaries, duplicate and delay step messages, force lease expiries',
       )
+      .option(
+        '--world <kind>',
+        'recorded: the tools answer from the recording; live: the airline tools run over a private copy of the database per conversation and the benchmark verdict is recomputed',
+        'recorded',
+      )
+      .option('--db <dir>', 'airline database of the live world (default: db/ beside FILE)')
+      .option('--final-db <dir>', 'live world: write each final database to DIR/{task_id}-{trial}.json')
+      .option(
+        '--not-replay-safe <tools>',
+        'comma-separated tools each run declares non-replay-safe (an abandoned call reaches the reducer as outcome_unknown)',
+      )
       .option('--seed <n>', 'seed of the chaos decisions', '1')
       .option('--concurrency <n>', 'conversations replayed at once', '8')
       .option('--limit <n>', 'replay only the first N conversations')
@@ -52,10 +67,28 @@ export const replayCommand: CommandModule = {
             'replay starts its own local stack (the recorded tools run in it): drop --url',
           );
         }
+        const world = opts.world ?? 'recorded';
+        if (world !== 'recorded' && world !== 'live') {
+          throw new CliError('invalid_argument', `--world must be recorded or live (got ${world})`);
+        }
+        if (world !== 'live' && (opts.finalDb !== undefined || opts.db !== undefined)) {
+          throw new CliError('invalid_argument', '--db and --final-db need --world live');
+        }
         const path = resolve(ctx.io.cwd, file);
         const report = await runReplay({
           file: path,
           toolsFile: resolve(ctx.io.cwd, opts.tools ?? resolve(path, '..', 'tools.json')),
+          world,
+          ...(opts.notReplaySafe !== undefined
+            ? {
+                notReplaySafe: opts.notReplaySafe
+                  .split(',')
+                  .map((t) => t.trim())
+                  .filter((t) => t !== ''),
+              }
+            : {}),
+          ...(opts.db !== undefined ? { databaseDir: resolve(ctx.io.cwd, opts.db) } : {}),
+          ...(opts.finalDb !== undefined ? { finalDbDir: resolve(ctx.io.cwd, opts.finalDb) } : {}),
           ...(opts.modelRecording !== undefined
             ? { modelFile: resolve(ctx.io.cwd, opts.modelRecording) }
             : {}),

@@ -41,6 +41,8 @@ export interface ReplayConversation {
   task_id: number;
   trial: number;
   recording: TauRecordedConversation;
+  /** The trajectory's `info` (the task, its ground-truth actions and outputs), opaque here. */
+  info: Record<string, unknown>;
   subject: { workspace: string; path: string };
   instructions: string;
   firstInput: string;
@@ -108,6 +110,7 @@ export function prepareConversation(traj: TauTrajectory): ReplayConversation {
     task_id: traj.task_id,
     trial: traj.trial,
     recording,
+    info: traj.info,
     subject: subjectOf(traj),
     instructions: system.content,
     firstInput: first.content,
@@ -120,9 +123,15 @@ export function prepareConversation(traj: TauTrajectory): ReplayConversation {
   };
 }
 
-/** The reducer's tool entries for the 14 airline tools (schemas from tools.json). */
+/**
+ * The reducer's tool entries for the 14 airline tools (schemas from tools.json). Every tool is
+ * replay-safe (the mutating ones key their change on the op_id) unless named in
+ * `notReplaySafe`: a started call of such a tool is abandoned on takeover and reaches the
+ * reducer as outcome_unknown.
+ */
 export function agentLoopTools(
   tools: { name: string; description?: string; schema: Record<string, unknown> }[],
+  notReplaySafe: ReadonlySet<string> = new Set(),
 ): AgentLoopToolEntry[] {
   return tools.map((t) => ({
     name: t.name,
@@ -130,8 +139,7 @@ export function agentLoopTools(
     schema: t.schema,
     kind: 'function' as const,
     mutating: MUTATING_TOOLS.has(t.name),
-    // The mutating tools key their writes on the op_id, so every tool is replay-safe.
-    replay_safe: true,
+    replay_safe: !notReplaySafe.has(t.name),
     ...(t.name === HANDOFF_TOOL ? { ends_run: 'partial' as const } : {}),
   }));
 }

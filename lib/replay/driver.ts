@@ -5,14 +5,18 @@
  * stops the run when the recording is exhausted. The oracle then checks, per conversation:
  * identical transcript at every model turn (no divergence reported by the recorded model, and
  * the final compiled transcript equal to the recording), every recorded tool call executed
- * exactly once (per op_id), contiguous seq, the expected final status, and no lease left.
+ * exactly once (per op_id), contiguous seq, the expected final status, and no lease left. With
+ * the live world, also: each live output equal to the recorded one, and as many mutating
+ * operations executed as the recording has mutating calls (re-dispatches answered from receipts
+ * are counted apart); the world's recomputed verdict is attached to the result.
  */
 import type { ContextMessage, ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { compileContext } from '../core/context-compiler.ts';
 import { RECORDING_CONFIG_KEY } from '../models/recorded.ts';
 import { AGENT_LOOP_PATH } from '../reducers/index.ts';
-import { agentLoopTools, type ReplayConversation } from './conversations.ts';
+import type { LiveAssessment } from './airline/live-world.ts';
+import { agentLoopTools, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 import type { ReplayWorld } from './world.ts';
 
 /** The part of the product API the replay client uses (the HTTP client implements it). */
@@ -47,8 +51,12 @@ export interface ConversationResult {
   approvals: number;
   answers: number;
   recoveries: number;
+  /** Operations abandoned on a takeover that reached the reducer as outcome_unknown. */
+  outcome_unknown: number;
   events: number;
   first_difference: Difference | null;
+  /** The live world's counts and the recomputed benchmark verdict (live world only). */
+  live?: LiveAssessment;
   error?: string;
 }
 
@@ -56,6 +64,8 @@ export interface DriveOptions {
   tools: { name: string; description?: string; schema: Record<string, unknown> }[];
   /** Give up on a conversation after this long (ms). */
   timeoutMs?: number;
+  /** Tools each run declares non-replay-safe (default none). */
+  notReplaySafe?: ReadonlySet<string>;
 }
 
 function firstTranscriptDifference(expected: ContextMessage[], got: ContextMessage[]): Difference | null {
@@ -94,6 +104,7 @@ export async function replayConversation(
     approvals: 0,
     answers: 0,
     recoveries: 0,
+    outcome_unknown: 0,
     events: 0,
     first_difference: null,
   };
@@ -105,7 +116,7 @@ export async function replayConversation(
       input: conversation.firstInput,
       context: {
         instructions: conversation.instructions,
-        tools: agentLoopTools(options.tools),
+        tools: agentLoopTools(options.tools, options.notReplaySafe),
         mode: 'conversation',
       },
       // The recording has exactly this many model turns: one more would have nothing to replay.
@@ -209,6 +220,9 @@ async function judge(
   result.model_turns = events.filter((e) => e.kind === 'model_turn_completed').length;
   result.tool_calls = events.filter((e) => e.kind === 'tool_result').length;
   result.recoveries = events.filter((e) => e.kind === 'lease_taken_over').length;
+  result.outcome_unknown = events.filter(
+    (e) => e.kind === 'operation_failed' && e.data.outcome_unknown === true,
+  ).length;
   const differences: Difference[] = [];
   // 1. seq contiguous from 1, nothing missing or repeated.
   const gap = events.findIndex((e, i) => e.seq !== i + 1);
@@ -243,16 +257,23 @@ async function judge(
       expected: d.expected,
       got: d.got,
       source: 'tool',
-      detail: `unexpected call to ${d.got.name}`,
+      detail:
+        d.expected?.output !== undefined
+          ? `live output of ${d.got.name} differs from the recording`
+          : `unexpected call to ${d.got.name}`,
     });
   }
   const opsPerResult = new Map<string, number>();
   for (const e of events)
     if (e.kind === 'tool_result' && e.operation_id)
       opsPerResult.set(e.operation_id, (opsPerResult.get(e.operation_id) ?? 0) + 1);
+  // A read may take a second operation when its first was abandoned (outcome unknown, re-issued);
+  // exactly one of them answers the model. A mutating call takes exactly one operation.
   stats.consumedBy.forEach((ops, i) => {
     const call = conversation.toolCalls[i];
-    if (ops.length !== 1 || (ops[0] !== undefined && opsPerResult.get(ops[0]) !== 1)) {
+    const answered = ops.filter((op) => opsPerResult.get(op) === 1).length;
+    const mutating = call !== undefined && MUTATING_TOOLS.has(call.name);
+    if (ops.length === 0 || answered !== 1 || (mutating && ops.length !== 1)) {
       differences.push({
         position: call?.position ?? -1,
         expected: 'executed once',
@@ -266,6 +287,20 @@ async function judge(
   const compiled = compileContext(events, { instructions: conversation.instructions }).messages;
   const transcriptDiff = firstTranscriptDifference(conversation.expectedTranscript, compiled);
   if (transcriptDiff !== null) differences.push(transcriptDiff);
+  if (world.assess !== undefined) {
+    result.live = world.assess(conversation, compiled);
+    // Every recorded mutating call applied exactly once (re-dispatches answered by receipts apart).
+    const recordedMutating = conversation.toolCalls.filter((c) => MUTATING_TOOLS.has(c.name)).length;
+    if (result.live.mutating_executed !== recordedMutating) {
+      differences.push({
+        position: -1,
+        expected: recordedMutating,
+        got: result.live.mutating_executed,
+        source: 'tool',
+        detail: `${result.live.mutating_executed} mutating operations executed for ${recordedMutating} recorded`,
+      });
+    }
+  }
   // 5. the expected final status, and no lease left.
   if (final.status !== conversation.expectedStatus) {
     differences.push({

@@ -4,21 +4,34 @@
  * its first dispatch got and changes nothing). A call that is not the next recorded one (other
  * tool or other arguments) is a divergence: it is recorded with its transcript position and
  * answered with an error. Recorded `Error: ...` outputs become failed envelopes whose text the
- * model sees exactly as recorded.
+ * model sees exactly as recorded. A read issued again under a new operation right after its
+ * recorded call (its first operation abandoned, outcome unknown) gets the same recorded answer.
  */
-import type { ToolResultEnvelope } from '../contracts/index.ts';
+import type { ContextMessage, ToolResultEnvelope } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { LiveAssessment } from './airline/live-world.ts';
 import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 
 export interface WorldDivergence {
   key: string;
   /** Transcript position (message index) of the recorded tool result that was expected. */
   position: number;
-  expected: { name: string; args: unknown } | null;
-  got: { name: string; args: unknown };
+  /** The recorded call; `output` set when the call matched and its live output differs. */
+  expected: { name: string; args: unknown; output?: string } | null;
+  got: { name: string; args: unknown; output?: string };
+}
+
+/** What a world saw for one conversation. */
+export interface WorldStats {
+  dispatches: number;
+  executed: number;
+  recorded: number;
+  /** Recorded call index → op_ids that executed it (the oracle wants exactly one each). */
+  consumedBy: string[][];
+  divergences: WorldDivergence[];
 }
 
 interface Book {
@@ -35,18 +48,24 @@ interface Book {
 export interface ReplayWorld {
   registerTools(registry: ToolRegistry, toolsJson: unknown): void;
   /** What the world saw for one conversation. */
-  stats(key: string): {
-    dispatches: number;
-    executed: number;
-    recorded: number;
-    consumedBy: string[][];
-    divergences: WorldDivergence[];
-  };
+  stats(key: string): WorldStats;
+  /** The live world's counts and recomputed verdict of one ended conversation (the recorded world has none). */
+  assess?(conversation: ReplayConversation, transcript: readonly ContextMessage[]): LiveAssessment;
 }
 
 function withoutContext(args: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const { __raisin_context: _ctx, ...rest } = args;
   return rest;
+}
+
+/** A recorded output as an envelope: `Error: ...` failed (text as recorded), else succeeded. */
+function recordedEnvelope(output: string): ToolResultEnvelope {
+  return output.startsWith('Error:')
+    ? envelopeOf('failed', output, {
+        error_class: 'tool_error',
+        diagnostics: [{ code: 'recorded_error', severity: 'error', message: output }],
+      })
+    : envelopeOf('succeeded', output);
 }
 
 export function createReplayWorld(conversations: ReplayConversation[]): ReplayWorld {
@@ -74,10 +93,20 @@ export function createReplayWorld(conversations: ReplayConversation[]): ReplayWo
       return envelopeOf('failed', 'Error: no recording for this run', { error_class: 'not_found' });
     }
     book.dispatches += 1;
-    const previous = book.answers.get(opId);
-    if (previous !== undefined) return previous;
+    const answered = book.answers.get(opId);
+    if (answered !== undefined) return answered;
     const next = book.conversation.toolCalls[book.cursor];
-    if (next === undefined || next.name !== name || canonicalJson(next.args) !== canonicalJson(args)) {
+    const previous = book.conversation.toolCalls[book.cursor - 1];
+    const same = (c: typeof next) =>
+      c !== undefined && c.name === name && canonicalJson(c.args) === canonicalJson(args);
+    if (!same(next) && same(previous) && previous !== undefined && !MUTATING_TOOLS.has(name)) {
+      // A read issued again after its first operation was abandoned (outcome unknown).
+      book.consumedBy[book.cursor - 1]?.push(opId);
+      const again = recordedEnvelope(previous.output);
+      book.answers.set(opId, again);
+      return again;
+    }
+    if (next === undefined || !same(next)) {
       divergences.push({
         key,
         position: next?.position ?? -1,
@@ -92,12 +121,7 @@ export function createReplayWorld(conversations: ReplayConversation[]): ReplayWo
     }
     book.consumedBy[book.cursor]?.push(opId);
     book.cursor += 1;
-    const env = next.output.startsWith('Error:')
-      ? envelopeOf('failed', next.output, {
-          error_class: 'tool_error',
-          diagnostics: [{ code: 'recorded_error', severity: 'error', message: next.output }],
-        })
-      : envelopeOf('succeeded', next.output);
+    const env = recordedEnvelope(next.output);
     book.answers.set(opId, env);
     return env;
   }

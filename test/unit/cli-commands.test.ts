@@ -514,6 +514,19 @@ describe('agent-runs configuration and errors', () => {
     });
   });
 
+  it('replay refuses an unknown --world, and --final-db without the live world, before starting anything', async () => {
+    const world = await cli(['replay', 'trajectories.json', '--world', 'simulated'], undefined, {
+      url: false,
+    });
+    expect(world).toMatchObject({ code: 1, sent: [] });
+    expect(world.err).toBe('error: --world must be recorded or live (got simulated)');
+    const finalDb = await cli(['replay', 'trajectories.json', '--final-db', 'out'], undefined, {
+      url: false,
+    });
+    expect(finalDb).toMatchObject({ code: 1, sent: [] });
+    expect(finalDb.err).toBe('error: --db and --final-db need --world live');
+  });
+
   it('fails on an unknown command with commander usage on stderr', async () => {
     const r = await cli(['explode']);
     expect(r.code).toBe(1);
