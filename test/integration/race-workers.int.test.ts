@@ -16,6 +16,7 @@ import type { RunStore, StepQueue } from '../../lib/engine/ports.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { sweepShardKey } from '../../lib/store/table.ts';
+import { eventKindsOf, faultyDoc, localStore } from '../support/dynamo-faults.ts';
 import {
   alice,
   inProcessReducers,
@@ -26,11 +27,8 @@ import {
   uniqueSubject,
 } from '../support/engine.ts';
 import {
-  eventKindsOf,
   expectConvergedLog,
   failingCommits,
-  faultyDoc,
-  localStore,
   readAll,
   scopedStore,
   settle,
