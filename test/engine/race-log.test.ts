@@ -1,5 +1,5 @@
 /**
- * Race test on the event log (issue 3, "Crash and race tests", case 8), on DynamoDB Local: a
+ * Race test on the event log (issue 3, "Crash and race tests", case 8), on the memory store: a
  * zombie writer (a worker whose lease was taken over, still committing with its old fence) and
  * the lease owner commit at the same time while a reader pages the log with `after`. The reader
  * must see every seq once, in order, and nothing the zombie tried to write.
@@ -10,15 +10,9 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { CommitRejected } from '../../lib/engine/commit-errors.ts';
-import {
-  alice,
-  inProcessReducers,
-  inProcessTools,
-  makeTestEngine,
-  scriptedModel,
-  uniqueSubject,
-} from '../support/engine.ts';
 import { crashAt, expectConvergedLog, readAll, scopedStore, shardOfRun } from '../support/faults.ts';
+import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
+import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { toolLoop } from '../support/reducers.ts';
 
 const OPERATIONS = 40;
@@ -27,7 +21,7 @@ const PAGE = 3;
 describe('race 8: a reader paging the log while a zombie and the owner commit', () => {
   it('sees every seq once, in order, and never an event the zombie tried to write', async () => {
     const tools = inProcessTools({ lookup: async (r) => ({ i: r.args.i }) });
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/loop': toolLoop(OPERATIONS) }),
       tools,
       models: scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' })),
