@@ -89,8 +89,41 @@ const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A listing cursor of the memory store: the sort position of the last run returned. */
 interface MemoryCursor {
+  shard: number;
   created_at: number;
   run_id: string;
+}
+
+/** Where a run record item sorts in the listing of `status`, or null when it is not listed there. */
+function listingKey(item: Item, status: string): MemoryCursor | null {
+  const [itemStatus, shard] = String(item[ATTR.statusShard]).split('#');
+  if (itemStatus !== status) return null;
+  return { shard: Number(shard), created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+}
+
+/** Listing order: shard ascending, then newest first, then run id descending. */
+function compareListing(a: MemoryCursor, b: MemoryCursor): number {
+  return a.shard - b.shard || b.created_at - a.created_at || byCodeUnits(b.run_id, a.run_id);
+}
+
+/** A cursor this store issued, back to its position; SyntaxError for anything else. */
+function cursorOf(cursor: string): MemoryCursor {
+  let position: Partial<MemoryCursor> | null;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as Partial<MemoryCursor> | null;
+  } catch {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  if (
+    !Number.isInteger(position?.shard) ||
+    (position?.shard ?? -1) < 0 ||
+    (position?.shard ?? LISTING_SHARDS) >= LISTING_SHARDS ||
+    typeof position?.created_at !== 'number' ||
+    typeof position.run_id !== 'string'
+  ) {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  return position as MemoryCursor;
 }
 
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
@@ -258,37 +291,19 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async listByStatus(status, limit, cursor) {
       await yieldOnce();
-      let position: MemoryCursor | undefined;
-      if (cursor !== undefined) {
-        try {
-          position = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as MemoryCursor;
-        } catch {
-          throw new SyntaxError('not a cursor this store issued');
-        }
-        if (typeof position?.created_at !== 'number' || typeof position.run_id !== 'string')
-          throw new SyntaxError('not a cursor this store issued');
-      }
+      const position = cursor === undefined ? undefined : cursorOf(cursor);
       metrics.queries += 1;
-      const shards = new Set(Array.from({ length: LISTING_SHARDS }, (_, i) => `${status}#${i}`));
-      const before = (i: Item) =>
-        position === undefined ||
-        Number(i[ATTR.createdAt]) < position.created_at ||
-        (Number(i[ATTR.createdAt]) === position.created_at && String(i.pk).slice(4) < position.run_id);
-      const matching = recordItems()
-        .filter((i) => shards.has(String(i[ATTR.statusShard])) && before(i))
-        .sort(
-          (a, b) =>
-            Number(b[ATTR.createdAt]) - Number(a[ATTR.createdAt]) || byCodeUnits(String(b.pk), String(a.pk)),
-        );
-      const page = matching.slice(0, limit);
-      const runIds = page.map((i) => String(i.pk).slice(4));
+      // In the DynamoDB adapter's order: shard by shard, newest first within a shard.
+      const entries = recordItems()
+        .map((i) => ({ item: i, key: listingKey(i, status) }))
+        .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
+        .filter((e) => position === undefined || compareListing(e.key, position) > 0)
+        .sort((a, b) => compareListing(a.key, b.key));
+      const page = entries.slice(0, limit);
+      const runIds = page.map((e) => e.key.run_id);
       const last = page.at(-1);
-      if (matching.length <= limit || last === undefined) return { run_ids: runIds };
-      const next: MemoryCursor = {
-        created_at: Number(last[ATTR.createdAt]),
-        run_id: String(last.pk).slice(4),
-      };
-      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(next)).toString('base64url') };
+      if (entries.length <= limit || last === undefined) return { run_ids: runIds };
+      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
     },
     async commit(commit) {
       await yieldOnce();

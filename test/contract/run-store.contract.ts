@@ -24,14 +24,21 @@ import type { CheckpointItem, Commit, ControlAckItem, RunStore } from '../../lib
 import { INLINE_LIMIT, MAX_TRANSACT_ITEMS, PAGE_LIMIT, RECORD_LIMIT } from '../../lib/store/commit-plan.ts';
 import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
 
-/** A store under test, over an empty table. */
+/** A store under test. */
 export interface StoreUnderTest {
   store: RunStore;
-  /** Every body the store put into its blob store, in order. */
+  /** Every body the store put into its blob store since `open`, in order. */
   blobPuts: readonly string[];
   /** Drops what `open` made (e.g. its table); called after each test. */
   close(): Promise<void>;
 }
+
+/**
+ * Opens the store for one test. With `empty`, over a table nobody else writes to (the listing
+ * and sweep tests count every run they see); without, the table may hold other runs (every
+ * test uses its own run ids and subjects).
+ */
+export type OpenStore = (options: { empty: boolean }) => Promise<StoreUnderTest>;
 
 /** A blob store that records the bodies put into it. */
 export function recordingBlobs(blobs: BlobStore): BlobStore & { readonly puts: string[] } {
@@ -169,17 +176,21 @@ async function listAll(
 
 // ---------------------------------------------------------------- the contract
 
-export function runStoreContract(name: string, open: () => Promise<StoreUnderTest>): void {
+export function runStoreContract(name: string, open: OpenStore): void {
   describe(`RunStore contract (${name})`, () => {
     let s: StoreUnderTest;
-    beforeEach(async () => {
-      s = await open();
-    });
-    afterEach(async () => {
-      await s.close();
-    });
+    /** Gives each test of the enclosing describe a store of its own. */
+    const useStore = (empty: boolean) => {
+      beforeEach(async () => {
+        s = await open({ empty });
+      });
+      afterEach(async () => {
+        await s.close();
+      });
+    };
 
     describe('create', () => {
+      useStore(false);
       it('stores the record at version 1 with run_started at seq 1, and indexes its subject and create key', async () => {
         const created = draft();
         const stored = await s.store.commit({
@@ -276,6 +287,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('versions and fences', () => {
+      useStore(false);
       it('refuses a commit from a stale version as stale_version with the current record, and writes nothing', async () => {
         const run = await storedRun(s.store);
         const { record } = await append(s.store, run, [{ a: 1 }]);
@@ -358,6 +370,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('the event log', () => {
+      useStore(false);
       it('reads commits of any size back contiguous, in order, for any after and limit', async () => {
         await fc.assert(
           fc.asyncProperty(
@@ -438,6 +451,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('domain state where the record says', () => {
+      useStore(false);
       it('sets state_at on the returned and stored record, getState reads it, and a checkpoint carries it', async () => {
         const run = await storedRun(s.store);
         expect(run.state_at).toBeUndefined();
@@ -501,6 +515,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('checkpoints', () => {
+      useStore(false);
       it('lists checkpoints in number order, reads one by number, and null for one never written', async () => {
         const run = await storedRun(s.store);
         const { record } = await append(s.store, run, [{ a: 1 }], {
@@ -532,6 +547,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('control acks', () => {
+      useStore(false);
       const ack: ControlAckItem = {
         control_id: 'ctl-dup',
         digest: 'd',
@@ -571,6 +587,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('indexes', () => {
+      useStore(false);
       it('finds a resume key after its result request opened, and no longer once the result was delivered', async () => {
         const resumeKey = `rk-${randomUUID()}`;
         const run = await storedRun(s.store);
@@ -630,6 +647,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('sweep candidates', () => {
+      useStore(true);
       it('lists the runs of one shard that are due by now, soonest first, up to the limit', async () => {
         const t0 = 1_700_000_000_000;
         const shard = 5;
@@ -672,6 +690,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('listing by status', () => {
+      useStore(true);
       it('pages every run of a status exactly once, for any page size, following the cursor', async () => {
         const t0 = 1_700_000_000_000;
         const queued: string[] = [];
@@ -715,6 +734,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('payloads', () => {
+      useStore(false);
       it('keeps a 450 KB event data and a 450 KB domain state in the blob store and reads both back intact', async () => {
         const big = { text: 'e'.repeat(450_000), n: [1, 2, 3] };
         const state = { text: 's'.repeat(450_000), nested: { ok: true } };
@@ -765,6 +785,7 @@ export function runStoreContract(name: string, open: () => Promise<StoreUnderTes
     });
 
     describe('commits too large', () => {
+      useStore(false);
       it(`refuses a commit of more than ${MAX_TRANSACT_ITEMS} writes whole, never truncated`, async () => {
         const run = await storedRun(s.store);
         const checkpoints = Array.from({ length: MAX_TRANSACT_ITEMS - 1 }, (_, i) => checkpoint(i + 1, 0));

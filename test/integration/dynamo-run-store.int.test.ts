@@ -1,7 +1,7 @@
 /**
  * The DynamoDB run store on DynamoDB Local + fauxqs S3: first the RunStore contract
- * (test/contract/run-store.contract.ts, the suite the memory store passes too), each test on a
- * table of its own; then what is about DynamoDB itself, on the shared table: every event of one
+ * (test/contract/run-store.contract.ts, the suite the memory store passes too; the listing and
+ * sweep tests each on a table of their own); then what is about DynamoDB itself, on the shared table: every event of one
  * commit in ONE event page (`E#{last seq}`), so a fused commit is two TransactWriteItems items,
  * the domain state inline in the commit's last page, pages split under PAGE_LIMIT, payloads
  * above INLINE_LIMIT as blob attributes, the rendered condition expressions, and reads that stop
@@ -37,11 +37,15 @@ const clients = createAwsClients(local);
 const raw = clients.doc;
 afterAll(() => clients.destroy());
 
-runStoreContract('DynamoDB Local', async () => {
-  // A table per test: the listing and sweep tests see only the runs they made.
+runStoreContract('DynamoDB Local', async ({ empty }) => {
+  const blobs = recordingBlobs(createS3BlobStore(clients.s3, local.bucketName));
+  if (!empty) {
+    const store = createDynamoRunStore({ doc: clients.doc, tableName: local.tableName, blobs });
+    return { store, blobPuts: blobs.puts, close: async () => {} };
+  }
+  // A table of its own: the listing and sweep tests see only the runs they made.
   const tableName = `contract-${randomUUID()}`;
   await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
-  const blobs = recordingBlobs(createS3BlobStore(clients.s3, local.bucketName));
   return {
     store: createDynamoRunStore({ doc: clients.doc, tableName, blobs }),
     blobPuts: blobs.puts,
