@@ -12,6 +12,7 @@ import type {
   ToolResultEnvelope,
 } from '../../lib/contracts/index.ts';
 import { sha256Hex } from '../../lib/core/canonical.ts';
+import { envelopeOf as sharedEnvelopeOf } from '../../lib/core/tool-result-validation.ts';
 import type {
   ModelHost,
   PolicyDecision,
@@ -19,7 +20,6 @@ import type {
   ToolCallRequest,
   ToolHost,
 } from '../../lib/engine/ports.ts';
-import { envelopeOf as sharedEnvelopeOf } from '../../lib/core/tool-result-validation.ts';
 
 export type ReducerFn = (request: Record<string, unknown>) => unknown;
 
