@@ -5,14 +5,23 @@
  * pages, state_at and the indexes behave alike. The store contract suite
  * (test/contract/run-store.contract.ts) runs against both adapters.
  *
+ * It also refuses what DynamoDB refuses beyond the planner's limits: an item above 400 KB or a
+ * transaction above 4 MB (sized by DynamoDB's published rules, see `itemSize`), and one item
+ * written twice, as CommitRejected 'validation' (the DynamoDB adapter lets DynamoDB's
+ * ValidationException through instead; both write nothing). Items are stored as DynamoDB's
+ * document client stores them (undefined attributes dropped) and cloned in and out. Every call
+ * yields to the event loop once before it touches the maps, as a network call would, so that
+ * concurrent callers interleave (and a caller looping on the store never starves timers).
+ *
  * A test and local-development aid for engine logic at unit speed, NEVER a production option:
  * nothing is durable, nothing is shared between processes. DESIGN section 10.
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import type { Commit, RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
+  type CommitPlan,
   type Condition,
   checkpointOf,
   checkpointSk,
@@ -41,10 +50,80 @@ export interface MemoryRunStoreOptions {
   blobs?: BlobStore;
 }
 
+/** DynamoDB's largest item (bytes). */
+const ITEM_LIMIT = 400 * 1024;
+/** DynamoDB's largest TransactWriteItems payload (bytes). */
+const TRANSACTION_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * An item's size as DynamoDB counts it ("Item sizes and formats"): per attribute its name's
+ * UTF-8 bytes plus its value's size; a string its UTF-8 bytes, a number 1 byte per two
+ * significant digits plus 1, a boolean or null 1, a map or list 3 plus 1 per element plus the
+ * elements (a map's keys counted like attribute names).
+ */
+function itemSize(item: Item): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) bytes += Buffer.byteLength(name) + valueSize(value);
+  return bytes;
+}
+
+function valueSize(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number')
+    return Math.ceil(String(Math.abs(value)).replace(/[.e+-]/g, '').length / 2) + 1;
+  if (Array.isArray(value)) return 3 + value.reduce((n: number, v) => n + 1 + valueSize(v), 0);
+  if (value !== null && typeof value === 'object') {
+    return 3 + Object.entries(value).reduce((n, [k, v]) => n + 1 + Buffer.byteLength(k) + valueSize(v), 0);
+  }
+  return 1;
+}
+
+/** An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy. */
+const storable = (item: Item): Item => JSON.parse(JSON.stringify(item)) as Item;
+
+/** One turn of the event loop, as a network round trip would take. */
+const yieldOnce = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Plain code-unit order, as DynamoDB orders string keys (never locale order). */
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** A listing cursor of the memory store: the sort position of the last run returned. */
 interface MemoryCursor {
+  shard: number;
   created_at: number;
   run_id: string;
+}
+
+/** Where a run record item sorts in the listing of `status`, or null when it is not listed there. */
+function listingKey(item: Item, status: string): MemoryCursor | null {
+  const [itemStatus, shard] = String(item[ATTR.statusShard]).split('#');
+  if (itemStatus !== status) return null;
+  return { shard: Number(shard), created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+}
+
+/** Listing order: shard ascending, then newest first, then run id descending. */
+function compareListing(a: MemoryCursor, b: MemoryCursor): number {
+  return a.shard - b.shard || b.created_at - a.created_at || byCodeUnits(b.run_id, a.run_id);
+}
+
+/** A cursor this store issued, back to its position; SyntaxError for anything else. */
+function cursorOf(cursor: string): MemoryCursor {
+  let position: Partial<MemoryCursor> | null;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as Partial<MemoryCursor> | null;
+  } catch {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  if (
+    !Number.isInteger(position?.shard) ||
+    (position?.shard ?? -1) < 0 ||
+    (position?.shard ?? LISTING_SHARDS) >= LISTING_SHARDS ||
+    typeof position?.created_at !== 'number' ||
+    typeof position.run_id !== 'string'
+  ) {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  return position as MemoryCursor;
 }
 
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
@@ -74,7 +153,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     if (partition === undefined) return [];
     return [...partition.keys()]
       .filter((sk) => sk >= from && sk <= to)
-      .sort()
+      .sort(byCodeUnits)
       .map((sk) => structuredClone(partition.get(sk) as Item));
   };
   const withPrefix = (pk: string, prefix: string): Item[] => range(pk, prefix, `${prefix}\uffff`);
@@ -104,6 +183,30 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
 
   const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
 
+  /** Throws CommitRejected 'validation' for a plan DynamoDB would refuse as a ValidationException. */
+  function refuseWhatDynamoRefuses(commit: Commit, plan: CommitPlan): void {
+    const keys = plan.writes.map((w) => `${keyOf(w).pk}\u0000${keyOf(w).sk}`);
+    const invalid = (test: (w: PlannedWrite, i: number) => boolean, message: string) => {
+      const codes = plan.writes.map((w, i) => (test(w, i) ? 'ValidationError' : 'None'));
+      if (codes.includes('ValidationError')) throw classifyRefusal(commit, plan, codes, [message], null);
+    };
+    invalid((_, i) => keys.indexOf(keys[i] as string) !== i, 'one item is written twice');
+    const sizes = plan.writes.map((w) => {
+      if (w.op === 'delete') return 0;
+      if (w.op === 'put') return itemSize(w.item);
+      return itemSize({ ...(table.get(w.key.pk)?.get(w.key.sk) ?? w.key), ...w.set });
+    });
+    invalid(
+      (_, i) => (sizes[i] ?? 0) > ITEM_LIMIT,
+      `an item exceeds DynamoDB's ${ITEM_LIMIT}-byte item size`,
+    );
+    const total = sizes.reduce((a, b) => a + b, 0);
+    invalid(
+      () => total > TRANSACTION_LIMIT,
+      `the transaction exceeds DynamoDB's ${TRANSACTION_LIMIT}-byte size`,
+    );
+  }
+
   function apply(w: PlannedWrite): void {
     const { pk, sk } = keyOf(w);
     let partition = table.get(pk);
@@ -111,10 +214,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       partition = new Map();
       table.set(pk, partition);
     }
-    if (w.op === 'put') partition.set(sk, structuredClone(w.item));
+    if (w.op === 'put') partition.set(sk, storable(w.item));
     else if (w.op === 'delete') partition.delete(sk);
     else {
-      const next: Item = { ...(partition.get(sk) ?? { pk, sk }), ...structuredClone(w.set) };
+      const next: Item = { ...(partition.get(sk) ?? { pk, sk }), ...storable(w.set) };
       for (const k of w.remove) delete next[k];
       partition.set(sk, next);
     }
@@ -123,50 +226,61 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
   return {
     metrics,
     async getRun(runId) {
+      await yieldOnce();
       return recordOf(read(runPk(runId), 'R'));
     },
     async getRunAndAck(runId, controlId) {
+      await yieldOnce();
       metrics.reads += 1;
       const ack = get(runPk(runId), ackSk(controlId));
       return { record: recordOf(get(runPk(runId), 'R')), ack: ack === undefined ? null : controlAckOf(ack) };
     },
     async getState(runId, rev, at) {
+      await yieldOnce();
       if (rev === 0) return null;
       const sk = at ?? stateSk(rev);
       return stateOf(read(runPk(runId), sk), runId, rev, sk, blobs);
     },
     async readEvents(runId, after, limit) {
+      await yieldOnce();
       metrics.queries += 1;
       const entries: Item[] = [];
       takeContiguous(range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
       return Promise.all(entries.map((entry) => eventOf(entry, blobs)));
     },
     async getCheckpoint(runId, n) {
+      await yieldOnce();
       const item = read(runPk(runId), checkpointSk(n));
       return item === undefined ? null : checkpointOf(item);
     },
     async listCheckpoints(runId) {
+      await yieldOnce();
       metrics.queries += 1;
       return withPrefix(runPk(runId), 'C#')
         .map((i) => checkpointOf(i))
         .sort((a, b) => a.n - b.n);
     },
     async findBySubject(subject) {
+      await yieldOnce();
       return (read(subjectKey(subject), 'S')?.run_id as string | undefined) ?? null;
     },
     async findByCreateKey(principalKey, key) {
+      await yieldOnce();
       return (read(createKeyPk(principalKey, key), 'K')?.run_id as string | undefined) ?? null;
     },
     async listChildren(parentRunId) {
+      await yieldOnce();
       metrics.queries += 1;
       return withPrefix(runPk(parentRunId), 'CH#').map((i) => i.run_id as string);
     },
     async findByResumeKey(resumeKey) {
+      await yieldOnce();
       const item = read(resumeKeyPk(resumeKey), 'K');
       if (item === undefined) return null;
       return { run_id: item.run_id as string, op_id: item.op_id as string };
     },
     async sweepCandidates(shard, now, limit) {
+      await yieldOnce();
       if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
       metrics.queries += 1;
       return recordItems()
@@ -176,49 +290,28 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
         .map((i) => String(i.pk).slice(4));
     },
     async listByStatus(status, limit, cursor) {
-      let position: MemoryCursor | undefined;
-      if (cursor !== undefined) {
-        try {
-          position = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as MemoryCursor;
-        } catch {
-          throw new SyntaxError('not a cursor this store issued');
-        }
-        if (typeof position?.created_at !== 'number' || typeof position.run_id !== 'string')
-          throw new SyntaxError('not a cursor this store issued');
-      }
+      await yieldOnce();
+      const position = cursor === undefined ? undefined : cursorOf(cursor);
       metrics.queries += 1;
-      const shards = new Set(Array.from({ length: LISTING_SHARDS }, (_, i) => `${status}#${i}`));
-      const before = (i: Item) =>
-        position === undefined ||
-        Number(i[ATTR.createdAt]) < position.created_at ||
-        (Number(i[ATTR.createdAt]) === position.created_at && String(i.pk).slice(4) < position.run_id);
-      const matching = recordItems()
-        .filter((i) => shards.has(String(i[ATTR.statusShard])) && before(i))
-        .sort(
-          (a, b) =>
-            Number(b[ATTR.createdAt]) - Number(a[ATTR.createdAt]) || String(b.pk).localeCompare(String(a.pk)),
-        );
-      const page = matching.slice(0, limit);
-      const runIds = page.map((i) => String(i.pk).slice(4));
+      // In the DynamoDB adapter's order: shard by shard, newest first within a shard.
+      const entries = recordItems()
+        .map((i) => ({ item: i, key: listingKey(i, status) }))
+        .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
+        .filter((e) => position === undefined || compareListing(e.key, position) > 0)
+        .sort((a, b) => compareListing(a.key, b.key));
+      const page = entries.slice(0, limit);
+      const runIds = page.map((e) => e.key.run_id);
       const last = page.at(-1);
-      if (matching.length <= limit || last === undefined) return { run_ids: runIds };
-      const next: MemoryCursor = {
-        created_at: Number(last[ATTR.createdAt]),
-        run_id: String(last.pk).slice(4),
-      };
-      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(next)).toString('base64url') };
+      if (entries.length <= limit || last === undefined) return { run_ids: runIds };
+      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
     },
     async commit(commit) {
+      await yieldOnce();
       const plan = planCommit(commit, await storeCommitBodies(commit, blobs));
       metrics.transactions += 1;
       // From here to the end nothing awaits: every condition is evaluated, then every write is
       // applied, so a commit is atomic like a TransactWriteItems.
-      const keys = plan.writes.map((w) => `${keyOf(w).pk}\u0000${keyOf(w).sk}`);
-      if (new Set(keys).size !== keys.length) {
-        // DynamoDB refuses a transaction that touches one item twice.
-        const codes = keys.map((k, i) => (keys.indexOf(k) !== i ? 'ValidationError' : 'None'));
-        throw classifyRefusal(commit, plan, codes, ['one item is written twice'], null);
-      }
+      refuseWhatDynamoRefuses(commit, plan);
       const codes = plan.writes.map((w) =>
         holds(w.condition, get(keyOf(w).pk, keyOf(w).sk)) ? 'None' : 'ConditionalCheckFailed',
       );

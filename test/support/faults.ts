@@ -1,26 +1,17 @@
 /**
  * Fault injection for the crash and race tests: workers that die at a named CrashPoint, stores
- * whose commits fail the way DynamoDB can fail (TransactionConflict, throttling), a store scoped
- * to the runs a test created (so its sweeps never touch another test's runs), and the checks
- * that the log converged. Faults are injected by wrapping the ports, never by replacing the
- * real local services (issue 3, "Real services in every test").
+ * whose commits fail as a RunStore can fail (CommitRejected after the store's own retries), a
+ * store scoped to the runs a test created (so its sweeps never touch another test's runs), and
+ * the checks that the log converged. Faults are injected by wrapping the ports, never by
+ * replacing the services. Faults inside the DynamoDB adapter (a cancelled TransactWriteItems, a
+ * read-committed Query) are in dynamo-faults.ts. No AWS SDK here: unit tests load it too.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  type DynamoDBDocumentClient,
-  QueryCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-} from '@aws-sdk/lib-dynamodb';
-import { expect, inject } from 'vitest';
-import { createAwsClients } from '../../lib/aws-clients.ts';
-import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
+import { expect } from 'vitest';
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS, REDUCER_VISIBLE_KINDS } from '../../lib/core/run-machine.ts';
 import { type CommitFailure, CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
 import type { Commit, ModelHost, RunStore, StepQueue, ToolHost } from '../../lib/engine/ports.ts';
-import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
 
 /** What a killed worker throws: the process is gone from this point on. */
@@ -195,94 +186,6 @@ export function failingCommits(
     get failed() {
       return failed;
     },
-  });
-}
-
-/** Which cancellation a faulty document client injects into a TransactWriteItems, or null to let it through. */
-export type TransactFault = 'TransactionConflict' | 'ThrottlingError' | null;
-
-/**
- * A DynamoDB document client that cancels the TransactWriteItems `plan` picks with a
- * TransactionCanceledException carrying `TransactionConflict` or `ThrottlingError`, before it
- * reaches DynamoDB Local (which cannot be made to produce either). The store's own
- * classification and retry with backoff run as in production. `plan` sees the transaction's
- * items and the number of transactions so far (from 1).
- */
-export function faultyDoc(
-  doc: DynamoDBDocumentClient,
-  plan: (items: NonNullable<TransactWriteCommandInput['TransactItems']>, n: number) => TransactFault,
-): DynamoDBDocumentClient & { readonly injected: number } {
-  let n = 0;
-  let injected = 0;
-  const send = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
-  const proxy = new Proxy(doc, {
-    get(target, prop, receiver) {
-      if (prop === 'injected') return injected;
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      return async (command: unknown) => {
-        if (command instanceof TransactWriteCommand) {
-          n += 1;
-          const code = plan(command.input.TransactItems ?? [], n);
-          if (code !== null) {
-            injected += 1;
-            throw new TransactionCanceledException({
-              $metadata: {},
-              message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${code}]`,
-              CancellationReasons: [{ Code: code, Message: `injected ${code}` }],
-            });
-          }
-        }
-        return send(command);
-      };
-    },
-  });
-  return proxy as DynamoDBDocumentClient & { readonly injected: number };
-}
-
-/**
- * A DynamoDB document client whose Query results pass through `edit` (with the number of
- * queries so far, from 1): e.g. one item of a commit left out, as a read-committed Query on
- * real DynamoDB may return while that commit is still landing (DynamoDB Local never does).
- */
-export function editedQueries(
-  doc: DynamoDBDocumentClient,
-  edit: (items: Record<string, unknown>[], n: number) => Record<string, unknown>[],
-): DynamoDBDocumentClient {
-  let n = 0;
-  const send = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
-  return new Proxy(doc, {
-    get(target, prop, receiver) {
-      if (prop !== 'send') return Reflect.get(target, prop, receiver);
-      return async (command: unknown) => {
-        const out = await send(command);
-        if (!(command instanceof QueryCommand)) return out;
-        n += 1;
-        const result = out as { Items?: Record<string, unknown>[] };
-        return { ...result, Items: edit(result.Items ?? [], n) };
-      };
-    },
-  });
-}
-
-/** The event kinds a transaction puts, in order, from its event pages (for a `faultyDoc` plan). */
-export function eventKindsOf(items: NonNullable<TransactWriteCommandInput['TransactItems']>): string[] {
-  return items.flatMap((i) => {
-    const events = i.Put?.Item?.events as { kind?: string }[] | undefined;
-    return (events ?? []).flatMap((e) => (e.kind === undefined ? [] : [e.kind]));
-  });
-}
-
-/** A DynamoDB RunStore on the local services built over the given document-client wrapper. */
-export function localStore(
-  wrapDoc: (doc: DynamoDBDocumentClient) => DynamoDBDocumentClient = (d) => d,
-): RunStore {
-  const local = inject('localServices');
-  const clients = createAwsClients(local);
-  return createDynamoRunStore({
-    doc: wrapDoc(clients.doc),
-    tableName: local.tableName,
-    blobs: createS3BlobStore(clients.s3, local.bucketName),
-    sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 20))),
   });
 }
 

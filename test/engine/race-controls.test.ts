@@ -1,24 +1,17 @@
 /**
- * Race tests around controls (issue 3, "Crash and race tests", cases 5 to 7), on DynamoDB
- * Local and fauxqs: stop during a model call and while a step message is delayed, an approval
+ * Race tests around controls (issue 3, "Crash and race tests", cases 5 to 7), on the memory
+ * store and step queue: stop during a model call and while a step message is delayed, an approval
  * whose arguments a steer changed, and one control_id sent twice at once.
  * Seed: agent-runs, "Controls", "Operations"; DESIGN section 7.
  */
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import type { ControlAck } from '../../lib/contracts/index.ts';
 import { digestOf } from '../../lib/core/canonical.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import type { ModelHost, PolicyDecision, ToolCallRequest } from '../../lib/engine/ports.ts';
-import {
-  alice,
-  inProcessReducers,
-  inProcessTools,
-  makeTestEngine,
-  scriptedModel,
-  uniqueSubject,
-} from '../support/engine.ts';
 import { expectConvergedLog, readAll, scopedStore, shardOfRun } from '../support/faults.ts';
+import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
+import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { askOnce, modelOnce, respond, unchanged } from '../support/reducers.ts';
 import { aborted, callWithSteer, latch } from '../support/steer-reducers.ts';
 
@@ -41,7 +34,7 @@ describe('race 5: stop', () => {
       };
     });
     const tools = inProcessTools({});
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/m': modelOnce() }),
       tools,
       models: model,
@@ -90,7 +83,7 @@ describe('race 5: stop', () => {
 
   it('while the run waits for a delayed step message: the message, when it comes, starts nothing', async () => {
     const tools = inProcessTools({ lookup: async () => ({ ok: true }) });
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/ask': askOnce() }),
       tools,
       models: noModel,
@@ -109,10 +102,11 @@ describe('race 5: stop', () => {
     const stopped = await store.getRun(run.run_id);
     expect(stopped).toMatchObject({ status: 'stopped', lease: null });
 
-    const received = await t.clients.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: t.queue.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 5 }),
-    );
-    expect(received.Messages?.map((m) => m.Body)).toEqual([JSON.stringify({ run_id: run.run_id })]);
+    // The delayed message comes once its delay has passed (what is visible before is the
+    // stop's own wake-up, if any).
+    await t.drainMessages();
+    t.clock.advance(1_000);
+    expect(await t.drainMessages()).toEqual([run.run_id]);
     expect(await engine.stepRun(run.run_id)).toEqual({ kind: 'nothing_to_do', status: 'stopped' });
     const after = await store.getRun(run.run_id);
     // No lease was taken, nothing started; only the reducer's bookkeeping of the ended run (its
@@ -148,7 +142,7 @@ describe('race 6: an approval whose arguments a steer changed', () => {
       },
       gate,
     );
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/deploy': callWithSteer('deploy') }),
       tools,
       models: noModel,
@@ -221,7 +215,7 @@ describe('race 6: an approval whose arguments a steer changed', () => {
 
 describe('race 7: one control_id sent twice', () => {
   it('concurrently: one event and one applied ack, every other send a duplicate of its seq', async () => {
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/ask': askOnce() }),
       tools: inProcessTools({}),
       models: noModel,
@@ -289,7 +283,7 @@ describe('a control committed while an operation runs', () => {
     };
     let runId = '';
     let engine: Engine | undefined;
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/model-tool': modelThenTool() }),
       tools: inProcessTools({
         lookup: async () => {
@@ -392,7 +386,7 @@ async function steeredDuringFirstTurn(windowed: boolean, steers: number) {
       };
     },
   };
-  const t = await makeTestEngine({
+  const t = await makeMemoryTestEngine({
     reducers: inProcessReducers({ '/r/steerable': steerable(windowed) }),
     tools: inProcessTools({}),
     models,

@@ -1,13 +1,12 @@
+/**
+ * The engine end to end on the memory store and a memory step queue (the store contract suite
+ * keeps the memory store's semantics DynamoDB's): tool loops, create idempotency, waiting, large
+ * payloads, a commit that can never be stored, model usage. DESIGN sections 5 and 6.
+ */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';
-import {
-  alice,
-  inProcessReducers,
-  inProcessTools,
-  makeTestEngine,
-  scriptedModel,
-  uniqueSubject,
-} from '../support/engine.ts';
+import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
+import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { askOnce, modelOnce, respond, toolLoop, unchanged } from '../support/reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
@@ -16,10 +15,10 @@ function expectContiguous(events: RunEvent[]) {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
 }
 
-describe('engine on DynamoDB Local and fauxqs', () => {
+describe('engine on the memory store', () => {
   it('runs a reducer through three tool calls to completion with one transaction per operation', async () => {
     const tools = inProcessTools({ lookup: async (r) => ({ echo: r.args.i }) });
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/loop': toolLoop(3) }),
       tools,
       models: noModel,
@@ -47,7 +46,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
   });
 
   it('returns the live run with created false for the same subject, and honours create_key', async () => {
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/ask': askOnce() }),
       tools: inProcessTools({}),
       models: noModel,
@@ -72,7 +71,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
   });
 
   it('waits for an answer holding no lease, and completes with it', async () => {
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/ask': askOnce() }),
       tools: inProcessTools({}),
       models: noModel,
@@ -99,7 +98,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
 
   it('commits and reads back a 450 KB tool result intact through the blob store', async () => {
     const big = 'x'.repeat(450 * 1024);
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/loop': toolLoop(1) }),
       tools: inProcessTools({ lookup: async () => ({ big }) }),
       models: noModel,
@@ -118,7 +117,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
   it('fails the run commit_refused, once, when what a step staged can never be stored (a 400 KB tool call in the record)', async () => {
     // The reducer asks for a tool call whose args would make the run record larger than an item may be.
     const huge = 'y'.repeat(400 * 1024);
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({
         '/r/huge': (raw: Record<string, unknown>) => {
           const req = raw as { state: unknown; state_rev: number; event: { kind: string } };
@@ -158,7 +157,7 @@ describe('engine on DynamoDB Local and fauxqs', () => {
       finish_reason: 'stop',
       usage: { input_tokens: 12, output_tokens: 4 },
     }));
-    const t = await makeTestEngine({
+    const t = await makeMemoryTestEngine({
       reducers: inProcessReducers({ '/r/m': modelOnce() }),
       tools: inProcessTools({}),
       models: model,

@@ -1,5 +1,5 @@
 /**
- * Child runs on DynamoDB Local and fauxqs: delegation through the reserved delegate tool, the
+ * Child runs on the memory store and step queue: delegation through the reserved delegate tool, the
  * hand-back of an ended child (eager, and by the sweeper when the eager one is lost), the
  * delegation budgets, the stop of children when their parent ends, and a worker killed after it
  * created a child. Issue 3 (sweeper: "deliver owed hand-backs, stop children of ended parents");
@@ -10,23 +10,16 @@ import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contract
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
-import {
-  alice,
-  inProcessReducers,
-  inProcessTools,
-  makeTestEngine,
-  scriptedModel,
-  type TestEngine,
-  uniqueSubject,
-} from '../support/engine.ts';
 import { scopedStore, shardOfRun, wrapStore } from '../support/faults.ts';
+import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
+import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { delegator } from '../support/reducers.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 const REDUCER = '/r/delegator';
 
 async function setup(options: { replay_safe?: boolean; store?: (s: RunStore) => RunStore } = {}) {
-  const t = await makeTestEngine({
+  const t = await makeMemoryTestEngine({
     reducers: inProcessReducers({ [REDUCER]: delegator(DELEGATE_TOOL, options) }),
     tools: inProcessTools({}),
     models: noModel,
@@ -37,7 +30,7 @@ async function setup(options: { replay_safe?: boolean; store?: (s: RunStore) => 
 }
 
 /** Steps every run a step message names until no message is left (the step Lambda's job). */
-async function settle(t: TestEngine, engine: Engine, rounds = 40): Promise<void> {
+async function settle(t: MemoryTestEngine, engine: Engine, rounds = 40): Promise<void> {
   for (let i = 0; i < rounds; i += 1) {
     const ids = await t.drainMessages();
     if (ids.length === 0) return;

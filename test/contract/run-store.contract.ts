@@ -1,0 +1,884 @@
+/**
+ * The RunStore contract: what every adapter of the port (lib/engine/ports.ts) does, whatever it
+ * stores in. `runStoreContract(name, open)` registers the tests for the store `open()` gives,
+ * over an empty table each time. Run on the memory store by test/unit/memory-run-store.test.ts
+ * (no Java, no services) and on DynamoDB Local + fauxqs S3 by
+ * test/integration/dynamo-run-store.int.test.ts, which also keeps what is about DynamoDB itself
+ * (the items of one TransactWriteItems, page shapes, raw attributes, condition expressions).
+ * DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ */
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BlobStore } from '../../lib/blobs/blob-store.ts';
+import type { RunEvent, RunEventKind, RunRecord, Subject } from '../../lib/contracts/index.ts';
+import {
+  acquireLease,
+  type CreateRunParams,
+  createRun,
+  failRun,
+  releaseLease,
+} from '../../lib/core/run-machine.ts';
+import { CommitRejected, CommitTooLarge } from '../../lib/engine/commit-errors.ts';
+import type { CheckpointItem, Commit, ControlAckItem, RunStore } from '../../lib/engine/ports.ts';
+import { INLINE_LIMIT, MAX_TRANSACT_ITEMS, PAGE_LIMIT, RECORD_LIMIT } from '../../lib/store/commit-plan.ts';
+import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+
+/** A store under test. */
+export interface StoreUnderTest {
+  store: RunStore;
+  /** Every body the store put into its blob store since `open`, in order. */
+  blobPuts: readonly string[];
+  /** Drops what `open` made (e.g. its table); called after each test. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store for one test. With `empty`, over a table nobody else writes to (the listing
+ * and sweep tests count every run they see); without, the table may hold other runs (every
+ * test uses its own run ids and subjects).
+ */
+export type OpenStore = (options: { empty: boolean }) => Promise<StoreUnderTest>;
+
+/** A blob store that records the bodies put into it. */
+export function recordingBlobs(blobs: BlobStore): BlobStore & { readonly puts: string[] } {
+  const puts: string[] = [];
+  return {
+    puts,
+    async put(body, mediaType) {
+      puts.push(body);
+      return blobs.put(body, mediaType);
+    },
+    get: (ref) => blobs.get(ref),
+  };
+}
+
+// ---------------------------------------------------------------- builders
+
+const alice = { kind: 'user' as const, id: 'alice' };
+const newSubject = (): Subject => ({ workspace: 'contract', path: `/runs/${randomUUID()}` });
+
+/** A new run (queued, run_started at seq 1) as core creates it, not yet stored. */
+function draft(overrides: Partial<CreateRunParams> = {}, now = Date.now()) {
+  return createRun(
+    {
+      run_id: `store-${randomUUID()}`,
+      principal: alice,
+      subject: newSubject(),
+      reducer: { function_path: '/r/none' },
+      input: 'hello',
+      budgets: {},
+      on_exceeded: 'pause',
+      ...overrides,
+    },
+    now,
+  );
+}
+
+/** Creates a run and returns the stored record. */
+async function storedRun(
+  store: RunStore,
+  overrides: Partial<CreateRunParams> = {},
+  extra: Pick<Commit, 'createKey' | 'parentLink'> = {},
+  now?: number,
+): Promise<RunRecord> {
+  const created = draft(overrides, now);
+  return store.commit({ record: created.record, expectedVersion: null, events: created.events, ...extra });
+}
+
+/** One commit appending `data` as events of `kind` after the record's last seq. */
+async function append(
+  store: RunStore,
+  record: RunRecord,
+  data: Record<string, unknown>[],
+  extra: Partial<Omit<Commit, 'record' | 'expectedVersion' | 'events'>> & { kind?: RunEventKind } = {},
+): Promise<{ record: RunRecord; events: RunEvent[] }> {
+  const { kind = 'steer_queued', state, ...rest } = extra;
+  const events: RunEvent[] = data.map((d, i) => ({
+    seq: record.last_seq + 1 + i,
+    kind,
+    at: 1_000 + i,
+    data: d,
+  }));
+  const next = {
+    ...record,
+    last_seq: record.last_seq + data.length,
+    ...(state !== undefined ? { state_rev: state.rev } : {}),
+  } as RunRecord;
+  const stored = await store.commit({
+    record: next,
+    expectedVersion: record.version,
+    events,
+    ...(state !== undefined ? { state } : {}),
+    ...rest,
+  });
+  return { record: stored, events };
+}
+
+/** The run with a lease held by `owner` (epoch + 1), as stored. */
+async function leased(
+  store: RunStore,
+  record: RunRecord,
+  owner: string,
+  now = Date.now(),
+): Promise<RunRecord> {
+  const taken = acquireLease(record, owner, now);
+  if (!taken.ok) throw new Error(`lease not acquired: ${taken.code}`);
+  return store.commit({ record: taken.record, expectedVersion: record.version, events: [] });
+}
+
+const checkpoint = (n: number, stateRev: number): CheckpointItem => ({
+  n,
+  reason: 'test',
+  core: { status: 'running' },
+  state_rev: stateRev,
+  transcript_cutoff_seq: 1,
+  at: 1_000,
+});
+
+/** The reason a refused commit carries (fails the test when it was not a CommitRejected). */
+async function refusal(commit: Promise<unknown>): Promise<CommitRejected> {
+  const err = await commit.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(CommitRejected);
+  return err as CommitRejected;
+}
+
+/** A run id whose sweep shard is `shard`. */
+function runIdInShard(shard: number): string {
+  for (;;) {
+    const id = `sweep-${randomUUID()}`;
+    if (shardOf(id, SWEEP_SHARDS) === shard) return id;
+  }
+}
+
+/** Every run id of `status`, following the cursor with pages of `limit`; and the pages seen. */
+async function listAll(
+  store: RunStore,
+  status: string,
+  limit: number,
+): Promise<{ ids: string[]; pages: number }> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await store.listByStatus(status, limit, cursor);
+    pages += 1;
+    expect(page.run_ids.length).toBeLessThanOrEqual(limit);
+    ids.push(...page.run_ids);
+    cursor = page.cursor;
+    if (pages > 100) throw new Error('the cursor never ends');
+  } while (cursor !== undefined);
+  return { ids, pages };
+}
+
+// ---------------------------------------------------------------- the contract
+
+export function runStoreContract(name: string, open: OpenStore): void {
+  describe(`RunStore contract (${name})`, () => {
+    let s: StoreUnderTest;
+    /** Gives each test of the enclosing describe a store of its own. */
+    const useStore = (empty: boolean) => {
+      beforeEach(async () => {
+        s = await open({ empty });
+      });
+      afterEach(async () => {
+        await s.close();
+      });
+    };
+
+    describe('create', () => {
+      useStore(false);
+      it('stores the record at version 1 with run_started at seq 1, and indexes its subject and create key', async () => {
+        const created = draft();
+        const stored = await s.store.commit({
+          record: created.record,
+          expectedVersion: null,
+          events: created.events,
+          createKey: { principalKey: 'user:alice', key: 'k-1' },
+        });
+        expect(stored.version).toBe(1);
+        expect(await s.store.getRun(stored.run_id)).toEqual(stored);
+        expect((await s.store.readEvents(stored.run_id, 0, 10)).map((e) => [e.seq, e.kind])).toEqual([
+          [1, 'run_started'],
+        ]);
+        expect(await s.store.findBySubject(stored.subject)).toBe(stored.run_id);
+        expect(await s.store.findByCreateKey('user:alice', 'k-1')).toBe(stored.run_id);
+        expect(await s.store.findByCreateKey('user:bob', 'k-1')).toBeNull();
+        expect(await s.store.getRun('store-never-created')).toBeNull();
+      });
+
+      it('refuses a create on a subject with a live run as subject_taken, and writes nothing of it', async () => {
+        const parent = await storedRun(s.store);
+        const first = await storedRun(s.store);
+        const second = draft({ subject: first.subject });
+        const refused = await refusal(
+          s.store.commit({
+            record: second.record,
+            expectedVersion: null,
+            events: second.events,
+            createKey: { principalKey: 'user:alice', key: 'k-unused' },
+            parentLink: parent.run_id,
+          }),
+        );
+        expect(refused.reason).toBe('subject_taken');
+        expect(await s.store.getRun(second.record.run_id)).toBeNull();
+        expect(await s.store.readEvents(second.record.run_id, 0, 10)).toEqual([]);
+        expect(await s.store.findBySubject(first.subject)).toBe(first.run_id);
+        expect(await s.store.findByCreateKey('user:alice', 'k-unused')).toBeNull();
+        expect(await s.store.listChildren(parent.run_id)).toEqual([]);
+      });
+
+      it('refuses a create whose create key was used as create_key_taken, and writes nothing of it', async () => {
+        const first = await storedRun(s.store, {}, { createKey: { principalKey: 'user:alice', key: 'k-2' } });
+        const second = draft();
+        const refused = await refusal(
+          s.store.commit({
+            record: second.record,
+            expectedVersion: null,
+            events: second.events,
+            createKey: { principalKey: 'user:alice', key: 'k-2' },
+          }),
+        );
+        expect(refused.reason).toBe('create_key_taken');
+        expect(await s.store.getRun(second.record.run_id)).toBeNull();
+        expect(await s.store.findBySubject(second.record.subject)).toBeNull();
+        expect(await s.store.findByCreateKey('user:alice', 'k-2')).toBe(first.run_id);
+        // The subject the refused create would have taken is free.
+        const retried = await s.store.commit({
+          record: second.record,
+          expectedVersion: null,
+          events: second.events,
+        });
+        expect(await s.store.findBySubject(retried.subject)).toBe(retried.run_id);
+      });
+
+      it('names the subject when both the subject and the create key are taken', async () => {
+        const first = await storedRun(s.store, {}, { createKey: { principalKey: 'user:alice', key: 'k-3' } });
+        const second = draft({ subject: first.subject });
+        const refused = await refusal(
+          s.store.commit({
+            record: second.record,
+            expectedVersion: null,
+            events: second.events,
+            createKey: { principalKey: 'user:alice', key: 'k-3' },
+          }),
+        );
+        expect(refused.reason).toBe('subject_taken');
+      });
+
+      it('refuses a second create of the same run id as stale_version, and keeps the first', async () => {
+        const created = draft();
+        const first = await s.store.commit({
+          record: created.record,
+          expectedVersion: null,
+          events: created.events,
+        });
+        const again = { ...created.record, subject: newSubject() } as RunRecord;
+        const refused = await refusal(
+          s.store.commit({ record: again, expectedVersion: null, events: created.events }),
+        );
+        expect(refused.reason).toBe('stale_version');
+        expect(await s.store.getRun(first.run_id)).toEqual(first);
+        expect(await s.store.findBySubject(again.subject)).toBeNull();
+      });
+    });
+
+    describe('versions and fences', () => {
+      useStore(false);
+      it('refuses a commit from a stale version as stale_version with the current record, and writes nothing', async () => {
+        const run = await storedRun(s.store);
+        const { record } = await append(s.store, run, [{ a: 1 }]);
+        const refused = await refusal(
+          append(s.store, run, [{ zombie: true }], {
+            state: { rev: 1, value: { z: 1 } },
+            checkpoints: [checkpoint(1, 1)],
+          }),
+        );
+        expect(refused.reason).toBe('stale_version');
+        expect(refused.current).toEqual(record);
+        expect(await s.store.getRun(run.run_id)).toEqual(record);
+        expect((await s.store.readEvents(run.run_id, 0, 100)).map((e) => e.data)).toEqual([
+          { input: 'hello' },
+          { a: 1 },
+        ]);
+        expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
+      });
+
+      it('refuses an update of a run that was never created as stale_version', async () => {
+        const never = draft().record;
+        const refused = await refusal(
+          s.store.commit({ record: { ...never, version: 1 } as RunRecord, expectedVersion: 1, events: [] }),
+        );
+        expect(refused.reason).toBe('stale_version');
+        expect(refused.current).toBeNull();
+        expect(await s.store.getRun(never.run_id)).toBeNull();
+      });
+
+      it('refuses a commit under another owner’s lease as fenced_out, and the owner’s own fence commits', async () => {
+        const held = await leased(s.store, await storedRun(s.store), 'owner-a');
+        const refused = await refusal(
+          append(s.store, held, [{ zombie: true }], { fence: { owner: 'owner-b', epoch: held.epoch } }),
+        );
+        expect(refused.reason).toBe('fenced_out');
+        expect(refused.current).toEqual(held);
+        expect(await s.store.getRun(held.run_id)).toEqual(held);
+        expect(await s.store.readEvents(held.run_id, held.last_seq, 10)).toEqual([]);
+        const owned = await append(s.store, held, [{ ok: true }], {
+          fence: { owner: 'owner-a', epoch: held.epoch },
+        });
+        expect(owned.record.version).toBe(held.version + 1);
+        expect(await s.store.readEvents(held.run_id, held.last_seq, 10)).toEqual(owned.events);
+      });
+
+      it('refuses the same owner under an older epoch as fenced_out (the epoch is part of the fence)', async () => {
+        const held = await leased(s.store, await storedRun(s.store), 'owner-a');
+        const refused = await refusal(
+          append(s.store, held, [{ zombie: true }], { fence: { owner: 'owner-a', epoch: held.epoch - 1 } }),
+        );
+        expect(refused.reason).toBe('fenced_out');
+        expect(await s.store.getRun(held.run_id)).toEqual(held);
+      });
+
+      it('refuses a fence once the run holds no lease as fenced_out', async () => {
+        const held = await leased(s.store, await storedRun(s.store), 'owner-a');
+        const fence = { owner: 'owner-a', epoch: held.epoch };
+        const release = releaseLease(held, fence, Date.now());
+        if (!release.ok) throw new Error(release.code);
+        const released = await s.store.commit({
+          record: release.record,
+          expectedVersion: held.version,
+          fence,
+          events: release.events,
+        });
+        expect(released.lease).toBeNull();
+        const refused = await refusal(append(s.store, released, [{ zombie: true }], { fence }));
+        expect(refused.reason).toBe('fenced_out');
+        expect(await s.store.getRun(held.run_id)).toEqual(released);
+      });
+
+      it('refuses the fence holder reading a stale version as stale_version, not fenced_out', async () => {
+        const held = await leased(s.store, await storedRun(s.store), 'owner-a');
+        const fence = { owner: 'owner-a', epoch: held.epoch };
+        const { record } = await append(s.store, held, [{ first: true }], { fence });
+        const refused = await refusal(append(s.store, held, [{ again: true }], { fence }));
+        expect(refused.reason).toBe('stale_version');
+        expect(refused.current).toEqual(record);
+      });
+    });
+
+    describe('the event log', () => {
+      useStore(false);
+      it('reads commits of any size back contiguous, in order, for any after and limit', async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 5 }),
+            fc.integer({ min: 0, max: 30 }),
+            fc.integer({ min: 1, max: 30 }),
+            async (sizes, after, limit) => {
+              let record = await storedRun(s.store);
+              const all: RunEvent[] = (await s.store.readEvents(record.run_id, 0, 10)).slice();
+              for (const [c, size] of sizes.entries()) {
+                const out = await append(
+                  s.store,
+                  record,
+                  Array.from({ length: size }, (_, i) => ({ c, i })),
+                );
+                record = out.record;
+                all.push(...out.events);
+              }
+              expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+              const read = await s.store.readEvents(record.run_id, after, limit);
+              expect(read).toEqual(all.filter((e) => e.seq > after).slice(0, limit));
+            },
+          ),
+          { numRuns: 30 },
+        );
+      });
+
+      it('never returns checkpoint, state, ack or record items as events', async () => {
+        let { record } = await append(s.store, await storedRun(s.store), [{ x: 1 }, { x: 2 }], {
+          state: { rev: 1, value: { s: 1 } },
+          checkpoints: [checkpoint(1, 1)],
+          controlAck: { control_id: 'ctl-1', digest: 'd', ack: { ack: 'applied', seq: 3 }, seq: 3 },
+        });
+        // State without events (not expected from the engine): its own item.
+        record = await s.store.commit({
+          record: { ...record, state_rev: 2 } as RunRecord,
+          expectedVersion: record.version,
+          events: [],
+          state: { rev: 2, value: { s: 2 } },
+        });
+        ({ record } = await append(s.store, record, [{ x: 3 }], { checkpoints: [checkpoint(2, 2)] }));
+        const events = await s.store.readEvents(record.run_id, 0, 100);
+        expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect(events.map((e) => e.kind)).toEqual([
+          'run_started',
+          'steer_queued',
+          'steer_queued',
+          'steer_queued',
+        ]);
+        expect(await s.store.readEvents(record.run_id, 4, 100)).toEqual([]);
+        expect(await s.store.readEvents(record.run_id, 3, 1)).toEqual([events[3]]);
+        expect(await s.store.readEvents('store-never-created', 0, 100)).toEqual([]);
+      });
+
+      it('reads a commit larger than one page back whole, from inside a page and up to a limit inside another', async () => {
+        const filler = 'p'.repeat(INLINE_LIMIT - 1_024);
+        // More serialized bytes than one page holds.
+        const count = Math.ceil((2 * PAGE_LIMIT) / filler.length) + 1;
+        const data = Array.from({ length: count }, (_, i) => ({ i, filler }));
+        const state = { s: 'x'.repeat(INLINE_LIMIT - 1_024) };
+        const { record, events } = await append(s.store, await storedRun(s.store), data, {
+          state: { rev: 1, value: state },
+        });
+        expect(s.blobPuts).toEqual([]);
+        expect(await s.store.readEvents(record.run_id, 1, 100)).toEqual(events);
+        for (const [after, limit] of [
+          [3, 4],
+          [7, 9],
+          [count - 2, 10],
+          [1, count],
+        ] as const) {
+          expect(await s.store.readEvents(record.run_id, after, limit)).toEqual(
+            events.filter((e) => e.seq > after).slice(0, limit),
+          );
+        }
+        expect(await s.store.getState(record.run_id, 1, record.state_at)).toEqual(state);
+      });
+    });
+
+    describe('domain state where the record says', () => {
+      useStore(false);
+      it('sets state_at on the returned and stored record, getState reads it, and a checkpoint carries it', async () => {
+        const run = await storedRun(s.store);
+        expect(run.state_at).toBeUndefined();
+        expect(await s.store.getState(run.run_id, 0)).toBeNull();
+        const { record } = await append(s.store, run, [{ a: 1 }, { a: 2 }], {
+          state: { rev: 1, value: { v: 'one' } },
+          checkpoints: [checkpoint(1, 1), checkpoint(2, 0)],
+        });
+        expect(record.state_at).toBeTypeOf('string');
+        expect((await s.store.getRun(run.run_id))?.state_at).toBe(record.state_at);
+        expect(await s.store.getState(run.run_id, 1, record.state_at)).toEqual({ v: 'one' });
+        await expect(s.store.getState(run.run_id, 2, record.state_at)).rejects.toThrow(
+          /holds domain state 1, not 2/,
+        );
+        const cp = await s.store.getCheckpoint(run.run_id, 1);
+        expect(cp?.state_at).toBe(record.state_at);
+        expect(await s.store.getState(run.run_id, cp?.state_rev ?? -1, cp?.state_at)).toEqual({ v: 'one' });
+        expect((await s.store.getCheckpoint(run.run_id, 2))?.state_at).toBeUndefined();
+
+        // A commit without state keeps pointing at the item that holds the record's state_rev.
+        const later = await append(s.store, record, [{ a: 3 }], { checkpoints: [checkpoint(3, 1)] });
+        expect(later.record.state_at).toBe(record.state_at);
+        expect((await s.store.getCheckpoint(run.run_id, 3))?.state_at).toBe(record.state_at);
+
+        // State without events (not expected from the engine): its own item, found by rev alone too.
+        const bare = await s.store.commit({
+          record: { ...later.record, state_rev: 2 } as RunRecord,
+          expectedVersion: later.record.version,
+          events: [],
+          state: { rev: 2, value: { v: 'two' } },
+        });
+        expect(bare.state_at).toBeTypeOf('string');
+        expect(bare.state_at).not.toBe(record.state_at);
+        expect(await s.store.getState(run.run_id, 2, bare.state_at)).toEqual({ v: 'two' });
+        expect(await s.store.getState(run.run_id, 2)).toEqual({ v: 'two' });
+        await expect(s.store.getState(run.run_id, 7)).rejects.toThrow(/missing/);
+      });
+
+      it('never rewrites a state once written: each revision keeps its own item, read back as it was', async () => {
+        let record = await storedRun(s.store);
+        const places: { rev: number; at: string | undefined; value: unknown }[] = [];
+        for (let rev = 1; rev <= 4; rev += 1) {
+          const value = { rev, text: `state ${rev}` };
+          ({ record } = await append(s.store, record, [{ rev }], { state: { rev, value } }));
+          places.push({ rev, at: record.state_at, value });
+        }
+        // A refused commit carrying a state writes none of it.
+        const refused = await refusal(
+          s.store.commit({
+            record: { ...record, state_rev: 5, last_seq: record.last_seq + 1 } as RunRecord,
+            expectedVersion: record.version - 1,
+            events: [{ seq: record.last_seq + 1, kind: 'steer_queued', at: 1, data: {} }],
+            state: { rev: 5, value: { rev: 'never' } },
+          }),
+        );
+        expect(refused.reason).toBe('stale_version');
+        expect(new Set(places.map((p) => p.at)).size).toBe(4);
+        for (const p of places) expect(await s.store.getState(record.run_id, p.rev, p.at)).toEqual(p.value);
+        expect((await s.store.getRun(record.run_id))?.state_rev).toBe(4);
+      });
+    });
+
+    describe('checkpoints', () => {
+      useStore(false);
+      it('lists checkpoints in number order, reads one by number, and null for one never written', async () => {
+        const run = await storedRun(s.store);
+        const { record } = await append(s.store, run, [{ a: 1 }], {
+          state: { rev: 1, value: { v: 1 } },
+          checkpoints: [checkpoint(2, 1), checkpoint(1, 0)],
+        });
+        await append(s.store, record, [{ a: 2 }], { checkpoints: [checkpoint(10, 1)] });
+        expect((await s.store.listCheckpoints(run.run_id)).map((c) => c.n)).toEqual([1, 2, 10]);
+        expect(await s.store.getCheckpoint(run.run_id, 10)).toEqual({
+          ...checkpoint(10, 1),
+          state_at: record.state_at,
+        });
+        expect(await s.store.getCheckpoint(run.run_id, 3)).toBeNull();
+        expect(await s.store.listCheckpoints('store-never-created')).toEqual([]);
+      });
+
+      it('refuses a commit that writes a checkpoint number again, and writes nothing of it', async () => {
+        const { record } = await append(s.store, await storedRun(s.store), [{ a: 1 }], {
+          checkpoints: [checkpoint(1, 0)],
+        });
+        const refused = await refusal(
+          append(s.store, record, [{ a: 2 }], { checkpoints: [{ ...checkpoint(1, 0), reason: 'again' }] }),
+        );
+        expect(refused.reason).toBe('validation');
+        expect(await s.store.getRun(record.run_id)).toEqual(record);
+        expect(await s.store.readEvents(record.run_id, record.last_seq, 10)).toEqual([]);
+        expect((await s.store.getCheckpoint(record.run_id, 1))?.reason).toBe('test');
+      });
+    });
+
+    describe('control acks', () => {
+      useStore(false);
+      const ack: ControlAckItem = {
+        control_id: 'ctl-dup',
+        digest: 'd',
+        ack: { ack: 'applied', seq: 2 },
+        seq: 2,
+      };
+
+      it('reads the run and one control’s ack together, null for a control never acked', async () => {
+        const { record } = await append(s.store, await storedRun(s.store), [{ a: 1 }], { controlAck: ack });
+        expect(await s.store.getRunAndAck(record.run_id, 'ctl-dup')).toEqual({ record, ack });
+        expect(await s.store.getRunAndAck(record.run_id, 'ctl-other')).toEqual({ record, ack: null });
+        expect(await s.store.getRunAndAck('store-never-created', 'ctl-dup')).toEqual({
+          record: null,
+          ack: null,
+        });
+      });
+
+      it('refuses a second ack for the same control id as control_ack_exists, and writes nothing', async () => {
+        const { record } = await append(s.store, await storedRun(s.store), [{ a: 1 }], {
+          state: { rev: 1, value: {} },
+          checkpoints: [checkpoint(1, 1)],
+          controlAck: ack,
+        });
+        const refused = await refusal(
+          append(s.store, record, [{ a: 2 }, { a: 3 }], {
+            state: { rev: 2, value: {} },
+            checkpoints: [checkpoint(2, 2)],
+            controlAck: { ...ack, seq: 4 },
+          }),
+        );
+        expect(refused.reason).toBe('control_ack_exists');
+        expect(await s.store.getRun(record.run_id)).toEqual(record);
+        expect(await s.store.readEvents(record.run_id, 2, 10)).toEqual([]);
+        expect(await s.store.getCheckpoint(record.run_id, 2)).toBeNull();
+        expect((await s.store.getRunAndAck(record.run_id, 'ctl-dup')).ack).toEqual(ack);
+      });
+    });
+
+    describe('indexes', () => {
+      useStore(false);
+      it('finds a resume key after its result request opened, and no longer once the result was delivered', async () => {
+        const resumeKey = `rk-${randomUUID()}`;
+        const run = await storedRun(s.store);
+        expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
+        const opened = await append(
+          s.store,
+          run,
+          [{ kind: 'result', request_id: 'req-1', op_id: 'op-1', resume_key: resumeKey }],
+          { kind: 'request_opened' },
+        );
+        expect(await s.store.findByResumeKey(resumeKey)).toEqual({ run_id: run.run_id, op_id: 'op-1' });
+        // A request of another kind indexes nothing.
+        const other = `rk-${randomUUID()}`;
+        const asked = await append(
+          s.store,
+          opened.record,
+          [{ kind: 'input', request_id: 'req-2', op_id: 'op-2', resume_key: other }],
+          { kind: 'request_opened' },
+        );
+        expect(await s.store.findByResumeKey(other)).toBeNull();
+        await append(s.store, asked.record, [{ request_id: 'req-1', op_id: 'op-1', resume_key: resumeKey }], {
+          kind: 'result_delivered',
+        });
+        expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
+      });
+
+      it('lists the children linked to a parent in run id order, and none for a run without children', async () => {
+        const parent = await storedRun(s.store);
+        const ids = ['child-c', 'child-a', 'child-b'].map((id) => `${id}-${randomUUID()}`);
+        for (const run_id of ids)
+          await storedRun(
+            s.store,
+            { run_id, parent_run_id: parent.run_id, depth: 1 },
+            { parentLink: parent.run_id },
+          );
+        expect(await s.store.listChildren(parent.run_id)).toEqual([...ids].sort());
+        expect(await s.store.listChildren(ids[0] as string)).toEqual([]);
+      });
+
+      it('releases the subject in the commit that ends the run, so a new run can take it', async () => {
+        const run = await storedRun(s.store);
+        // A commit of the live run keeps its subject.
+        const { record } = await append(s.store, run, [{ a: 1 }]);
+        expect(await s.store.findBySubject(run.subject)).toBe(run.run_id);
+        const ended = failRun(record, 'test_ended', Date.now());
+        if (!ended.ok) throw new Error(ended.code);
+        const stored = await s.store.commit({
+          record: ended.record,
+          expectedVersion: record.version,
+          events: ended.events,
+        });
+        expect(stored.status).toBe('failed');
+        expect(await s.store.findBySubject(run.subject)).toBeNull();
+        const next = await storedRun(s.store, { subject: run.subject });
+        expect(await s.store.findBySubject(run.subject)).toBe(next.run_id);
+      });
+    });
+
+    describe('sweep candidates', () => {
+      useStore(true);
+      it('lists the runs of one shard that are due by now, soonest first, up to the limit', async () => {
+        const t0 = 1_700_000_000_000;
+        const shard = 5;
+        // Queued runs are due at their wake deadline (their creation); a leased run at the lease's expiry.
+        const early = await storedRun(s.store, { run_id: runIdInShard(shard) }, {}, t0);
+        const late = await storedRun(s.store, { run_id: runIdInShard(shard) }, {}, t0 + 10);
+        const held = await leased(
+          s.store,
+          await storedRun(s.store, { run_id: runIdInShard(shard) }, {}, t0),
+          'w',
+          t0,
+        );
+        const lease = held.lease?.expires_at ?? 0;
+        const elsewhere = await storedRun(s.store, { run_id: runIdInShard(shard + 1) }, {}, t0);
+        // An ended run owes the sweeper nothing.
+        const done = await storedRun(s.store, { run_id: runIdInShard(shard) }, {}, t0);
+        const failed = failRun(done, 'test_ended', t0 + 1);
+        if (!failed.ok) throw new Error(failed.code);
+        await s.store.commit({ record: failed.record, expectedVersion: done.version, events: failed.events });
+
+        expect(await s.store.sweepCandidates(shard, t0 - 1, 10)).toEqual([]);
+        expect(await s.store.sweepCandidates(shard, t0 + 10, 10)).toEqual([early.run_id, late.run_id]);
+        expect(await s.store.sweepCandidates(shard, t0 + 10, 1)).toEqual([early.run_id]);
+        expect(await s.store.sweepCandidates(shard, lease - 1, 10)).toEqual([early.run_id, late.run_id]);
+        expect(await s.store.sweepCandidates(shard, lease, 10)).toEqual([
+          early.run_id,
+          late.run_id,
+          held.run_id,
+        ]);
+        expect(await s.store.sweepCandidates(shard + 1, lease, 10)).toEqual([elsewhere.run_id]);
+        expect(await s.store.sweepCandidates(shard + 2, lease, 10)).toEqual([]);
+      });
+
+      it('refuses a shard outside [0, SWEEP_SHARDS) with a RangeError', async () => {
+        await expect(s.store.sweepCandidates(SWEEP_SHARDS, Date.now(), 10)).rejects.toBeInstanceOf(
+          RangeError,
+        );
+        await expect(s.store.sweepCandidates(-1, Date.now(), 10)).rejects.toBeInstanceOf(RangeError);
+      });
+    });
+
+    describe('listing by status', () => {
+      useStore(true);
+      it('pages every run of a status exactly once, for any page size, following the cursor', async () => {
+        const t0 = 1_700_000_000_000;
+        const queued: string[] = [];
+        // Several runs share a creation time; ids of mixed case (code-unit order is not locale order).
+        for (let i = 0; i < 9; i += 1) {
+          const run_id = `list-${'aBcD'[i % 4]}-${randomUUID()}`;
+          queued.push((await storedRun(s.store, { run_id }, {}, t0 + (i % 3))).run_id);
+        }
+        const running = await leased(s.store, await storedRun(s.store, {}, {}, t0), 'w', t0);
+        for (const limit of [1, 2, 4, 9, 10, 50]) {
+          const { ids, pages } = await listAll(s.store, 'queued', limit);
+          expect(ids).toHaveLength(queued.length);
+          expect([...ids].sort()).toEqual([...queued].sort());
+          expect(pages).toBeGreaterThanOrEqual(Math.ceil(queued.length / limit));
+        }
+        expect((await listAll(s.store, 'running', 3)).ids).toEqual([running.run_id]);
+        expect((await listAll(s.store, 'paused', 3)).ids).toEqual([]);
+      });
+
+      it('moves a run to the listing of its new status', async () => {
+        const run = await storedRun(s.store);
+        expect((await listAll(s.store, 'queued', 5)).ids).toEqual([run.run_id]);
+        const held = await leased(s.store, run, 'w');
+        expect((await listAll(s.store, 'queued', 5)).ids).toEqual([]);
+        expect((await listAll(s.store, 'running', 5)).ids).toEqual([held.run_id]);
+      });
+
+      it('refuses a cursor it did not issue with a SyntaxError', async () => {
+        await storedRun(s.store);
+        for (const cursor of [
+          'garbage',
+          '3|garbage',
+          '99|',
+          '-1|',
+          Buffer.from('{}').toString('base64url'),
+          '',
+        ]) {
+          await expect(s.store.listByStatus('queued', 5, cursor), cursor).rejects.toBeInstanceOf(SyntaxError);
+        }
+      });
+    });
+
+    describe('payloads', () => {
+      useStore(false);
+      it('keeps a 450 KB event data and a 450 KB domain state in the blob store and reads both back intact', async () => {
+        const big = { text: 'e'.repeat(450_000), n: [1, 2, 3] };
+        const state = { text: 's'.repeat(450_000), nested: { ok: true } };
+        const { record, events } = await append(
+          s.store,
+          await storedRun(s.store),
+          [{ small: 1 }, big, { small: 2 }],
+          {
+            state: { rev: 1, value: state },
+          },
+        );
+        expect([...s.blobPuts].sort()).toEqual([JSON.stringify(big), JSON.stringify(state)].sort());
+        expect((await s.store.readEvents(record.run_id, 1, 10)).map((e) => e.data)).toEqual([
+          { small: 1 },
+          big,
+          { small: 2 },
+        ]);
+        expect(await s.store.readEvents(record.run_id, 1, 10)).toEqual(events);
+        expect(await s.store.getState(record.run_id, 1, record.state_at)).toEqual(state);
+      });
+
+      it('keeps a payload of INLINE_LIMIT bytes out of the blob store, and one byte more goes in', async () => {
+        const exactly = { t: 'i'.repeat(INLINE_LIMIT - JSON.stringify({ t: '' }).length) };
+        const above = { t: `${exactly.t}i` };
+        expect(Buffer.byteLength(JSON.stringify(exactly))).toBe(INLINE_LIMIT);
+        const { record } = await append(s.store, await storedRun(s.store), [exactly]);
+        expect(s.blobPuts).toEqual([]);
+        await append(s.store, record, [above]);
+        expect(s.blobPuts).toEqual([JSON.stringify(above)]);
+        expect((await s.store.readEvents(record.run_id, 1, 10)).map((e) => e.data)).toEqual([exactly, above]);
+      });
+
+      it('stores values nested past DynamoDB’s 32-level limit (record, event data, state, checkpoint) and reads them back', async () => {
+        let deep: unknown = 'bottom';
+        for (let i = 0; i < 200; i += 1) deep = { d: deep };
+        const run = await storedRun(s.store);
+        const nested = { ...run, executor_config: { deep } } as RunRecord;
+        const { record, events } = await append(s.store, nested, [{ deep }], {
+          state: { rev: 1, value: { deep } },
+          checkpoints: [checkpoint(1, 1)].map((c) => ({ ...c, core: { deep } })),
+        });
+        expect(record.executor_config).toEqual({ deep });
+        expect((await s.store.getRun(record.run_id))?.executor_config).toEqual({ deep });
+        expect(await s.store.readEvents(record.run_id, 1, 10)).toEqual(events);
+        expect(await s.store.getState(record.run_id, 1, record.state_at)).toEqual({ deep });
+        expect((await s.store.getCheckpoint(record.run_id, 1))?.core).toEqual({ deep });
+      });
+    });
+
+    describe('commits too large', () => {
+      useStore(false);
+      it(`refuses a commit of more than ${MAX_TRANSACT_ITEMS} writes whole, never truncated`, async () => {
+        const run = await storedRun(s.store);
+        const checkpoints = Array.from({ length: MAX_TRANSACT_ITEMS - 1 }, (_, i) => checkpoint(i + 1, 0));
+        await expect(append(s.store, run, [{ x: 1 }], { checkpoints })).rejects.toBeInstanceOf(
+          CommitTooLarge,
+        );
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+        expect(await s.store.readEvents(run.run_id, 0, 10)).toHaveLength(1);
+        expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
+      });
+
+      // What DynamoDB refuses beyond the planner's own limits: the adapters do not yet classify
+      // these alike (DynamoDB's ValidationException passes through), so only "refused whole" is
+      // the contract.
+      it('refuses a commit with an item above DynamoDB’s 400 KB item limit whole (a checkpoint)', async () => {
+        const run = await storedRun(s.store);
+        const big = { ...checkpoint(1, 0), core: { text: 'c'.repeat(450_000) } };
+        await expect(append(s.store, run, [{ x: 1 }], { checkpoints: [big] })).rejects.toThrow();
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+        expect(await s.store.readEvents(run.run_id, 0, 10)).toHaveLength(1);
+        expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
+      });
+
+      it('refuses a commit above DynamoDB’s 4 MB transaction size whole (many inline events)', async () => {
+        const run = await storedRun(s.store);
+        const data = Array.from({ length: 150 }, (_, i) => ({ i, text: 'z'.repeat(30_000) }));
+        await expect(append(s.store, run, data)).rejects.toThrow();
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+        expect(await s.store.readEvents(run.run_id, 0, 200)).toHaveLength(1);
+      });
+
+      it('refuses a commit that writes one item twice whole (a resume key opened and delivered at once)', async () => {
+        const run = await storedRun(s.store);
+        const resumeKey = `rk-${randomUUID()}`;
+        const events: RunEvent[] = [
+          {
+            seq: 2,
+            kind: 'request_opened',
+            at: 1,
+            data: { kind: 'result', op_id: 'op-1', resume_key: resumeKey },
+          },
+          { seq: 3, kind: 'result_delivered', at: 2, data: { op_id: 'op-1', resume_key: resumeKey } },
+        ];
+        await expect(
+          s.store.commit({
+            record: { ...run, last_seq: 3 } as RunRecord,
+            expectedVersion: run.version,
+            events,
+          }),
+        ).rejects.toThrow();
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+        expect(await s.store.readEvents(run.run_id, 1, 10)).toEqual([]);
+        expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
+      });
+
+      it('stores a record just under RECORD_LIMIT (quote-heavy, so its JSON text is full of escapes) and reads it back', async () => {
+        const run = await storedRun(s.store);
+        const size = Buffer.byteLength(JSON.stringify(run));
+        // Each '"' is two bytes of the record's JSON text.
+        const quotes = { q: '"'.repeat(Math.floor((RECORD_LIMIT - size - 1_024) / 2)) };
+        const { record } = await append(s.store, { ...run, executor_config: quotes } as RunRecord, [
+          { x: 1 },
+        ]);
+        expect(Buffer.byteLength(JSON.stringify(record))).toBeGreaterThan(RECORD_LIMIT - 2_048);
+        expect(await s.store.getRun(run.run_id)).toEqual(record);
+      });
+
+      it('refuses an update or a create whose record exceeds RECORD_LIMIT whole, never truncated', async () => {
+        const run = await storedRun(s.store);
+        const huge = { blob: 'r'.repeat(RECORD_LIMIT) };
+        await expect(
+          append(s.store, { ...run, executor_config: huge } as RunRecord, [{ x: 1 }], {
+            state: { rev: 1, value: { v: 1 } },
+            checkpoints: [checkpoint(1, 1)],
+          }),
+        ).rejects.toBeInstanceOf(CommitTooLarge);
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+        expect(await s.store.readEvents(run.run_id, 0, 10)).toHaveLength(1);
+        expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
+
+        const created = draft({ executor_config: huge });
+        await expect(
+          s.store.commit({
+            record: created.record,
+            expectedVersion: null,
+            events: created.events,
+            createKey: { principalKey: 'user:alice', key: 'k-huge' },
+          }),
+        ).rejects.toBeInstanceOf(CommitTooLarge);
+        expect(await s.store.getRun(created.record.run_id)).toBeNull();
+        expect(await s.store.findBySubject(created.record.subject)).toBeNull();
+        expect(await s.store.findByCreateKey('user:alice', 'k-huge')).toBeNull();
+      });
+    });
+  });
+}

@@ -1,0 +1,315 @@
+/**
+ * The DynamoDB run store on DynamoDB Local + fauxqs S3: first the RunStore contract
+ * (test/contract/run-store.contract.ts, the suite the memory store passes too; the listing and
+ * sweep tests each on a table of their own); then what is about DynamoDB itself, on the shared table: every event of one
+ * commit in ONE event page (`E#{last seq}`), so a fused commit is two TransactWriteItems items,
+ * the domain state inline in the commit's last page, pages split under PAGE_LIMIT, payloads
+ * above INLINE_LIMIT as blob attributes, the rendered condition expressions, and reads that stop
+ * before a gap a read-committed Query may show. DESIGN sections 4 and 5; seed agent-runs,
+ * "Storage and cluster behaviour".
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createAwsClients } from '../../lib/aws-clients.ts';
+import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
+import type { RunEvent, RunEventKind, RunRecord } from '../../lib/contracts/index.ts';
+import { acquireLease, createRun } from '../../lib/core/run-machine.ts';
+import type { CheckpointItem, Commit, RunStore } from '../../lib/engine/ports.ts';
+import { INLINE_LIMIT, PAGE_LIMIT } from '../../lib/store/commit-plan.ts';
+import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
+import { createTableInput } from '../../lib/store/table.ts';
+import { recordingBlobs, runStoreContract } from '../contract/run-store.contract.ts';
+import { editedQueries, localStore } from '../support/dynamo-faults.ts';
+import { uniqueSubject } from '../support/engine.ts';
+import { readAll } from '../support/faults.ts';
+
+type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
+
+const local = inject('localServices');
+const clients = createAwsClients(local);
+const raw = clients.doc;
+afterAll(() => clients.destroy());
+
+runStoreContract('DynamoDB Local', async ({ empty }) => {
+  const blobs = recordingBlobs(createS3BlobStore(clients.s3, local.bucketName));
+  if (!empty) {
+    const store = createDynamoRunStore({ doc: clients.doc, tableName: local.tableName, blobs });
+    return { store, blobPuts: blobs.puts, close: async () => {} };
+  }
+  // A table of its own: the listing and sweep tests see only the runs they made.
+  const tableName = `contract-${randomUUID()}`;
+  await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
+  return {
+    store: createDynamoRunStore({ doc: clients.doc, tableName, blobs }),
+    blobPuts: blobs.puts,
+    close: async () => {
+      await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+    },
+  };
+});
+
+/** A store whose TransactWriteItems are recorded (their items), to check a commit's shape. */
+function recordingStore(): { store: RunStore; transactions: TransactItems[] } {
+  const transactions: TransactItems[] = [];
+  const store = localStore(
+    (doc) =>
+      new Proxy(doc, {
+        get(target, prop, receiver) {
+          if (prop !== 'send') return Reflect.get(target, prop, receiver);
+          return (command: unknown) => {
+            if (command instanceof TransactWriteCommand) transactions.push(command.input.TransactItems ?? []);
+            return (target.send as (c: unknown) => Promise<unknown>)(command);
+          };
+        },
+      }) as DynamoDBDocumentClient,
+  );
+  return { store, transactions };
+}
+
+/** Creates a run (its run_started event is seq 1) and returns the stored record. */
+async function storedRun(store: RunStore): Promise<RunRecord> {
+  const created = createRun(
+    {
+      run_id: `store-${randomUUID()}`,
+      principal: { kind: 'user', id: 'alice' },
+      subject: uniqueSubject(),
+      reducer: { function_path: '/r/none' },
+      input: 'hello',
+      budgets: {},
+      on_exceeded: 'pause',
+    },
+    Date.now(),
+  );
+  return store.commit({ record: created.record, expectedVersion: null, events: created.events });
+}
+
+/** One commit appending `data` as events of `kind` after the record's last seq. */
+async function append(
+  store: RunStore,
+  record: RunRecord,
+  data: Record<string, unknown>[],
+  extra: Partial<Omit<Commit, 'record' | 'expectedVersion' | 'events'>> & { kind?: RunEventKind } = {},
+): Promise<{ record: RunRecord; events: RunEvent[] }> {
+  const { kind = 'steer_queued', state, ...rest } = extra;
+  const events: RunEvent[] = data.map((d, i) => ({
+    seq: record.last_seq + 1 + i,
+    kind,
+    at: 1_000 + i,
+    data: d,
+  }));
+  const next = {
+    ...record,
+    last_seq: record.last_seq + data.length,
+    ...(state !== undefined ? { state_rev: state.rev } : {}),
+  } as RunRecord;
+  const stored = await store.commit({
+    record: next,
+    expectedVersion: record.version,
+    events,
+    ...(state !== undefined ? { state } : {}),
+    ...rest,
+  });
+  return { record: stored, events };
+}
+
+/** Every item of the run's partition, in sort-key order. */
+async function itemsOf(runId: string): Promise<Record<string, unknown>[]> {
+  const out = await raw.send(
+    new QueryCommand({
+      TableName: local.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': `RUN#${runId}` },
+      ConsistentRead: true,
+    }),
+  );
+  return out.Items ?? [];
+}
+
+const pagesOf = async (runId: string) => (await itemsOf(runId)).filter((i) => String(i.sk).startsWith('E#'));
+
+const checkpoint = (n: number, stateRev: number): CheckpointItem => ({
+  n,
+  reason: 'test',
+  core: { status: 'running' },
+  state_rev: stateRev,
+  transcript_cutoff_seq: 1,
+  at: 1_000,
+});
+
+describe('the items of a commit on DynamoDB', () => {
+  it('writes a fused commit (three events and the domain state) as two items: the record update and one page', async () => {
+    const { store, transactions } = recordingStore();
+    const run = await storedRun(store);
+    transactions.length = 0;
+    const { record } = await append(store, run, [{ a: 1 }, { b: 2 }, { c: 3 }], {
+      state: { rev: 1, value: { turn: 1 } },
+    });
+    expect(transactions).toHaveLength(1);
+    const [update, page] = transactions[0] ?? [];
+    expect(transactions[0]).toHaveLength(2);
+    expect(update?.Update?.Key).toEqual({ pk: `RUN#${run.run_id}`, sk: 'R' });
+    expect(update?.Update?.ConditionExpression).toBe('#version = :expected_version');
+    expect(update?.Update?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
+    expect(page?.Put?.Item).toMatchObject({
+      sk: 'E#000000000004',
+      first_seq: 2,
+      last_seq: 4,
+      state_rev: 1,
+      state_json: JSON.stringify({ turn: 1 }),
+    });
+    expect(page?.Put?.ConditionExpression).toBe('attribute_not_exists(pk)');
+    expect(((page?.Put?.Item?.events ?? []) as RunEvent[]).map((e) => e.seq)).toEqual([2, 3, 4]);
+    expect(record.state_at).toBe('E#000000000004');
+  });
+
+  it('renders a lease holder’s fence in the record update’s own condition, and the subject claim of a create', async () => {
+    const { store, transactions } = recordingStore();
+    const run = await storedRun(store);
+    const [create] = transactions;
+    expect(create?.map((i) => i.Put?.ConditionExpression)).toEqual([
+      'attribute_not_exists(pk)',
+      'attribute_not_exists(pk)',
+      'attribute_not_exists(pk)',
+    ]);
+    expect(create?.[1]?.Put?.Item?.pk).toMatch(/^SUBJ#[0-9a-f]{64}$/);
+    const leased = acquireLease(run, 'owner-a', Date.now());
+    if (!leased.ok) throw new Error('lease not acquired');
+    const held = await store.commit({ record: leased.record, expectedVersion: run.version, events: [] });
+    transactions.length = 0;
+    await append(store, held, [{ ok: true }], { fence: { owner: 'owner-a', epoch: held.epoch } });
+    const update = transactions[0]?.[0]?.Update;
+    expect(update?.ConditionExpression).toBe(
+      '#version = :expected_version AND #lease_owner_c = :fence_owner AND #epoch = :fence_epoch',
+    );
+    expect(update?.ExpressionAttributeValues).toMatchObject({
+      ':expected_version': held.version,
+      ':fence_owner': 'owner-a',
+      ':fence_epoch': held.epoch,
+    });
+    expect(transactions[0]?.filter((i) => i.ConditionCheck !== undefined)).toEqual([]);
+  });
+
+  it('keeps checkpoint, state, ack, record and page items under their own sort keys', async () => {
+    const store = localStore();
+    let { record } = await append(store, await storedRun(store), [{ x: 1 }, { x: 2 }], {
+      state: { rev: 1, value: { s: 1 } },
+      checkpoints: [checkpoint(1, 1)],
+      controlAck: { control_id: 'ctl-1', digest: 'd', ack: { ack: 'applied', seq: 3 }, seq: 3 },
+    });
+    // State without events: the D# item.
+    record = await store.commit({
+      record: { ...record, state_rev: 2 } as RunRecord,
+      expectedVersion: record.version,
+      events: [],
+      state: { rev: 2, value: { s: 2 } },
+    });
+    expect(record.state_at).toBe('D#2');
+    ({ record } = await append(store, record, [{ x: 3 }], { checkpoints: [checkpoint(2, 2)] }));
+    const sks = (await itemsOf(record.run_id)).map((i) => String(i.sk));
+    expect(sks.sort()).toEqual([
+      'C#1',
+      'C#2',
+      'D#2',
+      'E#000000000001',
+      'E#000000000003',
+      'E#000000000004',
+      'K#ctl-1',
+      'R',
+    ]);
+  });
+
+  it('stores a payload above INLINE_LIMIT as a blob attribute of its page entry or page', async () => {
+    const store = localStore();
+    const big = { text: 'e'.repeat(450_000), n: [1, 2, 3] };
+    const state = { text: 's'.repeat(450_000), nested: { ok: true } };
+    const { record } = await append(store, await storedRun(store), [{ small: 1 }, big, { small: 2 }], {
+      state: { rev: 1, value: state },
+    });
+    const [page] = await pagesOf(record.run_id).then((p) => p.filter((i) => i.sk === 'E#000000000004'));
+    const entries = page?.events as Record<string, unknown>[];
+    expect(entries[1]?.data_blob).toMatchObject({ size: Buffer.byteLength(JSON.stringify(big)) });
+    expect(entries[1]?.data_json).toBeUndefined();
+    expect(entries[0]?.data_json).toBe(JSON.stringify({ small: 1 }));
+    expect(page?.state_blob).toMatchObject({ size: Buffer.byteLength(JSON.stringify(state)) });
+    expect(page?.state_json).toBeUndefined();
+  });
+
+  it('splits a commit whose events exceed the page limit into contiguous pages, each under the limit, the state on the last', async () => {
+    const store = localStore();
+    const filler = 'p'.repeat(INLINE_LIMIT - 1_024);
+    const data = Array.from({ length: 14 }, (_, i) => ({ i, filler }));
+    const state = { s: 'x'.repeat(INLINE_LIMIT - 1_024) };
+    const { record, events } = await append(store, await storedRun(store), data, {
+      state: { rev: 1, value: state },
+    });
+    const pages = (await pagesOf(record.run_id)).slice(1); // the first is run_started's
+    expect(pages.length).toBeGreaterThanOrEqual(2);
+    // Contiguous, each keyed by its own last seq, under the page limit, the state on the last.
+    expect(pages.map((p) => p.first_seq)).toEqual([
+      2,
+      ...pages.slice(0, -1).map((p) => Number(p.last_seq) + 1),
+    ]);
+    expect(pages.at(-1)?.last_seq).toBe(15);
+    for (const p of pages) {
+      expect(p.sk).toBe(`E#${String(p.last_seq).padStart(12, '0')}`);
+      const { pk: _pk, sk: _sk, ...body } = p;
+      expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThanOrEqual(PAGE_LIMIT + 1_024);
+      expect(
+        (p.events as { data_json: string }[]).every(
+          (e) => (JSON.parse(e.data_json) as { filler?: string }).filler === filler,
+        ),
+      ).toBe(true);
+    }
+    expect(pages.filter((p) => p.state_json !== undefined).map((p) => p.sk)).toEqual([pages.at(-1)?.sk]);
+    expect(record.state_at).toBe(pages.at(-1)?.sk);
+    expect(await store.readEvents(record.run_id, 1, 100)).toEqual(events);
+  });
+
+  it('refuses a commit above the transaction item limit before sending it: nothing reaches DynamoDB', async () => {
+    const { store, transactions } = recordingStore();
+    const run = await storedRun(store);
+    transactions.length = 0;
+    const checkpoints = Array.from({ length: 99 }, (_, i) => checkpoint(i + 1, 0));
+    await expect(append(store, run, [{ x: 1 }], { checkpoints })).rejects.toThrow(/transaction limit/);
+    expect(transactions).toEqual([]);
+    expect((await itemsOf(run.run_id)).map((i) => i.sk)).toEqual(['E#000000000001', 'R']);
+  });
+});
+
+describe('event pages while a commit is still landing', () => {
+  it('stop before a gap a read-committed Query may show, so a reader paging with after never skips a seq', async () => {
+    const store = localStore();
+    let record = await storedRun(store);
+    for (let c = 0; c < 6; c += 1) {
+      ({ record } = await append(store, record, [
+        { c, i: 0 },
+        { c, i: 1 },
+      ]));
+    }
+    const all = await readAll(store, record.run_id);
+    expect(all.length).toBeGreaterThan(8);
+    // The run's event pages as stored (one per commit, keyed by their last seq), in order.
+    const lastSeqs = (await pagesOf(record.run_id)).map((page) => Number(page.last_seq));
+    expect(lastSeqs.length).toBeGreaterThan(4);
+    const [, end1 = 0, , end3 = 0] = lastSeqs;
+    const seqs = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    // The first two queries miss the third page they return (a page of a commit still landing).
+    const partial = localStore((doc) =>
+      editedQueries(doc, (items, n) => (n <= 2 ? items.filter((_, i) => i !== 2) : items)),
+    );
+    const first = await partial.readEvents(record.run_id, 0, 100);
+    expect(first.map((e) => e.seq)).toEqual(seqs(1, end1));
+    // From page 3 on, the query misses page 5: the read stops at the end of page 4.
+    const second = await partial.readEvents(record.run_id, end1, 100);
+    expect(second.map((e) => e.seq)).toEqual(seqs(end1 + 1, end3));
+    const rest = await partial.readEvents(record.run_id, end3, 100);
+    expect([...first, ...second, ...rest]).toEqual(all);
+  });
+});
