@@ -62,7 +62,9 @@ export async function loadOrCreateIssuer(dir: string): Promise<LocalIssuer> {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new IssuerError('issuer_key_invalid', `cannot read ${path}: ${(err as Error).message}`, { cause: err });
+      throw new IssuerError('issuer_key_invalid', `cannot read ${path}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
   if (text !== null) {
@@ -95,7 +97,9 @@ async function issuerOf(privateJwk: JWK): Promise<LocalIssuer> {
     privateKey = await importJWK(privateJwk, 'ES256');
     publicKey = await importJWK(publicJwk, 'ES256');
   } catch (err) {
-    throw new IssuerError('issuer_key_invalid', `the issuer key is not an ES256 key: ${String(err)}`, { cause: err });
+    throw new IssuerError('issuer_key_invalid', `the issuer key is not an ES256 key: ${String(err)}`, {
+      cause: err,
+    });
   }
   return {
     async sign(request) {

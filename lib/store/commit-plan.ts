@@ -53,6 +53,34 @@ export const MAX_TRANSACT_ITEMS = 100;
  */
 export const PAGE_LIMIT = 300 * 1024;
 
+/** DynamoDB's largest item (bytes). */
+export const ITEM_LIMIT = 400 * 1024;
+/** DynamoDB's largest TransactWriteItems payload (bytes). */
+export const TRANSACTION_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * An item's size as DynamoDB counts it ("Item sizes and formats"): per attribute its name's
+ * UTF-8 bytes plus its value's size; a string its UTF-8 bytes, a number 1 byte per two
+ * significant digits plus 1, a boolean or null 1, a map or list 3 plus 1 per element plus the
+ * elements (a map's keys counted like attribute names).
+ */
+export function itemSize(item: Item): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) bytes += Buffer.byteLength(name) + valueSize(value);
+  return bytes;
+}
+
+function valueSize(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number')
+    return Math.ceil(String(Math.abs(value)).replace(/[.e+-]/g, '').length / 2) + 1;
+  if (Array.isArray(value)) return 3 + value.reduce((n: number, v) => n + 1 + valueSize(v), 0);
+  if (value !== null && typeof value === 'object') {
+    return 3 + Object.entries(value).reduce((n, [k, v]) => n + 1 + Buffer.byteLength(k) + valueSize(v), 0);
+  }
+  return 1;
+}
+
 export type Item = Record<string, unknown>;
 export interface ItemKey {
   pk: string;
@@ -293,6 +321,40 @@ function eventIndexWrites(events: RunEvent[], record: RunRecord): PlannedWrite[]
   return writes;
 }
 
+const keyOfWrite = (w: PlannedWrite): ItemKey => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
+
+/**
+ * Refuses, before anything is sent, what DynamoDB would refuse as a ValidationException: more
+ * than MAX_TRANSACT_ITEMS writes, an item above ITEM_LIMIT, a transaction above
+ * TRANSACTION_LIMIT (CommitTooLarge), one item written twice (CommitRejected validation, a bug).
+ */
+function refuseWhatDynamoRefuses(writes: PlannedWrite[]): void {
+  if (writes.length > MAX_TRANSACT_ITEMS) {
+    throw new CommitTooLarge(
+      `a commit of ${writes.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
+    );
+  }
+  const keys = writes.map((w) => `${keyOfWrite(w).pk}\u0000${keyOfWrite(w).sk}`);
+  if (new Set(keys).size !== keys.length) {
+    throw new CommitRejected('validation', 'one item is written twice in one commit');
+  }
+  let total = 0;
+  for (const w of writes) {
+    const size = w.op === 'delete' ? 0 : itemSize(w.op === 'put' ? w.item : { ...w.key, ...w.set });
+    if (size > ITEM_LIMIT) {
+      throw new CommitTooLarge(
+        `a ${w.role} item of ${size} bytes exceeds DynamoDB's ${ITEM_LIMIT}-byte item limit`,
+      );
+    }
+    total += size;
+  }
+  if (total > TRANSACTION_LIMIT) {
+    throw new CommitTooLarge(
+      `a commit of ${total} bytes exceeds DynamoDB's ${TRANSACTION_LIMIT}-byte transaction limit`,
+    );
+  }
+}
+
 /** The checkpoints, the control ack, and the subject release of a run that just ended. */
 function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): PlannedWrite[] {
   const writes: PlannedWrite[] = [];
@@ -404,13 +466,11 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
   }
   for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
   writes.push(...eventIndexWrites(commit.events, record));
-  if (stateItem !== undefined) writes.push({ op: 'put', role: 'state', item: stateItem });
+  // Write-once: a revision's state never changes once written.
+  if (stateItem !== undefined)
+    writes.push({ op: 'put', role: 'state', item: stateItem, condition: { kind: 'absent' } });
   writes.push(...bookkeepingWrites(commit, record, pk));
-  if (writes.length > MAX_TRANSACT_ITEMS) {
-    throw new CommitTooLarge(
-      `a commit of ${writes.length} items exceeds the ${MAX_TRANSACT_ITEMS}-item transaction limit`,
-    );
-  }
+  refuseWhatDynamoRefuses(writes);
   return { writes, record };
 }
 

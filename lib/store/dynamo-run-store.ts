@@ -28,6 +28,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { RunEvent, RunRecord } from '../contracts/index.ts';
+import { isPlainObject } from '../core/canonical.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
@@ -364,9 +365,7 @@ async function listByStatus(
   ) {
     throw new SyntaxError('not a cursor this store issued');
   }
-  let startKey = keyText
-    ? (JSON.parse(Buffer.from(keyText, 'base64url').toString()) as Record<string, unknown>)
-    : undefined;
+  let startKey = keyText ? listingStartKey(keyText) : undefined;
   const runIds: string[] = [];
   while (shard < LISTING_SHARDS && runIds.length < limit) {
     io.metrics.queries += 1;
@@ -397,6 +396,25 @@ async function listByStatus(
     }
   }
   return shard < LISTING_SHARDS ? { run_ids: runIds, cursor: `${shard}|` } : { run_ids: runIds };
+}
+
+/**
+ * The start key a listing cursor carries: an object of the index's key attributes, each a string
+ * or a number. Throws SyntaxError for anything else (a cursor this store did not issue).
+ */
+function listingStartKey(text: string): Record<string, unknown> {
+  const key: unknown = JSON.parse(Buffer.from(text, 'base64url').toString());
+  const attrs = ['pk', 'sk', ATTR.statusShard, ATTR.createdAt];
+  if (
+    !isPlainObject(key) ||
+    Object.keys(key).some((k) => !attrs.includes(k)) ||
+    typeof key.pk !== 'string' ||
+    typeof key.sk !== 'string' ||
+    Object.values(key).some((v) => typeof v !== 'string' && typeof v !== 'number')
+  ) {
+    throw new SyntaxError('not a cursor this store issued');
+  }
+  return key;
 }
 
 /** Builds the DynamoDB RunStore. Does no I/O. */

@@ -18,10 +18,9 @@
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
-import type { Commit, RunStore, StoreMetrics } from '../engine/ports.ts';
+import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
-  type CommitPlan,
   type Condition,
   checkpointOf,
   checkpointSk,
@@ -48,34 +47,6 @@ import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
   blobs?: BlobStore;
-}
-
-/** DynamoDB's largest item (bytes). */
-const ITEM_LIMIT = 400 * 1024;
-/** DynamoDB's largest TransactWriteItems payload (bytes). */
-const TRANSACTION_LIMIT = 4 * 1024 * 1024;
-
-/**
- * An item's size as DynamoDB counts it ("Item sizes and formats"): per attribute its name's
- * UTF-8 bytes plus its value's size; a string its UTF-8 bytes, a number 1 byte per two
- * significant digits plus 1, a boolean or null 1, a map or list 3 plus 1 per element plus the
- * elements (a map's keys counted like attribute names).
- */
-function itemSize(item: Item): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) bytes += Buffer.byteLength(name) + valueSize(value);
-  return bytes;
-}
-
-function valueSize(value: unknown): number {
-  if (typeof value === 'string') return Buffer.byteLength(value);
-  if (typeof value === 'number')
-    return Math.ceil(String(Math.abs(value)).replace(/[.e+-]/g, '').length / 2) + 1;
-  if (Array.isArray(value)) return 3 + value.reduce((n: number, v) => n + 1 + valueSize(v), 0);
-  if (value !== null && typeof value === 'object') {
-    return 3 + Object.entries(value).reduce((n, [k, v]) => n + 1 + Buffer.byteLength(k) + valueSize(v), 0);
-  }
-  return 1;
 }
 
 /** An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy. */
@@ -183,30 +154,6 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
 
   const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
 
-  /** Throws CommitRejected 'validation' for a plan DynamoDB would refuse as a ValidationException. */
-  function refuseWhatDynamoRefuses(commit: Commit, plan: CommitPlan): void {
-    const keys = plan.writes.map((w) => `${keyOf(w).pk}\u0000${keyOf(w).sk}`);
-    const invalid = (test: (w: PlannedWrite, i: number) => boolean, message: string) => {
-      const codes = plan.writes.map((w, i) => (test(w, i) ? 'ValidationError' : 'None'));
-      if (codes.includes('ValidationError')) throw classifyRefusal(commit, plan, codes, [message], null);
-    };
-    invalid((_, i) => keys.indexOf(keys[i] as string) !== i, 'one item is written twice');
-    const sizes = plan.writes.map((w) => {
-      if (w.op === 'delete') return 0;
-      if (w.op === 'put') return itemSize(w.item);
-      return itemSize({ ...(table.get(w.key.pk)?.get(w.key.sk) ?? w.key), ...w.set });
-    });
-    invalid(
-      (_, i) => (sizes[i] ?? 0) > ITEM_LIMIT,
-      `an item exceeds DynamoDB's ${ITEM_LIMIT}-byte item size`,
-    );
-    const total = sizes.reduce((a, b) => a + b, 0);
-    invalid(
-      () => total > TRANSACTION_LIMIT,
-      `the transaction exceeds DynamoDB's ${TRANSACTION_LIMIT}-byte size`,
-    );
-  }
-
   function apply(w: PlannedWrite): void {
     const { pk, sk } = keyOf(w);
     let partition = table.get(pk);
@@ -311,7 +258,6 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       metrics.transactions += 1;
       // From here to the end nothing awaits: every condition is evaluated, then every write is
       // applied, so a commit is atomic like a TransactWriteItems.
-      refuseWhatDynamoRefuses(commit, plan);
       const codes = plan.writes.map((w) =>
         holds(w.condition, get(keyOf(w).pk, keyOf(w).sk)) ? 'None' : 'ConditionalCheckFailed',
       );

@@ -512,6 +512,28 @@ export function runStoreContract(name: string, open: OpenStore): void {
         for (const p of places) expect(await s.store.getState(record.run_id, p.rev, p.at)).toEqual(p.value);
         expect((await s.store.getRun(record.run_id))?.state_rev).toBe(4);
       });
+
+      it('never rewrites a state written without events (D#): writing the revision again is refused', async () => {
+        const run = await storedRun(s.store);
+        const first = await s.store.commit({
+          record: { ...run, state_rev: 1 } as RunRecord,
+          expectedVersion: run.version,
+          events: [],
+          state: { rev: 1, value: { v: 'first' } },
+        });
+        expect(first.state_at).toBe('D#1');
+        const again = await refusal(
+          s.store.commit({
+            record: first,
+            expectedVersion: first.version,
+            events: [],
+            state: { rev: 1, value: { v: 'second' } },
+          }),
+        );
+        expect(again.reason).toBe('validation');
+        expect(await s.store.getState(run.run_id, 1, 'D#1')).toEqual({ v: 'first' });
+        expect(await s.store.getRun(run.run_id)).toEqual(first);
+      });
     });
 
     describe('checkpoints', () => {
@@ -727,6 +749,8 @@ export function runStoreContract(name: string, open: OpenStore): void {
           '-1|',
           Buffer.from('{}').toString('base64url'),
           '',
+          `0|${Buffer.from(JSON.stringify({ not: 'a key' })).toString('base64url')}`,
+          `0|${Buffer.from('null').toString('base64url')}`,
         ]) {
           await expect(s.store.listByStatus('queued', 5, cursor), cursor).rejects.toBeInstanceOf(SyntaxError);
         }
@@ -797,27 +821,28 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
       });
 
-      // What DynamoDB refuses beyond the planner's own limits: the adapters do not yet classify
-      // these alike (DynamoDB's ValidationException passes through), so only "refused whole" is
-      // the contract.
-      it('refuses a commit with an item above DynamoDB’s 400 KB item limit whole (a checkpoint)', async () => {
+      // What DynamoDB would refuse as a ValidationException the planner refuses first, so both
+      // adapters classify it alike.
+      it('refuses a commit with an item above DynamoDB’s 400 KB item limit whole (a checkpoint) as CommitTooLarge', async () => {
         const run = await storedRun(s.store);
         const big = { ...checkpoint(1, 0), core: { text: 'c'.repeat(450_000) } };
-        await expect(append(s.store, run, [{ x: 1 }], { checkpoints: [big] })).rejects.toThrow();
+        await expect(append(s.store, run, [{ x: 1 }], { checkpoints: [big] })).rejects.toBeInstanceOf(
+          CommitTooLarge,
+        );
         expect(await s.store.getRun(run.run_id)).toEqual(run);
         expect(await s.store.readEvents(run.run_id, 0, 10)).toHaveLength(1);
         expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
       });
 
-      it('refuses a commit above DynamoDB’s 4 MB transaction size whole (many inline events)', async () => {
+      it('refuses a commit above DynamoDB’s 4 MB transaction size whole (many inline events) as CommitTooLarge', async () => {
         const run = await storedRun(s.store);
         const data = Array.from({ length: 150 }, (_, i) => ({ i, text: 'z'.repeat(30_000) }));
-        await expect(append(s.store, run, data)).rejects.toThrow();
+        await expect(append(s.store, run, data)).rejects.toBeInstanceOf(CommitTooLarge);
         expect(await s.store.getRun(run.run_id)).toEqual(run);
         expect(await s.store.readEvents(run.run_id, 0, 200)).toHaveLength(1);
       });
 
-      it('refuses a commit that writes one item twice whole (a resume key opened and delivered at once)', async () => {
+      it('refuses a commit that writes one item twice whole (a resume key opened and delivered at once) as validation', async () => {
         const run = await storedRun(s.store);
         const resumeKey = `rk-${randomUUID()}`;
         const events: RunEvent[] = [
@@ -835,7 +860,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             expectedVersion: run.version,
             events,
           }),
-        ).rejects.toThrow();
+        ).rejects.toMatchObject({ name: 'CommitRejected', reason: 'validation' });
         expect(await s.store.getRun(run.run_id)).toEqual(run);
         expect(await s.store.readEvents(run.run_id, 1, 10)).toEqual([]);
         expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
