@@ -35,26 +35,21 @@ import {
   ackSk,
   type CommitPlan,
   type Condition,
-  checkpointOf,
   checkpointSk,
   classifyRefusal,
-  controlAckOf,
   createKeyPk,
-  eventOf,
   eventSk,
   type Item,
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
-  recordOf,
   resumeKeyPk,
   runPk,
-  stateOf,
   stateSk,
   storeCommitBodies,
   subjectKey,
-  takeContiguous,
 } from './commit-plan.ts';
+import { checkpointOf, controlAckOf, eventOf, recordOf, stateOf, takeContiguous } from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
 export interface DynamoRunStoreOptions {

@@ -22,26 +22,21 @@ import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
   type Condition,
-  checkpointOf,
   checkpointSk,
   classifyRefusal,
-  controlAckOf,
   createKeyPk,
-  eventOf,
   eventSk,
   type Item,
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
-  recordOf,
   resumeKeyPk,
   runPk,
-  stateOf,
   stateSk,
   storeCommitBodies,
   subjectKey,
-  takeContiguous,
 } from './commit-plan.ts';
+import { checkpointOf, controlAckOf, eventOf, recordOf, stateOf, takeContiguous } from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -97,69 +92,60 @@ function cursorOf(cursor: string): MemoryCursor {
   return position as MemoryCursor;
 }
 
-export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
-  const blobs = options.blobs ?? createMemoryBlobStore();
-  /** pk → sk → item. Items are cloned in and out, so no caller can alias stored state. */
-  const table = new Map<string, Map<string, Item>>();
-  const metrics: StoreMetrics = {
-    reads: 0,
-    queries: 0,
-    transactions: 0,
-    transactionRetries: 0,
-    readCapacity: 0,
-    writeCapacity: 0,
-  };
+/** The table: pk → sk → item, with the reads and writes the adapter makes. Items are cloned in and out, so no caller can alias stored state. */
+class MemoryTable {
+  readonly #items = new Map<string, Map<string, Item>>();
+  readonly metrics: StoreMetrics;
 
-  const get = (pk: string, sk: string): Item | undefined => {
-    const item = table.get(pk)?.get(sk);
+  constructor(metrics: StoreMetrics) {
+    this.metrics = metrics;
+  }
+
+  get(pk: string, sk: string): Item | undefined {
+    const item = this.#items.get(pk)?.get(sk);
     return item === undefined ? undefined : structuredClone(item);
-  };
-  const read = (pk: string, sk: string): Item | undefined => {
-    metrics.reads += 1;
-    return get(pk, sk);
-  };
+  }
+
+  /** A counted read (GetItem). */
+  read(pk: string, sk: string): Item | undefined {
+    this.metrics.reads += 1;
+    return this.get(pk, sk);
+  }
+
   /** The items of one partition with from ≤ sk ≤ to, in sort-key order. */
-  const range = (pk: string, from: string, to: string): Item[] => {
-    const partition = table.get(pk);
+  range(pk: string, from: string, to: string): Item[] {
+    const partition = this.#items.get(pk);
     if (partition === undefined) return [];
     return [...partition.keys()]
       .filter((sk) => sk >= from && sk <= to)
       .sort(byCodeUnits)
       .map((sk) => structuredClone(partition.get(sk) as Item));
-  };
-  const withPrefix = (pk: string, prefix: string): Item[] => range(pk, prefix, `${prefix}\uffff`);
+  }
+
+  withPrefix(pk: string, prefix: string): Item[] {
+    return this.range(pk, prefix, `${prefix}\uffff`);
+  }
+
   /** Every stored run record item (the GSIs' source). */
-  const recordItems = (): Item[] =>
-    [...table.values()].flatMap((p) => {
+  recordItems(): Item[] {
+    return [...this.#items.values()].flatMap((p) => {
       const r = p.get('R');
       return r === undefined ? [] : [r];
     });
-
-  function holds(condition: Condition | undefined, existing: Item | undefined): boolean {
-    if (condition === undefined) return true;
-    switch (condition.kind) {
-      case 'absent':
-        return existing === undefined;
-      case 'absent_or_held_by':
-        return existing === undefined || existing.run_id === condition.run_id;
-      case 'record_version':
-        return (
-          existing !== undefined &&
-          existing.version === condition.version &&
-          (condition.fence === undefined ||
-            (existing.lease_owner === condition.fence.owner && existing.epoch === condition.fence.epoch))
-        );
-    }
   }
 
-  const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
-
-  function apply(w: PlannedWrite): void {
+  /** Whether `condition` holds for the item now at the write's key. */
+  holds(w: PlannedWrite): boolean {
     const { pk, sk } = keyOf(w);
-    let partition = table.get(pk);
+    return conditionHolds(w.condition, this.get(pk, sk));
+  }
+
+  apply(w: PlannedWrite): void {
+    const { pk, sk } = keyOf(w);
+    let partition = this.#items.get(pk);
     if (partition === undefined) {
       partition = new Map();
-      table.set(pk, partition);
+      this.#items.set(pk, partition);
     }
     if (w.op === 'put') partition.set(sk, storable(w.item));
     else if (w.op === 'delete') partition.delete(sk);
@@ -169,60 +155,96 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       partition.set(sk, next);
     }
   }
+}
+
+const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
+
+function conditionHolds(condition: Condition | undefined, existing: Item | undefined): boolean {
+  if (condition === undefined) return true;
+  switch (condition.kind) {
+    case 'absent':
+      return existing === undefined;
+    case 'absent_or_held_by':
+      return existing === undefined || existing.run_id === condition.run_id;
+    case 'record_version':
+      return (
+        existing !== undefined &&
+        existing.version === condition.version &&
+        (condition.fence === undefined ||
+          (existing.lease_owner === condition.fence.owner && existing.epoch === condition.fence.epoch))
+      );
+  }
+}
+
+export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
+  const blobs = options.blobs ?? createMemoryBlobStore();
+  const metrics: StoreMetrics = {
+    reads: 0,
+    queries: 0,
+    transactions: 0,
+    transactionRetries: 0,
+    readCapacity: 0,
+    writeCapacity: 0,
+  };
+  const table = new MemoryTable(metrics);
 
   return {
     metrics,
     async getRun(runId) {
       await yieldOnce();
-      return recordOf(read(runPk(runId), 'R'));
+      return recordOf(table.read(runPk(runId), 'R'));
     },
     async getRunAndAck(runId, controlId) {
       await yieldOnce();
       metrics.reads += 1;
-      const ack = get(runPk(runId), ackSk(controlId));
-      return { record: recordOf(get(runPk(runId), 'R')), ack: ack === undefined ? null : controlAckOf(ack) };
+      const ack = table.get(runPk(runId), ackSk(controlId));
+      return {
+        record: recordOf(table.get(runPk(runId), 'R')),
+        ack: ack === undefined ? null : controlAckOf(ack),
+      };
     },
     async getState(runId, rev, at) {
       await yieldOnce();
       if (rev === 0) return null;
       const sk = at ?? stateSk(rev);
-      return stateOf(read(runPk(runId), sk), runId, rev, sk, blobs);
+      return stateOf(table.read(runPk(runId), sk), runId, rev, sk, blobs);
     },
     async readEvents(runId, after, limit) {
       await yieldOnce();
       metrics.queries += 1;
       const entries: Item[] = [];
-      takeContiguous(range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
+      takeContiguous(table.range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
       return Promise.all(entries.map((entry) => eventOf(entry, blobs)));
     },
     async getCheckpoint(runId, n) {
       await yieldOnce();
-      const item = read(runPk(runId), checkpointSk(n));
+      const item = table.read(runPk(runId), checkpointSk(n));
       return item === undefined ? null : checkpointOf(item);
     },
     async listCheckpoints(runId) {
       await yieldOnce();
       metrics.queries += 1;
-      return withPrefix(runPk(runId), 'C#')
+      return table
+        .withPrefix(runPk(runId), 'C#')
         .map((i) => checkpointOf(i))
         .sort((a, b) => a.n - b.n);
     },
     async findBySubject(subject) {
       await yieldOnce();
-      return (read(subjectKey(subject), 'S')?.run_id as string | undefined) ?? null;
+      return (table.read(subjectKey(subject), 'S')?.run_id as string | undefined) ?? null;
     },
     async findByCreateKey(principalKey, key) {
       await yieldOnce();
-      return (read(createKeyPk(principalKey, key), 'K')?.run_id as string | undefined) ?? null;
+      return (table.read(createKeyPk(principalKey, key), 'K')?.run_id as string | undefined) ?? null;
     },
     async listChildren(parentRunId) {
       await yieldOnce();
       metrics.queries += 1;
-      return withPrefix(runPk(parentRunId), 'CH#').map((i) => i.run_id as string);
+      return table.withPrefix(runPk(parentRunId), 'CH#').map((i) => i.run_id as string);
     },
     async findByResumeKey(resumeKey) {
       await yieldOnce();
-      const item = read(resumeKeyPk(resumeKey), 'K');
+      const item = table.read(resumeKeyPk(resumeKey), 'K');
       if (item === undefined) return null;
       return { run_id: item.run_id as string, op_id: item.op_id as string };
     },
@@ -230,7 +252,8 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
       metrics.queries += 1;
-      return recordItems()
+      return table
+        .recordItems()
         .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
         .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
         .slice(0, limit)
@@ -241,7 +264,8 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       const position = cursor === undefined ? undefined : cursorOf(cursor);
       metrics.queries += 1;
       // In the DynamoDB adapter's order: shard by shard, newest first within a shard.
-      const entries = recordItems()
+      const entries = table
+        .recordItems()
         .map((i) => ({ item: i, key: listingKey(i, status) }))
         .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
         .filter((e) => position === undefined || compareListing(e.key, position) > 0)
@@ -258,14 +282,12 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       metrics.transactions += 1;
       // From here to the end nothing awaits: every condition is evaluated, then every write is
       // applied, so a commit is atomic like a TransactWriteItems.
-      const codes = plan.writes.map((w) =>
-        holds(w.condition, get(keyOf(w).pk, keyOf(w).sk)) ? 'None' : 'ConditionalCheckFailed',
-      );
+      const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
       if (codes.some((c) => c !== 'None')) {
-        const current = recordOf(get(runPk(commit.record.run_id), 'R'));
+        const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
         throw classifyRefusal(commit, plan, codes, [], current);
       }
-      for (const w of plan.writes) apply(w);
+      for (const w of plan.writes) table.apply(w);
       return plan.record;
     },
   };

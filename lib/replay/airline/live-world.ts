@@ -152,6 +152,97 @@ function envelopeFor(
   });
 }
 
+/** Matches a first execution against the recording (observer only: the live answer stands). */
+function follow(book: Book, opId: string, name: string, args: Record<string, unknown>, output: string): void {
+  const calls = book.conversation.toolCalls;
+  const next = calls[book.cursor];
+  const same = (c: (typeof calls)[number] | undefined) =>
+    c !== undefined && c.name === name && canonicalJson(c.args) === canonicalJson(args);
+  if (same(next) && next !== undefined) {
+    book.consumedBy[book.cursor]?.push(opId);
+    book.cursor += 1;
+    book.outputsCompared += 1;
+    if (output === next.output) book.outputsIdentical += 1;
+    else {
+      book.divergences.push({
+        key: book.conversation.key,
+        position: next.position,
+        expected: { name, args, output: next.output },
+        got: { name, args, output },
+      });
+    }
+    return;
+  }
+  const previous = calls[book.cursor - 1];
+  const tool = AIRLINE_TOOLS.get(name);
+  if (same(previous) && tool !== undefined && !tool.mutating) {
+    // A read re-issued after its first operation was abandoned: the same recorded call again.
+    book.consumedBy[book.cursor - 1]?.push(opId);
+    return;
+  }
+  book.divergences.push({
+    key: book.conversation.key,
+    position: next?.position ?? -1,
+    expected: next ? { name: next.name, args: next.args } : null,
+    got: { name, args },
+  });
+}
+
+/** Runs one call of a conversation's tool over its private database; a mutating call answers from its receipt when one is stored. */
+function execute(
+  books: Map<string, Book>,
+  name: string,
+  rawArgs: Readonly<Record<string, unknown>>,
+  opId: string,
+  idempotencyKey: string | undefined,
+  subjectPath: string | undefined,
+): ToolResultEnvelope {
+  const key = keyOfSubject(subjectPath !== undefined ? { path: subjectPath } : undefined);
+  const book = key === null ? undefined : books.get(key);
+  const tool = AIRLINE_TOOLS.get(name);
+  if (book === undefined || tool === undefined) {
+    return envelopeOf('failed', `Error: no airline database for this run`, { error_class: 'not_found' });
+  }
+  book.dispatches += 1;
+  const args = withoutContext(rawArgs);
+  const subject = book.conversation.subject;
+  const receiptKey = idempotencyKey ?? opId;
+  if (tool.mutating) {
+    const receipt = book.store.receipt(receiptKey);
+    if (receipt !== undefined) {
+      if (receipt.tool !== name || receipt.args !== canonicalJson(args)) {
+        return envelopeOf('failed', `Error: operation ${receiptKey} was already used for another call`, {
+          error_class: 'conflict',
+          diagnostics: [
+            { code: 'idempotency_key_reused', severity: 'error', message: 'same operation id, other call' },
+          ],
+        });
+      }
+      book.receiptsReplayed += 1;
+      return envelopeFor(receipt.output, receipt.reads, receipt.writes, subject);
+    }
+  }
+  const tx = book.store.begin();
+  const output = runTool(tool, tx, args);
+  let writes: Access[] = [];
+  if (tool.mutating) {
+    // The change and its receipt in one step (a failed call may still have changed something).
+    writes = book.store.commit(tx, {
+      operation_id: receiptKey,
+      tool: name,
+      args: canonicalJson(args),
+      output,
+    }).writes;
+    book.mutatingExecuted += 1;
+  }
+  if (book.executed.has(opId)) book.readsRepeated += 1;
+  else {
+    book.executed.add(opId);
+    follow(book, opId, name, args, output);
+  }
+  return envelopeFor(output, tx.reads, writes, subject);
+}
+
 /**
  * Creates the live world over `base` for `conversations` (already mapped with
  * withTodaysAddressKey; `mapped` gives the number of outputs that changed, by key).
@@ -180,101 +271,6 @@ export function createLiveWorld(
     });
   }
 
-  /** Matches a first execution against the recording (observer only: the live answer stands). */
-  function follow(
-    book: Book,
-    opId: string,
-    name: string,
-    args: Record<string, unknown>,
-    output: string,
-  ): void {
-    const calls = book.conversation.toolCalls;
-    const next = calls[book.cursor];
-    const same = (c: (typeof calls)[number] | undefined) =>
-      c !== undefined && c.name === name && canonicalJson(c.args) === canonicalJson(args);
-    if (same(next) && next !== undefined) {
-      book.consumedBy[book.cursor]?.push(opId);
-      book.cursor += 1;
-      book.outputsCompared += 1;
-      if (output === next.output) book.outputsIdentical += 1;
-      else {
-        book.divergences.push({
-          key: book.conversation.key,
-          position: next.position,
-          expected: { name, args, output: next.output },
-          got: { name, args, output },
-        });
-      }
-      return;
-    }
-    const previous = calls[book.cursor - 1];
-    const tool = AIRLINE_TOOLS.get(name);
-    if (same(previous) && tool !== undefined && !tool.mutating) {
-      // A read re-issued after its first operation was abandoned: the same recorded call again.
-      book.consumedBy[book.cursor - 1]?.push(opId);
-      return;
-    }
-    book.divergences.push({
-      key: book.conversation.key,
-      position: next?.position ?? -1,
-      expected: next ? { name: next.name, args: next.args } : null,
-      got: { name, args },
-    });
-  }
-
-  function execute(
-    name: string,
-    rawArgs: Readonly<Record<string, unknown>>,
-    opId: string,
-    idempotencyKey: string | undefined,
-    subjectPath: string | undefined,
-  ): ToolResultEnvelope {
-    const key = keyOfSubject(subjectPath !== undefined ? { path: subjectPath } : undefined);
-    const book = key === null ? undefined : books.get(key);
-    const tool = AIRLINE_TOOLS.get(name);
-    if (book === undefined || tool === undefined) {
-      return envelopeOf('failed', `Error: no airline database for this run`, { error_class: 'not_found' });
-    }
-    book.dispatches += 1;
-    const args = withoutContext(rawArgs);
-    const subject = book.conversation.subject;
-    const receiptKey = idempotencyKey ?? opId;
-    if (tool.mutating) {
-      const receipt = book.store.receipt(receiptKey);
-      if (receipt !== undefined) {
-        if (receipt.tool !== name || receipt.args !== canonicalJson(args)) {
-          return envelopeOf('failed', `Error: operation ${receiptKey} was already used for another call`, {
-            error_class: 'conflict',
-            diagnostics: [
-              { code: 'idempotency_key_reused', severity: 'error', message: 'same operation id, other call' },
-            ],
-          });
-        }
-        book.receiptsReplayed += 1;
-        return envelopeFor(receipt.output, receipt.reads, receipt.writes, subject);
-      }
-    }
-    const tx = book.store.begin();
-    const output = runTool(tool, tx, args);
-    let writes: Access[] = [];
-    if (tool.mutating) {
-      // The change and its receipt in one step (a failed call may still have changed something).
-      writes = book.store.commit(tx, {
-        operation_id: receiptKey,
-        tool: name,
-        args: canonicalJson(args),
-        output,
-      }).writes;
-      book.mutatingExecuted += 1;
-    }
-    if (book.executed.has(opId)) book.readsRepeated += 1;
-    else {
-      book.executed.add(opId);
-      follow(book, opId, name, args, output);
-    }
-    return envelopeFor(output, tx.reads, writes, subject);
-  }
-
   return {
     registerTools(registry: ToolRegistry, toolsJson: unknown) {
       registerOpenAiFunctionTools(registry, toolsJson, (fn) => {
@@ -283,7 +279,7 @@ export function createLiveWorld(
           handler: {
             kind: 'module',
             fn: async (args, ctx) =>
-              execute(fn.name, args, ctx.operation_id, ctx.idempotency_key, ctx.subject?.path),
+              execute(books, fn.name, args, ctx.operation_id, ctx.idempotency_key, ctx.subject?.path),
           },
           metadata: {
             mutating,

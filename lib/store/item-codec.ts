@@ -1,0 +1,88 @@
+/**
+ * Reading the run store's items back: the record, event page entries, domain state, checkpoints
+ * and acks, with the payloads the blob store holds. Shared by both RunStore adapters; the layout
+ * is documented in commit-plan.ts.
+ */
+import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
+import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
+import type { CheckpointItem, ControlAckItem } from '../engine/ports.ts';
+import type { Item } from './commit-plan.ts';
+
+/** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
+export function recordOf(item: Item | undefined): RunRecord | null {
+  if (item === undefined || typeof item.record !== 'string') return null;
+  const parsed = RunRecord.safeParse(JSON.parse(item.record));
+  if (!parsed.success)
+    throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/** A payload stored as `{field}_json` (text) or `{field}_blob`; undefined when neither. */
+export async function bodyOf(item: Item, field: string, blobs: BlobStore): Promise<unknown> {
+  const text = item[`${field}_json`];
+  if (typeof text === 'string') return JSON.parse(text);
+  const ref = item[`${field}_blob`] as BlobRef | undefined;
+  if (ref === undefined) return undefined;
+  return JSON.parse(await blobs.get(ref));
+}
+
+/** One stored page entry back to a parsed event. Throws on a corrupt entry. */
+export async function eventOf(entry: Item, blobs: BlobStore): Promise<RunEvent> {
+  const { data_blob: _blob, data_json: _json, ...head } = entry;
+  const data = await bodyOf(entry, 'data', blobs);
+  const parsed = RunEventSchema.safeParse({ ...head, data });
+  if (!parsed.success) throw new Error(`stored event does not parse: ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/**
+ * Appends to `into` the entries of `pages` (in sort-key order) with seq > after, up to `limit`,
+ * stopping before the first gap. Returns false once it stopped (gap or limit), true when the
+ * caller may read further pages. A read-committed Query may see part of a commit still landing;
+ * stopping before the gap keeps every read contiguous (the next read, after = last seq, gets the rest).
+ */
+export function takeContiguous(pages: Item[], after: number, limit: number, into: Item[]): boolean {
+  for (const page of pages) {
+    for (const entry of (page.events as Item[] | undefined) ?? []) {
+      const seq = Number(entry.seq);
+      if (seq <= after) continue;
+      if (seq !== after + into.length + 1) return false;
+      into.push(entry);
+      if (into.length >= limit) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The domain state held by `item` for revision `rev` (null for rev 0). Throws when the item is
+ * missing or holds another revision: the record's `state_at` always names the right item.
+ */
+export async function stateOf(
+  item: Item | undefined,
+  runId: string,
+  rev: number,
+  sk: string,
+  blobs: BlobStore,
+): Promise<unknown> {
+  if (item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing (${sk})`);
+  if (item.state_rev !== rev) {
+    throw new Error(`item ${sk} of run ${runId} holds domain state ${String(item.state_rev)}, not ${rev}`);
+  }
+  return (await bodyOf(item, 'state', blobs)) ?? null;
+}
+
+/** A stored checkpoint item back to its checkpoint. */
+export function checkpointOf(item: Item): CheckpointItem {
+  return JSON.parse(String(item.checkpoint_json)) as CheckpointItem;
+}
+
+/** A stored control ack item back to its ack. */
+export function controlAckOf(item: Item): ControlAckItem {
+  return {
+    control_id: String(item.control_id),
+    digest: String(item.digest),
+    ack: item.ack as ControlAckItem['ack'],
+    seq: Number(item.seq),
+  };
+}
