@@ -4,6 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { deriveSchemaNode } from '../../lib/reducers/agent-loop/context-json-schema.ts';
 import { artifactHash, buildAgentLoop } from '../../lib/reducers/build.ts';
 import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
 
@@ -38,5 +40,13 @@ describe('the agent-loop artifact build', () => {
     // timeout_ms is z.number().int().positive(): derived as {type: "integer", exclusiveMinimum: 0}.
     expect(text).toContain('timeout_ms:{type:"integer",exclusiveMinimum:0}');
     expect(text).not.toMatch(/zod|_zod|\$Zod/i);
+  });
+
+  it('refuses to derive a context schema with a rule the reducer cannot check', () => {
+    expect(() => deriveSchemaNode(z.object({ id: z.string().regex(/^[a-z]+$/) }))).toThrow(/pattern/);
+    expect(() => deriveSchemaNode(z.object({ limit: z.union([z.number(), z.string()]) }))).toThrow();
+    expect(deriveSchemaNode(z.object({ limit: z.number().int().min(1) })).properties).toEqual({
+      limit: { type: 'integer', minimum: 1 },
+    });
   });
 });
