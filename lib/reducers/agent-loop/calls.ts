@@ -1,8 +1,7 @@
 /**
  * Running a model turn's tool calls, one at a time in order: reading them from the turn (bad
- * ones answered at once), issuing call_tool (for_call_id = call_id; `tool` is the entry's
- * function_path when set, else its name), re-issuing, and moving on to the next call or the next
- * model turn. At most 32 calls of one turn run; further ones, calls with non-object args and
+ * ones answered at once), issuing call_tool (for_call_id = call_id), re-issuing, and moving on
+ * to the next call or the next model turn. At most 32 calls of one turn run; further ones, calls with non-object args and
  * calls to unknown tools are answered by the reducer without a call_tool. Model-supplied
  * `__raisin_context` args are dropped.
  */

@@ -71,16 +71,16 @@ import {
   onToolResult,
   onUserInput,
 } from './handlers.ts';
-import { clip, clone, isInt, isObject } from './json.ts';
+import { clip, clone, isObject } from './json.ts';
 import {
   type AgentLoopAnswer,
-  type AgentLoopEvent,
   CONTRACT,
   changed,
   diag,
   type HandlerResult,
   IGNORED,
   isAgentLoopState,
+  isEvent,
   newReduction,
   type Reduction,
   refusal,
@@ -125,40 +125,39 @@ function reduceChecked(request: unknown): AgentLoopAnswer {
     return refusal(request, 'contract_mismatch', `this reducer speaks ${CONTRACT} only`);
   }
   const event = request.event;
-  if (!isObject(event) || typeof event.kind !== 'string' || !isInt(event.seq)) {
+  if (!isEvent(event)) {
     return refusal(request, 'event_invalid', 'the request has no event {seq, kind, data}');
   }
-  const checked = event as AgentLoopEvent;
   const prev = request.state;
   if (prev === null || prev === undefined) {
-    if (checked.kind !== 'run_started') {
-      return refusal(request, 'state_missing', `first event must be run_started, got ${checked.kind}`);
+    if (event.kind !== 'run_started') {
+      return refusal(request, 'state_missing', `first event must be run_started, got ${event.kind}`);
     }
-    return onRunStarted(request, checked);
+    return onRunStarted(request, event);
   }
   if (!isAgentLoopState(prev)) {
     return refusal(request, 'state_unrecognized', `state is not an agent-loop state v${STATE_VERSION}`);
   }
   // Re-delivered event: same state, same revision, no effects.
-  if (checked.seq <= prev.last_event_seq) return unchanged(request, []);
+  if (event.seq <= prev.last_event_seq) return unchanged(request, []);
   // After the run ended nothing changes any more.
   if (prev.phase === 'ended' || prev.phase === 'stopped') return unchanged(request, []);
 
-  const ctx = newReduction(request, checked, clone(prev));
-  if (checked.kind === 'stopped') {
+  const ctx = newReduction(request, event, clone(prev));
+  if (event.kind === 'stopped') {
     onStopped(ctx);
     return changed(ctx);
   }
   const status = ctx.run.status;
   if (typeof status === 'string' && STOPPING_STATUSES.includes(status)) {
     return unchanged(request, [
-      diag('run_not_running', 'info', `${checked.kind} ignored: the run is ${status}`, checked),
+      diag('run_not_running', 'info', `${event.kind} ignored: the run is ${status}`, event),
     ]);
   }
-  const handler = Object.hasOwn(HANDLERS, checked.kind) ? HANDLERS[checked.kind] : undefined;
+  const handler = Object.hasOwn(HANDLERS, event.kind) ? HANDLERS[event.kind] : undefined;
   if (handler === undefined) {
     return unchanged(request, [
-      diag('unknown_event_kind', 'warning', `event kind ${checked.kind} is not handled`, checked),
+      diag('unknown_event_kind', 'warning', `event kind ${event.kind} is not handled`, event),
     ]);
   }
   if (handler(ctx) === IGNORED) return unchanged(request, ctx.diagnostics);

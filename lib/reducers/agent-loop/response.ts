@@ -41,8 +41,13 @@ export interface AgentLoopAnswer {
   refused: { code: string; message: string } | null;
 }
 
-/** The event being reduced, once `reduce` checked that it has a seq and a kind. */
+/** The event being reduced: an object with a seq and a kind, the rest unchecked. */
 export type AgentLoopEvent = JsonRecord & { seq: number; kind: string };
+
+/** True for an object with an integer seq >= 0 and a string kind. */
+export function isEvent(value: unknown): value is AgentLoopEvent {
+  return isObject(value) && typeof value.kind === 'string' && isInt(value.seq);
+}
 
 /** The reduction of one event: what the handlers read (request, event, run) and write. */
 export interface Reduction {
