@@ -9,8 +9,8 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
 import { artifactHash, buildAgentLoop } from '../lib/reducers/build.ts';
+import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
 
 const program = new Command()
   .name('build-reducers')

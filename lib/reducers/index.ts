@@ -9,13 +9,13 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Effect } from '../contracts/index.ts';
-import type { AgentLoopAnswer } from './agent-loop/response.ts';
 import { reduce as reduceAgentLoop } from './agent-loop/reduce.ts';
+import type { AgentLoopAnswer } from './agent-loop/response.ts';
 
 export {
   AgentLoopContext,
-  AgentLoopToolEntry,
   type AgentLoopSettings,
+  AgentLoopToolEntry,
   type AgentLoopToolSettings,
 } from './agent-loop/context-schema.ts';
 export type { AgentLoopDiagnostic } from './agent-loop/response.ts';

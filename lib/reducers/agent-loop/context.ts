@@ -14,8 +14,9 @@
  * The reducer's answer depends only on the context's JSON value, as before the schema existed.
  * Seed: agent-run-contracts, "Writing a deterministic reducer".
  */
-import type { AgentLoopSettings, AgentLoopToolSettings } from './context-schema.ts';
+
 import { CONTEXT_JSON_SCHEMA, type SchemaNode } from './context-json-schema.ts';
+import type { AgentLoopSettings, AgentLoopToolSettings } from './context-schema.ts';
 import { clone, isObject, type JsonRecord } from './json.ts';
 import type { AgentLoopTool } from './state.ts';
 

@@ -19,8 +19,8 @@ import {
   IGNORED,
   ignore,
   isAwaited,
-  notAwaited,
   newReduction,
+  notAwaited,
   type Reduction,
 } from './response.ts';
 import { type AgentLoopState, STATE_VERSION } from './state.ts';
