@@ -1,8 +1,9 @@
 /**
  * Per-call cost of the deterministic reducer sandbox against the same reducer run directly in
- * Node. Run: `npx node bench/sandbox.bench.ts [calls]` (default 2000 calls per series, after
- * 200 warm-up calls). The subject is test/fixtures/reducers/agent-like.js, fed the five
- * requests of a whole agent run in rotation. Series:
+ * Node. Run: `npx node bench/sandbox.bench.ts [calls] [agent-loop artifact]` (default 2000 calls
+ * per series, after 200 warm-up calls; default artifact lib/reducers/agent-loop.js). The main
+ * subject is test/fixtures/reducers/agent-like.js, fed the five requests of a whole agent run in
+ * rotation. Series:
  * - `sandbox`: ReducerHost.reduce, the full path (registry get, sha256 check, canonical JSON,
  *   fresh QuickJS runtime + context, prelude, module evaluation, call, JSON back);
  * - `direct`: the same module imported and called in-process;
@@ -14,11 +15,14 @@
  *   (a spare Go runtime takes it: load, then call), 20 artifacts;
  * - `starlark fresh host`: the first call on a new host (worker start, Go runtime start, load,
  *   call; the compiled module is cached per process), 5 hosts; `starlark first in process`
- *   adds compiling the 5.5 MB module.
+ *   adds compiling the 5.5 MB module;
+ * - `agent`: ReducerHost.reduce on the default agent loop artifact (the one the runtime ships),
+ *   fed the five-event run with a two-tool context; its size in bytes is printed too.
  * Prints p50/p99 per call in ms, the sandbox/direct ratio, then one JSON line. Target: sandbox
- * p50 ≤ 2 ms.
+ * p50 ≤ 2 ms (agent-like.js; the agent artifact is reported against the same floor).
  */
 import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 import type { ReducerRequest } from '../lib/contracts/index.ts';
 import {
   createSandboxReducerHost,
@@ -27,9 +31,17 @@ import {
 } from '../lib/sandbox/index.ts';
 import { reduce } from '../test/fixtures/reducers/agent-like.js';
 import { compileWatFixture } from '../test/fixtures/reducers/compile-wat.ts';
-import { driveAgentRun, driveEvents, TALLY_EVENTS } from '../test/fixtures/reducers/requests.ts';
+import {
+  AGENT_LOOP_CONTEXT,
+  driveAgentRun,
+  driveEvents,
+  TALLY_EVENTS,
+} from '../test/fixtures/reducers/requests.ts';
 
 const CALLS = Number(process.argv[2] ?? 2000);
+const AGENT_ARTIFACT = process.argv[3]
+  ? pathToFileURL(process.argv[3])
+  : new URL('../lib/reducers/agent-loop.js', import.meta.url);
 const WARMUP = 200;
 const TARGET_P50_MS = 2;
 
@@ -79,11 +91,13 @@ const fixture = (name: string) => readFile(new URL(`../test/fixtures/reducers/${
 const source = await fixture('agent-like.js');
 const wasm = await compileWatFixture('tally.wat');
 const starlark = await fixture('tally.star');
+const agentSource = await readFile(AGENT_ARTIFACT);
 const registry = new InMemoryFunctionRegistry([
   { function_path: '/lib/bench/agent-like', kind: 'js', bytes: source },
   { function_path: '/lib/bench/tally-js', kind: 'js', bytes: await fixture('tally.js') },
   { function_path: '/lib/bench/tally', kind: 'wasm', bytes: wasm },
   { function_path: '/lib/bench/tally-star', kind: 'star', bytes: starlark },
+  { function_path: '/lib/bench/agent-loop', kind: 'js', bytes: agentSource },
 ]);
 
 // Cold Starlark first, before anything else warmed the process: compile + worker + runtime + load + call.
@@ -107,6 +121,14 @@ for (let i = 0; i < 5; i++) {
 
 const host = createSandboxReducerHost({ registry });
 const { requests } = await driveAgentRun((request) => reduce(request));
+const agentRun = await driveAgentRun(
+  async (request) => {
+    const result = await host.reduce({ function_path: '/lib/bench/agent-loop' }, request);
+    answeredOrThrow(result);
+    return (result as { response: unknown }).response;
+  },
+  { context: AGENT_LOOP_CONTEXT, awaitingKey: 'awaiting' },
+);
 
 const sandbox = await measure(requests, async (request) =>
   answeredOrThrow(await host.reduce({ function_path: '/lib/bench/agent-like' }, request)),
@@ -120,6 +142,9 @@ const wasmSeries = await measure(tally.requests, async (request) =>
 );
 const starSeries = await measure(tally.requests, async (request) =>
   answeredOrThrow(await host.reduce({ function_path: '/lib/bench/tally-star' }, request)),
+);
+const agent = await measure(agentRun.requests, async (request) =>
+  answeredOrThrow(await host.reduce({ function_path: '/lib/bench/agent-loop' }, request)),
 );
 const newArtifactMs: number[] = [];
 for (let i = 0; i < 20; i++) {
@@ -148,6 +173,7 @@ console.log(`${line('starlark fresh host', freshHost)}   (${freshHostMs.length} 
 console.log(
   `starlark first in process ${firstInProcess.toFixed(3)} ms (compile, worker, runtime, load, call)`,
 );
+console.log(`${line('agent', agent)}   (${agentSource.byteLength} bytes: ${AGENT_ARTIFACT.pathname})`);
 console.log(
   `sandbox/direct p50 ratio: ${ratio}x; target sandbox p50 <= ${TARGET_P50_MS} ms: ${sandbox.p50_ms <= TARGET_P50_MS ? 'met' : 'NOT met'}`,
 );
@@ -165,6 +191,7 @@ console.log(
     starlark_new_artifact: newArtifact,
     starlark_fresh_host: freshHost,
     starlark_first_in_process_ms: firstInProcess,
+    agent: { ...agent, artifact_bytes: agentSource.byteLength },
     ratio_p50: ratio,
     target_p50_ms: TARGET_P50_MS,
     target_met: sandbox.p50_ms <= TARGET_P50_MS,

@@ -1,24 +1,25 @@
 /**
- * The built-in reducers shipped as artifacts. Today one: the default agent loop
- * (`agent-loop.js`), bound at `/lib/raisin/ai/agent-run-reducer`. The artifact is plain
- * JavaScript run by the QuickJS sandbox; this module reads its source for the function
- * registry and re-exports `reduce` for direct use in Node (tests, local tools).
+ * The built-in reducers shipped as artifacts. Today one: the default agent loop, bound at
+ * `/lib/raisin/ai/agent-run-reducer`, written in TypeScript under `agent-loop/` and bundled by
+ * `build.ts` (`npm run build:reducers`) into `agent-loop.js`, the self-contained module the
+ * QuickJS sandbox runs. This module reads the artifact's source for the function registry,
+ * exports the context schema for callers that create runs bound to the loop, and re-exports
+ * `reduce` from the sources for direct use in Node (tests, local tools).
  * Seed: agent-runs, "Where runs are used" (the default reducer); DESIGN section 3 ("reducers/").
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
-import { JsonObject } from '../contracts/index.ts';
-import { reduce } from './agent-loop.js';
+import type { Effect } from '../contracts/index.ts';
+import { reduce as reduceAgentLoop } from './agent-loop/reduce.ts';
+import type { AgentLoopAnswer } from './agent-loop/response.ts';
 
-export type {
-  AgentLoopCall,
-  AgentLoopContextInput,
-  AgentLoopDiagnostic,
-  AgentLoopResponse,
-  AgentLoopState,
-  AgentLoopTool,
-} from './agent-loop.js';
-export { reduce };
+export {
+  AgentLoopContext,
+  type AgentLoopSettings,
+  AgentLoopToolEntry,
+  type AgentLoopToolSettings,
+} from './agent-loop/context-schema.ts';
+export type { AgentLoopDiagnostic } from './agent-loop/response.ts';
+export type { AgentLoopCall, AgentLoopState, AgentLoopTool } from './agent-loop/state.ts';
 
 /** The function path the default agent reducer is registered at. */
 export const AGENT_LOOP_PATH = '/lib/raisin/ai/agent-run-reducer';
@@ -34,30 +35,16 @@ export function readAgentLoopSource(): string {
   return readFileSync(AGENT_LOOP_ARTIFACT_URL, 'utf8');
 }
 
-/** One tool of the context: what the model is offered plus the flags call_tool carries. */
-export const AgentLoopToolEntry = z.object({
-  name: z.string().min(1),
-  description: z.string().optional(),
-  schema: JsonObject.default({ type: 'object', properties: {} }),
-  kind: z.enum(['function', 'domain']).default('function'),
-  function_path: z.string().min(1).optional(),
-  mutating: z.boolean().optional(),
-  replay_safe: z.boolean().optional(),
-  timeout_ms: z.number().int().positive().optional(),
-  interruptible: z.boolean().optional(),
-  ends_run: z.enum(['succeeded', 'partial', 'blocked']).optional(),
-});
-export type AgentLoopToolEntry = z.infer<typeof AgentLoopToolEntry>;
+/**
+ * The agent loop's response with its effects typed as core holds them once parsed (`Effect`):
+ * the reducer writes the wire form, which leaves call_tool's `interruptible` out unless false
+ * (it parses to its default, true).
+ */
+export type AgentLoopResponse = Omit<AgentLoopAnswer, 'effects'> & { effects: Effect[] };
 
 /**
- * `run_started.data.context` for the agent loop, for callers that create runs bound to it
- * (validate at the boundary: the artifact itself falls back to defaults with a diagnostic).
+ * Reduces one `raisin.agent-run.reducer/1` request in Node with the sources the artifact is
+ * built from (the artifact test proves both answer alike). Never throws: faults come back as
+ * `refused`. Behaviour: lib/reducers/agent-loop/reduce.ts.
  */
-export const AgentLoopContext = z.object({
-  instructions: z.string().optional(),
-  tools: z.array(AgentLoopToolEntry).optional(),
-  mode: z.enum(['conversation', 'task']).optional(),
-  loop_limit: z.number().int().min(2).optional(),
-  max_retries: z.number().int().min(0).max(10).optional(),
-});
-export type AgentLoopContext = z.infer<typeof AgentLoopContext>;
+export const reduce = reduceAgentLoop as (request: unknown) => AgentLoopResponse;

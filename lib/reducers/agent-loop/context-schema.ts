@@ -1,0 +1,66 @@
+/**
+ * The context of the default agent loop (`run_started.data.context`): the one description of its
+ * shape. Every context type is derived from it. Callers that create runs bound to the agent loop
+ * validate with `AgentLoopContext` (strict: a bad field is an error, defaults filled in). The
+ * reducer reads the same shape leniently, through the JSON Schema derived from this one
+ * (context-json-schema.ts, inlined into the artifact by the build): a bad field falls back to its
+ * default (context.ts says how). The artifact never imports this module's values, so zod stays
+ * out of the sandbox. Seed: agent-runs, "Where runs are used"; agent-run-contracts, "Effects"
+ * (the call_tool flags).
+ *
+ * Property order is the order the reducer's state keeps them in.
+ */
+import { z } from 'zod';
+import { JsonObject } from '../../contracts/index.ts';
+
+/** How a hand-off tool ends the run (the `complete` outcomes). */
+export const AgentLoopOutcome = z.enum(['succeeded', 'partial', 'blocked']);
+
+/** One tool of the context: what the model is offered plus the flags call_tool carries. */
+export const AgentLoopToolEntry = z.object({
+  /** The name the model calls the tool by; unique within the context (the first one counts). */
+  name: z.string().min(1),
+  /** `domain` tools are offered as such; every call, function or domain, runs as call_tool. */
+  kind: z.enum(['function', 'domain']).default('function'),
+  /** JSON Schema of the arguments, offered to the model as is. */
+  schema: JsonObject.default({ type: 'object', properties: {} }),
+  /** True by default: a tool not declared read-only may change something. */
+  mutating: z.boolean().default(true),
+  /**
+   * Omitted: `!mutating` (a mutating tool is replay-safe only when it declares that it keys its
+   * writes on the operation id).
+   */
+  replay_safe: z.boolean().optional(),
+  description: z.string().optional(),
+  /** What call_tool names (`tool`); omitted: the tool's name. */
+  function_path: z.string().min(1).optional(),
+  /** call_tool's timeout, milliseconds. */
+  timeout_ms: z.number().int().positive().optional(),
+  /** false: a steer or a stop does not interrupt a running call (the default is true). */
+  interruptible: z.boolean().optional(),
+  /** A succeeded result of this tool ends the run with complete{outcome: ends_run} (a hand-off). */
+  ends_run: AgentLoopOutcome.optional(),
+});
+
+/** `run_started.data.context` of a run bound to the agent loop; every field optional. */
+export const AgentLoopContext = z.object({
+  /** conversation: a text reply asks the user; task: a text reply completes the run. */
+  mode: z.enum(['conversation', 'task']).default('conversation'),
+  /** The same call (name + canonical args) this many times in a row is a loop. */
+  loop_limit: z.number().int().min(2).default(3),
+  /** Re-issues of a failed operation after its first attempt, per call and per model turn. */
+  max_retries: z.number().int().min(0).max(10).default(2),
+  tools: z.array(AgentLoopToolEntry).optional(),
+  /** The instructions of every model turn. */
+  instructions: z.string().optional(),
+});
+
+/** A context as a caller writes it (defaults may be left out). */
+export type AgentLoopContext = z.input<typeof AgentLoopContext>;
+/** One tool entry as a caller writes it. */
+export type AgentLoopToolEntry = z.input<typeof AgentLoopToolEntry>;
+/** A context with every default filled in: what the reducer runs with. */
+export type AgentLoopSettings = z.output<typeof AgentLoopContext>;
+/** One tool entry with its defaults filled in. */
+export type AgentLoopToolSettings = z.output<typeof AgentLoopToolEntry>;
+export type AgentLoopOutcome = z.infer<typeof AgentLoopOutcome>;

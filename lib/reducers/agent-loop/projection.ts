@@ -1,0 +1,88 @@
+/**
+ * The projection the UI shows: one item per call of the current turn (key `call:<call_id>`;
+ * pending, in_progress, waiting, paused, completed, failed, blocked for not executed, stopped),
+ * then `respond` (the reply or the task's end: in_progress while the model works, pending during
+ * tools, waiting for the user, then completed / blocked / failed / stopped), and a one-line
+ * summary. Seed: agent-run-contracts, "Projection".
+ */
+import type { Projection, ProjectionItem } from '../../contracts/index.ts';
+import type { AgentLoopCall, AgentLoopState } from './state.ts';
+
+type ItemStatus = ProjectionItem['status'];
+
+/** The plan the UI shows: one item per call of the current turn, then the reply. */
+export function project(state: AgentLoopState): Projection {
+  const items: ProjectionItem[] = [];
+  let done = 0;
+  const calls = state.turn !== null ? state.turn.calls : [];
+  for (const call of calls) {
+    const status = callStatus(state, call);
+    if (call.state === 'done') done += 1;
+    items.push({
+      key: `call:${call.call_id}`,
+      title: `Call ${call.name || '(unnamed tool)'}`,
+      status,
+      detail: {
+        call_id: call.call_id,
+        tool: call.name,
+        attempts: call.attempts,
+        result: call.result ? call.result.status : null,
+      },
+    });
+  }
+  items.push({
+    key: 'respond',
+    title: state.mode === 'task' ? 'Finish the task' : 'Reply to the user',
+    status: respondStatus(state),
+  });
+  return { items, summary: summary(state, done, calls.length) };
+}
+
+function callStatus(state: AgentLoopState, call: AgentLoopCall): ItemStatus {
+  if (call.state === 'pending') return state.phase === 'stopped' ? 'stopped' : 'pending';
+  if (call.state === 'waiting') return state.phase === 'stopped' ? 'stopped' : 'waiting';
+  if (call.state === 'running') {
+    if (state.phase === 'stopped') return 'stopped';
+    return state.budget !== null ? 'paused' : 'in_progress';
+  }
+  const result = call.result ? call.result.status : 'error';
+  if (result === 'succeeded') return 'completed';
+  if (result === 'not_executed' || result === 'blocked') return 'blocked';
+  return 'failed';
+}
+
+function respondStatus(state: AgentLoopState): ItemStatus {
+  switch (state.phase) {
+    case 'model':
+      return state.budget !== null ? 'paused' : 'in_progress';
+    case 'tool':
+      return 'pending';
+    case 'user':
+      return 'waiting';
+    case 'stopped':
+      return 'stopped';
+    default:
+      if (state.outcome === 'failed') return 'failed';
+      if (state.outcome === 'blocked') return 'blocked';
+      return 'completed';
+  }
+}
+
+function summary(state: AgentLoopState, done: number, total: number): string {
+  const calls = total > 0 ? ` (${done} of ${total} tool calls done)` : '';
+  if (state.budget !== null) {
+    return `Paused: budget ${state.budget.which} exceeded (used ${state.budget.used} of ${state.budget.limit})`;
+  }
+  switch (state.phase) {
+    case 'model':
+      return `Thinking${calls}`;
+    case 'tool':
+      return `Running tools${calls}`;
+    case 'user':
+      return 'Waiting for the user';
+    case 'stopped':
+      return `Stopped${calls}`;
+    default:
+      return state.outcome === 'failed' ? 'Failed' : `Completed (${state.outcome})`;
+  }
+}

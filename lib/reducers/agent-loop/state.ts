@@ -1,0 +1,77 @@
+/**
+ * The agent loop's own state, kept by core between events and handed back with the next one.
+ * Small and bounded: the transcript stays in the event log and is referenced by seq, only the
+ * current turn's pending calls keep their args, the configuration is capped at 160 KiB and one
+ * turn's args at 64 KiB (UTF-8 of canonical JSON), so the canonical state stays below the
+ * contract's 256 KiB however long the run. Seed: agent-run-contracts, "Writing a deterministic
+ * reducer" (state is data, versioned).
+ */
+import type { AgentLoopOutcome, AgentLoopSettings, AgentLoopToolSettings } from './context-schema.ts';
+import type { JsonRecord } from './json.ts';
+
+/** `state.v`: a state of another version is refused (`state_unrecognized`). */
+export const STATE_VERSION = 1;
+
+/** model: a model turn is awaited; tool: a call of the turn; user: the answer to ask_user. */
+export type Phase = 'model' | 'tool' | 'user' | 'ended' | 'stopped';
+
+/** A tool entry as the state keeps it: defaults applied, replay_safe resolved, `interruptible` only when false. */
+export type AgentLoopTool = AgentLoopToolSettings & { replay_safe: boolean };
+
+/** How the reducer answered (or will answer) one call of the current turn. */
+export interface AgentLoopCallResult {
+  /** An envelope status, or the reducer's own: refused, error, outcome_unknown, not_executed. */
+  status: string;
+  /** Seq of the tool_result event that answered the call. */
+  seq?: number;
+  /** The note the reducer answered the call with itself; the model sees it. */
+  content?: string;
+}
+
+/** One call of the current model turn. */
+export interface AgentLoopCall {
+  call_id: string;
+  name: string;
+  /** Kept only until the call is answered. */
+  args?: JsonRecord;
+  state: 'pending' | 'running' | 'waiting' | 'done';
+  /** call_tool effects issued for this call so far. */
+  attempts: number;
+  result?: AgentLoopCallResult;
+}
+
+/** The model turn whose calls are being run: `next` indexes the call in progress. */
+export interface AgentLoopTurn {
+  seq: number;
+  next: number;
+  calls: AgentLoopCall[];
+}
+
+export interface AgentLoopState {
+  v: typeof STATE_VERSION;
+  last_event_seq: number;
+  phase: Phase;
+  /** The effect id the reducer waits for (its operation's answer), or null. */
+  awaiting: string | null;
+  /** The transcript a model turn sees ends at this seq. */
+  cutoff_seq: number;
+  /** Seq of a steer the next model turn must see (0: none). */
+  steer_seq: number;
+  mode: AgentLoopSettings['mode'];
+  loop_limit: number;
+  max_retries: number;
+  instructions?: string;
+  objective?: string;
+  tools: AgentLoopTool[];
+  turn: AgentLoopTurn | null;
+  /** Attempts of the awaited model turn (1 for the first). */
+  model_attempt: number;
+  /** The fingerprint of the last call issued and how many times in a row it came. */
+  streak: { key: string; count: number };
+  /** The awaited operation was cancelled while the run was not running: re-issue on resume. */
+  interrupted: boolean;
+  /** The budget that paused the run, until it resumes. */
+  budget: { which: string; limit: number; used: number } | null;
+  outcome: AgentLoopOutcome | 'failed' | null;
+  counters: { model_turns: number; tool_calls: number; retries: number; loops: number };
+}
