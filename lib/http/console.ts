@@ -57,26 +57,30 @@ export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite): vo
     c.header('Cache-Control', 'no-store');
     return c.json(config, 200);
   });
+  /** Sets `headers` on a 200 answer of the handlers after it (serveStatic builds the response itself). */
+  const withHeaders =
+    (headers: Record<string, string>) =>
+    async (c: Context<E>, next: () => Promise<void>): Promise<void> => {
+      await next();
+      if (c.res.status === 200)
+        for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    };
   app.get(
     `${CONSOLE_BASE}/assets/*`,
-    serveStatic({
-      root: site.assetsDir,
-      rewriteRequestPath: fromBase,
-      onFound: (_path, c) => {
-        c.header('Cache-Control', `public, max-age=${ONE_YEAR_S}, immutable`);
-      },
+    withHeaders({
+      'Cache-Control': `public, max-age=${ONE_YEAR_S}, immutable`,
+      'X-Content-Type-Options': 'nosniff',
     }),
+    serveStatic({ root: site.assetsDir, rewriteRequestPath: fromBase }),
     (c) => c.text('not found', 404),
   );
-  const page = serveStatic({
-    path: indexFile,
-    onFound: (_path, c) => {
-      c.header('Cache-Control', 'no-cache');
-      c.header('Content-Security-Policy', csp);
-      c.header('X-Content-Type-Options', 'nosniff');
-      c.header('Referrer-Policy', 'no-referrer');
-    },
+  const pageHeaders = withHeaders({
+    'Cache-Control': 'no-cache',
+    'Content-Security-Policy': csp,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
   });
+  const page = serveStatic({ path: indexFile });
   const notBuilt = (c: Context<E>) => {
     if (existsSync(indexFile)) return c.text('not found', 404);
     c.header('Cache-Control', 'no-store');
@@ -86,8 +90,8 @@ export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite): vo
       503,
     );
   };
-  app.get(CONSOLE_BASE, page, notBuilt);
-  app.get(`${CONSOLE_BASE}/*`, page, notBuilt);
+  app.get(CONSOLE_BASE, pageHeaders, page, notBuilt);
+  app.get(`${CONSOLE_BASE}/*`, pageHeaders, page, notBuilt);
 }
 
 /**

@@ -6,7 +6,7 @@
  * events, and every few seconds (a lease renewal writes no event).
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useId, useRef, useState } from 'react';
+import { type ReactNode, useCallback, useId, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
@@ -15,7 +15,7 @@ import { budgetBars, formatAmount } from '../model/budgets.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { errorText, Json, relative, StatusBadge, short, Time, useNow } from './common.tsx';
+import { detailText, errorText, Json, relative, StatusBadge, short, Time, useNow } from './common.tsx';
 import { Timeline } from './Timeline.tsx';
 
 /** Events the page opens with (the newest ones); older ones load on demand. */
@@ -124,20 +124,18 @@ function RunHeader({ run }: { run: RunRecord }) {
       {detail !== null ? <p className="status-detail">{detail}</p> : null}
       {run.objective !== undefined ? <p className="objective">{run.objective}</p> : null}
       <dl className="facts grid">
-        <dt>Run</dt>
-        <dd className="mono">{run.run_id}</dd>
-        <dt>Principal</dt>
-        <dd>{principalLabel(run.principal)}</dd>
-        <dt>Agent</dt>
-        <dd>
+        <Fact term="Run">
+          <span className="mono">{run.run_id}</span>
+        </Fact>
+        <Fact term="Principal">{principalLabel(run.principal)}</Fact>
+        <Fact term="Agent">
           {agent ?? (typeof run.executor_config.agent_ref === 'string' ? run.executor_config.agent_ref : '—')}
-        </dd>
-        <dt>Reducer</dt>
-        <dd className="mono wrap">
+        </Fact>
+        <Fact term="Reducer" wide>
           {run.reducer === null ? (
             '—'
           ) : (
-            <>
+            <span className="mono">
               {run.reducer.function_path}
               {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
               {run.reducer.artifact_hash !== undefined ? (
@@ -145,11 +143,10 @@ function RunHeader({ run }: { run: RunRecord }) {
               ) : (
                 <span className="muted"> (hash pinned at first call)</span>
               )}
-            </>
+            </span>
           )}
-        </dd>
-        <dt>Lease</dt>
-        <dd data-testid="lease">
+        </Fact>
+        <Fact term="Lease" wide testId="lease">
           {lease.kind === 'none' ? (
             `none (epoch ${lease.epoch})`
           ) : lease.kind === 'held' ? (
@@ -166,32 +163,35 @@ function RunHeader({ run }: { run: RunRecord }) {
               ; the holder looks dead, takeover in about {lease.takeoverInS} s
             </span>
           )}
-        </dd>
+        </Fact>
         {run.parent_run_id !== undefined ? (
-          <>
-            <dt>Parent</dt>
-            <dd>
-              <Link href={`/runs/${encodeURIComponent(run.parent_run_id)}`} className="mono">
-                {run.parent_run_id}
-              </Link>{' '}
-              (depth {run.depth})
-            </dd>
-          </>
+          <Fact term="Parent">
+            <Link href={`/runs/${encodeURIComponent(run.parent_run_id)}`} className="mono">
+              {run.parent_run_id}
+            </Link>{' '}
+            (depth {run.depth})
+          </Fact>
         ) : null}
-        <dt>Created</dt>
-        <dd>
+        <Fact term="Created">
           <Time ms={run.created_at} />
-        </dd>
-        <dt>Updated</dt>
-        <dd>
+        </Fact>
+        <Fact term="Updated">
           <Time ms={run.updated_at} now={now} />
-        </dd>
-        <dt>Turn · events</dt>
-        <dd>
+        </Fact>
+        <Fact term="Turn · events">
           {run.turn} · {run.last_seq}
-        </dd>
+        </Fact>
       </dl>
     </header>
+  );
+}
+
+function Fact(props: { term: string; wide?: boolean; testId?: string; children: ReactNode }) {
+  return (
+    <div className={props.wide === true ? 'fact wide' : 'fact'}>
+      <dt>{props.term}</dt>
+      <dd data-testid={props.testId}>{props.children}</dd>
+    </div>
   );
 }
 
@@ -209,12 +209,7 @@ function Plan({ run }: { run: RunRecord }) {
             {projection.items.map((item) => (
               <li key={item.key} data-key={item.key}>
                 <StatusBadge status={item.status} /> <span>{item.title}</span>
-                {item.detail !== undefined ? (
-                  <span className="muted">
-                    {' '}
-                    {typeof item.detail === 'string' ? item.detail : JSON.stringify(item.detail)}
-                  </span>
-                ) : null}
+                {item.detail !== undefined ? <span className="muted"> {detailText(item.detail)}</span> : null}
               </li>
             ))}
           </ol>

@@ -20,6 +20,7 @@ export function useNow(everyMs = 1_000): number {
 export function relative(ms: number, now: number): string {
   const s = Math.round((ms - now) / 1000);
   const abs = Math.abs(s);
+  if (abs < 2) return 'just now';
   const text =
     abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : `${(abs / 3600).toFixed(1)} h`;
   return s >= 0 ? `in ${text}` : `${text} ago`;
@@ -41,12 +42,29 @@ export function clock(ms: number): string {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }
 
-export function Json({ value, label }: { value: unknown; label?: string }) {
+/**
+ * A JSON value, pretty-printed in a box that scrolls when long; the box takes focus so it can be
+ * scrolled from the keyboard (WCAG 2.1.1; axe "scrollable-region-focusable").
+ */
+export function Json({ value, label }: { value: unknown; label: string }) {
   return (
-    <pre className="json" title={label}>
-      {JSON.stringify(value, null, 2)}
-    </pre>
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
+    <section className="json" aria-label={label} tabIndex={0}>
+      <pre>{JSON.stringify(value, null, 2)}</pre>
+    </section>
   );
+}
+
+/** A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls left out). */
+export function detailText(detail: unknown): string {
+  if (typeof detail === 'string') return detail;
+  if (detail !== null && typeof detail === 'object' && !Array.isArray(detail)) {
+    return Object.entries(detail)
+      .filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join(' · ');
+  }
+  return JSON.stringify(detail);
 }
 
 /** A message for any error (ApiError carries the API's code). */
