@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { handle } from 'hono/aws-lambda';
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { engineLog } from '../lib/handlers/observability.ts';
-import { consoleFromEnv } from '../lib/http/console.ts';
+import { type ConsoleSite, consoleFromEnv } from '../lib/http/console.ts';
 import { authFromEnv, createHttpApp } from '../lib/http/index.ts';
 
 /** The bundle carries the built console in `console/` beside this file (cdk/bundling.ts). */
@@ -23,13 +23,15 @@ export const handler: ReturnType<typeof handle> = (event, context) => {
   if (lambda === undefined) {
     const { runtime, logger, metrics } = container();
     const log = engineLog(logger, metrics);
+    let site: ConsoleSite | undefined;
+    try {
+      site = consoleFromEnv(process.env, CONSOLE_ASSETS);
+    } catch (err) {
+      // A console configuration mistake must not take the API down with it: no console then.
+      logger.error('the web console is not served', { error: String(err) });
+    }
     lambda = handle(
-      createHttpApp({
-        ...runtime,
-        auth: authFromEnv(process.env),
-        log,
-        console: consoleFromEnv(process.env, CONSOLE_ASSETS),
-      }),
+      createHttpApp({ ...runtime, auth: authFromEnv(process.env), log, ...(site ? { console: site } : {}) }),
     );
   }
   return lambda(event, context);
