@@ -9,7 +9,8 @@ import { ConsoleConfig } from '../../lib/http/console-config.ts';
 export const BASE = import.meta.env.BASE_URL;
 
 export async function loadConfig(): Promise<ConsoleConfig> {
-  const response = await fetch(`${BASE}config.json`, { headers: { accept: 'application/json' } });
+  // No extra headers: the request must match index.html's preload to reuse it.
+  const response = await fetch(`${BASE}config.json`);
   if (!response.ok) throw new Error(`${BASE}config.json answered HTTP ${response.status}`);
   const parsed = ConsoleConfig.safeParse(await response.json());
   if (!parsed.success) {

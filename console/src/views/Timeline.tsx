@@ -1,13 +1,18 @@
 /**
  * The event timeline: newest first, each event a disclosure (Enter / Space opens it) showing
  * its data; a kind filter; "Load older" pages back through the log. Event rows carry
- * `id="event-{seq}"` so other sections can link to a seq.
+ * `id="event-{seq}"` so other sections can link to a seq. Rows are rendered ROWS_STEP at a time
+ * (more as the list is scrolled to its end, or with the "Show more" button): a page with
+ * thousands of events paints its newest ones first.
  */
-import { memo, useId, useState } from 'react';
+import { memo, useEffect, useId, useRef, useState } from 'react';
 import { RUN_EVENT_KINDS, type RunEvent } from '../../../lib/contracts/index.ts';
 import type { FeedState } from '../live/use-run-events.ts';
 import { describeEvent, eventTone } from '../model/events.ts';
 import { clock, Json } from './common.tsx';
+
+/** Rows rendered at first, and added each time the list's end comes into view. */
+export const ROWS_STEP = 150;
 
 const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
   const [open, setOpen] = useState(false);
@@ -58,7 +63,22 @@ export function Timeline(props: {
 }) {
   const ids = useId();
   const [kind, setKind] = useState<string>('');
-  const shown = (kind === '' ? props.events : props.events.filter((e) => e.kind === kind)).slice().reverse();
+  const [rows, setRows] = useState(ROWS_STEP);
+  const matching = (kind === '' ? props.events : props.events.filter((e) => e.kind === kind))
+    .slice()
+    .reverse();
+  const shown = matching.slice(0, rows);
+  const hidden = matching.length - shown.length;
+  const end = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const sentinel = end.current;
+    if (sentinel === null || hidden === 0) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) setRows((n) => n + ROWS_STEP);
+    });
+    observer.observe(sentinel);
+    return () => observer.disconnect();
+  }, [hidden]);
   return (
     <section className="card" aria-labelledby={`${ids}-t`}>
       <div className="section-head">
@@ -84,8 +104,8 @@ export function Timeline(props: {
             </option>
           ))}
         </select>
-        <span className="muted">
-          {props.events.length} loaded{kind !== '' ? `, ${shown.length} shown` : ''}
+        <span className="muted" data-testid="events-loaded">
+          {props.events.length} loaded{kind !== '' ? `, ${matching.length} of this kind` : ''}
         </span>
       </div>
       <ol className="timeline" aria-label="Events, newest first" reversed>
@@ -93,6 +113,12 @@ export function Timeline(props: {
           <EventRow key={e.seq} event={e} />
         ))}
       </ol>
+      <div ref={end} />
+      {hidden > 0 ? (
+        <button type="button" onClick={() => setRows((n) => n + ROWS_STEP)}>
+          Show {Math.min(ROWS_STEP, hidden)} more ({hidden} not shown)
+        </button>
+      ) : null}
       {props.firstSeq !== null && props.firstSeq > 1 ? (
         <button type="button" onClick={() => void props.loadOlder()} disabled={props.loadingOlder}>
           {props.loadingOlder ? 'Loading…' : `Load older events (before #${props.firstSeq})`}
