@@ -29,6 +29,7 @@ import {
 import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
 import type { ConsoleSite } from '../http/console.ts';
+import type { ConsoleConfigInput } from '../http/console-config.ts';
 import { bearerTokenAuth, createHttpApp } from '../http/index.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
@@ -84,6 +85,8 @@ export interface LocalStackOptions {
   logger?: LogSink;
   /** The built web console served at /console (default CONSOLE_DIST_DIR); false: not served. */
   consoleDir?: string | false;
+  /** How the console signs in (default: a pasted token; the start link carries it). */
+  consoleAuth?: ConsoleConfigInput['auth'];
 }
 
 /** A running local stack. */
@@ -260,7 +263,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       : {
           assetsDir: consoleDir,
           config: {
-            auth: { kind: 'token', hint: 'npm start prints a console link that signs you in.' },
+            auth: options.consoleAuth ?? {
+              kind: 'token',
+              hint: 'npm start prints a console link that signs you in.',
+            },
             ...(sweepIntervalMs > 0 ? { sweep_interval_ms: sweepIntervalMs } : {}),
             ...(options.heartbeatMs !== undefined ? { heartbeat_ms: options.heartbeatMs } : {}),
             environment: 'local',

@@ -108,7 +108,8 @@ async function ackShown(page: Page, text: string): Promise<string> {
   return (await acks.textContent()) ?? '';
 }
 
-describe('the web console in chromium', () => {
+// A browser and a stack on a busy 2-core machine: generous per-test time (no test asserts speed).
+describe('the web console in chromium', { timeout: 120_000 }, () => {
   it('signs in with the token of the start link and keeps it out of the address bar', async () => {
     const page = await signedIn();
 
