@@ -31,6 +31,17 @@ const EVENTS = Number(process.argv[2] ?? 1000);
 const LOADS = Number(process.argv[3] ?? 7);
 const TARGET_MS = 1000;
 
+/** The browser globals the page function reads (this file is type-checked for Node). */
+interface BrowserGlobals {
+  document: { querySelector(selector: string): { textContent: string | null } | null };
+  performance: {
+    now(): number;
+    getEntriesByName(name: string): { startTime: number }[];
+    getEntriesByType(type: string): { transferSize?: number }[];
+  };
+  requestAnimationFrame(callback: () => void): number;
+}
+
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
@@ -129,6 +140,7 @@ try {
     await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
     await page.goto(url, { waitUntil: 'commit' });
     const result = await page.evaluate(async (n) => {
+      const { document, performance, requestAnimationFrame } = globalThis as unknown as BrowserGlobals;
       // Painted: the header, every event loaded, and the newest rows of the timeline on screen.
       const loaded = () => document.querySelector('[data-testid="events-loaded"]')?.textContent ?? '';
       while (!loaded().startsWith(`${n} loaded`) || document.querySelector('li.event') === null) {
@@ -141,7 +153,7 @@ try {
       const bytes = performance
         .getEntriesByType('resource')
         .concat(performance.getEntriesByType('navigation'))
-        .reduce((sum, e) => sum + ((e as PerformanceResourceTiming).transferSize ?? 0), 0);
+        .reduce((sum, e) => sum + (e.transferSize ?? 0), 0);
       return { fcp, events: at, transferKb: bytes / 1024 };
     }, shown);
     const { metrics } = (await cdp.send('Performance.getMetrics')) as {

@@ -25,6 +25,11 @@ import {
   startConsoleStack,
 } from '../support/console-stack.ts';
 
+/** What the page functions read of the browser's document (this file is type-checked for Node). */
+interface BrowserDocument {
+  document: { activeElement: { textContent: string | null } | null };
+}
+
 let dir: string;
 let cs: ConsoleStack;
 let browser: Browser;
@@ -71,16 +76,28 @@ function subject(scenario: string) {
   return { workspace: 'console', path: `/${scenario}/${crypto.randomUUID().slice(0, 8)}` };
 }
 
-async function createRun(scenario: string, objective?: string): Promise<RunRecord> {
+async function createRun(
+  scenario: string,
+  objective?: string,
+  budgets: Record<string, number> = { max_turns: 10, max_total_tokens: 5_000 },
+): Promise<RunRecord> {
   const { run } = await client.createRun({
     subject: subject(scenario),
     reducer: { function_path: AGENT_LOOP_PATH },
     input: 'Please charge the customer 42 for the repair.',
     ...(objective !== undefined ? { objective } : {}),
     context: { mode: 'conversation', tools: CONSOLE_TOOLS_CONTEXT, instructions: 'You are a billing agent.' },
-    budgets: { max_turns: 10, max_total_tokens: 5_000 },
+    budgets,
   });
   return run;
+}
+
+/** Approves the run's open approval through the API, quoting its digest. */
+async function approveByApi(runId: string): Promise<void> {
+  const waiting = await until(runId, (r) => r.open_requests.some((q) => q.kind === 'approval'));
+  const approval = waiting.open_requests.find((q) => q.kind === 'approval');
+  if (approval?.kind !== 'approval') throw new Error('no approval');
+  await client.approve(runId, approval.request_id, approval.subject.digest);
 }
 
 async function until(
@@ -160,7 +177,7 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     await page.getByRole('heading', { name: 'Events' }).waitFor();
     // A marker that a reload would lose: every later change must arrive without one.
     await page.evaluate(() => {
-      (window as unknown as { marker: number }).marker = 1;
+      (globalThis as unknown as { marker: number }).marker = 1;
     });
 
     // Live: the model's turn and the approval arrive while the page is open.
@@ -199,7 +216,7 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     await ackShown(page, 'stop: applied');
     await page.locator('.run-header .badge-stopped').waitFor({ timeout: 20_000 });
     await page.locator('li.event[data-kind="stopped"]').waitFor();
-    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(1);
+    expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(1);
 
     // Each action through the API's log: what the page did is what the run recorded.
     await until(run.run_id, (r) => r.status === 'stopped');
@@ -256,13 +273,30 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     expect(cs.charges.filter((c) => c === 42)).toHaveLength(1); // only the journey's charge
   });
 
+  it('resumes a run paused by its budget with the budget increase the form offers', async () => {
+    const run = await createRun('budget', undefined, { max_turns: 1 });
+    await approveByApi(run.run_id);
+    // The charge ran; the next model turn would be the second: the run pauses on max_turns.
+    await until(run.run_id, (r) => r.status === 'paused');
+    const page = await signedIn();
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+
+    await page.getByRole('heading', { name: 'Paused: budget_exceeded:max_turns' }).waitFor();
+    const increase = page.getByLabel('max_turns (now 1)');
+    expect(await increase.inputValue()).toBe('1');
+    await increase.fill('3');
+    await shot(page, 'run-budget-pause');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await ackShown(page, 'resume: applied');
+
+    const resumed = await until(run.run_id, (r) => r.open_requests.some((q) => q.kind === 'input'));
+    expect(resumed.budgets.max_turns).toBe(4);
+    await page.getByText('Charged 42. Which receipt format do you want?').first().waitFor();
+  });
+
   it('shows the transcript as a conversation with the tool envelope as a card', async () => {
     const run = await createRun('transcript');
-    await until(run.run_id, (r) => r.open_requests.some((q) => q.kind === 'approval'));
-    const waiting = await client.getRun(run.run_id);
-    const approval = waiting.open_requests[0];
-    if (approval?.kind !== 'approval') throw new Error('no approval');
-    await client.approve(run.run_id, approval.request_id, approval.subject.digest);
+    await approveByApi(run.run_id);
     await until(run.run_id, (r) => r.open_requests.some((q) => q.kind === 'input'));
     const page = await signedIn();
 
@@ -283,7 +317,11 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
 
     // The first Tab reaches the skip link; the timeline's events open with Enter.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(
+      await page.evaluate(
+        () => (globalThis as unknown as BrowserDocument).document.activeElement?.textContent,
+      ),
+    ).toBe('Skip to content');
     await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
     const first = page.locator('li.event summary').last();
     await first.waitFor();
@@ -306,7 +344,7 @@ async function axeViolations(page: Page): Promise<string[]> {
   const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
   await page.addScriptTag({ path: axePath });
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
     interface AxeViolation {
       id: string;
       impact?: string | null;
