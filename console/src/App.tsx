@@ -10,7 +10,6 @@ import { Link, Route, Router, Switch } from 'wouter';
 import { ApiError } from '../../lib/client/errors.ts';
 import type { ConsoleConfig } from '../../lib/http/console-config.ts';
 import { ApiProvider } from './api.tsx';
-import { signOutUrl } from './auth/oauth.ts';
 import {
   clearSession,
   readSession,
@@ -70,9 +69,12 @@ export function App({ config }: { config: ConsoleConfig }) {
     queryClient.clear();
     setSession(null);
     setNotice('Signed out.');
-    if (config.auth.kind === 'oauth') {
-      const url = signOutUrl(config.auth, window.location.origin, BASE);
-      if (url !== null) window.location.assign(url);
+    const auth = config.auth;
+    if (auth.kind === 'oauth') {
+      void import('./auth/oauth.ts').then(({ signOutUrl }) => {
+        const url = signOutUrl(auth, window.location.origin, BASE);
+        if (url !== null) window.location.assign(url);
+      });
     }
   }, [config, queryClient]);
 

@@ -2,7 +2,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import type { ConsoleConfig } from '../../../lib/http/console-config.ts';
-import { completeSignIn } from '../auth/oauth.ts';
 import type { Session } from '../auth/session.ts';
 import { BASE } from '../config.ts';
 
@@ -20,13 +19,16 @@ export function Callback(props: { config: ConsoleConfig; onSession: (s: Session)
       setError('This console signs in with a token, not OAuth.');
       return;
     }
-    completeSignIn(config.auth, new URL(window.location.href), BASE, Date.now()).then(
-      ({ session, returnTo }) => {
-        onSession(session);
-        navigate(returnTo, { replace: true });
-      },
-      (err: unknown) => setError(err instanceof Error ? err.message : String(err)),
-    );
+    const auth = config.auth;
+    import('../auth/oauth.ts')
+      .then(({ completeSignIn }) => completeSignIn(auth, new URL(window.location.href), BASE, Date.now()))
+      .then(
+        ({ session, returnTo }) => {
+          onSession(session);
+          navigate(returnTo, { replace: true });
+        },
+        (err: unknown) => setError(err instanceof Error ? err.message : String(err)),
+      );
   }, [config, onSession, navigate]);
 
   return (

@@ -7,7 +7,6 @@ import { type FormEvent, useState } from 'react';
 import { createClient } from '../../../lib/client/client.ts';
 import { ApiError } from '../../../lib/client/errors.ts';
 import type { ConsoleConfig } from '../../../lib/http/console-config.ts';
-import { startSignIn } from '../auth/oauth.ts';
 import { type Session, tokenSession } from '../auth/session.ts';
 import { apiBase, BASE } from '../config.ts';
 
@@ -61,10 +60,12 @@ export function Login(props: {
             type="button"
             className="primary"
             onClick={() => {
-              if (config.auth.kind !== 'oauth') return;
-              startSignIn(config.auth, window.location, BASE, returnTo).catch((err: unknown) =>
-                setError(err instanceof Error ? err.message : String(err)),
-              );
+              const auth = config.auth;
+              if (auth.kind !== 'oauth') return;
+              // Loaded only by consoles that sign in with OAuth.
+              import('../auth/oauth.ts')
+                .then(({ startSignIn }) => startSignIn(auth, window.location, BASE, returnTo))
+                .catch((err: unknown) => setError(err instanceof Error ? err.message : String(err)));
             }}
           >
             Sign in
