@@ -110,7 +110,9 @@ export function App({ config }: { config: ConsoleConfig }) {
                     <Route path="/">
                       <RunsList />
                     </Route>
-                    <Route path="/runs/:id/transcript">{(p) => <TranscriptPage runId={p.id} />}</Route>
+                    <Route path="/runs/:id/transcript">
+                      {(p) => <TranscriptPage key={p.id} runId={p.id} />}
+                    </Route>
                     <Route path="/runs/:id">{(p) => <RunPage key={p.id} runId={p.id} />}</Route>
                     <Route>
                       <h1>Not found</h1>
