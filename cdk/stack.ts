@@ -568,6 +568,7 @@ export class AgentRunsStack extends Stack {
       props,
       logRetention,
       removalPolicy,
+      true,
     );
   }
 
@@ -604,8 +605,9 @@ export class AgentRunsStack extends Stack {
 
   /**
    * One HTTP API: `ANY /` and `ANY /{proxy+}` to the control function behind `authorizer`;
-   * PUBLIC_ROUTES never need one. Access logs (JSON) go to their own log group; the $default
-   * stage is throttled.
+   * PUBLIC_ROUTES never need one; `withConsole` adds the console's public CONSOLE_ROUTES (the API
+   * people use, not the service callers' one). Access logs (JSON) go to their own log group; the
+   * $default stage is throttled.
    */
   private createApi(
     id: string,
@@ -614,6 +616,7 @@ export class AgentRunsStack extends Stack {
     props: AgentRunsStackProps,
     logRetention: RetentionDays,
     removalPolicy: RemovalPolicy,
+    withConsole = false,
   ): HttpApi {
     const api = new HttpApi(this, id, { description, createDefaultStage: false });
     const accessLogs = new LogGroup(this, `${id}AccessLogs`, { retention: logRetention, removalPolicy });
@@ -642,7 +645,7 @@ export class AgentRunsStack extends Stack {
         );
       }
     }
-    for (const route of CONSOLE_ROUTES) {
+    for (const route of withConsole ? CONSOLE_ROUTES : []) {
       for (const r of api.addRoutes({ path: route.path, methods: [route.method], integration })) {
         acknowledge(
           r,

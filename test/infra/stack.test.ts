@@ -440,7 +440,6 @@ describe('HTTP API', () => {
     expect(() => plain.stack.grantServiceInvoke(plain.stack.stepFunction)).toThrow(/iamAuth/);
   });
 
-  it('puts a JWT authorizer on every route except GET /health and GET /openapi.json when configured', () => {
   it('puts a JWT authorizer on every route except health, the OpenAPI document and the console when configured', () => {
     withJwt.template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
@@ -463,7 +462,8 @@ describe('HTTP API', () => {
   it("gives the control function the console's sign-in: a pasted token by default, else the hosted UI with PKCE", () => {
     const configOf = (built: Built) => {
       const fn = built.resources[logicalId(built.stack, built.stack.controlFunction)];
-      const env = (fn?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
+      const env = (fn?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)
+        ?.Variables;
       if (env === undefined) throw new Error('the control function has no environment');
       return ConsoleConfig.parse(JSON.parse(String(env.CONSOLE_CONFIG)));
     };
