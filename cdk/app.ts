@@ -19,6 +19,9 @@
  * - `sweeperReservedConcurrency`  `none` to reserve no concurrency for the sweeper (default 1)
  * - `alarmTopicArn`        SNS topic ARN the alarms notify (default: a topic the stack creates)
  * - `alarmEmail`           an email address the created alarm topic notifies
+ * - `consoleOAuthIssuer`, `consoleOAuthDomain`, `consoleOAuthClientId`: the web console signs in
+ *                          through this Cognito hosted UI (issuer URL, hosted UI base URL, app
+ *                          client id); without them the console asks for a pasted token
  * - `deletionProtection`   `false` to turn deletion protection off and let the table, buckets,
  *                          user pool and keys go with the stack (default on, retained)
  */
@@ -59,6 +62,15 @@ if ((openAiBaseUrl === undefined) !== (openAiModel === undefined)) {
 const openAiApiKeySecret = context('openAiApiKeySecret');
 const toolsFile = context('toolsFile');
 const reserved = context('sweeperReservedConcurrency');
+/** The console's hosted-UI sign-in, when all three context values are given. */
+function consoleOAuth(): AgentRunsStackProps['consoleOAuth'] {
+  const issuer = context('consoleOAuthIssuer');
+  const domainUrl = context('consoleOAuthDomain');
+  const clientId = context('consoleOAuthClientId');
+  return issuer !== undefined && domainUrl !== undefined && clientId !== undefined
+    ? { issuer, domainUrl, clientId }
+    : undefined;
+}
 const props: AgentRunsStackProps = {
   stackName,
   description: 'Agent Runs on AWS: durable, crash-safe runtime for AI agent runs',
@@ -88,6 +100,7 @@ const props: AgentRunsStackProps = {
   ),
   ...optional('alarmTopicArn', context('alarmTopicArn')),
   ...optional('alarmEmail', context('alarmEmail')),
+  ...optional('consoleOAuth', consoleOAuth()),
 };
 new AgentRunsStack(app, stackName, props);
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

@@ -6,9 +6,13 @@
  * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`), the QuickJS
  * WebAssembly module (quickjs-emscripten loads `emscripten-module.wasm` beside the importing
  * module) and the Starlark runtime with its Go glue (lib/sandbox/starlark/runtime-files.ts,
- * about 5.5 MB, 1.6 MB zipped). DESIGN section 11.
+ * about 5.5 MB, 1.6 MB zipped). The control function's bundle also carries the web console,
+ * built by vite from console/ into `console/` beside the bundle (functions/control.ts serves
+ * it), so what is deployed is always built from the sources being deployed. DESIGN section 11;
+ * issue 17.
  */
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BundlingOptions, LogLevel, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
@@ -38,8 +42,19 @@ export function runtimeFiles(): ReadonlyArray<{ source: string; name: string }> 
   ];
 }
 
-/** The NodejsFunction `bundling` options shared by the three functions. */
-export function bundlingOptions(): BundlingOptions {
+/** The shell command that builds the web console into `outDir` (vite, with console/vite.config.ts). */
+export function consoleBuildCommand(outDir: string): string {
+  // vite's package exports do not list its bin: find it beside its package.json.
+  const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
+  const config = fileURLToPath(new URL('console/vite.config.ts', REPO_ROOT));
+  return `${shellQuote(process.execPath)} ${shellQuote(vite)} build --config ${shellQuote(config)} --outDir ${shellQuote(outDir)} --emptyOutDir --logLevel warn`;
+}
+
+/**
+ * The NodejsFunction `bundling` options shared by the three functions; `withConsole` (the
+ * control function) adds the console build to the bundle.
+ */
+export function bundlingOptions(options: { withConsole?: boolean } = {}): BundlingOptions {
   const files = runtimeFiles();
   return {
     forceDockerBundling: false,
@@ -58,8 +73,10 @@ export function bundlingOptions(): BundlingOptions {
     commandHooks: {
       beforeBundling: () => [],
       beforeInstall: () => [],
-      afterBundling: (_inputDir: string, outputDir: string) =>
-        files.map((f) => `cp ${shellQuote(f.source)} ${shellQuote(`${outputDir}/${f.name}`)}`),
+      afterBundling: (_inputDir: string, outputDir: string) => [
+        ...files.map((f) => `cp ${shellQuote(f.source)} ${shellQuote(`${outputDir}/${f.name}`)}`),
+        ...(options.withConsole === true ? [consoleBuildCommand(`${outputDir}/console`)] : []),
+      ],
     },
   };
 }

@@ -40,6 +40,7 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
+import type { ConsoleConfigInput } from '../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
 import { TABLE_DEFINITION } from '../lib/store/table.ts';
 import type { ConfiguredTool } from '../lib/tools/configured.ts';
@@ -71,6 +72,32 @@ export const PUBLIC_ROUTES = [
   { method: HttpMethod.GET, path: '/health' },
   { method: HttpMethod.GET, path: '/openapi.json' },
 ] as const;
+/**
+ * The web console's routes: public like PUBLIC_ROUTES (static assets and config.json, no run
+ * data; the console then calls the API with the user's JWT). Served by the control function.
+ */
+export const CONSOLE_ROUTES = [
+  { method: HttpMethod.GET, path: '/console' },
+  { method: HttpMethod.GET, path: '/console/{proxy+}' },
+] as const;
+
+/**
+ * The web console's sign-in through an OAuth 2.0 authorization server with the Cognito hosted
+ * UI's paths: the authorization code flow with PKCE, for a public app client (no secret) whose
+ * callback URL is `{ApiUrl}/console/callback` (the `ConsoleCallbackUrl` output) and sign-out URL
+ * `{ApiUrl}/console/`.
+ */
+export interface ConsoleOAuthProps {
+  /** The tokens' issuer: `https://cognito-idp.{region}.amazonaws.com/{userPoolId}`. */
+  readonly issuer: string;
+  /** The hosted UI's base URL: `https://{domain}.auth.{region}.amazoncognito.com` (or a custom domain). */
+  readonly domainUrl: string;
+  readonly clientId: string;
+  /** Default `['openid']`. */
+  readonly scopes?: readonly string[];
+  /** The token the console sends to the API. Default `access`. */
+  readonly tokenUse?: 'access' | 'id';
+}
 
 export interface AgentRunsStackProps extends StackProps {
   /**
@@ -143,6 +170,11 @@ export interface AgentRunsStackProps extends StackProps {
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
   /** Takeovers (sum over 5 minutes) at or above which the takeover alarm fires. Default 1. */
   readonly takeoverAlarmThreshold?: number;
+  /**
+   * The web console's sign-in (the console is served at `{ApiUrl}/console`). Default: sign in by
+   * pasting a bearer token.
+   */
+  readonly consoleOAuth?: ConsoleOAuthProps;
 }
 
 /** Feature flag (aws-cdk-lib cx-api): grant S3 log delivery by bucket policy instead of an ACL. */
@@ -230,6 +262,10 @@ export class AgentRunsStack extends Stack {
         ...(name === 'sweeper' ? { reservedConcurrency: reserved === undefined ? 1 : reserved } : {}),
       });
     this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
+    this.controlFunction.addEnvironment(
+      'CONSOLE_CONFIG',
+      this.toJsonString(consoleConfig(props.consoleOAuth)),
+    );
     this.stepFunction = makeFunction('step', stepTimeout);
     this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT, props.sweeperReservedConcurrency);
 
@@ -303,6 +339,14 @@ export class AgentRunsStack extends Stack {
     }
     new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.topic.topicArn });
     new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
+    new CfnOutput(this, 'ConsoleUrl', {
+      value: `${this.httpApi.apiEndpoint}/console/`,
+      description: 'The web console (served by the control function)',
+    });
+    new CfnOutput(this, 'ConsoleCallbackUrl', {
+      value: `${this.httpApi.apiEndpoint}/console/callback`,
+      description: "The OAuth callback URL to register on the console's app client",
+    });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'StepQueueUrl', { value: this.stepQueue.queueUrl });
     new CfnOutput(this, 'StepDeadLetterQueueUrl', { value: this.stepDeadLetterQueue.queueUrl });
@@ -438,7 +482,7 @@ export class AgentRunsStack extends Stack {
         : {}),
       projectRoot: options.projectRoot,
       depsLockFilePath: join(options.projectRoot, 'package-lock.json'),
-      bundling: bundlingOptions(),
+      bundling: bundlingOptions({ withConsole: name === 'control' }),
     });
     acknowledge(
       role,
@@ -524,6 +568,7 @@ export class AgentRunsStack extends Stack {
       props,
       logRetention,
       removalPolicy,
+      true,
     );
   }
 
@@ -560,8 +605,9 @@ export class AgentRunsStack extends Stack {
 
   /**
    * One HTTP API: `ANY /` and `ANY /{proxy+}` to the control function behind `authorizer`;
-   * PUBLIC_ROUTES never need one. Access logs (JSON) go to their own log group; the $default
-   * stage is throttled.
+   * PUBLIC_ROUTES never need one; `withConsole` adds the console's public CONSOLE_ROUTES (the API
+   * people use, not the service callers' one). Access logs (JSON) go to their own log group; the
+   * $default stage is throttled.
    */
   private createApi(
     id: string,
@@ -570,6 +616,7 @@ export class AgentRunsStack extends Stack {
     props: AgentRunsStackProps,
     logRetention: RetentionDays,
     removalPolicy: RemovalPolicy,
+    withConsole = false,
   ): HttpApi {
     const api = new HttpApi(this, id, { description, createDefaultStage: false });
     const accessLogs = new LogGroup(this, `${id}AccessLogs`, { retention: logRetention, removalPolicy });
@@ -595,6 +642,15 @@ export class AgentRunsStack extends Stack {
           r,
           'AwsSolutions-APIG4',
           `${route.method} ${route.path} is public by design (health check, OpenAPI document); it reads no run data.`,
+        );
+      }
+    }
+    for (const route of withConsole ? CONSOLE_ROUTES : []) {
+      for (const r of api.addRoutes({ path: route.path, methods: [route.method], integration })) {
+        acknowledge(
+          r,
+          'AwsSolutions-APIG4',
+          `${route.method} ${route.path} serves the web console's static files and config.json (no secrets, no run data); the console calls the API with the user's JWT.`,
         );
       }
     }
@@ -654,6 +710,31 @@ const ACCESS_LOG_FIELDS = {
   integrationError: '$context.integrationErrorMessage',
   authorizerError: '$context.authorizer.error',
 };
+
+/**
+ * The console's run-time configuration (lib/http/console-config.ts) the control function serves
+ * at /console/config.json, from CONSOLE_CONFIG. The sweeper runs every minute in AWS.
+ */
+function consoleConfig(oauth: ConsoleOAuthProps | undefined): ConsoleConfigInput {
+  const base = { sweep_interval_ms: 60_000 };
+  if (oauth === undefined) {
+    return { ...base, auth: { kind: 'token', hint: 'Paste a JWT the API accepts.' } };
+  }
+  const domain = oauth.domainUrl.replace(/\/+$/, '');
+  return {
+    ...base,
+    auth: {
+      kind: 'oauth',
+      issuer: oauth.issuer,
+      authorization_endpoint: `${domain}/oauth2/authorize`,
+      token_endpoint: `${domain}/oauth2/token`,
+      end_session_endpoint: `${domain}/logout`,
+      client_id: oauth.clientId,
+      scopes: [...(oauth.scopes ?? ['openid'])],
+      token_use: oauth.tokenUse ?? 'access',
+    },
+  };
+}
 
 function attributeType(type: 'S' | 'N'): AttributeType {
   return type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;

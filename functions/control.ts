@@ -3,12 +3,18 @@
  * adapter over lib/http. The runtime (with the stored function registry, so artifacts registered
  * with `PUT /functions/...` reach every container and the step function) and the app are built
  * once per container, on the first invocation. Auth: authFromEnv (JWT authorizer claims in AWS;
- * the bearer token of `AGENT_RUNS_LOCAL_TOKEN` when set). DESIGN section 2; issue 5.
+ * the bearer token of `AGENT_RUNS_LOCAL_TOKEN` when set). It also serves the web console under
+ * /console (its configuration from CONSOLE_CONFIG). DESIGN section 2; issues 5 and 17.
  */
+import { fileURLToPath } from 'node:url';
 import { handle } from 'hono/aws-lambda';
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { engineLog } from '../lib/handlers/observability.ts';
+import { type ConsoleSite, consoleFromEnv } from '../lib/http/console.ts';
 import { authFromEnv, createHttpApp } from '../lib/http/index.ts';
+
+/** The bundle carries the built console in `console/` beside this file (cdk/bundling.ts). */
+const CONSOLE_ASSETS = fileURLToPath(new URL('./console/', import.meta.url));
 
 const container = lambdaContainer('agent-runs-control');
 let lambda: ReturnType<typeof handle> | undefined;
@@ -17,7 +23,16 @@ export const handler: ReturnType<typeof handle> = (event, context) => {
   if (lambda === undefined) {
     const { runtime, logger, metrics } = container();
     const log = engineLog(logger, metrics);
-    lambda = handle(createHttpApp({ ...runtime, auth: authFromEnv(process.env), log }));
+    let site: ConsoleSite | undefined;
+    try {
+      site = consoleFromEnv(process.env, CONSOLE_ASSETS);
+    } catch (err) {
+      // A console configuration mistake must not take the API down with it: no console then.
+      logger.error('the web console is not served', { error: String(err) });
+    }
+    lambda = handle(
+      createHttpApp({ ...runtime, auth: authFromEnv(process.env), log, ...(site ? { console: site } : {}) }),
+    );
   }
   return lambda(event, context);
 };

@@ -98,7 +98,12 @@ export const replayCommand: CommandModule = {
           ...(opts.limit !== undefined ? { limit: parseIntArg('--limit', opts.limit) } : {}),
           reportPath: resolve(ctx.io.cwd, opts.report ?? 'reports/replay.json'),
           progress: opts.progress !== false && ctx.io.tty !== undefined,
-          startStack: localReplayStack(),
+          startStack: localReplayStack({
+            onReady: ({ consoleUrl }) => {
+              if (consoleUrl !== null)
+                ctx.io.out(`console: ${consoleUrl} (watch the runs while they replay)`);
+            },
+          }),
           out: (line) => ctx.io.out(line),
         });
         if (report.summary.diverged > 0) ctx.exitCode = 1;

@@ -5,7 +5,7 @@
  * every failure is an ApiError with the API's code. Browser-safe: only fetch, URL, Headers and
  * Web Crypto's `crypto.randomUUID` (Node 20+, browsers in secure contexts), no `node:*`.
  * Published as the `@agent-runs/client` package (packages/client). Issue 5, "lib/client and
- * bin/"; issue 13.
+ * bin/"; issue 13. The web console (console/) runs this same client in the browser (issue 17).
  */
 import { z } from 'zod';
 import {

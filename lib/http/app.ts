@@ -18,12 +18,14 @@
  *   POST /results/{resume_key}         200 {run_id, seq}
  *   GET  /v1/tools                     200 {tools}
  *   PUT  /functions/{path+}            200 artifact summary (admin)
+ *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Engine } from '../engine/engine.ts';
 import type { ToolHost } from '../engine/ports.ts';
 import type { FunctionRegistry } from '../sandbox/function-registry.ts';
 import type { Authenticate } from './auth.ts';
+import { type ConsoleSite, mountConsole } from './console.ts';
 import { registerCatalogRoutes } from './catalog-routes.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
@@ -56,6 +58,8 @@ export interface HttpAppOptions {
   pollIntervalMs?: number;
   /** Structured log sink for internal errors (default: one JSON line on stderr). */
   log?: (entry: Record<string, unknown>) => void;
+  /** Serve the web console under /console (no authentication; console.ts). Default: not served. */
+  console?: ConsoleSite;
 }
 
 /** Builds the app. Does no I/O until a request arrives. */
@@ -67,6 +71,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     },
   });
   installErrorHandling(app, log);
+  // Before authentication: hono runs handlers in registration order, so the console answers first.
+  if (options.console !== undefined) mountConsole(app, options.console);
   installAuthAndLimits(app, options.auth, {
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     functionBodyLimitBytes: options.functionBodyLimitBytes ?? DEFAULT_FUNCTION_BODY_LIMIT_BYTES,

@@ -12,7 +12,9 @@
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
@@ -26,6 +28,8 @@ import {
 } from '../handlers/observability.ts';
 import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
+import type { ConsoleSite } from '../http/console.ts';
+import type { ConsoleConfigInput } from '../http/console-config.ts';
 import { bearerTokenAuth, createHttpApp } from '../http/index.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
@@ -34,6 +38,9 @@ import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gat
 import { type Poller, startPoller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
+
+/** Where `npm run console:build` writes the web console (served at /console). */
+export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
 
 /** The HTTP port when neither the option nor PORT says otherwise. */
 export const DEFAULT_PORT = 8787;
@@ -76,6 +83,10 @@ export interface LocalStackOptions {
   onReady?: (stack: LocalStack) => void;
   /** Log sink of the handlers and the stack; default a Powertools Logger at POWERTOOLS_LOG_LEVEL (default WARN). */
   logger?: LogSink;
+  /** The built web console served at /console (default CONSOLE_DIST_DIR); false: not served. */
+  consoleDir?: string | false;
+  /** How the console signs in (default: a pasted token; the start link carries it). */
+  consoleAuth?: ConsoleConfigInput['auth'];
 }
 
 /** A running local stack. */
@@ -83,8 +94,15 @@ export interface LocalStack {
   /** `http://127.0.0.1:{port}` */
   url: string;
   port: number;
-  /** The bearer token every route but /health and /openapi.json needs. */
+  /** The bearer token every route but /health, /openapi.json and /console needs. */
   token: string;
+  /**
+   * The web console's address with the token in the URL fragment (`/console/#token=...`: a
+   * fragment never reaches a server or its logs); null when the console is not served.
+   */
+  consoleUrl: string | null;
+  /** The directory the console is served from, or null. */
+  consoleDir: string | null;
   runtime: Runtime;
   services: LocalServices;
   resources: LocalResources;
@@ -237,7 +255,24 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     );
   }
 
-  gateway.setHandler(controlHandler(runtime, token, engineLog(logger, metrics)));
+  const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
+  const consoleDir = options.consoleDir ?? CONSOLE_DIST_DIR;
+  const site: ConsoleSite | undefined =
+    consoleDir === false
+      ? undefined
+      : {
+          assetsDir: consoleDir,
+          config: {
+            auth: options.consoleAuth ?? {
+              kind: 'token',
+              hint: 'npm start prints a console link that signs you in.',
+            },
+            ...(sweepIntervalMs > 0 ? { sweep_interval_ms: sweepIntervalMs } : {}),
+            ...(options.heartbeatMs !== undefined ? { heartbeat_ms: options.heartbeatMs } : {}),
+            environment: 'local',
+          },
+        };
+  gateway.setHandler(controlHandler(runtime, token, engineLog(logger, metrics), site));
 
   const poller = startPoller({
     sqs: runtime.clients.sqs,
@@ -257,7 +292,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     logger,
   });
 
-  const sweeperTimer = startSweeperTimer(runtime, logger, metrics, options.sweepIntervalMs ?? 10_000);
+  const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
 
   const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
   const stateFile =
@@ -268,6 +303,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     url: gateway.url,
     port: gateway.port,
     token,
+    consoleUrl: site === undefined ? null : `${gateway.url}/console/#token=${encodeURIComponent(token)}`,
+    consoleDir: site === undefined ? null : site.assetsDir,
     runtime,
     services,
     resources,
@@ -299,8 +336,14 @@ function controlHandler(
   runtime: Runtime,
   token: string,
   log: (entry: Record<string, unknown>) => void,
+  site: ConsoleSite | undefined,
 ): ApiHandler {
-  const app = createHttpApp({ ...runtime, auth: bearerTokenAuth(token), log });
+  const app = createHttpApp({
+    ...runtime,
+    auth: bearerTokenAuth(token),
+    log,
+    ...(site !== undefined ? { console: site } : {}),
+  });
   const lambda = handle(app);
   // hono declares its own (narrower) copy of the aws-lambda event types.
   type HonoEvent = Parameters<typeof lambda>[0];
@@ -463,6 +506,11 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   print(`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`);
   print(`  url:    ${stack.url}`);
   print(`  token:  ${stack.token}`);
+  if (stack.consoleUrl !== null && stack.consoleDir !== null) {
+    const built = existsSync(join(stack.consoleDir, 'index.html'));
+    print(`  console: ${built ? stack.consoleUrl : 'not built: run `npm run console:build`, then open'}`);
+    if (!built) print(`           ${stack.consoleUrl}`);
+  }
   if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
   print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
   for (const line of modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})))

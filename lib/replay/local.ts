@@ -14,6 +14,8 @@ export interface LocalReplayStackOptions {
   pollerConcurrency?: number;
   /** Where the stack's own log goes; default: dropped (chaos makes the workers log every kill). */
   logger?: LogSink;
+  /** Called once the stack serves, with its URL and the web console's link (to watch the replay). */
+  onReady?: (stack: { url: string; consoleUrl: string | null }) => void;
 }
 
 const SILENT: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
@@ -36,6 +38,7 @@ export function localReplayStack(options: LocalReplayStackOptions = {}): StartRe
       pollerConcurrency: options.pollerConcurrency ?? 8,
       ...(chaos ? { faults: chaos.faults, wrapQueue: chaos.wrapQueue } : {}),
     });
+    options.onReady?.({ url: stack.url, consoleUrl: stack.consoleUrl });
     const client = createClient({ baseUrl: stack.url, token: stack.token });
     // Every call the replay client makes is idempotent (create_key, control_id, reads), so a
     // server error (e.g. the API process "killed" after its commit) is retried, as a user would.

@@ -30,6 +30,7 @@ import {
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
 import { CALLER_GROUPS } from '../../lib/http/auth.ts';
+import { ConsoleConfig } from '../../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../../lib/local/resources.ts';
 import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/index.ts';
@@ -157,6 +158,11 @@ beforeAll(() => {
       jwtAudience: ['agent-runs-api'],
       deletionProtection: false,
       alarmTopicArn: 'arn:aws:sns:us-east-1:123456789012:agent-runs-alarms',
+      consoleOAuth: {
+        issuer: 'https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc',
+        domainUrl: 'https://agent-runs.auth.us-east-1.amazoncognito.com/',
+        clientId: 'console-client',
+      },
     },
     { bundle: false },
   );
@@ -355,7 +361,14 @@ describe('functions', () => {
 });
 
 describe('HTTP API', () => {
-  const routeKeys = ['ANY /', 'ANY /{proxy+}', 'GET /health', 'GET /openapi.json'];
+  const routeKeys = [
+    'ANY /',
+    'ANY /{proxy+}',
+    'GET /console',
+    'GET /console/{proxy+}',
+    'GET /health',
+    'GET /openapi.json',
+  ];
 
   it('by default authorizes every route but the public ones with JWTs of a Cognito user pool it creates', () => {
     const s = plain.stack;
@@ -375,6 +388,8 @@ describe('HTTP API', () => {
     expect(Object.fromEntries(routes.map(([, r]) => [r.RouteKey, r.AuthorizationType]))).toEqual({
       'ANY /': 'JWT',
       'ANY /{proxy+}': 'JWT',
+      'GET /console': 'NONE',
+      'GET /console/{proxy+}': 'NONE',
       'GET /health': 'NONE',
       'GET /openapi.json': 'NONE',
     });
@@ -425,7 +440,7 @@ describe('HTTP API', () => {
     expect(() => plain.stack.grantServiceInvoke(plain.stack.stepFunction)).toThrow(/iamAuth/);
   });
 
-  it('puts a JWT authorizer on every route except GET /health and GET /openapi.json when configured', () => {
+  it('puts a JWT authorizer on every route except health, the OpenAPI document and the console when configured', () => {
     withJwt.template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
@@ -437,8 +452,35 @@ describe('HTTP API', () => {
     expect(routes).toEqual({
       'ANY /': 'JWT',
       'ANY /{proxy+}': 'JWT',
+      'GET /console': 'NONE',
+      'GET /console/{proxy+}': 'NONE',
       'GET /health': 'NONE',
       'GET /openapi.json': 'NONE',
+    });
+  });
+
+  it("gives the control function the console's sign-in: a pasted token by default, else the hosted UI with PKCE", () => {
+    const configOf = (built: Built) => {
+      const fn = built.resources[logicalId(built.stack, built.stack.controlFunction)];
+      const env = (fn?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)
+        ?.Variables;
+      if (env === undefined) throw new Error('the control function has no environment');
+      return ConsoleConfig.parse(JSON.parse(String(env.CONSOLE_CONFIG)));
+    };
+
+    expect(configOf(plain).auth.kind).toBe('token');
+    expect(configOf(withJwt)).toEqual({
+      sweep_interval_ms: 60_000,
+      auth: {
+        kind: 'oauth',
+        issuer: 'https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc',
+        authorization_endpoint: 'https://agent-runs.auth.us-east-1.amazoncognito.com/oauth2/authorize',
+        token_endpoint: 'https://agent-runs.auth.us-east-1.amazoncognito.com/oauth2/token',
+        end_session_endpoint: 'https://agent-runs.auth.us-east-1.amazoncognito.com/logout',
+        client_id: 'console-client',
+        scopes: ['openid'],
+        token_use: 'access',
+      },
     });
   });
 
@@ -912,6 +954,20 @@ describe('bundles', () => {
       );
       expect(exported.trim()).toBe('function');
     }
+  });
+
+  it('ship the web console, built from console/, in the control function only', () => {
+    const s = plain.stack;
+    const dirOf = (fn: NodejsFunction) => {
+      const code = plain.resources[logicalId(s, fn)]?.Properties?.Code as { S3Key: string };
+      return join(plain.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
+    };
+    const index = readFileSync(join(dirOf(s.controlFunction), 'console', 'index.html'), 'utf8');
+    const script = /src="\/console\/(assets\/[^"]+\.js)"/.exec(index)?.[1];
+
+    expect(script).toBeDefined();
+    expect(existsSync(join(dirOf(s.controlFunction), 'console', script ?? ''))).toBe(true);
+    expect(existsSync(join(dirOf(s.stepFunction), 'console'))).toBe(false);
   });
 
   it('run the sandboxed agent reducer and a Starlark reducer from a bundle built with the same options', () => {

@@ -1,0 +1,99 @@
+/**
+ * A run's events for a view, kept live by the feed (run-feed.ts). The view asks for the newest
+ * `window` events first (a long run's page opens on its latest 1,000 events, not its first),
+ * can load older ones page by page, and is told the feed's state: live, retrying, settled or
+ * ended by an error.
+ */
+import { useCallback, useEffect, useRef, useState } from 'react';
+import type { RunEvent } from '../../../lib/contracts/index.ts';
+import { useApi } from '../api.tsx';
+import { followRun } from './run-feed.ts';
+
+export type FeedState =
+  | { kind: 'starting' }
+  | { kind: 'live' }
+  | { kind: 'retrying'; message: string; retryInMs: number }
+  | { kind: 'settled' }
+  | { kind: 'ended'; message: string };
+
+export interface RunEvents {
+  /** Ascending by seq, contiguous from `firstSeq`. */
+  events: RunEvent[];
+  /** The lowest seq loaded (1 when the whole log is loaded); null before the first page. */
+  firstSeq: number | null;
+  state: FeedState;
+  loadOlder(): Promise<void>;
+  loadingOlder: boolean;
+}
+
+/**
+ * Follows `runId` from the newest `windowSize` events before `lastSeq` (null: not known yet, the
+ * hook waits). `onNews` is called after each batch of new events (e.g. to refresh the run).
+ */
+export function useRunEvents(
+  runId: string,
+  lastSeq: number | null,
+  windowSize: number | 'all',
+  onNews?: (events: RunEvent[]) => void,
+): RunEvents {
+  const { client, baseUrl, session } = useApi();
+  const [events, setEvents] = useState<RunEvent[]>([]);
+  const [state, setState] = useState<FeedState>({ kind: 'starting' });
+  const [firstSeq, setFirstSeq] = useState<number | null>(null);
+  const [loadingOlder, setLoadingOlder] = useState(false);
+  const started = lastSeq !== null;
+  const startAfter = useRef<number | null>(null);
+  if (startAfter.current === null && lastSeq !== null) {
+    startAfter.current = windowSize === 'all' ? 0 : Math.max(0, lastSeq - windowSize);
+  }
+  const news = useRef(onNews);
+  news.current = onNews;
+
+  useEffect(() => {
+    if (!started || startAfter.current === null) return;
+    const after = startAfter.current;
+    const abort = new AbortController();
+    setFirstSeq(after + 1);
+    void followRun(
+      runId,
+      { baseUrl, token: session.token, after, signal: abort.signal },
+      {
+        onEvents(fresh) {
+          setEvents((prev) => {
+            const last = prev[prev.length - 1]?.seq ?? after;
+            const add = fresh.filter((e) => e.seq > last);
+            return add.length === 0 ? prev : [...prev, ...add];
+          });
+          news.current?.(fresh);
+        },
+        onPage(page) {
+          const settled = (page.settled ?? false) && page.next_after >= page.last_seq;
+          setState(settled ? { kind: 'settled' } : { kind: 'live' });
+        },
+        onError(error, retryInMs) {
+          const message = error instanceof Error ? error.message : String(error);
+          setState(
+            retryInMs === null ? { kind: 'ended', message } : { kind: 'retrying', message, retryInMs },
+          );
+        },
+      },
+    );
+    return () => abort.abort();
+  }, [runId, baseUrl, session.token, started]);
+
+  const loadOlder = useCallback(async () => {
+    if (firstSeq === null || firstSeq <= 1) return;
+    setLoadingOlder(true);
+    try {
+      const from = Math.max(0, firstSeq - 1 - 1000);
+      const page = await client.events(runId, { after: from, limit: firstSeq - 1 - from });
+      const older = page.events.filter((e) => e.seq < firstSeq);
+      setEvents((prev) => [...older, ...prev]);
+      setFirstSeq(from + 1);
+    } finally {
+      setLoadingOlder(false);
+    }
+  }, [client, runId, firstSeq]);
+
+  return { events, firstSeq, state, loadOlder, loadingOlder };
+}

@@ -1,0 +1,88 @@
+/**
+ * Usage against budgets, one bar per limit, in the order core checks them (lib/core/budgets.ts):
+ * what counts as used for each limit is what the check compares. Pure: `now` is a parameter.
+ * Seed: agent-runs, "Budgets".
+ */
+import {
+  BUDGET_LIMITS,
+  type BudgetLimit,
+  isTerminalStatus,
+  type RunRecord,
+} from '../../../lib/contracts/index.ts';
+
+export interface BudgetBar {
+  limit: BudgetLimit;
+  label: string;
+  used: number;
+  /** Absent: unlimited. */
+  max?: number;
+  unit: 'count' | 'tokens' | 'ms';
+}
+
+const LABELS: Record<BudgetLimit, [string, BudgetBar['unit']]> = {
+  max_wall_ms: ['wall time', 'ms'],
+  max_operations: ['operations', 'count'],
+  max_turns: ['turns', 'count'],
+  max_model_calls: ['model calls', 'count'],
+  max_total_tokens: ['tokens (in + out)', 'tokens'],
+  max_consecutive_op_failures: ['consecutive failures', 'count'],
+  max_children: ['children started', 'count'],
+  max_live_children: ['live children', 'count'],
+  max_depth: ['depth', 'count'],
+};
+
+/** The amount `record` has used of each limit at `now` (wall time stops at finished_at). */
+export function usedOf(record: RunRecord, limit: BudgetLimit, now: number): number {
+  const u = record.usage;
+  switch (limit) {
+    case 'max_wall_ms': {
+      const end = isTerminalStatus(record.status) && 'finished_at' in record ? record.finished_at : now;
+      return Math.max(0, end - record.created_at);
+    }
+    case 'max_operations':
+      return u.operations;
+    case 'max_turns':
+      return u.turns;
+    case 'max_model_calls':
+      return u.model_calls;
+    case 'max_total_tokens':
+      return u.input_tokens + u.output_tokens;
+    case 'max_consecutive_op_failures':
+      return record.counters.consecutive_op_failures;
+    case 'max_children':
+      return record.counters.children;
+    case 'max_live_children':
+      return record.live_children.length;
+    case 'max_depth':
+      return record.depth;
+  }
+}
+
+/** Every limit, with its budget when one is set: bounded ones first (they are what can pause the run). */
+export function budgetBars(record: RunRecord, now: number): BudgetBar[] {
+  const bars = BUDGET_LIMITS.map((limit): BudgetBar => {
+    const [label, unit] = LABELS[limit];
+    const max = record.budgets[limit];
+    const used = usedOf(record, limit, now);
+    return max === undefined ? { limit, label, used, unit } : { limit, label, used, max, unit };
+  });
+  return [...bars.filter((b) => b.max !== undefined), ...bars.filter((b) => b.max === undefined)];
+}
+
+/** The budget limit a `budget_exceeded:<which>` pause names, or null. */
+export function budgetPauseLimit(record: RunRecord): BudgetLimit | null {
+  if (record.status !== 'paused') return null;
+  const match = /^budget_exceeded:(\w+)$/.exec(record.pause_reason);
+  const which = match?.[1];
+  return which !== undefined && (BUDGET_LIMITS as readonly string[]).includes(which)
+    ? (which as BudgetLimit)
+    : null;
+}
+
+/** A value in the bar's unit, for people: `12.3 s`, `1,234 tokens`, `3`. */
+export function formatAmount(value: number, unit: BudgetBar['unit']): string {
+  if (unit === 'ms')
+    return value >= 60_000 ? `${(value / 60_000).toFixed(1)} min` : `${(value / 1000).toFixed(1)} s`;
+  const n = value.toLocaleString('en-US');
+  return unit === 'tokens' ? `${n} tokens` : n;
+}

@@ -1,0 +1,146 @@
+/**
+ * One line of text per persisted event for the timeline, read from the event's data by kind.
+ * The data is parsed with the reducer contract's schemas where one exists (lib/contracts), and
+ * read defensively otherwise: a reader ignores what it does not know (growth rule), so an event
+ * whose data has another shape still gets a line (its kind). DESIGN section 4; issue 17.
+ */
+import {
+  BudgetExceededData,
+  ModelTurnCompletedData,
+  OperationFailedData,
+  RequestResolvedData,
+  type RunEvent,
+  type RunEventKind,
+  ToolResultData,
+} from '../../../lib/contracts/index.ts';
+
+/** How a kind is shown: a tone for its marker. */
+export type EventTone = 'neutral' | 'good' | 'bad' | 'attention' | 'model' | 'tool' | 'control';
+
+const TONES: Partial<Record<RunEventKind, EventTone>> = {
+  run_started: 'good',
+  run_completed: 'good',
+  run_failed: 'bad',
+  stopped: 'bad',
+  operation_failed: 'bad',
+  control_rejected: 'bad',
+  request_opened: 'attention',
+  budget_exceeded: 'attention',
+  paused: 'attention',
+  lease_taken_over: 'attention',
+  capability_gap: 'attention',
+  model_turn_completed: 'model',
+  tool_result: 'tool',
+  operation_started: 'tool',
+  steer_queued: 'control',
+  steer_consumed: 'control',
+  stop_requested: 'control',
+  pause_requested: 'control',
+  resumed: 'control',
+  request_resolved: 'control',
+};
+
+export function eventTone(kind: RunEventKind): EventTone {
+  return TONES[kind] ?? 'neutral';
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+/** A short text of any JSON value (strings as they are), cut to `max` characters. */
+export function brief(value: unknown, max = 80): string {
+  const text = typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** The timeline's one-line description of `event` (without its seq, kind or time). */
+export function describeEvent(event: RunEvent): string {
+  const d = event.data;
+  switch (event.kind) {
+    case 'run_started':
+      return brief(d.objective ?? d.input);
+    case 'model_turn_completed': {
+      const turn = ModelTurnCompletedData.safeParse(d);
+      if (!turn.success) return '';
+      const calls = turn.data.tool_calls.map((c) => c.name);
+      const text = turn.data.message.text ?? '';
+      const tokens = turn.data.usage.input_tokens + turn.data.usage.output_tokens;
+      return [calls.length > 0 ? `calls ${calls.join(', ')}` : brief(text), `${tokens} tokens`]
+        .filter((s) => s !== '')
+        .join(' · ');
+    }
+    case 'tool_result': {
+      const result = ToolResultData.safeParse(d);
+      if (!result.success) return str(d.tool) ?? '';
+      const env = result.data.envelope;
+      return `${result.data.tool}: ${env.status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
+    }
+    case 'operation_started':
+      return [str(d.kind), str(d.tool), num(d.attempt) !== undefined ? `attempt ${d.attempt}` : undefined]
+        .filter((s) => s !== undefined)
+        .join(' · ');
+    case 'operation_failed': {
+      const failed = OperationFailedData.safeParse(d);
+      return failed.success ? `${failed.data.error_class}: ${brief(failed.data.message)}` : '';
+    }
+    case 'request_opened': {
+      const kind = str(d.kind);
+      if (kind === 'approval') {
+        const subject = d.subject as { summary?: unknown } | undefined;
+        return `approval: ${brief(subject?.summary)}`;
+      }
+      if (kind === 'input') return `question: ${brief(d.question)}`;
+      if (kind === 'result') return `waiting for a result: ${str(d.tool) ?? ''} (${str(d.resume_key) ?? ''})`;
+      return kind ?? '';
+    }
+    case 'request_resolved': {
+      const resolved = RequestResolvedData.safeParse(d);
+      if (!resolved.success) return '';
+      return resolved.data.kind === 'approval'
+        ? `approval ${resolved.data.decision ?? 'approved'}`
+        : `answered: ${brief(resolved.data.value)}`;
+    }
+    case 'request_closed':
+      return `${str(d.request_id) ?? ''} closed: ${str(d.reason) ?? ''}`;
+    case 'steer_queued':
+    case 'steer_consumed':
+      return brief(d.input);
+    case 'control_rejected':
+      return `${str(d.command) ?? ''} rejected: ${str(d.reason) ?? ''}`;
+    case 'stop_requested':
+    case 'stopped':
+    case 'pause_requested':
+    case 'paused':
+      return str(d.reason) ?? '';
+    case 'budget_exceeded': {
+      const b = BudgetExceededData.safeParse(d);
+      return b.success ? `${b.data.which}: ${b.data.used} of ${b.data.limit}` : '';
+    }
+    case 'checkpoint_written':
+      return `checkpoint ${num(d.checkpoint_no) ?? '?'} (${str(d.reason) ?? ''})`;
+    case 'lease_taken_over':
+      return `from ${str(d.previous_owner) ?? '?'} (epoch ${num(d.previous_epoch) ?? '?'})`;
+    case 'run_completed':
+      return [str(d.outcome), brief(d.summary ?? '')].filter((s) => s !== undefined && s !== '').join(': ');
+    case 'run_failed':
+      return [str(d.code), str(d.message)].filter((s) => s !== undefined).join(': ');
+    case 'reducer_answered': {
+      const effects = Array.isArray(d.effects)
+        ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind))
+        : [];
+      return `event ${num(d.event_seq) ?? '?'} → ${effects.length === 0 ? 'no effects' : effects.join(', ')}`;
+    }
+    case 'result_delivered':
+      return str(d.resume_key) ?? '';
+    case 'steers_discarded':
+      return `${num(d.count) ?? '?'} discarded`;
+    case 'resumed':
+      return num(d.from_checkpoint_no) !== undefined ? `from checkpoint ${d.from_checkpoint_no}` : '';
+    case 'capability_gap': {
+      const gap = d.gap as { requested_outcome?: unknown } | undefined;
+      return brief(gap?.requested_outcome);
+    }
+    default:
+      return '';
+  }
+}

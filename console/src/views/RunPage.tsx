@@ -1,0 +1,342 @@
+/**
+ * A run: header (status, subject, principal, agent, reducer and its pinned hash, lease with
+ * epoch and expiry, a takeover estimate when the holder stopped renewing), what needs the user
+ * (open requests), controls, the plan (effective projection), usage against budgets, the live
+ * event timeline, checkpoints and child runs. The record is read again whenever the feed brings
+ * events, and every few seconds (a lease renewal writes no event).
+ */
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { type ReactNode, useCallback, useId, useRef, useState } from 'react';
+import { Link } from 'wouter';
+import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
+import { useApi } from '../api.tsx';
+import { useRunEvents } from '../live/use-run-events.ts';
+import { budgetBars, formatAmount } from '../model/budgets.ts';
+import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
+import { principalLabel, subjectLabel } from '../model/run-listing.ts';
+import { OpenRequests, RunControls, useControls } from './Actions.tsx';
+import { detailText, errorText, Json, relative, StatusBadge, short, Time, useNow } from './common.tsx';
+import { Timeline } from './Timeline.tsx';
+
+/** Events the page opens with (the newest ones); older ones load on demand. */
+export const TIMELINE_WINDOW = 1000;
+/** How often the record is read again without news (ms). */
+const RECORD_REFRESH_MS = 5_000;
+
+export function RunPage({ runId }: { runId: string }) {
+  const { client } = useApi();
+  const queryClient = useQueryClient();
+  const controls = useControls(runId);
+  const run = useQuery({
+    queryKey: ['run', runId],
+    queryFn: () => client.getRun(runId),
+    refetchInterval: RECORD_REFRESH_MS,
+  });
+  const onNews = useCallback(
+    (events: RunEvent[]) => {
+      void queryClient.invalidateQueries({ queryKey: ['run', runId] });
+      if (events.some((e) => e.kind === 'checkpoint_written')) {
+        void queryClient.invalidateQueries({ queryKey: ['checkpoints', runId] });
+      }
+      if (events.some((e) => e.kind === 'operation_started' || e.kind === 'tool_result')) {
+        void queryClient.invalidateQueries({ queryKey: ['children', runId] });
+      }
+    },
+    [queryClient, runId],
+  );
+  const feed = useRunEvents(runId, run.data?.last_seq ?? null, TIMELINE_WINDOW, onNews);
+
+  if (run.isPending) return <p aria-live="polite">Loading run {runId}…</p>;
+  if (run.error !== null) {
+    return (
+      <section>
+        <h1>Run {runId}</h1>
+        <p className="error" role="alert">
+          {errorText(run.error)}
+        </p>
+        <Link href="/">Back to the runs</Link>
+      </section>
+    );
+  }
+  const record = run.data;
+  return (
+    <article className="run-page" aria-labelledby="run-title">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/">Runs</Link> / <span className="mono">{record.run_id}</span>
+      </nav>
+      <RunHeader run={record} />
+      <nav aria-label="Run sections" className="section-nav">
+        <a href="#plan">Plan</a> <a href="#usage">Usage</a> <a href="#events">Events</a>{' '}
+        <a href="#checkpoints">Checkpoints</a> <a href="#children">Children</a>{' '}
+        <Link href={`/runs/${encodeURIComponent(runId)}/transcript`}>Transcript</Link>
+      </nav>
+      <div className="run-grid">
+        <div className="run-main">
+          <OpenRequests run={record} controls={controls} />
+          <Plan run={record} />
+          <div id="events">
+            <Timeline {...feed} />
+          </div>
+        </div>
+        <div className="run-side">
+          <RunControls run={record} controls={controls} />
+          <Usage run={record} />
+          <Checkpoints runId={runId} />
+          <Children runId={runId} />
+        </div>
+      </div>
+    </article>
+  );
+}
+
+function statusDetail(run: RunRecord): string | null {
+  switch (run.status) {
+    case 'paused':
+      return `paused: ${run.pause_reason} (from ${run.paused_from})`;
+    case 'cancelling':
+      return `stopping: ${run.stop_reason}`;
+    case 'completed':
+      return `${run.outcome}${run.summary !== undefined ? `: ${run.summary}` : ''}`;
+    case 'failed':
+    case 'stopped':
+      return run.terminal_reason;
+    default:
+      return null;
+  }
+}
+
+function RunHeader({ run }: { run: RunRecord }) {
+  const { config } = useApi();
+  const now = useNow();
+  const observed = useRef<LeaseObservation | null>(null);
+  observed.current = observeLease(observed.current, run, now);
+  const lease = leaseView(run, now, observed.current, {
+    heartbeatMs: config.heartbeat_ms,
+    sweepIntervalMs: config.sweep_interval_ms,
+  });
+  const detail = statusDetail(run);
+  const agent = run.principal.kind === 'agent' ? run.principal.id : undefined;
+  return (
+    <header className="card run-header">
+      <h1 id="run-title">
+        <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
+      </h1>
+      {detail !== null ? <p className="status-detail">{detail}</p> : null}
+      {run.objective !== undefined ? <p className="objective">{run.objective}</p> : null}
+      <dl className="facts grid">
+        <Fact term="Run">
+          <span className="mono">{run.run_id}</span>
+        </Fact>
+        <Fact term="Principal">{principalLabel(run.principal)}</Fact>
+        <Fact term="Agent">
+          {agent ?? (typeof run.executor_config.agent_ref === 'string' ? run.executor_config.agent_ref : '—')}
+        </Fact>
+        <Fact term="Reducer" wide>
+          {run.reducer === null ? (
+            '—'
+          ) : (
+            <span className="mono">
+              {run.reducer.function_path}
+              {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
+              {run.reducer.artifact_hash !== undefined ? (
+                <span title={run.reducer.artifact_hash}> @ {short(run.reducer.artifact_hash)}</span>
+              ) : (
+                <span className="muted"> (hash pinned at first call)</span>
+              )}
+            </span>
+          )}
+        </Fact>
+        <Fact term="Lease" wide testId="lease">
+          {lease.kind === 'none' ? (
+            `none (epoch ${lease.epoch})`
+          ) : lease.kind === 'held' ? (
+            <>
+              <span className="mono">{lease.owner}</span>, epoch {lease.epoch}, expires{' '}
+              {relative(now + lease.expiresInS * 1000, now)}
+            </>
+          ) : (
+            <span className="warn">
+              <span className="mono">{lease.owner}</span>, epoch {lease.epoch}:{' '}
+              {lease.why === 'expired'
+                ? `expired ${Math.abs(lease.expiresInS)} s ago`
+                : `not renewed (expires ${relative(now + lease.expiresInS * 1000, now)})`}
+              ; the holder looks dead, takeover in about {lease.takeoverInS} s
+            </span>
+          )}
+        </Fact>
+        {run.parent_run_id !== undefined ? (
+          <Fact term="Parent">
+            <Link href={`/runs/${encodeURIComponent(run.parent_run_id)}`} className="mono">
+              {run.parent_run_id}
+            </Link>{' '}
+            (depth {run.depth})
+          </Fact>
+        ) : null}
+        <Fact term="Created">
+          <Time ms={run.created_at} />
+        </Fact>
+        <Fact term="Updated">
+          <Time ms={run.updated_at} now={now} />
+        </Fact>
+        <Fact term="Turn · events">
+          {run.turn} · {run.last_seq}
+        </Fact>
+      </dl>
+    </header>
+  );
+}
+
+function Fact(props: { term: string; wide?: boolean; testId?: string; children: ReactNode }) {
+  return (
+    <div className={props.wide === true ? 'fact wide' : 'fact'}>
+      <dt>{props.term}</dt>
+      <dd data-testid={props.testId}>{props.children}</dd>
+    </div>
+  );
+}
+
+function Plan({ run }: { run: RunRecord }) {
+  const projection = run.projection;
+  return (
+    <section className="card" id="plan" aria-labelledby="plan-title">
+      <h2 id="plan-title">Plan</h2>
+      {projection === null || projection.items.length === 0 ? (
+        <p className="muted">The reducer has not projected a plan yet.</p>
+      ) : (
+        <>
+          {projection.summary !== undefined ? <p>{projection.summary}</p> : null}
+          <ol className="plan">
+            {projection.items.map((item) => (
+              <li key={item.key} data-key={item.key}>
+                <StatusBadge status={item.status} /> <span>{item.title}</span>
+                {item.detail !== undefined ? <span className="muted"> {detailText(item.detail)}</span> : null}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </section>
+  );
+}
+
+function Usage({ run }: { run: RunRecord }) {
+  const now = useNow();
+  const ids = useId();
+  const bars = budgetBars(run, now);
+  const u = run.usage;
+  return (
+    <section className="card" id="usage" aria-labelledby={`${ids}-u`}>
+      <h2 id={`${ids}-u`}>Usage and budgets</h2>
+      <p className="muted">
+        {u.model_calls} model calls · {u.tool_calls} tool calls · {u.input_tokens.toLocaleString('en-US')} in
+        / {u.output_tokens.toLocaleString('en-US')} out tokens · on exceeded: {run.on_exceeded}
+      </p>
+      <ul className="bars">
+        {bars.map((b) => (
+          <li key={b.limit} className={b.max === undefined ? 'unbounded' : ''}>
+            <label htmlFor={`${ids}-${b.limit}`}>
+              {b.label}{' '}
+              <span className="muted">
+                {formatAmount(b.used, b.unit)}
+                {b.max !== undefined ? ` of ${formatAmount(b.max, b.unit)}` : ' (no limit)'}
+              </span>
+            </label>
+            {b.max !== undefined ? (
+              <meter
+                id={`${ids}-${b.limit}`}
+                min={0}
+                max={b.max}
+                value={Math.min(b.used, b.max)}
+                high={b.max * 0.8}
+                optimum={0}
+              />
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function Checkpoints({ runId }: { runId: string }) {
+  const { client } = useApi();
+  const list = useQuery({ queryKey: ['checkpoints', runId], queryFn: () => client.checkpoints(runId) });
+  const [open, setOpen] = useState<number | null>(null);
+  return (
+    <section className="card" id="checkpoints" aria-labelledby="cp-title">
+      <h2 id="cp-title">Checkpoints</h2>
+      {list.error !== null ? <p className="error">{errorText(list.error)}</p> : null}
+      {list.data !== undefined && list.data.length === 0 ? <p className="muted">None yet.</p> : null}
+      <ol className="checkpoints">
+        {(list.data ?? []).map((cp) => {
+          const core = cp.core as { status?: unknown; operation?: { kind?: unknown } | null };
+          return (
+            <li key={cp.n}>
+              <button
+                type="button"
+                className="link-button"
+                aria-expanded={open === cp.n}
+                onClick={() => setOpen(open === cp.n ? null : cp.n)}
+              >
+                #{cp.n} {cp.reason}
+              </button>{' '}
+              <span className="muted">
+                state rev {cp.state_rev}, transcript to{' '}
+                <a href={`#event-${cp.transcript_cutoff_seq}`}>#{cp.transcript_cutoff_seq}</a>
+                {typeof core.status === 'string' ? `, run ${core.status}` : ''}
+                {core.operation?.kind !== undefined ? `, holding a ${String(core.operation.kind)}` : ''}
+              </span>
+              {open === cp.n ? <Json value={cp} label={`Checkpoint ${cp.n}`} /> : null}
+            </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}
+
+function Children({ runId }: { runId: string }) {
+  return (
+    <section className="card" id="children" aria-labelledby="children-title">
+      <h2 id="children-title">Child runs</h2>
+      <ChildList runId={runId} depth={0} />
+    </section>
+  );
+}
+
+function ChildList({ runId, depth }: { runId: string; depth: number }) {
+  const { client } = useApi();
+  const list = useQuery({ queryKey: ['children', runId], queryFn: () => client.children(runId) });
+  if (list.error !== null) return <p className="error">{errorText(list.error)}</p>;
+  if (list.data === undefined) return <p className="muted">Loading…</p>;
+  if (list.data.length === 0) return depth === 0 ? <p className="muted">None.</p> : null;
+  return (
+    <ul className="tree">
+      {list.data.map((child) => (
+        <ChildNode key={child.run_id} child={child} depth={depth} />
+      ))}
+    </ul>
+  );
+}
+
+function ChildNode({ child, depth }: { child: { run_id: string; status: string }; depth: number }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <li>
+      <button
+        type="button"
+        className="twisty"
+        aria-expanded={open}
+        aria-label={`${open ? 'Hide' : 'Show'} children of ${child.run_id}`}
+        onClick={() => setOpen(!open)}
+      >
+        {open ? '▾' : '▸'}
+      </button>{' '}
+      <Link href={`/runs/${encodeURIComponent(child.run_id)}`} className="mono">
+        {child.run_id}
+      </Link>{' '}
+      <StatusBadge status={child.status} />
+      {open ? <ChildList runId={child.run_id} depth={depth + 1} /> : null}
+    </li>
+  );
+}

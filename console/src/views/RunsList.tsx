@@ -1,0 +1,209 @@
+/**
+ * The runs list: filters (status through the API; principal, subject prefix and creation time
+ * over the loaded pages), sort by creation, paging with the API's cursors ("Load more"), and
+ * live status: the loaded pages are read again every few seconds while the tab is visible.
+ */
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useId } from 'react';
+import { Link, useLocation, useSearch } from 'wouter';
+import { RUN_STATUSES } from '../../../lib/contracts/index.ts';
+import { useApi } from '../api.tsx';
+import {
+  fetchListingPage,
+  filtersFromQuery,
+  filtersToQuery,
+  matchesFilters,
+  principalLabel,
+  type RunFilters,
+  type StatusCursors,
+  sortRuns,
+  subjectLabel,
+} from '../model/run-listing.ts';
+import { errorText, StatusBadge, Time, useNow } from './common.tsx';
+
+/** Runs per status per page. */
+const PAGE_SIZE = 25;
+/** How often the loaded pages are read again (ms). */
+const REFRESH_MS = 3_000;
+
+/** `<input type="datetime-local">` value of a ms epoch, in local time. */
+function localInput(ms: number | undefined): string {
+  if (ms === undefined) return '';
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return d.toISOString().slice(0, 16);
+}
+
+export function RunsList() {
+  const { client } = useApi();
+  const search = useSearch();
+  const [, navigate] = useLocation();
+  const filters = filtersFromQuery(search);
+  const now = useNow(5_000);
+  const ids = useId();
+  const setFilters = (next: Partial<RunFilters>) => {
+    const merged: RunFilters = { ...filters, ...next };
+    for (const k of ['from', 'to'] as const) if (merged[k] === undefined) delete merged[k];
+    const q = filtersToQuery(merged);
+    navigate(q === '' ? '/' : `/?${q}`, { replace: true });
+  };
+
+  const listing = useInfiniteQuery({
+    queryKey: ['runs', filters.status],
+    queryFn: ({ pageParam }) =>
+      fetchListingPage((params) => client.listRuns(params), filters.status, pageParam, PAGE_SIZE),
+    initialPageParam: null as StatusCursors | null,
+    getNextPageParam: (last) => last.next ?? undefined,
+    refetchInterval: REFRESH_MS,
+  });
+
+  const loaded = listing.data?.pages.flatMap((p) => p.runs) ?? [];
+  const unique = [...new Map(loaded.map((r) => [r.run_id, r])).values()];
+  const runs = sortRuns(
+    unique.filter((r) => matchesFilters(r, filters)),
+    filters.order,
+  );
+
+  return (
+    <section aria-labelledby="runs-title">
+      <h1 id="runs-title">Runs</h1>
+      <form className="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
+        <div className="field">
+          <label htmlFor={`${ids}-status`}>Status</label>
+          <select
+            id={`${ids}-status`}
+            value={filters.status}
+            onChange={(e) => setFilters({ status: e.target.value as RunFilters['status'] })}
+          >
+            <option value="all">all</option>
+            {RUN_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor={`${ids}-principal`}>Principal</label>
+          <input
+            id={`${ids}-principal`}
+            type="search"
+            placeholder="user:alice"
+            value={filters.principal}
+            onChange={(e) => setFilters({ principal: e.target.value })}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${ids}-subject`}>Subject prefix</label>
+          <input
+            id={`${ids}-subject`}
+            type="search"
+            placeholder="workspace:/path"
+            value={filters.subject}
+            onChange={(e) => setFilters({ subject: e.target.value })}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${ids}-from`}>Created from</label>
+          <input
+            id={`${ids}-from`}
+            type="datetime-local"
+            value={localInput(filters.from)}
+            onChange={(e) => {
+              const ms = Date.parse(e.target.value);
+              setFilters({ from: Number.isFinite(ms) ? ms : undefined });
+            }}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${ids}-to`}>Created to</label>
+          <input
+            id={`${ids}-to`}
+            type="datetime-local"
+            value={localInput(filters.to)}
+            onChange={(e) => {
+              const ms = Date.parse(e.target.value);
+              setFilters({ to: Number.isFinite(ms) ? ms : undefined });
+            }}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${ids}-order`}>Sort</label>
+          <select
+            id={`${ids}-order`}
+            value={filters.order}
+            onChange={(e) => setFilters({ order: e.target.value === 'oldest' ? 'oldest' : 'newest' })}
+          >
+            <option value="newest">newest first</option>
+            <option value="oldest">oldest first</option>
+          </select>
+        </div>
+      </form>
+
+      <p className="muted" aria-live="polite">
+        {listing.isPending
+          ? 'Loading runs…'
+          : `${runs.length} shown of ${unique.length} loaded${listing.isFetching ? ' · refreshing' : ''}`}
+      </p>
+      {listing.error !== null ? (
+        <p className="error" role="alert">
+          Could not list runs: {errorText(listing.error)}
+        </p>
+      ) : null}
+
+      <table className="runs-table">
+        <caption className="visually-hidden">Runs, {filters.order} first</caption>
+        <thead>
+          <tr>
+            <th scope="col">Run</th>
+            <th scope="col">Status</th>
+            <th scope="col">Subject</th>
+            <th scope="col">Principal</th>
+            <th scope="col">Created</th>
+            <th scope="col">Updated</th>
+            <th scope="col">Turn</th>
+            <th scope="col">Needs you</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((run) => {
+            const open = run.open_requests.filter((r) => r.kind !== 'result').length;
+            return (
+              <tr key={run.run_id} data-run-id={run.run_id}>
+                <td data-label="Run">
+                  <Link href={`/runs/${encodeURIComponent(run.run_id)}`} className="mono">
+                    {run.run_id}
+                  </Link>
+                </td>
+                <td data-label="Status">
+                  <StatusBadge status={run.status} />
+                </td>
+                <td data-label="Subject" className="mono wrap">
+                  {subjectLabel(run.subject)}
+                </td>
+                <td data-label="Principal">{principalLabel(run.principal)}</td>
+                <td data-label="Created">
+                  <Time ms={run.created_at} now={now} />
+                </td>
+                <td data-label="Updated">
+                  <Time ms={run.updated_at} now={now} />
+                </td>
+                <td data-label="Turn">{run.turn}</td>
+                <td data-label="Needs you">{open > 0 ? `${open} request${open > 1 ? 's' : ''}` : ''}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {!listing.isPending && runs.length === 0 ? <p>No run matches these filters.</p> : null}
+      {listing.hasNextPage ? (
+        <button
+          type="button"
+          onClick={() => void listing.fetchNextPage()}
+          disabled={listing.isFetchingNextPage}
+        >
+          {listing.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,129 @@
+/**
+ * The event timeline: newest first, each event a disclosure (Enter / Space opens it) showing
+ * its data; a kind filter; "Load older" pages back through the log. Event rows carry
+ * `id="event-{seq}"` so other sections can link to a seq. Rows are rendered ROWS_STEP at a time
+ * (more as the list is scrolled to its end, or with the "Show more" button): a page with
+ * thousands of events paints its newest ones first.
+ */
+import { memo, useEffect, useId, useRef, useState } from 'react';
+import { RUN_EVENT_KINDS, type RunEvent } from '../../../lib/contracts/index.ts';
+import type { FeedState } from '../live/use-run-events.ts';
+import { describeEvent, eventTone } from '../model/events.ts';
+import { clock, Json } from './common.tsx';
+
+/** Rows rendered at first, and added each time the list's end comes into view. */
+export const ROWS_STEP = 150;
+
+const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <li id={`event-${event.seq}`} className={`event tone-${eventTone(event.kind)}`} data-kind={event.kind}>
+      <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+        <summary>
+          <span className="seq">#{event.seq}</span> <span className="time">{clock(event.at)}</span>{' '}
+          <span className="kind">{event.kind}</span> <span className="desc">{describeEvent(event)}</span>
+        </summary>
+        {open ? (
+          <div className="event-body">
+            {event.operation_id !== undefined || event.effect_id !== undefined ? (
+              <p className="mono muted">
+                {event.operation_id !== undefined ? `operation ${event.operation_id} ` : ''}
+                {event.effect_id !== undefined ? `effect ${event.effect_id}` : ''}
+              </p>
+            ) : null}
+            <Json value={event.data} label={`Data of event ${event.seq}`} />
+          </div>
+        ) : null}
+      </details>
+    </li>
+  );
+});
+
+function feedText(state: FeedState): string {
+  switch (state.kind) {
+    case 'starting':
+      return 'connecting…';
+    case 'live':
+      return 'live';
+    case 'settled':
+      return 'complete: the run has settled';
+    case 'retrying':
+      return `reconnecting in ${Math.round(state.retryInMs / 1000)} s (${state.message})`;
+    case 'ended':
+      return `stopped following: ${state.message}`;
+  }
+}
+
+export function Timeline(props: {
+  events: RunEvent[];
+  firstSeq: number | null;
+  state: FeedState;
+  loadOlder: () => Promise<void>;
+  loadingOlder: boolean;
+}) {
+  const ids = useId();
+  const [kind, setKind] = useState<string>('');
+  const [rows, setRows] = useState(ROWS_STEP);
+  const matching = (kind === '' ? props.events : props.events.filter((e) => e.kind === kind))
+    .slice()
+    .reverse();
+  const shown = matching.slice(0, rows);
+  const hidden = matching.length - shown.length;
+  const end = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const sentinel = end.current;
+    if (sentinel === null || hidden === 0) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) setRows((n) => n + ROWS_STEP);
+    });
+    observer.observe(sentinel);
+    return () => observer.disconnect();
+  }, [hidden]);
+  return (
+    <section className="card" aria-labelledby={`${ids}-t`}>
+      <div className="section-head">
+        <h2 id={`${ids}-t`}>Events</h2>
+        <span
+          className={`feed feed-${props.state.kind}`}
+          role="status"
+          aria-live="polite"
+          data-testid="feed-state"
+        >
+          {feedText(props.state)}
+        </span>
+      </div>
+      <div className="field inline">
+        <label htmlFor={`${ids}-kind`} className="inline-label">
+          Kind
+        </label>
+        <select id={`${ids}-kind`} value={kind} onChange={(e) => setKind(e.target.value)}>
+          <option value="">all kinds</option>
+          {RUN_EVENT_KINDS.map((k) => (
+            <option key={k} value={k}>
+              {k}
+            </option>
+          ))}
+        </select>
+        <span className="muted" data-testid="events-loaded">
+          {props.events.length} loaded{kind !== '' ? `, ${matching.length} of this kind` : ''}
+        </span>
+      </div>
+      <ol className="timeline" aria-label="Events, newest first" reversed>
+        {shown.map((e) => (
+          <EventRow key={e.seq} event={e} />
+        ))}
+      </ol>
+      <div ref={end} />
+      {hidden > 0 ? (
+        <button type="button" onClick={() => setRows((n) => n + ROWS_STEP)}>
+          Show {Math.min(ROWS_STEP, hidden)} more ({hidden} not shown)
+        </button>
+      ) : null}
+      {props.firstSeq !== null && props.firstSeq > 1 ? (
+        <button type="button" onClick={() => void props.loadOlder()} disabled={props.loadingOlder}>
+          {props.loadingOlder ? 'Loading…' : `Load older events (before #${props.firstSeq})`}
+        </button>
+      ) : null}
+    </section>
+  );
+}
