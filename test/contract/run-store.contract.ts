@@ -180,7 +180,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
   describe(`RunStore contract (${name})`, () => {
     let s: StoreUnderTest;
     /** Gives each test of the enclosing describe a store of its own. */
-    const useStore = (empty: boolean) => {
+    const freshStoreEach = (empty: boolean) => {
       beforeEach(async () => {
         s = await open({ empty });
       });
@@ -190,7 +190,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     };
 
     describe('create', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('stores the record at version 1 with run_started at seq 1, and indexes its subject and create key', async () => {
         const created = draft();
         const stored = await s.store.commit({
@@ -287,7 +287,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('versions and fences', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('refuses a commit from a stale version as stale_version with the current record, and writes nothing', async () => {
         const run = await storedRun(s.store);
         const { record } = await append(s.store, run, [{ a: 1 }]);
@@ -370,7 +370,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('the event log', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('reads commits of any size back contiguous, in order, for any after and limit', async () => {
         await fc.assert(
           fc.asyncProperty(
@@ -451,7 +451,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('domain state where the record says', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('sets state_at on the returned and stored record, getState reads it, and a checkpoint carries it', async () => {
         const run = await storedRun(s.store);
         expect(run.state_at).toBeUndefined();
@@ -537,7 +537,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('checkpoints', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('lists checkpoints in number order, reads one by number, and null for one never written', async () => {
         const run = await storedRun(s.store);
         const { record } = await append(s.store, run, [{ a: 1 }], {
@@ -569,7 +569,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('control acks', () => {
-      useStore(false);
+      freshStoreEach(false);
       const ack: ControlAckItem = {
         control_id: 'ctl-dup',
         digest: 'd',
@@ -609,7 +609,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('indexes', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('finds a resume key after its result request opened, and no longer once the result was delivered', async () => {
         const resumeKey = `rk-${randomUUID()}`;
         const run = await storedRun(s.store);
@@ -669,7 +669,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('sweep candidates', () => {
-      useStore(true);
+      freshStoreEach(true);
       it('lists the runs of one shard that are due by now, soonest first, up to the limit', async () => {
         const t0 = 1_700_000_000_000;
         const shard = 5;
@@ -712,7 +712,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('listing by status', () => {
-      useStore(true);
+      freshStoreEach(true);
       it('pages every run of a status exactly once, for any page size, following the cursor', async () => {
         const t0 = 1_700_000_000_000;
         const queued: string[] = [];
@@ -758,7 +758,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('payloads', () => {
-      useStore(false);
+      freshStoreEach(false);
       it('keeps a 450 KB event data and a 450 KB domain state in the blob store and reads both back intact', async () => {
         const big = { text: 'e'.repeat(450_000), n: [1, 2, 3] };
         const state = { text: 's'.repeat(450_000), nested: { ok: true } };
@@ -809,7 +809,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
     });
 
     describe('commits too large', () => {
-      useStore(false);
+      freshStoreEach(false);
       it(`refuses a commit of more than ${MAX_TRANSACT_ITEMS} writes whole, never truncated`, async () => {
         const run = await storedRun(s.store);
         const checkpoints = Array.from({ length: MAX_TRANSACT_ITEMS - 1 }, (_, i) => checkpoint(i + 1, 0));

@@ -4,7 +4,6 @@
  * control ids, ack wording, the token in the URL fragment. Issue 17.
  */
 import { describe, expect, it } from 'vitest';
-import { type RunEvent, type RunRecord, RunRecord as RunRecordSchema } from '../../lib/contracts/index.ts';
 import { jwtExpiry, readSession, saveSession, tokenFromFragment } from '../../console/src/auth/session.ts';
 import { budgetBars, budgetPauseLimit } from '../../console/src/model/budgets.ts';
 import { actionKey, ControlIds, describeAck } from '../../console/src/model/controls.ts';
@@ -20,6 +19,7 @@ import {
   sortRuns,
 } from '../../console/src/model/run-listing.ts';
 import { transcriptOf } from '../../console/src/model/transcript.ts';
+import { type RunEvent, type RunRecord, RunRecord as RunRecordSchema } from '../../lib/contracts/index.ts';
 
 const T0 = 1_800_000_000_000;
 

@@ -4,8 +4,9 @@
  * control and the run applies it at most once (its ack is then `duplicate`); and the words an
  * ack is shown with. Seed: agent-runs, "Controls" (control_id, acks, rejection reasons).
  */
-import type { ControlAck } from '../../../lib/contracts/index.ts';
+
 import type { ControlInput } from '../../../lib/client/client.ts';
+import type { ControlAck } from '../../../lib/contracts/index.ts';
 
 /** The action a control stands for: its body without control_id, keys in a fixed order. */
 export function actionKey(control: ControlInput): string {
