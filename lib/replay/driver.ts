@@ -200,29 +200,13 @@ async function readAll(api: ReplayApi, runId: string): Promise<RunEvent[]> {
   }
 }
 
-async function judge(
-  api: ReplayApi,
+/** Checks 1 to 3: a contiguous log, the model saw the recording, the world saw each recorded call once. */
+function logDifferences(
   world: ReplayWorld,
   conversation: ReplayConversation,
-  runId: string,
-  result: ConversationResult,
-): Promise<void> {
-  // An ended run may still owe its reducer the last events (e.g. `stopped`): let that settle.
-  let final = await api.getRun(runId);
-  for (let i = 0; i < 50 && final.inbox.length > 0; i += 1) {
-    await new Promise((r) => setTimeout(r, 200));
-    final = await api.getRun(runId);
-  }
-  const events = await readAll(api, runId);
-  if (events.length !== final.last_seq) final = await api.getRun(runId);
-  result.status = final.status;
-  result.events = events.length;
-  result.model_turns = events.filter((e) => e.kind === 'model_turn_completed').length;
-  result.tool_calls = events.filter((e) => e.kind === 'tool_result').length;
-  result.recoveries = events.filter((e) => e.kind === 'lease_taken_over').length;
-  result.outcome_unknown = events.filter(
-    (e) => e.kind === 'operation_failed' && e.data.outcome_unknown === true,
-  ).length;
+  events: RunEvent[],
+  final: RunRecord,
+): Difference[] {
   const differences: Difference[] = [];
   // 1. seq contiguous from 1, nothing missing or repeated.
   const gap = events.findIndex((e, i) => e.seq !== i + 1);
@@ -283,6 +267,18 @@ async function judge(
       });
     }
   });
+  return differences;
+}
+
+/** Checks 4 and 5: the transcript equals the recording (and the live world's verdict), the final status, no lease left. */
+function outcomeDifferences(
+  world: ReplayWorld,
+  conversation: ReplayConversation,
+  events: RunEvent[],
+  final: RunRecord,
+  result: ConversationResult,
+): Difference[] {
+  const differences: Difference[] = [];
   // 4. the final transcript, compiled from the log, equals the recording (an independent check).
   const compiled = compileContext(events, { instructions: conversation.instructions }).messages;
   const transcriptDiff = firstTranscriptDifference(conversation.expectedTranscript, compiled);
@@ -319,6 +315,36 @@ async function judge(
       source: 'status',
       detail: 'run left holding a lease',
     });
+  return differences;
+}
+
+async function judge(
+  api: ReplayApi,
+  world: ReplayWorld,
+  conversation: ReplayConversation,
+  runId: string,
+  result: ConversationResult,
+): Promise<void> {
+  // An ended run may still owe its reducer the last events (e.g. `stopped`): let that settle.
+  let final = await api.getRun(runId);
+  for (let i = 0; i < 50 && final.inbox.length > 0; i += 1) {
+    await new Promise((r) => setTimeout(r, 200));
+    final = await api.getRun(runId);
+  }
+  const events = await readAll(api, runId);
+  if (events.length !== final.last_seq) final = await api.getRun(runId);
+  result.status = final.status;
+  result.events = events.length;
+  result.model_turns = events.filter((e) => e.kind === 'model_turn_completed').length;
+  result.tool_calls = events.filter((e) => e.kind === 'tool_result').length;
+  result.recoveries = events.filter((e) => e.kind === 'lease_taken_over').length;
+  result.outcome_unknown = events.filter(
+    (e) => e.kind === 'operation_failed' && e.data.outcome_unknown === true,
+  ).length;
+  const differences = [
+    ...logDifferences(world, conversation, events, final),
+    ...outcomeDifferences(world, conversation, events, final, result),
+  ];
   differences.sort((a, b) => (a.position < 0 ? 1 : b.position < 0 ? -1 : a.position - b.position));
   result.first_difference = differences[0] ?? null;
   result.identical = differences.length === 0;
