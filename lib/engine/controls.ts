@@ -5,13 +5,14 @@
  * DESIGN section 7.
  */
 import { type ControlAck, Control as ControlSchema, childOfResumeKey } from '../contracts/index.ts';
-import { type Caller, controlDigest, isAuthorized } from '../core/controls.ts';
+import { accessOf, type Caller } from '../core/authority.ts';
+import { controlDigest } from '../core/controls.ts';
 import { decideControl, deliverResult as deliverResultTransition } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { afterEnd, commitOf, type EngineContext, needsStep, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
-import { readRun } from './reads.ts';
+import { accessError } from './reads.ts';
 
 /**
  * Applies one control to a run in one commit (its events and its ack `K#{control_id}`). Returns
@@ -33,15 +34,14 @@ export async function applyControl(
   return readDecideCommit(ctx, {
     read: () => ctx.store.getRunAndAck(runId, control.control_id),
     decide({ record, ack }): Decision<ControlAck> {
-      if (record === null)
-        throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
-      const authorized = isAuthorized(record, caller);
+      // A caller who may not see the run gets the answer of an unknown run, and nothing is written.
+      const access = accessOf(record, caller);
+      if (!access.ok || record === null) throw accessError(access.ok ? 'run_not_found' : access.code, runId);
       const decision = decideControl(
         record,
         control,
         digest,
         ack === null ? null : { digest: ack.digest, seq: ack.seq },
-        authorized,
         ctx.clock.now(),
       );
       if (decision.kind === 'duplicate')
@@ -50,14 +50,8 @@ export async function applyControl(
         decision.kind === 'applied'
           ? { ack: 'applied', seq: decision.seq }
           : { ack: 'rejected', reason: decision.reason, seq: decision.seq };
-      if (!authorized)
-        ctx.log({
-          level: 'warn',
-          message: 'unauthorized control',
-          run_id: runId,
-          control_id: control.control_id,
-          principal: caller.principal,
-        });
+      // A rejection by a run that ended writes nothing.
+      if (decision.events.length === 0) return { done: reply };
       // A reused control id keeps the ack of its first command.
       const storeAck = !(decision.kind === 'rejected' && decision.reason === 'control_id_reused');
       return {
@@ -121,7 +115,16 @@ export async function deliverResult(
     });
   }
   return readDecideCommit(ctx, {
-    read: () => readRun(ctx, found.run_id, caller),
+    async read() {
+      const record = await ctx.store.getRun(found.run_id);
+      const access = accessOf(record, caller);
+      if (access.ok && record !== null) return record;
+      if (!access.ok && access.code === 'capability_invalid') throw accessError(access.code, found.run_id);
+      // A caller who may not see the run learns nothing: the key is unknown to it.
+      throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
+        resume_key: resumeKey,
+      });
+    },
     decide(record): Decision<{ run_id: string; seq: number }> {
       const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now());
       if (!result.ok) {

@@ -6,7 +6,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
-import { type Caller, capabilityHash } from '../core/controls.ts';
+import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
 import { principalFor, principalKeyOf } from '../core/principal.ts';
 import { createRun as createRunRecord } from '../core/run-machine.ts';
 import { readDecideCommit } from './commit-loop.ts';
@@ -68,7 +68,12 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
     async decide(found) {
       if (found.existing !== null)
         return { done: { run: runView(await readRun(deps, found.existing, caller)), created: false } };
-      if (found.live != null) return { done: { run: runView(found.live), created: false } };
+      if (found.live != null) {
+        // The subject's live run: the caller may steer it instead, if it may see it at all.
+        if (!accessOf(found.live, caller).ok)
+          throw new EngineError('subject_busy', 'the subject has a live run', { subject: input.subject });
+        return { done: { run: runView(found.live), created: false } };
+      }
       const reducer = await resolveReducer(deps, input.reducer);
       const now = deps.clock.now();
       const created = createRunRecord(

@@ -26,7 +26,7 @@ import {
   type RunRecord,
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 import {
   childStartedEnvelope,
   delegationFailedEnvelope,

@@ -5,7 +5,7 @@
  * `commitRun` (one store commit); the run rules are core's. DESIGN sections 5 to 8.
  */
 import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 import { applyControl, deliverResult } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';

@@ -6,6 +6,16 @@
 export type EngineErrorCode =
   | 'validation_failed'
   | 'run_not_found'
+  /** A caller who may see the run presented a capability that does not match (403). */
+  | 'capability_invalid'
+  /** The subject has a live run the caller may not see (409; nothing of it is revealed). */
+  | 'subject_busy'
+  /** The create key was used for a different request (409). */
+  | 'create_key_reused'
+  /** as_agent names an agent that is not registered, or may not act for this user (403). */
+  | 'agent_not_allowed'
+  /** A per-principal limit of the deployment (live runs, creations per minute) is reached (429). */
+  | 'quota_exceeded'
   | 'checkpoint_not_found'
   | 'invalid_cursor'
   | 'unauthorized'

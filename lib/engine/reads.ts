@@ -5,7 +5,7 @@
  * effective projection), "Checkpoints"; DESIGN section 7.
  */
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
-import { type Caller, isAuthorized } from '../core/controls.ts';
+import { accessOf, type Caller, mayList } from '../core/authority.ts';
 import { effectiveProjection } from '../core/projection.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
@@ -83,15 +83,27 @@ export function isSettled(record: RunRecord): boolean {
 }
 
 /**
- * The record of a run the caller may read. Throws EngineError run_not_found (unknown id) or
- * unauthorized (the caller may not read it).
+ * The record of a run the caller may read. Throws EngineError run_not_found (unknown id, or a
+ * run the caller may not see: the same answer) or capability_invalid (a caller who may see the
+ * run presented a capability that does not match). core/authority.ts decides.
  */
 export async function readRun(deps: EngineDeps, runId: string, caller: Caller): Promise<RunRecord> {
   const record = await deps.store.getRun(runId);
-  if (record === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
-  if (!isAuthorized(record, caller))
-    throw new EngineError('unauthorized', 'not allowed to read this run', { run_id: runId });
-  return record;
+  const access = accessOf(record, caller);
+  if (!access.ok) throw accessError(access.code, runId);
+  return record as RunRecord;
+}
+
+/**
+ * The error of a refused access: run_not_found reads exactly like an unknown id (nothing of the
+ * run is revealed); capability_invalid names only the header.
+ */
+export function accessError(code: 'run_not_found' | 'capability_invalid', runId: string): EngineError {
+  return code === 'run_not_found'
+    ? new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId })
+    : new EngineError('capability_invalid', 'the X-Control-Capability header does not match this run', {
+        run_id: runId,
+      });
 }
 
 export function createReads(deps: EngineDeps): Reads {
@@ -161,7 +173,7 @@ export function createReads(deps: EngineDeps): Reads {
     const records = await Promise.all(ids.map((id) => store.getRun(id)));
     const runs = records
       .filter((r): r is RunRecord => r !== null)
-      .filter((r) => isAuthorized(r, caller) && (query.status === undefined || r.status === query.status))
+      .filter((r) => mayList(r, caller) && (query.status === undefined || r.status === query.status))
       .map(runView);
     return cursor === undefined ? { runs } : { runs, cursor };
   }

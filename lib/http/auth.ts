@@ -9,7 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Principal } from '../contracts/index.ts';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 
 /** A caller of the HTTP API: the engine's Caller plus whether it may use the admin routes. */
 export interface HttpCaller extends Caller {

@@ -22,6 +22,11 @@ export const HTTP_ERROR_STATUS = {
   unauthenticated: 401,
   /** Authenticated, but not allowed (not the run's principal, not an admin, on_behalf_of by a non-system caller). */
   unauthorized: 403,
+  /** A caller who may see the run presented an X-Control-Capability that does not match. */
+  capability_invalid: 403,
+  /** as_agent names an agent that is not registered, or that may not act for this user. */
+  agent_not_allowed: 403,
+  /** No such run, or one the caller may not see (the same answer: nothing is revealed). */
   run_not_found: 404,
   checkpoint_not_found: 404,
   resume_key_not_found: 404,
@@ -29,6 +34,10 @@ export const HTTP_ERROR_STATUS = {
   not_found: 404,
   /** A route has this path, but not with this method (see the Allow header). */
   method_not_allowed: 405,
+  /** The subject has a live run the caller may not see; nothing of it is revealed. */
+  subject_busy: 409,
+  /** The create key was already used for a different request. */
+  create_key_reused: 409,
   /** The run ended: results can no longer be delivered to it. */
   run_terminal: 409,
   /** The function path names a built-in artifact, which cannot be replaced. */
@@ -39,6 +48,8 @@ export const HTTP_ERROR_STATUS = {
   unsupported_media_type: 415,
   /** The create request names a reducer function that is not registered. */
   reducer_not_found: 422,
+  /** A per-principal limit (live runs, creations per minute) is reached: retry after Retry-After seconds. */
+  quota_exceeded: 429,
   internal: 500,
   /** DynamoDB/S3/SQS could not be reached or throttled: retry after Retry-After seconds. */
   store_unavailable: 503,

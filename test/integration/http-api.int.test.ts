@@ -302,11 +302,12 @@ describe('HTTP API: runs', () => {
     expect(await json(missing)).toMatchObject({ code: 'checkpoint_not_found' });
   });
 
-  it('lists a run’s child runs (none for a run that never delegated), 403 for another user, 404 for an unknown run', async () => {
+  it('lists a run’s child runs (none for a run that never delegated), and 404 for another user as for an unknown run', async () => {
     const run = await waitingRun();
     expect(await json(request('GET', `/runs/${run.run_id}/children`))).toEqual({ children: [] });
     const other = await request('GET', `/runs/${run.run_id}/children`, { token: BOB_TOKEN });
-    expect(other.status).toBe(403);
+    expect(other.status).toBe(404);
+    expect(await json(other)).toMatchObject({ code: 'run_not_found' });
     const missing = await request('GET', `/runs/run_${randomUUID()}/children`);
     expect(missing.status).toBe(404);
     expect(await json(missing)).toMatchObject({ code: 'run_not_found' });
@@ -591,16 +592,44 @@ describe('HTTP API: authentication, routing', () => {
     expect((await request('GET', '/openapi.json', { token: null })).status).toBe(200);
   });
 
-  it("answers 403 to another user reading a run, unless they present the run's control capability", async () => {
+  it("answers 404 to another user reading a run, exactly as for an unknown id, unless they present the run's capability", async () => {
     const { run, control_capability } = await createRun('/r/ask');
     const denied = await request('GET', `/runs/${run.run_id}`, { token: BOB_TOKEN });
-    expect(denied.status).toBe(403);
-    expect(await json(denied)).toMatchObject({ code: 'unauthorized' });
+    const unknownId = `run_${randomUUID().replaceAll('-', '')}`;
+    const unknown = await request('GET', `/runs/${unknownId}`, { token: BOB_TOKEN });
+    expect(denied.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    const body = (await json(denied)) as { code: string; message: string; details: Record<string, unknown> };
+    const unknownBody = (await json(unknown)) as typeof body;
+    expect(body.code).toBe('run_not_found');
+    expect(body.message.replace(run.run_id, 'ID')).toBe(unknownBody.message.replace(unknownId, 'ID'));
+    expect(Object.keys(body.details)).toEqual(Object.keys(unknownBody.details));
     const allowed = await request('GET', `/runs/${run.run_id}`, {
       token: BOB_TOKEN,
       headers: { 'X-Control-Capability': control_capability },
     });
     expect(allowed.status).toBe(200);
+  });
+
+  it('refuses a wrong capability with 403 capability_invalid to the owner, and with 404 to anyone else', async () => {
+    const { run } = await createRun('/r/ask');
+    const owner = await request('GET', `/runs/${run.run_id}`, {
+      headers: { 'X-Control-Capability': 'garbage' },
+    });
+    expect(owner.status).toBe(403);
+    expect(await json(owner)).toMatchObject({ code: 'capability_invalid' });
+    const ownerControl = await request('POST', `/runs/${run.run_id}/controls`, {
+      body: { control_id: `c-${randomUUID()}`, command: 'steer', input: 'hi' },
+      headers: { 'X-Control-Capability': 'garbage' },
+    });
+    expect(ownerControl.status).toBe(403);
+    const other = await request('GET', `/runs/${run.run_id}`, {
+      token: BOB_TOKEN,
+      headers: { 'X-Control-Capability': 'garbage' },
+    });
+    expect(other.status).toBe(404);
+    const after = await json<{ last_seq: number; version: number }>(request('GET', `/runs/${run.run_id}`));
+    expect(after.last_seq).toBe(run.last_seq);
   });
 
   it('answers 405 with Allow for a known path and a wrong method, and 404 for an unknown route', async () => {

@@ -275,6 +275,14 @@ function checkControl(step: Step, at: () => string): void {
   const { control, decision, previous, authorized, digest } = c;
   const expectedAuth = CALLERS[(step.action as Extract<Action, { t: 'control' }>).caller]?.authorized;
   check(authorized === expectedAuth, () => `${at()}: authorized ${authorized}, expected ${expectedAuth}`);
+  if (!authorized || decision === null) {
+    // Refused before any decision (404, or 403 capability_invalid): no event, no change at all.
+    check(
+      decision === null && step.events.length === 0 && after === before,
+      () => `${at()}: a caller without authority changed the run`,
+    );
+    return;
+  }
 
   if (previous !== null && previous.digest === digest) {
     check(
@@ -284,14 +292,8 @@ function checkControl(step: Step, at: () => string): void {
     check(step.events.length === 0 && after === before, () => `${at()}: a duplicate changed the run`);
     return;
   }
-  const expectedReason =
-    previous !== null
-      ? 'control_id_reused'
-      : !authorized
-        ? 'unauthorized'
-        : isTerminalStatus(before.status)
-          ? 'run_terminal'
-          : null;
+  const ended = isTerminalStatus(before.status);
+  const expectedReason = previous !== null ? 'control_id_reused' : ended ? 'run_terminal' : null;
   if (expectedReason !== null) {
     check(
       decision.kind === 'rejected' && decision.reason === expectedReason,
@@ -300,6 +302,14 @@ function checkControl(step: Step, at: () => string): void {
   }
   if (decision.kind === 'duplicate')
     throw new Error(`${at()}: duplicate without a stored ack of the same digest`);
+  if (ended) {
+    // An ended run's log is final: the rejection writes nothing, its seq is the last event.
+    check(
+      step.events.length === 0 && after === before && decision.seq === before.last_seq,
+      () => `${at()}: a control changed an ended run`,
+    );
+    return;
+  }
   check(decision.seq === step.events[0]?.seq, () => `${at()}: ack seq is not the first event's`);
   if (decision.kind === 'rejected') {
     check(

@@ -19,7 +19,8 @@ import {
   type RunRecord,
   type ToolResultEnvelope,
 } from '../../lib/contracts/index.ts';
-import { type Caller, capabilityHash, controlDigest, isAuthorized } from '../../lib/core/controls.ts';
+import { accessOf, type Caller, capabilityHash } from '../../lib/core/authority.ts';
+import { controlDigest } from '../../lib/core/controls.ts';
 import { buildReducerRequest, toReducerEvent } from '../../lib/core/reducer-request.ts';
 import { type ReducerValidationResult, validateReducerResponse } from '../../lib/core/reducer-validation.ts';
 import {
@@ -329,8 +330,9 @@ export interface ControlCall {
   control: Control;
   digest: string;
   previous: StoredControlAck | null;
+  /** Whether the caller may act on the run (core/authority.ts); when not, nothing was decided or written. */
   authorized: boolean;
-  decision: ControlDecision;
+  decision: ControlDecision | null;
 }
 
 /** One interpreted action. `result` is null when its precondition did not hold (no call made). */
@@ -565,8 +567,15 @@ export function runWorld(start: Start, actions: readonly Action[]): Trace {
         const digest = controlDigest(control);
         const previous = acks.get(control.control_id) ?? null;
         const entry = CALLERS[action.caller] ?? CALLERS[0];
-        const authorized = entry !== undefined && isAuthorized(record, entry.caller);
-        const decision = decideControl(record, control, digest, previous, authorized, now);
+        const access = entry === undefined ? null : accessOf(record, entry.caller);
+        const authorized = access?.ok === true;
+        if (!authorized) {
+          // The engine answers 404 (or 403 capability_invalid) before deciding: nothing is written.
+          step.control = { control, digest, previous, authorized, decision: null };
+          step.fn = 'accessOf';
+          break;
+        }
+        const decision = decideControl(record, control, digest, previous, now);
         step.control = { control, digest, previous, authorized, decision };
         step.fn = 'decideControl';
         if (decision.kind !== 'duplicate') {

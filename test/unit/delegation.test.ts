@@ -105,12 +105,12 @@ describe('resuming a child run', () => {
     const child = newRun({ parent_run_id: 'p', depth: 1, budgets: { max_depth: 1 } });
     const paused = ok(pauseRun(child, 'budget_exceeded:max_depth', 2_000));
     const raise = { control_id: 'r1', command: 'resume' as const, budget_increase: { max_depth: 1 } };
-    expect(decideControl(paused, raise, controlDigest(raise), null, true, 2_001)).toMatchObject({
+    expect(decideControl(paused, raise, controlDigest(raise), null, 2_001)).toMatchObject({
       kind: 'rejected',
       reason: 'max_depth_inherited',
     });
     const more = { control_id: 'r2', command: 'resume' as const, budget_increase: { max_turns: 5 } };
-    expect(decideControl(paused, more, controlDigest(more), null, true, 2_001)).toMatchObject({
+    expect(decideControl(paused, more, controlDigest(more), null, 2_001)).toMatchObject({
       kind: 'applied',
     });
   });

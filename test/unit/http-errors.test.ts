@@ -4,7 +4,7 @@
  */
 import { handle } from 'hono/aws-lambda';
 import { describe, expect, it } from 'vitest';
-import type { Caller } from '../../lib/core/controls.ts';
+import type { Caller } from '../../lib/core/authority.ts';
 import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { EngineError } from '../../lib/engine/errors.ts';

@@ -58,7 +58,7 @@ function control(
   now = 3_000,
   previous: { digest: string; seq: number } | null = null,
 ) {
-  return decideControl(record, c, controlDigest(c), previous, true, now);
+  return decideControl(record, c, controlDigest(c), previous, now);
 }
 
 describe('run creation and leases', () => {
@@ -302,15 +302,17 @@ describe('controls', () => {
     expect(decision.kind === 'rejected' && decision.reason).toBe('run_terminal');
   });
 
-  it('rejects an unauthorized caller and logs the rejection', () => {
-    const run = newRun();
+  it('rejects a control to an ended run without writing anything: no event, the seq of its last event', () => {
+    const stopped = ok(stopRun(newRun(), 'done', 2_000)).record;
     const c = { control_id: 'c1', command: 'stop' } as const;
-    const decision = decideControl(run, c, controlDigest(c), null, false, 3_000);
-    expect(decision.kind).toBe('rejected');
-    if (decision.kind !== 'rejected') return;
-    expect(decision.reason).toBe('unauthorized');
-    expect(decision.events[0]?.kind).toBe('control_rejected');
-    expect(decision.record.status).toBe('queued');
+    const decision = decideControl(stopped, c, controlDigest(c), null, 3_000);
+    expect(decision).toMatchObject({
+      kind: 'rejected',
+      reason: 'run_terminal',
+      events: [],
+      seq: stopped.last_seq,
+    });
+    if (decision.kind === 'rejected') expect(decision.record).toBe(stopped);
   });
 
   it('applies an approval only with the current digest', () => {

@@ -36,34 +36,46 @@ export interface StoredControlAck {
 export type ControlDecision =
   | { kind: 'applied'; record: RunRecord; events: RunEvent[]; seq: number }
   | { kind: 'duplicate'; original_seq: number }
+  /**
+   * Rejected with `reason`. With events: logged as a control_rejected event (seq); without
+   * (a run that ended): nothing is written, and seq is the run's last event.
+   */
   | { kind: 'rejected'; reason: string; record: RunRecord; events: RunEvent[]; seq: number };
 
 /**
- * Decides one control in one step: duplicate (same id and command digest), rejected (logged as a
- * control_rejected event, whose seq the ack carries) or applied (its events, the first of which
- * the ack's seq names). Never throws for a rejected control.
- * `digest` is the canonical digest of the command without its control_id.
- * Seed: agent-runs, "Controls".
+ * Decides one control of a caller who may act on the run (the engine checks that first: see
+ * core/authority.ts) in one step: duplicate (same id and command digest), rejected (logged as a
+ * control_rejected event, whose seq the ack carries; on a run that ended, nothing is written and
+ * the seq is its last event) or applied (its events, the first of which the ack's seq names).
+ * Never throws for a rejected control. `digest` is the canonical digest of the command without
+ * its control_id. Seed: agent-runs, "Controls".
  */
 export function decideControl(
   record: RunRecord,
   control: Control,
   digest: string,
   previous: StoredControlAck | null,
-  authorized: boolean,
   now: number,
 ): ControlDecision {
+  const ended = isTerminalStatus(record.status);
   if (previous !== null) {
     if (previous.digest === digest) return { kind: 'duplicate', original_seq: previous.seq };
-    return rejectControl(record, control, 'control_id_reused', now);
+    return ended
+      ? unlogged(record, 'control_id_reused')
+      : rejectControl(record, control, 'control_id_reused', now);
   }
-  if (!authorized) return rejectControl(record, control, 'unauthorized', now);
-  if (isTerminalStatus(record.status)) return rejectControl(record, control, 'run_terminal', now);
+  // An ended run's log is final: a control sent to it is rejected without an event or an ack.
+  if (ended) return unlogged(record, 'run_terminal');
   const result = applyControl(record, control, now);
   if (!result.ok) return rejectControl(record, control, result.code, now);
   const first = result.events[0];
   if (first === undefined) throw new InvariantViolation('an applied control appends at least one event', []);
   return { kind: 'applied', record: result.record, events: result.events, seq: first.seq };
+}
+
+/** A rejection that writes nothing: the ack's seq is the run's last event. */
+function unlogged(record: RunRecord, reason: string): ControlDecision {
+  return { kind: 'rejected', reason, record, events: [], seq: record.last_seq };
 }
 
 function rejectControl(record: RunRecord, control: Control, reason: string, now: number): ControlDecision {
