@@ -24,9 +24,51 @@ export interface DeliveryReads {
 }
 
 /**
+ * Calls the reducer for the inbox head of `record` and returns its outcome (validated), for
+ * core's applyReducerOutcome. `faultPoint`: offer the crash point `after_reducer_answer` (the
+ * step worker does; the delivery after the end does not).
+ */
+export async function askReducer(
+  deps: EngineDeps,
+  record: RunRecord,
+  reads: DeliveryReads,
+  options: { faultPoint: boolean },
+): Promise<ReducerOutcome> {
+  const seq = record.inbox[0];
+  const binding = record.reducer;
+  if (seq === undefined || binding === null) return { kind: 'not_deliverable' };
+  const event = await reads.event(seq);
+  const request =
+    event === null ? null : reducerRequestFor(record, await reads.state(record.state_rev), event);
+  if (request === null) return { kind: 'not_deliverable' };
+  const res = await deps.reducers.reduce(binding, request);
+  if (options.faultPoint) await deps.faults('after_reducer_answer', record.run_id);
+  switch (res.kind) {
+    case 'unavailable':
+      deps.log({ level: 'warn', message: 'reducer unavailable', run_id: record.run_id, reason: res.reason });
+      return res;
+    case 'changed':
+      return { kind: 'changed' };
+    case 'threw':
+      return { kind: 'threw', code: res.code };
+    case 'answered': {
+      const validation = validateAnswer(request, res.response);
+      if (!validation.ok)
+        deps.log({
+          level: 'warn',
+          message: 'reducer response refused',
+          run_id: record.run_id,
+          code: validation.code,
+          detail: validation.message,
+        });
+      return { kind: 'answered', validation, artifact_hash: res.artifact_hash };
+    }
+  }
+}
+
+/**
  * The transition for the reducer's answer to the inbox head of `record` (plus the domain state
- * the commit must write). `faultPoint`: offer the crash point `after_reducer_answer` (the step
- * worker does; the delivery after the end does not).
+ * the commit must write): askReducer, then core's applyReducerOutcome.
  */
 export async function deliverInboxHead(
   deps: EngineDeps,
@@ -34,48 +76,6 @@ export async function deliverInboxHead(
   reads: DeliveryReads,
   options: { faultPoint: boolean },
 ): Promise<{ transition: TransitionResult; state?: { rev: number; value: unknown } }> {
-  const seq = record.inbox[0];
-  const binding = record.reducer;
-  if (seq === undefined || binding === null)
-    return applyReducerOutcome(record, { kind: 'not_deliverable' }, deps.clock.now());
-  const event = await reads.event(seq);
-  const request =
-    event === null ? null : reducerRequestFor(record, await reads.state(record.state_rev), event);
-  let outcome: ReducerOutcome;
-  if (request === null) outcome = { kind: 'not_deliverable' };
-  else {
-    const res = await deps.reducers.reduce(binding, request);
-    if (options.faultPoint) await deps.faults('after_reducer_answer', record.run_id);
-    switch (res.kind) {
-      case 'unavailable':
-        deps.log({
-          level: 'warn',
-          message: 'reducer unavailable',
-          run_id: record.run_id,
-          reason: res.reason,
-        });
-        outcome = res;
-        break;
-      case 'changed':
-        outcome = { kind: 'changed' };
-        break;
-      case 'threw':
-        outcome = { kind: 'threw', code: res.code };
-        break;
-      case 'answered': {
-        const validation = validateAnswer(request, res.response);
-        if (!validation.ok)
-          deps.log({
-            level: 'warn',
-            message: 'reducer response refused',
-            run_id: record.run_id,
-            code: validation.code,
-            detail: validation.message,
-          });
-        outcome = { kind: 'answered', validation, artifact_hash: res.artifact_hash };
-        break;
-      }
-    }
-  }
+  const outcome = await askReducer(deps, record, reads, options);
   return applyReducerOutcome(record, outcome, deps.clock.now());
 }

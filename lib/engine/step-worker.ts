@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { childOfResumeKey, isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { nextMove } from '../core/guards.ts';
+import { applyReducerOutcome } from '../core/reducer-outcome.ts';
 import {
   acquireLease,
   consumeSteer,
@@ -30,14 +31,18 @@ import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { LeaseLost } from './errors.ts';
-import { deliverInboxHead } from './reducer-delivery.ts';
+import { askReducer } from './reducer-delivery.ts';
 
 export type StepOutcome =
   | { kind: 'not_found' }
   | { kind: 'nothing_to_do'; status: string }
   | { kind: 'busy' }
   | { kind: 'fenced' }
-  | { kind: 'progressed'; status: string; operations: number };
+  /**
+   * The step advanced the run. `rebases`: commits that lost the version race to a concurrent
+   * commit (a control) and were replayed on it instead of redoing the work.
+   */
+  | { kind: 'progressed'; status: string; operations: number; rebases: number };
 
 /**
  * One step message's work on a run. Returns what happened; never throws for a run that is busy
@@ -91,6 +96,9 @@ function ownsLease(record: RunRecord, fence: Fence): boolean {
   return record.lease !== null && record.lease.owner === fence.owner && record.epoch === fence.epoch;
 }
 
+/** One staged transition of the worker, replayable on another record of the same run. */
+type Move = (record: RunRecord) => TransitionResult;
+
 class StepWorker {
   readonly ctx: EngineContext;
   base: RunRecord;
@@ -100,6 +108,10 @@ class StepWorker {
   stateWrite: { rev: number; value: unknown } | undefined;
   readonly eventCache = new Map<number, RunEvent>();
   readonly stateCache = new Map<number, unknown>();
+  /** The moves staged since the last commit, in order (for a rebase). */
+  moves: Move[] = [];
+  /** How many of this step's commits were rebased onto a concurrent commit. */
+  rebases = 0;
   /** An operation result not yet committed. */
   pendingResult: OperationResult | undefined;
   /** Children whose waits this worker's commits closed without their result. */
@@ -121,6 +133,46 @@ class StepWorker {
     return true;
   }
 
+  /**
+   * Applies `move` to the staged record and remembers it, so that a commit that loses the
+   * version race to a control can be rebased: the same moves replayed on the fresh record.
+   */
+  stage(move: Move): boolean {
+    if (!this.apply(move(this.staged))) return false;
+    this.moves.push(move);
+    return true;
+  }
+
+  /** Stages the pending operation result (finishOperation) as a move. */
+  stageResult(): boolean {
+    const result = this.pendingResult;
+    if (result === undefined) return false;
+    const at = this.ctx.clock.now();
+    return this.stage((r) => finishOperation(r, this.fence, result, at));
+  }
+
+  /**
+   * Replays the staged moves on `current` (a record a concurrent commit produced, still under
+   * this worker's lease): no reducer call, no tool call, no read. False when a move no longer
+   * applies (the caller then reloads and recomputes).
+   */
+  rebase(current: RunRecord): boolean {
+    let record = current;
+    const events: RunEvent[] = [];
+    for (const move of this.moves) {
+      const result = move(record);
+      if (!result.ok) return false;
+      record = result.record;
+      events.push(...result.events);
+    }
+    for (const seq of [...this.eventCache.keys()]) if (seq > this.base.last_seq) this.eventCache.delete(seq);
+    for (const e of events) this.eventCache.set(e.seq, e);
+    this.base = current;
+    this.staged = record;
+    this.events = events;
+    return true;
+  }
+
   async run(): Promise<StepOutcome> {
     const { clock } = this.ctx;
     const deadline = clock.now() + this.ctx.leaseTtlMs / 2;
@@ -138,10 +190,7 @@ class StepWorker {
           continue;
         case 'consume_steers':
           // Every queued steer at this boundary, so that one model turn can answer them all.
-          while (
-            this.staged.queued_steers.length > 0 &&
-            this.apply(consumeSteer(this.staged, clock.now()))
-          ) {}
+          while (this.staged.queued_steers.length > 0 && this.stage((r) => consumeSteer(r, clock.now()))) {}
           continue;
         case 'start_operation':
           if (!(await this.startAndDispatch())) break loop;
@@ -155,7 +204,8 @@ class StepWorker {
   async startAndDispatch(): Promise<boolean> {
     const { clock } = this.ctx;
     if (await this.gate()) return true;
-    if (!this.apply(startOperation(this.staged, clock.now()))) return false;
+    const startedAt = clock.now();
+    if (!this.stage((r) => startOperation(r, startedAt))) return false;
     if (this.staged.status !== 'running') return true; // paused or failed by a budget
     const started = this.staged.operation;
     if (started === null) return true;
@@ -165,11 +215,10 @@ class StepWorker {
     this.pendingResult = await this.dispatch();
     this.operationsRun += 1;
     await this.ctx.faults('after_dispatch', this.base.run_id);
-    if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, clock.now()))) {
+    if (!this.stageResult()) {
       // The base moved (a heartbeat renewed the lease): recompute on the latest record.
       await this.reload();
-      if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, clock.now())))
-        throw new LeaseLost('operation no longer ours');
+      if (!this.stageResult()) throw new LeaseLost('operation no longer ours');
     }
     return true;
   }
@@ -179,7 +228,8 @@ class StepWorker {
     const { clock } = this.ctx;
     const needsRelease = this.staged.lease !== null && this.staged.status === 'running';
     if (needsRelease) {
-      if (!this.apply(releaseLease(this.staged, this.fence, clock.now(), this.ctx.wakeGraceMs)))
+      const at = clock.now();
+      if (!this.stage((r) => releaseLease(r, this.fence, at, this.ctx.wakeGraceMs)))
         throw new LeaseLost('lease lost at release');
     }
     if (this.events.length > 0 || needsRelease) await this.commit();
@@ -199,7 +249,12 @@ class StepWorker {
       );
     }
     await afterEnd(this.ctx, final);
-    return { kind: 'progressed', status: final.status, operations: this.operationsRun };
+    return {
+      kind: 'progressed',
+      status: final.status,
+      operations: this.operationsRun,
+      rebases: this.rebases,
+    };
   }
 
   /** Commits the staged transitions; on a stale version re-reads and recomputes. */
@@ -227,10 +282,16 @@ class StepWorker {
         if (!(err instanceof CommitRejected)) throw err;
         if (err.reason === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
         if (err.reason !== 'stale_version') throw err;
+        // A concurrent commit (a control) took the version: replay the staged moves on it and
+        // commit again, without redoing any work.
+        const current = err.current ?? (await this.ctx.store.getRun(this.base.run_id));
+        if (current !== null && ownsLease(current, this.fence) && this.rebase(current)) {
+          this.rebases += 1;
+          continue;
+        }
         await this.reload();
         if (this.pendingResult === undefined) return; // recompute in the loop from the fresh record
-        if (!this.apply(finishOperation(this.staged, this.fence, this.pendingResult, this.ctx.clock.now())))
-          throw new LeaseLost('operation no longer ours');
+        if (!this.stageResult()) throw new LeaseLost('operation no longer ours');
       }
     }
   }
@@ -267,6 +328,7 @@ class StepWorker {
   committed(stored: RunRecord): void {
     this.base = stored;
     this.staged = stored;
+    this.moves = [];
     this.events = [];
     this.stateWrite = undefined;
     this.pendingResult = undefined;
@@ -300,23 +362,29 @@ class StepWorker {
     for (const rev of [...this.stateCache.keys()]) if (rev > committed.state_rev) this.stateCache.delete(rev);
     this.base = fresh;
     this.staged = fresh;
+    this.moves = [];
     this.events = [];
     this.stateWrite = undefined;
   }
 
   /** Delivers the inbox head to the reducer and stages its validated answer. */
   async deliverHead(): Promise<void> {
-    const r = this.staged;
-    const { transition, state } = await deliverInboxHead(
+    const outcome = await askReducer(
       this.ctx,
-      r,
+      this.staged,
       { event: (seq) => this.eventAt(seq), state: (rev) => this.stateAt(rev) },
       { faultPoint: true },
     );
-    if (!this.apply(transition)) return;
-    if (state !== undefined) {
-      this.stateWrite = state;
-      this.stateCache.set(state.rev, state.value);
+    const at = this.ctx.clock.now();
+    const first = applyReducerOutcome(this.staged, outcome, at);
+    const staged = this.staged;
+    if (
+      !this.stage((r) => (r === staged ? first.transition : applyReducerOutcome(r, outcome, at).transition))
+    )
+      return;
+    if (first.state !== undefined) {
+      this.stateWrite = first.state;
+      this.stateCache.set(first.state.rev, first.state.value);
     }
   }
 
@@ -374,24 +442,21 @@ class StepWorker {
     if (decision.decision === 'allow') return false;
     if (decision.decision === 'require_approval') {
       if (op.approved_digest === decision.digest) return false;
-      return this.apply(
-        gateOperation(
-          r,
-          {
-            digest: decision.digest,
-            summary: decision.summary,
-            tool: op.effect.tool,
-            tool_version: decision.tool_version,
-          },
-          clock.now(),
-        ),
-      );
+      const subject = {
+        digest: decision.digest,
+        summary: decision.summary,
+        tool: op.effect.tool,
+        tool_version: decision.tool_version,
+      };
+      const at = clock.now();
+      return this.stage((s) => gateOperation(s, subject, at));
     }
     // deny: the call is answered with a failed envelope, and no handler runs.
-    if (!this.apply(startOperation(r, clock.now()))) return false;
+    const at = clock.now();
+    if (!this.stage((s) => startOperation(s, at))) return false;
     if (this.staged.status !== 'running') return true;
     const result: OperationResult = { kind: 'tool_result', envelope: deniedEnvelope(op, decision.code) };
-    return this.apply(finishOperation(this.staged, this.fence, result, clock.now()));
+    return this.stage((s) => finishOperation(s, this.fence, result, at));
   }
 
   /** Executes the started operation with an AbortSignal and a lease heartbeat. */

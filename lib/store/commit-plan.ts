@@ -22,6 +22,16 @@
  *   CKEY#{sha256} / K       create key → run
  *   RKEY#{sha256} / K       resume key → run, op
  *
+ * Writers of one run and the version: every commit is conditioned on the record's version (and
+ * a lease holder's fence), so controls and the step worker race for it. No control can starve
+ * the worker: a worker whose commit is stale gets the record that won from the refusal itself
+ * (ALL_OLD, no extra read) and, while the lease is still its own, replays its staged moves on it
+ * (the reducer's answer, the operation's recorded result, the next start: core transitions
+ * over the fresh record, seqs renumbered after the control's events) and commits again at once,
+ * without calling the reducer or the tool again; only when a move no longer applies does it
+ * re-read and recompute. Controls, which are cheap to redo, retry after a jittered pause. A run
+ * that ended takes no writes from controls at all, so its log is final.
+ *
  * A fused commit (an operation's result + the next one's start) is therefore TWO items: the
  * record Update and one event page. The record's `state_at` names the item holding the state
  * of its `state_rev` (the store sets it, like `version`). Event data and domain state above

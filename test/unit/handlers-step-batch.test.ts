@@ -47,6 +47,7 @@ const progressed = (operations: number): StepOutcome => ({
   kind: 'progressed',
   status: 'completed',
   operations,
+  rebases: 0,
 });
 
 describe('step batch handler', () => {
