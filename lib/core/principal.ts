@@ -4,9 +4,21 @@
  */
 import type { Principal } from '../contracts/index.ts';
 
-/** The key a principal's indexes (listings, create keys) are scoped by: `{kind}:{id}`. */
+/**
+ * The key a principal's indexes (listings, create keys, quotas) are scoped by: `{kind}:{id}`, and
+ * `{kind}:{id}>{user}` for an agent acting for a user, so that an agent's create keys are never
+ * shared across the users it acts for.
+ */
 export function principalKeyOf(p: Principal): string {
-  return `${p.kind}:${p.id}`;
+  return p.on_behalf_of === undefined ? `${p.kind}:${p.id}` : `${p.kind}:${p.id}>${p.on_behalf_of}`;
+}
+
+/**
+ * The key namespace of the create keys the runtime claims for itself (a delegation's child):
+ * no client principal key can take this form, so a client create can never claim one.
+ */
+export function runtimeKeyOf(p: Principal): string {
+  return `runtime/delegation:${principalKeyOf(p)}`;
 }
 
 /** The principal a create acts as, or why the caller may not create it. */

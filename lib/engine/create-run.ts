@@ -7,6 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
+import { digestOf } from '../core/canonical.ts';
 import { principalFor, principalKeyOf } from '../core/principal.ts';
 import { createRun as createRunRecord } from '../core/run-machine.ts';
 import { readDecideCommit } from './commit-loop.ts';
@@ -52,6 +53,9 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
   const principalKey = principalKeyOf(principal);
+  // What a replayed create key must match: the request, without the key itself.
+  const { create_key: _key, ...request } = input;
+  const requestDigest = digestOf(request);
   const secret = randomBytes(32).toString('base64url');
   return readDecideCommit<{ existing: string | null; live?: RunRecord | null }, CreateRunOutput>(deps, {
     // What a create must not duplicate: a run under the same create key, the subject's live run.
@@ -60,7 +64,18 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
         input.create_key === undefined
           ? null
           : await deps.store.findByCreateKey(principalKey, input.create_key);
-      if (byKey !== null) return { existing: byKey };
+      if (byKey !== null) {
+        if (byKey.request_digest !== undefined && byKey.request_digest !== requestDigest) {
+          throw new EngineError(
+            'create_key_reused',
+            'the create key was already used for a different request',
+            {
+              create_key: input.create_key,
+            },
+          );
+        }
+        return { existing: byKey.run_id };
+      }
       const live = await deps.store.findBySubject(input.subject);
       const record = live === null ? null : await deps.store.getRun(live);
       return { existing: null, live: record !== null && !isTerminalStatus(record.status) ? record : null };
@@ -96,7 +111,9 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
       return {
         commit: {
           ...commitOf(created, null),
-          ...(input.create_key !== undefined ? { createKey: { principalKey, key: input.create_key } } : {}),
+          ...(input.create_key !== undefined
+            ? { createKey: { principalKey, key: input.create_key, request_digest: requestDigest } }
+            : {}),
         },
         async after(stored: RunRecord): Promise<CreateRunOutput> {
           if (reducer !== null) await wake(deps, stored.run_id);

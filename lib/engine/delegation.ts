@@ -33,7 +33,7 @@ import {
   handBackEnvelope,
   planChildRun,
 } from '../core/delegation.ts';
-import { principalKeyOf } from '../core/principal.ts';
+import { runtimeKeyOf } from '../core/principal.ts';
 import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
 import { CommitRejected } from './commit-errors.ts';
 import { readDecideCommit } from './commit-loop.ts';
@@ -100,9 +100,9 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       'args.reducer is required when the parent run has no reducer',
     );
   }
-  const principalKey = principalKeyOf(parent.principal);
+  const principalKey = runtimeKeyOf(parent.principal);
   const existing = await dc.store.findByCreateKey(principalKey, plan.create_key);
-  if (existing !== null) return adopt(dc, parent, op, existing);
+  if (existing !== null) return adopt(dc, parent, op, existing.run_id);
   const resolved = await dc.reducers.resolve(plan.reducer);
   if (resolved === null) {
     return delegationFailedEnvelope(
@@ -150,7 +150,7 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
     if (!(err instanceof CommitRejected)) throw err;
     if (err.reason === 'create_key_taken') {
       const again = await dc.store.findByCreateKey(principalKey, plan.create_key);
-      if (again !== null) return adopt(dc, parent, op, again);
+      if (again !== null) return adopt(dc, parent, op, again.run_id);
     }
     if (err.reason === 'subject_taken') {
       return delegationFailedEnvelope(

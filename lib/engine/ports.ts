@@ -129,7 +129,8 @@ export interface Commit {
   checkpoints?: CheckpointItem[];
   controlAck?: ControlAckItem;
   /** Create only: the create key to claim. */
-  createKey?: { principalKey: string; key: string };
+  /** Create only: the create key to claim, with the digest of the request it was used for. */
+  createKey?: { principalKey: string; key: string; request_digest?: string };
   /** Create only: the parent run of a child run; writes the link `RUN#{parent} / CH#{child}`. */
   parentLink?: string;
 }
@@ -142,6 +143,12 @@ export interface StoreMetrics {
   transactionRetries: number;
   readCapacity: number;
   writeCapacity: number;
+}
+
+/** What a create key names: the run it created and the digest of the request that created it. */
+export interface CreateKeyItem {
+  run_id: string;
+  request_digest?: string;
 }
 
 export interface RunStore {
@@ -165,7 +172,8 @@ export interface RunStore {
   getCheckpoint(runId: string, n: number): Promise<CheckpointItem | null>;
   listCheckpoints(runId: string): Promise<CheckpointItem[]>;
   findBySubject(subject: Subject): Promise<string | null>;
-  findByCreateKey(principalKey: string, key: string): Promise<string | null>;
+  /** The run a create key names, and the digest of the request it was first used for. */
+  findByCreateKey(principalKey: string, key: string): Promise<CreateKeyItem | null>;
   /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
   listChildren(parentRunId: string): Promise<string[]>;
   findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;

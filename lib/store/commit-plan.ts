@@ -281,6 +281,9 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
         pk: createKeyPk(commit.createKey.principalKey, commit.createKey.key),
         sk: 'K',
         run_id: record.run_id,
+        ...(commit.createKey.request_digest !== undefined
+          ? { request_digest: commit.createKey.request_digest }
+          : {}),
       },
       condition: { kind: 'absent' },
     });

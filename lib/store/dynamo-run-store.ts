@@ -49,7 +49,15 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
-import { checkpointOf, controlAckOf, eventOf, recordOf, stateOf, takeContiguous } from './item-codec.ts';
+import {
+  checkpointOf,
+  controlAckOf,
+  createKeyItemOf,
+  eventOf,
+  recordOf,
+  stateOf,
+  takeContiguous,
+} from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
 export interface DynamoRunStoreOptions {
@@ -454,7 +462,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     findBySubject: async (subject) =>
       ((await getItem(io, subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null,
     findByCreateKey: async (principalKey, key) =>
-      ((await getItem(io, createKeyPk(principalKey, key), 'K'))?.run_id as string | undefined) ?? null,
+      createKeyItemOf(await getItem(io, createKeyPk(principalKey, key), 'K')),
     listChildren: async (parentRunId) =>
       (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
     async findByResumeKey(resumeKey) {

@@ -5,7 +5,7 @@
  */
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
-import type { CheckpointItem, ControlAckItem } from '../engine/ports.ts';
+import type { CheckpointItem, ControlAckItem, CreateKeyItem } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
 
 /** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
@@ -85,4 +85,12 @@ export function controlAckOf(item: Item): ControlAckItem {
     ack: item.ack as ControlAckItem['ack'],
     seq: Number(item.seq),
   };
+}
+
+/** A stored create key item back to what it names (null when there is none). */
+export function createKeyItemOf(item: Item | undefined): CreateKeyItem | null {
+  if (item === undefined || typeof item.run_id !== 'string') return null;
+  return typeof item.request_digest === 'string'
+    ? { run_id: item.run_id, request_digest: item.request_digest }
+    : { run_id: item.run_id };
 }

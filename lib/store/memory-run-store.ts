@@ -36,7 +36,15 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
-import { checkpointOf, controlAckOf, eventOf, recordOf, stateOf, takeContiguous } from './item-codec.ts';
+import {
+  checkpointOf,
+  controlAckOf,
+  createKeyItemOf,
+  eventOf,
+  recordOf,
+  stateOf,
+  takeContiguous,
+} from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -235,7 +243,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async findByCreateKey(principalKey, key) {
       await yieldOnce();
-      return (table.read(createKeyPk(principalKey, key), 'K')?.run_id as string | undefined) ?? null;
+      return createKeyItemOf(table.read(createKeyPk(principalKey, key), 'K'));
     },
     async listChildren(parentRunId) {
       await yieldOnce();

@@ -197,7 +197,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
           record: created.record,
           expectedVersion: null,
           events: created.events,
-          createKey: { principalKey: 'user:alice', key: 'k-1' },
+          createKey: { principalKey: 'user:alice', key: 'k-1', request_digest: 'digest-of-the-request' },
         });
         expect(stored.version).toBe(1);
         expect(await s.store.getRun(stored.run_id)).toEqual(stored);
@@ -205,7 +205,10 @@ export function runStoreContract(name: string, open: OpenStore): void {
           [1, 'run_started'],
         ]);
         expect(await s.store.findBySubject(stored.subject)).toBe(stored.run_id);
-        expect(await s.store.findByCreateKey('user:alice', 'k-1')).toBe(stored.run_id);
+        expect(await s.store.findByCreateKey('user:alice', 'k-1')).toEqual({
+          run_id: stored.run_id,
+          request_digest: 'digest-of-the-request',
+        });
         expect(await s.store.findByCreateKey('user:bob', 'k-1')).toBeNull();
         expect(await s.store.getRun('store-never-created')).toBeNull();
       });
@@ -245,7 +248,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(refused.reason).toBe('create_key_taken');
         expect(await s.store.getRun(second.record.run_id)).toBeNull();
         expect(await s.store.findBySubject(second.record.subject)).toBeNull();
-        expect(await s.store.findByCreateKey('user:alice', 'k-2')).toBe(first.run_id);
+        expect((await s.store.findByCreateKey('user:alice', 'k-2'))?.run_id).toBe(first.run_id);
         // The subject the refused create would have taken is free.
         const retried = await s.store.commit({
           record: second.record,
