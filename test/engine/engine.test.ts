@@ -64,10 +64,17 @@ describe('engine on the memory store', () => {
     expect(again.run.run_id).toBe(first.run.run_id);
     expect(again.control_capability).toBeUndefined();
     const byKey = await t.engine.createRun(
-      { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' },
+      { subject, reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' },
       alice,
     );
     expect(byKey).toMatchObject({ created: false, run: { run_id: first.run.run_id } });
+    // The same key for another request is refused, not answered with the old run.
+    await expect(
+      t.engine.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'x', create_key: 'k1' },
+        alice,
+      ),
+    ).rejects.toMatchObject({ code: 'create_key_reused' });
   });
 
   it('waits for an answer holding no lease, and completes with it', async () => {

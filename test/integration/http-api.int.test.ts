@@ -215,14 +215,19 @@ describe('HTTP API: runs', () => {
     });
   });
 
-  it('replays a create_key with 200 and created false', async () => {
+  it('replays a create_key with the same request with 200 and created false, and refuses it for another request with 409', async () => {
     const key = `k-${randomUUID()}`;
-    const first = await createRun('/r/ask', { create_key: key });
-    const replay = await request('POST', '/runs', {
-      body: { subject: uniqueSubject(), reducer: { function_path: '/r/ask' }, input: 'go', create_key: key },
-    });
+    const subject = uniqueSubject();
+    const first = await createRun('/r/ask', { create_key: key, subject });
+    const body = { subject, reducer: { function_path: '/r/ask' }, input: 'go', create_key: key };
+    const replay = await request('POST', '/runs', { body });
     expect(replay.status).toBe(200);
     expect(await json(replay)).toMatchObject({ created: false, run: { run_id: first.run.run_id } });
+    const other = await request('POST', '/runs', {
+      body: { ...body, subject: uniqueSubject(), input: 'other' },
+    });
+    expect(other.status).toBe(409);
+    expect(await json(other)).toMatchObject({ code: 'create_key_reused' });
   });
 
   it('answers 422 reducer_not_found for a reducer that is not registered', async () => {
