@@ -8,6 +8,7 @@ import type { AwsClients, AwsEndpoints } from './aws-clients.ts';
 import { createAwsClients } from './aws-clients.ts';
 import { createS3BlobStore } from './blobs/blob-store.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
+import { type AdmissionConfig, admissionFromEnv } from './core/admission.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
 import type { Clock, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './engine/ports.ts';
 import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
@@ -51,6 +52,8 @@ export interface RuntimeConfig {
   leaseTtlMs?: number;
   heartbeatMs?: number;
   wakeGraceMs?: number;
+  /** Admission quotas and risk tier floor; default: read from `env` (see admissionFromEnv). */
+  admission?: AdmissionConfig;
   faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
   log?: (entry: Record<string, unknown>) => void;
   /** Audit events of tool invocations (never payloads); default: into `log`. */
@@ -118,6 +121,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
     ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
+    admission: config.admission ?? admissionFromEnv(config.env ?? process.env),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),
   });
   return {

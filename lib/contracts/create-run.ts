@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
-import { Budgets, OnExceeded, ReducerBinding } from './run.ts';
+import { Budgets, OnExceeded, ReducerBinding, RiskTier } from './run.ts';
 
 export const CreateRunInput = z.strictObject({
   subject: Subject,
@@ -19,5 +19,7 @@ export const CreateRunInput = z.strictObject({
   on_behalf_of: z.string().min(1).optional(),
   create_key: z.string().min(1).max(256).optional(),
   executor_config: JsonObject.default({}),
+  /** The tier asked for; the deployment's floor applies when absent or lower. */
+  risk_tier: RiskTier.optional(),
 });
 export type CreateRunInput = z.input<typeof CreateRunInput>;

@@ -60,6 +60,15 @@ export const Budgets = z.strictObject({
 export type Budgets = z.infer<typeof Budgets>;
 
 export const OnExceeded = z.enum(['pause', 'fail']);
+
+/**
+ * The run's risk tier, fixed at admission (deterministic-seams seed, "admission": "an explicit
+ * risk tier that determines approvals and sandbox policy"), ordered low < standard < high. A
+ * create may ask for a tier at or above the deployment's floor, never below it.
+ */
+export const RISK_TIERS = ['low', 'standard', 'high'] as const;
+export const RiskTier = z.enum(RISK_TIERS);
+export type RiskTier = z.infer<typeof RiskTier>;
 export type OnExceeded = z.infer<typeof OnExceeded>;
 
 /** Usage counters; they never decrease. */
@@ -329,6 +338,13 @@ const recordBase = {
   /** Child runs started and not yet handed back; max_live_children counts these. */
   live_children: z.array(z.string()).default([]),
   capability_hash: z.string().optional(),
+  /** The risk tier decided at admission (see {@link RiskTier}); records before it read as standard. */
+  risk_tier: RiskTier.default('standard'),
+  /**
+   * The live-run quota slot this run holds (0-based), when the deployment limits live runs per
+   * principal: taken at create, released in the commit that ends the run.
+   */
+  quota_slot: z.number().int().nonnegative().optional(),
   /** Wake deadline (ms epoch): the sweeper wakes the run then if no step message did. */
   wake_at: z.number().nullable(),
   /** A pause asked for during an operation, applied at the next boundary. */

@@ -19,6 +19,8 @@ export type CommitFailure =
   | 'subject_taken'
   /** The create key was already used (create only). */
   | 'create_key_taken'
+  /** Another create of the same principal took the quota slot or window count first (create only): re-read. */
+  | 'quota_moved'
   /** The control id already has an ack (a concurrent duplicate): re-read the ack. */
   | 'control_ack_exists'
   /** A bug: the request itself is invalid (too many items, a bad expression). Fail loudly. */

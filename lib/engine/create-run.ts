@@ -6,6 +6,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
+import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
 import { digestOf } from '../core/canonical.ts';
 import { principalFor, principalKeyOf } from '../core/principal.ts';
@@ -57,7 +58,13 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const { create_key: _key, ...request } = input;
   const requestDigest = digestOf(request);
   const secret = randomBytes(32).toString('base64url');
-  return readDecideCommit<{ existing: string | null; live?: RunRecord | null }, CreateRunOutput>(deps, {
+  // System callers are the operators: quotas bound users and agents.
+  const exempt = caller.principal.kind === 'system' && input.on_behalf_of === undefined;
+  const quotaLimited =
+    !exempt &&
+    (deps.admission.max_live_runs !== undefined || deps.admission.max_creates_per_minute !== undefined);
+  type Found = { existing: string | null; live?: RunRecord | null; usage?: QuotaUsage };
+  return readDecideCommit<Found, CreateRunOutput>(deps, {
     // What a create must not duplicate: a run under the same create key, the subject's live run.
     async read() {
       const byKey =
@@ -76,9 +83,16 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
         }
         return { existing: byKey.run_id };
       }
-      const live = await deps.store.findBySubject(input.subject);
+      const [live, usage] = await Promise.all([
+        deps.store.findBySubject(input.subject),
+        quotaLimited ? deps.store.readQuota(principalKey, quotaWindowOf(deps.clock.now())) : undefined,
+      ]);
       const record = live === null ? null : await deps.store.getRun(live);
-      return { existing: null, live: record !== null && !isTerminalStatus(record.status) ? record : null };
+      return {
+        existing: null,
+        live: record !== null && !isTerminalStatus(record.status) ? record : null,
+        ...(usage !== undefined ? { usage } : {}),
+      };
     },
     async decide(found) {
       if (found.existing !== null)
@@ -89,8 +103,19 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
           throw new EngineError('subject_busy', 'the subject has a live run', { subject: input.subject });
         return { done: { run: runView(found.live), created: false } };
       }
-      const reducer = await resolveReducer(deps, input.reducer);
       const now = deps.clock.now();
+      const admitted = admit(
+        deps.admission,
+        found.usage ?? { held_slots: [], window_count: 0 },
+        input.risk_tier,
+        now,
+        !quotaLimited,
+      );
+      if (!admitted.ok) {
+        const { ok: _ok, code, message, ...details } = admitted;
+        throw new EngineError(code, message, details, { retryable: admitted.retry_after_s !== undefined });
+      }
+      const reducer = await resolveReducer(deps, input.reducer);
       const created = createRunRecord(
         {
           run_id: `run_${randomUUID().replaceAll('-', '')}`,
@@ -105,12 +130,22 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
           executor_config: input.executor_config,
           capability_hash: capabilityHash(secret),
           wake_delay_ms: deps.wakeGraceMs,
+          risk_tier: admitted.risk_tier,
+          ...(admitted.slot !== undefined ? { quota_slot: admitted.slot } : {}),
         },
         now,
       );
       return {
         commit: {
           ...commitOf(created, null),
+          ...(quotaLimited
+            ? {
+                quota: {
+                  principalKey,
+                  ...(admitted.window !== undefined ? { window: admitted.window } : {}),
+                },
+              }
+            : {}),
           ...(input.create_key !== undefined
             ? { createKey: { principalKey, key: input.create_key, request_digest: requestDigest } }
             : {}),
@@ -122,8 +157,9 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
       };
     },
     // Someone created under the same subject or key first: read again and answer with theirs.
-    retryOn: ['subject_taken', 'create_key_taken'],
-    attempts: 3,
-    jitter: false,
+    // Another create of the same principal took the quota slot or window count: read again.
+    retryOn: ['subject_taken', 'create_key_taken', 'quota_moved'],
+    attempts: quotaLimited ? 8 : 3,
+    jitter: quotaLimited,
   });
 }

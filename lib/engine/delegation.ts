@@ -129,6 +129,8 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       parent_op_id: op.op_id,
       depth: plan.depth,
       wake_delay_ms: dc.wakeGraceMs,
+      // A child never runs at a lower tier than the run that delegated to it.
+      risk_tier: parent.risk_tier,
     },
     now,
   );

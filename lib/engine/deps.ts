@@ -11,6 +11,7 @@ import {
   type RunRecord,
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
+import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
 import { hasWork, LEASE_TTL_MS } from '../core/run-machine.ts';
 import type { Clock, Commit, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './ports.ts';
@@ -40,6 +41,8 @@ export interface EngineOptions {
   heartbeatMs?: number;
   /** Delay before the sweeper wakes a queued run whose step message was lost (ms, default 60 000). */
   wakeGraceMs?: number;
+  /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
+  admission?: AdmissionConfig;
   /** Fault injection: throw from here to simulate a crash at that point. */
   faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
   log?: Log;
@@ -60,6 +63,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
     heartbeatMs: options.heartbeatMs ?? 30_000,
     wakeGraceMs: options.wakeGraceMs ?? 60_000,
+    admission: options.admission ?? {},
     faults: options.faults ?? (() => {}),
     log: options.log ?? (() => {}),
   };

@@ -18,6 +18,7 @@ import type {
   ToolDescriptor,
   ToolResultEnvelope,
 } from '../contracts/index.ts';
+import type { QuotaUsage } from '../core/admission.ts';
 import type { Fence } from '../core/run-machine.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
@@ -128,11 +129,16 @@ export interface Commit {
   state?: { rev: number; value: unknown };
   checkpoints?: CheckpointItem[];
   controlAck?: ControlAckItem;
-  /** Create only: the create key to claim. */
   /** Create only: the create key to claim, with the digest of the request it was used for. */
   createKey?: { principalKey: string; key: string; request_digest?: string };
   /** Create only: the parent run of a child run; writes the link `RUN#{parent} / CH#{child}`. */
   parentLink?: string;
+  /**
+   * Create only: the admission quota items to claim, as read by {@link RunStore.readQuota}: the
+   * live-run slot (the record's `quota_slot`) and the creation window's new count. Refused with
+   * `quota_moved` when another create of the principal took them first.
+   */
+  quota?: { principalKey: string; window?: { start: number; count: number } };
 }
 
 /** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */
@@ -174,6 +180,11 @@ export interface RunStore {
   findBySubject(subject: Subject): Promise<string | null>;
   /** The run a create key names, and the digest of the request it was first used for. */
   findByCreateKey(principalKey: string, key: string): Promise<CreateKeyItem | null>;
+  /**
+   * What a principal holds against its admission quotas (strongly consistent): the live-run
+   * slots of its live runs and its create count in the window starting at `windowStart` (ms).
+   */
+  readQuota(principalKey: string, windowStart: number): Promise<QuotaUsage>;
   /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
   listChildren(parentRunId: string): Promise<string[]>;
   findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;

@@ -171,6 +171,13 @@ export function toHttpError(err: unknown): HttpError {
         return validationFailed('json', Array.isArray(err.details.issues) ? err.details.issues : []);
       case 'store_unavailable':
         return unavailable(err.message, err.details, err);
+      case 'quota_exceeded':
+        return new HttpError(err.code, err.message, err.details, {
+          cause: err,
+          ...(typeof err.details.retry_after_s === 'number'
+            ? { headers: { 'Retry-After': String(err.details.retry_after_s) } }
+            : {}),
+        });
       case 'invalid_cursor':
         return new HttpError('validation_failed', err.message, {
           target: 'query',

@@ -49,10 +49,10 @@ type Tag = keyof typeof TAGS;
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json or invalid_artifact',
   401: 'unauthenticated',
-  403: 'unauthorized',
-  404: 'run_not_found, checkpoint_not_found, resume_key_not_found or not_found',
+  403: 'unauthorized (e.g. on_behalf_of by a non-system caller), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
+  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, resume_key_not_found or not_found',
   405: 'method_not_allowed',
-  409: 'run_terminal or builtin_readonly',
+  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request) or builtin_readonly',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
@@ -74,6 +74,16 @@ function errors(...extra: number[]) {
     429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
   };
 }
+
+/** The 429 of `POST /runs`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
+const CREATE_429 = {
+  description:
+    'quota_exceeded (details.limit max_live_runs or max_creates_per_minute; Retry-After for the rate limit), or throttled by the API Gateway stage',
+  headers: {
+    'Retry-After': { description: 'Seconds until the window ends.', schema: { type: 'integer' as const } },
+  },
+  content: json(z.union([ErrorBody, ThrottledBody])),
+};
 
 /** What a public route can answer besides success: throttling (AWS) and an internal error. */
 const PUBLIC_ERRORS = {
@@ -123,7 +133,8 @@ export const createRunRoute = createRoute({
       description: 'An existing run: the subject live run, or a create_key replay.',
       content: json(CreateRunResponse),
     },
-    ...errors(400, 403, 413, 415, 422),
+    ...errors(400, 403, 409, 413, 415, 422),
+    429: CREATE_429,
   },
 });
 
@@ -214,7 +225,7 @@ export const controlRoute = createRoute({
   },
   responses: {
     200: { description: 'The ack.', content: json(ControlAck) },
-    ...errors(400, 404, 413, 415),
+    ...errors(400, 403, 404, 413, 415),
   },
 });
 

@@ -16,6 +16,7 @@ import {
   Subject,
   ToolDescriptor as ToolDescriptorContract,
 } from '../contracts/index.ts';
+import { HTTP_ERROR_STATUS } from './errors.ts';
 
 // The contracts' schemas, each named once so the document refers to it ($ref) instead of
 // repeating it. A lazy wrapper carries the name: the contract schemas may have been created
@@ -42,7 +43,10 @@ function wholeNumber(min: number, max: number, fallback?: number) {
 /** `{code, message, details}`: see errors.ts for the codes and their statuses. */
 export const ErrorBody = z
   .object({
-    code: z.string().openapi({ example: 'run_not_found' }),
+    code: z.string().openapi({
+      example: 'run_not_found',
+      description: `A stable code, one of: ${Object.keys(HTTP_ERROR_STATUS).join(', ')}.`,
+    }),
     message: z.string(),
     details: z.record(z.string(), z.unknown()),
   })

@@ -21,6 +21,8 @@
  *   SUBJ#{sha256} / S       the subject's live run
  *   CKEY#{sha256} / K       create key → run
  *   RKEY#{sha256} / K       resume key → run, op
+ *   QUOTA#{sha256} / L#{n}  live-run slot n of a principal, held by a live run {run_id}
+ *   QUOTA#{sha256} / W#{ms} a principal's create count in the minute starting at ms {count}
  *
  * Writers of one run and the version: every commit is conditioned on the record's version (and
  * a lease holder's fence), so controls and the step worker race for it. No control can starve
@@ -112,6 +114,11 @@ export const subjectKey = (subject: Subject) =>
 export const createKeyPk = (principalKey: string, key: string) =>
   `CKEY#${sha(canonicalJson([principalKey, key]))}`;
 export const resumeKeyPk = (key: string) => `RKEY#${sha(key)}`;
+export const quotaPk = (principalKey: string) => `QUOTA#${sha(principalKey)}`;
+export const quotaSlotSk = (slot: number) => `L#${slot}`;
+export const quotaWindowSk = (start: number) => `W#${start}`;
+/** How long a window's count item outlives its minute (s): TTL deletes it after. */
+const QUOTA_WINDOW_TTL_S = 3600;
 
 // ---------------------------------------------------------------- the plan of a commit
 
@@ -122,7 +129,9 @@ export type Condition =
   /** attribute_not_exists(pk) OR run_id = :run_id: absent, or held by this run. */
   | { kind: 'absent_or_held_by'; run_id: string }
   /** The run record as read: #version = :v, and for a lease holder the fence in the same expression. */
-  | { kind: 'record_version'; version: number; fence?: Fence };
+  | { kind: 'record_version'; version: number; fence?: Fence }
+  /** A counter item as read: absent when `count` is 0, else #count = :count. */
+  | { kind: 'count_is'; count: number };
 
 /** What a write is for; a refused commit is classified by the role of the write that failed. */
 export type WriteRole =
@@ -136,7 +145,10 @@ export type WriteRole =
   | 'state'
   | 'checkpoint'
   | 'control_ack'
-  | 'subject_release';
+  | 'subject_release'
+  | 'quota_slot'
+  | 'quota_window'
+  | 'quota_release';
 
 export type PlannedWrite =
   | { op: 'put'; role: WriteRole; item: Item & ItemKey; condition?: Condition }
@@ -288,6 +300,7 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
       condition: { kind: 'absent' },
     });
   }
+  writes.push(...quotaWrites(commit, record));
   if (commit.parentLink !== undefined) {
     writes.push({
       op: 'put',
@@ -298,6 +311,36 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
         run_id: record.run_id,
         created_at: record.created_at,
       },
+    });
+  }
+  return writes;
+}
+
+/** A create's quota claims: the record's live-run slot (held until it ends) and the window count. */
+function quotaWrites(commit: Commit, record: RunRecord): PlannedWrite[] {
+  if (commit.quota === undefined) return [];
+  const pk = quotaPk(commit.quota.principalKey);
+  const writes: PlannedWrite[] = [];
+  if (record.quota_slot !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'quota_slot',
+      item: { pk, sk: quotaSlotSk(record.quota_slot), run_id: record.run_id },
+      condition: { kind: 'absent' },
+    });
+  }
+  const window = commit.quota.window;
+  if (window !== undefined) {
+    writes.push({
+      op: 'put',
+      role: 'quota_window',
+      item: {
+        pk,
+        sk: quotaWindowSk(window.start),
+        count: window.count,
+        [ATTR.expiresAtTtl]: Math.ceil(window.start / 1000) + QUOTA_WINDOW_TTL_S,
+      },
+      condition: { kind: 'count_is', count: window.count - 1 },
     });
   }
   return writes;
@@ -401,6 +444,14 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
       key: { pk: subjectKey(record.subject), sk: 'S' },
       condition: { kind: 'absent_or_held_by', run_id: record.run_id },
     });
+    // ...and its live-run slot. Unconditional: only the run holding a slot ever frees it.
+    if (record.quota_slot !== undefined) {
+      writes.push({
+        op: 'delete',
+        role: 'quota_release',
+        key: { pk: quotaPk(principalKeyOf(record.principal)), sk: quotaSlotSk(record.quota_slot) },
+      });
+    }
   }
   return writes;
 }
@@ -519,6 +570,13 @@ export function classifyRefusal(
       return new CommitRejected('subject_taken', 'the subject already has a live run', null, options);
     if (failed.includes('create_key'))
       return new CommitRejected('create_key_taken', 'the create key was already used', null, options);
+    if (failed.includes('quota_slot') || failed.includes('quota_window'))
+      return new CommitRejected(
+        'quota_moved',
+        'another create of the principal took the quota first',
+        null,
+        options,
+      );
     if (failed.includes('record'))
       return new CommitRejected('stale_version', 'the run already exists', null, options);
   } else if (failed.includes('record')) {

@@ -43,6 +43,8 @@ import {
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
+  quotaPk,
+  quotaWindowSk,
   resumeKeyPk,
   runPk,
   stateSk,
@@ -54,6 +56,7 @@ import {
   controlAckOf,
   createKeyItemOf,
   eventOf,
+  quotaUsageOf,
   recordOf,
   stateOf,
   takeContiguous,
@@ -100,8 +103,20 @@ function renderCondition(condition: Condition): {
       }
       return { expression: parts.join(' AND '), names, values };
     }
+    case 'count_is':
+      return condition.count === 0
+        ? { expression: 'attribute_not_exists(pk)' }
+        : {
+            expression: '#count = :count',
+            names: { '#count': 'count' },
+            values: { ':count': condition.count },
+          };
   }
 }
+
+/** A put's or delete's ExpressionAttributeNames, when its condition names any. */
+const namesOf = (c: ReturnType<typeof renderCondition> | undefined) =>
+  c?.names !== undefined ? { ExpressionAttributeNames: c.names } : {};
 
 /** One planned write as a TransactWriteItems action. */
 function toTransactItem(write: PlannedWrite, TableName: string): TransactItem {
@@ -117,9 +132,9 @@ function toTransactItem(write: PlannedWrite, TableName: string): TransactItem {
         };
   switch (write.op) {
     case 'put':
-      return { Put: { TableName, Item: write.item, ...condition } };
+      return { Put: { TableName, Item: write.item, ...condition, ...namesOf(c) } };
     case 'delete':
-      return { Delete: { TableName, Key: write.key, ...condition } };
+      return { Delete: { TableName, Key: write.key, ...condition, ...namesOf(c) } };
     case 'update': {
       // SET every stored attribute, REMOVE the absent optional ones.
       const names: Record<string, string> = { ...(c?.names ?? {}) };
@@ -463,6 +478,14 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       ((await getItem(io, subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null,
     findByCreateKey: async (principalKey, key) =>
       createKeyItemOf(await getItem(io, createKeyPk(principalKey, key), 'K')),
+    async readQuota(principalKey, windowStart) {
+      const pk = quotaPk(principalKey);
+      const [slots, window] = await Promise.all([
+        queryPrefix(io, pk, 'L#', 'sk'),
+        getItem(io, pk, quotaWindowSk(windowStart)),
+      ]);
+      return quotaUsageOf(slots, window);
+    },
     listChildren: async (parentRunId) =>
       (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
     async findByResumeKey(resumeKey) {

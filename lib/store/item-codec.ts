@@ -5,6 +5,7 @@
  */
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
+import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
 
@@ -93,4 +94,12 @@ export function createKeyItemOf(item: Item | undefined): CreateKeyItem | null {
   return typeof item.request_digest === 'string'
     ? { run_id: item.run_id, request_digest: item.request_digest }
     : { run_id: item.run_id };
+}
+
+/** A principal's quota items (its `L#{n}` slot items and its window's `W#{ms}` item) as usage. */
+export function quotaUsageOf(slots: Item[], window: Item | undefined): QuotaUsage {
+  return {
+    held_slots: slots.map((i) => Number(String(i.sk).slice(2))).sort((a, b) => a - b),
+    window_count: typeof window?.count === 'number' ? window.count : 0,
+  };
 }

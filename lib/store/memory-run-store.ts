@@ -30,6 +30,8 @@ import {
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
+  quotaPk,
+  quotaWindowSk,
   resumeKeyPk,
   runPk,
   stateSk,
@@ -41,6 +43,7 @@ import {
   controlAckOf,
   createKeyItemOf,
   eventOf,
+  quotaUsageOf,
   recordOf,
   stateOf,
   takeContiguous,
@@ -174,6 +177,8 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
       return existing === undefined;
     case 'absent_or_held_by':
       return existing === undefined || existing.run_id === condition.run_id;
+    case 'count_is':
+      return condition.count === 0 ? existing === undefined : existing?.count === condition.count;
     case 'record_version':
       return (
         existing !== undefined &&
@@ -244,6 +249,12 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     async findByCreateKey(principalKey, key) {
       await yieldOnce();
       return createKeyItemOf(table.read(createKeyPk(principalKey, key), 'K'));
+    },
+    async readQuota(principalKey, windowStart) {
+      await yieldOnce();
+      metrics.queries += 1;
+      const pk = quotaPk(principalKey);
+      return quotaUsageOf(table.withPrefix(pk, 'L#'), table.read(pk, quotaWindowSk(windowStart)));
     },
     async listChildren(parentRunId) {
       await yieldOnce();

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BlobStore } from '../../lib/blobs/blob-store.ts';
 import type { RunEvent, RunEventKind, RunRecord, Subject } from '../../lib/contracts/index.ts';
+import { principalKeyOf } from '../../lib/core/principal.ts';
 import {
   acquireLease,
   type CreateRunParams,
@@ -79,7 +80,7 @@ function draft(overrides: Partial<CreateRunParams> = {}, now = Date.now()) {
 async function storedRun(
   store: RunStore,
   overrides: Partial<CreateRunParams> = {},
-  extra: Pick<Commit, 'createKey' | 'parentLink'> = {},
+  extra: Pick<Commit, 'createKey' | 'parentLink' | 'quota'> = {},
   now?: number,
 ): Promise<RunRecord> {
   const created = draft(overrides, now);
@@ -668,6 +669,63 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.findBySubject(run.subject)).toBeNull();
         const next = await storedRun(s.store, { subject: run.subject });
         expect(await s.store.findBySubject(run.subject)).toBe(next.run_id);
+      });
+    });
+
+    describe('admission quota items', () => {
+      freshStoreEach(false);
+      const window = 1_700_000_040_000;
+
+      it('holds a live-run slot from the create to the commit that ends the run', async () => {
+        // The slot is released under the ending record's own principal: the create claims it there.
+        const principal = { kind: 'user' as const, id: `quota-${randomUUID()}` };
+        const principalKey = principalKeyOf(principal);
+        expect(await s.store.readQuota(principalKey, window)).toEqual({ held_slots: [], window_count: 0 });
+        const first = await storedRun(s.store, { principal, quota_slot: 0 }, { quota: { principalKey } });
+        await storedRun(s.store, { principal, quota_slot: 1 }, { quota: { principalKey } });
+        expect((await s.store.readQuota(principalKey, window)).held_slots).toEqual([0, 1]);
+        // A second claim of a held slot is refused whole: no record, no subject.
+        const clash = draft({ principal, quota_slot: 1 });
+        expect(
+          (
+            await refusal(
+              s.store.commit({
+                record: clash.record,
+                expectedVersion: null,
+                events: clash.events,
+                quota: { principalKey },
+              }),
+            )
+          ).reason,
+        ).toBe('quota_moved');
+        expect(await s.store.getRun(clash.record.run_id)).toBeNull();
+        expect(await s.store.findBySubject(clash.record.subject)).toBeNull();
+        // Ending the run frees its slot in the same commit.
+        const ended = failRun(first, 'test_ended', Date.now());
+        if (!ended.ok) throw new Error(ended.code);
+        await s.store.commit({ record: ended.record, expectedVersion: first.version, events: ended.events });
+        expect((await s.store.readQuota(principalKey, window)).held_slots).toEqual([1]);
+      });
+
+      it('counts creates per window, each claim conditioned on the count it read', async () => {
+        const principalKey = `user:rate-${randomUUID()}`;
+        await storedRun(s.store, {}, { quota: { principalKey, window: { start: window, count: 1 } } });
+        await storedRun(s.store, {}, { quota: { principalKey, window: { start: window, count: 2 } } });
+        expect(await s.store.readQuota(principalKey, window)).toEqual({ held_slots: [], window_count: 2 });
+        // A create that read the count before the second one landed is refused.
+        const late = draft();
+        const refused = await refusal(
+          s.store.commit({
+            record: late.record,
+            expectedVersion: null,
+            events: late.events,
+            quota: { principalKey, window: { start: window, count: 2 } },
+          }),
+        );
+        expect(refused.reason).toBe('quota_moved');
+        expect(await s.store.getRun(late.record.run_id)).toBeNull();
+        // The next window starts from zero.
+        expect((await s.store.readQuota(principalKey, window + 60_000)).window_count).toBe(0);
       });
     });
 

@@ -38,6 +38,7 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     listCheckpoints: (id) => store.listCheckpoints(id),
     findBySubject: (s) => store.findBySubject(s),
     findByCreateKey: (p, k) => store.findByCreateKey(p, k),
+    readQuota: (p, w) => store.readQuota(p, w),
     listChildren: (id) => store.listChildren(id),
     findByResumeKey: (k) => store.findByResumeKey(k),
     sweepCandidates: (shard, now, limit) => store.sweepCandidates(shard, now, limit),

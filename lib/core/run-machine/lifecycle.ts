@@ -9,6 +9,7 @@ import {
   type OnExceeded,
   type Principal,
   type ReducerBinding,
+  type RiskTier,
   type RunRecord,
   type Subject,
 } from '../../contracts/index.ts';
@@ -46,6 +47,10 @@ export interface CreateRunParams {
    * default 0). DESIGN section 6, step 4.
    */
   wake_delay_ms?: number;
+  /** The risk tier admission decided (default standard). */
+  risk_tier?: RiskTier;
+  /** The live-run quota slot the run takes, when live runs are limited. */
+  quota_slot?: number;
 }
 
 /** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
@@ -85,6 +90,8 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     depth: p.depth ?? 0,
     live_children: [],
     capability_hash: p.capability_hash,
+    risk_tier: p.risk_tier ?? 'standard',
+    ...(p.quota_slot !== undefined ? { quota_slot: p.quota_slot } : {}),
     wake_at: now + (p.wake_delay_ms ?? 0),
     status: 'queued',
     lease: null,

@@ -1,0 +1,136 @@
+/**
+ * Admission limits of a deployment, decided before any model call: how many live runs one
+ * principal may hold, how many runs it may create per minute, and the lowest risk tier a run
+ * may have. Pure: the engine reads what the principal holds now and commits what this decides in
+ * the run's create transaction. Seed: deterministic-seams, "admission" ("tenant quotas, abuse
+ * controls, and an explicit risk tier").
+ */
+import { z } from 'zod';
+import { RISK_TIERS, type RiskTier, RiskTier as RiskTierSchema } from '../contracts/index.ts';
+
+/** A deployment's admission settings. Every limit is optional: absent means unlimited. */
+export interface AdmissionConfig {
+  /** Most runs one principal may have that have not ended (queued, running, waiting, paused, cancelling). */
+  max_live_runs?: number;
+  /** Most runs one principal may create in one clock minute (fixed window, UTC minute). */
+  max_creates_per_minute?: number;
+  /** The lowest risk tier a run may have (default `standard`). */
+  risk_tier_floor?: RiskTier;
+}
+
+/** What the principal holds now, as the store read it (strongly consistent). */
+export interface QuotaUsage {
+  /** The live-run slots its live runs hold (0-based indexes). */
+  held_slots: number[];
+  /** Runs it created in the current window. */
+  window_count: number;
+}
+
+/** The window (ms epoch of its start) that `now` falls in. */
+export const quotaWindowOf = (now: number): number => now - (now % 60_000);
+
+export type Admission =
+  | {
+      ok: true;
+      risk_tier: RiskTier;
+      /** The live-run slot to take, when live runs are limited. */
+      slot?: number;
+      /** The window's count after this create, when the creation rate is limited. */
+      window?: { start: number; count: number };
+    }
+  | {
+      ok: false;
+      code: 'quota_exceeded';
+      message: string;
+      limit: 'max_live_runs' | 'max_creates_per_minute';
+      max: number;
+      /** Seconds until a retry can succeed (the window's end); absent for the live-run limit. */
+      retry_after_s?: number;
+    };
+
+/** The tier of a new run: the one asked for, raised to the deployment's floor. */
+export function riskTierOf(requested: RiskTier | undefined, floor: RiskTier = 'standard'): RiskTier {
+  const asked = requested ?? floor;
+  return RISK_TIERS.indexOf(asked) >= RISK_TIERS.indexOf(floor) ? asked : floor;
+}
+
+/**
+ * Admits one create by a principal that holds `usage`, or refuses it with `quota_exceeded`
+ * naming the limit. `exempt` (system callers, the runtime's own child runs) skips the quotas but
+ * not the risk tier.
+ */
+export function admit(
+  config: AdmissionConfig,
+  usage: QuotaUsage,
+  requested: RiskTier | undefined,
+  now: number,
+  exempt = false,
+): Admission {
+  const risk_tier = riskTierOf(requested, config.risk_tier_floor);
+  if (exempt) return { ok: true, risk_tier };
+  const maxLive = config.max_live_runs;
+  if (maxLive !== undefined && usage.held_slots.length >= maxLive) {
+    return {
+      ok: false,
+      code: 'quota_exceeded',
+      message: `the principal already has ${usage.held_slots.length} live runs (limit ${maxLive}); stop or finish one first`,
+      limit: 'max_live_runs',
+      max: maxLive,
+    };
+  }
+  const maxRate = config.max_creates_per_minute;
+  const start = quotaWindowOf(now);
+  if (maxRate !== undefined && usage.window_count >= maxRate) {
+    return {
+      ok: false,
+      code: 'quota_exceeded',
+      message: `the principal created ${usage.window_count} runs this minute (limit ${maxRate})`,
+      limit: 'max_creates_per_minute',
+      max: maxRate,
+      retry_after_s: Math.max(1, Math.ceil((start + 60_000 - now) / 1000)),
+    };
+  }
+  const held = new Set(usage.held_slots);
+  let slot = 0;
+  while (held.has(slot)) slot += 1;
+  return {
+    ok: true,
+    risk_tier,
+    ...(maxLive !== undefined ? { slot } : {}),
+    ...(maxRate !== undefined ? { window: { start, count: usage.window_count + 1 } } : {}),
+  };
+}
+
+const Limit = z.coerce.number().int().positive();
+const AdmissionEnv = z.object({
+  AGENT_RUNS_MAX_LIVE_RUNS: Limit.optional(),
+  AGENT_RUNS_MAX_CREATES_PER_MINUTE: Limit.optional(),
+  AGENT_RUNS_RISK_TIER_FLOOR: RiskTierSchema.optional(),
+});
+
+/**
+ * A deployment's admission settings from its environment: `AGENT_RUNS_MAX_LIVE_RUNS`,
+ * `AGENT_RUNS_MAX_CREATES_PER_MINUTE` (positive integers) and `AGENT_RUNS_RISK_TIER_FLOOR`
+ * (low | standard | high); unset or empty means unlimited / standard. Throws an Error naming
+ * the variable when one is set to something else.
+ */
+export function admissionFromEnv(env: Record<string, string | undefined>): AdmissionConfig {
+  const present = Object.fromEntries(
+    Object.keys(AdmissionEnv.shape)
+      .filter((k) => env[k] !== undefined && env[k] !== '')
+      .map((k) => [k, env[k]]),
+  );
+  const parsed = AdmissionEnv.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`invalid ${String(issue?.path[0])}: ${issue?.message}`);
+  }
+  const e = parsed.data;
+  return {
+    ...(e.AGENT_RUNS_MAX_LIVE_RUNS !== undefined ? { max_live_runs: e.AGENT_RUNS_MAX_LIVE_RUNS } : {}),
+    ...(e.AGENT_RUNS_MAX_CREATES_PER_MINUTE !== undefined
+      ? { max_creates_per_minute: e.AGENT_RUNS_MAX_CREATES_PER_MINUTE }
+      : {}),
+    ...(e.AGENT_RUNS_RISK_TIER_FLOOR !== undefined ? { risk_tier_floor: e.AGENT_RUNS_RISK_TIER_FLOOR } : {}),
+  };
+}
