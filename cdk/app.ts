@@ -62,6 +62,19 @@ if ((openAiBaseUrl === undefined) !== (openAiModel === undefined)) {
 const openAiApiKeySecret = context('openAiApiKeySecret');
 const toolsFile = context('toolsFile');
 const reserved = context('sweeperReservedConcurrency');
+/** A limit from context: a whole number, `none` for unlimited, absent for the default. */
+const limit = (key: string): number | null | undefined => (context(key) === 'none' ? null : integer(key));
+const riskTierFloor = context('riskTierFloor');
+if (riskTierFloor !== undefined && !['low', 'standard', 'high'].includes(riskTierFloor)) {
+  throw new Error(`context riskTierFloor must be low, standard or high: ${riskTierFloor}`);
+}
+const admission = {
+  ...(limit('maxLiveRuns') !== undefined ? { maxLiveRuns: limit('maxLiveRuns') } : {}),
+  ...(limit('maxCreatesPerMinute') !== undefined
+    ? { maxCreatesPerMinute: limit('maxCreatesPerMinute') }
+    : {}),
+  ...(riskTierFloor !== undefined ? { riskTierFloor: riskTierFloor as 'low' | 'standard' | 'high' } : {}),
+};
 /** The console's hosted-UI sign-in, when all three context values are given. */
 function consoleOAuth(): AgentRunsStackProps['consoleOAuth'] {
   const issuer = context('consoleOAuthIssuer');
@@ -101,6 +114,7 @@ const props: AgentRunsStackProps = {
   ...optional('alarmTopicArn', context('alarmTopicArn')),
   ...optional('alarmEmail', context('alarmEmail')),
   ...optional('consoleOAuth', consoleOAuth()),
+  admission,
 };
 new AgentRunsStack(app, stackName, props);
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

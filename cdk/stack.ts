@@ -175,6 +175,39 @@ export interface AgentRunsStackProps extends StackProps {
    * pasting a bearer token.
    */
   readonly consoleOAuth?: ConsoleOAuthProps;
+  /**
+   * Admission limits per principal (lib/core/admission.ts), refused with 429 quota_exceeded;
+   * system callers are exempt. `null` for a limit turns it off. Default: 100 live runs, 120
+   * creates a minute, risk tier floor `standard`.
+   */
+  readonly admission?: AdmissionProps;
+}
+
+/** A deployment's admission settings (the control function's AGENT_RUNS_* variables). */
+export interface AdmissionProps {
+  /** Most runs not yet ended per principal. Default 100; null: unlimited. */
+  readonly maxLiveRuns?: number | null;
+  /** Most creates per principal per clock minute. Default 120; null: unlimited. */
+  readonly maxCreatesPerMinute?: number | null;
+  /** Lowest risk tier a run gets. Default `standard`. */
+  readonly riskTierFloor?: 'low' | 'standard' | 'high';
+}
+
+/** The control function's environment for `admission` (defaults applied). */
+export function admissionEnvironment(admission: AdmissionProps = {}): Record<string, string> {
+  const env: Record<string, string> = { AGENT_RUNS_RISK_TIER_FLOOR: admission.riskTierFloor ?? 'standard' };
+  const live = admission.maxLiveRuns === undefined ? 100 : admission.maxLiveRuns;
+  const rate = admission.maxCreatesPerMinute === undefined ? 120 : admission.maxCreatesPerMinute;
+  for (const [name, value] of [
+    ['AGENT_RUNS_MAX_LIVE_RUNS', live],
+    ['AGENT_RUNS_MAX_CREATES_PER_MINUTE', rate],
+  ] as const) {
+    if (value === null) continue;
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`admission: ${name} must be a positive integer`);
+    env[name] = String(value);
+  }
+  return env;
 }
 
 /** Feature flag (aws-cdk-lib cx-api): grant S3 log delivery by bucket policy instead of an ACL. */
@@ -262,6 +295,8 @@ export class AgentRunsStack extends Stack {
         ...(name === 'sweeper' ? { reservedConcurrency: reserved === undefined ? 1 : reserved } : {}),
       });
     this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
+    for (const [name, value] of Object.entries(admissionEnvironment(props.admission)))
+      this.controlFunction.addEnvironment(name, value);
     this.controlFunction.addEnvironment(
       'CONSOLE_CONFIG',
       this.toJsonString(consoleConfig(props.consoleOAuth)),

@@ -23,11 +23,13 @@ import { bundlingOptions, REPO_ROOT } from '../../cdk/bundling.ts';
 import {
   AgentRunsStack,
   type AgentRunsStackProps,
+  admissionEnvironment,
   OBJECT_PREFIXES,
   SERVICE_NAMES,
   VISIBILITY_TIMEOUT_FACTOR,
 } from '../../cdk/stack.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
+import { admissionFromEnv } from '../../lib/core/admission.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
 import { CALLER_GROUPS } from '../../lib/http/auth.ts';
 import { ConsoleConfig } from '../../lib/http/console-config.ts';
@@ -331,6 +333,29 @@ describe('functions', () => {
         },
       });
     }
+  });
+
+  it('gives the control function the admission limits, with defaults, and reads them as the runtime will', () => {
+    const s = plain.stack;
+    const props = plain.resources[logicalId(s, s.controlFunction)]?.Properties ?? {};
+    const vars = (props.Environment as { Variables: Record<string, string> }).Variables;
+    expect(vars).toMatchObject({
+      AGENT_RUNS_MAX_LIVE_RUNS: '100',
+      AGENT_RUNS_MAX_CREATES_PER_MINUTE: '120',
+      AGENT_RUNS_RISK_TIER_FLOOR: 'standard',
+    });
+    expect(admissionFromEnv(vars)).toEqual({
+      max_live_runs: 100,
+      max_creates_per_minute: 120,
+      risk_tier_floor: 'standard',
+    });
+    expect(admissionEnvironment({ maxLiveRuns: null, riskTierFloor: 'high' })).toEqual({
+      AGENT_RUNS_MAX_CREATES_PER_MINUTE: '120',
+      AGENT_RUNS_RISK_TIER_FLOOR: 'high',
+    });
+    expect(() => admissionEnvironment({ maxCreatesPerMinute: 0 })).toThrow(
+      /AGENT_RUNS_MAX_CREATES_PER_MINUTE/,
+    );
   });
 
   it('feeds the step queue to the step function in batches of 10 with partial batch responses', () => {
