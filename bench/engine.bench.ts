@@ -60,6 +60,10 @@ const YIELD_RUNS = 5;
 const YIELD_LEASE_MS = 2_000;
 const YIELD_TOOL_MS = 100;
 const TARGET_RATIO = 1.5;
+/** Phase D: controls a second during the burst, the run's operations and each tool call's time (ms). */
+const BURST_RATE = 50;
+const BURST_OPS = 50;
+const BURST_TOOL_MS = 200;
 const REPORT = 'reports/bench-engine.json';
 
 // ---------------------------------------------------------------- measuring
@@ -127,7 +131,7 @@ function reducerHost(fns: Record<string, (r: Record<string, unknown>) => unknown
 }
 
 /** The instant tool; records how long each call took (the tool's own time, excluded from overhead). */
-function toolHost(toolTimes: Map<string, number>, delayMs = 0): ToolHost {
+function toolHost(toolTimes: Map<string, number>, delayMs = 0, returned?: Map<string, number>): ToolHost {
   return {
     list: () => [],
     gate: () => ({ decision: 'allow' }),
@@ -147,6 +151,7 @@ function toolHost(toolTimes: Map<string, number>, delayMs = 0): ToolHost {
         payload: { i: request.args.i },
       };
       toolTimes.set(request.op_id, performance.now() - started);
+      returned?.set(request.op_id, performance.now());
       return envelope;
     },
   };
@@ -299,6 +304,9 @@ try {
   const blobs = createS3BlobStore(clients.s3, resources.bucketName);
   const base = createDynamoRunStore({ doc: capture, tableName: resources.tableName, blobs });
 
+  /** When each operation's tool returned, and how long after that its result's commit landed (ms). */
+  const toolReturned = new Map<string, number>();
+  const commitDelays = new Map<string, number>();
   // When each run's operation_started commits landed, with the DynamoDB request counts then.
   const starts = new Map<string, { at: number; op: string; ddb: Map<string, number> }[]>();
   const store: RunStore = {
@@ -306,6 +314,10 @@ try {
     metrics: base.metrics,
     async commit(c) {
       const out = await base.commit(c);
+      for (const e of c.events) {
+        const returned = e.kind === 'tool_result' ? toolReturned.get(e.operation_id ?? '') : undefined;
+        if (returned !== undefined) commitDelays.set(e.operation_id ?? '', performance.now() - returned);
+      }
       const started = c.events.find((e) => e.kind === 'operation_started');
       if (started?.operation_id !== undefined) {
         const list = starts.get(out.run_id) ?? [];
@@ -530,6 +542,91 @@ try {
   await poller(1, targetC, yielding, yieldSends);
   const yieldingPhase = phaseReport(beforeC, YIELD_RUNS * OPS);
 
+  // ---- phase D: one run's step worker under a sustained burst of controls (BURST_RATE a second,
+  // steers applied and resumes / approvals rejected, mixed) from another process; and the same
+  // run shape without controls, as its floor. Commits the worker lost to a control are rebased.
+  async function burstRun(withControls: boolean) {
+    const worker = createEngine({
+      store,
+      queue,
+      clock: { now: () => Date.now() },
+      reducers: reducerHost({ '/bench/loop': toolLoop(BURST_OPS) }),
+      tools: toolHost(toolTimes, BURST_TOOL_MS, toolReturned),
+      models: noModel,
+      workerId: `bench-burst-${withControls}`,
+    });
+    const client = createEngine({
+      store,
+      queue,
+      clock: { now: () => Date.now() },
+      reducers: reducerHost({}),
+      tools: toolHost(toolTimes),
+      models: noModel,
+      workerId: 'bench-controls',
+    });
+    const { run } = await worker.createRun(
+      {
+        subject: { workspace: 'bench', path: `/burst/${randomUUID()}` },
+        reducer: { function_path: '/bench/loop' },
+        input: 0,
+      },
+      caller,
+    );
+    let done = false;
+    const acks = { applied: 0, rejected: 0, duplicate: 0 };
+    const burst = (async () => {
+      for (let i = 0; withControls && !done; i += 1) {
+        const sent = performance.now();
+        const control =
+          i % 2 === 0
+            ? { control_id: `steer-${i}`, command: 'steer' as const, input: `note ${i}` }
+            : i % 4 === 1
+              ? { control_id: `resume-${i}`, command: 'resume' as const }
+              : {
+                  control_id: `approve-${i}`,
+                  command: 'approve' as const,
+                  request_id: 'none',
+                  subject_digest: 'x',
+                };
+        const ack = await client.applyControl(run.run_id, control, caller);
+        acks[ack.ack] += 1;
+        await new Promise((r) => setTimeout(r, Math.max(0, 1000 / BURST_RATE - (performance.now() - sent))));
+      }
+    })();
+    const started = performance.now();
+    let rebases = 0;
+    let commits = 0;
+    for (let i = 0; i < 1_000; i += 1) {
+      const outcome = await worker.stepRun(run.run_id);
+      if (outcome.kind === 'progressed') {
+        rebases += outcome.rebases;
+        if (outcome.status === 'completed') break;
+      }
+    }
+    const wall = performance.now() - started;
+    done = true;
+    await burst;
+    const record = await store.getRun(run.run_id);
+    if (record?.status !== 'completed') throw new Error(`burst run ended ${record?.status}`);
+    const events = await base.readEvents(run.run_id, 0, 100_000);
+    commits = new Set(events.filter((e) => e.kind === 'tool_result').map((e) => e.operation_id)).size;
+    const delays = events
+      .filter((e) => e.kind === 'tool_result')
+      .map((e) => commitDelays.get(e.operation_id ?? '') ?? Number.NaN)
+      .filter((d) => Number.isFinite(d));
+    return {
+      controls: acks,
+      controls_per_second: Math.round(((acks.applied + acks.rejected + acks.duplicate) / wall) * 10_000) / 10,
+      operations_committed: commits,
+      worker_commits_per_second: Math.round((commits / wall) * 10_000) / 10,
+      worker_rebases: rebases,
+      result_commit_delay_ms: summarize(delays),
+      wall_ms: Math.round(wall),
+    };
+  }
+  const burstFloor = await burstRun(false);
+  const burstPhase = await burstRun(true);
+
   // ---- the emulator's own ceiling for this commit shape at phase B's concurrency (runs in flight)
   const inFlight = Math.min(RUNS, 10 * POLLERS);
   const perWorker = Math.ceil((RUNS * OPS) / inFlight);
@@ -603,6 +700,13 @@ try {
       yielding_steps: { invocations: yieldSends.length, mean: mean(yieldSends), max: max(yieldSends) },
     },
     yielding_phase: { runs: YIELD_RUNS, lease_ttl_ms: YIELD_LEASE_MS, ...yieldingPhase },
+    control_burst_phase: {
+      rate_per_second: BURST_RATE,
+      operations: BURST_OPS,
+      tool_ms: BURST_TOOL_MS,
+      with_controls: burstPhase,
+      floor_without_controls: burstFloor,
+    },
     targets: {
       one_transact_write_per_operation_hot_path: hotPath.transact_write_items <= 1,
       one_consistent_read_per_operation_hot_path: hotPath.consistent_reads <= 1,
@@ -656,6 +760,26 @@ try {
     `${result.ratios.overhead_p50_to_two_item_floor_p50}x (target <= ${TARGET_RATIO}x)`,
   );
   row('overhead / fused-items floor (p50)', `${result.ratios.overhead_p50_to_fused_floor_p50}x`);
+  row(
+    `control burst: controls/s sent (applied / rejected)`,
+    `${burstPhase.controls_per_second} (${burstPhase.controls.applied} / ${burstPhase.controls.rejected})`,
+  );
+  row(
+    'control burst: worker commits/s, with / without controls',
+    `${burstPhase.worker_commits_per_second} / ${burstFloor.worker_commits_per_second}`,
+  );
+  row(
+    'control burst: operations committed / rebased commits',
+    `${burstPhase.operations_committed} of ${BURST_OPS} / ${burstPhase.worker_rebases}`,
+  );
+  row(
+    'control burst: result commit delay p50 / p99 (ms)',
+    `${burstPhase.result_commit_delay_ms.p50_ms} / ${burstPhase.result_commit_delay_ms.p99_ms}`,
+  );
+  row(
+    'floor: same run, no controls, delay p50 / p99 (ms)',
+    `${burstFloor.result_commit_delay_ms.p50_ms} / ${burstFloor.result_commit_delay_ms.p99_ms}`,
+  );
   for (const [k, v] of Object.entries(result.targets)) row(`target ${k}`, v ? 'met' : 'NOT met');
   mkdirSync('reports', { recursive: true });
   writeFileSync(REPORT, `${JSON.stringify(result, null, 2)}\n`);
