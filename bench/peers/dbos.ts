@@ -29,7 +29,9 @@ const DATABASE = 'dbos_bench';
 export function dbosVersion(): string {
   const require = createRequire(import.meta.url);
   return (
-    JSON.parse(readFileSync(require.resolve('@dbos-inc/dbos-sdk/package.json'), 'utf8')) as { version: string }
+    JSON.parse(readFileSync(require.resolve('@dbos-inc/dbos-sdk/package.json'), 'utf8')) as {
+      version: string;
+    }
   ).version;
 }
 

@@ -26,7 +26,11 @@ const config = JSON.parse(process.env.OURS_CONFIG ?? '{}') as OursWorkerConfig;
 const log = process.env.STEP_LOG ?? '';
 if (log === '') throw new Error('STEP_LOG is not set');
 const optionalMs = (name: string) => (process.env[name] ? { [name]: Number(process.env[name]) } : {});
-const timers = { ...optionalMs('LEASE_TTL_MS'), ...optionalMs('HEARTBEAT_MS'), ...optionalMs('WAKE_GRACE_MS') };
+const timers = {
+  ...optionalMs('LEASE_TTL_MS'),
+  ...optionalMs('HEARTBEAT_MS'),
+  ...optionalMs('WAKE_GRACE_MS'),
+};
 
 const functions = storedFunctionRegistryFor(config.runtime, builtInFunctions());
 // The machine is shared and loaded: a generous reducer time limit (AWS: 200 ms), as the e2e tests set.
@@ -76,7 +80,8 @@ const poller = startPoller({
 });
 
 process.on('message', (message) => {
-  if (message === 'metrics') process.send?.({ store: { ...runtime.store.metrics }, poller: { ...poller.stats } });
+  if (message === 'metrics')
+    process.send?.({ store: { ...runtime.store.metrics }, poller: { ...poller.stats } });
 });
 process.once('SIGTERM', () => {
   void poller.stop().then(async () => {

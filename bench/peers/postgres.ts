@@ -25,7 +25,10 @@ export function postgresBinaries(): string {
   if (found !== null) return found;
   console.log('bench:peers: PostgreSQL server not found; installing Debian package postgresql');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'postgresql']]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', 'postgresql'],
+  ]) {
     const out = spawnSync('apt-get', args, { env, stdio: 'inherit' });
     if (out.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${out.status})`);
   }

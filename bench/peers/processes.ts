@@ -78,7 +78,9 @@ export class WorkerProcess {
       });
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`${o.name} exited (code ${code}, signal ${signal}) before it was ready:\n${this.tail}`));
+        reject(
+          new Error(`${o.name} exited (code ${code}, signal ${signal}) before it was ready:\n${this.tail}`),
+        );
       });
     });
   }

@@ -47,7 +47,12 @@ export async function startRestate(dir: string): Promise<Restate> {
     `@restatedev/restate-server-${process.platform}-${process.arch}/bin/restate-server`,
   );
   mkdirSync(dir, { recursive: true });
-  const [admin, ingress, fabric, endpointPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [admin, ingress, fabric, endpointPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const child: ChildProcess = spawn(binary, ['--base-dir', dir, '--node-name', 'bench', '--no-logo'], {
     cwd: dir,
     env: {
@@ -71,7 +76,8 @@ export async function startRestate(dir: string): Promise<Restate> {
   const ingressUrl = `http://127.0.0.1:${ingress}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`restate-server exited (code ${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null)
+      throw new Error(`restate-server exited (code ${child.exitCode}):\n${output}`);
     const up = await Promise.all([ok(`${adminUrl}/health`), ok(`${ingressUrl}/restate/health`)]);
     if (up.every(Boolean)) break;
     if (Date.now() > deadline) throw new Error(`restate-server did not answer in 60 s:\n${output}`);

@@ -210,5 +210,7 @@ export function stepsPerSecond(total: number, wallMs: number): number {
 }
 
 export function perStep(counters: Record<string, number>, steps: number): Record<string, number> {
-  return Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, Math.round((v / steps) * 100) / 100]));
+  return Object.fromEntries(
+    Object.entries(counters).map(([k, v]) => [k, Math.round((v / steps) * 100) / 100]),
+  );
 }
