@@ -7,12 +7,11 @@
  * SIGKILL and starts it again; DBOS recovers its pending workflows at launch. Storage writes are
  * read from PostgreSQL: transactions committed, rows written and WAL bytes. Issue 19.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './processes.ts';
 import type { Postgres } from './postgres.ts';
 import {
   analyzeSteps,
+  countSteps,
   load,
   type PhaseResult,
   perStep,
@@ -24,16 +23,6 @@ import {
 } from './workload.ts';
 
 const DATABASE = 'dbos_bench';
-
-/** The DBOS SDK version installed. */
-export function dbosVersion(): string {
-  const require = createRequire(import.meta.url);
-  return (
-    JSON.parse(readFileSync(require.resolve('@dbos-inc/dbos-sdk/package.json'), 'utf8')) as {
-      version: string;
-    }
-  ).version;
-}
 
 export interface DbosPhase {
   phase: 'steady' | 'crash';
@@ -86,7 +75,9 @@ export async function runDbos(pg: Postgres, p: DbosPhase): Promise<PhaseResult> 
       last = preciseNow();
     }),
   );
-  const kills = p.crash ? killRepeatedly(app, p.crash, calls) : null;
+  const kills = p.crash
+    ? killRepeatedly(app, p.crash, { executed: () => countSteps(p.logPath), total: p.runs * p.steps }, calls)
+    : null;
   await calls;
   const crashed = kills === null ? null : await kills;
   const wall = last - started;

@@ -6,8 +6,10 @@
  * (lib/client): the reducer registered with `PUT /functions/...`, one `POST /runs` per run, each
  * run's completion read with `GET /runs/{id}`. Issue 19.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import { isTerminalStatus } from '../../lib/contracts/index.ts';
 import type { StoreMetrics } from '../../lib/engine/ports.ts';
@@ -17,6 +19,7 @@ import type { OursWorkerConfig } from './ours-worker.ts';
 import { type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
   analyzeSteps,
+  countSteps,
   load,
   type PhaseResult,
   perStep,
@@ -24,7 +27,9 @@ import {
   readStepLog,
   recoveryGaps,
   runLabels,
+  type Series,
   stepsPerSecond,
+  summarize,
 } from './workload.ts';
 
 const REDUCER_PATH = '/bench/agent-steps';
@@ -37,15 +42,24 @@ export interface Ours {
   config: OursWorkerConfig;
   /** Time between sweeper passes (ms); changed per phase. */
   sweepEveryMs: number;
+  inMemory: boolean;
   version: string;
   stop(): Promise<void>;
 }
 
+export interface OursOptions {
+  /** DynamoDB Local in memory instead of on disk (not durable: a reference row only). */
+  inMemory?: boolean;
+  /** The stack's wake grace (ms, default 60 000): how long a queued run's lost step message goes unnoticed. */
+  wakeGraceMs?: number;
+}
+
 /** Starts the local stack (no step poller in it) and the sweeper loop; registers the reducer over HTTP. */
-export async function startOurs(dir: string): Promise<Ours> {
+export async function startOurs(dir: string, options: OursOptions = {}): Promise<Ours> {
   const stack = await startLocalStack({
     port: 0,
-    ...(process.env.OURS_IN_MEMORY ? {} : { persistDir: join(dir, 'data') }),
+    ...(options.inMemory === true ? {} : { persistDir: join(dir, 'data') }),
+    ...(options.wakeGraceMs !== undefined && { wakeGraceMs: options.wakeGraceMs }),
     stateDir: false,
     logger: SILENT_LOG,
     pollerConcurrency: 0,
@@ -86,6 +100,7 @@ export async function startOurs(dir: string): Promise<Ours> {
     client,
     config,
     sweepEveryMs: 10_000,
+    inMemory: options.inMemory === true,
     version: pkg.version,
     async stop() {
       stopped = true;
@@ -138,7 +153,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   const labels = runLabels(`ours-${p.phase}`, p.runs);
   const loadBefore = load();
   const storeBefore = { ...ours.stack.runtime.store.metrics };
-  const workerBefore = await worker.ask<{ store: StoreMetrics }>('metrics');
+  const workerBefore = await worker.ask<WorkerMetrics>('metrics');
   const started = preciseNow();
   const ids = await Promise.all(
     labels.map(async (run) => {
@@ -151,7 +166,14 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     }),
   );
   const finished = untilAllComplete(ours.client, labels, ids, p.logPath, p.steps, p.crash ? 1_000 : 5_000);
-  const kills = p.crash ? killRepeatedly(worker, p.crash, finished) : null;
+  const kills = p.crash
+    ? killRepeatedly(
+        worker,
+        p.crash,
+        { executed: () => countSteps(p.logPath), total: p.runs * p.steps },
+        finished,
+      )
+    : null;
   const wallEnd = await finished;
   const crashed = kills === null ? null : await kills;
   const wall = wallEnd - started;
@@ -160,7 +182,8 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   let storage: Record<string, number> | null = null;
   const total = p.runs * p.steps;
   if (crashed === null) {
-    const w = (await worker.ask<{ store: StoreMetrics }>('metrics')).store;
+    const answer = await worker.ask<WorkerMetrics>('metrics');
+    const w = answer.store;
     const s = ours.stack.runtime.store.metrics;
     const d = (k: keyof StoreMetrics) => w[k] - workerBefore.store[k] + (s[k] - storeBefore[k]);
     storage = perStep(
@@ -169,6 +192,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
         transaction_retries: d('transactionRetries'),
         get_item: d('reads'),
         query: d('queries'),
+        function_registry_get_item: answer.functionReads - workerBefore.functionReads,
         write_capacity_units: d('writeCapacity'),
         read_capacity_units: d('readCapacity'),
       },
@@ -176,6 +200,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     );
   }
   await worker.stop();
+  const floor = crashed === null ? await dynamoFloor(ours) : null;
 
   const lines = readStepLog(p.logPath);
   let outcomeUnknown = 0;
@@ -206,6 +231,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
             outcome_unknown: outcomeUnknown,
           },
     load: { before: loadBefore, after: loadAfter },
+    ...(floor !== null && { floor }),
     settings: {
       worker_processes: 1,
       pollers_per_worker: 4,
@@ -214,9 +240,43 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
       heartbeat_ms: p.heartbeatMs ?? 30_000,
       wake_grace_ms: p.wakeGraceMs ?? 60_000,
       sweep_every_ms: p.sweepEveryMs,
-      storage: 'DynamoDB Local persisted to disk (-dbPath), fauxqs SQS + S3 in the bench process',
+      storage: ours.inMemory
+        ? 'DynamoDB Local in memory (not durable), fauxqs SQS + S3 in the bench process'
+        : 'DynamoDB Local persisted to disk (-dbPath), fauxqs SQS + S3 in the bench process',
     },
   };
+}
+
+interface WorkerMetrics {
+  store: StoreMetrics;
+  functionReads: number;
+}
+
+/**
+ * The storage floor right after the phase, on the same DynamoDB Local: sequential raw requests
+ * from this process, one at a time (ms each): a consistent GetItem of a 1 KB item and a
+ * TransactWriteItems of one 1 KB Put.
+ */
+async function dynamoFloor(ours: Ours): Promise<{ get_item: Series; transact_write_one_put: Series }> {
+  const doc = ours.stack.runtime.clients.doc;
+  const TableName = ours.stack.resources.tableName;
+  const pk = `FLOOR#${randomUUID()}`;
+  const body = 'x'.repeat(1_000);
+  const gets: number[] = [];
+  const writes: number[] = [];
+  for (let i = 0; i < 100; i += 1) {
+    let t = performance.now();
+    await doc.send(
+      new TransactWriteCommand({
+        TransactItems: [{ Put: { TableName, Item: { pk, sk: String(i), body } } }],
+      }),
+    );
+    writes.push(performance.now() - t);
+    t = performance.now();
+    await doc.send(new GetCommand({ TableName, Key: { pk, sk: String(i) }, ConsistentRead: true }));
+    gets.push(performance.now() - t);
+  }
+  return { get_item: summarize(gets), transact_write_one_put: summarize(writes) };
 }
 
 /**

@@ -130,23 +130,30 @@ export class WorkerProcess {
 export interface CrashPlan {
   /** How many times to kill the worker. */
   kills: number;
-  /** Each kill comes a uniformly random time in [minMs, maxMs] after the worker was ready. */
-  minMs: number;
-  maxMs: number;
   seed: number;
 }
 
 /**
- * Kills `worker` with SIGKILL `plan.kills` times and starts it again at once each time, until
- * `done` settles or the kills are spent. Resolves with the kill times (epoch ms) and each
- * restart's duration (kill to ready, ms).
+ * The share of the workload's step executions after which each kill comes: the k-th of n kills
+ * at (k + 0.5 ± 0.25) / (n + 1), the jitter drawn from `seed`. Tied to progress, not to time, so
+ * that a fast system and a slow one are killed at the same points of the same workload.
+ */
+export function killPoints(plan: CrashPlan): number[] {
+  const random = prng(plan.seed);
+  return Array.from({ length: plan.kills }, (_, k) => (k + 0.5 + 0.5 * (random() - 0.5)) / (plan.kills + 1));
+}
+
+/**
+ * Kills `worker` with SIGKILL at each of `killPoints(plan)` (once `executed()` reaches that share
+ * of `total`) and starts it again at once, until `done` settles or the kills are spent.
+ * Resolves with the kill times (epoch ms) and each restart's duration (kill to ready, ms).
  */
 export async function killRepeatedly(
   worker: WorkerProcess,
   plan: CrashPlan,
+  progress: { executed(): number; total: number },
   done: Promise<unknown>,
 ): Promise<{ kills: number[]; restart_ms: number[] }> {
-  const random = prng(plan.seed);
   let finished = false;
   void done.then(
     () => {
@@ -158,9 +165,8 @@ export async function killRepeatedly(
   );
   const kills: number[] = [];
   const restarts: number[] = [];
-  for (let i = 0; i < plan.kills && !finished; i += 1) {
-    const wait = plan.minMs + random() * (plan.maxMs - plan.minMs);
-    await Promise.race([new Promise((r) => setTimeout(r, wait)), done.catch(() => {})]);
+  for (const point of killPoints(plan)) {
+    while (!finished && progress.executed() < point * progress.total) await sleep(20);
     if (finished) break;
     const at = await worker.kill();
     kills.push(at);
@@ -169,3 +175,5 @@ export async function killRepeatedly(
   }
   return { kills, restart_ms: restarts.map((x) => Math.round(x)) };
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

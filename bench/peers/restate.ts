@@ -17,6 +17,7 @@ import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './proce
 import type { Agent } from './restate-service.ts';
 import {
   analyzeSteps,
+  countSteps,
   load,
   type PhaseResult,
   perStep,
@@ -168,7 +169,14 @@ export async function runRestate(rs: Restate, p: RestatePhase): Promise<PhaseRes
       last = preciseNow();
     }),
   );
-  const kills = p.crash ? killRepeatedly(endpoint, p.crash, calls) : null;
+  const kills = p.crash
+    ? killRepeatedly(
+        endpoint,
+        p.crash,
+        { executed: () => countSteps(p.logPath), total: p.runs * p.steps },
+        calls,
+      )
+    : null;
   await calls;
   const crashed = kills === null ? null : await kills;
   const wall = last - started;

@@ -44,6 +44,18 @@ export function executeStep(logPath: string, run: string, n: number): { run: str
   return { run, n, ok: true };
 }
 
+/** How many executions a step log holds so far (its line count; missing file: 0). */
+export function countSteps(logPath: string): number {
+  try {
+    const bytes = readFileSync(logPath);
+    let lines = 0;
+    for (const b of bytes) if (b === 10) lines += 1;
+    return lines;
+  } catch {
+    return 0;
+  }
+}
+
 /** Every line of a step log (missing file: none). */
 export function readStepLog(logPath: string): StepLine[] {
   let text: string;
@@ -195,6 +207,8 @@ export interface PhaseResult {
     /** Operations the system closed as outcome unknown instead of running them again (ours). */
     outcome_unknown: number | null;
   };
+  /** The storage's own latency right after the phase (ours: raw DynamoDB Local requests). */
+  floor?: Record<string, Series>;
   /** Load averages (1, 5, 15 min) when the phase started and ended. */
   load: { before: string; after: string };
   settings: Record<string, unknown>;
