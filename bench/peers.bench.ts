@@ -259,8 +259,9 @@ function temporalFigures() {
 
 type Report = typeof report;
 
-const seconds = (ms: number | undefined) =>
-  ms === undefined || Number.isNaN(ms) ? '-' : (ms / 1000).toFixed(2);
+function seconds(ms: number | undefined): string {
+  return ms === undefined || Number.isNaN(ms) ? '-' : (ms / 1000).toFixed(2);
+}
 
 function renderMarkdown(r: Report): string {
   const label = (p: PhaseResult) =>
@@ -295,12 +296,12 @@ function renderMarkdown(r: Report): string {
   lines.push('## Side by side (no crash)');
   lines.push('');
   lines.push(
-    '| system | steps/s | step gap p50 / p99 (ms) | wall (s) | storage writes per step | load before / after |',
+    '| system | steps/s | step gap p50 / p99 (ms) | wall (s) | CPU per step, system + driver (ms) | storage writes per step | load before / after |',
   );
-  lines.push('| --- | ---: | ---: | ---: | --- | --- |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | --- | --- |');
   for (const p of r.steady) {
     lines.push(
-      `| ${label(p)} | ${p.steps_per_second} | ${p.log.step_gap.p50_ms} / ${p.log.step_gap.p99_ms} | ${(p.wall_ms / 1000).toFixed(1)} | ${storage(p)} | ${p.load.before} / ${p.load.after} |`,
+      `| ${label(p)} | ${p.steps_per_second} | ${p.log.step_gap.p50_ms} / ${p.log.step_gap.p99_ms} | ${(p.wall_ms / 1000).toFixed(1)} | ${p.cpu_ms_per_step === null ? '-' : `${p.cpu_ms_per_step.system} + ${p.cpu_ms_per_step.driver}`} | ${storage(p)} | ${p.load.before} / ${p.load.after} |`,
     );
   }
   for (const p of r.steady) {

@@ -7,11 +7,13 @@
  * SIGKILL and starts it again; DBOS recovers its pending workflows at launch. Storage writes are
  * read from PostgreSQL: transactions committed, rows written and WAL bytes. Issue 19.
  */
+import { cpuMeter, descendants } from './cpu.ts';
 import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './processes.ts';
 import type { Postgres } from './postgres.ts';
 import {
   analyzeSteps,
   countSteps,
+  cpuPerStep,
   load,
   type PhaseResult,
   perStep,
@@ -57,6 +59,12 @@ export async function runDbos(pg: Postgres, p: DbosPhase): Promise<PhaseResult> 
   const labels = runLabels(`dbos-${p.phase}`, p.runs);
   const loadBefore = load();
   const before = storageCounters(pg);
+  const postmaster = pg.pid();
+  const cpu = p.crash
+    ? null
+    : cpuMeter(() =>
+        [postmaster, ...descendants(postmaster), app.pid].filter((x): x is number => x !== undefined),
+      );
   const started = preciseNow();
   let last = started;
   const calls = Promise.all(
@@ -81,6 +89,7 @@ export async function runDbos(pg: Postgres, p: DbosPhase): Promise<PhaseResult> 
   await calls;
   const crashed = kills === null ? null : await kills;
   const wall = last - started;
+  const cpuUsed = cpu?.stop() ?? null;
   const loadAfter = load();
   // A backend publishes its statistics when it exits (or after 10 s idle): stop the app first.
   await app.stop();
@@ -96,6 +105,7 @@ export async function runDbos(pg: Postgres, p: DbosPhase): Promise<PhaseResult> 
     wall_ms: Math.round(wall),
     steps_per_second: stepsPerSecond(total, wall),
     log: analyzeSteps(lines, labels, p.steps),
+    cpu_ms_per_step: cpuPerStep(cpuUsed, total),
     storage_per_step: perStep(
       Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])),
       total,

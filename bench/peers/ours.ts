@@ -16,10 +16,12 @@ import type { StoreMetrics } from '../../lib/engine/ports.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import type { OursWorkerConfig } from './ours-worker.ts';
+import { childWhoseCommandHas, cpuMeter } from './cpu.ts';
 import { type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
   analyzeSteps,
   countSteps,
+  cpuPerStep,
   load,
   type PhaseResult,
   perStep,
@@ -154,6 +156,11 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   const loadBefore = load();
   const storeBefore = { ...ours.stack.runtime.store.metrics };
   const workerBefore = await worker.ask<WorkerMetrics>('metrics');
+  const dynamoPort = new URL(ours.stack.services.dynamoEndpoint).port;
+  const jvm = childWhoseCommandHas(`-port ${dynamoPort}`);
+  const cpu = p.crash
+    ? null
+    : cpuMeter(() => [jvm, worker.pid].filter((x): x is number => x !== undefined && x !== null));
   const started = preciseNow();
   const ids = await Promise.all(
     labels.map(async (run) => {
@@ -177,6 +184,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   const wallEnd = await finished;
   const crashed = kills === null ? null : await kills;
   const wall = wallEnd - started;
+  const cpuUsed = cpu?.stop() ?? null;
   const loadAfter = load();
 
   let storage: Record<string, number> | null = null;
@@ -221,6 +229,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     steps_per_second: stepsPerSecond(total, wall),
     log: analyzeSteps(lines, labels, p.steps),
     storage_per_step: storage,
+    cpu_ms_per_step: cpuPerStep(cpuUsed, total),
     crash:
       crashed === null
         ? null

@@ -6,7 +6,7 @@
  * cluster runs as the `postgres` user the package creates. Issue 19.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './processes.ts';
 
@@ -16,6 +16,8 @@ export interface Postgres {
   /** Runs one SQL statement with psql in `database`; returns its unaligned output. */
   sql(database: string, statement: string): string;
   version: string;
+  /** The postmaster's pid (its backends are its children). */
+  pid(): number;
   stop(): void;
 }
 
@@ -81,6 +83,7 @@ export async function startPostgres(dir: string): Promise<Postgres> {
     url: (database) => `postgresql://bench@127.0.0.1:${port}/${database}`,
     sql: psql,
     version,
+    pid: () => Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]),
     stop() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);

@@ -121,6 +121,11 @@ export class WorkerProcess {
     clearTimeout(force);
   }
 
+  /** The current process's pid (undefined before the first start). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** The last 8 KB its stdout and stderr printed. */
   output(): string {
     return this.tail;

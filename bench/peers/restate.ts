@@ -13,11 +13,13 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as clients from '@restatedev/restate-sdk-clients';
+import { cpuMeter } from './cpu.ts';
 import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './processes.ts';
 import type { Agent } from './restate-service.ts';
 import {
   analyzeSteps,
   countSteps,
+  cpuPerStep,
   load,
   type PhaseResult,
   perStep,
@@ -37,6 +39,7 @@ export interface Restate {
   version: string;
   sdkVersion: string;
   endpointPort: number;
+  serverPid: number | undefined;
   /** Whether the endpoint's deployment is registered (it is, after the first phase). */
   registered: boolean;
   stop(): Promise<void>;
@@ -95,6 +98,7 @@ export async function startRestate(dir: string): Promise<Restate> {
     version,
     sdkVersion: sdk.version,
     endpointPort,
+    serverPid: child.pid,
     registered: false,
     async stop() {
       if (child.exitCode !== null) return;
@@ -161,6 +165,9 @@ export async function runRestate(rs: Restate, p: RestatePhase): Promise<PhaseRes
   const labels = runLabels(`restate-${p.phase}`, p.runs);
   const loadBefore = load();
   const before = await storageCounters(rs.metricsUrl);
+  const cpu = p.crash
+    ? null
+    : cpuMeter(() => [rs.serverPid, endpoint.pid].filter((x): x is number => x !== undefined));
   const started = preciseNow();
   let last = started;
   const calls = Promise.all(
@@ -180,6 +187,7 @@ export async function runRestate(rs: Restate, p: RestatePhase): Promise<PhaseRes
   await calls;
   const crashed = kills === null ? null : await kills;
   const wall = last - started;
+  const cpuUsed = cpu?.stop() ?? null;
   const loadAfter = load();
   const after = await storageCounters(rs.metricsUrl);
   await endpoint.stop();
@@ -193,6 +201,7 @@ export async function runRestate(rs: Restate, p: RestatePhase): Promise<PhaseRes
     wall_ms: Math.round(wall),
     steps_per_second: stepsPerSecond(total, wall),
     log: analyzeSteps(lines, labels, p.steps),
+    cpu_ms_per_step: cpuPerStep(cpuUsed, total),
     storage_per_step: perStep(
       Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])),
       total,

@@ -207,6 +207,12 @@ export interface PhaseResult {
     /** Operations the system closed as outcome unknown instead of running them again (ours). */
     outcome_unknown: number | null;
   };
+  /**
+   * CPU per step (ms, steady phase): `system`, the system's own processes (ours: DynamoDB Local's
+   * JVM and the step worker; Restate: server and endpoint; DBOS: PostgreSQL and the application);
+   * `driver`, the bench process (the clients; for ours also fauxqs and the HTTP API it hosts).
+   */
+  cpu_ms_per_step: { system: number; driver: number } | null;
   /** The storage's own latency right after the phase (ours: raw DynamoDB Local requests). */
   floor?: Record<string, Series>;
   /** Load averages (1, 5, 15 min) when the phase started and ended. */
@@ -221,6 +227,12 @@ export function runLabels(prefix: string, runs: number): string[] {
 
 export function stepsPerSecond(total: number, wallMs: number): number {
   return Math.round((total / (wallMs / 1000)) * 10) / 10;
+}
+
+export function cpuPerStep(cpu: { system_ms: number; driver_ms: number } | null, steps: number) {
+  if (cpu === null) return null;
+  const r = (x: number) => Math.round((x / steps) * 100) / 100;
+  return { system: r(cpu.system_ms), driver: r(cpu.driver_ms) };
 }
 
 export function perStep(counters: Record<string, number>, steps: number): Record<string, number> {
