@@ -301,7 +301,13 @@ function renderMarkdown(r: Report): string {
   lines.push('| --- | ---: | ---: | ---: | ---: | --- | --- |');
   for (const p of r.steady) {
     lines.push(
-      `| ${label(p)} | ${p.steps_per_second} | ${p.log.step_gap.p50_ms} / ${p.log.step_gap.p99_ms} | ${(p.wall_ms / 1000).toFixed(1)} | ${p.cpu_ms_per_step === null ? '-' : `${p.cpu_ms_per_step.system} + ${p.cpu_ms_per_step.driver}`} | ${storage(p)} | ${p.load.before} / ${p.load.after} |`,
+      `| ${label(p)} | ${p.steps_per_second} | ${p.log.step_gap.p50_ms} / ${p.log.step_gap.p99_ms} | ${(p.wall_ms / 1000).toFixed(1)} | ${
+        p.cpu_ms_per_step === null
+          ? '-'
+          : `${p.cpu_ms_per_step.system} (${Object.entries(p.cpu_ms_per_step.parts)
+              .map(([k, v]) => `${k.replaceAll('_', ' ')} ${v}`)
+              .join(', ')}) + ${p.cpu_ms_per_step.driver}`
+      } | ${storage(p)} | ${p.load.before} / ${p.load.after} |`,
     );
   }
   for (const p of r.steady) {

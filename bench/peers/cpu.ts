@@ -62,16 +62,36 @@ export function selfCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-/** Sums the CPU of `pids()` (re-listed at the end, so that processes started meanwhile count) and of this process. */
-export function cpuMeter(pids: () => number[]): { stop(): { system_ms: number; driver_ms: number } } {
-  const startPids = pids();
-  const start = new Map(startPids.map((p) => [p, processCpuMs(p)]));
+export interface CpuUse {
+  /** The named parts' sum, ms. */
+  system_ms: number;
+  /** This process, ms. */
+  driver_ms: number;
+  parts_ms: Record<string, number>;
+}
+
+/**
+ * Measures the CPU of named groups of processes (each `() => pids`, listed again at the end so
+ * that processes started meanwhile count) and of this process, from now to `stop()`.
+ */
+export function cpuMeter(parts: Record<string, () => (number | undefined | null)[]>): { stop(): CpuUse } {
+  const list = (f: () => (number | undefined | null)[]) =>
+    f().filter((p): p is number => typeof p === 'number');
+  const start = new Map<number, number>();
+  const startPids = Object.fromEntries(Object.entries(parts).map(([name, f]) => [name, list(f)]));
+  for (const pids of Object.values(startPids)) for (const p of pids) start.set(p, processCpuMs(p));
   const self = selfCpuMs();
   return {
     stop() {
-      let total = 0;
-      for (const p of new Set([...startPids, ...pids()])) total += processCpuMs(p) - (start.get(p) ?? 0);
-      return { system_ms: Math.round(total), driver_ms: Math.round(selfCpuMs() - self) };
+      const parts_ms: Record<string, number> = {};
+      for (const [name, f] of Object.entries(parts)) {
+        let total = 0;
+        for (const p of new Set([...(startPids[name] ?? []), ...list(f)]))
+          total += processCpuMs(p) - (start.get(p) ?? 0);
+        parts_ms[name] = Math.round(total);
+      }
+      const system_ms = Object.values(parts_ms).reduce((a, b) => a + b, 0);
+      return { system_ms, driver_ms: Math.round(selfCpuMs() - self), parts_ms };
     },
   };
 }

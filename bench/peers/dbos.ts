@@ -62,9 +62,7 @@ export async function runDbos(pg: Postgres, p: DbosPhase): Promise<PhaseResult> 
   const postmaster = pg.pid();
   const cpu = p.crash
     ? null
-    : cpuMeter(() =>
-        [postmaster, ...descendants(postmaster), app.pid].filter((x): x is number => x !== undefined),
-      );
+    : cpuMeter({ postgres: () => [postmaster, ...descendants(postmaster)], application: () => [app.pid] });
   const started = preciseNow();
   let last = started;
   const calls = Promise.all(

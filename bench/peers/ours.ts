@@ -158,9 +158,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   const workerBefore = await worker.ask<WorkerMetrics>('metrics');
   const dynamoPort = new URL(ours.stack.services.dynamoEndpoint).port;
   const jvm = childWhoseCommandHas(`-port ${dynamoPort}`);
-  const cpu = p.crash
-    ? null
-    : cpuMeter(() => [jvm, worker.pid].filter((x): x is number => x !== undefined && x !== null));
+  const cpu = p.crash ? null : cpuMeter({ dynamodb_local: () => [jvm], step_worker: () => [worker.pid] });
   const started = preciseNow();
   const ids = await Promise.all(
     labels.map(async (run) => {

@@ -47,7 +47,9 @@ export class WorkerProcess {
   /** Starts the program and resolves once it printed its ready line; throws with its output if it exits first. */
   async start(): Promise<void> {
     const o = this.options;
-    const child = spawn(process.execPath, o.args, {
+    // BENCH_WORKER_NODE_OPTIONS: extra node flags for every worker (e.g. --cpu-prof to profile one).
+    const flags = (process.env.BENCH_WORKER_NODE_OPTIONS ?? '').split(' ').filter((f) => f !== '');
+    const child = spawn(process.execPath, [...flags, ...o.args], {
       env: { ...process.env, ...o.env },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -165,9 +165,7 @@ export async function runRestate(rs: Restate, p: RestatePhase): Promise<PhaseRes
   const labels = runLabels(`restate-${p.phase}`, p.runs);
   const loadBefore = load();
   const before = await storageCounters(rs.metricsUrl);
-  const cpu = p.crash
-    ? null
-    : cpuMeter(() => [rs.serverPid, endpoint.pid].filter((x): x is number => x !== undefined));
+  const cpu = p.crash ? null : cpuMeter({ server: () => [rs.serverPid], endpoint: () => [endpoint.pid] });
   const started = preciseNow();
   let last = started;
   const calls = Promise.all(

@@ -212,7 +212,7 @@ export interface PhaseResult {
    * JVM and the step worker; Restate: server and endpoint; DBOS: PostgreSQL and the application);
    * `driver`, the bench process (the clients; for ours also fauxqs and the HTTP API it hosts).
    */
-  cpu_ms_per_step: { system: number; driver: number } | null;
+  cpu_ms_per_step: { system: number; driver: number; parts: Record<string, number> } | null;
   /** The storage's own latency right after the phase (ours: raw DynamoDB Local requests). */
   floor?: Record<string, Series>;
   /** Load averages (1, 5, 15 min) when the phase started and ended. */
@@ -229,10 +229,14 @@ export function stepsPerSecond(total: number, wallMs: number): number {
   return Math.round((total / (wallMs / 1000)) * 10) / 10;
 }
 
-export function cpuPerStep(cpu: { system_ms: number; driver_ms: number } | null, steps: number) {
+export function cpuPerStep(
+  cpu: { system_ms: number; driver_ms: number; parts_ms: Record<string, number> } | null,
+  steps: number,
+) {
   if (cpu === null) return null;
   const r = (x: number) => Math.round((x / steps) * 100) / 100;
-  return { system: r(cpu.system_ms), driver: r(cpu.driver_ms) };
+  const parts = Object.fromEntries(Object.entries(cpu.parts_ms).map(([k, v]) => [k, r(v)]));
+  return { system: r(cpu.system_ms), driver: r(cpu.driver_ms), parts };
 }
 
 export function perStep(counters: Record<string, number>, steps: number): Record<string, number> {
