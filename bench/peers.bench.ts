@@ -331,7 +331,7 @@ function renderMarkdown(r: Report): string {
   );
   lines.push('');
   lines.push(
-    "| system | kills | steps run twice or more | non-idempotent side effects produced twice | closed as outcome_unknown | never ran | recovery: kill to the run's next step p50 / max (s) | load before / after |",
+    "| system | kills | steps run twice or more | non-idempotent side effects produced twice | closed as outcome_unknown | of those, never ran | recovery: kill to the run's next step p50 / max (s) | load before / after |",
   );
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const p of r.crash) {
@@ -382,9 +382,54 @@ function renderMarkdown(r: Report): string {
     lines.push('');
     const d = s.sweep_due.per_due_run;
     lines.push(
-      `Per due run: ${d.get_item} GetItem, ${d.transact_write_items} TransactWriteItems, ${d.sqs_sends} SQS send, ${d.ms} ms of the pass; per idle run: ${s.sweep_due.per_idle_run.requests} requests (a pass costs ${s.sweep_due.queries} queries, one per sweep shard, whatever the number of idle runs). Due runs per sweep shard (${s.shard_spread.shards} shards): ${s.shard_spread.due_per_shard.join(', ')} (max / mean ${s.shard_spread.max_over_mean}).`,
+      `Per due run: ${d.get_item} GetItem, ${d.transact_write_items} TransactWriteItems, ${d.sqs_sends} SQS send, ${d.ms} ms of the pass; per idle run: ${s.sweep_due.per_idle_run.requests} requests (a pass costs ${s.sweep_due.queries} queries, one per sweep shard, whatever the number of idle runs). Due runs per sweep shard (${s.shard_spread.shards} shards): ${s.shard_spread.due_per_shard.join(', ')} (max / mean ${s.shard_spread.max_over_mean}); all ${s.shard_spread.indexed_per_shard.reduce((a, b) => a + b, 0)} indexed waiting runs: ${s.shard_spread.indexed_per_shard.join(', ')} (max / mean ${s.shard_spread.indexed_max_over_mean}; one unsharded partition would be ${s.shard_spread.shards}).`,
     );
   }
   lines.push('');
+  lines.push(...verdict(r));
   return `${lines.join('\n')}\n`;
+}
+
+/** Where ours is ahead or behind, from this run's figures, and why (the mechanisms the figures point at). */
+function verdict(r: Report): string[] {
+  const find = (list: PhaseResult[], system: string, memory = false) =>
+    list.find(
+      (p) => p.system === system && String(p.settings.storage ?? '').includes('in memory') === memory,
+    );
+  const ours = find(r.steady, 'ours');
+  const restate = find(r.steady, 'restate');
+  const dbos = find(r.steady, 'dbos');
+  const oursCrash = find(r.crash, 'ours');
+  const restateCrash = find(r.crash, 'restate');
+  const dbosCrash = find(r.crash, 'dbos');
+  if (!ours || !restate || !dbos || !oursCrash || !restateCrash || !dbosCrash) return [];
+  const x = (a: number, b: number) => `${(a / b).toFixed(1)}x`;
+  const cpu = (p: PhaseResult) => p.cpu_ms_per_step?.system ?? Number.NaN;
+  const parts = ours.cpu_ms_per_step?.parts ?? {};
+  const s = ours.storage_per_step ?? {};
+  const out = ['## Where we are ahead or behind, and why', ''];
+  out.push(
+    `- **Behind on speed on one machine.** ${ours.steps_per_second} steps/s against Restate's ${restate.steps_per_second} (${x(restate.steps_per_second, ours.steps_per_second)}) and DBOS's ${dbos.steps_per_second} (${x(dbos.steps_per_second, ours.steps_per_second)}); step gap p50 ${ours.log.step_gap.p50_ms} ms against ${restate.log.step_gap.p50_ms} and ${dbos.log.step_gap.p50_ms} ms. The machine is CPU-bound and a step of ours costs ${cpu(ours)} ms of CPU (DynamoDB Local ${parts.dynamodb_local} ms, the step worker ${parts.step_worker} ms) against ${cpu(restate)} ms for Restate and ${cpu(dbos)} ms for DBOS. Each of our steps is about ${((s.transact_write_items ?? 0) + (s.get_item ?? 0) + (s.query ?? 0) + (s.function_registry_get_item ?? 0)).toFixed(1)} HTTP requests to DynamoDB Local (a Java emulator started with the C1 JIT only, for start-up time) plus SQS requests to fauxqs, each signed and marshalled by the AWS SDK, and the run record parsed by its zod schema on every transition; Restate appends journal entries over one HTTP/2 stream to a log embedded in its Rust server, and DBOS writes a row per step over a pooled PostgreSQL connection. In memory DynamoDB Local does not close the gap (${find(r.steady, 'ours', true)?.steps_per_second ?? '-'} steps/s): the cost is per request, not the disk.`,
+  );
+  out.push(
+    `- **Storage writes per step:** ours ${s.transact_write_items} TransactWriteItems (${s.write_capacity_units} WCU as DynamoDB Local counts them) plus ${s.function_registry_get_item} GetItem of the reducer's function item, which the stored function registry reads on every reducer call (an avoidable request: a follow-up); Restate ${restate.storage_per_step?.log_records_committed} log records; DBOS ${dbos.storage_per_step?.transactions_committed} PostgreSQL transactions and ${dbos.storage_per_step?.wal_bytes} WAL bytes. On AWS the figure that matters for ours is this request count (the bill), not the emulator's CPU.`,
+  );
+  const peerDuplicates = Math.min(
+    restateCrash.log.duplicate_side_effects,
+    dbosCrash.log.duplicate_side_effects,
+  );
+  const unknown = oursCrash.crash?.outcome_unknown ?? 0;
+  out.push(
+    `- **${oursCrash.log.duplicate_side_effects < peerDuplicates ? 'Ahead' : 'Even in this run (not by design)'} on crash safety of side effects.** Killed at the same points, ours produced ${oursCrash.log.duplicate_side_effects} duplicate non-idempotent side effects; Restate ${restateCrash.log.duplicate_side_effects} and DBOS ${dbosCrash.log.duplicate_side_effects}. Both peers run a step again when the process died after the step ran but before its result was durable (at-least-once steps: a ctx.run / DBOS.runStep whose journal entry or output row was not written); ours never runs a step declared not replay-safe twice: ${unknown === 0 ? 'no such operation was in flight at a kill in this run' : `the ${unknown} operations in flight at a kill reached the reducer as operation_failed with outcome_unknown (${oursCrash.log.never_ran} of them had not run at all, because the kill came while their start was being committed), and the reducer decides`}. Replay-safe steps are run again by ours too (${oursCrash.log.steps_run_twice_or_more} here), as by the peers.`,
+  );
+  out.push(
+    `- **Behind on recovery time.** Kill to a run's next step: ours p50 ${seconds(oursCrash.crash?.recovery.p50_ms)} s, max ${seconds(oursCrash.crash?.recovery.max_ms)} s, bounded by the lease (${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s in this phase, 90 s by default) plus the sweeper's interval, since a lost worker is only noticed when its lease expires; Restate p50 ${seconds(restateCrash.crash?.recovery.p50_ms)} s, max ${seconds(restateCrash.crash?.recovery.max_ms)} s (the server sees the endpoint's stream break and retries with its backoff); DBOS p50 ${seconds(dbosCrash.crash?.recovery.p50_ms)} s, max ${seconds(dbosCrash.crash?.recovery.max_ms)} s (the restarted process recovers its pending workflows at launch).`,
+  );
+  if (r.scale !== null) {
+    out.push(
+      `- **Waiting costs nothing.** With ${r.scale.waiting_runs.no_expiry + r.scale.waiting_runs.expiring_2h + r.scale.waiting_runs.expiring_30min} runs waiting for a person, no DynamoDB request was made in the idle window and none named a waiting run while up to ${Math.max(...r.scale.levels.map((l) => l.running))} other runs ran; a sweeper pass costs ${r.scale.sweep_nothing_due.queries} queries whatever the number of idle runs, and 1 GetItem + 1 TransactWriteItems + 1 SQS send per due run. (The peers' cost for waiting workflows was not measured here.) Throughput did not grow with the number of running runs (${r.scale.levels.map((l) => `${l.running}: ${l.steps_per_second}`).join(', ')} steps/s): one worker process on two shared cores is CPU-bound; on AWS the step Lambdas scale out instead.`,
+    );
+  }
+  out.push('');
+  return out;
 }

@@ -84,7 +84,11 @@ export interface ScaleReport {
     shards: number;
     due_per_shard: number[];
     max_over_mean: number;
+    /** What the due pass's queries returned per shard (the same runs, seen through the index). */
     candidates_per_shard: number[];
+    /** Every waiting run in the sweep index (those with an expiry), per shard. */
+    indexed_per_shard: number[];
+    indexed_max_over_mean: number;
   };
   load: { before: string; after: string };
 }
@@ -399,10 +403,17 @@ export async function runScale(o: ScaleOptions): Promise<ScaleReport> {
     const late31 = engineOn({ now: () => Date.now() + 31 * MINUTE });
     const duePass = await pass(late31, idleIds);
     const candidates = [...candidatesPerShard];
-    const dueSpread = Array.from({ length: SWEEP_SHARDS }, () => 0);
-    for (const id of dueIds)
-      dueSpread[shardOf(id, SWEEP_SHARDS)] = (dueSpread[shardOf(id, SWEEP_SHARDS)] ?? 0) + 1;
-    const mean = dueIds.length / SWEEP_SHARDS;
+    const spread = (ids: string[]) => {
+      const counts = Array.from({ length: SWEEP_SHARDS }, () => 0);
+      for (const id of ids) {
+        const shard = shardOf(id, SWEEP_SHARDS);
+        counts[shard] = (counts[shard] ?? 0) + 1;
+      }
+      const mean = ids.length / SWEEP_SHARDS;
+      return { counts, maxOverMean: Math.round((Math.max(...counts) / Math.max(mean, 1e-9)) * 100) / 100 };
+    };
+    const dueSpreadOf = spread(dueIds);
+    const indexedSpread = spread(waitingIds.slice(noExpiry));
     const per = (x: number) => Math.round((x / Math.max(dueIds.length, 1)) * 100) / 100;
     clients.destroy();
     return {
@@ -425,9 +436,11 @@ export async function runScale(o: ScaleOptions): Promise<ScaleReport> {
       },
       shard_spread: {
         shards: SWEEP_SHARDS,
-        due_per_shard: dueSpread,
-        max_over_mean: Math.round((Math.max(...dueSpread) / mean) * 100) / 100,
+        due_per_shard: dueSpreadOf.counts,
+        max_over_mean: dueSpreadOf.maxOverMean,
         candidates_per_shard: candidates,
+        indexed_per_shard: indexedSpread.counts,
+        indexed_max_over_mean: indexedSpread.maxOverMean,
       },
       load: { before: loadBefore, after: load() },
     };
