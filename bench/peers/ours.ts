@@ -6,6 +6,7 @@
  * (lib/client): the reducer registered with `PUT /functions/...`, one `POST /runs` per run, each
  * run's completion read with `GET /runs/{id}`. Issue 19.
  */
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import type { OursWorkerConfig } from './ours-worker.ts';
 import { childWhoseCommandHas, cpuMeter } from './cpu.ts';
-import { type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
+import { aptGetInstall, type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
   analyzeSteps,
   countSteps,
@@ -58,6 +59,10 @@ export interface OursOptions {
 
 /** Starts the local stack (no step poller in it) and the sweeper loop; registers the reducer over HTTP. */
 export async function startOurs(dir: string, options: OursOptions = {}): Promise<Ours> {
+  // DynamoDB Local needs a Java 17+ runtime.
+  if (process.env.JAVA_HOME === undefined && spawnSync('java', ['-version']).error !== undefined) {
+    aptGetInstall('openjdk-17-jre-headless', 'java not found (DynamoDB Local needs it)');
+  }
   const stack = await startLocalStack({
     port: 0,
     ...(options.inMemory === true ? {} : { persistDir: join(dir, 'data') }),

@@ -5,10 +5,10 @@
  * settings (fsync and synchronous_commit on). PostgreSQL refuses to run as root, so as root the
  * cluster runs as the `postgres` user the package creates. Issue 19.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from './processes.ts';
+import { aptGetInstall, freePort } from './processes.ts';
 
 export interface Postgres {
   /** `postgresql://bench@127.0.0.1:{port}/{database}` */
@@ -25,15 +25,7 @@ export interface Postgres {
 export function postgresBinaries(): string {
   const found = newestServerBin();
   if (found !== null) return found;
-  console.log('bench:peers: PostgreSQL server not found; installing Debian package postgresql');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [
-    ['update', '-qq'],
-    ['install', '-y', '-qq', 'postgresql'],
-  ]) {
-    const out = spawnSync('apt-get', args, { env, stdio: 'inherit' });
-    if (out.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${out.status})`);
-  }
+  aptGetInstall('postgresql', 'no PostgreSQL server under /usr/lib/postgresql');
   const installed = newestServerBin();
   if (installed === null) throw new Error('postgresql installed, but no initdb under /usr/lib/postgresql');
   return installed;

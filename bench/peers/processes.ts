@@ -3,9 +3,22 @@
  * prints its ready line, killed with SIGKILL and started again (the crash phase), stopped with
  * SIGTERM at the end. Issue 19, "A crash in the middle".
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { prng, preciseNow } from './workload.ts';
+
+/** Installs a Debian package with apt-get (as .ci/run installs Java); throws when apt-get fails. */
+export function aptGetInstall(pkg: string, why: string): void {
+  console.log(`bench:peers: ${why}; installing the Debian package ${pkg}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', pkg],
+  ]) {
+    const out = spawnSync('apt-get', args, { env, stdio: 'inherit' });
+    if (out.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${out.status})`);
+  }
+}
 
 /** A port the OS says is free on 127.0.0.1 now. */
 export async function freePort(): Promise<number> {
