@@ -23,9 +23,9 @@ import { parseArgs } from 'node:util';
 import { runDbos } from './peers/dbos.ts';
 import { runOurs, startOurs } from './peers/ours.ts';
 import { startPostgres } from './peers/postgres.ts';
+import { killPoints } from './peers/processes.ts';
 import { runRestate, startRestate } from './peers/restate.ts';
 import { runScale, type ScaleReport } from './peers/scale.ts';
-import { killPoints } from './peers/processes.ts';
 import { load, type PhaseResult } from './peers/workload.ts';
 
 const { values: args } = parseArgs({

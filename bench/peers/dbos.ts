@@ -8,8 +8,8 @@
  * read from PostgreSQL: transactions committed, rows written and WAL bytes. Issue 19.
  */
 import { cpuMeter, descendants } from './cpu.ts';
-import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './processes.ts';
 import type { Postgres } from './postgres.ts';
+import { type CrashPlan, freePort, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
   analyzeSteps,
   countSteps,

@@ -7,8 +7,9 @@
  * STEP_LOG, LEASE_TTL_MS, HEARTBEAT_MS, WAKE_GRACE_MS. Prints `ready`; answers `metrics` over
  * IPC with the store's request counters. Issue 19.
  */
-import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
+
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { startPoller } from '../../lib/local/poller.ts';
 import { builtInFunctions, createRuntime, type RuntimeConfig } from '../../lib/runtime.ts';
 import { createSandboxReducerHost } from '../../lib/sandbox/index.ts';

@@ -16,8 +16,8 @@ import { isTerminalStatus } from '../../lib/contracts/index.ts';
 import type { StoreMetrics } from '../../lib/engine/ports.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
-import type { OursWorkerConfig } from './ours-worker.ts';
 import { childWhoseCommandHas, cpuMeter } from './cpu.ts';
+import type { OursWorkerConfig } from './ours-worker.ts';
 import { aptGetInstall, type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
   analyzeSteps,

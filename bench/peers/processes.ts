@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { prng, preciseNow } from './workload.ts';
+import { preciseNow, prng } from './workload.ts';
 
 /** Installs a Debian package with apt-get (as .ci/run installs Java); throws when apt-get fails. */
 export function aptGetInstall(pkg: string, why: string): void {

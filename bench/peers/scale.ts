@@ -20,8 +20,8 @@ import type { ReducerBinding, ToolResultEnvelope } from '../../lib/contracts/ind
 import { sha256Hex } from '../../lib/core/canonical.ts';
 import { createEngine, type Engine } from '../../lib/engine/engine.ts';
 import type { ModelHost, ReducerHost, StoreMetrics, ToolHost } from '../../lib/engine/ports.ts';
-import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { startPoller } from '../../lib/local/poller.ts';
 import { ensureResources } from '../../lib/local/resources.ts';
 import { startLocalServices } from '../../lib/local/services.ts';
