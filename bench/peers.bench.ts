@@ -13,7 +13,7 @@
  * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below;
  * `--render reports/bench-peers.json` only writes the Markdown again from a report.
  * Writes reports/bench-peers.json and reports/bench-peers.md; `--record` also writes the
- * Markdown to bench/results/peers.md (the file the README links to).
+ * Markdown to bench/results/peers.md (the file the README links to) and the report beside it.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -244,14 +244,19 @@ writeFileSync('reports/bench-peers.md', markdown);
 if (args.record) {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/peers.md', markdown);
-  // The repository's formatter aligns Markdown tables: the committed file stays as `npm run verify` wants it.
-  execFileSync(join('node_modules', '.bin', 'biome'), ['format', '--write', 'bench/results/peers.md'], {
-    stdio: 'ignore',
-  });
+  // The figures behind it, so `--render bench/results/peers.json` writes the same Markdown again.
+  if (args.render === undefined)
+    writeFileSync('bench/results/peers.json', `${JSON.stringify(report, null, 2)}\n`);
+  // The repository's formatter aligns Markdown tables: the committed files stay as `npm run verify` wants them.
+  execFileSync(
+    join('node_modules', '.bin', 'biome'),
+    ['format', '--write', 'bench/results/peers.md', 'bench/results/peers.json'],
+    { stdio: 'ignore' },
+  );
 }
 console.log(`\n${markdown}`);
 say(
-  `wrote ${args.render === undefined ? 'reports/bench-peers.json and ' : ''}reports/bench-peers.md${args.record ? ' and bench/results/peers.md' : ''}`,
+  `wrote ${args.render === undefined ? 'reports/bench-peers.json and ' : ''}reports/bench-peers.md${args.record ? ` and bench/results/peers.${args.render === undefined ? '{md,json}' : 'md'}` : ''}`,
 );
 
 // ---------------------------------------------------------------- Temporal, published
@@ -444,16 +449,28 @@ function verdict(r: Report): string[] {
   out.push(
     `- **Storage writes per step:** ours ${s.transact_write_items} TransactWriteItems (${s.write_capacity_units} WCU as DynamoDB Local counts them) plus ${s.function_registry_get_item} GetItem of the reducer's function item, which the stored function registry reads on every reducer call (an avoidable request: a follow-up); Restate ${restate.storage_per_step?.log_records_committed} log records; DBOS ${dbos.storage_per_step?.transactions_committed} PostgreSQL transactions and ${dbos.storage_per_step?.wal_bytes} WAL bytes. On AWS the figure that matters for ours is this request count (the bill), not the emulator's CPU.`,
   );
-  const peerDuplicates = Math.min(
-    restateCrash.log.duplicate_side_effects,
-    dbosCrash.log.duplicate_side_effects,
-  );
+  const mine = oursCrash.log.duplicate_side_effects;
+  const peers = [
+    ['Restate', restateCrash.log.duplicate_side_effects],
+    ['DBOS', dbosCrash.log.duplicate_side_effects],
+  ] as const;
+  const ahead = peers.filter(([, n]) => mine < n).map(([name]) => name);
+  const level = peers.filter(([, n]) => mine >= n).map(([name]) => name);
+  const standing =
+    level.length === 0
+      ? 'Ahead'
+      : ahead.length === 0
+        ? 'Level in this run'
+        : `Ahead of ${ahead.join(' and ')}, level with ${level.join(' and ')} in this run,`;
+  // A peer's 0 is the kill timing, not a guarantee: its steps are at-least-once.
+  const luck = peers.filter(([, n]) => n === 0).map(([name]) => name);
+  const restartMs = oursCrash.crash?.restart_ms ?? [];
   const unknown = oursCrash.crash?.outcome_unknown ?? 0;
   out.push(
-    `- **${oursCrash.log.duplicate_side_effects < peerDuplicates ? 'Ahead' : 'Even in this run (not by design)'} on crash safety of side effects.** Killed at the same points, ours produced ${oursCrash.log.duplicate_side_effects} duplicate non-idempotent side effects; Restate ${restateCrash.log.duplicate_side_effects} and DBOS ${dbosCrash.log.duplicate_side_effects}. Both peers run a step again when the process died after the step ran but before its result was durable (at-least-once steps: a ctx.run / DBOS.runStep whose journal entry or output row was not written); ours never runs a step declared not replay-safe twice: ${unknown === 0 ? 'no such operation was in flight at a kill in this run' : `the ${unknown} operations in flight at a kill reached the reducer as operation_failed with outcome_unknown (${oursCrash.log.never_ran} of them had not run at all, because the kill came while their start was being committed), and the reducer decides`}. The price of at-most-once: those side effects may not have happened, and the agent has to find out (a read tool, or the operation id as the idempotency key of a retry) where the peers would simply have run them again. Replay-safe steps are run again by ours too (${oursCrash.log.steps_run_twice_or_more} here), as by the peers.`,
+    `- **${standing} on crash safety of side effects.** Killed at the same points, ours produced ${mine} duplicate non-idempotent side effects; Restate ${restateCrash.log.duplicate_side_effects} and DBOS ${dbosCrash.log.duplicate_side_effects}. Both peers run a step again when the process died after the step ran but before its result was durable (at-least-once steps: a ctx.run / DBOS.runStep whose journal entry or output row was not written)${luck.length === 0 ? '' : `; ${luck.join(' and ')}'s 0 here comes from where the kills fell, not from a guarantee`}; ours never runs a step declared not replay-safe twice: ${unknown === 0 ? 'no such operation was in flight at a kill in this run' : `the ${unknown} operations in flight at a kill reached the reducer as operation_failed with outcome_unknown (${oursCrash.log.never_ran} of them had not run at all, because the kill came while their start was being committed), and the reducer decides`}. The price of at-most-once: those side effects may not have happened, and the agent has to find out (a read tool, or the operation id as the idempotency key of a retry) where the peers would simply have run them again. Replay-safe steps are run again by ours too (${oursCrash.log.steps_run_twice_or_more} here), as by the peers.`,
   );
   out.push(
-    `- **${(oursCrash.crash?.recovery.p50_ms ?? 0) > Math.max(restateCrash.crash?.recovery.p50_ms ?? 0, dbosCrash.crash?.recovery.p50_ms ?? 0) ? 'Behind' : 'Not behind'} on median recovery time.** Kill to a run's next step: ours p50 ${seconds(oursCrash.crash?.recovery.p50_ms)} s, max ${seconds(oursCrash.crash?.recovery.max_ms)} s, bounded by the lease (${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s in this phase, 90 s by default) plus the sweeper's interval, since a lost worker is only noticed when its lease expires; Restate p50 ${seconds(restateCrash.crash?.recovery.p50_ms)} s, max ${seconds(restateCrash.crash?.recovery.max_ms)} s (the server sees the endpoint's stream break and retries with its backoff); DBOS p50 ${seconds(dbosCrash.crash?.recovery.p50_ms)} s, max ${seconds(dbosCrash.crash?.recovery.max_ms)} s (the restarted process recovers its pending workflows at launch).`,
+    `- **${(oursCrash.crash?.recovery.p50_ms ?? 0) > Math.max(restateCrash.crash?.recovery.p50_ms ?? 0, dbosCrash.crash?.recovery.p50_ms ?? 0) ? 'Behind' : 'Not behind'} on median recovery time.** Kill to a run's next step: ours p50 ${seconds(oursCrash.crash?.recovery.p50_ms)} s, max ${seconds(oursCrash.crash?.recovery.max_ms)} s. Its floor is the lease (${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s in this phase, 90 s by default) plus the sweeper's interval (${OURS_CRASH_TIMERS.sweepEveryMs / 1000} s), since a lost worker is only noticed when its lease expires; the restarted worker process took ${seconds(Math.min(...restartMs))}-${seconds(Math.max(...restartMs))} s to come up at this load (${oursCrash.load.before} before the phase), and what lies above that (p99 ${seconds(oursCrash.crash?.recovery.p99_ms)} s) is not broken down further here; Restate p50 ${seconds(restateCrash.crash?.recovery.p50_ms)} s, max ${seconds(restateCrash.crash?.recovery.max_ms)} s (the server sees the endpoint's stream break and retries with its backoff); DBOS p50 ${seconds(dbosCrash.crash?.recovery.p50_ms)} s, max ${seconds(dbosCrash.crash?.recovery.max_ms)} s (the restarted process recovers its pending workflows at launch).`,
   );
   if (r.scale !== null) {
     out.push(
