@@ -65,7 +65,7 @@ export interface LocalStackOptions {
   wrapQueue?: RuntimeConfig['wrapQueue'];
   /** How long one ReceiveMessage long-polls, in ms (rounded up to whole seconds, 1 000..20 000; default 1 000). */
   pollIntervalMs?: number;
-  /** Step batches handled at once (default 4). */
+  /** Step batches handled at once (default 4); 0: no step poller here (another process consumes the step queue). */
   pollerConcurrency?: number;
   /** Step queue visibility timeout in seconds (default 60). */
   visibilityTimeoutSeconds?: number;
@@ -274,23 +274,26 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         };
   gateway.setHandler(controlHandler(runtime, token, engineLog(logger, metrics), site));
 
-  const poller = startPoller({
-    sqs: runtime.clients.sqs,
-    queueUrl: resources.queueUrl,
-    queueArn: resources.queueArn,
-    region: services.region,
-    handler: createStepBatchHandler({
-      engine: runtime.engine,
-      logger,
-      metrics,
-      storeMetrics: runtime.store.metrics,
-    }),
-    visibilityTimeoutSeconds: visibility,
-    waitTimeSeconds: Math.min(20, Math.max(1, Math.ceil((options.pollIntervalMs ?? 1_000) / 1_000))),
-    concurrency: options.pollerConcurrency ?? 4,
-    functionTimeoutMs: visibility * 1_000,
-    logger,
-  });
+  const poller: Poller =
+    options.pollerConcurrency === 0
+      ? { stats: { batches: 0, received: 0, deleted: 0, failed: 0, errors: 0 }, stop: async () => {} }
+      : startPoller({
+          sqs: runtime.clients.sqs,
+          queueUrl: resources.queueUrl,
+          queueArn: resources.queueArn,
+          region: services.region,
+          handler: createStepBatchHandler({
+            engine: runtime.engine,
+            logger,
+            metrics,
+            storeMetrics: runtime.store.metrics,
+          }),
+          visibilityTimeoutSeconds: visibility,
+          waitTimeSeconds: Math.min(20, Math.max(1, Math.ceil((options.pollIntervalMs ?? 1_000) / 1_000))),
+          concurrency: options.pollerConcurrency ?? 4,
+          functionTimeoutMs: visibility * 1_000,
+          logger,
+        });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
 
