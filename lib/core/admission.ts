@@ -57,7 +57,7 @@ export function riskTierOf(requested: RiskTier | undefined, floor: RiskTier = 's
 /**
  * Admits one create by a principal that holds `usage`, or refuses it with `quota_exceeded`
  * naming the limit. `exempt` (system callers, the runtime's own child runs) skips the quotas but
- * not the risk tier.
+ * not the risk tier. The slot taken is the free one `spread` picks (0: the lowest).
  */
 export function admit(
   config: AdmissionConfig,
@@ -65,6 +65,7 @@ export function admit(
   requested: RiskTier | undefined,
   now: number,
   exempt = false,
+  spread = 0,
 ): Admission {
   const risk_tier = riskTierOf(requested, config.risk_tier_floor);
   if (exempt) return { ok: true, risk_tier };
@@ -90,9 +91,12 @@ export function admit(
       retry_after_s: Math.max(1, Math.ceil((start + 60_000 - now) / 1000)),
     };
   }
+  // Concurrent creates of one principal each take a free slot; spreading them over the free
+  // slots (by `spread`, any integer) makes two of them rarely claim the same one.
   const held = new Set(usage.held_slots);
-  let slot = 0;
-  while (held.has(slot)) slot += 1;
+  const free: number[] = [];
+  for (let n = 0; maxLive !== undefined && n < maxLive; n += 1) if (!held.has(n)) free.push(n);
+  const slot = free[Math.abs(spread) % Math.max(free.length, 1)] ?? 0;
   return {
     ok: true,
     risk_tier,

@@ -4,7 +4,7 @@
  * (record, run_started, subject and create-key index items) in one transaction; a server-driven
  * run is then woken. Seed: agent-runs, "Subject, principal and admission".
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
@@ -110,6 +110,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
         input.risk_tier,
         now,
         !quotaLimited,
+        randomInt(1 << 30),
       );
       if (!admitted.ok) {
         const { ok: _ok, code, message, ...details } = admitted;

@@ -298,6 +298,23 @@ describe('admission', () => {
     expect((await quota('alice', 'POST', '/runs', clientRun())).status).toBe(201);
   });
 
+  it('lets no burst of concurrent creates past the live-run limit', async () => {
+    // bob holds one live run from the test above; ten creates race for his last slot.
+    const held = (await quotaRuntime.store.readQuota('user:bob', 0)).held_slots.length;
+    expect(held).toBe(1);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const response = await quota('bob', 'POST', '/runs', clientRun());
+        return { status: response.status, body: (await response.json()) as { details?: { limit?: string } } };
+      }),
+    );
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(refused).toHaveLength(9);
+    for (const a of refused) expect(a.body.details?.limit).toBe('max_live_runs');
+    expect((await quotaRuntime.store.readQuota('user:bob', 0)).held_slots).toHaveLength(2);
+  });
+
   it('refuses the creates of a minute past the rate limit with Retry-After, and writes nothing of them', async () => {
     // The agent acting for alice has its own quota key; its creates run into the rate limit
     // (4 a minute) before its live limit when each run is stopped right away. The clock is put at
