@@ -7,7 +7,8 @@ import { JsonObject, Subject } from './common.ts';
 import { Budgets, OnExceeded, ReducerBinding, RiskTier } from './run.ts';
 
 export const CreateRunInput = z.strictObject({
-  subject: Subject,
+  /** Strict here: an unknown key in a client's subject is a typo, never silently kept. */
+  subject: Subject.strict(),
   reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
   /** The run's first input (run_started.data.input); null when absent. */
   input: z.unknown().default(null),

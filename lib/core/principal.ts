@@ -14,6 +14,15 @@ export function principalKeyOf(p: Principal): string {
 }
 
 /**
+ * The key a principal's admission quotas are counted under: the user an agent acts for, else the
+ * principal itself. Every agent acting for alice counts against alice's quota, so naming a new
+ * agent never buys a fresh quota.
+ */
+export function quotaKeyOf(p: Principal): string {
+  return p.on_behalf_of === undefined ? principalKeyOf(p) : `user:${p.on_behalf_of}`;
+}
+
+/**
  * The key namespace of the create keys the runtime claims for itself (a delegation's child):
  * no client principal key can take this form, so a client create can never claim one.
  */

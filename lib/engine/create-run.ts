@@ -9,7 +9,7 @@ import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/i
 import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
 import { digestOf } from '../core/canonical.ts';
-import { principalFor, principalKeyOf } from '../core/principal.ts';
+import { principalFor, principalKeyOf, quotaKeyOf } from '../core/principal.ts';
 import { createRun as createRunRecord } from '../core/run-machine.ts';
 import { readDecideCommit } from './commit-loop.ts';
 import { commitOf, type EngineDeps, wake } from './deps.ts';
@@ -54,6 +54,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
   const principalKey = principalKeyOf(principal);
+  const quotaKey = quotaKeyOf(principal);
   // What a replayed create key must match: the request, without the key itself.
   const { create_key: _key, ...request } = input;
   const requestDigest = digestOf(request);
@@ -85,7 +86,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
       }
       const [live, usage] = await Promise.all([
         deps.store.findBySubject(input.subject),
-        quotaLimited ? deps.store.readQuota(principalKey, quotaWindowOf(deps.clock.now())) : undefined,
+        quotaLimited ? deps.store.readQuota(quotaKey, quotaWindowOf(deps.clock.now())) : undefined,
       ]);
       const record = live === null ? null : await deps.store.getRun(live);
       return {

@@ -138,7 +138,11 @@ export interface Commit {
    * live-run slot (the record's `quota_slot`) and the creation window's new count. Refused with
    * `quota_moved` when another create of the principal took them first.
    */
-  quota?: { principalKey: string; window?: { start: number; count: number } };
+  quota?: {
+    /** The quota key (lib/core/principal.ts quotaKeyOf): the slot is released under the record's. */
+    principalKey: string;
+    window?: { start: number; count: number };
+  };
 }
 
 /** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */

@@ -75,8 +75,9 @@ export function installAuthAndLimits(
         },
       );
     }
+    // A header sent empty is a capability presented, and a wrong one: never ignored.
     const capability = c.req.header(CAPABILITY_HEADER);
-    c.set('caller', capability ? { ...caller, capability } : caller);
+    c.set('caller', capability !== undefined ? { ...caller, capability } : caller);
     return next();
   });
 

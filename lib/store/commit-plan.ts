@@ -43,7 +43,7 @@ import { createHash } from 'node:crypto';
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
-import { principalKeyOf } from '../core/principal.ts';
+import { principalKeyOf, quotaKeyOf } from '../core/principal.ts';
 import type { Fence } from '../core/run-machine.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
@@ -449,7 +449,7 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
       writes.push({
         op: 'delete',
         role: 'quota_release',
-        key: { pk: quotaPk(principalKeyOf(record.principal)), sk: quotaSlotSk(record.quota_slot) },
+        key: { pk: quotaPk(quotaKeyOf(record.principal)), sk: quotaSlotSk(record.quota_slot) },
       });
     }
   }

@@ -22,6 +22,7 @@ const PRINCIPALS: Record<string, Principal> = {
   alice: { kind: 'user', id: 'alice' },
   bob: { kind: 'user', id: 'bob' },
   planner: { kind: 'agent', id: 'planner', on_behalf_of: 'alice' },
+  carol: { kind: 'user', id: 'carol' },
   ops: { kind: 'system', id: 'ops' },
 };
 type Who = keyof typeof PRINCIPALS;
@@ -205,6 +206,11 @@ describe('controls', () => {
     expect(wrongOther.status).toBe(404);
     const ops = await control('ops', run.run_id, 'steer');
     expect(ops.status).toBe(200);
+    // A capability header sent empty is refused, not read as absent.
+    const empty = await control('alice', run.run_id, 'pause', { capability: '' });
+    expect(empty.status).toBe(400);
+    expect(JSON.stringify(await empty.json())).toContain('x-control-capability');
+    expect((await stored(run.run_id)).pause_requested).toBeUndefined();
   });
 
   it('never writes the capability into any item, event, view, listing, error or log line of the run', async () => {
@@ -298,6 +304,18 @@ describe('admission', () => {
     expect((await quota('alice', 'POST', '/runs', clientRun())).status).toBe(201);
   });
 
+  it("counts every agent acting for alice against alice's quota: a new agent name buys nothing", async () => {
+    // alice holds two live runs from the first test of this block.
+    expect((await quotaRuntime.store.readQuota('user:alice', 0)).held_slots).toHaveLength(2);
+    for (const agent of ['helper-1', 'helper-2']) {
+      const response = await quota('alice', 'POST', '/runs', clientRun({ as_agent: agent }));
+      expect(response.status).toBe(429);
+      expect(await response.json()).toMatchObject({ details: { limit: 'max_live_runs' } });
+    }
+    const byPlanner = await quota('planner', 'POST', '/runs', clientRun());
+    expect(byPlanner.status).toBe(429);
+  });
+
   it('lets no burst of concurrent creates past the live-run limit', async () => {
     // bob holds one live run from the test above; ten creates race for his last slot.
     const held = (await quotaRuntime.store.readQuota('user:bob', 0)).held_slots.length;
@@ -316,20 +334,20 @@ describe('admission', () => {
   });
 
   it('refuses the creates of a minute past the rate limit with Retry-After, and writes nothing of them', async () => {
-    // The agent acting for alice has its own quota key; its creates run into the rate limit
-    // (4 a minute) before its live limit when each run is stopped right away. The clock is put at
-    // the first second of a minute, so all six creates fall in one window.
+    // carol's creates run into the rate limit (4 a minute) before her live limit when each run is
+    // stopped right away. The clock is put at the first second of a minute, so all six creates
+    // fall in one window.
     const now = Date.now() + clockOffset;
     clockOffset += 60_000 - (now % 60_000) + 1_000;
     const statuses: number[] = [];
     let refused: Response | undefined;
     for (let i = 0; i < 6; i += 1) {
       const subject = uniqueSubject();
-      const response = await quota('planner', 'POST', '/runs', clientRun({ subject }));
+      const response = await quota('carol', 'POST', '/runs', clientRun({ subject }));
       statuses.push(response.status);
       if (response.status === 201) {
         const { run } = (await response.json()) as { run: RunRecord };
-        await quota('planner', 'POST', `/runs/${run.run_id}/controls`, {
+        await quota('carol', 'POST', `/runs/${run.run_id}/controls`, {
           control_id: `c-${i}`,
           command: 'stop',
         });

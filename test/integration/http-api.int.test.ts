@@ -616,6 +616,14 @@ describe('HTTP API: authentication, routing', () => {
     expect(allowed.status).toBe(200);
   });
 
+  it('refuses an unknown key inside the subject as it does at the top level of a create', async () => {
+    const response = await request('POST', '/runs', {
+      body: { subject: { ...uniqueSubject(), extra: 1 }, reducer: null },
+    });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await json(response))).toContain('extra');
+  });
+
   it('refuses a wrong capability with 403 capability_invalid to the owner, and with 404 to anyone else', async () => {
     const { run } = await createRun('/r/ask');
     const owner = await request('GET', `/runs/${run.run_id}`, {
