@@ -72,8 +72,15 @@ export interface StoredFunctionRegistryOptions {
   bucket: string;
   /** Built-in artifacts: read first, never overwritten. */
   builtins: FunctionRegistry;
-  /** Milliseconds since the epoch, for `updated_at` (default Date.now). */
+  /** Milliseconds since the epoch, for `updated_at` and the item cache (default Date.now). */
   now?: () => number;
+  /**
+   * How long a looked-up item is reused before it is read again (ms, default 5 000; 0 reads on
+   * every `get`). A step reads its run's reducer path at every reducer call; a cached item only
+   * delays noticing a newly published artifact (reducer_changed) by up to this long, and a run
+   * always executes the bytes of the hash it pinned, never a stale substitute.
+   */
+  itemCacheMs?: number;
 }
 
 /**
@@ -89,6 +96,34 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
   const { doc, tableName: TableName, s3, bucket: Bucket, builtins } = options;
   const now = options.now ?? (() => Date.now());
   const bytesByHash = new Map<string, Uint8Array>();
+  const itemCacheMs = options.itemCacheMs ?? 5_000;
+  const items = new Map<string, { item: z.infer<typeof FunctionItem> | null; at: number }>();
+
+  /** The item of `functionPath` (null: none), read again once the cached one is itemCacheMs old. */
+  async function readItem(functionPath: string): Promise<z.infer<typeof FunctionItem> | null> {
+    const cached = items.get(functionPath);
+    if (cached !== undefined && now() - cached.at < itemCacheMs) return cached.item;
+    const out = await doc.send(
+      new GetCommand({ TableName, Key: functionItemKey(functionPath), ConsistentRead: true }),
+    );
+    if (out.Item === undefined) {
+      items.set(functionPath, { item: null, at: now() });
+      return null;
+    }
+    const parsed = FunctionItem.safeParse(out.Item);
+    if (!parsed.success) {
+      throw new StoredRegistryError(
+        'item_invalid',
+        functionPath,
+        `the item of ${functionPath} is malformed`,
+        {
+          cause: parsed.error,
+        },
+      );
+    }
+    items.set(functionPath, { item: parsed.data, at: now() });
+    return parsed.data;
+  }
 
   async function readBytes(functionPath: string, hash: string): Promise<Uint8Array> {
     const cached = bytesByHash.get(hash);
@@ -121,22 +156,8 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
     async get(functionPath) {
       const builtin = await builtins.get(functionPath);
       if (builtin !== null) return builtin;
-      const out = await doc.send(
-        new GetCommand({ TableName, Key: functionItemKey(functionPath), ConsistentRead: true }),
-      );
-      if (out.Item === undefined) return null;
-      const parsed = FunctionItem.safeParse(out.Item);
-      if (!parsed.success) {
-        throw new StoredRegistryError(
-          'item_invalid',
-          functionPath,
-          `the item of ${functionPath} is malformed`,
-          {
-            cause: parsed.error,
-          },
-        );
-      }
-      const item = parsed.data;
+      const item = await readItem(functionPath);
+      if (item === null) return null;
       const bytes = await readBytes(functionPath, item.hash);
       return { function_path: functionPath, kind: item.kind, bytes, hash: item.hash };
     },
@@ -169,6 +190,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
           ],
         }),
       );
+      items.delete(functionPath);
       bytesByHash.set(hash, copy.slice());
       return { function_path: functionPath, kind, bytes: copy, hash };
     },

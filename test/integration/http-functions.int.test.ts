@@ -27,8 +27,9 @@ afterAll(() => clients.destroy());
 const encode = (s: string) => new TextEncoder().encode(s);
 const BUILTIN = '/lib/test/builtin';
 
-function registry() {
+function registry(extra: { now?: () => number; itemCacheMs?: number } = {}) {
   return createStoredFunctionRegistry({
+    ...extra,
     doc: clients.doc,
     tableName: local.tableName,
     s3: clients.s3,
@@ -83,6 +84,28 @@ describe('stored function registry', () => {
       new GetObjectCommand({ Bucket: local.bucketName, Key: artifactObjectKey(v1.hash) }),
     );
     expect(await old.Body?.transformToString()).toBe('export const v = 1;');
+  });
+
+  it("reuses a looked-up item for itemCacheMs, then sees another container's new artifact", async () => {
+    let t = 1_000_000;
+    const reader = registry({ now: () => t, itemCacheMs: 5_000 });
+    const writer = registry();
+    const path = uniquePath();
+    const first = await writer.put(path, 'js', encode('export const v = 1;'));
+    expect((await reader.get(path))?.hash).toBe(first.hash);
+    const second = await writer.put(path, 'js', encode('export const v = 2;'));
+    // Within the window the reader still names the first artifact (and serves its own bytes).
+    t += 4_999;
+    const cached = await reader.get(path);
+    expect(cached?.hash).toBe(first.hash);
+    expect(new TextDecoder().decode(cached?.bytes)).toBe('export const v = 1;');
+    t += 1;
+    expect((await reader.get(path))?.hash).toBe(second.hash);
+    // With no cache, every get reads the item.
+    const eager = registry({ itemCacheMs: 0 });
+    expect((await eager.get(path))?.hash).toBe(second.hash);
+    const third = await writer.put(path, 'js', encode('export const v = 3;'));
+    expect((await eager.get(path))?.hash).toBe(third.hash);
   });
 
   it('serves built-ins first and refuses to overwrite them', async () => {
