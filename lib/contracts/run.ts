@@ -163,6 +163,8 @@ export const CONTROL_REJECTION_REASONS = [
   'request_kind_mismatch',
   'not_paused',
   'reducer_change_not_accepted',
+  /** resume of a run whose pending operation a budget would still refuse (raise it with budget_increase). */
+  'budget_still_exceeded',
   /** stop or pause of a run already stopping (cancelling). */
   'already_stopping',
   /** pause of a run already paused. */

@@ -71,7 +71,11 @@ export function nextMove(record: RunRecord, now: number, fenceHeld: boolean): { 
     case 'budget_exhausted':
       return { guard, move: 'start_operation' };
     default:
+      // Every boundary between operations consumes the queued steers: the reducer sees them
+      // (user_input) before the pending operation starts, and may re-ask its model turn.
+      if (record.queued_steers.length > 0 && (op === null || pending))
+        return { guard, move: 'consume_steers' };
       if (pending) return { guard, move: 'start_operation' };
-      return { guard, move: op === null && record.queued_steers.length > 0 ? 'consume_steers' : 'rest' };
+      return { guard, move: 'rest' };
   }
 }

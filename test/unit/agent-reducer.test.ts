@@ -594,13 +594,15 @@ describe('steers (user_input)', () => {
     expect(driver.expectPending('request_model_turn').context).toMatchObject({ transcript: { to_seq: 4 } });
   });
 
-  it('asks the model again instead of the user when a text reply predates a steer', () => {
+  it('asks its awaited model turn again, cut at the steer, when a steer arrives before that turn', () => {
     const driver = started();
-    driver.steer('Actually, order 8.');
-    const response = driver.modelTurn('Which order?');
+    const before = driver.expectPending('request_model_turn');
+    const response = driver.steer('Actually, order 8.');
 
     expect(response.effects.map((e) => e.kind)).toEqual(['request_model_turn']);
-    expect(driver.expectPending('request_model_turn').context).toMatchObject({ transcript: { to_seq: 3 } });
+    const again = driver.expectPending('request_model_turn');
+    expect(again.effect_id).not.toBe(before.effect_id);
+    expect(again.context).toMatchObject({ transcript: { to_seq: 2 } });
   });
 });
 

@@ -11,10 +11,12 @@ import {
   type RunEvent,
   type RunRecord,
 } from '../../contracts/index.ts';
+import { type BudgetExceeded, checkBudgets } from '../budgets.ts';
 import {
   append,
   closeAllRequests,
   type Draft,
+  discardedSteers,
   dropGatedOperation,
   ev,
   finish,
@@ -207,7 +209,7 @@ export function stopRun(
     ev('stopped', now, { reason, ...(controlId ? { control_id: controlId } : {}) }),
     ...closing.events,
   ];
-  if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
+  newEvents.push(...discardedSteers(draft, now));
   const stopped = {
     ...draft,
     status: 'stopped',
@@ -258,6 +260,13 @@ function resumeRun(
     const k = key as keyof Budgets;
     if (typeof inc === 'number') budgets[k] = (budgets[k] ?? 0) + inc;
   }
+  const still = stillExceeded(record, budgets, now);
+  if (still !== null) {
+    return reject(
+      'budget_still_exceeded',
+      `${still.which} is still exceeded (used ${still.used} of ${still.limit}): resume with a budget_increase that covers it`,
+    );
+  }
   let reducer = record.reducer;
   if (control.accept_reducer_change === true && reducer !== null) {
     const { artifact_hash: _dropped, ...rest } = reducer;
@@ -277,6 +286,22 @@ function resumeRun(
     now,
   );
   return finish(settleIdle(appended.draft, now), appended.events);
+}
+
+/**
+ * The budget that would refuse the pending operation at once after a resume with `budgets`
+ * (consecutive failures count from zero again after a resume), or null. A resume that cannot
+ * resume is rejected rather than applied and re-paused. Seed: agent-runs, "Budgets".
+ */
+function stillExceeded(record: RunRecord, budgets: Budgets, now: number): BudgetExceeded | null {
+  const op = record.operation;
+  if (op === null || op.started_at !== null) return null;
+  const resumed = {
+    ...record,
+    budgets,
+    counters: { ...record.counters, consecutive_op_failures: 0 },
+  };
+  return checkBudgets(resumed, op, now);
 }
 
 /** The ids of model tool calls the run still owes the model an answer for. */

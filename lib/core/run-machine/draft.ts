@@ -189,6 +189,19 @@ export function closeAllRequests(
   return { events, discarded: draft.queued_steers.length };
 }
 
+/**
+ * The steers_discarded event of a run that ends with steers still queued: `{count, control_ids}`
+ * (the control_ids of the steer controls, oldest first), or none. Seed: agent-runs, "Controls"
+ * (stop: "queued steers discarded").
+ */
+export function discardedSteers(record: Pick<RunRecord, 'queued_steers'>, now: number): NewRunEvent[] {
+  const steers = record.queued_steers;
+  if (steers.length === 0) return [];
+  return [
+    ev('steers_discarded', now, { count: steers.length, control_ids: steers.map((s) => s.control_id) }),
+  ];
+}
+
 /** Drops a pending operation whose gating approval was rejected, expired or withdrawn. */
 export function dropGatedOperation(draft: Draft, request: OpenRequest): Draft {
   const op = draft.operation;

@@ -7,6 +7,7 @@ import type { NewRunEvent, Operation, RunRecord, Usage } from '../../contracts/i
 import {
   append,
   type Draft,
+  discardedSteers,
   ev,
   finish,
   hasWork,
@@ -131,9 +132,7 @@ export function takeOver(record: RunRecord, now: number, wakeDelayMs = 0): Trans
       );
     }
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
-    if (record.queued_steers.length > 0) {
-      newEvents.push(ev('steers_discarded', now, { count: record.queued_steers.length }));
-    }
+    newEvents.push(...discardedSteers(record, now));
     const usage = op.started_at !== null ? usageOfEnded(draft.usage, op) : draft.usage;
     const appended = append(
       { ...draft, usage, status: 'stopped', ...terminalFields(record, now, 'stopped') } as Draft,

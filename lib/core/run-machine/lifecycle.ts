@@ -18,6 +18,7 @@ import {
   clearedEpoch,
   closeAllRequests,
   type Draft,
+  discardedSteers,
   ev,
   finish,
   type Ok,
@@ -122,7 +123,7 @@ export function failRun(
   } as Draft;
   const closing = closeAllRequests(draft, now, 'run_ended');
   const newEvents = [...closing.events];
-  if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
+  newEvents.push(...discardedSteers(draft, now));
   newEvents.push(ev('run_failed', now, { code }));
   const ended = {
     ...draft,

@@ -18,6 +18,7 @@ import {
   append,
   closeAllRequests,
   type Draft,
+  discardedSteers,
   ev,
   finish,
   operationGated,
@@ -231,7 +232,7 @@ export function finishOperation(
     newEvents.push(ev('stopped', now, { reason: record.stop_reason }));
     const closing = closeAllRequests(draft, now, 'stopped');
     newEvents.push(...closing.events);
-    if (closing.discarded > 0) newEvents.push(ev('steers_discarded', now, { count: closing.discarded }));
+    newEvents.push(...discardedSteers(draft, now));
     const stopped = {
       ...draft,
       status: 'stopped',

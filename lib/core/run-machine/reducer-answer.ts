@@ -16,6 +16,7 @@ import {
   clearedEpoch,
   closeAllRequests,
   type Draft,
+  discardedSteers,
   dropGatedOperation,
   ev,
   finish,
@@ -95,6 +96,16 @@ function requestOf(
 }
 
 /**
+ * Whether `effect` may replace the pending operation `op`: a request_model_turn replaces a model
+ * turn that has not started (the reducer re-asks with a newer transcript, e.g. after a steer it
+ * saw at the boundary before that turn). Anything else while an operation is pending is
+ * multiple_operations. Seed: agent-runs, "Controls" (steer: "consumed at the next safe boundary").
+ */
+function supersedes(op: Operation, effect: Effect): boolean {
+  return op.started_at === null && op.kind === 'model_turn' && effect.kind === 'request_model_turn';
+}
+
+/**
  * One non-terminal effect applied to the draft (complete and fail are applied after every other
  * effect, so that an earlier gap is recorded first). Null: an operation effect while another
  * operation is pending.
@@ -109,7 +120,7 @@ function applyEffect(
   switch (effect.kind) {
     case 'call_tool':
     case 'request_model_turn': {
-      if (draft.operation !== null) return null;
+      if (draft.operation !== null && !supersedes(draft.operation, effect)) return null;
       const n = draft.counters.next_op + 1;
       const next = {
         ...draft,
@@ -182,7 +193,7 @@ function endByEffect(
 ): Step {
   const closing = closeAllRequests(draft, now, 'run_ended');
   const events: NewRunEvent[] = [...closing.events];
-  if (closing.discarded > 0) events.push(ev('steers_discarded', now, { count: closing.discarded }));
+  events.push(...discardedSteers(draft, now));
   if (effect.kind === 'complete') {
     events.push(ev('run_completed', now, { outcome: effect.outcome, summary: effect.summary ?? null }));
     const ended = {
@@ -209,7 +220,8 @@ function endByEffect(
  * Applies a validated reducer answer to the event at the inbox head: advances reduced_seq and
  * state_rev, records the projection, and applies each effect (operation, requests, checkpoint,
  * terminal). An operation effect while another operation is pending fails the run
- * (reducer_refused:multiple_operations). Seed: agent-run-contracts, "Response", effect table.
+ * (reducer_refused:multiple_operations), except a request_model_turn replacing a model turn that
+ * has not started. Seed: agent-run-contracts, "Response", effect table.
  */
 export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now: number): TransitionResult {
   if (record.inbox[0] !== answer.event_seq) {

@@ -170,9 +170,12 @@ export function onUserInput(ctx: Reduction): HandlerResult {
   const state = ctx.state;
   const open = Array.isArray(ctx.run.open_requests) ? ctx.run.open_requests : [];
   state.streak = { key: '', count: 0 };
-  const interrupts = state.phase === 'user' || (state.phase === 'tool' && open.length > 0);
+  // Core delivers a steer only between operations, so an awaited model turn has not started:
+  // it is asked again with the transcript cut at the steer (core replaces the pending turn).
+  const interrupts =
+    state.phase === 'user' || state.phase === 'model' || (state.phase === 'tool' && open.length > 0);
   if (!interrupts) {
-    // A model turn or a tool call is in progress: the next model turn will see the steer.
+    // A tool call is pending: the model turn after it will see the steer.
     state.steer_seq = ctx.event.seq;
     return;
   }

@@ -34,8 +34,10 @@
  *     Other reasons (withdrawn, cancelled) change nothing.
  *   user_input (a steer): when requests are open (run.open_requests) and the reducer waits for
  *     the user or for an approval/external result, every open request is withdrawn, calls not
- *     run are answered 'not_executed', and a model turn is requested. Otherwise (a model turn or
- *     a tool call is in progress) the steer is recorded and the next model turn sees it; a
+ *     run are answered 'not_executed', and a model turn is requested. While a model turn is
+ *     awaited (core delivers steers only between operations, so it has not started) the turn is
+ *     requested again with the transcript cut at the steer: core replaces the pending one.
+ *     While a tool call is awaited the steer is recorded and the next model turn sees it; a
  *     text-only reply that predates the steer is followed by a new model turn, not ask_user.
  *   operation_failed (the awaited effect): a model turn is re-requested while retries are left,
  *     then fail{code: 'model_turn_failed'}; a tool call is re-issued (same call, same args) when
