@@ -23,6 +23,16 @@ export const ToolMetadata = z.object({
     .positive()
     .default(256 * 1024),
   approval: ApprovalPolicy.default('never'),
+  /**
+   * How long (ms) a `waiting` answer's result request stays open before it closes `expired`
+   * (default: the deployment's, 24 hours). At most 30 days.
+   */
+  result_expires_in_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(30 * 24 * 3_600_000)
+    .optional(),
 });
 export type ToolMetadata = z.infer<typeof ToolMetadata>;
 

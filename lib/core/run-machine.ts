@@ -17,6 +17,13 @@ export {
 } from './run-machine/controls.ts';
 export { childEnded, isDelegation, settleOwed } from './run-machine/delegation.ts';
 export {
+  type DeliveryDecision,
+  decideDelivery,
+  EARLY_RESULT_TTL_MS,
+  RESULT_EXPIRY_MS,
+  type ResumeKeyEntry,
+} from './run-machine/deliveries.ts';
+export {
   chain,
   hasWork,
   InvariantViolation,
@@ -40,4 +47,10 @@ export {
 export { type CreateRunParams, createRun, failRun, pauseRun } from './run-machine/lifecycle.ts';
 export { finishOperation, type OperationResult, startOperation } from './run-machine/operations.ts';
 export { applyReducerAnswer, type ReducerAnswer } from './run-machine/reducer-answer.ts';
-export { consumeSteer, deliverResult, expireRequests, gateOperation } from './run-machine/requests.ts';
+export {
+  consumeSteer,
+  type DeliveryMark,
+  deliverResult,
+  expireRequests,
+  gateOperation,
+} from './run-machine/requests.ts';

@@ -23,6 +23,13 @@ export type CommitFailure =
   | 'quota_moved'
   /** The control id already has an ack (a concurrent duplicate): re-read the ack. */
   | 'control_ack_exists'
+  /**
+   * A wait on a resume key for which a result arrived first (held by the key): read it and
+   * deliver it in the same commit as the wait.
+   */
+  | 'early_result_held'
+  /** The early result a commit applied is no longer held (it expired): recompute without it. */
+  | 'early_result_gone'
   /** A bug: the request itself is invalid (too many items, a bad expression). Fail loudly. */
   | 'validation';
 

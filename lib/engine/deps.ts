@@ -13,7 +13,7 @@ import {
 } from '../contracts/index.ts';
 import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
-import { hasWork, LEASE_TTL_MS } from '../core/run-machine.ts';
+import { EARLY_RESULT_TTL_MS, hasWork, LEASE_TTL_MS, RESULT_EXPIRY_MS } from '../core/run-machine.ts';
 import type { Clock, Commit, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './ports.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
@@ -43,6 +43,10 @@ export interface EngineOptions {
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
   admission?: AdmissionConfig;
+  /** How long a result request stays open when its tool names no result_expires_in_ms (ms, default 24 h). */
+  resultExpiresInMs?: number;
+  /** How long a result that arrived before its wait is held by its resume_key (ms, default 15 min). */
+  earlyResultTtlMs?: number;
   /** Fault injection: throw from here to simulate a crash at that point. */
   faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
   log?: Log;
@@ -64,6 +68,8 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     heartbeatMs: options.heartbeatMs ?? 30_000,
     wakeGraceMs: options.wakeGraceMs ?? 60_000,
     admission: options.admission ?? {},
+    resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,
+    earlyResultTtlMs: options.earlyResultTtlMs ?? EARLY_RESULT_TTL_MS,
     faults: options.faults ?? (() => {}),
     log: options.log ?? (() => {}),
   };

@@ -73,7 +73,15 @@ export async function executeOperation(
     return { kind: 'tool_result', envelope: await ctx.delegation.startChild(record, op) };
   }
   if (effect.kind === 'call_tool') {
-    return { kind: 'tool_result', envelope: await ctx.tools.execute(toolRequestOf(record, op), signal) };
+    const envelope = await ctx.tools.execute(toolRequestOf(record, op), signal);
+    if (envelope.status !== 'waiting') return { kind: 'tool_result', envelope };
+    // Nothing waits forever: the result request closes `expired` after the tool's expiry.
+    const tool = ctx.tools.list().find((t) => t.name === effect.tool);
+    return {
+      kind: 'tool_result',
+      envelope,
+      result_expires_in_ms: tool?.metadata.result_expires_in_ms ?? ctx.resultExpiresInMs,
+    };
   }
   if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, eventsFrom);
   return {

@@ -6,9 +6,10 @@
  */
 import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
-import { applyControl, deliverResult } from './controls.ts';
+import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
+import { type DeliveryAck, deliverResult } from './deliveries.ts';
 import { type EngineContext, type EngineOptions, resolveDeps } from './deps.ts';
 import type { CheckpointItem } from './ports.ts';
 import {
@@ -23,6 +24,7 @@ import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 
 export type { CreateRunOutput } from './create-run.ts';
+export type { DeliveryAck } from './deliveries.ts';
 export type { CrashPoint, EngineOptions } from './deps.ts';
 export { needsStep } from './deps.ts';
 export type { ChildRunSummary, EventPage, EventQuery, RunListing, RunListQuery } from './reads.ts';
@@ -44,7 +46,13 @@ export interface Engine {
   /** The child runs `runId` delegated to, oldest first. */
   listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
-  deliverResult(resumeKey: string, result: unknown, caller: Caller): Promise<{ run_id: string; seq: number }>;
+  /** Delivers an external result by resume_key; `deliveryId` makes a repeat a duplicate. */
+  deliverResult(
+    resumeKey: string,
+    result: unknown,
+    caller: Caller,
+    deliveryId?: string,
+  ): Promise<DeliveryAck>;
   stepRun(runId: string): Promise<StepOutcome>;
   sweep(shards?: number[]): Promise<SweepReport>;
 }
@@ -70,7 +78,8 @@ export function createEngine(options: EngineOptions): Engine {
     getCheckpoint: reads.getCheckpoint,
     listChildren: reads.listChildren,
     applyControl: (runId, control, caller) => applyControl(ctx, runId, control, caller),
-    deliverResult: (resumeKey, result, caller) => deliverResult(ctx, resumeKey, result, caller),
+    deliverResult: (resumeKey, result, caller, deliveryId) =>
+      deliverResult(ctx, resumeKey, result, caller, deliveryId),
     stepRun: (runId) => stepRun(ctx, runId),
     sweep: (shards) => sweep(ctx, shards),
   };

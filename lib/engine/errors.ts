@@ -21,6 +21,12 @@ export type EngineErrorCode =
   | 'unauthorized'
   | 'reducer_not_found'
   | 'resume_key_not_found'
+  /** Another delivery (another delivery_id) was already applied to the resume key (409). */
+  | 'result_already_delivered'
+  /** Another result is held for the resume key until its wait is recorded (409). */
+  | 'result_already_held'
+  /** A body above a size limit (413). */
+  | 'payload_too_large'
   | 'run_terminal'
   | 'store_unavailable';
 

@@ -19,7 +19,7 @@ import type {
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
-import type { Fence } from '../core/run-machine.ts';
+import type { Fence, ResumeKeyEntry } from '../core/run-machine.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
 export interface Clock {
@@ -161,6 +161,20 @@ export interface CreateKeyItem {
   request_digest?: string;
 }
 
+/** What a resume key holds (see RunStore.readResumeKey). */
+export type { ResumeKeyEntry };
+
+/** A result to hold for a resume key no wait holds yet. */
+export interface EarlyResultHold {
+  resume_key: string;
+  /** The body as delivered (JSON text). */
+  body: string;
+  delivery_id?: string;
+  received_at: number;
+  /** ms epoch after which the held result no longer counts. */
+  expires_at: number;
+}
+
 export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
   /** Run record and one control ack in one consistent BatchGetItem. */
@@ -191,7 +205,20 @@ export interface RunStore {
   readQuota(principalKey: string, windowStart: number): Promise<QuotaUsage>;
   /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
   listChildren(parentRunId: string): Promise<string[]>;
+  /** The run and operation waiting on a resume key (also after a delivery with a delivery_id was applied), or null. */
   findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;
+  /**
+   * What a resume key holds at `now` (strongly consistent): a wait (with the delivery applied to
+   * it, when one with a delivery_id was), a live early result, or null (an expired early result
+   * counts as nothing).
+   */
+  readResumeKey(resumeKey: string, now: number): Promise<ResumeKeyEntry | null>;
+  /**
+   * Holds a result that arrived before its wait was recorded. False (nothing written) when the
+   * key is not free: a wait or an applied delivery holds it, or another live early result.
+   * Throws CommitTooLarge above EARLY_RESULT_LIMIT bytes.
+   */
+  holdEarlyResult(hold: EarlyResultHold): Promise<boolean>;
   /** Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting). */
   sweepCandidates(shard: number, now: number, limit: number): Promise<string[]>;
   /** Runs by status (newest first), paged by an opaque cursor. */

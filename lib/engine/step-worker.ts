@@ -30,6 +30,7 @@ import { deliverAfterEnd } from './after-end.ts';
 import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
+import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { askReducer } from './reducer-delivery.ts';
 
@@ -117,6 +118,8 @@ class StepWorker {
   /** Children whose waits this worker's commits closed without their result. */
   readonly detached: string[] = [];
   operationsRun = 0;
+  /** Rounds of early results staged into one commit (bounded). */
+  earlyRounds = 0;
 
   constructor(ctx: EngineContext, base: RunRecord, fence: Fence) {
     this.ctx = ctx;
@@ -281,10 +284,15 @@ class StepWorker {
         }
         if (!(err instanceof CommitRejected)) throw err;
         if (err.reason === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
-        if (err.reason !== 'stale_version') throw err;
+        if (err.reason === 'early_result_held' && (await this.stageEarlyResults())) continue;
+        if (err.reason !== 'stale_version' && err.reason !== 'early_result_gone') throw err;
         // A concurrent commit (a control) took the version: replay the staged moves on it and
         // commit again, without redoing any work.
-        const current = err.current ?? (await this.ctx.store.getRun(this.base.run_id));
+        // (An early result that is gone is not replayed: recompute without it.)
+        const current =
+          err.reason === 'stale_version'
+            ? (err.current ?? (await this.ctx.store.getRun(this.base.run_id)))
+            : null;
         if (current !== null && ownsLease(current, this.fence) && this.rebase(current)) {
           this.rebases += 1;
           continue;
@@ -294,6 +302,18 @@ class StepWorker {
         if (!this.stageResult()) throw new LeaseLost('operation no longer ours');
       }
     }
+  }
+
+  /**
+   * A wait this commit records met a result that arrived first: stage its delivery on top, so
+   * the same commit records the wait and applies the result. False after a few rounds without
+   * progress (the refusal is then thrown).
+   */
+  async stageEarlyResults(): Promise<boolean> {
+    this.earlyRounds += 1;
+    if (this.earlyRounds > 3) return false;
+    for (const move of await earlyDeliveries(this.ctx, this.events)) this.stage(move);
+    return true;
   }
 
   /**
@@ -326,6 +346,7 @@ class StepWorker {
 
   /** Takes `stored` as the base after a commit: nothing is staged any more. */
   committed(stored: RunRecord): void {
+    this.earlyRounds = 0;
     this.base = stored;
     this.staged = stored;
     this.moves = [];

@@ -15,7 +15,7 @@
  *   GET  /runs/{id}/checkpoints[/{n}]  200
  *   GET  /runs/{id}/children           200
  *   POST /runs/{id}/controls           200 ack, whether applied, duplicate or rejected
- *   POST /results/{resume_key}         200 {run_id, seq}
+ *   POST /results/{resume_key}         200 {ack: applied|duplicate, ...}; 202 {ack: held} (no wait yet)
  *   GET  /v1/tools                     200 {tools}
  *   PUT  /functions/{path+}            200 artifact summary (admin)
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)

@@ -38,6 +38,10 @@ export const HTTP_ERROR_STATUS = {
   subject_busy: 409,
   /** The create key was already used for a different request. */
   create_key_reused: 409,
+  /** Another delivery (another delivery_id) was already applied to the resume key. */
+  result_already_delivered: 409,
+  /** Another result is held for the resume key until its wait is recorded. */
+  result_already_held: 409,
   /** The run ended: results can no longer be delivered to it. */
   run_terminal: 409,
   /** The function path names a built-in artifact, which cannot be replaced. */

@@ -14,6 +14,7 @@ import {
   ControlAck,
   CreateRunInput,
   CreateRunResponse,
+  DeliveryQuery,
   DeliveryResponse,
   ErrorBody,
   EventPage,
@@ -21,6 +22,7 @@ import {
   FunctionArtifact,
   FunctionParams,
   Health,
+  HeldDeliveryResponse,
   ListRunsQuery,
   ResultBody,
   ResumeKeyParams,
@@ -236,11 +238,16 @@ export const deliverRoute = createRoute({
   summary: 'Deliver the result a waiting operation parked under resume_key.',
   request: {
     params: ResumeKeyParams,
+    query: DeliveryQuery,
     headers: CapabilityHeaders,
     body: { required: true, content: json(ResultBody) },
   },
   responses: {
-    200: { description: 'Delivered: the seq of the result event.', content: json(DeliveryResponse) },
+    200: {
+      description: 'Delivered (the seq of the result event), or a duplicate.',
+      content: json(DeliveryResponse),
+    },
+    202: { description: 'Held: the wait is not recorded yet.', content: json(HeldDeliveryResponse) },
     ...errors(400, 403, 404, 409, 413, 415),
   },
 });

@@ -68,7 +68,9 @@ export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: 
   });
 
   app.openapi({ ...deliverRoute, middleware: [jsonBody] }, async (c) => {
-    const out = await engine.deliverResult(c.req.valid('param').resume_key, c.req.valid('json'), callerOf(c));
-    return c.json(out, 200);
+    const { delivery_id } = c.req.valid('query');
+    const key = c.req.valid('param').resume_key;
+    const out = await engine.deliverResult(key, c.req.valid('json'), callerOf(c), delivery_id);
+    return out.ack === 'held' ? c.json(out, 202) : c.json(out, 200);
   });
 }

@@ -204,9 +204,38 @@ export const ResultBody = z.unknown().openapi('ResultBody', {
   description: 'A raisin.tool-result/1 envelope, or any JSON value (normalized with legacy: true).',
 });
 
+/** The caller-chosen id of a delivery: a repeat with the same id is answered as a duplicate. */
+export const DeliveryQuery = z.object({
+  delivery_id: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[A-Za-z0-9._:~-]+$/, 'letters, digits and . _ : ~ -')
+    .optional()
+    .openapi({
+      param: { name: 'delivery_id', in: 'query' },
+      description:
+        'Caller-chosen id of this delivery: a repeat gets {ack: "duplicate", original_seq} instead of a second result. Without it a repeat cannot be recognized.',
+    }),
+});
+
 export const DeliveryResponse = z
-  .object({ run_id: z.string(), seq: z.number().int().positive() })
-  .openapi('DeliveryResponse');
+  .union([
+    z.object({ ack: z.literal('applied'), run_id: z.string(), seq: z.number().int().positive() }),
+    z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() }),
+    z.object({ ack: z.literal('duplicate'), held: z.literal(true), expires_at: z.number().int() }),
+  ])
+  .openapi('DeliveryResponse', {
+    description:
+      'applied: the seq of the tool_result; duplicate: a delivery_id already applied (original_seq) or still held (held).',
+  });
+
+export const HeldDeliveryResponse = z
+  .object({ ack: z.literal('held'), resume_key: z.string(), expires_at: z.number().int() })
+  .openapi('HeldDeliveryResponse', {
+    description:
+      'No wait on the key is recorded yet: the result is held by its resume_key until expires_at (ms epoch) and applied once when the wait is recorded.',
+  });
 
 export const ToolList = z.object({ tools: z.array(ToolDescriptor) }).openapi('ToolList');
 

@@ -21,6 +21,7 @@ import {
   BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
@@ -43,6 +44,7 @@ import {
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
+  planEarlyResult,
   quotaPk,
   quotaWindowSk,
   resumeKeyPk,
@@ -58,8 +60,10 @@ import {
   eventOf,
   quotaUsageOf,
   recordOf,
+  resumeKeyEntryOf,
   stateOf,
   takeContiguous,
+  waitOf,
 } from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
@@ -87,6 +91,18 @@ function renderCondition(condition: Condition): {
       return {
         expression: 'attribute_not_exists(pk) OR run_id = :rid',
         values: { ':rid': condition.run_id },
+      };
+    case 'no_live_early':
+      return {
+        expression: 'attribute_not_exists(early_json) OR early_expires_at <= :now',
+        values: { ':now': condition.now },
+      };
+    case 'early_held':
+      return { expression: 'attribute_exists(early_json)' };
+    case 'absent_or_early_expired':
+      return {
+        expression: 'attribute_not_exists(pk) OR early_expires_at <= :now',
+        values: { ':now': condition.now },
       };
     case 'record_version': {
       // From named parts: the version read (no one committed since) AND, for a lease holder,
@@ -435,6 +451,24 @@ function listingStartKey(text: string): Record<string, unknown> {
   return key;
 }
 
+/**
+ * One planned put on its own (not a transaction): true when written, false when its condition
+ * did not hold. Other errors are thrown.
+ */
+async function putOne(io: DynamoIo, write: PlannedWrite): Promise<boolean> {
+  const action = toTransactItem(write, io.table).Put;
+  if (action === undefined) throw new Error(`putOne takes a put, not a ${write.op}`);
+  const { ReturnValuesOnConditionCheckFailure: _none, ...put } = action;
+  try {
+    const out = await io.doc.send(new PutCommand({ ...put, ReturnConsumedCapacity: 'TOTAL' }));
+    countCapacity(io, out.ConsumedCapacity, 'write');
+    return true;
+  } catch (err) {
+    if (err instanceof ConditionalCheckFailedException) return false;
+    throw err;
+  }
+}
+
 /** Builds the DynamoDB RunStore. Does no I/O. */
 export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   const io: DynamoIo = {
@@ -488,10 +522,10 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     },
     listChildren: async (parentRunId) =>
       (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
-    async findByResumeKey(resumeKey) {
-      const item = await getItem(io, resumeKeyPk(resumeKey), 'K');
-      return item === undefined ? null : { run_id: item.run_id as string, op_id: item.op_id as string };
-    },
+    findByResumeKey: async (resumeKey) => waitOf(await getItem(io, resumeKeyPk(resumeKey), 'K')),
+    readResumeKey: async (resumeKey, now) =>
+      resumeKeyEntryOf(await getItem(io, resumeKeyPk(resumeKey), 'K'), now),
+    holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
     sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
     listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
     async commit(commit) {

@@ -6,7 +6,7 @@
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
-import type { CheckpointItem, ControlAckItem, CreateKeyItem } from '../engine/ports.ts';
+import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
 
 /** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
@@ -102,4 +102,34 @@ export function quotaUsageOf(slots: Item[], window: Item | undefined): QuotaUsag
     held_slots: slots.map((i) => Number(String(i.sk).slice(2))).sort((a, b) => a - b),
     window_count: typeof window?.count === 'number' ? window.count : 0,
   };
+}
+
+/** A resume key item at `now` as the port reads it; an expired early result is nothing. */
+export function resumeKeyEntryOf(item: Item | undefined, now: number): ResumeKeyEntry | null {
+  if (item === undefined) return null;
+  if (typeof item.early_json === 'string') {
+    const expiresAt = Number(item.early_expires_at);
+    if (!(expiresAt > now)) return null;
+    return {
+      kind: 'early',
+      body: item.early_json,
+      ...(typeof item.delivery_id === 'string' ? { delivery_id: item.delivery_id } : {}),
+      received_at: Number(item.received_at),
+      expires_at: expiresAt,
+    };
+  }
+  return {
+    kind: 'wait',
+    run_id: String(item.run_id),
+    op_id: String(item.op_id),
+    ...(typeof item.delivered_id === 'string'
+      ? { delivered: { delivery_id: item.delivered_id, seq: Number(item.delivered_seq) } }
+      : {}),
+  };
+}
+
+/** The wait a resume key item names (findByResumeKey), or null for none or an early result. */
+export function waitOf(item: Item | undefined): { run_id: string; op_id: string } | null {
+  if (item === undefined || typeof item.run_id !== 'string') return null;
+  return { run_id: item.run_id, op_id: String(item.op_id) };
 }

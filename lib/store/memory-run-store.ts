@@ -30,6 +30,7 @@ import {
   LAST_EVENT_SK,
   type PlannedWrite,
   planCommit,
+  planEarlyResult,
   quotaPk,
   quotaWindowSk,
   resumeKeyPk,
@@ -45,8 +46,10 @@ import {
   eventOf,
   quotaUsageOf,
   recordOf,
+  resumeKeyEntryOf,
   stateOf,
   takeContiguous,
+  waitOf,
 } from './item-codec.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
@@ -179,6 +182,12 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
       return existing === undefined || existing.run_id === condition.run_id;
     case 'count_is':
       return condition.count === 0 ? existing === undefined : existing?.count === condition.count;
+    case 'no_live_early':
+      return existing?.early_json === undefined || Number(existing.early_expires_at) <= condition.now;
+    case 'early_held':
+      return existing?.early_json !== undefined;
+    case 'absent_or_early_expired':
+      return existing === undefined || Number(existing.early_expires_at) <= condition.now;
     case 'record_version':
       return (
         existing !== undefined &&
@@ -263,9 +272,18 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async findByResumeKey(resumeKey) {
       await yieldOnce();
-      const item = table.read(resumeKeyPk(resumeKey), 'K');
-      if (item === undefined) return null;
-      return { run_id: item.run_id as string, op_id: item.op_id as string };
+      return waitOf(table.read(resumeKeyPk(resumeKey), 'K'));
+    },
+    async readResumeKey(resumeKey, now) {
+      await yieldOnce();
+      return resumeKeyEntryOf(table.read(resumeKeyPk(resumeKey), 'K'), now);
+    },
+    async holdEarlyResult(hold) {
+      await yieldOnce();
+      const write = planEarlyResult(hold);
+      if (!table.holds(write)) return false;
+      table.apply(write);
+      return true;
     },
     async sweepCandidates(shard, now, limit) {
       await yieldOnce();

@@ -41,6 +41,8 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     readQuota: (p, w) => store.readQuota(p, w),
     listChildren: (id) => store.listChildren(id),
     findByResumeKey: (k) => store.findByResumeKey(k),
+    readResumeKey: (k, now) => store.readResumeKey(k, now),
+    holdEarlyResult: (hold) => store.holdEarlyResult(hold),
     sweepCandidates: (shard, now, limit) => store.sweepCandidates(shard, now, limit),
     listByStatus: (status, limit, cursor) => store.listByStatus(status, limit, cursor),
     commit: (c) => store.commit(c),

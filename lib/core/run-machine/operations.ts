@@ -88,7 +88,16 @@ export type OperationResult =
       finish_reason: string;
       usage: { input_tokens: number; output_tokens: number };
     }
-  | { kind: 'tool_result'; envelope: ToolResultEnvelope }
+  | {
+      kind: 'tool_result';
+      envelope: ToolResultEnvelope;
+      /**
+       * For a `waiting` envelope: how long (ms) its result request stays open before it closes
+       * `expired` (the tool's `result_expires_in_ms`, else the deployment's default). Absent: it
+       * never expires (a child run's hand-back, bounded by the child's own budgets).
+       */
+      result_expires_in_ms?: number;
+    }
   | {
       kind: 'operation_failed';
       error_class: string;
@@ -122,7 +131,10 @@ function usageAfter(usage: Usage, op: Operation, result: OperationResult): Usage
   return next;
 }
 
-/** A tool's `waiting` answer: the run parks behind a result request for its resume_key. */
+/**
+ * A tool's `waiting` answer: the run parks behind a result request for its resume_key, open
+ * for `expiresInMs` (then the sweeper closes it `expired`; the reducer sees request_closed).
+ */
 function parkOn(
   draft: Draft,
   record: RunRecord,
@@ -130,6 +142,7 @@ function parkOn(
   resumeKey: string,
   tool: string,
   now: number,
+  expiresInMs: number | undefined,
 ): Draft {
   const n = draft.counters.next_req + 1;
   const request: OpenRequest = {
@@ -141,7 +154,7 @@ function parkOn(
     tool,
     ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
     opened_at: now,
-    expires_at: null,
+    expires_at: expiresInMs !== undefined ? now + expiresInMs : null,
   };
   const child = isDelegation(op) ? childOfResumeKey(resumeKey) : null;
   return {
@@ -181,7 +194,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
       const counted = { ...draft, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
       const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
       if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
-        const parked = parkOn(counted, record, op, env.resume_key, tool, now);
+        const parked = parkOn(counted, record, op, env.resume_key, tool, now, result.result_expires_in_ms);
         const request = parked.open_requests.at(-1);
         return { draft: parked, events: [ev('request_opened', now, { ...request }, idFields)] };
       }

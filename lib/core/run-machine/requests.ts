@@ -104,9 +104,17 @@ export function expireRequests(record: RunRecord, now: number): TransitionResult
   return finish(settleIdle(appended.draft, now), appended.events);
 }
 
+/** How a result was delivered: the caller's delivery_id, and whether it was held before the wait. */
+export interface DeliveryMark {
+  delivery_id?: string;
+  /** The result arrived before the wait was recorded, was held by its resume_key, and is applied now. */
+  early?: boolean;
+}
+
 /**
  * Delivers an external result for a parked tool call by its resume_key: the result request
- * closes and the tool_result reaches the reducer. Rejected `request_not_found` when no open
+ * closes and the tool_result reaches the reducer. `mark` is recorded on result_delivered
+ * ({request_id, resume_key, delivery_id?, early?}). Rejected `request_not_found` when no open
  * result request has that key. Seed: "Operations" (waiting with a resume_key).
  */
 export function deliverResult(
@@ -114,6 +122,7 @@ export function deliverResult(
   resumeKey: string,
   envelope: ToolResultEnvelope,
   now: number,
+  mark: DeliveryMark = {},
 ): TransitionResult {
   if (isTerminalStatus(record.status)) return reject('run_terminal', 'run already ended');
   const request = record.open_requests.find((r) => r.kind === 'result' && r.resume_key === resumeKey);
@@ -123,7 +132,12 @@ export function deliverResult(
   const appended = append(
     draft,
     [
-      ev('result_delivered', now, { request_id: request.request_id, resume_key: resumeKey }),
+      ev('result_delivered', now, {
+        request_id: request.request_id,
+        resume_key: resumeKey,
+        ...(mark.delivery_id !== undefined ? { delivery_id: mark.delivery_id } : {}),
+        ...(mark.early === true ? { early: true } : {}),
+      }),
       ev(
         'tool_result',
         now,

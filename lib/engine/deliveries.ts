@@ -1,0 +1,192 @@
+/**
+ * Delivered results: an external result for a parked tool call, by its resume_key. Decided by
+ * core from what the key holds (core/run-machine/deliveries.ts): applied to the wait in one
+ * commit (result_delivered + the call's tool_result), held by the key when it arrived before
+ * the wait was recorded (the step worker applies it in the wait's own commit), or answered as a
+ * duplicate when its delivery_id was seen. A refused envelope records nothing. Seed: agent-runs,
+ * "Operations" (waiting with a resume_key); issue 12 items 2 and 3.
+ */
+import { childOfResumeKey, type RunRecord } from '../contracts/index.ts';
+import { accessOf, type Caller } from '../core/authority.ts';
+import {
+  type DeliveryDecision,
+  decideDelivery,
+  deliverResult as deliverResultTransition,
+  type ResumeKeyEntry,
+} from '../core/run-machine.ts';
+import { type EnvelopeRefusal, normalizeToolResult } from '../core/tool-result-validation.ts';
+import { CommitTooLarge } from './commit-errors.ts';
+import { type Decision, readDecideCommit } from './commit-loop.ts';
+import { commitOf, type EngineContext, needsStep, wake } from './deps.ts';
+import { EngineError } from './errors.ts';
+import { accessError } from './reads.ts';
+
+/**
+ * The answer to a delivery: applied (the seq of the tool_result), duplicate (a delivery_id
+ * already applied: the seq its first delivery was answered with; or still held: `held`), or
+ * held (no wait yet: kept by the key until `expires_at`, ms epoch).
+ */
+export type DeliveryAck =
+  | { ack: 'applied'; run_id: string; seq: number }
+  | { ack: 'duplicate'; original_seq: number }
+  | { ack: 'duplicate'; held: true; expires_at: number }
+  | { ack: 'held'; resume_key: string; expires_at: number };
+
+/** How many times a delivery re-reads a key that changed under it (a wait or a hold landed). */
+const KEY_RACE_ATTEMPTS = 4;
+
+/**
+ * Delivers `raw` for `resumeKey`, optionally under the caller's `deliveryId`. Returns the
+ * DeliveryAck. Throws EngineError validation_failed (an envelope raisin.tool-result/1 refuses:
+ * names the field and the refusal code; nothing is recorded, the request stays open),
+ * unauthorized (a `child:` key: hand-backs are the runtime's), resume_key_not_found (the key's
+ * request is closed, or the caller may not see its run), result_already_delivered /
+ * result_already_held (another delivery took the key), run_terminal, payload_too_large (an
+ * early result above EARLY_RESULT_LIMIT), store_unavailable.
+ */
+export async function deliverResult(
+  ctx: EngineContext,
+  resumeKey: string,
+  raw: unknown,
+  caller: Caller,
+  deliveryId?: string,
+): Promise<DeliveryAck> {
+  if (childOfResumeKey(resumeKey) !== null && caller.principal.kind !== 'system') {
+    // A child's end is delivered by the runtime (the hand-back), never by a client.
+    throw new EngineError('unauthorized', 'child:{run_id} results are delivered by the child run itself', {
+      resume_key: resumeKey,
+    });
+  }
+  for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
+    const decision = decideDelivery(await ctx.store.readResumeKey(resumeKey, ctx.clock.now()), deliveryId);
+    switch (decision.kind) {
+      case 'duplicate':
+        return { ack: 'duplicate', original_seq: decision.original_seq };
+      case 'duplicate_held':
+        return { ack: 'duplicate', held: true, expires_at: decision.expires_at };
+      case 'refused':
+        throw new EngineError(decision.code, refusedMessage(decision), { resume_key: resumeKey });
+      case 'hold': {
+        const held = await hold(ctx, resumeKey, raw, deliveryId);
+        if (held !== null) return held;
+        continue; // a wait or another hold took the key meanwhile: decide again
+      }
+      case 'deliver':
+        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision);
+    }
+  }
+  throw new EngineError(
+    'store_unavailable',
+    'the resume key kept changing; retry',
+    { resume_key: resumeKey },
+    {
+      retryable: true,
+    },
+  );
+}
+
+function refusedMessage(decision: Extract<DeliveryDecision, { kind: 'refused' }>): string {
+  return decision.code === 'result_already_delivered'
+    ? 'a result with another delivery_id was already delivered for this resume_key'
+    : 'another result is already held for this resume_key';
+}
+
+/** The EngineError of a refused envelope: names the field and the refusal code. */
+function refusalError(refusal: EnvelopeRefusal): EngineError {
+  return new EngineError('validation_failed', `invalid result: ${refusal.message}`, {
+    issues: [
+      {
+        path: refusal.path === '' ? [] : refusal.path.split('.'),
+        code: refusal.code,
+        message: refusal.message,
+      },
+    ],
+    refusal: refusal.code,
+    field: refusal.path,
+  });
+}
+
+/**
+ * Holds a result no wait holds yet (validated now, so that a refusal reaches its sender).
+ * Null when the key was taken meanwhile.
+ */
+async function hold(
+  ctx: EngineContext,
+  resumeKey: string,
+  raw: unknown,
+  deliveryId: string | undefined,
+): Promise<DeliveryAck | null> {
+  const { refusal } = normalizeToolResult(raw, 'early');
+  if (refusal !== undefined) throw refusalError(refusal);
+  const now = ctx.clock.now();
+  const expiresAt = now + ctx.earlyResultTtlMs;
+  let held: boolean;
+  try {
+    held = await ctx.store.holdEarlyResult({
+      resume_key: resumeKey,
+      body: JSON.stringify(raw),
+      ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
+      received_at: now,
+      expires_at: expiresAt,
+    });
+  } catch (err) {
+    if (err instanceof CommitTooLarge)
+      throw new EngineError('payload_too_large', err.message, { resume_key: resumeKey });
+    throw err;
+  }
+  return held ? { ack: 'held', resume_key: resumeKey, expires_at: expiresAt } : null;
+}
+
+/** Applies the delivery to the run waiting on the key, in one commit. */
+async function applyToWait(
+  ctx: EngineContext,
+  resumeKey: string,
+  raw: unknown,
+  caller: Caller,
+  deliveryId: string | undefined,
+  wait: { run_id: string; op_id: string },
+): Promise<DeliveryAck> {
+  // A refused envelope is the deliverer's to fix: nothing is recorded, the request stays open.
+  const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
+  if (refusal !== undefined) throw refusalError(refusal);
+  const notFound = () =>
+    new EngineError('resume_key_not_found', 'no run waits for that resume_key', { resume_key: resumeKey });
+  return readDecideCommit(ctx, {
+    async read(): Promise<{ record: RunRecord; entry: ResumeKeyEntry | null }> {
+      // The key first: a concurrent repeat of this delivery that won shows as applied there.
+      const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
+      const record = await ctx.store.getRun(wait.run_id);
+      const access = accessOf(record, caller);
+      if (access.ok && record !== null) return { record, entry };
+      if (!access.ok && access.code === 'capability_invalid') throw accessError(access.code, wait.run_id);
+      // A caller who may not see the run learns nothing: the key is unknown to it.
+      throw notFound();
+    },
+    decide({ record, entry }): Decision<DeliveryAck> {
+      const again = decideDelivery(entry, deliveryId);
+      if (again.kind === 'duplicate') return { done: { ack: 'duplicate', original_seq: again.original_seq } };
+      if (again.kind === 'refused')
+        throw new EngineError(again.code, refusedMessage(again), { resume_key: resumeKey });
+      const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now(), {
+        ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
+      });
+      if (!result.ok) {
+        if (result.code === 'run_terminal')
+          throw new EngineError('run_terminal', result.message, { run_id: record.run_id });
+        throw notFound();
+      }
+      return {
+        commit: commitOf(result, record.version),
+        async after(stored) {
+          if (needsStep(stored)) await wake(ctx, stored.run_id);
+          return {
+            ack: 'applied',
+            run_id: stored.run_id,
+            seq: result.events[result.events.length - 1]?.seq ?? stored.last_seq,
+          };
+        },
+      };
+    },
+    runId: wait.run_id,
+  });
+}
