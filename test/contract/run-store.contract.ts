@@ -640,6 +640,93 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
       });
 
+      it('holds an early result for a free resume key, refuses the wait on it, and applies it once with the wait', async () => {
+        const resumeKey = `rk-${randomUUID()}`;
+        const run = await storedRun(s.store);
+        const hold = { resume_key: resumeKey, body: '{"status":"succeeded"}', delivery_id: 'd-1' };
+        expect(await s.store.holdEarlyResult({ ...hold, received_at: 900, expires_at: 5_000 })).toBe(true);
+        expect(await s.store.holdEarlyResult({ ...hold, received_at: 901, expires_at: 5_000 })).toBe(false);
+        expect(await s.store.readResumeKey(resumeKey, 1_000)).toEqual({
+          kind: 'early',
+          body: hold.body,
+          delivery_id: 'd-1',
+          received_at: 900,
+          expires_at: 5_000,
+        });
+        expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
+        const opened = {
+          seq: run.last_seq + 1,
+          kind: 'request_opened' as const,
+          at: 1_000,
+          data: { kind: 'result', request_id: 'req-1', op_id: 'op-1', resume_key: resumeKey },
+        };
+        const refused = await refusal(
+          s.store.commit({
+            record: { ...run, last_seq: run.last_seq + 1 } as RunRecord,
+            expectedVersion: run.version,
+            events: [opened],
+          }),
+        );
+        expect(refused.reason).toBe('early_result_held');
+        expect(await s.store.getRun(run.run_id)).toEqual(run);
+
+        const delivered = [
+          opened,
+          {
+            seq: run.last_seq + 2,
+            kind: 'result_delivered' as const,
+            at: 1_000,
+            data: { request_id: 'req-1', resume_key: resumeKey, delivery_id: 'd-1', early: true },
+          },
+          {
+            seq: run.last_seq + 3,
+            kind: 'tool_result' as const,
+            at: 1_000,
+            operation_id: 'op-1',
+            data: { tool: 't', envelope: {} },
+          },
+        ];
+        await s.store.commit({
+          record: { ...run, last_seq: run.last_seq + 3 } as RunRecord,
+          expectedVersion: run.version,
+          events: delivered,
+        });
+        expect(await s.store.readResumeKey(resumeKey, 1_000)).toEqual({
+          kind: 'wait',
+          run_id: run.run_id,
+          op_id: 'op-1',
+          delivered: { delivery_id: 'd-1', seq: run.last_seq + 3 },
+        });
+        expect(await s.store.holdEarlyResult({ ...hold, received_at: 1_001, expires_at: 5_000 })).toBe(false);
+      });
+
+      it('counts an expired early result as nothing: the wait takes the key', async () => {
+        const resumeKey = `rk-${randomUUID()}`;
+        const run = await storedRun(s.store);
+        expect(
+          await s.store.holdEarlyResult({
+            resume_key: resumeKey,
+            body: '1',
+            received_at: 0,
+            expires_at: 500,
+          }),
+        ).toBe(true);
+        expect(await s.store.readResumeKey(resumeKey, 500)).toBeNull();
+        await append(
+          s.store,
+          run,
+          [{ kind: 'result', request_id: 'req-1', op_id: 'op-1', resume_key: resumeKey }],
+          {
+            kind: 'request_opened',
+          },
+        );
+        expect(await s.store.readResumeKey(resumeKey, 1_000)).toEqual({
+          kind: 'wait',
+          run_id: run.run_id,
+          op_id: 'op-1',
+        });
+      });
+
       it('lists the children linked to a parent in run id order, and none for a run without children', async () => {
         const parent = await storedRun(s.store);
         const ids = ['child-c', 'child-a', 'child-b'].map((id) => `${id}-${randomUUID()}`);
@@ -903,28 +990,20 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.readEvents(run.run_id, 0, 200)).toHaveLength(1);
       });
 
-      it('refuses a commit that writes one item twice whole (a resume key opened and delivered at once) as validation', async () => {
+      it('refuses a commit that writes one item twice whole (one checkpoint number twice) as validation', async () => {
         const run = await storedRun(s.store);
-        const resumeKey = `rk-${randomUUID()}`;
-        const events: RunEvent[] = [
-          {
-            seq: 2,
-            kind: 'request_opened',
-            at: 1,
-            data: { kind: 'result', op_id: 'op-1', resume_key: resumeKey },
-          },
-          { seq: 3, kind: 'result_delivered', at: 2, data: { op_id: 'op-1', resume_key: resumeKey } },
-        ];
+        const events: RunEvent[] = [{ seq: 2, kind: 'steer_queued', at: 1, data: {} }];
         await expect(
           s.store.commit({
-            record: { ...run, last_seq: 3 } as RunRecord,
+            record: { ...run, last_seq: 2 } as RunRecord,
             expectedVersion: run.version,
             events,
+            checkpoints: [checkpoint(1, 0), checkpoint(1, 0)],
           }),
         ).rejects.toMatchObject({ name: 'CommitRejected', reason: 'validation' });
         expect(await s.store.getRun(run.run_id)).toEqual(run);
         expect(await s.store.readEvents(run.run_id, 1, 10)).toEqual([]);
-        expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
+        expect(await s.store.getCheckpoint(run.run_id, 1)).toBeNull();
       });
 
       it('stores a record just under RECORD_LIMIT (quote-heavy, so its JSON text is full of escapes) and reads it back', async () => {
