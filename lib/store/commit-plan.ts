@@ -51,7 +51,8 @@ import { principalKeyOf, quotaKeyOf } from '../core/principal.ts';
 import type { Fence } from '../core/run-machine.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
-import type { Commit, EarlyResultHold } from '../engine/ports.ts';
+import type { Commit } from '../engine/ports.ts';
+import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
 /** Payloads above this many bytes (UTF-8 JSON) go to the blob store. */
@@ -68,11 +69,6 @@ export const MAX_TRANSACT_ITEMS = 100;
  * event page holds; DynamoDB's item limit is 400 KB. A page takes at least one event.
  */
 export const PAGE_LIMIT = 300 * 1024;
-
-/** The largest result body (UTF-8 JSON bytes) held for a wait that is not recorded yet. */
-export const EARLY_RESULT_LIMIT = 64 * 1024;
-/** How long an applied delivery_id is remembered, so that a repeat is a duplicate (ms, 7 days). */
-export const DELIVERY_MEMORY_MS = 7 * 24 * 3_600_000;
 
 /** DynamoDB's largest item (bytes). */
 export const ITEM_LIMIT = 400 * 1024;
@@ -122,12 +118,18 @@ export const subjectKey = (subject: Subject) =>
   `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
 export const createKeyPk = (principalKey: string, key: string) =>
   `CKEY#${sha(canonicalJson([principalKey, key]))}`;
-export const resumeKeyPk = (key: string) => `RKEY#${sha(key)}`;
 export const quotaPk = (principalKey: string) => `QUOTA#${sha(principalKey)}`;
 export const quotaSlotSk = (slot: number) => `L#${slot}`;
 export const quotaWindowSk = (start: number) => `W#${start}`;
 /** How long a window's count item outlives its minute (s): TTL deletes it after. */
 const QUOTA_WINDOW_TTL_S = 3600;
+
+export {
+  DELIVERY_MEMORY_MS,
+  EARLY_RESULT_LIMIT,
+  planEarlyResult,
+  resumeKeyPk,
+} from './resume-key-plan.ts';
 
 // ---------------------------------------------------------------- the plan of a commit
 
@@ -363,104 +365,6 @@ function quotaWrites(commit: Commit, record: RunRecord): PlannedWrite[] {
 }
 
 /** Index items derived from the events they belong to: a result request's resume key, opened and released. */
-/** What one commit's events do to one resume key. */
-interface ResumeKeyUse {
-  opened?: { run_id: string; op_id: string; at: number };
-  delivered?: { op_id: string | undefined; delivery_id?: string; early: boolean; seq: number; at: number };
-}
-
-/**
- * The resume-key items a commit's events call for, one write per key. A wait (request_opened of
- * kind result) claims the key unless an early result is held there (the commit is then refused
- * early_result_held, and the committer applies it). A delivery releases the key, or, with a
- * delivery_id, keeps it as {delivered_id, delivered_seq} for DELIVERY_MEMORY_MS (a repeat is a
- * duplicate); an early result applied in the wait's own commit must still be held then, so it
- * is applied exactly once.
- */
-function eventIndexWrites(events: RunEvent[], record: RunRecord): PlannedWrite[] {
-  const uses = new Map<string, ResumeKeyUse>();
-  const use = (key: string) => uses.get(key) ?? (uses.set(key, {}).get(key) as ResumeKeyUse);
-  events.forEach((event, i) => {
-    const key = event.data.resume_key;
-    if (typeof key !== 'string') return;
-    if (event.kind === 'request_opened' && event.data.kind === 'result') {
-      use(key).opened = { run_id: record.run_id, op_id: String(event.data.op_id), at: event.at };
-    }
-    if (event.kind === 'result_delivered') {
-      const deliveryId = event.data.delivery_id;
-      use(key).delivered = {
-        op_id: events[i + 1]?.operation_id,
-        ...(typeof deliveryId === 'string' ? { delivery_id: deliveryId } : {}),
-        early: event.data.early === true,
-        // The ack names the tool_result that follows result_delivered.
-        seq: events[i + 1]?.seq ?? event.seq,
-        at: event.at,
-      };
-    }
-  });
-  const writes: PlannedWrite[] = [];
-  for (const [key, { opened, delivered }] of uses) {
-    const k = { pk: resumeKeyPk(key), sk: 'K' };
-    if (delivered === undefined) {
-      if (opened === undefined) continue;
-      writes.push({
-        op: 'put',
-        role: 'resume_key',
-        item: { ...k, run_id: opened.run_id, op_id: opened.op_id },
-        condition: { kind: 'no_live_early', now: opened.at },
-      });
-      continue;
-    }
-    const condition: Condition | undefined = delivered.early ? { kind: 'early_held' } : undefined;
-    if (delivered.delivery_id === undefined) {
-      writes.push({ op: 'delete', role: 'resume_key_release', key: k, ...(condition ? { condition } : {}) });
-      continue;
-    }
-    writes.push({
-      op: 'put',
-      role: 'resume_key_release',
-      item: {
-        ...k,
-        run_id: record.run_id,
-        op_id: delivered.op_id ?? opened?.op_id ?? '',
-        delivered_id: delivered.delivery_id,
-        delivered_seq: delivered.seq,
-        [ATTR.expiresAtTtl]: Math.ceil((delivered.at + DELIVERY_MEMORY_MS) / 1000),
-      },
-      ...(condition ? { condition } : {}),
-    });
-  }
-  return writes;
-}
-
-/**
- * The one write that holds an early result: a put of the resume key item, allowed when the key
- * is free (no wait, no applied delivery, no live early result). Throws CommitTooLarge above
- * EARLY_RESULT_LIMIT bytes. Seed: agent-runs, "Operations" (waiting with a resume_key).
- */
-export function planEarlyResult(hold: EarlyResultHold): PlannedWrite {
-  const bytes = Buffer.byteLength(hold.body);
-  if (bytes > EARLY_RESULT_LIMIT) {
-    throw new CommitTooLarge(
-      `an early result of ${bytes} bytes exceeds the ${EARLY_RESULT_LIMIT}-byte limit of a result held before its wait`,
-    );
-  }
-  return {
-    op: 'put',
-    role: 'early_result',
-    item: {
-      pk: resumeKeyPk(hold.resume_key),
-      sk: 'K',
-      early_json: hold.body,
-      ...(hold.delivery_id !== undefined ? { delivery_id: hold.delivery_id } : {}),
-      received_at: hold.received_at,
-      early_expires_at: hold.expires_at,
-      [ATTR.expiresAtTtl]: Math.ceil(hold.expires_at / 1000),
-    },
-    condition: { kind: 'absent_or_early_expired', now: hold.received_at },
-  };
-}
-
 const keyOfWrite = (w: PlannedWrite): ItemKey => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
 
 /**
