@@ -5,7 +5,7 @@
  * the run's control capability. Seed agent-runs, "Controls".
  */
 import type { Command } from 'commander';
-import type { ControlOptions } from '../../lib/client/client.ts';
+import type { ControlOptions, Delivery } from '../../lib/client/client.ts';
 import type { ControlAck } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
 import { formatAck } from './format.ts';
@@ -133,15 +133,27 @@ export const controlsCommand: CommandModule = {
         'deliver an external result (a raisin.tool-result/1 envelope or any JSON; @file reads a file)',
       )
       .option('--capability <secret>', "the run's control capability")
-      .action(async (resumeKey: string, json: string, opts: { capability?: string }, cmd: Command) => {
-        const out = await ctx
-          .client(cmd)
-          .deliver(
-            resumeKey,
-            parseJsonArg('json', json),
-            opts.capability !== undefined ? { capability: opts.capability } : {},
-          );
-        ctx.print(cmd, () => `delivered to ${out.run_id} (seq ${out.seq})`, out);
-      });
+      .option('--delivery-id <id>', 'your id of this delivery: a repeat is answered as a duplicate')
+      .action(
+        async (
+          resumeKey: string,
+          json: string,
+          opts: { capability?: string; deliveryId?: string },
+          cmd: Command,
+        ) => {
+          const out = await ctx.client(cmd).deliver(resumeKey, parseJsonArg('json', json), {
+            ...(opts.capability !== undefined ? { capability: opts.capability } : {}),
+            ...(opts.deliveryId !== undefined ? { delivery_id: opts.deliveryId } : {}),
+          });
+          ctx.print(cmd, () => deliveryLine(out), out);
+        },
+      );
   },
 };
+
+/** One line for a delivery's answer. */
+function deliveryLine(out: Delivery): string {
+  if (out.ack === 'applied') return `delivered to ${out.run_id} (seq ${out.seq})`;
+  if (out.ack === 'held') return `held until ${new Date(out.expires_at).toISOString()}: no wait recorded yet`;
+  return 'original_seq' in out ? `duplicate of seq ${out.original_seq}` : 'duplicate (still held)';
+}

@@ -67,7 +67,17 @@ export const ChildRun = z.object({
 });
 export type ChildRun = z.infer<typeof ChildRun>;
 
-export const Delivery = z.object({ run_id: z.string(), seq: z.number().int().positive() });
+/**
+ * The answer to a delivery: applied (the seq of the tool_result), duplicate (the delivery_id was
+ * applied: original_seq; or is still held: held), or held (no wait recorded yet: kept by the key
+ * until expires_at, ms epoch, and applied once the wait is recorded).
+ */
+export const Delivery = z.union([
+  z.object({ ack: z.literal('applied'), run_id: z.string(), seq: z.number().int().positive() }),
+  z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() }),
+  z.object({ ack: z.literal('duplicate'), held: z.literal(true), expires_at: z.number() }),
+  z.object({ ack: z.literal('held'), resume_key: z.string(), expires_at: z.number() }),
+]);
 export type Delivery = z.infer<typeof Delivery>;
 
 export const FunctionArtifact = z.object({
@@ -176,7 +186,12 @@ export interface AgentRunsClient {
   /** provide_input: answers an open question. */
   answer(runId: string, requestId: string, value: unknown, options?: ControlOptions): Promise<ControlAck>;
   /** Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key. */
-  deliver(resumeKey: string, result: unknown, options?: RunCallOptions): Promise<Delivery>;
+  /** `delivery_id`: the caller's id of this delivery, so that a repeat is answered as a duplicate. */
+  deliver(
+    resumeKey: string,
+    result: unknown,
+    options?: RunCallOptions & { delivery_id?: string },
+  ): Promise<Delivery>;
   tools(): Promise<ToolDescriptor[]>;
   /** Registers an artifact (admin): `functionPath` starts with `/`; `kind` picks the Content-Type. */
   putFunction(
@@ -408,7 +423,7 @@ function controlMethods(
     deliver: (resumeKey, result, opts = {}) =>
       call({
         method: 'POST',
-        path: `/results/${enc(resumeKey)}`,
+        path: `/results/${enc(resumeKey)}${opts.delivery_id !== undefined ? `?delivery_id=${enc(opts.delivery_id)}` : ''}`,
         json: result === undefined ? null : result,
         capability: opts.capability,
         schema: Delivery,

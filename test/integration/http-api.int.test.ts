@@ -438,7 +438,7 @@ describe('HTTP API: controls', () => {
     expect(await json(late)).toMatchObject({ ack: 'rejected', reason: 'run_terminal' });
   });
 
-  it('delivers an external result by resume key, and answers 404 for an unknown key', async () => {
+  it('delivers an external result by resume key, answers 404 once its request is closed, and holds one for an unknown key', async () => {
     const { run } = await createRun('/r/park');
     await runtime.engine.stepRun(run.run_id);
     const waiting = await stored(run.run_id);
@@ -447,12 +447,17 @@ describe('HTTP API: controls', () => {
     const delivered = await request('POST', `/results/rk-${run.run_id}`, { body: { done: true } });
     expect(delivered.status).toBe(200);
     const out = await json<{ run_id: string; seq: number }>(delivered);
-    expect(out).toEqual({ run_id: run.run_id, seq: expect.any(Number) });
+    expect(out).toEqual({ ack: 'applied', run_id: run.run_id, seq: expect.any(Number) });
     expect((await stored(run.run_id)).open_requests).toEqual([]);
 
+    // Its request is closed now: a second delivery finds no open request.
+    const again = await request('POST', `/results/rk-${run.run_id}`, { body: { done: true } });
+    expect(again.status).toBe(404);
+    expect(await json(again)).toMatchObject({ code: 'resume_key_not_found' });
+    // A key no wait holds yet may be a result that arrived first: it is held.
     const unknown = await request('POST', `/results/rk-${randomUUID()}`, { body: { done: true } });
-    expect(unknown.status).toBe(404);
-    expect(await json(unknown)).toMatchObject({ code: 'resume_key_not_found' });
+    expect(unknown.status).toBe(202);
+    expect(await json(unknown)).toMatchObject({ ack: 'held' });
   });
 });
 
