@@ -205,12 +205,11 @@ export interface RunStore {
   readQuota(principalKey: string, windowStart: number): Promise<QuotaUsage>;
   /** The ids of the child runs linked to `parentRunId` (strongly consistent), in id order. */
   listChildren(parentRunId: string): Promise<string[]>;
-  /** The run and operation waiting on a resume key (also after a delivery with a delivery_id was applied), or null. */
+  /** The run and operation waiting on a resume key, or null (none yet, an early result, or a used key). */
   findByResumeKey(resumeKey: string): Promise<{ run_id: string; op_id: string } | null>;
   /**
    * What a resume key holds at `now` (strongly consistent): a wait (with the delivery applied to
-   * it, when one with a delivery_id was), a live early result, or null (an expired early result
-   * counts as nothing).
+   * it, once one was), a live early result, or null (an expired early result counts as nothing).
    */
   readResumeKey(resumeKey: string, now: number): Promise<ResumeKeyEntry | null>;
   /**

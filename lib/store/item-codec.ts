@@ -122,14 +122,19 @@ export function resumeKeyEntryOf(item: Item | undefined, now: number): ResumeKey
     kind: 'wait',
     run_id: String(item.run_id),
     op_id: String(item.op_id),
-    ...(typeof item.delivered_id === 'string'
-      ? { delivered: { delivery_id: item.delivered_id, seq: Number(item.delivered_seq) } }
+    ...(typeof item.delivered_seq === 'number'
+      ? {
+          delivered: {
+            ...(typeof item.delivered_id === 'string' ? { delivery_id: item.delivered_id } : {}),
+            seq: item.delivered_seq,
+          },
+        }
       : {}),
   };
 }
 
-/** The wait a resume key item names (findByResumeKey), or null for none or an early result. */
+/** The wait a resume key item names (findByResumeKey), or null for none, an early result or a used key. */
 export function waitOf(item: Item | undefined): { run_id: string; op_id: string } | null {
-  if (item === undefined || typeof item.run_id !== 'string') return null;
+  if (item === undefined || typeof item.run_id !== 'string' || item.delivered_seq !== undefined) return null;
   return { run_id: item.run_id, op_id: String(item.op_id) };
 }

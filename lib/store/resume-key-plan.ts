@@ -27,10 +27,10 @@ interface ResumeKeyUse {
 /**
  * The resume-key items a commit's events call for, one write per key. A wait (request_opened of
  * kind result) claims the key unless an early result is held there (the commit is then refused
- * early_result_held, and the committer applies it). A delivery releases the key, or, with a
- * delivery_id, keeps it as {delivered_id, delivered_seq} for DELIVERY_MEMORY_MS (a repeat is a
- * duplicate); an early result applied in the wait's own commit must still be held then, so it
- * is applied exactly once.
+ * early_result_held, and the committer applies it). A delivery keeps the key as used
+ * {delivered_id?, delivered_seq} for DELIVERY_MEMORY_MS (a repeat of its delivery_id is a
+ * duplicate, another delivery is refused) until a new wait takes it; an early result applied in
+ * the wait's own commit must still be held then, so it is applied exactly once.
  */
 export function eventIndexWrites(events: RunEvent[], record: RunRecord): PlannedWrite[] {
   const uses = new Map<string, ResumeKeyUse>();
@@ -67,10 +67,7 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
       continue;
     }
     const condition: Condition | undefined = delivered.early ? { kind: 'early_held' } : undefined;
-    if (delivered.delivery_id === undefined) {
-      writes.push({ op: 'delete', role: 'resume_key_release', key: k, ...(condition ? { condition } : {}) });
-      continue;
-    }
+    // The key stays used (a repeat is a duplicate, or refused), until a new wait takes it.
     writes.push({
       op: 'put',
       role: 'resume_key_release',
@@ -78,7 +75,7 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
         ...k,
         run_id: record.run_id,
         op_id: delivered.op_id ?? opened?.op_id ?? '',
-        delivered_id: delivered.delivery_id,
+        ...(delivered.delivery_id !== undefined ? { delivered_id: delivered.delivery_id } : {}),
         delivered_seq: delivered.seq,
         [ATTR.expiresAtTtl]: Math.ceil((delivered.at + DELIVERY_MEMORY_MS) / 1000),
       },

@@ -438,7 +438,7 @@ describe('HTTP API: controls', () => {
     expect(await json(late)).toMatchObject({ ack: 'rejected', reason: 'run_terminal' });
   });
 
-  it('delivers an external result by resume key, answers 404 once its request is closed, and holds one for an unknown key', async () => {
+  it('delivers an external result by resume key, refuses a second one for the used key (409), and holds one for an unknown key', async () => {
     const { run } = await createRun('/r/park');
     await runtime.engine.stepRun(run.run_id);
     const waiting = await stored(run.run_id);
@@ -450,10 +450,10 @@ describe('HTTP API: controls', () => {
     expect(out).toEqual({ ack: 'applied', run_id: run.run_id, seq: expect.any(Number) });
     expect((await stored(run.run_id)).open_requests).toEqual([]);
 
-    // Its request is closed now: a second delivery finds no open request.
+    // The key is used now: a second delivery without the first one's delivery_id is refused.
     const again = await request('POST', `/results/rk-${run.run_id}`, { body: { done: true } });
-    expect(again.status).toBe(404);
-    expect(await json(again)).toMatchObject({ code: 'resume_key_not_found' });
+    expect(again.status).toBe(409);
+    expect(await json(again)).toMatchObject({ code: 'result_already_delivered' });
     // A key no wait holds yet may be a result that arrived first: it is held.
     const unknown = await request('POST', `/results/rk-${randomUUID()}`, { body: { done: true } });
     expect(unknown.status).toBe(202);

@@ -333,7 +333,10 @@ describe('agent-runs controls', () => {
   });
 
   it('deliver posts the JSON result to the resume key', async () => {
-    const r = await cli(['deliver', 'rk-1', '{"status":"done"}'], () => [200, { run_id: 'run_1', seq: 12 }]);
+    const r = await cli(['deliver', 'rk-1', '{"status":"done"}'], () => [
+      200,
+      { ack: 'applied', run_id: 'run_1', seq: 12 },
+    ]);
     expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/results/rk-1', body: { status: 'done' } });
     expect(r.out).toBe('delivered to run_1 (seq 12)');
     const bad = await cli(['deliver', 'rk-1', 'not json']);

@@ -11,8 +11,8 @@ export type ResumeKeyEntry =
       kind: 'wait';
       run_id: string;
       op_id: string;
-      /** The delivery applied to this wait, when it carried a delivery_id. */
-      delivered?: { delivery_id: string; seq: number };
+      /** The delivery applied to this wait (the key is used): its delivery_id, if it had one. */
+      delivered?: { delivery_id?: string; seq: number };
     }
   | {
       kind: 'early';
@@ -39,8 +39,8 @@ export type DeliveryDecision =
   /** The same delivery_id is held, not applied yet. */
   | { kind: 'duplicate_held'; expires_at: number }
   /**
-   * Refused: another delivery was applied to the key (result_already_delivered) or is held
-   * for it (result_already_held).
+   * Refused: a delivery was applied to the key and this is not a repeat of its delivery_id
+   * (result_already_delivered), or another result is held for it (result_already_held).
    */
   | { kind: 'refused'; code: 'result_already_delivered' | 'result_already_held' };
 
@@ -59,7 +59,7 @@ export function decideDelivery(
       : { kind: 'refused', code: 'result_already_held' };
   }
   if (entry.delivered !== undefined) {
-    return entry.delivered.delivery_id === deliveryId
+    return deliveryId !== undefined && entry.delivered.delivery_id === deliveryId
       ? { kind: 'duplicate', original_seq: entry.delivered.seq }
       : { kind: 'refused', code: 'result_already_delivered' };
   }
