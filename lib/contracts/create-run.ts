@@ -4,23 +4,37 @@
  */
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
+import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, ReducerBinding, RiskTier } from './run.ts';
 
-export const CreateRunInput = z.strictObject({
-  /** Strict here: an unknown key in a client's subject is a typo, never silently kept. */
-  subject: Subject.strict(),
-  reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
-  /** The run's first input (run_started.data.input); null when absent. */
-  input: z.unknown().default(null),
-  objective: z.string().max(10_000).optional(),
-  context: z.unknown().optional(),
-  budgets: Budgets.default({}),
-  on_exceeded: OnExceeded.default('pause'),
-  as_agent: z.string().min(1).optional(),
-  on_behalf_of: z.string().min(1).optional(),
-  create_key: z.string().min(1).max(256).optional(),
-  executor_config: JsonObject.default({}),
-  /** The tier asked for; the deployment's floor applies when absent or lower. */
-  risk_tier: RiskTier.optional(),
-});
+export const CreateRunInput = z
+  .strictObject({
+    /** Strict here: an unknown key in a client's subject is a typo, never silently kept. */
+    subject: Subject.strict(),
+    reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
+    /** The run's first input (run_started.data.input); null when absent. */
+    input: z.unknown().default(null),
+    objective: z.string().max(10_000).optional(),
+    context: z.unknown().optional(),
+    budgets: Budgets.default({}),
+    on_exceeded: OnExceeded.default('pause'),
+    as_agent: z.string().min(1).optional(),
+    on_behalf_of: z.string().min(1).optional(),
+    create_key: z.string().min(1).max(256).optional(),
+    executor_config: JsonObject.default({}),
+    /** The tier asked for; the deployment's floor applies when absent or lower. */
+    risk_tier: RiskTier.optional(),
+  })
+  .superRefine((input, ctx) => {
+    // Checked here, not when the reducer first reads it: a run that cannot start is never created.
+    const bytes = jsonBytes(input.context) + jsonBytes(input.objective);
+    if (bytes > MAX_CONTEXT_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['context'],
+        params: { code: 'too_large', limit_bytes: MAX_CONTEXT_BYTES, bytes },
+        message: overLimitMessage('context and objective', MAX_CONTEXT_BYTES, bytes),
+      });
+    }
+  });
 export type CreateRunInput = z.input<typeof CreateRunInput>;

@@ -4,6 +4,7 @@ export * from './common.ts';
 export * from './create-run.ts';
 export * from './delegation.ts';
 export * from './events.ts';
+export * from './limits.ts';
 export * from './model-context.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';

@@ -107,24 +107,28 @@ export type Principal = z.infer<typeof Principal>;
 
 const controlBase = { control_id: z.string().min(1).max(200) };
 
-export const StopControl = z.object({
+export const StopControl = z.strictObject({
   ...controlBase,
   command: z.literal('stop'),
   reason: z.string().optional(),
 });
-export const PauseControl = z.object({
+export const PauseControl = z.strictObject({
   ...controlBase,
   command: z.literal('pause'),
   reason: z.string().optional(),
 });
-export const ResumeControl = z.object({
+export const ResumeControl = z.strictObject({
   ...controlBase,
   command: z.literal('resume'),
   budget_increase: Budgets.optional(),
   accept_reducer_change: z.boolean().optional(),
 });
-export const SteerControl = z.object({ ...controlBase, command: z.literal('steer'), input: z.unknown() });
-export const ApproveControl = z.object({
+export const SteerControl = z.strictObject({
+  ...controlBase,
+  command: z.literal('steer'),
+  input: z.unknown(),
+});
+export const ApproveControl = z.strictObject({
   ...controlBase,
   command: z.literal('approve'),
   request_id: z.string().min(1),
@@ -132,7 +136,7 @@ export const ApproveControl = z.object({
   decision: z.enum(['approved', 'rejected']).default('approved'),
   reason: z.string().optional(),
 });
-export const ProvideInputControl = z.object({
+export const ProvideInputControl = z.strictObject({
   ...controlBase,
   command: z.literal('provide_input'),
   request_id: z.string().min(1),

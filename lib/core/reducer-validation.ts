@@ -8,6 +8,7 @@ import {
   Effect,
   MAX_STATE_BYTES,
   OPERATION_EFFECT_KINDS,
+  overLimitMessage,
   Projection,
   type ReducerRequest,
   ReducerResponse,
@@ -89,11 +90,7 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
 
   // 13. state_too_large
   if (stateBytes > MAX_STATE_BYTES) {
-    return fail(
-      'state_too_large',
-      `canonical state is ${stateBytes} bytes, over the ${MAX_STATE_BYTES}-byte limit`,
-      'state',
-    );
+    return fail('state_too_large', overLimitMessage('canonical state', MAX_STATE_BYTES, stateBytes), 'state');
   }
 
   const response: ReducerResponse = { ...frame, effects, projection: projection.data };

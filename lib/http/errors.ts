@@ -16,6 +16,8 @@ export const HTTP_ERROR_STATUS = {
   validation_failed: 400,
   /** The body is not JSON. */
   invalid_json: 400,
+  /** A string in the body, path or query holds a lone UTF-16 surrogate (or invalid UTF-8 percent-encoding). */
+  invalid_unicode: 400,
   /** A function artifact is not registrable (empty bytes, bad path). */
   invalid_artifact: 400,
   /** No credentials, or credentials that do not authenticate. */
@@ -108,13 +110,26 @@ export interface ValidationIssue {
 export function validationIssues(
   issues: readonly z.core.$ZodIssue[] | readonly unknown[],
 ): ValidationIssue[] {
-  return issues.map((raw) => {
-    const issue = raw as { path?: readonly PropertyKey[]; code?: unknown; message?: unknown };
-    return {
-      path: (issue.path ?? []).map((p) => String(p)).join('.'),
-      code: String(issue.code ?? 'invalid'),
-      message: String(issue.message ?? 'invalid value'),
-    };
+  return issues.flatMap((raw) => {
+    const issue = raw as { path?: readonly PropertyKey[]; code?: unknown; message?: unknown; keys?: unknown };
+    const path = (issue.path ?? []).map((p) => String(p));
+    // An unknown field (a typo such as budget_incrase) is named by its own path.
+    if (issue.code === 'unrecognized_keys' && Array.isArray(issue.keys) && issue.keys.length > 0) {
+      return issue.keys.map((key) => ({
+        path: [...path, String(key)].join('.'),
+        code: 'unrecognized_key',
+        message: `unknown field ${JSON.stringify(String(key))}`,
+      }));
+    }
+    // A custom rule's own code (e.g. too_large) rather than zod's `custom`.
+    const own = issue.code === 'custom' ? (issue as { params?: { code?: unknown } }).params?.code : undefined;
+    return [
+      {
+        path: path.join('.'),
+        code: typeof own === 'string' ? own : String(issue.code ?? 'invalid'),
+        message: String(issue.message ?? 'invalid value'),
+      },
+    ];
   });
 }
 

@@ -7,8 +7,10 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import { overLimitMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
+import { decodesToWellFormedText, illFormedPath } from '../core/text.ts';
 import { type Authenticate, CAPABILITY_HEADER, type HttpCaller } from './auth.ts';
 import { HttpError, type HttpError as HttpErrorType, toHttpError } from './errors.ts';
 import { PUBLIC_PATHS, ROUTES } from './routes.ts';
@@ -80,9 +82,18 @@ export function installAuthAndLimits(
     c.set('caller', capability !== undefined ? { ...caller, capability } : caller);
     return next();
   });
+  app.use('*', (c, next) => {
+    refuseIllFormedUrl(c.req.url);
+    return next();
+  });
 
-  const tooLarge = (limit: number) => () => {
-    throw new HttpError('payload_too_large', `the body exceeds ${limit} bytes`, { limit_bytes: limit });
+  const tooLarge = (limit: number) => (c: Context) => {
+    const declared = Number(c.req.header('content-length'));
+    const bytes = Number.isSafeInteger(declared) && declared > limit ? declared : undefined;
+    throw new HttpError('payload_too_large', overLimitMessage('the body', limit, bytes), {
+      limit_bytes: limit,
+      ...(bytes !== undefined ? { bytes } : {}),
+    });
   };
   const bodyLimitBytes = limits.bodyLimitBytes;
   const functionLimitBytes = limits.functionBodyLimitBytes;
@@ -119,8 +130,39 @@ const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
       issues: [{ path: '', code: 'too_deep', message }],
     });
   }
+  const illFormed = illFormedPath(body);
+  if (illFormed !== null) {
+    throw new HttpError('invalid_unicode', `a string at '${illFormed}' holds a lone UTF-16 surrogate`, {
+      target: 'json',
+      path: illFormed,
+    });
+  }
   return next();
 };
+
+/**
+ * 400 invalid_unicode when a path segment or a query parameter of `url` decodes to text that is
+ * not well-formed (invalid UTF-8 percent-encoding, a lone surrogate): nothing is looked up with it.
+ */
+function refuseIllFormedUrl(url: string): void {
+  const { pathname, search } = new URL(url);
+  const segment = pathname.split('/').find((s) => !decodesToWellFormedText(s));
+  if (segment !== undefined) {
+    throw new HttpError('invalid_unicode', 'a path segment is not well-formed UTF-8', {
+      target: 'path',
+      segment,
+    });
+  }
+  for (const pair of search.replace(/^\?/, '').split('&')) {
+    const [name = '', value = ''] = pair.split('=');
+    if (!decodesToWellFormedText(name) || !decodesToWellFormedText(value)) {
+      throw new HttpError('invalid_unicode', 'a query parameter is not well-formed UTF-8', {
+        target: 'query',
+        parameter: decodesToWellFormedText(name) ? decodeURIComponent(name) : name,
+      });
+    }
+  }
+}
 
 /** The engine's Caller of a request (its principal and any capability it presented). */
 export const callerOf = (c: Context<AppEnv>): Caller => {
@@ -135,7 +177,7 @@ function errorResponse(c: Context, error: HttpErrorType): Response {
 function fromHttpException(err: HTTPException): HttpError {
   switch (err.status) {
     case 413:
-      return new HttpError('payload_too_large', 'the body is too large', {}, { cause: err });
+      return new HttpError('payload_too_large', 'the body is over the size limit', {}, { cause: err });
     case 415:
       return new HttpError('unsupported_media_type', 'unsupported Content-Type', {}, { cause: err });
     case 400:

@@ -1,0 +1,260 @@
+/**
+ * What the HTTP API refuses at its boundary, so that nothing bad is stored (issue 12, items 8
+ * and 9): text that is not well-formed Unicode, unknown fields in control bodies, a context too
+ * large to start, and the size-limit messages; and what it accepts from a peer's tools (null for
+ * absent optional fields). In-process app over DynamoDB Local and fauxqs; each test its own subject.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CONTEXT_BYTES, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import type { Runtime } from '../../lib/runtime.ts';
+import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { localRuntime, until } from '../support/local-runtime.ts';
+import { askOnce, toolLoop } from '../support/reducers.ts';
+
+const TOKEN = 'boundary-token';
+let runtime: Runtime;
+let app: HttpApp;
+
+beforeAll(async () => {
+  ({ runtime } = await localRuntime('http-boundaries', {
+    heartbeatMs: 100,
+    reducers: inProcessReducers({ '/r/ask': askOnce(), '/r/park': toolLoop(1, 'park') }),
+    registerTools(registry) {
+      registry.register({
+        name: 'park',
+        version: '1.0.0',
+        input_schema: { type: 'object' },
+        handler: {
+          kind: 'module',
+          fn: async (_args, ctx) => ({
+            envelope: 'raisin.tool-result/1',
+            status: 'waiting',
+            resume_key: `rk-${ctx.run_id}`,
+            reads: [],
+            writes: [],
+            artifact_refs: [],
+            evidence: [],
+            diagnostics: [],
+            suggested_next_actions: [],
+          }),
+        },
+        metadata: { mutating: false, replay_safe: true },
+      });
+    },
+  }));
+  app = createHttpApp({
+    ...runtime,
+    auth: bearerTokenAuth(TOKEN, { kind: 'user', id: 'una' }),
+    pollIntervalMs: 50,
+    log: () => {},
+  });
+});
+
+afterAll(() => runtime.close());
+
+function post(path: string, body: unknown, raw?: string) {
+  return app.request(path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: raw ?? JSON.stringify(body),
+  });
+}
+function get(path: string) {
+  return app.request(path, { headers: { authorization: `Bearer ${TOKEN}` } });
+}
+type ErrorBody = { code: string; message: string; details: Record<string, unknown> };
+async function errorOf(response: Response): Promise<ErrorBody & { status: number }> {
+  return { status: response.status, ...((await response.json()) as ErrorBody) };
+}
+
+async function waitingRun(): Promise<RunRecord> {
+  const response = await post('/runs', { subject: uniqueSubject(), reducer: { function_path: '/r/ask' } });
+  expect(response.status).toBe(201);
+  const { run } = (await response.json()) as { run: RunRecord };
+  await runtime.engine.stepRun(run.run_id);
+  const waiting = await runtime.store.getRun(run.run_id);
+  expect(waiting?.status).toBe('waiting');
+  return waiting as RunRecord;
+}
+
+async function unchanged(run: RunRecord): Promise<void> {
+  const after = await runtime.store.getRun(run.run_id);
+  expect({ version: after?.version, last_seq: after?.last_seq }).toEqual({
+    version: run.version,
+    last_seq: run.last_seq,
+  });
+}
+
+describe('HTTP API: text that is not well-formed Unicode', () => {
+  it('refuses a lone surrogate in a create body (subject path, input, a key) with 400 invalid_unicode, creating nothing', async () => {
+    for (const [where, raw, path] of [
+      [
+        'the subject path',
+        (s: string) => `{"subject":{"workspace":"w","path":"/a/\\ud800${s}"}}`,
+        'subject.path',
+      ],
+      [
+        'the input',
+        (s: string) => `{"subject":{"workspace":"w","path":"/a/${s}"},"input":["ok","x\\udc00"]}`,
+        'input.1',
+      ],
+      [
+        'a key',
+        (s: string) => `{"subject":{"workspace":"w","path":"/a/${s}"},"context":{"\\udbff":1}}`,
+        'context.\uFFFD',
+      ],
+    ] as const) {
+      const tag = `${Date.now()}${Math.random().toString(36).slice(2, 8)}`;
+      const error = await errorOf(await post('/runs', null, raw(tag)));
+      expect(error, where).toMatchObject({ status: 400, code: 'invalid_unicode', details: { path } });
+      expect(await runtime.store.findBySubject({ workspace: 'w', path: `/a/${tag}` })).toBeNull();
+    }
+  });
+
+  it('refuses a lone surrogate in a steer and in a delivered result with 400, and the run is unchanged', async () => {
+    const run = await waitingRun();
+    const steer = await post(
+      `/runs/${run.run_id}/controls`,
+      null,
+      '{"control_id":"s1","command":"steer","input":"hi \\ud83d"}',
+    );
+    expect(await errorOf(steer)).toMatchObject({
+      status: 400,
+      code: 'invalid_unicode',
+      details: { path: 'input' },
+    });
+    const result = await post('/results/rk-any', null, '{"status":"succeeded","payload":{"t":"\\udfff"}}');
+    expect(await errorOf(result)).toMatchObject({ status: 400, code: 'invalid_unicode' });
+    await unchanged(run);
+  });
+
+  it('refuses invalid UTF-8 percent-encoding in a path or query with 400 invalid_unicode', async () => {
+    expect(await errorOf(await get('/runs/run_%ED%A0%80'))).toMatchObject({
+      status: 400,
+      code: 'invalid_unicode',
+      details: { target: 'path' },
+    });
+    expect(await errorOf(await get('/runs?subject_workspace=w&subject_path=%2Fa%ED%A0%80'))).toMatchObject({
+      status: 400,
+      code: 'invalid_unicode',
+      details: { target: 'query', parameter: 'subject_path' },
+    });
+    // Well-formed text outside ASCII is fine.
+    expect((await get(`/runs?subject_workspace=w&subject_path=${encodeURIComponent('/ä/😀')}`)).status).toBe(
+      200,
+    );
+  });
+});
+
+describe('HTTP API: control bodies are checked as strictly as create bodies', () => {
+  it('refuses a resume with a misspelt field (budget_incrase), naming it, and applies nothing', async () => {
+    const run = await waitingRun();
+    const response = await post(`/runs/${run.run_id}/controls`, {
+      control_id: 'typo-1',
+      command: 'resume',
+      budget_incrase: { max_turns: 5 },
+    });
+    const error = await errorOf(response);
+    expect(error).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(error.details.issues).toEqual([
+      expect.objectContaining({ path: 'budget_incrase', code: 'unrecognized_key' }),
+    ]);
+    await unchanged(run);
+  });
+
+  it('refuses an unknown field on every command', async () => {
+    const run = await waitingRun();
+    for (const body of [
+      { control_id: 'x1', command: 'stop', reasn: 'typo' },
+      { control_id: 'x2', command: 'pause', extra: 1 },
+      { control_id: 'x3', command: 'steer', input: 'a', inputs: 'b' },
+      { control_id: 'x4', command: 'approve', request_id: 'r', subject_digest: 'd', decison: 'rejected' },
+      { control_id: 'x5', command: 'provide_input', request_id: 'r', value: 1, valeu: 2 },
+    ]) {
+      const error = await errorOf(await post(`/runs/${run.run_id}/controls`, body));
+      expect(error.status, body.command).toBe(400);
+      expect(JSON.stringify(error.details)).toMatch(/reasn|extra|inputs|decison|valeu/);
+    }
+    await unchanged(run);
+  });
+});
+
+describe('HTTP API: sizes', () => {
+  it(`refuses at create a context over ${MAX_CONTEXT_BYTES} bytes (a 300 KB instructions) with 400 naming context, creating nothing`, async () => {
+    const subject = uniqueSubject();
+    const response = await post('/runs', {
+      subject,
+      reducer: { function_path: '/r/ask' },
+      context: { instructions: 'x'.repeat(300_000) },
+    });
+    const error = await errorOf(response);
+    expect(error).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(error.details.issues).toEqual([expect.objectContaining({ path: 'context', code: 'too_large' })]);
+    expect(error.message).toMatch(new RegExp(`over the ${MAX_CONTEXT_BYTES}-byte limit`));
+    expect(await runtime.store.findBySubject(subject)).toBeNull();
+  });
+
+  it('accepts a context just under the limit', async () => {
+    const instructions = 'y'.repeat(MAX_CONTEXT_BYTES - JSON.stringify({ instructions: '' }).length);
+    const response = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: null,
+      context: { instructions },
+    });
+    expect(response.status).toBe(201);
+  });
+
+  it('words every size limit the same way: "<what> is N bytes, over the L-byte limit"', async () => {
+    const run = await waitingRun();
+    const body = await errorOf(
+      await post(`/runs/${run.run_id}/controls`, {
+        control_id: 'big',
+        command: 'steer',
+        input: 'x'.repeat(1_100_000),
+      }),
+    );
+    expect(body).toMatchObject({
+      status: 413,
+      code: 'payload_too_large',
+      details: { limit_bytes: 1024 * 1024 },
+    });
+    expect(body.message).toMatch(/^the body is (\d+ bytes, )?over the 1048576-byte limit$/);
+    const context = await errorOf(
+      await post('/runs', { subject: uniqueSubject(), reducer: null, context: { t: 'z'.repeat(200_000) } }),
+    );
+    expect(context.message).toMatch(/context and objective is \d+ bytes, over the 163840-byte limit$/);
+  });
+});
+
+describe('HTTP API: a peer tool result with null for absent optional fields', () => {
+  it('accepts a delivered envelope whose optionals are null (diagnostic class, error_class, retry_policy)', async () => {
+    const response = await post('/runs', { subject: uniqueSubject(), reducer: { function_path: '/r/park' } });
+    const { run } = (await response.json()) as { run: RunRecord };
+    await runtime.engine.stepRun(run.run_id);
+    const delivered = await post(`/results/rk-${run.run_id}`, {
+      envelope: 'raisin.tool-result/1',
+      operation_id: null,
+      status: 'succeeded',
+      payload: { ok: true },
+      error_class: null,
+      resume_key: null,
+      reads: [],
+      writes: [],
+      artifact_refs: [],
+      evidence: [],
+      diagnostics: [{ code: 'note', severity: 'info', message: 'fine', class: null, path: null }],
+      suggested_next_actions: [],
+      retry_policy: null,
+    });
+    expect(delivered.status).toBe(200);
+    await runtime.engine.stepRun(run.run_id);
+    const done = await until(
+      async () => (await get(`/runs/${run.run_id}/events`).then((r) => r.json())) as { events: RunEvent[] },
+      (page) => page.events.some((e) => e.kind === 'tool_result'),
+      10_000,
+    );
+    const result = done.events.find((e) => e.kind === 'tool_result');
+    expect((result?.data.envelope as { status: string }).status).toBe('succeeded');
+  });
+});
