@@ -255,6 +255,6 @@ describe('HTTP API: a peer tool result with null for absent optional fields', ()
       10_000,
     );
     const result = done.events.find((e) => e.kind === 'tool_result');
-    expect((result?.data.envelope as { status: string }).status).toBe('succeeded');
+    expect(result?.data.envelope).toMatchObject({ status: 'succeeded' });
   });
 });

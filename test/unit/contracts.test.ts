@@ -21,8 +21,13 @@ describe('contracts', () => {
 
   it('refuses unknown fields in a control, as in a create request (a typo is never silently dropped)', () => {
     expect(Control.safeParse({ control_id: 'c1', command: 'stop', future_field: 1 }).success).toBe(false);
-    expect(Control.safeParse({ control_id: 'c1', command: 'resume', budget_incrase: {} }).success).toBe(false);
-    expect(Control.parse({ control_id: 'c1', command: 'stop' })).toEqual({ control_id: 'c1', command: 'stop' });
+    expect(Control.safeParse({ control_id: 'c1', command: 'resume', budget_incrase: {} }).success).toBe(
+      false,
+    );
+    expect(Control.parse({ control_id: 'c1', command: 'stop' })).toEqual({
+      control_id: 'c1',
+      command: 'stop',
+    });
   });
 
   it('applies the three conditional rules of turn-outcome v1', () => {
