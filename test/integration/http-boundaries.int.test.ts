@@ -13,14 +13,64 @@ import { localRuntime, until } from '../support/local-runtime.ts';
 import { askOnce, toolLoop } from '../support/reducers.ts';
 
 const TOKEN = 'boundary-token';
+
+/** A peer's reducer: sends null for every optional field it does not use; completes at once. */
+function nullsReducer(raw: Record<string, unknown>) {
+  const req = raw as { state_rev: number; event: { kind: string } };
+  const done = req.event.kind === 'run_started';
+  return {
+    contract: 'raisin.agent-run.reducer/1',
+    state: { done },
+    state_rev: req.state_rev + 1,
+    effects: done
+      ? [
+          {
+            effect_id: `${req.state_rev + 1}:0`,
+            kind: 'complete',
+            outcome: 'succeeded',
+            summary: null,
+            evidence: null,
+          },
+        ]
+      : [],
+    projection: null,
+    diagnostics: [{ code: 'peer', severity: 'info', message: 'hello', class: null, path: null }],
+    refused: null,
+  };
+}
 let runtime: Runtime;
 let app: HttpApp;
 
 beforeAll(async () => {
   ({ runtime } = await localRuntime('http-boundaries', {
     heartbeatMs: 100,
-    reducers: inProcessReducers({ '/r/ask': askOnce(), '/r/park': toolLoop(1, 'park') }),
+    reducers: inProcessReducers({
+      '/r/ask': askOnce(),
+      '/r/park': toolLoop(1, 'park'),
+      '/r/blank-key': toolLoop(1, 'blank_key'),
+      '/r/nulls': nullsReducer,
+    }),
     registerTools(registry) {
+      registry.register({
+        name: 'blank_key',
+        version: '1.0.0',
+        input_schema: { type: 'object' },
+        handler: {
+          kind: 'module',
+          fn: async () => ({
+            envelope: 'raisin.tool-result/1',
+            status: 'waiting',
+            resume_key: '',
+            reads: null,
+            writes: [],
+            artifact_refs: [],
+            evidence: [],
+            diagnostics: [],
+            suggested_next_actions: [],
+          }),
+        },
+        metadata: { mutating: false, replay_safe: true },
+      });
       registry.register({
         name: 'park',
         version: '1.0.0',
@@ -256,5 +306,31 @@ describe('HTTP API: a peer tool result with null for absent optional fields', ()
     );
     const result = done.events.find((e) => e.kind === 'tool_result');
     expect(result?.data.envelope).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('answers a tool result with resume_key "" as waiting_without_resume_key (not envelope_mismatch)', async () => {
+    const response = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: { function_path: '/r/blank-key' },
+    });
+    const { run } = (await response.json()) as { run: RunRecord };
+    await runtime.engine.stepRun(run.run_id);
+    const page = (await (await get(`/runs/${run.run_id}/events`)).json()) as { events: RunEvent[] };
+    const result = page.events.find((e) => e.kind === 'tool_result');
+    expect(result?.data.envelope).toMatchObject({
+      status: 'failed',
+      diagnostics: [expect.objectContaining({ code: 'waiting_without_resume_key', path: 'resume_key' })],
+    });
+  });
+
+  it('runs a peer reducer that sends null for absent optionals (summary, evidence, diagnostic class)', async () => {
+    const response = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: { function_path: '/r/nulls' },
+    });
+    const { run } = (await response.json()) as { run: RunRecord };
+    await runtime.engine.stepRun(run.run_id);
+    const after = (await (await get(`/runs/${run.run_id}`)).json()) as RunRecord;
+    expect(after).toMatchObject({ status: 'completed', outcome: 'succeeded' });
   });
 });
