@@ -300,7 +300,7 @@ describe('HTTP API: a peer tool result with null for absent optional fields', ()
     expect(delivered.status).toBe(200);
     await runtime.engine.stepRun(run.run_id);
     const done = await until(
-      async () => (await get(`/runs/${run.run_id}/events`).then((r) => r.json())) as { events: RunEvent[] },
+      async () => (await (await get(`/runs/${run.run_id}/events`)).json()) as { events: RunEvent[] },
       (page) => page.events.some((e) => e.kind === 'tool_result'),
       10_000,
     );
