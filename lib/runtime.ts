@@ -12,7 +12,7 @@ import { type AdmissionConfig, admissionFromEnv } from './core/admission.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
 import type { Clock, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './engine/ports.ts';
 import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
-import { createModelHost } from './models/host.ts';
+import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
@@ -37,6 +37,8 @@ export interface RuntimeConfig {
   toolPolicy?: readonly PolicyRule[];
   /** Model-turn functions by path, besides the ones the environment configures (lib/models/configured.ts). */
   modelFunctions?: Record<string, ModelTurnFunction>;
+  /** How a retryable provider fault is retried inside one turn (default DEFAULT_MODEL_RETRY: 3 calls). */
+  modelRetry?: Partial<ModelRetryPolicy>;
   /** The function used when a run names none (default: the environment's default model, else the contract's default path). */
   defaultModelFunction?: string;
   /** Where the model configuration is read (default: process.env). */
@@ -108,6 +110,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const models = createModelHost({
     functions: { ...configured.functions, ...(config.modelFunctions ?? {}) },
     default: defaultPath,
+    ...(config.modelRetry !== undefined ? { retry: config.modelRetry } : {}),
   });
   const engine = createEngine({
     store,

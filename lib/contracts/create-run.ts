@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
-import { Budgets, OnExceeded, ReducerBinding, RiskTier } from './run.ts';
+import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
 
 export const CreateRunInput = z
   .strictObject({
@@ -18,6 +18,7 @@ export const CreateRunInput = z
     context: z.unknown().optional(),
     budgets: Budgets.default({}),
     on_exceeded: OnExceeded.default('pause'),
+    on_provider_outage: OnProviderOutage.default('pause'),
     as_agent: z.string().min(1).optional(),
     on_behalf_of: z.string().min(1).optional(),
     create_key: z.string().min(1).max(256).optional(),

@@ -32,6 +32,8 @@ export const RUN_EVENT_KINDS = [
   'stop_requested',
   'pause_requested',
   'paused',
+  /** A model turn's provider stayed unavailable; the run pauses and the turn is kept (on_provider_outage). */
+  'provider_outage',
   'checkpoint_written',
   'lease_taken_over',
   'capability_gap',

@@ -71,11 +71,25 @@ export const RiskTier = z.enum(RISK_TIERS);
 export type RiskTier = z.infer<typeof RiskTier>;
 export type OnExceeded = z.infer<typeof OnExceeded>;
 
-/** Usage counters; they never decrease. */
+/**
+ * What a model turn whose provider stays unavailable (rate_limited, transient or timeout after
+ * every retry) does to the run: `pause` (the default) pauses it `provider_outage:<class>` with
+ * the turn kept, dispatched again on resume; `fail` hands the reducer the operation_failed.
+ */
+export const OnProviderOutage = z.enum(['pause', 'fail']);
+export type OnProviderOutage = z.infer<typeof OnProviderOutage>;
+
+/**
+ * Usage counters; they never decrease. `turns`: model turns that ended; `model_calls`: calls
+ * made to the model provider, each retry included (what costs time and money); `model_retries`:
+ * the calls beyond the first of their turn. `max_turns` bounds the first, `max_model_calls` the
+ * second.
+ */
 export const Usage = z.object({
   turns: Count.default(0),
   operations: Count.default(0),
   model_calls: Count.default(0),
+  model_retries: Count.default(0),
   tool_calls: Count.default(0),
   input_tokens: Count.default(0),
   output_tokens: Count.default(0),
@@ -85,6 +99,7 @@ export const EMPTY_USAGE: Usage = {
   turns: 0,
   operations: 0,
   model_calls: 0,
+  model_retries: 0,
   tool_calls: 0,
   input_tokens: 0,
   output_tokens: 0,
@@ -318,6 +333,7 @@ const recordBase = {
   objective: z.string().optional(),
   budgets: Budgets,
   on_exceeded: OnExceeded,
+  on_provider_outage: OnProviderOutage.default('pause'),
   usage: Usage,
   counters: Counters,
   epoch: Count,

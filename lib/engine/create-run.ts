@@ -129,6 +129,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
           ...(input.context !== undefined ? { context: input.context } : {}),
           budgets: input.budgets,
           on_exceeded: input.on_exceeded,
+          on_provider_outage: input.on_provider_outage,
           executor_config: input.executor_config,
           capability_hash: capabilityHash(secret),
           wake_delay_ms: deps.wakeGraceMs,

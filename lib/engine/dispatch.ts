@@ -134,15 +134,20 @@ async function executeModelTurn(
       ...(effect.context !== undefined ? { context: effect.context } : {}),
     },
   };
-  const out = await ctx.models.turn(input, compiled, signal);
+  const limit = record.budgets.max_model_calls;
+  const limits = limit === undefined ? {} : { maxCalls: Math.max(1, limit - record.usage.model_calls) };
+  const out = await ctx.models.turn(input, compiled, signal, limits);
+  const { provider_calls, host_attempts: _attempts, ...answer } = out as typeof out & Record<string, unknown>;
+  const calls = typeof provider_calls === 'number' && provider_calls >= 1 ? { calls: provider_calls } : {};
   if ('error_class' in out) {
-    const { error_class, message, retryable, ...detail } = out as typeof out & Record<string, unknown>;
+    const { error_class, message, retryable, ...detail } = answer as typeof out & Record<string, unknown>;
     return {
       kind: 'operation_failed',
       error_class,
       retryable: retryable ?? false,
       outcome_unknown: false,
       message,
+      ...calls,
       ...(Object.keys(detail).length > 0 ? { detail } : {}),
     };
   }
@@ -152,5 +157,6 @@ async function executeModelTurn(
     tool_calls: out.tool_calls,
     finish_reason: out.finish_reason,
     usage: out.usage,
+    ...calls,
   };
 }

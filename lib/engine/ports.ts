@@ -97,11 +97,14 @@ export interface ModelHost {
   /**
    * One model turn through the run's model-turn function (executor_config.model_turn_function).
    * Never throws for a provider fault: it comes back as ModelTurnError with its class.
+   * `limits.maxCalls`: provider calls the turn may make at most, retries included (what the
+   * run's max_model_calls leaves). The answer may carry `provider_calls` (calls made, default 1).
    */
   turn(
     input: ModelTurnInput,
     context: CompiledContext,
     signal: AbortSignal,
+    limits?: { maxCalls?: number },
   ): Promise<ModelTurnOutput | ModelTurnError>;
 }
 

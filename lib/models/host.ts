@@ -69,26 +69,38 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
  * throws → function_error; an answer that is neither ModelTurnOutput nor ModelTurnError, or
  * that nests deeper than MAX_JSON_DEPTH → output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
  * called again after a backoff (see {@link ModelRetryPolicy}) while attempts are left and the
- * signal has not aborted; the last answer is returned with `host_attempts` (calls made) added.
+ * signal has not aborted, and while `limits.maxCalls` (what the run's max_model_calls budget
+ * leaves) allows. The last answer is returned with `host_attempts` (times the function was
+ * called) and `provider_calls` (provider requests made: each call's own `call.attempts`, else 1,
+ * summed) added, on a success as on an error, so that no retry is invisible.
  */
 export function createModelHost(options: ModelHostOptions): ModelHost {
   const policy: ModelRetryPolicy = { ...DEFAULT_MODEL_RETRY, ...(options.retry ?? {}) };
   const sleep = options.sleep ?? abortableSleep;
   const once = callOnce(options);
   return {
-    async turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal) {
+    async turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal, limits = {}) {
+      const maxCalls = Math.max(1, Math.min(policy.attempts, limits.maxCalls ?? policy.attempts));
       let answer = await once(input, context, signal);
       let calls = 1;
-      while ('error_class' in answer && answer.retryable === true && calls < policy.attempts) {
+      let providerCalls = providerCallsOf(answer);
+      while ('error_class' in answer && answer.retryable === true && calls < maxCalls) {
         const retryAfter = (answer as Record<string, unknown>).retry_after_ms;
         await sleep(retryDelayMs(policy, calls, retryAfter), signal);
         if (signal.aborted) break;
         answer = await once(input, context, signal);
         calls += 1;
+        providerCalls += providerCallsOf(answer);
       }
-      return calls > 1 && 'error_class' in answer ? { ...answer, host_attempts: calls } : answer;
+      return { ...answer, host_attempts: calls, provider_calls: providerCalls };
     },
   };
+}
+
+/** Provider requests behind one answer: its `call.attempts` when the function reported them, else 1. */
+function providerCallsOf(answer: object): number {
+  const attempts = (answer as { call?: { attempts?: unknown } }).call?.attempts;
+  return typeof attempts === 'number' && Number.isInteger(attempts) && attempts >= 1 ? attempts : 1;
 }
 
 /** One call of the run's model-turn function, its answer parsed (never throws). */

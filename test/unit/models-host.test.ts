@@ -86,6 +86,8 @@ describe('createModelHost', () => {
       message: 'slow down',
       retryable: true,
       retry_after_ms: 500,
+      host_attempts: 1,
+      provider_calls: 1,
     });
   });
 
@@ -219,6 +221,47 @@ describe('createModelHost', () => {
       finish_reason: 'stop',
       usage: { input_tokens: 0, output_tokens: 0 },
       usage_fidelity: 'estimated',
+      host_attempts: 1,
+      provider_calls: 1,
     });
+  });
+
+  it('counts provider calls on a success too, summing each answer’s own call.attempts', async () => {
+    let calls = 0;
+    const host = createModelHost({
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          calls += 1;
+          const call = { provider: 'bedrock', model_id: 'm', attempts: 2 };
+          return calls === 1
+            ? { error_class: 'transient', message: 'busy', retryable: true, call }
+            : ({ message: { text: 'ok' }, tool_calls: [], finish_reason: 'stop', usage: {}, call } as never);
+        },
+      },
+      sleep: async () => {},
+    });
+    expect(await host.turn(inputWith({}), context, signal)).toMatchObject({
+      message: { text: 'ok' },
+      host_attempts: 2,
+      provider_calls: 4,
+    });
+  });
+
+  it('makes no more calls than limits.maxCalls allows (what max_model_calls leaves)', async () => {
+    let calls = 0;
+    const host = createModelHost({
+      functions: {
+        [DEFAULT_MODEL_TURN_FUNCTION]: async () => {
+          calls += 1;
+          return { error_class: 'transient', message: 'busy', retryable: true };
+        },
+      },
+      sleep: async () => {},
+    });
+    expect(await host.turn(inputWith({}), context, signal, { maxCalls: 2 })).toMatchObject({
+      host_attempts: 2,
+      provider_calls: 2,
+    });
+    expect(calls).toBe(2);
   });
 });

@@ -189,6 +189,7 @@ function usageOfEnded(usage: Usage, op: Operation): Usage {
     operations: usage.operations + 1,
     turns: usage.turns + model,
     model_calls: usage.model_calls + model,
+    model_retries: usage.model_retries,
     tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
   };
 }

@@ -7,6 +7,7 @@ import {
   EMPTY_USAGE,
   isTerminalStatus,
   type OnExceeded,
+  type OnProviderOutage,
   type Principal,
   type ReducerBinding,
   type RiskTier,
@@ -38,6 +39,8 @@ export interface CreateRunParams {
   context?: unknown;
   budgets: Budgets;
   on_exceeded: OnExceeded;
+  /** Default pause. */
+  on_provider_outage?: OnProviderOutage;
   executor_config?: Record<string, unknown>;
   capability_hash?: string;
   parent_run_id?: string;
@@ -68,6 +71,7 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     objective: p.objective,
     budgets: p.budgets,
     on_exceeded: p.on_exceeded,
+    on_provider_outage: p.on_provider_outage ?? 'pause',
     usage: { ...EMPTY_USAGE },
     counters: {
       next_op: 0,

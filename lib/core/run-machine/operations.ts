@@ -13,6 +13,7 @@ import {
   type Usage,
 } from '../../contracts/index.ts';
 import { checkBudgets } from '../budgets.ts';
+import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { isDelegation } from './delegation.ts';
 import {
   append,
@@ -87,6 +88,8 @@ export type OperationResult =
       tool_calls: ToolCall[];
       finish_reason: string;
       usage: { input_tokens: number; output_tokens: number };
+      /** Provider calls the turn made, retries included (default 1). */
+      calls?: number;
     }
   | {
       kind: 'tool_result';
@@ -105,6 +108,8 @@ export type OperationResult =
       outcome_unknown: boolean;
       message: string;
       usage?: { input_tokens: number; output_tokens: number };
+      /** Provider calls a failed model turn made, retries included (default 1). */
+      calls?: number;
       /** Structured detail of the failure (e.g. a replay divergence), kept in the event. */
       detail?: Record<string, unknown>;
     }
@@ -114,12 +119,17 @@ export type OperationResult =
       usage?: { input_tokens: number; output_tokens: number };
     };
 
-/** Usage after the started operation `op` ended with `result`: counted in the same commit. */
-function usageAfter(usage: Usage, op: Operation, result: OperationResult): Usage {
+/**
+ * Usage after the started operation `op` ended with `result`: counted in the same commit. A
+ * model turn kept for a retry (a provider outage) counts its calls, not a turn.
+ */
+function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept = false): Usage {
   const next: Usage = { ...usage, operations: usage.operations + 1 };
   if (op.kind === 'model_turn') {
-    next.model_calls += 1;
-    next.turns += 1;
+    const calls = 'calls' in result && result.calls !== undefined ? result.calls : 1;
+    next.model_calls += calls;
+    next.model_retries += calls - 1;
+    if (!kept) next.turns += 1;
   } else if (op.kind === 'tool_call') {
     next.tool_calls += 1;
   }
@@ -207,6 +217,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         retryable: result.retryable,
         outcome_unknown: result.outcome_unknown,
         message: result.message,
+        ...(op.kind === 'model_turn' ? { attempts: result.calls ?? 1 } : {}),
         ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
         ...(result.detail !== undefined ? { detail: result.detail } : {}),
       };
@@ -237,6 +248,10 @@ export function finishOperation(
   const op = record.operation;
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   if (op === null || op.started_at === null) return reject('no_operation', 'no operation in flight');
+  if (result.kind === 'operation_failed' && pausesForOutage(record, op, result)) {
+    const usage = usageAfter(record.usage, op, result, true);
+    return pauseForOutage({ ...record, operation: null, usage } as Draft, op, result, now);
+  }
   const cleared = { ...record, operation: null, usage: usageAfter(record.usage, op, result) } as Draft;
   const recorded = recordResult(cleared, record, op, result, now);
   const draft = recorded.draft;
@@ -260,4 +275,32 @@ export function finishOperation(
     return prepend(appended.events, pauseRun(seal(appended.draft), record.pause_requested, now));
   }
   return finish(appended.draft, appended.events);
+}
+
+/**
+ * A model turn's provider stayed unavailable: `provider_outage` (what failed, after how many
+ * calls) is logged, the turn is kept for resume (attempt + 1) and the run pauses; the reducer
+ * sees nothing of it. Usage counts the calls made.
+ */
+function pauseForOutage(
+  cleared: Draft,
+  op: Operation,
+  result: Extract<OperationResult, { kind: 'operation_failed' }>,
+  now: number,
+): TransitionResult {
+  const data = {
+    error_class: result.error_class,
+    message: result.message,
+    attempts: result.calls ?? 1,
+    ...(result.detail !== undefined ? { detail: result.detail } : {}),
+  };
+  const idFields = { operation_id: op.op_id, effect_id: op.effect_id };
+  const failures = cleared.counters.consecutive_op_failures + 1;
+  const kept = {
+    ...cleared,
+    operation: keptForRetry(op),
+    counters: { ...cleared.counters, consecutive_op_failures: failures },
+  } as Draft;
+  const appended = append(kept, [ev('provider_outage', now, data, idFields)], now);
+  return prepend(appended.events, pauseRun(seal(appended.draft), outagePauseReason(result.error_class), now));
 }
