@@ -53,6 +53,8 @@ export interface RuntimeConfig {
   workerId?: string;
   leaseTtlMs?: number;
   heartbeatMs?: number;
+  /** How often an interruptible operation reads its run's status to see a stop (ms, default 2 000). */
+  stopPollMs?: number;
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor; default: read from `env` (see admissionFromEnv). */
   admission?: AdmissionConfig;
@@ -123,6 +125,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.workerId !== undefined ? { workerId: config.workerId } : {}),
     ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
     ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
+    ...(config.stopPollMs !== undefined ? { stopPollMs: config.stopPollMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     admission: config.admission ?? admissionFromEnv(config.env ?? process.env),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),

@@ -39,6 +39,11 @@ export interface EngineOptions {
   leaseTtlMs?: number;
   /** How often a worker renews its lease while an operation runs (ms, default 30 000). */
   heartbeatMs?: number;
+  /**
+   * How often an interruptible operation in flight reads its run's status to see a stop (ms,
+   * default 2 000): a stop reaches it within about this long (stop-watch.ts).
+   */
+  stopPollMs?: number;
   /** Delay before the sweeper wakes a queued run whose step message was lost (ms, default 60 000). */
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
@@ -66,6 +71,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     workerId: options.workerId ?? `worker-${randomUUID().slice(0, 8)}`,
     leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
     heartbeatMs: options.heartbeatMs ?? 30_000,
+    stopPollMs: options.stopPollMs ?? 2_000,
     wakeGraceMs: options.wakeGraceMs ?? 60_000,
     admission: options.admission ?? {},
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,

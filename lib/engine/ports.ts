@@ -180,6 +180,11 @@ export interface EarlyResultHold {
 
 export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
+  /**
+   * The run's status alone, eventually consistent (may lag a just-committed change by about a
+   * second): the cheap read a running operation polls to see a stop. Null for an unknown run.
+   */
+  getStatus(runId: string): Promise<RunRecord['status'] | null>;
   /** Run record and one control ack in one consistent BatchGetItem. */
   getRunAndAck(
     runId: string,

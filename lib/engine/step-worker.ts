@@ -33,6 +33,7 @@ import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { askReducer } from './reducer-delivery.ts';
+import { watchForStop } from './stop-watch.ts';
 
 export type StepOutcome =
   | { kind: 'not_found' }
@@ -500,11 +501,18 @@ class StepWorker {
         }
       });
     }, this.ctx.heartbeatMs);
+    const unwatch = op.interruptible
+      ? watchForStop(this.ctx, this.base.run_id, () => {
+          cancelled = true;
+          abort.abort(new Error('run stopped'));
+        })
+      : async () => {};
     try {
       const result = await executeOperation(this.ctx, this.staged, op, abort.signal, (from) =>
         this.eventsFrom(from),
       );
       clearInterval(timer);
+      await unwatch();
       await beating;
       if (lost) throw new LeaseLost('the lease was lost while the operation ran');
       if (cancelled && abort.signal.aborted) {
@@ -514,6 +522,7 @@ class StepWorker {
       return result;
     } finally {
       clearInterval(timer);
+      void unwatch();
     }
   }
 

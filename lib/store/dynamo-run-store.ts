@@ -28,7 +28,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { RunEvent, RunRecord } from '../contracts/index.ts';
+import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts';
 import { isPlainObject } from '../core/canonical.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { RunStore, StoreMetrics } from '../engine/ports.ts';
@@ -237,6 +237,24 @@ async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string
   );
   countCapacity(io, out.ConsumedCapacity);
   return out.Item;
+}
+
+/** The record item's status attribute, eventually consistent (half the read units of getRun). */
+async function getStatus(io: DynamoIo, runId: string): Promise<RunRecord['status'] | null> {
+  io.metrics.reads += 1;
+  const out = await io.doc.send(
+    new GetCommand({
+      TableName: io.table,
+      Key: { pk: runPk(runId), sk: 'R' },
+      ConsistentRead: false,
+      ProjectionExpression: '#s',
+      ExpressionAttributeNames: { '#s': 'status' },
+      ReturnConsumedCapacity: 'TOTAL',
+    }),
+  );
+  countCapacity(io, out.ConsumedCapacity);
+  const parsed = RunStatus.safeParse(out.Item?.status);
+  return parsed.success ? parsed.data : null;
 }
 
 /** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */
@@ -489,6 +507,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   return {
     metrics: io.metrics,
     getRun: async (runId) => recordOf(await getItem(io, runPk(runId), 'R')),
+    getStatus: (runId) => getStatus(io, runId),
     getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
     async getState(runId, rev, at) {
       if (rev === 0) return null;

@@ -216,6 +216,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       return recordOf(table.read(runPk(runId), 'R'));
     },
+    async getStatus(runId) {
+      await yieldOnce();
+      return recordOf(table.read(runPk(runId), 'R'))?.status ?? null;
+    },
     async getRunAndAck(runId, controlId) {
       await yieldOnce();
       metrics.reads += 1;

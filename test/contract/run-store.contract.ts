@@ -214,6 +214,17 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.getRun('store-never-created')).toBeNull();
       });
 
+      it('reads a run’s status alone (the stop watch’s cheap read), and null for an unknown run', async () => {
+        const created = draft();
+        const stored = await s.store.commit({
+          record: created.record,
+          expectedVersion: null,
+          events: created.events,
+        });
+        expect(await s.store.getStatus(stored.run_id)).toBe('queued');
+        expect(await s.store.getStatus('store-never-created')).toBeNull();
+      });
+
       it('refuses a create on a subject with a live run as subject_taken, and writes nothing of it', async () => {
         const parent = await storedRun(s.store);
         const first = await storedRun(s.store);
