@@ -53,6 +53,8 @@ export interface RuntimeConfig {
   workerId?: string;
   leaseTtlMs?: number;
   heartbeatMs?: number;
+  /** Clock-skew allowance of lease takeover (ms; default a third of the lease, 30 000 with the default lease). */
+  clockSkewMs?: number;
   /** How often an interruptible operation reads its run's status to see a stop (ms, default 2 000). */
   stopPollMs?: number;
   wakeGraceMs?: number;
@@ -126,6 +128,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
     ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
     ...(config.stopPollMs !== undefined ? { stopPollMs: config.stopPollMs } : {}),
+    ...(config.clockSkewMs !== undefined ? { clockSkewMs: config.clockSkewMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     admission: config.admission ?? admissionFromEnv(config.env ?? process.env),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),

@@ -31,8 +31,23 @@ export function sweepDue(record: RunRecord): number | null {
  */
 export type SweepAction = 'none' | 'take_over' | 'finish_ended' | 'expire_requests' | 'wake';
 
-export function sweepAction(record: RunRecord, now: number): SweepAction {
-  if (record.lease !== null) return record.lease.expires_at <= now ? 'take_over' : 'none';
+/**
+ * The clock-skew allowance by default: a third of the lease (30 s of the default 90 s lease).
+ * A lease is written with the holder's clock and judged expired with the sweeper's, so the two
+ * clocks may differ by up to `lease − heartbeat + allowance − renewal latency` (90 s with the
+ * defaults: 90 − 30 + 30) before a live worker can be taken over; a crashed worker's run is
+ * recovered at most `lease + allowance` after its last renewal. Issue 12, item 7.
+ */
+export function defaultClockSkewMs(leaseTtlMs: number): number {
+  return Math.floor(leaseTtlMs / 3);
+}
+
+/**
+ * `skewMs` is the clock-skew allowance (ms, ≥ 0): a lease is taken over only once the sweeper's
+ * clock reads at least `expires_at + skewMs`.
+ */
+export function sweepAction(record: RunRecord, now: number, skewMs = 0): SweepAction {
+  if (record.lease !== null) return record.lease.expires_at + skewMs <= now ? 'take_over' : 'none';
   if (record.status === 'completed' || record.status === 'failed' || record.status === 'stopped') {
     return record.inbox.length > 0 || record.owed.length > 0 ? 'finish_ended' : 'none';
   }

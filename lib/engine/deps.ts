@@ -14,6 +14,7 @@ import {
 import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
 import { EARLY_RESULT_TTL_MS, hasWork, LEASE_TTL_MS, RESULT_EXPIRY_MS } from '../core/run-machine.ts';
+import { defaultClockSkewMs } from '../core/sweeper.ts';
 import type { Clock, Commit, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './ports.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
@@ -44,6 +45,12 @@ export interface EngineOptions {
    * default 2 000): a stop reaches it within about this long (stop-watch.ts).
    */
   stopPollMs?: number;
+  /**
+   * Clock-skew allowance (ms, default a third of the lease: 30 000 with the default lease): the
+   * sweeper takes over a lease only once its own clock passes `expires_at` by this much, so a
+   * live worker whose clock runs behind is not taken over (core/sweeper.ts defaultClockSkewMs).
+   */
+  clockSkewMs?: number;
   /** Delay before the sweeper wakes a queued run whose step message was lost (ms, default 60 000). */
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
@@ -72,6 +79,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
     heartbeatMs: options.heartbeatMs ?? 30_000,
     stopPollMs: options.stopPollMs ?? 2_000,
+    clockSkewMs: options.clockSkewMs ?? defaultClockSkewMs(options.leaseTtlMs ?? LEASE_TTL_MS),
     wakeGraceMs: options.wakeGraceMs ?? 60_000,
     admission: options.admission ?? {},
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,

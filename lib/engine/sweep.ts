@@ -65,7 +65,7 @@ async function sweepRun(ctx: EngineContext, runId: string, report: SweepReport):
   const record = await ctx.store.getRun(runId);
   if (record === null) return;
   const now = ctx.clock.now();
-  switch (sweepAction(record, now)) {
+  switch (sweepAction(record, now, ctx.clockSkewMs)) {
     case 'none':
       return;
     case 'take_over': {

@@ -14,6 +14,7 @@ import { scopedStore, shardOfRun, wrapStore } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { delegator } from '../support/reducers.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 const REDUCER = '/r/delegator';
@@ -355,7 +356,7 @@ describe('delegation', () => {
     expect('owed' in ended && ended.owed).toEqual(['handback']); // deferred: the parent does not wait yet
 
     // Act: the lease expires; the sweeper takes over and a fresh worker dispatches again.
-    t.clock.advance(LEASE_TTL_MS + 1_000);
+    t.clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
     const report = await sweepRuns(engine, [run.run_id, childId]);
     await settle(t, engine);
     await sweepRuns(engine, [run.run_id, childId]);

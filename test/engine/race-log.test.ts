@@ -14,6 +14,7 @@ import { crashAt, expectConvergedLog, readAll, scopedStore, shardOfRun } from '.
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { toolLoop } from '../support/reducers.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const OPERATIONS = 40;
 const PAGE = 3;
@@ -40,7 +41,7 @@ describe('race 8: a reader paging the log while a zombie and the owner commit', 
     const stale = await store.getRun(run.run_id);
     if (stale?.lease === null || stale === null) throw new Error('the zombie holds no lease');
     const zombieFence = { owner: stale.lease.owner, epoch: stale.epoch };
-    t.clock.advance(LEASE_TTL_MS + 1_000);
+    t.clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
     expect((await owner.sweep(shardOfRun(run.run_id))).taken_over).toBe(1);
 
     let ownerDone = false;

@@ -29,6 +29,7 @@ import {
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { modelOnce, toolLoop } from '../support/reducers.ts';
 import { latch } from '../support/steer-reducers.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 /** A heartbeat that never fires during a test: the worker is paused, or must not renew. */
@@ -99,7 +100,7 @@ describe('race 1: a worker paused past its lease while another takes over', () =
       const aStep = worker.stepRun(run.run_id);
       await hold.entered;
 
-      t.clock.advance(LEASE_TTL_MS + 1_000);
+      t.clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
       expect((await fresh.sweep(shardOfRun(run.run_id))).taken_over).toBe(1);
       expect(await fresh.stepRun(run.run_id)).toMatchObject({ kind: 'progressed', status: 'completed' });
       const settled = await store.getRun(run.run_id);

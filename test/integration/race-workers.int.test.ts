@@ -12,6 +12,8 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
+import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
@@ -141,8 +143,9 @@ describe('race 4: a commit that fails after the operation ran', () => {
       // The message is redelivered while the lease is live: busy, nothing touched.
       expect(await t.another({ store }).stepRun(run.run_id)).toEqual({ kind: 'busy' });
 
-      // One sweep just before expiry does nothing; one just after takes over, and a worker finishes.
-      t.clock.advance(lease.expires_at - t.clock.now() - 1_000);
+      // One sweep just before expiry plus the skew allowance does nothing; one just after takes
+      // over, and a worker finishes.
+      t.clock.advance(lease.expires_at + defaultClockSkewMs(LEASE_TTL_MS) - t.clock.now() - 1_000);
       expect((await worker.sweep(shardOfRun(run.run_id))).taken_over).toBe(0);
       t.clock.advance(2_000);
       expect((await worker.sweep(shardOfRun(run.run_id))).taken_over).toBe(1);

@@ -21,6 +21,7 @@ import {
 } from '../support/engine.ts';
 import { scopedStore, shardOfRun } from '../support/faults.ts';
 import { toolLoop } from '../support/reducers.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 
@@ -51,7 +52,7 @@ describe('sweeper handler', () => {
     await t.drainMessages();
     await expect(dying.stepRun(run.run_id)).rejects.toThrow('worker killed');
     const orphaned = await store.getRun(run.run_id);
-    t.clock.advance(LEASE_TTL_MS + 1_000);
+    t.clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
     const metrics = createCountingMetrics();
     const sweeper = createSweeperHandler({ engine, logger: SILENT_LOG, metrics, passGapMs: 150 });
 

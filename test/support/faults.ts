@@ -13,6 +13,7 @@ import { type CommitFailure, CommitRejected } from '../../lib/engine/commit-erro
 import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
 import type { Commit, ModelHost, RunStore, StepQueue, ToolHost } from '../../lib/engine/ports.ts';
 import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 /** What a killed worker throws: the process is gone from this point on. */
 export class SimulatedCrash extends Error {
@@ -215,7 +216,7 @@ export async function settle(
       record.status === 'waiting' ||
       record.status === 'paused';
     if (rests) return { record, rounds: round };
-    clock.advance(LEASE_TTL_MS + 1_000);
+    clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
     await fresh.sweep(shardOfRun(runId));
     await fresh.stepRun(runId);
   }
