@@ -8,13 +8,13 @@
 import { describe, expect, it } from 'vitest';
 import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { scopedStore, shardOfRun, wrapStore } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { delegator } from '../support/reducers.ts';
-import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 const REDUCER = '/r/delegator';

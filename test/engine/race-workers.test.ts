@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import type { RunStore, StepQueue } from '../../lib/engine/ports.ts';
 import {
   expectConvergedLog,
@@ -29,7 +30,6 @@ import {
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { modelOnce, toolLoop } from '../support/reducers.ts';
 import { latch } from '../support/steer-reducers.ts';
-import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 /** A heartbeat that never fires during a test: the worker is paused, or must not renew. */

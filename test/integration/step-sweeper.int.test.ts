@@ -7,6 +7,7 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { createSweeperHandler } from '../../lib/handlers/sweeper.ts';
@@ -21,7 +22,6 @@ import {
 } from '../support/engine.ts';
 import { scopedStore, shardOfRun } from '../support/faults.ts';
 import { toolLoop } from '../support/reducers.ts';
-import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 
