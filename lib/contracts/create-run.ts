@@ -3,7 +3,7 @@
  * admission", "Server-driven and client-driven runs" (a run without a reducer is client-driven).
  */
 import { z } from 'zod';
-import { JsonObject, Subject } from './common.ts';
+import { Count, JsonObject, Subject } from './common.ts';
 import { Budgets, OnExceeded, ReducerBinding, RiskTier } from './run.ts';
 
 export const CreateRunInput = z.strictObject({
@@ -24,3 +24,22 @@ export const CreateRunInput = z.strictObject({
   risk_tier: RiskTier.optional(),
 });
 export type CreateRunInput = z.input<typeof CreateRunInput>;
+
+/**
+ * The body of `POST /runs/{id}/fork`. `checkpoint`: the number of the checkpoint to fork from.
+ * `state`: the domain state to start from instead of the checkpoint's (at most 256 KiB as
+ * canonical JSON). `input`: the input of the fork's run_started instead of the original's (the
+ * first user message its model turns see). `budgets` / `on_exceeded`: the fork's (default: the
+ * original's; usage always starts at zero). `subject`: default the original's (refused
+ * `subject_taken` while another run lives on it). `create_key`: as for a create.
+ */
+export const ForkRunInput = z.strictObject({
+  checkpoint: Count,
+  state: z.unknown().optional(),
+  input: z.unknown().optional(),
+  budgets: Budgets.optional(),
+  on_exceeded: OnExceeded.optional(),
+  subject: Subject.optional(),
+  create_key: z.string().min(1).max(256).optional(),
+});
+export type ForkRunInput = z.input<typeof ForkRunInput>;

@@ -13,6 +13,7 @@ import {
   type Usage,
 } from '../../contracts/index.ts';
 import { checkBudgets } from '../budgets.ts';
+import { type CompactionResult, finishCompaction } from './compaction.ts';
 import { isDelegation } from './delegation.ts';
 import {
   append,
@@ -112,7 +113,8 @@ export type OperationResult =
       kind: 'operation_cancelled';
       acknowledged: boolean;
       usage?: { input_tokens: number; output_tokens: number };
-    };
+    }
+  | CompactionResult;
 
 /** Usage after the started operation `op` ended with `result`: counted in the same commit. */
 function usageAfter(usage: Usage, op: Operation, result: OperationResult): Usage {
@@ -218,6 +220,8 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         draft,
         events: [ev('operation_cancelled', now, { acknowledged: result.acknowledged }, idFields)],
       };
+    case 'compaction_completed':
+      return { draft, events: [] }; // a stop during a compaction: nothing for the reducer
   }
 }
 
@@ -234,6 +238,8 @@ export function finishOperation(
   result: OperationResult,
   now: number,
 ): TransitionResult {
+  if (result.kind === 'compaction_completed' && record.status !== 'cancelling')
+    return finishCompaction(record, fence, result, now);
   const op = record.operation;
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   if (op === null || op.started_at === null) return reject('no_operation', 'no operation in flight');
