@@ -30,7 +30,7 @@ export type CreateRunInput = z.input<typeof CreateRunInput>;
  * `state`: the domain state to start from instead of the checkpoint's (at most 256 KiB as
  * canonical JSON). `input`: the input of the fork's run_started instead of the original's (the
  * first user message its model turns see). `budgets` / `on_exceeded`: the fork's (default: the
- * original's; usage always starts at zero). `subject`: default the original's (refused
+ * checkpoint's budgets and the original's on_exceeded; usage always starts at zero). `subject`: default the original's (refused
  * `subject_taken` while another run lives on it). `create_key`: as for a create.
  */
 export const ForkRunInput = z.strictObject({
