@@ -175,7 +175,7 @@ export interface AgentRunsClient {
   state(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
   /**
    * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
-   * `state` and `input`), as the original's principal; `created: false` for a create_key replay.
+   * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
    */
   fork(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
   control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;

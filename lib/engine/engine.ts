@@ -50,7 +50,7 @@ export interface Engine {
   listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
   /** Revision `rev` (default: the current) of the run's domain state (write-once). */
   getState(runId: string, caller: Caller, rev?: number): Promise<StateRevision>;
-  /** Creates a run from checkpoint `n` of `runId` (body: ForkRunInput), as the original's principal. */
+  /** Creates a run from checkpoint `n` of `runId` (body: ForkRunInput), owned by the caller. */
   forkRun(runId: string, input: unknown, caller: Caller): Promise<CreateRunOutput>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
   /** Delivers an external result by resume_key; `deliveryId` makes a repeat a duplicate. */

@@ -67,7 +67,11 @@ export async function forkRun(
         create_key: input.create_key,
       });
     }
-    return { run: runView(await readRun(deps, byKey.run_id, caller)), created: false };
+    // The fork is the caller's own: read it as its principal (a capability presented is the original's).
+    return {
+      run: runView(await readRun(deps, byKey.run_id, { principal: caller.principal })),
+      created: false,
+    };
   };
   const earlier = await replayed();
   if (earlier !== null) return earlier;

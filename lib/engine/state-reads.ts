@@ -6,8 +6,8 @@
  * behaviour" (`dom/{rev}`: write-once domain state), "Checkpoints".
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { digestOf } from '../core/canonical.ts';
 import type { Caller } from '../core/authority.ts';
+import { digestOf } from '../core/canonical.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun } from './reads.ts';

@@ -235,7 +235,7 @@ export const forkRoute = createRoute({
   method: 'post',
   path: '/runs/{id}/fork',
   summary:
-    'Create a run from checkpoint n of this run, as its principal, optionally with an edited state and input. The original is not changed.',
+    'Create a run from checkpoint n of this run, owned by the caller (who must be able to read this run), optionally with an edited state and input. The original is not changed.',
   request: {
     params: RunIdParams,
     headers: CapabilityHeaders,

@@ -461,7 +461,11 @@ export function runStoreContract(name: string, open: OpenStore): void {
         let origin = await storedRun(s.store);
         const originEvents = await s.store.readEvents(origin.run_id, 0, 10);
         for (const size of [3, 3, 2]) {
-          const out = await append(s.store, origin, Array.from({ length: size }, (_, i) => ({ o: i })));
+          const out = await append(
+            s.store,
+            origin,
+            Array.from({ length: size }, (_, i) => ({ o: i })),
+          );
           origin = out.record;
           originEvents.push(...out.events);
         }

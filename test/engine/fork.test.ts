@@ -4,7 +4,8 @@
  * the original's answers again; a fork of an edited state diverges; the original is not
  * written to; the fork's log is its own run_started, then the original's events to the cutoff
  * read through, then its own. Checkpoints reference the state revision, which reads back the
- * same after later commits (write-once). Seed: agent-runs, "Checkpoints".
+ * same after later commits (write-once). Who may fork or read state is core/authority.ts's
+ * accessOf, as for every read; a fork is its caller's. Seed: agent-runs, "Checkpoints".
  */
 import { describe, expect, it } from 'vitest';
 import type { CompiledContext, ModelTurnOutput, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
@@ -162,8 +163,58 @@ describe('forking a run from a checkpoint', () => {
         { checkpoint: 1, subject: uniqueSubject() },
         { principal: { kind: 'user', id: 'mallory' } },
       ),
-    ).rejects.toMatchObject({ code: 'unauthorized' });
+    ).rejects.toMatchObject({ code: 'run_not_found' });
     expect(await t.store.listByStatus('queued', 10)).toMatchObject({ run_ids: [] });
+  });
+
+  it('decides who may fork and read state as every read does, and gives the fork to its caller', async () => {
+    const { t, drive } = await setup();
+    const created = await t.engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: LOOP },
+        input: 'go',
+        context: { mode: 'task', tools: [{ name: 'lookup', mutating: false }] },
+        budgets: { max_turns: 1 },
+      },
+      alice,
+    );
+    const runId = created.run.run_id;
+    const capability = created.control_capability ?? '';
+    await drive(runId);
+    const mallory = { principal: { kind: 'user' as const, id: 'mallory' } };
+    const fork = { checkpoint: 1, subject: uniqueSubject() };
+    // A stranger: the run does not exist, for a fork, a state read, or with a wrong capability.
+    await expect(t.engine.getState(runId, mallory)).rejects.toMatchObject({ code: 'run_not_found' });
+    await expect(t.engine.forkRun(runId, fork, { ...mallory, capability: 'not-it' })).rejects.toMatchObject({
+      code: 'run_not_found',
+    });
+    // Its principal with a capability that does not match: refused, not ignored.
+    await expect(t.engine.forkRun(runId, fork, { ...alice, capability: 'not-it' })).rejects.toMatchObject({
+      code: 'capability_invalid',
+    });
+    await expect(t.engine.getState(runId, { ...alice, capability: 'not-it' })).rejects.toMatchObject({
+      code: 'capability_invalid',
+    });
+    expect(await t.store.listByStatus('queued', 10)).toMatchObject({ run_ids: [] });
+    // Whoever holds the capability may read the state and fork: the fork is theirs, not alice's.
+    const holder = { ...mallory, capability };
+    expect(await t.engine.getState(runId, holder)).toMatchObject({ run_id: runId });
+    const theirs = await t.engine.forkRun(runId, { ...fork, create_key: 'k1' }, holder);
+    expect(theirs).toMatchObject({ created: true, run: { principal: { kind: 'user', id: 'mallory' } } });
+    await expect(t.engine.getRun(theirs.run.run_id, alice)).rejects.toMatchObject({ code: 'run_not_found' });
+    expect(await t.engine.getRun(theirs.run.run_id, mallory)).toMatchObject({ run_id: theirs.run.run_id });
+    // The create key is the caller's, bound to the fork request it was used for.
+    expect(await t.engine.forkRun(runId, { ...fork, create_key: 'k1' }, holder)).toMatchObject({
+      created: false,
+      run: { run_id: theirs.run.run_id },
+    });
+    await expect(
+      t.engine.forkRun(runId, { ...fork, checkpoint: 2, create_key: 'k1' }, holder),
+    ).rejects.toMatchObject({ code: 'create_key_reused' });
+    // alice's own fork is alice's.
+    const own = await t.engine.forkRun(runId, { checkpoint: 1, subject: uniqueSubject() }, alice);
+    expect(own.run.principal).toEqual(alice.principal);
   });
 
   it('reads a state revision back unchanged after later commits, and refuses a second write of it', async () => {
