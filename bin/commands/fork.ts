@@ -1,6 +1,6 @@
 /**
  * `agent-runs fork RUN --checkpoint N [--state @file] [--input @file|text]`: creates a run from
- * checkpoint N of RUN, as RUN's principal, optionally with an edited domain state and input
+ * checkpoint N of RUN, owned by the caller, optionally with an edited domain state and input
  * (`POST /runs/{id}/fork`). Prints the new run (and its control capability, shown once).
  */
 import { Command, Option } from 'commander';

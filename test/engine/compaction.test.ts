@@ -55,7 +55,7 @@ describe('compaction over a 200-turn scripted conversation', () => {
       expect(last?.compacted).toBeDefined();
       expect(last?.tokens ?? Infinity).toBeLessThan((full.seen.at(-1)?.tokens ?? 0) / 5);
     }
-  });
+  }, 180_000); // 600 model turns, each input tokenized: slow on a loaded machine
 
   it('compiles the turn after a compaction from its checkpoint: structured state, then the window', async () => {
     const c = await runLongConversation(40, { compaction: { max_input_tokens: 4000, keep_turns: 3 } });
@@ -87,7 +87,7 @@ describe('compaction over a 200-turn scripted conversation', () => {
     const started = c.events.filter((e) => e.kind === 'operation_started' && e.data.kind === 'compaction');
     expect(started.length).toBe(checkpointEvents(c.events).length);
     expect(first.operation_id).toBe(started[0]?.operation_id);
-  });
+  }, 120_000);
 
   it('plans the same window when a compaction is dispatched again after a crash (replay-safe)', async () => {
     const config = { compaction: { max_input_tokens: 4000 } };
@@ -113,5 +113,5 @@ describe('compaction over a 200-turn scripted conversation', () => {
     expect(starts.map((e) => e.data.attempt)).toEqual([1, 2]);
     expect(checkpointEvents(crashy.events).filter((e) => e.operation_id === firstOp)).toHaveLength(1);
     expect(crashy.run).toMatchObject({ status: 'completed', outcome: 'succeeded' });
-  });
+  }, 120_000);
 });
