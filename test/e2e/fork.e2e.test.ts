@@ -136,30 +136,27 @@ describe('forking a run from a checkpoint over the local stack', () => {
     expect(sameEvents.slice(1, cutoff)).toEqual(originalEvents.slice(1, cutoff));
     expect(answersAfter(sameEvents, cutoff)).toEqual(answersAfter(originalEvents, cutoff));
 
-    // An edited state, through the CLI: the answers after the checkpoint differ.
+    // An edited state, through the CLI (read the checkpoint's state, edit it, fork with it): the
+    // answers after the checkpoint differ.
     const dir = await mkdtemp(join(tmpdir(), 'fork-e2e-'));
+    const cli = async (...args: string[]): Promise<unknown> => {
+      const out: string[] = [];
+      const code = await runCli(
+        ALL_HTTP_COMMANDS,
+        ['--url', stack.url, '--token', stack.token, '--json', ...args],
+        { out: (t) => out.push(t), err: (t) => out.push(t), cwd: dir, env: {} },
+      );
+      expect(code, out.join('\n')).toBe(0);
+      return JSON.parse(out.join('\n'));
+    };
+    const read = await cli('runs', 'state', run.run_id, '--rev', String(checkpoint.state_rev));
+    expect(read).toEqual(state);
     const file = join(dir, 'state.json');
     await writeFile(file, JSON.stringify({ ...(state.state as object), instructions: 'brisk' }));
-    const out: string[] = [];
-    const code = await runCli(
-      ALL_HTTP_COMMANDS,
-      [
-        '--url',
-        stack.url,
-        '--token',
-        stack.token,
-        '--json',
-        'fork',
-        run.run_id,
-        '--checkpoint',
-        '1',
-        '--state',
-        `@${file}`,
-      ],
-      { out: (t) => out.push(t), err: (t) => out.push(t), cwd: dir, env: {} },
-    );
-    expect(code, out.join('\n')).toBe(0);
-    const forked = JSON.parse(out.join('\n')) as { run: RunRecord; created: boolean };
+    const forked = (await cli('fork', run.run_id, '--checkpoint', '1', '--state', `@${file}`)) as {
+      run: RunRecord;
+      created: boolean;
+    };
     expect(forked.run.origin).toMatchObject({ state_edited: true, state_digest: state.state_digest });
     const edited = await until(forked.run.run_id, ended);
     expect(edited).toMatchObject({ status: 'completed', summary: 'done (brisk)' });
