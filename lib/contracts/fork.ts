@@ -4,7 +4,7 @@
  * ("Checkpoints are numbered and can be read back"), "Budgets"; issue 15 item 5.
  */
 import { z } from 'zod';
-import { Count } from './common.ts';
+import { Count, optionalField } from './common.ts';
 
 /**
  * Where a fork comes from (`run_started.data.origin`, `record.origin`): the run, the checkpoint,
@@ -20,6 +20,6 @@ export const ForkOrigin = z.object({
   state_digest: z.string(),
   state_edited: z.boolean(),
   input_edited: z.boolean(),
-  forked_state_digest: z.string().optional(),
+  forked_state_digest: optionalField(z.string()),
 });
 export type ForkOrigin = z.infer<typeof ForkOrigin>;
