@@ -30,8 +30,10 @@ export type CreateRunInput = z.input<typeof CreateRunInput>;
  * `state`: the domain state to start from instead of the checkpoint's (at most 256 KiB as
  * canonical JSON). `input`: the input of the fork's run_started instead of the original's (the
  * first user message its model turns see). `budgets` / `on_exceeded`: the fork's (default: the
- * checkpoint's budgets and the original's on_exceeded; usage always starts at zero). `subject`: default the original's (refused
- * `subject_taken` while another run lives on it). `create_key`: as for a create.
+ * checkpoint's budgets and the original's on_exceeded; usage always starts at zero). `subject`:
+ * default the original's (refused `subject_taken` while another run lives on it). `create_key`:
+ * as for a create (scoped to the caller, bound to this request). Admission is a create's: the
+ * caller's quotas, the original's risk tier raised to the deployment's floor.
  */
 export const ForkRunInput = z.strictObject({
   checkpoint: Count,

@@ -26,6 +26,7 @@ import {
   type Principal,
   QueuedSteer,
   type ReducerBinding,
+  type RiskTier,
   RunStatus,
   type Subject,
 } from '../contracts/index.ts';
@@ -96,6 +97,10 @@ export interface ForkParams {
   on_exceeded?: OnExceeded | undefined;
   subject?: Subject | undefined;
   capability_hash: string;
+  /** The fork's risk tier (admission decides: the original's, raised to the deployment's floor). */
+  risk_tier: RiskTier;
+  /** The live-run quota slot admission gave the fork, when live runs are limited. */
+  quota_slot?: number;
 }
 
 /** `id` with the original run's prefix `{original}/` replaced by the fork's. */
@@ -153,6 +158,8 @@ export function forkRun(p: ForkParams, now: number): Ok | Rejected {
     depth: 0,
     live_children: [],
     capability_hash: p.capability_hash,
+    risk_tier: p.risk_tier,
+    ...(p.quota_slot !== undefined ? { quota_slot: p.quota_slot } : {}),
     wake_at: now,
     status: 'queued',
     lease: null,

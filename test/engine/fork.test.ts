@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CompiledContext, ModelTurnOutput, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import type { AdmissionConfig } from '../../lib/core/admission.ts';
 import type { ModelHost } from '../../lib/engine/ports.ts';
 import { reduce } from '../../lib/reducers/agent-loop/reduce.ts';
 import { alice, inProcessReducers, inProcessTools, uniqueSubject } from '../support/hosts.ts';
@@ -34,11 +35,12 @@ const model: ModelHost = {
   },
 };
 
-async function setup() {
+async function setup(admission?: AdmissionConfig) {
   const t = await makeMemoryTestEngine({
     reducers: inProcessReducers({ [LOOP]: (req) => reduce(req) }),
     tools: inProcessTools({ lookup: async (r) => ({ item: r.args.item, mood: r.args.mood }) }),
     models: model,
+    ...(admission !== undefined ? { admission } : {}),
   });
   const drive = async (runId: string): Promise<RunRecord> => {
     for (let i = 0; i < 20; i += 1) {
@@ -215,6 +217,31 @@ describe('forking a run from a checkpoint', () => {
     // alice's own fork is alice's.
     const own = await t.engine.forkRun(runId, { checkpoint: 1, subject: uniqueSubject() }, alice);
     expect(own.run.principal).toEqual(alice.principal);
+  });
+
+  it("admits a fork as the caller's create: its live-run quota, the original's risk tier", async () => {
+    const { t, drive } = await setup({ max_live_runs: 1 });
+    const { run } = await t.engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: LOOP },
+        input: 'go',
+        context: { mode: 'task', tools: [{ name: 'lookup', mutating: false }] },
+        budgets: { max_turns: 1 },
+        risk_tier: 'high',
+      },
+      alice,
+    );
+    expect(await drive(run.run_id)).toMatchObject({ status: 'paused' });
+    // The paused original holds alice's one live-run slot: a fork would be a second live run.
+    await expect(
+      t.engine.forkRun(run.run_id, { checkpoint: 1, subject: uniqueSubject() }, alice),
+    ).rejects.toMatchObject({ code: 'quota_exceeded', details: { limit: 'max_live_runs' } });
+    expect(await t.store.listByStatus('queued', 10)).toMatchObject({ run_ids: [] });
+    await t.engine.applyControl(run.run_id, { control_id: 's', command: 'stop' }, alice);
+    await drive(run.run_id);
+    const fork = await t.engine.forkRun(run.run_id, { checkpoint: 1, subject: uniqueSubject() }, alice);
+    expect(fork.run).toMatchObject({ risk_tier: 'high', quota_slot: 0 });
   });
 
   it('reads a state revision back unchanged after later commits, and refuses a second write of it', async () => {
