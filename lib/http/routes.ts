@@ -80,7 +80,7 @@ function errors(...extra: number[]) {
   };
 }
 
-/** The 429 of `POST /runs`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
+/** The 429 of `POST /runs` and `POST /runs/{id}/fork`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
 const CREATE_429 = {
   description:
     'quota_exceeded (details.limit max_live_runs or max_creates_per_minute; Retry-After for the rate limit), or throttled by the API Gateway stage',
@@ -248,6 +248,7 @@ export const forkRoute = createRoute({
     },
     200: { description: 'A create_key replay: the fork made before.', content: json(CreateRunResponse) },
     ...errors(400, 403, 404, 409, 413, 415, 422),
+    429: CREATE_429,
   },
 });
 
