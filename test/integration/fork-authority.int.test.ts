@@ -6,6 +6,7 @@
  * like a create (429 quota_exceeded past the caller's live-run quota). A refused fork writes
  * nothing. Issue 15 item 5; seed agent-runs, "Checkpoints", "Subject, principal and admission".
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -14,10 +15,12 @@ import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { askOnce } from '../support/reducers.ts';
 
+// Ids of this file's own: quota items are per principal in the table other test files share.
+const tag = randomUUID().slice(0, 8);
 const PRINCIPALS: Record<string, Principal> = {
-  alice: { kind: 'user', id: 'alice' },
-  bob: { kind: 'user', id: 'bob' },
-  carol: { kind: 'user', id: 'carol' },
+  alice: { kind: 'user', id: `alice-${tag}` },
+  bob: { kind: 'user', id: `bob-${tag}` },
+  carol: { kind: 'user', id: `carol-${tag}` },
 };
 type Who = 'alice' | 'bob' | 'carol';
 
@@ -109,7 +112,7 @@ describe('forks and state reads over HTTP', () => {
     const forked = await call('bob', 'POST', `/runs/${runId}/fork`, fork, capability);
     expect(forked).toMatchObject({
       status: 201,
-      body: { created: true, run: { principal: { kind: 'user', id: 'bob' }, origin: { run_id: runId } } },
+      body: { created: true, run: { principal: PRINCIPALS.bob, origin: { run_id: runId } } },
     });
     const forkId = (forked.body.run as RunRecord).run_id;
     expect((await call('bob', 'GET', `/runs/${forkId}`)).status).toBe(200);
