@@ -8,7 +8,7 @@
  * and quota items. The original is not written to. A server-driven fork is then woken.
  * Seed: agent-runs, "Checkpoints", "Subject, principal and admission", "Budgets".
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { type Checkpoint, ForkRunInput, MAX_STATE_BYTES, type RunRecord } from '../contracts/index.ts';
 import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { type Caller, capabilityHash } from '../core/authority.ts';
@@ -95,7 +95,9 @@ interface ForkPlan {
 function decideFork(deps: EngineDeps, plan: ForkPlan, usage: QuotaUsage): Decision<CreateRunOutput> {
   const { input, source, principalKey, quotaLimited } = plan;
   const now = deps.clock.now();
-  const admitted = admit(deps.admission, usage, source.original.risk_tier, now, !quotaLimited);
+  // A random free slot, as a create takes: concurrent creates of the caller rarely collide.
+  const spread = randomInt(1 << 30);
+  const admitted = admit(deps.admission, usage, source.original.risk_tier, now, !quotaLimited, spread);
   if (!admitted.ok) {
     const { ok: _ok, code, message, ...details } = admitted;
     throw new EngineError(code, message, details, { retryable: admitted.retry_after_s !== undefined });
