@@ -14,7 +14,7 @@ import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { type Caller, capabilityHash } from '../core/authority.ts';
 import { canonicalByteLength, digestOf } from '../core/canonical.ts';
 import { forkRun as forkRecord, unforkable } from '../core/fork.ts';
-import { principalKeyOf } from '../core/principal.ts';
+import { principalKeyOf, quotaKeyOf } from '../core/principal.ts';
 import { CommitRejected } from './commit-errors.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import type { CreateRunOutput } from './create-run.ts';
@@ -83,6 +83,8 @@ interface ForkPlan {
   source: ForkSource;
   secret: string;
   principalKey: string;
+  /** Where the caller's quota items live (an agent's count against the user it acts for). */
+  quotaKey: string;
   requestDigest: string;
   quotaLimited: boolean;
 }
@@ -93,7 +95,7 @@ interface ForkPlan {
  * quota_exceeded, checkpoint_not_forkable.
  */
 function decideFork(deps: EngineDeps, plan: ForkPlan, usage: QuotaUsage): Decision<CreateRunOutput> {
-  const { input, source, principalKey, quotaLimited } = plan;
+  const { input, source, principalKey, quotaKey, quotaLimited } = plan;
   const now = deps.clock.now();
   // A random free slot, as a create takes: concurrent creates of the caller rarely collide.
   const spread = randomInt(1 << 30);
@@ -135,7 +137,9 @@ function decideFork(deps: EngineDeps, plan: ForkPlan, usage: QuotaUsage): Decisi
       events: decided.events,
       ...(record.state_rev > 0 ? { state: { rev: record.state_rev, value: startState ?? null } } : {}),
       ...(cutoff >= 2 ? { eventLink: { run_id: plan.runId, first_seq: 2, last_seq: cutoff } } : {}),
-      ...(quotaLimited ? { quota: { principalKey, ...(window !== undefined ? { window } : {}) } } : {}),
+      ...(quotaLimited
+        ? { quota: { principalKey: quotaKey, ...(window !== undefined ? { window } : {}) } }
+        : {}),
       ...(input.create_key !== undefined
         ? { createKey: { principalKey, key: input.create_key, request_digest: plan.requestDigest } }
         : {}),
@@ -200,6 +204,7 @@ export async function forkRun(
     source: await readSource(deps, original, input.checkpoint),
     secret: randomBytes(32).toString('base64url'),
     principalKey,
+    quotaKey: quotaKeyOf(caller.principal),
     requestDigest,
     // System callers are the operators: quotas bound users and agents (as for a create).
     quotaLimited:
@@ -213,7 +218,10 @@ export async function forkRun(
         async read() {
           const replay = await replayed();
           if (replay !== null || !plan.quotaLimited) return { replay };
-          return { replay, usage: await deps.store.readQuota(principalKey, quotaWindowOf(deps.clock.now())) };
+          return {
+            replay,
+            usage: await deps.store.readQuota(plan.quotaKey, quotaWindowOf(deps.clock.now())),
+          };
         },
         decide: ({ replay, usage }) =>
           replay !== null
