@@ -2,11 +2,13 @@
 import type { CommandModule } from './context.ts';
 import { controlsCommand } from './controls.ts';
 import { eventsCommand } from './events.ts';
+import { forkCommand } from './fork.ts';
 import { runsCommand } from './runs.ts';
 import { functionsCommand, toolsCommand } from './tools.ts';
 
 export const ALL_HTTP_COMMANDS: readonly CommandModule[] = [
   runsCommand,
+  forkCommand,
   eventsCommand,
   controlsCommand,
   toolsCommand,

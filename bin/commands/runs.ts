@@ -1,6 +1,6 @@
 /**
- * `agent-runs runs create|get|list|checkpoints`: create a run, read one, list by status or
- * subject, read its checkpoints.
+ * `agent-runs runs create|get|list|checkpoints|state|children`: create a run, read one, list by
+ * status or subject, read its checkpoints, its domain state by revision, its children.
  */
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
@@ -172,6 +172,22 @@ export const runsCommand: CommandModule = {
           const checkpoint = await client.checkpoint(runId, parseIntArg('n', n));
           ctx.print(cmd, () => JSON.stringify(checkpoint, null, 2), checkpoint);
         }
+      });
+
+    runs
+      .command('state <run>')
+      .description("show a run's domain state (the current revision, or --rev N)")
+      .option('--rev <n>', 'the state revision (e.g. a checkpoint state_rev)')
+      .action(async (runId: string, opts: { rev?: string }, cmd: Command) => {
+        const state = await ctx
+          .client(cmd)
+          .state(runId, opts.rev === undefined ? {} : { rev: parseIntArg('--rev', opts.rev) });
+        ctx.print(
+          cmd,
+          () => `revision ${state.state_rev} (sha256 ${state.state_digest})
+${JSON.stringify(state.state, null, 2)}`,
+          state,
+        );
       });
 
     runs

@@ -9,9 +9,11 @@
  */
 import { z } from 'zod';
 import {
+  Checkpoint as CheckpointContract,
   ControlAck,
   type Control as ControlSchema,
   type CreateRunInput,
+  type ForkRunInput,
   isTerminalStatus,
   RunEvent,
   RunRecord,
@@ -48,15 +50,18 @@ export const EventPage = z.object({
 });
 export type EventPage = z.infer<typeof EventPage>;
 
-export const Checkpoint = z.object({
-  n: z.number().int().min(0),
-  reason: z.string(),
-  core: z.record(z.string(), z.unknown()),
-  state_rev: z.number().int().min(0),
-  transcript_cutoff_seq: z.number().int().min(0),
-  at: z.number(),
-});
+export const Checkpoint = CheckpointContract;
 export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** One domain state revision of a run (`GET /runs/{id}/state`). */
+export const StateRevision = z.object({
+  run_id: z.string(),
+  state_rev: z.number().int().min(0),
+  state: z.unknown(),
+  state_digest: z.string(),
+  state_at: z.string().optional(),
+});
+export type StateRevision = z.infer<typeof StateRevision>;
 
 export const ChildRun = z.object({
   run_id: z.string(),
@@ -166,6 +171,13 @@ export interface AgentRunsClient {
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
   /** The child runs `runId` delegated to, oldest first. */
   children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
+  /** A domain state revision (default: the current one); revisions are write-once. */
+  state(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
+  /**
+   * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
+   * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
+   */
+  fork(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
   control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
   stop(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
   pause(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
@@ -314,13 +326,22 @@ function controlOf<F extends Record<string, unknown>>(
   return [out as ControlInput, opts.capability !== undefined ? { capability: opts.capability } : {}];
 }
 
-/** The read methods (runs, events, checkpoints, children) and create. */
+/** The read methods (runs, events, checkpoints, state, children), create and fork. */
 function runMethods(
   call: CallFn,
   events: () => AgentRunsClient['events'],
 ): Pick<
   AgentRunsClient,
-  'createRun' | 'getRun' | 'listRuns' | 'events' | 'followEvents' | 'checkpoints' | 'children' | 'checkpoint'
+  | 'createRun'
+  | 'getRun'
+  | 'listRuns'
+  | 'events'
+  | 'followEvents'
+  | 'checkpoints'
+  | 'children'
+  | 'checkpoint'
+  | 'state'
+  | 'fork'
 > {
   return {
     createRun: (input) => call({ method: 'POST', path: '/runs', json: input, schema: CreateRunResult }),
@@ -384,6 +405,22 @@ function runMethods(
         path: `${runPath(runId)}/checkpoints/${n}`,
         capability: opts.capability,
         schema: Checkpoint,
+      }),
+    state: (runId, opts = {}) =>
+      call({
+        method: 'GET',
+        path: `${runPath(runId)}/state`,
+        query: { rev: opts.rev },
+        capability: opts.capability,
+        schema: StateRevision,
+      }),
+    fork: (runId, input, opts = {}) =>
+      call({
+        method: 'POST',
+        path: `${runPath(runId)}/fork`,
+        json: input,
+        capability: opts.capability,
+        schema: CreateRunResult,
       }),
   };
 }

@@ -7,6 +7,7 @@
 export type {
   ControlAck,
   CreateRunInput,
+  ForkRunInput,
   RunEvent,
   RunRecord,
   RunStatus,
@@ -29,5 +30,6 @@ export {
   type ListRunsParams,
   type RunCallOptions,
   type RunPage,
+  type StateRevision,
 } from './client.ts';
 export { ApiError } from './errors.ts';

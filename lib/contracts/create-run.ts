@@ -3,7 +3,7 @@
  * admission", "Server-driven and client-driven runs" (a run without a reducer is client-driven).
  */
 import { z } from 'zod';
-import { JsonObject, Subject } from './common.ts';
+import { Count, JsonObject, Subject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
 
@@ -39,3 +39,24 @@ export const CreateRunInput = z
     }
   });
 export type CreateRunInput = z.input<typeof CreateRunInput>;
+
+/**
+ * The body of `POST /runs/{id}/fork`. `checkpoint`: the number of the checkpoint to fork from.
+ * `state`: the domain state to start from instead of the checkpoint's (at most 256 KiB as
+ * canonical JSON). `input`: the input of the fork's run_started instead of the original's (the
+ * first user message its model turns see). `budgets` / `on_exceeded`: the fork's (default: the
+ * checkpoint's budgets and the original's on_exceeded; usage always starts at zero). `subject`:
+ * default the original's (refused `subject_taken` while another run lives on it). `create_key`:
+ * as for a create (scoped to the caller, bound to this request). Admission is a create's: the
+ * caller's quotas, the original's risk tier raised to the deployment's floor.
+ */
+export const ForkRunInput = z.strictObject({
+  checkpoint: Count,
+  state: z.unknown().optional(),
+  input: z.unknown().optional(),
+  budgets: Budgets.optional(),
+  on_exceeded: OnExceeded.optional(),
+  subject: Subject.optional(),
+  create_key: z.string().min(1).max(256).optional(),
+});
+export type ForkRunInput = z.input<typeof ForkRunInput>;

@@ -30,6 +30,14 @@ export const ContextManifest = z.object({
   from_seq: z.number().int(),
   to_seq: z.number().int(),
   included: z.array(z.object({ seq: z.number().int(), kind: z.string(), role: z.string() })),
+  /**
+   * Set when the transcript was compiled from a compaction checkpoint: the run holding it, its
+   * number, and the window of events kept verbatim (from `window_from_seq`); events 2 to
+   * `window_from_seq - 1` are represented by the structured state message instead.
+   */
+  compacted: z
+    .object({ run_id: z.string(), checkpoint_no: z.number().int(), window_from_seq: z.number().int() })
+    .optional(),
 });
 export type ContextManifest = z.infer<typeof ContextManifest>;
 

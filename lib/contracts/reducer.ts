@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { Count, defaultField, JsonObject, optionalField, Subject } from './common.ts';
+import { ForkOrigin } from './fork.ts';
 import { ToolResultEnvelope } from './tool-result.ts';
 
 export const REDUCER_CONTRACT = 'raisin.agent-run.reducer/1';
@@ -86,6 +87,8 @@ export const RunStartedData = z.object({
   input: z.unknown(),
   objective: optionalField(z.string()),
   context: z.unknown().optional(),
+  /** A fork's run_started: where it was forked from (the reducer never receives a fork's run_started). */
+  origin: optionalField(ForkOrigin),
 });
 export const UserInputData = z.object({ steer_id: z.string(), input: z.unknown() });
 export const ModelTurnCompletedData = z.object({

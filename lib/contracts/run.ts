@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
+import { CompactionRef, LargeResultRef } from './compaction.ts';
+import { ForkOrigin } from './fork.ts';
 import { ApprovalSubject, Effect, Projection } from './reducer.ts';
 
 // ---------------------------------------------------------------- statuses
@@ -371,6 +373,17 @@ const recordBase = {
   wake_at: z.number().nullable(),
   /** A pause asked for during an operation, applied at the next boundary. */
   pause_requested: z.string().optional(),
+  /**
+   * The reducer asked for a compaction (a checkpoint effect of reason `compaction`): the next
+   * model turn is preceded by a compaction operation.
+   */
+  compaction_requested: z.boolean().optional(),
+  /** The latest compaction: the next model turns are compiled from its checkpoint. */
+  compaction: CompactionRef.optional(),
+  /** The window of large tool results: references to the most recent ones (LARGE_RESULT_WINDOW). */
+  large_results: z.array(LargeResultRef).optional(),
+  /** Set on a fork: the run and checkpoint it was forked from (its events 2..cutoff are the origin's). */
+  origin: ForkOrigin.optional(),
 };
 
 const OpenRequests = z.array(OpenRequest);

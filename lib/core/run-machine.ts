@@ -8,6 +8,12 @@
  * This is the index of lib/core/run-machine/, one file per section: draft (shared parts),
  * lifecycle, lease, reducer-answer, operations, requests, controls, delegation.
  */
+
+export {
+  beginCompaction,
+  type CompactionResult,
+  finishCompaction,
+} from './run-machine/compaction.ts';
 export {
   type ControlDecision,
   decideControl,

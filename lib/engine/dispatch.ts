@@ -1,19 +1,14 @@
 /**
  * Executing one started operation: a tool call through the ToolHost, a model turn through the
- * ModelHost (its context compiled from the event log by core), a delegation through delegation.
+ * ModelHost (its context compiled from the event log by core, or from the latest compaction), a
+ * compaction (compaction.ts), a delegation through delegation.
  * Never throws for a tool or provider fault: the outcome comes back as an OperationResult.
  * Seed: agent-runs, "Operations"; agent-run-contracts, "Tool calls", "The model-turn function";
  * tool-invocation-contract, "Invocation".
  */
-import type {
-  ModelTurnInput,
-  Operation,
-  RunEvent,
-  RunRecord,
-  ToolResultEnvelope,
-} from '../contracts/index.ts';
-import { compileContext } from '../core/context-compiler.ts';
+import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
 import { isDelegation, type OperationResult } from '../core/run-machine.ts';
+import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
 import type { ToolCallRequest } from './ports.ts';
 
@@ -54,19 +49,16 @@ export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope 
   };
 }
 
-/** Reads the run's events from `fromSeq` to its last seq (for a model turn's transcript). */
-export type EventsFrom = (fromSeq: number) => Promise<RunEvent[]>;
-
 /**
- * Executes the started operation `op` of `record` with `signal` (cancellation). `eventsFrom`
- * supplies the transcript of a model turn.
+ * Executes the started operation `op` of `record` with `signal` (cancellation). `reads` supplies
+ * the log and the domain state (a model turn's transcript, a compaction's plan).
  */
 export async function executeOperation(
   ctx: EngineContext,
   record: RunRecord,
   op: Operation,
   signal: AbortSignal,
-  eventsFrom: EventsFrom,
+  reads: OperationReads,
 ): Promise<OperationResult> {
   const effect = op.effect;
   if (effect.kind === 'call_tool' && isDelegation(op)) {
@@ -83,7 +75,8 @@ export async function executeOperation(
       result_expires_in_ms: tool?.metadata.result_expires_in_ms ?? ctx.resultExpiresInMs,
     };
   }
-  if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, eventsFrom);
+  if (op.kind === 'compaction') return executeCompaction(ctx, record, op, reads);
+  if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, reads);
   return {
     kind: 'operation_failed',
     error_class: 'unsupported',
@@ -98,28 +91,12 @@ async function executeModelTurn(
   record: RunRecord,
   op: Operation,
   signal: AbortSignal,
-  eventsFrom: EventsFrom,
+  reads: OperationReads,
 ): Promise<OperationResult> {
   const effect = op.effect;
   if (effect.kind !== 'request_model_turn') throw new Error('not a model turn');
-  // The transcript window the reducer asked for (agent-run-contracts, request_model_turn):
-  // events after to_seq (e.g. steers consumed since the reducer asked) wait for the next turn.
-  const context = (effect.context ?? {}) as { transcript?: { from_seq?: number; to_seq?: number } };
-  const fromSeq = context.transcript?.from_seq ?? 1;
-  const toSeq = context.transcript?.to_seq;
-  const events = await eventsFrom(fromSeq);
-  // Calls the reducer answered itself (no tool_result event) carry the model-visible `content`.
-  const answers = (effect.tool_results ?? []).flatMap((r) =>
-    typeof r.content === 'string'
-      ? [{ call_id: r.call_id, ...(typeof r.name === 'string' ? { name: r.name } : {}), content: r.content }]
-      : [],
-  );
-  const compiled = compileContext(events, {
-    instructions: effect.instructions,
-    from_seq: fromSeq,
-    ...(typeof toSeq === 'number' ? { to_seq: toSeq } : {}),
-    answers,
-  });
+  // The reducer's transcript window, compiled from the latest compaction when it covers it.
+  const compiled = await compileTurnContext(ctx, record, effect, reads);
   const input: ModelTurnInput = {
     run_id: record.run_id,
     operation_id: op.op_id,

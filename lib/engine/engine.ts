@@ -11,6 +11,7 @@ import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
 import { type DeliveryAck, deliverResult } from './deliveries.ts';
 import { type EngineContext, type EngineOptions, resolveDeps } from './deps.ts';
+import { forkRun } from './fork.ts';
 import type { CheckpointItem } from './ports.ts';
 import {
   type ChildRunSummary,
@@ -20,6 +21,7 @@ import {
   type RunListing,
   type RunListQuery,
 } from './reads.ts';
+import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 
@@ -29,6 +31,7 @@ export type { CrashPoint, EngineOptions } from './deps.ts';
 export { needsStep } from './deps.ts';
 export type { ChildRunSummary, EventPage, EventQuery, RunListing, RunListQuery } from './reads.ts';
 export { runView } from './reads.ts';
+export type { StateRevision } from './state-reads.ts';
 export type { StepOutcome } from './step-worker.ts';
 export { emptySweepReport, type SweepReport } from './sweep.ts';
 
@@ -45,6 +48,10 @@ export interface Engine {
   getCheckpoint(runId: string, caller: Caller, n: number): Promise<CheckpointItem>;
   /** The child runs `runId` delegated to, oldest first. */
   listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
+  /** Revision `rev` (default: the current) of the run's domain state (write-once). */
+  getState(runId: string, caller: Caller, rev?: number): Promise<StateRevision>;
+  /** Creates a run from checkpoint `n` of `runId` (body: ForkRunInput), owned by the caller. */
+  forkRun(runId: string, input: unknown, caller: Caller): Promise<CreateRunOutput>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
   /** Delivers an external result by resume_key; `deliveryId` makes a repeat a duplicate. */
   deliverResult(
@@ -77,6 +84,8 @@ export function createEngine(options: EngineOptions): Engine {
     listCheckpoints: reads.listCheckpoints,
     getCheckpoint: reads.getCheckpoint,
     listChildren: reads.listChildren,
+    getState: (runId, caller, rev) => readState(deps, runId, caller, rev),
+    forkRun: (runId, input, caller) => forkRun(deps, runId, input, caller),
     applyControl: (runId, control, caller) => applyControl(ctx, runId, control, caller),
     deliverResult: (resumeKey, result, caller, deliveryId) =>
       deliverResult(ctx, resumeKey, result, caller, deliveryId),

@@ -28,6 +28,9 @@ export type EngineErrorCode =
   /** A body above a size limit (413). */
   | 'payload_too_large'
   | 'run_terminal'
+  | 'state_not_found'
+  | 'subject_taken'
+  | 'checkpoint_not_forkable'
   | 'store_unavailable';
 
 export class EngineError extends Error {

@@ -146,6 +146,11 @@ export interface Commit {
     principalKey: string;
     window?: { start: number; count: number };
   };
+  /**
+   * Create only (a fork): events `first_seq`..`last_seq` of the new run are those of `run_id`,
+   * read through: the store writes one link page instead of copying them.
+   */
+  eventLink?: { run_id: string; first_seq: number; last_seq: number };
 }
 
 /** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */

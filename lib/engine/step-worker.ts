@@ -13,6 +13,7 @@ import { nextMove } from '../core/guards.ts';
 import { applyReducerOutcome } from '../core/reducer-outcome.ts';
 import {
   acquireLease,
+  beginCompaction,
   consumeSteer,
   type Fence,
   failRun,
@@ -28,6 +29,7 @@ import {
 } from '../core/run-machine.ts';
 import { deliverAfterEnd } from './after-end.ts';
 import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
+import { compactionCheck, type OperationReads } from './compaction.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
@@ -191,6 +193,9 @@ class StepWorker {
           break loop;
         case 'deliver_event':
           await this.deliverHead();
+          // A checkpoint references the state and core as committed with it: commit it now, before
+          // a next answer replaces the staged state revision.
+          if (this.events.some((e) => e.kind === 'checkpoint_written')) await this.commit();
           continue;
         case 'consume_steers':
           // Every queued steer at this boundary, so that one model turn can answer them all.
@@ -208,6 +213,8 @@ class StepWorker {
   async startAndDispatch(): Promise<boolean> {
     const { clock } = this.ctx;
     if (await this.gate()) return true;
+    // The runtime's own compaction (a pure move on the pending model turn: it rebases like the rest).
+    if (await compactionCheck(this.ctx, this.staged, this.reads())) this.stage(beginCompaction);
     const startedAt = clock.now();
     if (!this.stage((r) => startOperation(r, startedAt))) return false;
     if (this.staged.status !== 'running') return true; // paused or failed by a budget
@@ -431,9 +438,14 @@ class StepWorker {
     return value;
   }
 
-  /** Events from `fromSeq` to the staged last seq: cached, or read in one page. */
-  async eventsFrom(fromSeq: number): Promise<RunEvent[]> {
-    const last = this.staged.last_seq;
+  /** What an operation reads: the events and states this worker caches. */
+  reads(): OperationReads {
+    return { eventsFrom: (from, to) => this.eventsFrom(from, to), state: (rev) => this.stateAt(rev) };
+  }
+
+  /** Events from `fromSeq` to `toSeq` (default: the staged last seq): cached, or read in one page. */
+  async eventsFrom(fromSeq: number, toSeq?: number): Promise<RunEvent[]> {
+    const last = Math.min(toSeq ?? this.staged.last_seq, this.staged.last_seq);
     const missing: number[] = [];
     for (let s = fromSeq; s <= last; s += 1) if (!this.eventCache.has(s)) missing.push(s);
     if (missing.length > 0) {
@@ -508,9 +520,7 @@ class StepWorker {
         })
       : async () => {};
     try {
-      const result = await executeOperation(this.ctx, this.staged, op, abort.signal, (from) =>
-        this.eventsFrom(from),
-      );
+      const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads());
       clearInterval(timer);
       await unwatch();
       await beating;

@@ -32,6 +32,8 @@ export const HTTP_ERROR_STATUS = {
   run_not_found: 404,
   checkpoint_not_found: 404,
   resume_key_not_found: 404,
+  /** The run holds no stored domain state of that revision (or none it references). */
+  state_not_found: 404,
   /** No route has this path. */
   not_found: 404,
   /** A route has this path, but not with this method (see the Allow header). */
@@ -48,6 +50,10 @@ export const HTTP_ERROR_STATUS = {
   run_terminal: 409,
   /** The function path names a built-in artifact, which cannot be replaced. */
   builtin_readonly: 409,
+  /** A fork's subject has a live run (the original's, while it lives): give another `subject`. */
+  subject_taken: 409,
+  /** The checkpoint cannot be forked from (it waits on external results, or its run had ended). */
+  checkpoint_not_forkable: 409,
   /** The body exceeds the size limit. */
   payload_too_large: 413,
   /** The Content-Type is not one the route accepts. */

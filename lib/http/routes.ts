@@ -19,6 +19,7 @@ import {
   ErrorBody,
   EventPage,
   EventsQuery,
+  ForkRunInput,
   FunctionArtifact,
   FunctionParams,
   Health,
@@ -29,6 +30,8 @@ import {
   RunIdParams,
   RunList,
   RunRecord,
+  StateQuery,
+  StateRevision,
   ToolList,
 } from './schemas.ts';
 
@@ -39,7 +42,7 @@ const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema
  * class per tag). `openApiDocument` lists them with these descriptions.
  */
 export const TAGS = {
-  runs: 'Create, read and list runs; read their events, checkpoints and children.',
+  runs: 'Create, read, list and fork runs; read their events, checkpoints, domain state and children.',
   controls: 'Stop, pause, resume, steer, approve and answer a run (one control per call).',
   results: 'Deliver external results to operations that wait on a resume key.',
   tools: 'The registered tools (metadata only).',
@@ -52,9 +55,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json or invalid_artifact',
   401: 'unauthenticated',
   403: 'unauthorized (e.g. on_behalf_of by a non-system caller), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
-  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, resume_key_not_found or not_found',
+  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found or not_found',
   405: 'method_not_allowed',
-  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request) or builtin_readonly',
+  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run) or checkpoint_not_forkable',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
@@ -77,7 +80,7 @@ function errors(...extra: number[]) {
   };
 }
 
-/** The 429 of `POST /runs`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
+/** The 429 of `POST /runs` and `POST /runs/{id}/fork`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
 const CREATE_429 = {
   description:
     'quota_exceeded (details.limit max_live_runs or max_creates_per_minute; Retry-After for the rate limit), or throttled by the API Gateway stage',
@@ -214,6 +217,41 @@ export const checkpointRoute = createRoute({
   },
 });
 
+export const stateRoute = createRoute({
+  ...op('getRunState', 'runs'),
+  method: 'get',
+  path: '/runs/{id}/state',
+  summary:
+    'A domain state revision: the current one, or one a checkpoint references (?rev=). Write-once: a revision never changes.',
+  request: { params: RunIdParams, query: StateQuery, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The state revision.', content: json(StateRevision) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const forkRoute = createRoute({
+  ...op('forkRun', 'runs'),
+  method: 'post',
+  path: '/runs/{id}/fork',
+  summary:
+    'Create a run from checkpoint n of this run, owned by the caller (who must be able to read this run), optionally with an edited state and input. The original is not changed.',
+  request: {
+    params: RunIdParams,
+    headers: CapabilityHeaders,
+    body: { required: true, content: json(ForkRunInput) },
+  },
+  responses: {
+    201: {
+      description: 'Forked; control_capability is returned this once.',
+      content: json(CreateRunResponse),
+    },
+    200: { description: 'A create_key replay: the fork made before.', content: json(CreateRunResponse) },
+    ...errors(400, 403, 404, 409, 413, 415, 422),
+    429: CREATE_429,
+  },
+});
+
 export const controlRoute = createRoute({
   ...op('applyControl', 'controls'),
   method: 'post',
@@ -303,6 +341,8 @@ export const ROUTES = [
   eventsRoute,
   checkpointsRoute,
   checkpointRoute,
+  stateRoute,
+  forkRoute,
   childrenRoute,
   controlRoute,
   deliverRoute,

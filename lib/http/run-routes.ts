@@ -12,12 +12,14 @@ import {
   createRunRoute,
   deliverRoute,
   eventsRoute,
+  forkRoute,
   getRunRoute,
   listRunsRoute,
+  stateRoute,
 } from './routes.ts';
 import { MAX_WAIT_SECONDS } from './schemas.ts';
 
-/** The run routes: create, list, read, events (long poll), checkpoints, children, controls, results. */
+/** The run routes: create, list, read, events (long poll), checkpoints, state, fork, children, controls, results. */
 export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: number): void {
   app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
     const out = await engine.createRun(c.req.valid('json'), callerOf(c));
@@ -60,6 +62,16 @@ export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: 
   app.openapi(checkpointRoute, async (c) => {
     const { id, n } = c.req.valid('param');
     return c.json(await engine.getCheckpoint(id, callerOf(c), n), 200);
+  });
+
+  app.openapi(stateRoute, async (c) => {
+    const { rev } = c.req.valid('query');
+    return c.json(await engine.getState(c.req.valid('param').id, callerOf(c), rev), 200);
+  });
+
+  app.openapi({ ...forkRoute, middleware: [jsonBody] }, async (c) => {
+    const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), callerOf(c));
+    return c.json(out, out.created ? 201 : 200);
   });
 
   app.openapi({ ...controlRoute, middleware: [jsonBody] }, async (c) => {

@@ -10,6 +10,7 @@ import {
   ControlAck as ControlAckContract,
   Control as ControlContract,
   CreateRunInput as CreateRunInputContract,
+  ForkRunInput as ForkRunInputContract,
   RunEvent as RunEventContract,
   RunRecord as RunRecordContract,
   RunStatus,
@@ -29,6 +30,7 @@ export const Control = named('Control', ControlContract);
 export const ControlAck = named('ControlAck', ControlAckContract);
 export const ToolDescriptor = named('ToolDescriptor', ToolDescriptorContract);
 export const CreateRunInput = named('CreateRunInput', CreateRunInputContract);
+export const ForkRunInput = named('ForkRunInput', ForkRunInputContract);
 
 /**
  * A whole-number query or path parameter: a string of digits (as it arrives), parsed to a
@@ -178,6 +180,26 @@ export const ChildRunList = z.object({ children: z.array(ChildRun) }).openapi('C
 export const CheckpointParams = RunIdParams.extend({
   n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),
 });
+
+/** `?rev=`: a domain state revision (default: the run's current one). */
+export const StateQuery = z.object({
+  rev: wholeNumber(0, Number.MAX_SAFE_INTEGER)
+    .optional()
+    .openapi({
+      param: { name: 'rev', in: 'query', description: 'The state revision (default: the current one).' },
+    }),
+});
+
+/** One domain state revision of a run (write-once: the same revision always reads the same). */
+export const StateRevision = z
+  .object({
+    run_id: z.string(),
+    state_rev: z.number().int().min(0),
+    state: z.unknown(),
+    state_digest: z.string().openapi({ description: 'sha256 hex of the canonical JSON (RFC 8785) of state' }),
+    state_at: z.string().optional().openapi({ description: 'The sort key of the item holding it' }),
+  })
+  .openapi('StateRevision');
 
 /** The header that carries a run's control capability. */
 export const CapabilityHeaders = z.object({

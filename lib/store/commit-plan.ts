@@ -11,6 +11,8 @@
  *   RUN#{id} / R            the run record (closed schema, parsed before every write)
  *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
  *                           LAST event: {events: [{...head, data_json} | {...head, data_blob}],
+ *                           or, a fork's link page, [{link_run, first_seq, last_seq}]: those
+ *                           events are the origin run's, read through (never copied),
  *                           first_seq, last_seq}; the commit's last page also holds the domain
  *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
  *                           above PAGE_LIMIT serialized bytes split into several pages.
@@ -364,6 +366,20 @@ function quotaWrites(commit: Commit, record: RunRecord): PlannedWrite[] {
   return writes;
 }
 
+/**
+ * A fork's link page: keyed like an event page by its last seq, its one entry
+ * `{link_run, first_seq, last_seq}` stands for those events of the run it was forked from.
+ */
+function linkPage(pk: string, link: NonNullable<Commit['eventLink']>): Item & ItemKey {
+  return {
+    pk,
+    sk: eventSk(link.last_seq),
+    first_seq: link.first_seq,
+    last_seq: link.last_seq,
+    events: [{ link_run: link.run_id, first_seq: link.first_seq, last_seq: link.last_seq }],
+  };
+}
+
 /** Index items derived from the events they belong to: a result request's resume key, opened and released. */
 const keyOfWrite = (w: PlannedWrite): ItemKey => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
 
@@ -517,6 +533,14 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
     });
   }
   for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
+  if (commit.eventLink !== undefined && commit.expectedVersion === null) {
+    writes.push({
+      op: 'put',
+      role: 'page',
+      item: linkPage(pk, commit.eventLink),
+      condition: { kind: 'absent' },
+    });
+  }
   writes.push(...eventIndexWrites(commit.events, record));
   // Write-once: a revision's state never changes once written.
   if (stateItem !== undefined)

@@ -57,7 +57,7 @@ import {
   checkpointOf,
   controlAckOf,
   createKeyItemOf,
-  eventOf,
+  eventsOf,
   quotaUsageOf,
   recordOf,
   resumeKeyEntryOf,
@@ -381,7 +381,7 @@ async function readEvents(io: DynamoIo, runId: string, after: number, limit: num
     startKey = out.LastEvaluatedKey;
     if (startKey === undefined) break;
   }
-  return Promise.all(entries.map((entry) => eventOf(entry, io.blobs)));
+  return eventsOf(entries, io.blobs, (linked, from, count) => readEvents(io, linked, from, count));
 }
 
 async function sweepCandidates(io: DynamoIo, shard: number, now: number, limit: number): Promise<string[]> {

@@ -45,14 +45,67 @@ export async function eventOf(entry: Item, blobs: BlobStore): Promise<RunEvent> 
 export function takeContiguous(pages: Item[], after: number, limit: number, into: Item[]): boolean {
   for (const page of pages) {
     for (const entry of (page.events as Item[] | undefined) ?? []) {
-      const seq = Number(entry.seq);
-      if (seq <= after) continue;
-      if (seq !== after + into.length + 1) return false;
-      into.push(entry);
-      if (into.length >= limit) return false;
+      for (const one of entriesOf(entry)) {
+        const seq = Number(one.seq);
+        if (seq <= after) continue;
+        if (seq !== after + into.length + 1) return false;
+        into.push(one);
+        if (into.length >= limit) return false;
+      }
     }
   }
   return true;
+}
+
+/**
+ * A page entry as one entry per seq: an event entry as is; a link entry (a fork's shared prefix,
+ * `{link_run, first_seq, last_seq}`) as one placeholder `{link_run, seq}` per seq it covers.
+ */
+function entriesOf(entry: Item): Item[] {
+  if (typeof entry.link_run !== 'string') return [entry];
+  const out: Item[] = [];
+  for (let seq = Number(entry.first_seq); seq <= Number(entry.last_seq); seq += 1)
+    out.push({ link_run: entry.link_run, seq });
+  return out;
+}
+
+/** Reads `limit` events of another run after `after` (the store's own readEvents). */
+export type LinkedRead = (runId: string, after: number, limit: number) => Promise<RunEvent[]>;
+
+/**
+ * The events of contiguous entries (takeContiguous's): event entries parsed (payloads from the
+ * blob store), each run of link placeholders read from the run it links to with `readLinked`
+ * (which follows that run's own links: a fork of a fork). Throws when a linked run does not
+ * hold every event its link covers.
+ */
+export async function eventsOf(
+  entries: Item[],
+  blobs: BlobStore,
+  readLinked: LinkedRead,
+): Promise<RunEvent[]> {
+  const parts: Promise<RunEvent[]>[] = [];
+  for (let i = 0; i < entries.length; ) {
+    const first = entries[i] as Item;
+    if (typeof first.link_run !== 'string') {
+      parts.push(eventOf(first, blobs).then((e) => [e]));
+      i += 1;
+      continue;
+    }
+    let j = i;
+    while (entries[j + 1]?.link_run === first.link_run) j += 1;
+    const from = Number(first.seq);
+    const count = j - i + 1;
+    const linkRun = first.link_run;
+    parts.push(
+      readLinked(linkRun, from - 1, count).then((events) => {
+        if (events.length !== count || events[0]?.seq !== from)
+          throw new Error(`run ${linkRun} does not hold events ${from}..${from + count - 1} a fork links to`);
+        return events;
+      }),
+    );
+    i = j + 1;
+  }
+  return (await Promise.all(parts)).flat();
 }
 
 /**

@@ -43,7 +43,7 @@ import {
   checkpointOf,
   controlAckOf,
   createKeyItemOf,
-  eventOf,
+  eventsOf,
   quotaUsageOf,
   recordOf,
   resumeKeyEntryOf,
@@ -240,7 +240,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       metrics.queries += 1;
       const entries: Item[] = [];
       takeContiguous(table.range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
-      return Promise.all(entries.map((entry) => eventOf(entry, blobs)));
+      return eventsOf(entries, blobs, (linked, from, count) => this.readEvents(linked, from, count));
     },
     async getCheckpoint(runId, n) {
       await yieldOnce();

@@ -465,6 +465,57 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe('a fork linking the events of the run it was forked from', () => {
+      freshStoreEach(false);
+      it('reads the linked events through, for any after and limit, also through a fork of a fork', async () => {
+        // The origin: run_started, then 3 commits (2..4, 5..7, 8..9).
+        let origin = await storedRun(s.store);
+        const originEvents = await s.store.readEvents(origin.run_id, 0, 10);
+        for (const size of [3, 3, 2]) {
+          const out = await append(
+            s.store,
+            origin,
+            Array.from({ length: size }, (_, i) => ({ o: i })),
+          );
+          origin = out.record;
+          originEvents.push(...out.events);
+        }
+        // A fork at cutoff 6: its own run_started, events 2..6 linked, then its own from 7.
+        const created = draft();
+        let fork = await s.store.commit({
+          record: { ...created.record, last_seq: 6 } as RunRecord,
+          expectedVersion: null,
+          events: created.events,
+          eventLink: { run_id: origin.run_id, first_seq: 2, last_seq: 6 },
+        });
+        const own = await append(s.store, fork, [{ f: 1 }, { f: 2 }]);
+        fork = own.record;
+        const forkEvents = [...created.events, ...originEvents.slice(1, 6), ...own.events];
+        expect(forkEvents.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        for (let after = 0; after <= 8; after += 1) {
+          for (const limit of [1, 2, 5, 100]) {
+            expect(await s.store.readEvents(fork.run_id, after, limit)).toEqual(
+              forkEvents.filter((e) => e.seq > after).slice(0, limit),
+            );
+          }
+        }
+        // A fork of the fork at cutoff 7: 2..6 are the origin's, 7 the first fork's.
+        const again = draft();
+        const second = await s.store.commit({
+          record: { ...again.record, last_seq: 7 } as RunRecord,
+          expectedVersion: null,
+          events: again.events,
+          eventLink: { run_id: fork.run_id, first_seq: 2, last_seq: 7 },
+        });
+        expect(await s.store.readEvents(second.run_id, 0, 100)).toEqual([
+          ...again.events,
+          ...forkEvents.slice(1, 7),
+        ]);
+        // The origin is what it was.
+        expect(await s.store.readEvents(origin.run_id, 0, 100)).toEqual(originEvents);
+      });
+    });
+
     describe('domain state where the record says', () => {
       freshStoreEach(false);
       it('sets state_at on the returned and stored record, getState reads it, and a checkpoint carries it', async () => {

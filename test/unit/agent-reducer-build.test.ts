@@ -14,7 +14,7 @@ import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
  * `npm run build:reducers`, paste the sha256 it prints here, and commit both. A new hash means a
  * new artifact: runs already bound to the old hash keep it (they see `changed` if it is gone).
  */
-const AGENT_LOOP_SHA256 = 'f2b0b2371073b4f6724053a6944a8e59a8d317c128b8f5d5cc27eff6411e96af';
+const AGENT_LOOP_SHA256 = '4e41fbaadbf9ca6d25202709407216d6e9c1cfe3aa1def97ae5216d11df38e52';
 
 const STALE = 'lib/reducers/agent-loop.js is stale: run `npm run build:reducers` and commit the result';
 

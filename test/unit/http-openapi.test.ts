@@ -211,8 +211,29 @@ describe('GET /openapi.json', () => {
     const doc = await document();
     const schemas = (doc.components as { schemas: Record<string, unknown> }).schemas;
     expect(Object.keys(schemas)).toEqual(
-      expect.arrayContaining(['RunRecord', 'RunEvent', 'Control', 'ControlAck', 'CreateRunInput', 'Error']),
+      expect.arrayContaining([
+        'RunRecord',
+        'RunEvent',
+        'Control',
+        'ControlAck',
+        'CreateRunInput',
+        'ForkRunInput',
+        'StateRevision',
+        'Error',
+      ]),
     );
+    const fork = doc.paths['/runs/{id}/fork']?.post as {
+      operationId: string;
+      requestBody: { content: unknown };
+    };
+    expect(fork.operationId).toBe('forkRun');
+    expect(fork.requestBody.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/ForkRunInput' } },
+    });
+    const state = doc.paths['/runs/{id}/state']?.get as { responses: Record<string, { content: unknown }> };
+    expect(state.responses['200']?.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/StateRevision' } },
+    });
     const getRun = doc.paths['/runs/{id}']?.get as { responses: Record<string, { content: unknown }> };
     expect(getRun.responses['200']?.content).toEqual({
       'application/json': { schema: { $ref: '#/components/schemas/RunRecord' } },

@@ -18,6 +18,7 @@ import {
   RunRecord,
   type RunStatus,
 } from '../../contracts/index.ts';
+import { noteLargeResults } from '../compaction.ts';
 
 /** Default lease length: 90 s. Seed: "Leases, recovery and the sweeper". */
 export const LEASE_TTL_MS = 90_000;
@@ -70,7 +71,10 @@ export function reject(code: string, message: string): Rejected {
   return { ok: false, code, message };
 }
 
-/** Appends events: assigns seq from last_seq, queues reducer-visible ones in the inbox. */
+/**
+ * Appends events: assigns seq from last_seq, queues reducer-visible ones in the inbox, and
+ * notes the large tool results among them in the record's window of references.
+ */
 export function append(
   draft: Draft,
   newEvents: NewRunEvent[],
@@ -84,7 +88,11 @@ export function append(
     events.push({ ...e, seq });
     if (draft.reducer !== null && REDUCER_VISIBLE_KINDS.has(e.kind)) inbox.push(seq);
   }
-  return { draft: { ...draft, last_seq: seq, inbox, updated_at: now } as Draft, events };
+  const large_results = noteLargeResults(draft.large_results, events);
+  return {
+    draft: { ...draft, last_seq: seq, inbox, updated_at: now, large_results } as Draft,
+    events,
+  };
 }
 
 export function ev(

@@ -14,6 +14,7 @@ import {
 } from '../../contracts/index.ts';
 import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
+import { type CompactionResult, finishCompaction } from './compaction.ts';
 import { isDelegation } from './delegation.ts';
 import {
   append,
@@ -117,7 +118,8 @@ export type OperationResult =
       kind: 'operation_cancelled';
       acknowledged: boolean;
       usage?: { input_tokens: number; output_tokens: number };
-    };
+    }
+  | CompactionResult;
 
 /**
  * Usage after the started operation `op` ended with `result`: counted in the same commit. A
@@ -229,6 +231,8 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         draft,
         events: [ev('operation_cancelled', now, { acknowledged: result.acknowledged }, idFields)],
       };
+    case 'compaction_completed':
+      return { draft, events: [] }; // a stop during a compaction: nothing for the reducer
   }
 }
 
@@ -245,6 +249,8 @@ export function finishOperation(
   result: OperationResult,
   now: number,
 ): TransitionResult {
+  if (result.kind === 'compaction_completed' && record.status !== 'cancelling')
+    return finishCompaction(record, fence, result, now);
   const op = record.operation;
   if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
   if (op === null || op.started_at === null) return reject('no_operation', 'no operation in flight');

@@ -11,6 +11,7 @@ import {
   type Projection,
   type RunRecord,
 } from '../../contracts/index.ts';
+import { placeRequestedCompaction } from './compaction.ts';
 import {
   append,
   clearedEpoch,
@@ -161,6 +162,10 @@ function applyEffect(
       return { draft: next, events: [closed] };
     }
     case 'checkpoint': {
+      // A compaction asked for while the run lives is an operation before the next model turn.
+      if (effect.reason === 'compaction' && !isTerminalStatus(record.status)) {
+        return { draft: { ...draft, compaction_requested: true } as Draft, events: [] };
+      }
       const n = draft.counters.checkpoints + 1;
       const written = ev('checkpoint_written', now, {
         checkpoint_no: n,
@@ -265,6 +270,6 @@ export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now
     const appended = append(ended.draft, [...newEvents, ...ended.events], now);
     return finish({ ...appended.draft, inbox: [] } as Draft, appended.events);
   }
-  const appended = append(draft, newEvents, now);
+  const appended = append(placeRequestedCompaction(draft), newEvents, now);
   return finish(appended.draft, appended.events);
 }

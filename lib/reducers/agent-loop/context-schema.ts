@@ -53,6 +53,11 @@ export const AgentLoopContext = z.object({
   tools: z.array(AgentLoopToolEntry).optional(),
   /** The instructions of every model turn. */
   instructions: z.string().optional(),
+  /**
+   * Ask for a compaction (a checkpoint effect of reason `compaction`) before the next model turn
+   * once a model turn reports this many input tokens (its usage.input_tokens) or more.
+   */
+  compact_above_tokens: z.number().int().positive().optional(),
 });
 
 /** A context as a caller writes it (defaults may be left out). */

@@ -34,6 +34,9 @@ export function onModelTurnCompleted(ctx: Reduction): HandlerResult {
   const data = ctx.data;
   state.counters.model_turns += 1;
   state.budget = null;
+  const usage = isObject(data.usage) ? data.usage : {};
+  const used = typeof usage.input_tokens === 'number' ? usage.input_tokens : 0;
+  if (state.compact_above_tokens !== undefined && used >= state.compact_above_tokens) state.compact = true;
   const steered = state.steer_seq > state.cutoff_seq;
   state.steer_seq = 0;
   const calls = readCalls(ctx, Array.isArray(data.tool_calls) ? data.tool_calls : []);
@@ -308,6 +311,7 @@ export function onRunStarted(request: JsonRecord, event: AgentLoopEvent): AgentL
     counters: { model_turns: 0, tool_calls: 0, retries: 0, loops: 0 },
   };
   if (config.instructions !== undefined) state.instructions = config.instructions;
+  if (config.compact_above_tokens !== undefined) state.compact_above_tokens = config.compact_above_tokens;
   if (typeof data.objective === 'string') state.objective = data.objective;
   const ctx = newReduction(request, event, state, diagnostics);
   const size = utf8Length(JSON.stringify([state.instructions, state.objective, state.tools]));

@@ -13,7 +13,8 @@ const MAX_SUMMARY_CHARS = 2000;
 /**
  * Asks for a model turn answering every call of the current turn:
  * `{tools_offered, instructions?, tool_results, context: {transcript: {from_seq: 1, to_seq}, mode, objective?}}`,
- * the transcript cut at this event. `retry` keeps the attempt count.
+ * the transcript cut at this event, preceded by `checkpoint {reason: 'compaction'}` when the last
+ * model turn reported input_tokens >= context.compact_above_tokens. `retry` keeps the attempt count.
  */
 export function requestModelTurn(ctx: Reduction, retry: boolean): void {
   const state = ctx.state;
@@ -26,6 +27,11 @@ export function requestModelTurn(ctx: Reduction, retry: boolean): void {
     mode: state.mode,
   };
   if (state.objective !== undefined) context.objective = state.objective;
+  if (state.compact === true) {
+    // Core runs a compaction before this model turn; the turn is then compiled from its checkpoint.
+    delete state.compact;
+    emit(ctx, { kind: 'checkpoint', reason: 'compaction' });
+  }
   state.awaiting = emit(ctx, {
     kind: 'request_model_turn',
     tools_offered: state.tools.map(offered),

@@ -15,6 +15,9 @@
  * The loop:
  *   run_started → request_model_turn {tools_offered, instructions, tool_results: [],
  *     context: {transcript: {from_seq: 1, to_seq: <cutoff_seq>}, mode, objective?}}.
+ *   Every request_model_turn is preceded by a checkpoint {reason: 'compaction'} effect when the
+ *     last model turn reported usage.input_tokens >= context.compact_above_tokens (core then runs
+ *     a compaction before that turn; without the setting the loop never asks for one).
  *   model_turn_completed with tool calls → call_tool for the first call (for_call_id = call_id),
  *     then one call per tool_result, in order; when every call of the turn is answered →
  *     request_model_turn whose tool_results lists every call of that turn:

@@ -62,6 +62,10 @@ export interface AgentLoopState {
   max_retries: number;
   instructions?: string;
   objective?: string;
+  /** context.compact_above_tokens: a model turn with this many input tokens asks for a compaction. */
+  compact_above_tokens?: number;
+  /** The next model turn is preceded by a compaction (set by a turn past compact_above_tokens). */
+  compact?: boolean;
   tools: AgentLoopTool[];
   turn: AgentLoopTurn | null;
   /** Attempts of the awaited model turn (1 for the first). */
