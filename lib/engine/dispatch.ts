@@ -28,6 +28,7 @@ export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest
     args: effect.args,
     principal: record.principal,
     subject: record.subject,
+    ...(record.pinned !== undefined ? { pinned: record.pinned } : {}),
     attempt: op.attempt,
     mutating: effect.mutating,
     replay_safe: effect.replay_safe,
@@ -36,8 +37,15 @@ export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest
   };
 }
 
-/** The failed envelope of a tool call the policy gate denied: no handler ran. */
-export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope {
+/**
+ * The failed envelope of a tool call the policy gate denied: no handler ran. A safer action the
+ * policy offers instead (transform_to_safer_action) is the envelope's suggested next action.
+ */
+export function deniedEnvelope(
+  op: Operation,
+  code: string,
+  safer?: { tool: string; args?: Record<string, unknown> },
+): ToolResultEnvelope {
   const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
   return {
     envelope: 'raisin.tool-result/1',
@@ -49,7 +57,10 @@ export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope 
     artifact_refs: [],
     evidence: [],
     diagnostics: [{ code, severity: 'error', message: `the policy denied ${tool}` }],
-    suggested_next_actions: [],
+    suggested_next_actions:
+      safer === undefined
+        ? []
+        : [{ action: safer.tool, ...(safer.args !== undefined ? { args: safer.args } : {}), reason: code }],
     retry_policy: { retryable: false },
   };
 }
