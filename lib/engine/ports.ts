@@ -20,6 +20,7 @@ import type {
   RunRecord,
   Subject,
   ToolDescriptor,
+  ToolEntry,
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
@@ -96,6 +97,19 @@ export interface ToolHost {
    * Honors `signal` (cancellation) and the deadline.
    */
   execute(request: ToolCallRequest, signal: AbortSignal): Promise<ToolResultEnvelope>;
+  /**
+   * Checks a tool about to be published as data beyond its wire shape (its input schema
+   * compiles, its name is not a code tool's): null when it may be published, else the problem.
+   * Absent: the host serves no data tools, and publishing one is refused.
+   */
+  checkEntry?(entry: ToolEntry): ToolEntryProblem | null | Promise<ToolEntryProblem | null>;
+}
+
+/** Why a tool entry may not be published: `tool_name_reserved` (a code tool's name) or `validation_failed` at `path`. */
+export interface ToolEntryProblem {
+  code: 'tool_name_reserved' | 'validation_failed';
+  message: string;
+  path: string;
 }
 
 // ---------------------------------------------------------------- models

@@ -477,7 +477,10 @@ class StepWorker {
     const at = clock.now();
     if (!this.stage((s) => startOperation(s, at))) return false;
     if (this.staged.status !== 'running') return true;
-    const result: OperationResult = { kind: 'tool_result', envelope: deniedEnvelope(op, decision.code, decision.safer) };
+    const result: OperationResult = {
+      kind: 'tool_result',
+      envelope: deniedEnvelope(op, decision.code, decision.safer),
+    };
     return this.stage((s) => finishOperation(s, this.fence, result, at));
   }
 

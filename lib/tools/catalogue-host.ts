@@ -22,12 +22,13 @@ import {
 import type { Clock, RegistryStore, ToolHost } from '../engine/ports.ts';
 import { agentAwareGate } from './agent-gate.ts';
 import type { AuditLog } from './audit-log.ts';
+import { ToolRegistrationError } from './errors.ts';
 import type { LambdaInvoker } from './handler-types.ts';
 import { createPolicyGate, type PolicyRule } from './policy-gate.ts';
 import { createToolRegistry, type RegisteredTool, type ToolRegistry } from './registry.ts';
 import type { SecretResolver } from './secrets.ts';
-import { type ToolFault, createToolHost } from './tool-host.ts';
 import { toolDefinitionOfEntry } from './tool-entry.ts';
+import { createToolHost, type ToolFault } from './tool-host.ts';
 
 /** The name under which the policy document is published (one policy per deployment). */
 export const POLICY_NAME = 'default';
@@ -90,7 +91,8 @@ export function createCatalogueToolHost(options: CatalogueHostOptions): ToolHost
     const bodies = new Map<string, unknown>();
     for (const [i, [name, v]] of names.entries()) {
       const entry = entries[i];
-      if (entry === null || entry === undefined) throw new CatalogueUnavailable(`${kind} ${name} ${v} is missing`);
+      if (entry === null || entry === undefined)
+        throw new CatalogueUnavailable(`${kind} ${name} ${v} is missing`);
       bodies.set(name, entry.body);
     }
     return bodies;
@@ -103,7 +105,8 @@ export function createCatalogueToolHost(options: CatalogueHostOptions): ToolHost
       bodiesAt('agents', pins.agents),
     ]);
     const data = createToolRegistry();
-    for (const body of tools.values()) data.register(toolDefinitionOfEntry(ToolEntry.parse(body), options.secrets));
+    for (const body of tools.values())
+      data.register(toolDefinitionOfEntry(ToolEntry.parse(body), options.secrets));
     const policyBody = policy.get(POLICY_NAME);
     const document =
       policyBody === undefined
@@ -113,7 +116,9 @@ export function createCatalogueToolHost(options: CatalogueHostOptions): ToolHost
       default_effect: document.default_effect,
       ...(options.environment !== undefined ? { environment: options.environment } : {}),
     });
-    const agentMap = new Map([...agents.values()].map((b) => AgentEntry.parse(b)).map((a) => [a.agent_id, a]));
+    const agentMap = new Map(
+      [...agents.values()].map((b) => AgentEntry.parse(b)).map((a) => [a.agent_id, a]),
+    );
     return createToolHost({
       registry: layered(code, data),
       gate: agentAwareGate(gate, agentMap),
@@ -149,6 +154,25 @@ export function createCatalogueToolHost(options: CatalogueHostOptions): ToolHost
     },
     async execute(request, signal) {
       return (await hostFor(request.pinned)).execute(request, signal);
+    },
+    checkEntry(entry) {
+      if (code.get(entry.name) !== undefined) {
+        return {
+          code: 'tool_name_reserved',
+          message: `${entry.name} is a tool registered in code`,
+          path: 'name',
+        };
+      }
+      try {
+        createToolRegistry().register(toolDefinitionOfEntry(entry, options.secrets));
+        return null;
+      } catch (err) {
+        if (!(err instanceof ToolRegistrationError)) throw err;
+        const path = { invalid_name: 'name', invalid_version: 'version', invalid_schema: 'input_schema' }[
+          err.code as string
+        ];
+        return { code: 'validation_failed', message: err.message, path: path ?? 'metadata' };
+      }
     },
   };
 }

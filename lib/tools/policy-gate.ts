@@ -9,9 +9,9 @@
  * (digests over canonical JSON).
  */
 import {
-  Principal,
-  PolicyRule as PolicyRuleSchema,
   type PolicyRule as PolicyRuleInput,
+  PolicyRule as PolicyRuleSchema,
+  Principal,
   type ToolDescriptor,
 } from '../contracts/index.ts';
 import type { PolicyDecision } from '../engine/ports.ts';
@@ -124,7 +124,9 @@ export function createPolicyGate(rules: readonly PolicyRule[] = [], options: Pol
       }
       const { approval } = tool.metadata;
       const needsApproval =
-        approval === 'always' || (approval === 'when_mutating' && facts.mutating) || approvalRule !== undefined;
+        approval === 'always' ||
+        (approval === 'when_mutating' && facts.mutating) ||
+        approvalRule !== undefined;
       const reason = (approvalRule ?? allowRule)?.code;
       if (!needsApproval) return reason === undefined ? { decision: 'allow' } : { decision: 'allow', reason };
       let digest: string;

@@ -36,7 +36,9 @@ export function powertoolsSecrets(maxAge = SECRET_MAX_AGE_SECONDS): SecretResolv
       });
     }
     if (typeof value !== 'string' || value === '') {
-      throw new ToolError('tool_error', 'the tool credential is not a string', { code: 'tool_secret_invalid' });
+      throw new ToolError('tool_error', 'the tool credential is not a string', {
+        code: 'tool_secret_invalid',
+      });
     }
     return value;
   };

@@ -28,7 +28,11 @@ export function handlerOfTarget(name: string, target: ToolTarget, secrets: Secre
     case 'http':
       return { kind: 'http', url: target.url, ...(headersFrom !== undefined ? { headersFrom } : {}) };
     case 'mcp':
-      return { kind: 'mcp', client: remoteMcpClient(target.url, headersFrom), tool_name: target.tool_name ?? name };
+      return {
+        kind: 'mcp',
+        client: remoteMcpClient(target.url, headersFrom),
+        tool_name: target.tool_name ?? name,
+      };
   }
 }
 

@@ -36,7 +36,8 @@ async function rejection(p: Promise<unknown>): Promise<RegistryConflictError> {
     () => null,
     (e: unknown) => e,
   );
-  if (!(err instanceof RegistryConflictError)) throw new Error(`expected a RegistryConflictError, got ${err}`);
+  if (!(err instanceof RegistryConflictError))
+    throw new Error(`expected a RegistryConflictError, got ${err}`);
   return err;
 }
 
@@ -93,7 +94,11 @@ export function registryStoreContract(name: string, open: OpenRegistryStore): vo
       expect((await rejection(skipping)).reason).toBe('head_moved');
       expect(await store.head('policy')).toBe(1);
       expect(await store.entry('policy', 'default', '2')).toBeNull();
-      expect(await store.snapshot('policy', 1)).toEqual({ kind: 'policy', version: 1, entries: { default: '1' } });
+      expect(await store.snapshot('policy', 1)).toEqual({
+        kind: 'policy',
+        version: 1,
+        entries: { default: '1' },
+      });
       expect(await store.snapshot('policy', 3)).toBeNull();
     });
 
@@ -113,7 +118,11 @@ export function registryStoreContract(name: string, open: OpenRegistryStore): vo
       let entries: Record<string, string> = {};
       for (const [i, version] of order.entries()) {
         entries = { ...entries, lookup: version, [`other-${i}`]: '1.0.0' };
-        await store.publish(entryOf('tools', 'lookup', version, i + 1), { kind: 'tools', version: i + 1, entries });
+        await store.publish(entryOf('tools', 'lookup', version, i + 1), {
+          kind: 'tools',
+          version: i + 1,
+          entries,
+        });
       }
       expect(await store.versions('tools', 'lookup')).toEqual(order);
       expect((await store.snapshot('tools', 1))?.entries).toEqual({ lookup: '2.0.0', 'other-0': '1.0.0' });
