@@ -23,6 +23,17 @@ function requireAdmin(caller: HttpCaller, kind: RegistryKind): void {
 
 /** Registers the three routes of each registry. */
 export function registerRegistryRoutes(app: HttpApp, engine: Engine): void {
+  // Before the routes' own validation: a caller without rights learns nothing about the body.
+  for (const kind of REGISTRY_KINDS) {
+    app.use(`/admin/${kind}`, async (c, next) => {
+      requireAdmin(c.get('caller'), kind);
+      await next();
+    });
+    app.use(`/admin/${kind}/*`, async (c, next) => {
+      requireAdmin(c.get('caller'), kind);
+      await next();
+    });
+  }
   for (const kind of REGISTRY_KINDS) {
     const routes = REGISTRY_ROUTES[kind];
     app.openapi(routes.publish, async (c) => {
