@@ -11,11 +11,11 @@ import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
 import { digestOf } from '../core/canonical.ts';
 import { principalFor, principalKeyOf, quotaKeyOf } from '../core/principal.ts';
 import { createRun as createRunRecord } from '../core/run-machine.ts';
-import { admitRegistries } from './admission.ts';
 import { readDecideCommit } from './commit-loop.ts';
 import { commitOf, type EngineDeps, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun, runView } from './reads.ts';
+import { admitRegistries } from './registry-admission.ts';
 
 export interface CreateRunOutput {
   run: RunRecord;
@@ -27,7 +27,7 @@ export interface CreateRunOutput {
 /**
  * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
  * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
- * (on_behalf_of by a non-system caller), agent_not_allowed (admission.ts), reducer_not_found; CommitRejected when the store refuses
+ * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), reducer_not_found; CommitRejected when the store refuses
  * for another reason.
  */
 /** The binding pinned to the artifact it resolves to now; throws reducer_not_found. */
