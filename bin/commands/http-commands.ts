@@ -2,6 +2,7 @@
 import type { CommandModule } from './context.ts';
 import { controlsCommand } from './controls.ts';
 import { eventsCommand } from './events.ts';
+import { registryCommand } from './registry.ts';
 import { runsCommand } from './runs.ts';
 import { functionsCommand, toolsCommand } from './tools.ts';
 
@@ -11,4 +12,5 @@ export const ALL_HTTP_COMMANDS: readonly CommandModule[] = [
   controlsCommand,
   toolsCommand,
   functionsCommand,
+  registryCommand,
 ];
