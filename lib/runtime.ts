@@ -54,7 +54,7 @@ export interface RuntimeConfig {
   modelRetry?: Partial<ModelRetryPolicy>;
   /** The function used when a run names none (default: the environment's default model, else the contract's default path). */
   defaultModelFunction?: string;
-  /** Where the model configuration is read (default: process.env). */
+  /** Where the model configuration and AGENT_RUNS_ENVIRONMENT (the policy's environment) are read (default: process.env). */
   env?: NodeJS.ProcessEnv;
   /** Replaces the function registry (tests); default: built-in artifacts in memory. */
   functions?: FunctionRegistry;
