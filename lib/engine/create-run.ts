@@ -54,7 +54,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const decided = principalFor(caller.principal, input.as_agent, input.on_behalf_of);
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
-  const pinned = await admitRegistries(deps, principal, caller);
+  const pinned = await admitRegistries(deps, principal, caller, input.as_agent !== undefined);
   const principalKey = principalKeyOf(principal);
   const quotaKey = quotaKeyOf(principal);
   // What a replayed create key must match: the request, without the key itself.

@@ -21,13 +21,16 @@ function mayActFor(agent: AgentEntry, principal: Principal): boolean {
 }
 
 /**
- * The pins of a run `caller` creates as `principal`. Throws EngineError agent_not_allowed (the
- * agent is not registered, or may not act for this user).
+ * The pins of a run `caller` creates as `principal`. With `asAgent` (the request chose the
+ * agent), throws EngineError agent_not_allowed when the agent is not registered or may not act
+ * for this user. A caller authenticated as an agent is who it is; its tool calls still have only
+ * the rights its registration gives (none when it is not registered: the agent gate).
  */
 export async function admitRegistries(
   deps: EngineDeps,
   principal: Principal,
   caller: Caller,
+  asAgent: boolean,
 ): Promise<RunPins> {
   const reg = deps.registries;
   const [catalogue, policy, agents] = await Promise.all([
@@ -35,7 +38,7 @@ export async function admitRegistries(
     reg.head('policy'),
     reg.head('agents'),
   ]);
-  if (principal.kind === 'agent') {
+  if (asAgent && principal.kind === 'agent') {
     const refuse = (why: string) =>
       new EngineError('agent_not_allowed', `as_agent ${principal.id}: ${why}`, { as_agent: principal.id });
     const version = (await reg.snapshot('agents', agents))?.entries[principal.id];
