@@ -87,7 +87,7 @@ export async function executeOperation(
     const envelope = await ctx.tools.execute(toolRequestOf(record, op), signal);
     if (envelope.status !== 'waiting') return { kind: 'tool_result', envelope };
     // Nothing waits forever: the result request closes `expired` after the tool's expiry.
-    const tool = ctx.tools.list().find((t) => t.name === effect.tool);
+    const tool = (await ctx.tools.list(record.pinned)).find((t) => t.name === effect.tool);
     return {
       kind: 'tool_result',
       envelope,

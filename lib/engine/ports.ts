@@ -87,8 +87,8 @@ export interface ToolCallRequest {
 }
 
 export interface ToolHost {
-  /** Metadata only, never handlers or credentials: the current catalogue. */
-  list(): ToolDescriptor[] | Promise<ToolDescriptor[]>;
+  /** Metadata only, never handlers or credentials: the catalogue a run pinned, or (no pins) the current one. */
+  list(pinned?: RunPins): ToolDescriptor[] | Promise<ToolDescriptor[]>;
   /** Evaluated before any handler, on stable facts only (the request's pinned versions). No side effect. */
   gate(request: ToolCallRequest): PolicyDecision | Promise<PolicyDecision>;
   /**

@@ -145,9 +145,9 @@ export function createCatalogueToolHost(options: CatalogueHostOptions): ToolHost
   }
 
   return {
-    async list() {
-      const catalogue = await registries.head('tools');
-      return (await hostFor({ ...NO_PINS, catalogue })).list();
+    async list(pinned) {
+      const pins = pinned ?? { ...NO_PINS, catalogue: await registries.head('tools') };
+      return (await hostFor(pins)).list();
     },
     async gate(request) {
       return (await hostFor(request.pinned)).gate(request);
