@@ -106,6 +106,12 @@ const props: AgentRunsStackProps = {
   ),
   ...optional('defaultModel', context('defaultModel')),
   ...optional('tools', toolsFile !== undefined ? JSON.parse(readFileSync(toolsFile, 'utf8')) : undefined),
+  dataTools: {
+    ...(list('toolFunctionArns') !== undefined ? { functionArns: list('toolFunctionArns') } : {}),
+    ...(context('taggedToolFunctions') === 'true' ? { taggedFunctions: true } : {}),
+    ...(list('toolSecretArns') !== undefined ? { secretArns: list('toolSecretArns') } : {}),
+    ...(list('toolParameterNames') !== undefined ? { parameterNames: list('toolParameterNames') } : {}),
+  },
   ...optional('stepMaxConcurrency', integer('stepMaxConcurrency')),
   ...optional(
     'sweeperReservedConcurrency',

@@ -49,7 +49,7 @@ import { bundlingOptions, REPO_ROOT } from './bundling.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
 import { Operations, type OperationsAlarms } from './operations.ts';
-import { configureTools } from './tools.ts';
+import { configureTools, type DataToolAccess, grantDataTools } from './tools.ts';
 
 /**
  * Powertools service name of each function (POWERTOOLS_SERVICE_NAME). The handlers pass the
@@ -156,6 +156,12 @@ export interface AgentRunsStackProps extends StackProps {
   readonly defaultModel?: string;
   /** Tools registered in every container (AGENT_RUNS_TOOLS); Lambda tools get invoke rights. Default none. */
   readonly tools?: readonly ConfiguredTool[];
+  /**
+   * What tools registered as data (POST /admin/tools) may reach: Lambda function ARNs, functions
+   * tagged `agent-runs-tool = <stack name>`, and the secrets / SSM parameters holding HTTP and MCP
+   * tool auth. The step function gets exactly these. Default none.
+   */
+  readonly dataTools?: DataToolAccess;
   /**
    * At most this many step function instances run at once (the event source mapping's maximum
    * concurrency, 2..1000): the bound on concurrent model calls. Default 10.
@@ -319,6 +325,7 @@ export class AgentRunsStack extends Stack {
       ...(props.defaultModel !== undefined ? { defaultModel: props.defaultModel } : {}),
     });
     configureTools(props.tools ?? [], { control: this.controlFunction, step: this.stepFunction });
+    grantDataTools(props.dataTools ?? {}, this.stepFunction);
 
     this.stepFunction.addEventSource(
       new SqsEventSource(this.stepQueue, {

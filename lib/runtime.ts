@@ -10,7 +10,15 @@ import { createS3BlobStore } from './blobs/blob-store.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
 import { type AdmissionConfig, admissionFromEnv } from './core/admission.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
-import type { Clock, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './engine/ports.ts';
+import type {
+  Clock,
+  ModelHost,
+  ReducerHost,
+  RegistryStore,
+  RunStore,
+  StepQueue,
+  ToolHost,
+} from './engine/ports.ts';
 import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
 import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
@@ -21,11 +29,13 @@ import {
   type FunctionRegistry,
   InMemoryFunctionRegistry,
 } from './sandbox/index.ts';
+import { createDynamoRegistryStore } from './store/dynamo-registry-store.ts';
 import { createDynamoRunStore } from './store/dynamo-run-store.ts';
 import { createAuditLog } from './tools/audit-log.ts';
-import { createPolicyGate, type PolicyRule } from './tools/policy-gate.ts';
+import { createCatalogueToolHost } from './tools/catalogue-host.ts';
+import type { PolicyRule } from './tools/policy-gate.ts';
 import { createToolRegistry, type ToolRegistry } from './tools/registry.ts';
-import { createToolHost } from './tools/tool-host.ts';
+import { powertoolsSecrets, type SecretResolver } from './tools/secrets.ts';
 
 export interface RuntimeConfig {
   endpoints?: AwsEndpoints;
@@ -34,14 +44,17 @@ export interface RuntimeConfig {
   bucketName: string;
   /** Registers the deployment's tools (called once, before the registry is sealed). */
   registerTools?: (registry: ToolRegistry) => void;
+  /** The in-code policy: the default rule set, in force until a policy is published as data. */
   toolPolicy?: readonly PolicyRule[];
+  /** Reads the secrets of tools registered as data (default: Powertools Parameters, cached 300 s). */
+  secrets?: SecretResolver;
   /** Model-turn functions by path, besides the ones the environment configures (lib/models/configured.ts). */
   modelFunctions?: Record<string, ModelTurnFunction>;
   /** How a retryable provider fault is retried inside one turn (default DEFAULT_MODEL_RETRY: 3 calls). */
   modelRetry?: Partial<ModelRetryPolicy>;
   /** The function used when a run names none (default: the environment's default model, else the contract's default path). */
   defaultModelFunction?: string;
-  /** Where the model configuration is read (default: process.env). */
+  /** Where the model configuration and AGENT_RUNS_ENVIRONMENT (the policy's environment) are read (default: process.env). */
   env?: NodeJS.ProcessEnv;
   /** Replaces the function registry (tests); default: built-in artifacts in memory. */
   functions?: FunctionRegistry;
@@ -69,6 +82,8 @@ export interface RuntimeConfig {
 export interface Runtime {
   engine: Engine;
   store: RunStore;
+  /** The registries (tools, policy, agents as data) in the same table. */
+  registries: RegistryStore;
   queue: StepQueue;
   clients: AwsClients;
   functions: FunctionRegistry;
@@ -97,19 +112,25 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const log = config.log ?? (() => {});
   const functions = config.functions ?? builtInFunctions();
   const reducers = config.reducers ?? createSandboxReducerHost({ registry: functions });
+  const registries = createDynamoRegistryStore({ doc: clients.doc, tableName: config.tableName });
   const registry = createToolRegistry();
   config.registerTools?.(registry);
   const audit =
     config.audit ??
     ((event: Record<string, unknown>) => log({ level: 'info', message: 'tool audit', ...event }));
-  const tools = createToolHost({
-    registry,
-    gate: createPolicyGate(config.toolPolicy ?? []),
+  const env = config.env ?? process.env;
+  const environment = env.AGENT_RUNS_ENVIRONMENT?.trim();
+  const tools = createCatalogueToolHost({
+    code: registry,
+    codePolicy: config.toolPolicy ?? [],
+    registries,
+    secrets: config.secrets ?? powertoolsSecrets(),
     lambdaClient: clients.lambda,
     audit: createAuditLog((event) => audit({ ...event })),
     clock,
+    ...(environment ? { environment } : {}),
   });
-  const configured = modelsFromEnv(config.env ?? process.env);
+  const configured = modelsFromEnv(env);
   const defaultPath = config.defaultModelFunction ?? configured.defaultPath ?? DEFAULT_MODEL_TURN_FUNCTION;
   const models = createModelHost({
     functions: { ...configured.functions, ...(config.modelFunctions ?? {}) },
@@ -123,6 +144,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     reducers,
     tools,
     models,
+    registries,
     log,
     ...(config.workerId !== undefined ? { workerId: config.workerId } : {}),
     ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
@@ -136,6 +158,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   return {
     engine,
     store,
+    registries,
     queue,
     clients,
     functions,

@@ -15,6 +15,10 @@ import {
   type CreateRunInput,
   type ForkRunInput,
   isTerminalStatus,
+  PublishResult,
+  RegistryEntry,
+  type RegistryKind,
+  RegistryListing,
   RunEvent,
   RunRecord,
   RunStatus,
@@ -213,6 +217,19 @@ export interface AgentRunsClient {
   ): Promise<FunctionArtifact>;
   health(): Promise<{ status: 'ok' }>;
   openapi(): Promise<Record<string, unknown>>;
+  /**
+   * Publishes a tool, the policy or an agent as a new immutable version (admin): `POST
+   * /admin/{kind}`. `created: false` when the same document was already published.
+   */
+  publishEntry(kind: RegistryKind, document: unknown): Promise<PublishResult>;
+  /** The current registry version of `kind` and its documents (admin). */
+  listEntries(kind: RegistryKind): Promise<RegistryListing>;
+  /** One published version (default: the current one) and every version of `name` (admin). */
+  getEntry(
+    kind: RegistryKind,
+    name: string,
+    version?: string,
+  ): Promise<{ entry: RegistryEntry; versions: string[] }>;
 }
 
 // ---------------------------------------------------------------- implementation
@@ -493,6 +510,21 @@ function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunct
   };
 }
 
+function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | 'listEntries' | 'getEntry'> {
+  return {
+    publishEntry: (kind, document) =>
+      call({ method: 'POST', path: `/admin/${kind}`, json: document, schema: PublishResult }),
+    listEntries: (kind) => call({ method: 'GET', path: `/admin/${kind}`, schema: RegistryListing }),
+    getEntry: (kind, name, version) =>
+      call({
+        method: 'GET',
+        path: `/admin/${kind}/entry`,
+        query: { name, version },
+        schema: z.object({ entry: RegistryEntry, versions: z.array(z.string()) }),
+      }),
+  };
+}
+
 /** Builds a client. Does no I/O until a method is called. */
 export function createClient(options: ClientOptions): AgentRunsClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -502,6 +534,7 @@ export function createClient(options: ClientOptions): AgentRunsClient {
     ...runMethods(call, () => client.events),
     ...controlMethods(call),
     ...catalogMethods(call),
+    ...registryMethods(call),
   };
   return client;
 }

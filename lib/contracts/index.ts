@@ -10,6 +10,7 @@ export * from './limits.ts';
 export * from './model-context.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';
+export * from './registry.ts';
 export * from './run.ts';
 export * from './tool-registration.ts';
 export * from './tool-result.ts';

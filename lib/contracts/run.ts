@@ -117,8 +117,21 @@ export const Principal = z.object({
   kind: z.enum(['user', 'agent', 'system']),
   id: z.string().min(1),
   on_behalf_of: z.string().min(1).optional(),
+  /**
+   * The groups of the user this principal is, or acts for, as its verified token named them at
+   * admission (JWT `cognito:groups` or `groups`). Policy rules match on them; identity never does.
+   */
+  groups: z.array(z.string().min(1).max(128)).max(64).optional(),
 });
 export type Principal = z.infer<typeof Principal>;
+
+/**
+ * The registry versions a run was admitted with (lib/contracts/registry.ts): the tool catalogue,
+ * the tool policy and the agents. 0 means nothing was published yet (the code's tools and policy).
+ * Seed: deterministic-seams, "Runs pin policy ... catalogue ... versions at admission".
+ */
+export const RunPins = z.object({ catalogue: Count, policy: Count, agents: Count });
+export type RunPins = z.infer<typeof RunPins>;
 
 // ---------------------------------------------------------------- controls
 
@@ -369,6 +382,8 @@ const recordBase = {
    * principal: taken at create, released in the commit that ends the run.
    */
   quota_slot: z.number().int().nonnegative().optional(),
+  /** The registry versions pinned at admission (absent on runs admitted before registries existed: all 0). */
+  pinned: RunPins.optional(),
   /** Wake deadline (ms epoch): the sweeper wakes the run then if no step message did. */
   wake_at: z.number().nullable(),
   /** A pause asked for during an operation, applied at the next boundary. */

@@ -37,17 +37,25 @@ export type PrincipalDecision =
 
 /**
  * The principal a create acts as: the caller; with as_agent, the agent acting for the caller;
- * with on_behalf_of (system callers only), the user named. Seed: "Subject, principal and admission".
+ * with on_behalf_of (system callers only), the user named. An agent acting for the caller carries
+ * the caller's groups (what policy rules and the agent's `acts_for` match on). Seed: "Subject, principal and admission".
  */
 export function principalFor(caller: Principal, asAgent?: string, onBehalfOf?: string): PrincipalDecision {
   if (onBehalfOf !== undefined && caller.kind !== 'system') {
     return { ok: false, code: 'unauthorized', message: 'on_behalf_of is for system callers only' };
   }
   const user = onBehalfOf ?? (caller.kind === 'user' ? caller.id : caller.on_behalf_of);
+  // The groups of the user acted for, when the caller is that user (its verified token named them).
+  const groups = onBehalfOf === undefined && caller.groups !== undefined ? { groups: caller.groups } : {};
   if (asAgent !== undefined) {
     return {
       ok: true,
-      principal: { kind: 'agent', id: asAgent, ...(user !== undefined ? { on_behalf_of: user } : {}) },
+      principal: {
+        kind: 'agent',
+        id: asAgent,
+        ...(user !== undefined ? { on_behalf_of: user } : {}),
+        ...groups,
+      },
     };
   }
   if (onBehalfOf !== undefined) return { ok: true, principal: { kind: 'user', id: onBehalfOf } };

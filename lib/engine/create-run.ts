@@ -15,6 +15,7 @@ import { readDecideCommit } from './commit-loop.ts';
 import { commitOf, type EngineDeps, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun, runView } from './reads.ts';
+import { admitRegistries } from './registry-admission.ts';
 
 export interface CreateRunOutput {
   run: RunRecord;
@@ -26,7 +27,7 @@ export interface CreateRunOutput {
 /**
  * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
  * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
- * (on_behalf_of by a non-system caller), reducer_not_found; CommitRejected when the store refuses
+ * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), reducer_not_found; CommitRejected when the store refuses
  * for another reason.
  */
 /** The binding pinned to the artifact it resolves to now; throws reducer_not_found. */
@@ -53,6 +54,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const decided = principalFor(caller.principal, input.as_agent, input.on_behalf_of);
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
+  const pinned = await admitRegistries(deps, principal, caller, input.as_agent !== undefined);
   const principalKey = principalKeyOf(principal);
   const quotaKey = quotaKeyOf(principal);
   // What a replayed create key must match: the request, without the key itself.
@@ -132,6 +134,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
           on_provider_outage: input.on_provider_outage,
           executor_config: input.executor_config,
           capability_hash: capabilityHash(secret),
+          pinned,
           wake_delay_ms: deps.wakeGraceMs,
           risk_tier: admitted.risk_tier,
           ...(admitted.slot !== undefined ? { quota_slot: admitted.slot } : {}),

@@ -125,6 +125,8 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       budgets: plan.budgets,
       on_exceeded: plan.on_exceeded,
       executor_config: plan.executor_config,
+      // A child runs under the registries its parent was admitted with.
+      ...(parent.pinned !== undefined ? { pinned: parent.pinned } : {}),
       parent_run_id: plan.parent_run_id,
       parent_op_id: op.op_id,
       depth: plan.depth,

@@ -15,7 +15,16 @@ import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
 import { EARLY_RESULT_TTL_MS, hasWork, LEASE_TTL_MS, RESULT_EXPIRY_MS } from '../core/run-machine.ts';
 import { defaultClockSkewMs } from '../core/sweeper.ts';
-import type { Clock, Commit, ModelHost, ReducerHost, RunStore, StepQueue, ToolHost } from './ports.ts';
+import type {
+  Clock,
+  Commit,
+  ModelHost,
+  ReducerHost,
+  RegistryStore,
+  RunStore,
+  StepQueue,
+  ToolHost,
+} from './ports.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
 export type CrashPoint =
@@ -34,6 +43,8 @@ export interface EngineOptions {
   reducers: ReducerHost;
   tools: ToolHost;
   models: ModelHost;
+  /** The registries (tools, policy, agents as data); default: none published, nothing publishable. */
+  registries?: RegistryStore;
   /** Names this process; each step adds a unique suffix so two steps never share a fence. */
   workerId?: string;
   /** Lease length (ms, default 90 000). */
@@ -64,6 +75,17 @@ export interface EngineOptions {
   log?: Log;
 }
 
+/** The registries of an engine given none: every registry empty at version 0; publishing is refused. */
+const NO_REGISTRIES: RegistryStore = {
+  head: async () => 0,
+  snapshot: async (kind, version) => (version === 0 ? { kind, version: 0, entries: {} } : null),
+  entry: async () => null,
+  versions: async () => [],
+  publish: async () => {
+    throw new Error('this engine has no registry store');
+  },
+};
+
 /** The engine's options with every default applied: what each use case receives. */
 export type EngineDeps = Required<EngineOptions>;
 
@@ -75,6 +97,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     reducers: options.reducers,
     tools: options.tools,
     models: options.models,
+    registries: options.registries ?? NO_REGISTRIES,
     workerId: options.workerId ?? `worker-${randomUUID().slice(0, 8)}`,
     leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
     heartbeatMs: options.heartbeatMs ?? 30_000,

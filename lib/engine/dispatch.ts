@@ -23,6 +23,7 @@ export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest
     args: effect.args,
     principal: record.principal,
     subject: record.subject,
+    ...(record.pinned !== undefined ? { pinned: record.pinned } : {}),
     attempt: op.attempt,
     mutating: effect.mutating,
     replay_safe: effect.replay_safe,
@@ -31,8 +32,15 @@ export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest
   };
 }
 
-/** The failed envelope of a tool call the policy gate denied: no handler ran. */
-export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope {
+/**
+ * The failed envelope of a tool call the policy gate denied: no handler ran. A safer action the
+ * policy offers instead (transform_to_safer_action) is the envelope's suggested next action.
+ */
+export function deniedEnvelope(
+  op: Operation,
+  code: string,
+  safer?: { tool: string; args?: Record<string, unknown> },
+): ToolResultEnvelope {
   const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
   return {
     envelope: 'raisin.tool-result/1',
@@ -44,7 +52,10 @@ export function deniedEnvelope(op: Operation, code: string): ToolResultEnvelope 
     artifact_refs: [],
     evidence: [],
     diagnostics: [{ code, severity: 'error', message: `the policy denied ${tool}` }],
-    suggested_next_actions: [],
+    suggested_next_actions:
+      safer === undefined
+        ? []
+        : [{ action: safer.tool, ...(safer.args !== undefined ? { args: safer.args } : {}), reason: code }],
     retry_policy: { retryable: false },
   };
 }
@@ -68,7 +79,7 @@ export async function executeOperation(
     const envelope = await ctx.tools.execute(toolRequestOf(record, op), signal);
     if (envelope.status !== 'waiting') return { kind: 'tool_result', envelope };
     // Nothing waits forever: the result request closes `expired` after the tool's expiry.
-    const tool = ctx.tools.list().find((t) => t.name === effect.tool);
+    const tool = (await ctx.tools.list(record.pinned)).find((t) => t.name === effect.tool);
     return {
       kind: 'tool_result',
       envelope,

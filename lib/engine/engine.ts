@@ -4,7 +4,16 @@
  * step-worker (the step), sweep, reads, delegation. Every change to a run goes through
  * `commitRun` (one store commit); the run rules are core's. DESIGN sections 5 to 8.
  */
-import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
+import type {
+  ControlAck,
+  Principal,
+  PublishResult,
+  RegistryEntry,
+  RegistryKind,
+  RegistryListing,
+  RunEvent,
+  RunRecord,
+} from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
@@ -21,6 +30,7 @@ import {
   type RunListing,
   type RunListQuery,
 } from './reads.ts';
+import { getEntry, listEntries, publishEntry } from './registries.ts';
 import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
@@ -62,6 +72,14 @@ export interface Engine {
   ): Promise<DeliveryAck>;
   stepRun(runId: string): Promise<StepOutcome>;
   sweep(shards?: number[]): Promise<SweepReport>;
+  /** Registries (admin: the caller checks the rights). See registries.ts. */
+  publishEntry(kind: RegistryKind, document: unknown, publisher: Principal): Promise<PublishResult>;
+  listEntries(kind: RegistryKind): Promise<RegistryListing>;
+  getEntry(
+    kind: RegistryKind,
+    name: string,
+    version?: string,
+  ): Promise<{ entry: RegistryEntry; versions: string[] }>;
 }
 
 /** Wires the use cases over `options`' ports. Does no I/O. */
@@ -91,5 +109,8 @@ export function createEngine(options: EngineOptions): Engine {
       deliverResult(ctx, resumeKey, result, caller, deliveryId),
     stepRun: (runId) => stepRun(ctx, runId),
     sweep: (shards) => sweep(ctx, shards),
+    publishEntry: (kind, document, publisher) => publishEntry(deps, kind, document, publisher),
+    listEntries: (kind) => listEntries(deps, kind),
+    getEntry: (kind, name, version) => getEntry(deps, kind, name, version),
   };
 }

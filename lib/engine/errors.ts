@@ -31,6 +31,12 @@ export type EngineErrorCode =
   | 'state_not_found'
   | 'subject_taken'
   | 'checkpoint_not_forkable'
+  /** A published registry version never changes: a different document needs a new version (409). */
+  | 'version_immutable'
+  /** A tool published as data may not take the name of a tool registered in code (409). */
+  | 'tool_name_reserved'
+  /** No such registry entry or version (404). */
+  | 'registry_entry_not_found'
   | 'store_unavailable';
 
 export class EngineError extends Error {

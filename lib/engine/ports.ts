@@ -12,10 +12,15 @@ import type {
   ModelTurnOutput,
   Principal,
   ReducerBinding,
+  RegistryEntry,
+  RegistryKind,
+  RegistrySnapshot,
   RunEvent,
+  RunPins,
   RunRecord,
   Subject,
   ToolDescriptor,
+  ToolEntry,
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
@@ -55,10 +60,11 @@ export interface ReducerHost {
 
 /** The policy gate's answer. Seed: tool-invocation-contract, "Policy and authorization". */
 export type PolicyDecision =
-  | { decision: 'allow' }
-  | { decision: 'deny'; code: string }
+  | { decision: 'allow'; reason?: string }
+  /** `safer`: the call the policy offers instead (transform_to_safer_action), told to the reducer. */
+  | { decision: 'deny'; code: string; safer?: { tool: string; args?: Record<string, unknown> } }
   /** Core opens an approval whose subject digest is sha256 of canonical {tool, version, args}. */
-  | { decision: 'require_approval'; digest: string; summary: string; tool_version: string };
+  | { decision: 'require_approval'; digest: string; summary: string; tool_version: string; reason?: string };
 
 export interface ToolCallRequest {
   run_id: string;
@@ -76,19 +82,34 @@ export interface ToolCallRequest {
   call_id?: string;
   /** The node the run is about; tools may scope what they touch by it. */
   subject?: Subject;
+  /** The registry versions the run was admitted with: which catalogue, policy and agents apply. */
+  pinned?: RunPins;
 }
 
 export interface ToolHost {
-  /** Metadata only, never handlers or credentials. */
-  list(): ToolDescriptor[];
-  /** Evaluated before any handler, on stable facts only. No side effect. */
-  gate(request: ToolCallRequest): PolicyDecision;
+  /** Metadata only, never handlers or credentials: the catalogue a run pinned, or (no pins) the current one. */
+  list(pinned?: RunPins): ToolDescriptor[] | Promise<ToolDescriptor[]>;
+  /** Evaluated before any handler, on stable facts only (the request's pinned versions). No side effect. */
+  gate(request: ToolCallRequest): PolicyDecision | Promise<PolicyDecision>;
   /**
    * Executes one call and normalizes its answer into raisin.tool-result/1. Never throws for a
    * tool fault: failures come back as an envelope with status failed/retryable and error_class.
    * Honors `signal` (cancellation) and the deadline.
    */
   execute(request: ToolCallRequest, signal: AbortSignal): Promise<ToolResultEnvelope>;
+  /**
+   * Checks a tool about to be published as data beyond its wire shape (its input schema
+   * compiles, its name is not a code tool's): null when it may be published, else the problem.
+   * Absent: the host serves no data tools, and publishing one is refused.
+   */
+  checkEntry?(entry: ToolEntry): ToolEntryProblem | null | Promise<ToolEntryProblem | null>;
+}
+
+/** Why a tool entry may not be published: `tool_name_reserved` (a code tool's name) or `validation_failed` at `path`. */
+export interface ToolEntryProblem {
+  code: 'tool_name_reserved' | 'validation_failed';
+  message: string;
+  path: string;
 }
 
 // ---------------------------------------------------------------- models
@@ -260,4 +281,42 @@ export interface StepQueue {
   send(message: StepMessage, delaySeconds?: number): Promise<void>;
   /** Number of SendMessage requests made (for benchmarks). */
   readonly sent: () => number;
+}
+
+// ---------------------------------------------------------------- the registries
+
+/** Why a registry publication was refused by the store. */
+export type RegistryConflict = 'head_moved' | 'version_exists';
+
+/** The store refused a publication: someone published first (`head_moved`) or the version exists. */
+export class RegistryConflictError extends Error {
+  override name = 'RegistryConflictError';
+  readonly reason: RegistryConflict;
+  constructor(reason: RegistryConflict, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/**
+ * Where the registries (tools, policy, agents) live: immutable entries, immutable snapshots and
+ * one head per kind. lib/store holds the DynamoDB and memory adapters; test/contract/
+ * registry-store.contract.ts runs against both. Reads are strongly consistent.
+ */
+export interface RegistryStore {
+  /** The current registry version of `kind` (0 when nothing was published). */
+  head(kind: RegistryKind): Promise<number>;
+  /** The snapshot of registry version `version` (version 0: the empty snapshot), or null. */
+  snapshot(kind: RegistryKind, version: number): Promise<RegistrySnapshot | null>;
+  /** One published document version, or null. */
+  entry(kind: RegistryKind, name: string, version: string): Promise<RegistryEntry | null>;
+  /** The published versions of `name`, in the order they were published. */
+  versions(kind: RegistryKind, name: string): Promise<string[]>;
+  /**
+   * Publishes `entry` as registry version `snapshot.version` (= the head read + 1) in one
+   * transaction: the entry, the snapshot and the head move together or not at all. Throws
+   * RegistryConflictError head_moved (the head is no longer `snapshot.version - 1`: read again)
+   * or version_exists (that document version is published: it never changes).
+   */
+  publish(entry: RegistryEntry, snapshot: RegistrySnapshot): Promise<void>;
 }

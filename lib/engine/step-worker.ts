@@ -472,7 +472,7 @@ class StepWorker {
     const op = r.operation;
     if (op === null || op.effect.kind !== 'call_tool') return false;
     if (isDelegation(op)) return false; // core's own operation: its policy is the delegation budgets
-    const decision = this.ctx.tools.gate(toolRequestOf(r, op));
+    const decision = await this.ctx.tools.gate(toolRequestOf(r, op));
     if (decision.decision === 'allow') return false;
     if (decision.decision === 'require_approval') {
       if (op.approved_digest === decision.digest) return false;
@@ -489,7 +489,10 @@ class StepWorker {
     const at = clock.now();
     if (!this.stage((s) => startOperation(s, at))) return false;
     if (this.staged.status !== 'running') return true;
-    const result: OperationResult = { kind: 'tool_result', envelope: deniedEnvelope(op, decision.code) };
+    const result: OperationResult = {
+      kind: 'tool_result',
+      envelope: deniedEnvelope(op, decision.code, decision.safer),
+    };
     return this.stage((s) => finishOperation(s, this.fence, result, at));
   }
 

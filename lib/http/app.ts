@@ -20,6 +20,9 @@
  *   POST /results/{resume_key}         200 {ack: applied|duplicate, ...}; 202 {ack: held} (no wait yet)
  *   GET  /v1/tools                     200 {tools}
  *   PUT  /functions/{path+}            200 artifact summary (admin)
+ *   POST /admin/{tools|policy|agents}  201 published / 200 already published (admin)
+ *   GET  /admin/{tools|policy|agents}  200 the current registry version (admin)
+ *   GET  /admin/{kind}/entry?name=     200 one published version and the versions (admin)
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
@@ -31,6 +34,7 @@ import { registerCatalogRoutes } from './catalog-routes.ts';
 import { type ConsoleSite, mountConsole } from './console.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
+import { registerRegistryRoutes } from './registry-routes.ts';
 import { healthRoute, openapiRoute, TAGS } from './routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
 
@@ -91,6 +95,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   registerRunRoutes(app, options.engine, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
   registerCatalogRoutes(app, options.tools, options.functions);
+  registerRegistryRoutes(app, options.engine);
   return app;
 }
 

@@ -95,7 +95,8 @@ export interface JwtClaimsAuthOptions {
  * (`c.env.event.requestContext.authorizer.jwt.claims`): `sub` is the user id; a group or role
  * `system` or the scope `agent-runs/system` makes a system caller (admin too); a group or role
  * `admin` or the scope `agent-runs/admin` gives admin rights. Groups come from `cognito:groups`
- * (CALLER_GROUPS), roles from `custom:role`, scopes from `scope` / `scp`. No claims (no
+ * (CALLER_GROUPS) and `groups`, and a user principal carries them (`principal.groups`, what
+ * policy rules and agents' `acts_for` match on); roles from `custom:role`, scopes from `scope` / `scp`. No claims (no
  * authorizer, a local request) → null.
  */
 export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate {
@@ -108,6 +109,7 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
     const claims = parsed.data.requestContext.authorizer.jwt.claims;
     const sub = claims.sub;
     if (typeof sub !== 'string' || sub.length === 0) return null;
+    const groups = [...new Set([...claimValues(claims[groupsClaim]), ...claimValues(claims.groups)])];
     const grants = new Set([
       ...claimValues(claims[roleClaim]),
       ...claimValues(claims[groupsClaim]),
@@ -117,7 +119,7 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
       return { principal: { kind: 'system', id: sub }, admin: true };
     }
     return {
-      principal: { kind: 'user', id: sub },
+      principal: { kind: 'user', id: sub, ...(groups.length > 0 ? { groups: groups.slice(0, 64) } : {}) },
       admin: grants.has(CALLER_GROUPS.admin) || grants.has(ADMIN_SCOPE),
     };
   };

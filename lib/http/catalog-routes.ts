@@ -18,7 +18,7 @@ export function registerCatalogRoutes(
   tools: Pick<ToolHost, 'list'>,
   functions: FunctionRegistry,
 ): void {
-  app.openapi(toolsRoute, (c) => c.json({ tools: tools.list() }, 200));
+  app.openapi(toolsRoute, async (c) => c.json({ tools: await tools.list() }, 200));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

@@ -31,6 +31,8 @@ export const HTTP_ERROR_STATUS = {
   /** No such run, or one the caller may not see (the same answer: nothing is revealed). */
   run_not_found: 404,
   checkpoint_not_found: 404,
+  /** No registry entry (tool, policy, agent) with that name or version. */
+  registry_entry_not_found: 404,
   resume_key_not_found: 404,
   /** The run holds no stored domain state of that revision (or none it references). */
   state_not_found: 404,
@@ -48,6 +50,10 @@ export const HTTP_ERROR_STATUS = {
   result_already_held: 409,
   /** The run ended: results can no longer be delivered to it. */
   run_terminal: 409,
+  /** A published tool, policy or agent version never changes: publish a new version instead. */
+  version_immutable: 409,
+  /** A tool published as data may not take the name of a tool registered in code. */
+  tool_name_reserved: 409,
   /** The function path names a built-in artifact, which cannot be replaced. */
   builtin_readonly: 409,
   /** A fork's subject has a live run (the original's, while it lives): give another `subject`. */

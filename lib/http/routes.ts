@@ -4,6 +4,7 @@
  * and the behaviour cannot drift. Issue 5, "The HTTP API".
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import type { RegistryKind } from '../contracts/index.ts';
 import {
   CapabilityHeaders,
   Checkpoint,
@@ -25,6 +26,11 @@ import {
   Health,
   HeldDeliveryResponse,
   ListRunsQuery,
+  PublishResult,
+  RegistryDocuments,
+  RegistryEntryQuery,
+  RegistryEntryView,
+  RegistryListing,
   ResultBody,
   ResumeKeyParams,
   RunIdParams,
@@ -47,6 +53,7 @@ export const TAGS = {
   results: 'Deliver external results to operations that wait on a resume key.',
   tools: 'The registered tools (metadata only).',
   functions: 'Reducer artifacts (admin).',
+  registries: 'Tools, the tool policy and agents as data: versioned, published versions immutable (admin).',
   meta: 'Liveness and this document (no authentication).',
 } as const;
 type Tag = keyof typeof TAGS;
@@ -54,10 +61,10 @@ type Tag = keyof typeof TAGS;
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json or invalid_artifact',
   401: 'unauthenticated',
-  403: 'unauthorized (e.g. on_behalf_of by a non-system caller), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
-  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found or not_found',
+  403: 'unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
+  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
   405: 'method_not_allowed',
-  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run) or checkpoint_not_forkable',
+  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes) or tool_name_reserved',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
@@ -331,6 +338,86 @@ export const putFunctionRoute = createRoute({
   },
 });
 
+/** The operation names of one registry's routes (publish, list, get). */
+const REGISTRY_OPERATIONS: Record<
+  RegistryKind,
+  { publish: string; list: string; get: string; what: string }
+> = {
+  tools: {
+    publish: 'publishTool',
+    list: 'listToolEntries',
+    get: 'getToolEntry',
+    what: 'a tool (name, semver, input schema, target, metadata)',
+  },
+  policy: {
+    publish: 'publishPolicy',
+    list: 'listPolicyEntries',
+    get: 'getPolicyEntry',
+    what: 'the tool policy (ordered rules, default effect)',
+  },
+  agents: {
+    publish: 'publishAgent',
+    list: 'listAgents',
+    get: 'getAgent',
+    what: 'an agent (id, whom it may act for, its tool rights)',
+  },
+};
+
+/**
+ * The three routes of registry `kind`, one shape for all three registries:
+ * `POST /admin/{kind}` publishes a document (201 new version, 200 the same document already
+ * published), `GET /admin/{kind}` lists the current registry version, `GET /admin/{kind}/entry`
+ * reads one published version (`?name=`, optional `&version=`) with the list of versions.
+ */
+function registryRoutes(kind: RegistryKind) {
+  const names = REGISTRY_OPERATIONS[kind];
+  const body = RegistryDocuments[kind];
+  return {
+    publish: createRoute({
+      ...op(names.publish, 'registries'),
+      method: 'post',
+      path: `/admin/${kind}`,
+      summary: `Publish ${names.what} as a new immutable version (admin only).`,
+      request: { body: { required: true, content: json(body) } },
+      responses: {
+        201: { description: 'Published: a new registry version.', content: json(PublishResult) },
+        200: {
+          description: 'The same document was already published: its version.',
+          content: json(PublishResult),
+        },
+        ...errors(400, 403, 409),
+      },
+    }),
+    list: createRoute({
+      ...op(names.list, 'registries'),
+      method: 'get',
+      path: `/admin/${kind}`,
+      summary: `The current ${kind} registry version and its documents (admin only).`,
+      responses: {
+        200: { description: 'The current registry version.', content: json(RegistryListing) },
+        ...errors(403),
+      },
+    }),
+    get: createRoute({
+      ...op(names.get, 'registries'),
+      method: 'get',
+      path: `/admin/${kind}/entry`,
+      summary: `One published version of a ${kind} document, and every version published (admin only).`,
+      request: { query: RegistryEntryQuery },
+      responses: {
+        200: { description: 'The entry and its versions, oldest first.', content: json(RegistryEntryView) },
+        ...errors(400, 403, 404),
+      },
+    }),
+  };
+}
+
+export const REGISTRY_ROUTES = {
+  tools: registryRoutes('tools'),
+  policy: registryRoutes('policy'),
+  agents: registryRoutes('agents'),
+} as const;
+
 /** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */
 export const ROUTES = [
   healthRoute,
@@ -348,6 +435,7 @@ export const ROUTES = [
   deliverRoute,
   toolsRoute,
   putFunctionRoute,
+  ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),
 ].map((route) => ({
   method: route.method.toUpperCase(),
   path: route.path,

@@ -6,16 +6,22 @@
  */
 import { z } from '@hono/zod-openapi';
 import {
+  AgentEntry as AgentEntryContract,
   Checkpoint as CheckpointContract,
   ControlAck as ControlAckContract,
   Control as ControlContract,
   CreateRunInput as CreateRunInputContract,
   ForkRunInput as ForkRunInputContract,
+  PolicyDocument as PolicyDocumentContract,
+  PublishResult as PublishResultContract,
+  RegistryEntry as RegistryEntryContract,
+  RegistryListing as RegistryListingContract,
   RunEvent as RunEventContract,
   RunRecord as RunRecordContract,
   RunStatus,
   Subject,
   ToolDescriptor as ToolDescriptorContract,
+  ToolEntry as ToolEntryContract,
 } from '../contracts/index.ts';
 import { HTTP_ERROR_STATUS } from './errors.ts';
 
@@ -31,6 +37,35 @@ export const ControlAck = named('ControlAck', ControlAckContract);
 export const ToolDescriptor = named('ToolDescriptor', ToolDescriptorContract);
 export const CreateRunInput = named('CreateRunInput', CreateRunInputContract);
 export const ForkRunInput = named('ForkRunInput', ForkRunInputContract);
+export const ToolEntry = named('ToolEntry', ToolEntryContract);
+export const PolicyDocument = named('PolicyDocument', PolicyDocumentContract);
+export const AgentEntry = named('AgentEntry', AgentEntryContract);
+export const PublishResult = named('PublishResult', PublishResultContract);
+export const RegistryEntry = named('RegistryEntry', RegistryEntryContract);
+export const RegistryListing = named('RegistryListing', RegistryListingContract);
+
+/** The document each registry publishes. */
+export const RegistryDocuments = { tools: ToolEntry, policy: PolicyDocument, agents: AgentEntry } as const;
+
+/** `GET /admin/{kind}/entry?name=&version=`: the version defaults to the current one. */
+export const RegistryEntryQuery = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(128)
+    .openapi({ param: { name: 'name', in: 'query' }, example: 'lookup_order' }),
+  version: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .openapi({ param: { name: 'version', in: 'query' }, example: '1.0.0' }),
+});
+
+/** One published version and every version of its name, oldest first. */
+export const RegistryEntryView = z
+  .object({ entry: RegistryEntry, versions: z.array(z.string()) })
+  .openapi('RegistryEntryView');
 
 /**
  * A whole-number query or path parameter: a string of digits (as it arrives), parsed to a

@@ -49,6 +49,8 @@ export interface HttpHandler {
   url: string;
   /** Extra request headers (for example an API key); never listed by discovery nor audited. */
   headers?: Readonly<Record<string, string>>;
+  /** Headers resolved at each call (a secret read through a cache); they override `headers`. */
+  headersFrom?: () => Promise<Readonly<Record<string, string>>>;
 }
 
 /** What the MCP adapter needs of an MCP client: `callTool`. */

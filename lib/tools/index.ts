@@ -57,4 +57,4 @@ export {
   type ToolMetadataInput,
   type ToolRegistry,
 } from './registry.ts';
-export { createToolHost, type ToolFault, type ToolHostOptions } from './tool-host.ts';
+export { createToolHost, type SealedToolHost, type ToolFault, type ToolHostOptions } from './tool-host.ts';

@@ -1,13 +1,19 @@
 /**
- * The policy gate: decides allow | deny{code} | require_approval{digest, summary, tool_version}
- * before any handler runs, from stable facts only (principal kind and id, tool name, version,
- * risk, mutating, approval policy). Args never influence the decision; they only enter the
+ * The policy gate: decides allow | deny{code, safer?} | require_approval{digest, summary,
+ * tool_version} before any handler runs, from stable facts only (principal kind, id and groups,
+ * tool name, version, risk, mutating, approval policy, the deployment's environment), with the
+ * reason code of the rule that decided. The policy as data (lib/contracts/registry.ts
+ * PolicyDocument) and the in-code rules (the default rule set) build the same gate. Args never influence the decision; they only enter the
  * approval digest. Seed: tool-invocation-contract, "Policy and authorization";
  * deterministic-seams, "The policy gate"; agent-run-contracts, "Writing a deterministic reducer"
  * (digests over canonical JSON).
  */
-import { z } from 'zod';
-import { Principal, type ToolDescriptor, ToolRisk } from '../contracts/index.ts';
+import {
+  type PolicyRule as PolicyRuleInput,
+  PolicyRule as PolicyRuleSchema,
+  Principal,
+  type ToolDescriptor,
+} from '../contracts/index.ts';
 import type { PolicyDecision } from '../engine/ports.ts';
 import { sha256OfCanonical } from './digest.ts';
 import { isPlainObject } from './json.ts';
@@ -16,29 +22,26 @@ import { isPlainObject } from './json.ts';
 export const GATE_DENY_CODES = {
   toolNotRegistered: 'tool_not_registered',
   deniedByPolicy: 'tool_denied_by_policy',
+  notAllowedByPolicy: 'tool_not_allowed_by_policy',
+  saferActionRequired: 'safer_action_required',
   principalInvalid: 'principal_invalid',
   argsNotJson: 'args_not_json',
 } as const;
 
 /**
- * One policy rule. It matches when every condition given holds (an absent condition matches
- * anything). Deny rules are checked first and the first match wins; then a require_approval
- * rule or the tool's approval policy asks for approval.
+ * One policy rule (lib/contracts/registry.ts): it matches when every condition given holds (an
+ * absent condition matches anything); see createPolicyGate for the order rules are applied in.
  */
-export const PolicyRule = z.object({
-  effect: z.enum(['deny', 'require_approval']),
-  /** Stable deny code; default tool_denied_by_policy. */
-  code: z
-    .string()
-    .regex(/^[a-z0-9_.:-]{1,64}$/)
-    .optional(),
-  tools: z.array(z.string()).optional(),
-  risk: z.array(ToolRisk).optional(),
-  principal_kinds: z.array(Principal.shape.kind).optional(),
-  principal_ids: z.array(z.string()).optional(),
-  mutating: z.boolean().optional(),
-});
-export type PolicyRule = z.input<typeof PolicyRule>;
+export const PolicyRule = PolicyRuleSchema;
+export type PolicyRule = PolicyRuleInput;
+
+/** What applies when no rule matches, and the deployment's environment rules may match on. */
+export interface PolicyOptions {
+  /** Default allow. */
+  default_effect?: 'allow' | 'deny';
+  /** The deployment's environment name (AGENT_RUNS_ENVIRONMENT); rules with `environments` match it. */
+  environment?: string;
+}
 
 /** What the gate sees of one call. */
 export interface GateFacts {
@@ -69,19 +72,33 @@ export function approvalDigest(tool: string, version: string, args: Record<strin
 }
 
 /**
- * Builds a gate from rules (checked with zod; throws ZodError for a malformed rule). Order:
- * invalid principal → deny principal_invalid; unknown tool → deny tool_not_registered; first
- * matching deny rule → deny; approval policy `always`, `when_mutating` on a mutating call, or a
- * matching require_approval rule → require_approval; otherwise allow.
+ * Builds a gate from rules (checked with zod; throws ZodError for a malformed rule). The order
+ * is stable and independent of args: invalid principal → deny principal_invalid; unknown tool →
+ * deny tool_not_registered; the first matching deny rule → deny with its code (default
+ * tool_denied_by_policy); the first matching transform_to_safer_action rule → deny with its code
+ * (default safer_action_required) and the safer call; then the call is allowed if a
+ * require_approval or allow rule matches or the default effect is allow (otherwise deny
+ * tool_not_allowed_by_policy); an allowed call needs approval when the tool's approval policy
+ * says `always`, `when_mutating` on a mutating call, or a require_approval rule matched. A
+ * decision made by a rule carries the rule's code as its `reason`. Rules match on the
+ * principal's kind and id, the groups of the user (`principal.groups`), tool name, risk,
+ * mutating and the deployment's environment.
  */
-export function createPolicyGate(rules: readonly PolicyRule[] = []): PolicyGate {
-  const parsed = rules.map((rule) => PolicyRule.parse(rule));
-  const matches = (rule: (typeof parsed)[number], facts: GateFacts, tool: ToolDescriptor): boolean =>
+export function createPolicyGate(rules: readonly PolicyRule[] = [], options: PolicyOptions = {}): PolicyGate {
+  const parsed = rules.map((rule) => PolicyRuleSchema.parse(rule));
+  const defaultEffect = options.default_effect ?? 'allow';
+  type Rule = (typeof parsed)[number];
+  const matches = (rule: Rule, facts: GateFacts, tool: ToolDescriptor): boolean =>
     (rule.tools === undefined || rule.tools.includes(tool.name)) &&
     (rule.risk === undefined || rule.risk.includes(tool.metadata.risk)) &&
     (rule.principal_kinds === undefined || rule.principal_kinds.includes(facts.principal.kind)) &&
     (rule.principal_ids === undefined || rule.principal_ids.includes(facts.principal.id)) &&
+    (rule.groups === undefined || (facts.principal.groups ?? []).some((g) => rule.groups?.includes(g))) &&
+    (rule.environments === undefined ||
+      (options.environment !== undefined && rule.environments.includes(options.environment))) &&
     (rule.mutating === undefined || rule.mutating === facts.mutating);
+  const first = (effect: Rule['effect'], facts: GateFacts, tool: ToolDescriptor) =>
+    parsed.find((rule) => rule.effect === effect && matches(rule, facts, tool));
 
   return {
     decide(facts) {
@@ -90,14 +107,28 @@ export function createPolicyGate(rules: readonly PolicyRule[] = []): PolicyGate 
       }
       const { tool } = facts;
       if (tool === undefined) return { decision: 'deny', code: GATE_DENY_CODES.toolNotRegistered };
-      const deny = parsed.find((rule) => rule.effect === 'deny' && matches(rule, facts, tool));
+      const deny = first('deny', facts, tool);
       if (deny !== undefined) return { decision: 'deny', code: deny.code ?? GATE_DENY_CODES.deniedByPolicy };
+      const transform = first('transform_to_safer_action', facts, tool);
+      if (transform?.safer !== undefined) {
+        return {
+          decision: 'deny',
+          code: transform.code ?? GATE_DENY_CODES.saferActionRequired,
+          safer: transform.safer,
+        };
+      }
+      const approvalRule = first('require_approval', facts, tool);
+      const allowRule = first('allow', facts, tool);
+      if (approvalRule === undefined && allowRule === undefined && defaultEffect === 'deny') {
+        return { decision: 'deny', code: GATE_DENY_CODES.notAllowedByPolicy };
+      }
       const { approval } = tool.metadata;
       const needsApproval =
         approval === 'always' ||
         (approval === 'when_mutating' && facts.mutating) ||
-        parsed.some((rule) => rule.effect === 'require_approval' && matches(rule, facts, tool));
-      if (!needsApproval) return { decision: 'allow' };
+        approvalRule !== undefined;
+      const reason = (approvalRule ?? allowRule)?.code;
+      if (!needsApproval) return reason === undefined ? { decision: 'allow' } : { decision: 'allow', reason };
       let digest: string;
       try {
         digest = approvalDigest(tool.name, tool.version, isPlainObject(facts.args) ? facts.args : {});
@@ -110,6 +141,7 @@ export function createPolicyGate(rules: readonly PolicyRule[] = []): PolicyGate 
         digest,
         summary: `Call ${tool.name} ${tool.version} (${traits})`,
         tool_version: tool.version,
+        ...(approvalRule?.code !== undefined ? { reason: approvalRule.code } : {}),
       };
     },
   };

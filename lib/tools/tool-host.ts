@@ -233,7 +233,13 @@ function answerOf(call: Call, value: unknown, maxOutputBytes: number): ToolResul
   return envelope;
 }
 
-export function createToolHost(options: ToolHostOptions): ToolHost {
+/** The host over one sealed registry: its catalogue and decisions are at hand, so it answers synchronously. */
+export interface SealedToolHost extends ToolHost {
+  list(): ToolDescriptor[];
+  gate(request: ToolCallRequest): PolicyDecision;
+}
+
+export function createToolHost(options: ToolHostOptions): SealedToolHost {
   const { registry, gate, audit } = options;
   const clock = options.clock ?? { now: () => Date.now() };
   const graceMs = options.finalizeGraceMs ?? DEFAULT_FINALIZE_GRACE_MS;

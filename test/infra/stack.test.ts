@@ -749,6 +749,49 @@ describe('tools', () => {
   });
 });
 
+describe('tools registered as data', () => {
+  it('lets step invoke exactly the listed and the tagged functions and read exactly the listed secrets', () => {
+    const arn = 'arn:aws:lambda:us-east-1:123456789012:function:refund:live';
+    const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:tool-key-AbCdEf';
+    const built = build(
+      {
+        dataTools: {
+          functionArns: [arn],
+          taggedFunctions: true,
+          secretArns: [secret],
+          parameterNames: ['/tools/key'],
+        },
+      },
+      { bundle: false },
+    );
+    const statements = ofType(built.resources, 'AWS::IAM::Policy').flatMap(
+      ([, p]) => (p.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+    );
+    const invokes = statements.filter((st) => st.Action === 'lambda:InvokeFunction');
+    expect(invokes.map((st) => JSON.stringify(st.Resource))).toContain(JSON.stringify(arn));
+    const tagged = invokes.find((st) => st.Condition !== undefined);
+    expect(JSON.stringify(tagged?.Condition)).toContain('aws:ResourceTag/agent-runs-tool');
+    expect(JSON.stringify(tagged?.Resource)).toContain(':function:*');
+    const reads = statements.filter((st) => st.Action === 'secretsmanager:GetSecretValue');
+    expect(reads.map((st) => st.Resource)).toContainEqual(secret);
+    const params = statements.filter((st) => st.Action === 'ssm:GetParameter');
+    expect(JSON.stringify(params.map((st) => st.Resource))).toContain('parameter/tools/key');
+    expect(nagFindings(built.stack)).toEqual([]);
+  });
+
+  it('grants nothing for data tools unless told', () => {
+    const statements = ofType(plain.resources, 'AWS::IAM::Policy').flatMap(
+      ([, p]) => (p.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+    );
+    // The only invoke grants are the stack's own (the scheduler invoking the sweeper).
+    const invokes = statements.filter((st) => st.Action === 'lambda:InvokeFunction');
+    expect(
+      invokes.every((st) => st.Condition === undefined && JSON.stringify(st.Resource).includes('Fn::GetAtt')),
+    ).toBe(true);
+    expect(statements.filter((st) => st.Action === 'ssm:GetParameter')).toEqual([]);
+  });
+});
+
 describe('IAM', () => {
   it('grants no wildcard action and no wildcard resource except X-Ray', () => {
     for (const [, policy] of ofType(plain.resources, 'AWS::IAM::Policy')) {

@@ -324,7 +324,7 @@ describe('the bundles, invoked as Lambda invokes them', () => {
     });
     expect(created.status).toBe(201);
     const run = created.body.run as { run_id: string; principal: unknown };
-    expect(run.principal).toEqual({ kind: 'user', id: 'user-7' });
+    expect(run.principal).toEqual({ kind: 'user', id: 'user-7', groups: ['admin'] });
     runId = run.run_id;
   });
 

@@ -558,3 +558,49 @@ describe('agent-runs configuration and errors', () => {
     }
   });
 });
+
+describe('agent-runs registry', () => {
+  it('publishes a document from @file to the kind named, and says whether it was new', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-registry-'));
+    const file = join(dir, 'agent.json');
+    const agent = { agent_id: 'functions:/agents/x', acts_for: { users: ['alice'] }, tools: ['*'] };
+    writeFileSync(file, JSON.stringify(agent));
+    const result = { kind: 'agents', name: agent.agent_id, version: '2', registry_version: 7, created: true };
+    const r = await cli(['registry', 'publish', 'agents', `@${file}`], () => [201, result]);
+    expect(r.code).toBe(0);
+    expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/admin/agents', body: agent });
+    expect(r.out).toBe('published agents functions:/agents/x 2 (registry version 7)');
+    const again = await cli(['registry', 'publish', 'agents', JSON.stringify(agent)], () => [
+      200,
+      { ...result, created: false },
+    ]);
+    expect(again.out).toMatch(/^already published: /);
+  });
+
+  it('reads one version of an entry with --at, and refuses an unknown kind without a request', async () => {
+    const entry = {
+      kind: 'tools',
+      name: 'lookup',
+      version: '1.0.0',
+      body: { name: 'lookup' },
+      digest: 'a'.repeat(64),
+      published_at: 1,
+      published_by: { kind: 'user', id: 'root' },
+      registry_version: 1,
+    };
+    const r = await cli(['registry', 'get', 'tools', 'lookup', '--at', '1.0.0'], () => [
+      200,
+      { entry, versions: ['1.0.0', '1.1.0'] },
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.sent[0]).toMatchObject({
+      path: '/admin/tools/entry',
+      query: { name: 'lookup', version: '1.0.0' },
+    });
+    expect(r.out).toContain('lookup 1.0.0 (versions: 1.0.0, 1.1.0)');
+    const bad = await cli(['registry', 'list', 'widgets']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.sent).toEqual([]);
+    expect(bad.err).toContain('kind must be one of tools, policy, agents');
+  });
+});

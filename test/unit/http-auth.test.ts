@@ -86,13 +86,26 @@ describe('jwtClaimsAuth', () => {
 
   it('reads admin and system rights from the Cognito groups claim, as API Gateway passes it', async () => {
     expect(await auth(req(), lambdaEnv({ sub: 'u', 'cognito:groups': `[${CALLER_GROUPS.admin}]` }))).toEqual({
-      principal: { kind: 'user', id: 'u' },
+      principal: { kind: 'user', id: 'u', groups: [CALLER_GROUPS.admin] },
       admin: true,
     });
     expect(
       await auth(req(), lambdaEnv({ sub: 'svc', 'cognito:groups': ['readers', CALLER_GROUPS.system] })),
     ).toEqual({ principal: { kind: 'system', id: 'svc' }, admin: true });
     expect(await auth(req(), lambdaEnv({ sub: 'u', 'cognito:groups': '[readers]' }))).toEqual({
+      principal: { kind: 'user', id: 'u', groups: ['readers'] },
+      admin: false,
+    });
+  });
+
+  it('puts the user groups of cognito:groups and groups on the principal, for policy and agents to match', async () => {
+    expect(
+      await auth(
+        req(),
+        lambdaEnv({ sub: 'u', 'cognito:groups': '[support staff]', groups: ['staff', 'oncall'] }),
+      ),
+    ).toEqual({ principal: { kind: 'user', id: 'u', groups: ['support', 'staff', 'oncall'] }, admin: false });
+    expect(await auth(req(), lambdaEnv({ sub: 'u' }))).toEqual({
       principal: { kind: 'user', id: 'u' },
       admin: false,
     });

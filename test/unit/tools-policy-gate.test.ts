@@ -133,6 +133,71 @@ describe('policy gate', () => {
   });
 });
 
+describe('policy gate: rules as data', () => {
+  it('allows under a default deny only what an allow or require_approval rule matches, with its reason', () => {
+    const gate = createPolicyGate(
+      [
+        { effect: 'allow', tools: ['read'], code: 'reads_ok' },
+        { effect: 'require_approval', tools: ['pay'], code: 'pay_review' },
+      ],
+      { default_effect: 'deny' },
+    );
+    expect(gate.decide(facts(descriptor('read')))).toEqual({ decision: 'allow', reason: 'reads_ok' });
+    expect(gate.decide(facts(descriptor('pay')))).toMatchObject({
+      decision: 'require_approval',
+      reason: 'pay_review',
+    });
+    expect(gate.decide(facts(descriptor('other')))).toEqual({
+      decision: 'deny',
+      code: 'tool_not_allowed_by_policy',
+    });
+  });
+
+  it('matches the user groups of the principal and the deployment environment', () => {
+    const rules = [
+      { effect: 'deny' as const, groups: ['contractors'], code: 'no_contractors' },
+      {
+        effect: 'deny' as const,
+        environments: ['prod'],
+        risk: ['high' as const],
+        code: 'no_high_risk_in_prod',
+      },
+    ];
+    const prod = createPolicyGate(rules, { environment: 'prod' });
+    const dev = createPolicyGate(rules, { environment: 'dev' });
+    const contractor: Principal = { kind: 'user', id: 'c-1', groups: ['contractors'] };
+    expect(prod.decide(facts(descriptor('read'), { principal: contractor }))).toEqual({
+      decision: 'deny',
+      code: 'no_contractors',
+    });
+    expect(prod.decide(facts(descriptor('read'))).decision).toBe('allow');
+    const risky = descriptor('deploy', { risk: 'high' });
+    expect(prod.decide(facts(risky))).toEqual({ decision: 'deny', code: 'no_high_risk_in_prod' });
+    expect(dev.decide(facts(risky)).decision).toBe('allow');
+  });
+
+  it('answers transform_to_safer_action with the safer call, after deny rules and before approvals', () => {
+    const gate = createPolicyGate([
+      { effect: 'require_approval', tools: ['delete'] },
+      {
+        effect: 'transform_to_safer_action',
+        tools: ['delete'],
+        safer: { tool: 'archive', args: { keep: true } },
+      },
+      { effect: 'deny', tools: ['delete'], principal_kinds: ['agent'] },
+    ]);
+    expect(gate.decide(facts(descriptor('delete')))).toEqual({
+      decision: 'deny',
+      code: 'safer_action_required',
+      safer: { tool: 'archive', args: { keep: true } },
+    });
+    expect(gate.decide(facts(descriptor('delete'), { principal: agent }))).toEqual({
+      decision: 'deny',
+      code: 'tool_denied_by_policy',
+    });
+  });
+});
+
 describe('approval digest', () => {
   it('is the sha256 hex of the canonical JSON of {tool, version, args}', () => {
     const expected = createHash('sha256')

@@ -11,6 +11,7 @@ import {
   type Principal,
   type ReducerBinding,
   type RiskTier,
+  type RunPins,
   type RunRecord,
   type Subject,
 } from '../../contracts/index.ts';
@@ -43,6 +44,8 @@ export interface CreateRunParams {
   on_provider_outage?: OnProviderOutage;
   executor_config?: Record<string, unknown>;
   capability_hash?: string;
+  /** The registry versions admission chose (recorded on the run and in run_started). */
+  pinned?: RunPins;
   parent_run_id?: string;
   parent_op_id?: string;
   depth?: number;
@@ -97,6 +100,7 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     capability_hash: p.capability_hash,
     risk_tier: p.risk_tier ?? 'standard',
     ...(p.quota_slot !== undefined ? { quota_slot: p.quota_slot } : {}),
+    pinned: p.pinned,
     wake_at: now + (p.wake_delay_ms ?? 0),
     status: 'queued',
     lease: null,
@@ -106,6 +110,7 @@ export function createRun(p: CreateRunParams, now: number): Ok {
   const data: Record<string, unknown> = { input: p.input };
   if (p.objective !== undefined) data.objective = p.objective;
   if (p.context !== undefined) data.context = p.context;
+  if (p.pinned !== undefined) data.pinned = p.pinned;
   const { draft, events } = append(base, [ev('run_started', now, data)], now);
   return finish(draft, events);
 }

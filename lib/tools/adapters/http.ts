@@ -35,6 +35,8 @@ export async function invokeHttp(
   options: InvokeOptions,
 ): Promise<unknown> {
   const headers = new Headers(handler.headers);
+  if (handler.headersFrom !== undefined)
+    for (const [name, value] of Object.entries(await handler.headersFrom())) headers.set(name, value);
   headers.set('content-type', 'application/json');
   headers.set('accept', 'application/json');
   if (ctx.idempotency_key !== undefined) headers.set('idempotency-key', ctx.idempotency_key);

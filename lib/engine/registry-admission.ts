@@ -1,0 +1,52 @@
+/**
+ * Admission's registry part: the registry versions a new run pins (the current tool
+ * catalogue, policy and agents), and the check that an `as_agent` run may exist at all: the
+ * agent is registered, and may act for the user (its `acts_for` names the user's id or one of
+ * the user's groups, as the verified token named them). An agent acting for nobody is only for
+ * system callers. Refused: EngineError agent_not_allowed (403), before anything is written or
+ * any model is called. Seed: deterministic-seams ("choose a policy and tool-catalogue
+ * version" at admission); agent-runs, "Subject, principal and admission"; issue 11 item 4.
+ */
+import { AgentEntry, type Principal, type RunPins } from '../contracts/index.ts';
+import type { Caller } from '../core/authority.ts';
+import type { EngineDeps } from './deps.ts';
+import { EngineError } from './errors.ts';
+
+/** Whether `agent` may act for the user `principal` names (id or groups). */
+function mayActFor(agent: AgentEntry, principal: Principal): boolean {
+  const user = principal.on_behalf_of;
+  if (user === undefined) return false;
+  if (agent.acts_for.users.includes(user)) return true;
+  return (principal.groups ?? []).some((g) => agent.acts_for.groups.includes(g));
+}
+
+/**
+ * The pins of a run `caller` creates as `principal`. With `asAgent` (the request chose the
+ * agent), throws EngineError agent_not_allowed when the agent is not registered or may not act
+ * for this user. A caller authenticated as an agent is who it is; its tool calls still have only
+ * the rights its registration gives (none when it is not registered: the agent gate).
+ */
+export async function admitRegistries(
+  deps: EngineDeps,
+  principal: Principal,
+  caller: Caller,
+  asAgent: boolean,
+): Promise<RunPins> {
+  const reg = deps.registries;
+  const [catalogue, policy, agents] = await Promise.all([
+    reg.head('tools'),
+    reg.head('policy'),
+    reg.head('agents'),
+  ]);
+  if (asAgent && principal.kind === 'agent') {
+    const refuse = (why: string) =>
+      new EngineError('agent_not_allowed', `as_agent ${principal.id}: ${why}`, { as_agent: principal.id });
+    const version = (await reg.snapshot('agents', agents))?.entries[principal.id];
+    const entry = version === undefined ? null : await reg.entry('agents', principal.id, version);
+    const agent = entry === null ? null : AgentEntry.safeParse(entry.body);
+    if (agent === null || !agent.success) throw refuse('the agent is not registered');
+    const forNobody = principal.on_behalf_of === undefined && caller.principal.kind === 'system';
+    if (!forNobody && !mayActFor(agent.data, principal)) throw refuse('the agent may not act for this user');
+  }
+  return { catalogue, policy, agents };
+}

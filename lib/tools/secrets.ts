@@ -1,0 +1,45 @@
+/**
+ * The secrets of tools registered as data (an HTTP or MCP tool's auth header): read at call
+ * time through Powertools Parameters (Secrets Manager or SSM SecureString, cached `maxAge`
+ * seconds), so a rotated secret reaches calls without a redeploy and no secret is ever stored
+ * in the table, an environment variable, a view or a log. Issue 13 item 1.
+ */
+import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
+import type { SecretRef } from '../contracts/index.ts';
+import { ToolError } from './errors.ts';
+
+/** Reads the value of one secret reference. Rejects with ToolError: transient tool_secret_unavailable, tool_error tool_secret_invalid. */
+export type SecretResolver = (ref: SecretRef) => Promise<string>;
+
+/** How long a secret is cached, in seconds. */
+export const SECRET_MAX_AGE_SECONDS = 300;
+
+/** The resolver over Powertools' providers (created on first use, with the SDK's default configuration). */
+export function powertoolsSecrets(maxAge = SECRET_MAX_AGE_SECONDS): SecretResolver {
+  let secrets: SecretsProvider | undefined;
+  let ssm: SSMProvider | undefined;
+  return async (ref) => {
+    let value: unknown;
+    try {
+      if (ref.source === 'secrets_manager') {
+        secrets ??= new SecretsProvider();
+        value = await secrets.get(ref.name, { maxAge });
+      } else {
+        ssm ??= new SSMProvider();
+        value = await ssm.get(ref.name, { maxAge, decrypt: true });
+      }
+    } catch (err) {
+      throw new ToolError('transient', 'the tool credential could not be read', {
+        code: 'tool_secret_unavailable',
+        cause: err,
+      });
+    }
+    if (typeof value !== 'string' || value === '') {
+      throw new ToolError('tool_error', 'the tool credential is not a string', {
+        code: 'tool_secret_invalid',
+      });
+    }
+    return value;
+  };
+}
