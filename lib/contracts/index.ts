@@ -1,5 +1,6 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
 export * from './checkpoint.ts';
+export * from './client-driven.ts';
 export * from './common.ts';
 export * from './create-run.ts';
 export * from './delegation.ts';

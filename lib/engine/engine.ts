@@ -6,6 +6,7 @@
  */
 import type { ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import * as clientDriven from './client-driven.ts';
 import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
@@ -23,6 +24,7 @@ import {
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 
+export type { ClientWriteResult, LeaseView } from './client-driven.ts';
 export type { CreateRunOutput } from './create-run.ts';
 export type { DeliveryAck } from './deliveries.ts';
 export type { CrashPoint, EngineOptions } from './deps.ts';
@@ -54,7 +56,26 @@ export interface Engine {
     deliveryId?: string,
   ): Promise<DeliveryAck>;
   stepRun(runId: string): Promise<StepOutcome>;
+  /** Client-driven runs: the lease, operations, requests and ending a client drives (client-driven.ts). */
+  client: ClientDrivenUseCases;
   sweep(shards?: number[]): Promise<SweepReport>;
+}
+
+/** The client-driven use cases, each `(runId, body, caller)` (client-driven.ts documents them). */
+export interface ClientDrivenUseCases {
+  takeLease(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.takeLease>;
+  releaseLease(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.releaseLease>;
+  beginOperation(
+    runId: string,
+    body: unknown,
+    caller: Caller,
+  ): ReturnType<typeof clientDriven.beginOperation>;
+  reportOutcome(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.reportOutcome>;
+  openRequest(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.openRequest>;
+  takeSteers(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.takeSteers>;
+  completeRun(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.completeRun>;
+  failRun(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.failRun>;
+  inspectLease(runId: string, caller: Caller): ReturnType<typeof clientDriven.inspectLease>;
 }
 
 /** Wires the use cases over `options`' ports. Does no I/O. */
@@ -82,5 +103,16 @@ export function createEngine(options: EngineOptions): Engine {
       deliverResult(ctx, resumeKey, result, caller, deliveryId),
     stepRun: (runId) => stepRun(ctx, runId),
     sweep: (shards) => sweep(ctx, shards),
+    client: {
+      takeLease: (runId, body, caller) => clientDriven.takeLease(ctx, runId, body, caller),
+      releaseLease: (runId, body, caller) => clientDriven.releaseLease(ctx, runId, body, caller),
+      beginOperation: (runId, body, caller) => clientDriven.beginOperation(ctx, runId, body, caller),
+      reportOutcome: (runId, body, caller) => clientDriven.reportOutcome(ctx, runId, body, caller),
+      openRequest: (runId, body, caller) => clientDriven.openRequest(ctx, runId, body, caller),
+      takeSteers: (runId, body, caller) => clientDriven.takeSteers(ctx, runId, body, caller),
+      completeRun: (runId, body, caller) => clientDriven.completeRun(ctx, runId, body, caller),
+      failRun: (runId, body, caller) => clientDriven.failRun(ctx, runId, body, caller),
+      inspectLease: (runId, caller) => clientDriven.inspectLease(ctx, runId, caller),
+    },
   };
 }
