@@ -12,3 +12,4 @@ export * from './run.ts';
 export * from './tool-registration.ts';
 export * from './tool-result.ts';
 export * from './turn-outcome.ts';
+export * from './live.ts';
