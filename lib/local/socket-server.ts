@@ -24,6 +24,8 @@ export interface SocketServer {
   setHandler(handler: SocketHandler): void;
   /** Open connections (tests). */
   connections(): number;
+  /** Cuts every open connection as a network failure would (close code 1006 at the client; tests). */
+  dropConnections(): number;
   stop(): Promise<void>;
 }
 
@@ -125,6 +127,11 @@ export async function startSocketServer(
       handler = next;
     },
     connections: () => sockets.size,
+    dropConnections() {
+      const n = sockets.size;
+      for (const ws of sockets.values()) ws.terminate();
+      return n;
+    },
     async stop() {
       for (const ws of sockets.values()) ws.terminate();
       wss.close();
