@@ -5,7 +5,7 @@
  * (notifications). STYLE "Ports as narrow interfaces".
  */
 import type { LiveServerMessage, RunNotification } from '../contracts/index.ts';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 
 /** One connection's subscription to one run: the last seq sent to it. */
 export interface Subscription {

@@ -7,7 +7,7 @@
  * up by the stream's fan-out. Seed: agent-runs, "over HTTP, WebSocket".
  */
 import { LiveClientMessage } from '../contracts/index.ts';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
 
 export interface SocketDeps extends FanOutDeps {

@@ -6,7 +6,7 @@
  * EventBridge notifications appended to a file a test or a person can read. DESIGN section 10.
  */
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import type { Caller } from '../core/controls.ts';
+import type { Caller } from '../core/authority.ts';
 import { createSocketHandler } from '../handlers/live-socket.ts';
 import type { LogSink } from '../handlers/observability.ts';
 import { createStreamBatchHandler } from '../handlers/stream-batch.ts';
