@@ -192,7 +192,8 @@ export async function* followSse(
     const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
     let gap = false;
     while (reader !== undefined) {
-      const chunk = await reader.read();
+      // A connection cut mid-response ends this response; the next one resumes from `last`.
+      const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
       if (chunk.done) break;
       parser.feed(chunk.value);
       for (const item of found.splice(0)) {
