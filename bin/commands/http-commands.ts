@@ -2,12 +2,14 @@
 import type { CommandModule } from './context.ts';
 import { controlsCommand } from './controls.ts';
 import { eventsCommand } from './events.ts';
+import { leaseCommand } from './lease.ts';
 import { runsCommand } from './runs.ts';
 import { functionsCommand, toolsCommand } from './tools.ts';
 
 export const ALL_HTTP_COMMANDS: readonly CommandModule[] = [
   runsCommand,
   eventsCommand,
+  leaseCommand,
   controlsCommand,
   toolsCommand,
   functionsCommand,

@@ -12,6 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../bin/agent-runs.ts';
+import { runCli } from '../../bin/commands/program.ts';
 import { type AgentRunsClient, ApiError, createClient, drive } from '../../lib/client/index.ts';
 import type { Fence, RunEvent } from '../../lib/contracts/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
@@ -241,5 +243,15 @@ describe('client-driven runs over HTTP', () => {
     const bad = await refusal(client.takeLease(runId, { owner: '' }));
     expect([bad.status, bad.code]).toEqual([400, 'validation_failed']);
     expect((await client.lease(runId)).lease?.owner).toBe('viewer');
+
+    const out: string[] = [];
+    const code = await runCli(COMMANDS, ['--url', stack.url, '--token', stack.token, 'lease', runId], {
+      out: (t) => out.push(t),
+      err: (t) => out.push(t),
+      cwd: process.cwd(),
+      env: {},
+    });
+    expect(code).toBe(0);
+    expect(out.join('\n')).toMatch(new RegExp(`lease\\s+viewer, epoch ${lease.epoch}, expires in`));
   });
 });

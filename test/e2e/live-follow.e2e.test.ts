@@ -9,6 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../bin/agent-runs.ts';
+import { runCli } from '../../bin/commands/program.ts';
 import {
   type AgentRunsClient,
   createClient,
@@ -139,6 +141,38 @@ describe('following a run live', () => {
     expect(seen.map((e) => e.seq)).toEqual(await fullLog(runId));
     expect(seen.at(-1)?.kind).toBe('run_completed');
   });
+
+  it.each(['ws', 'sse'])(
+    'agent-runs events --follow --via %s prints every event once until the run ends',
+    async (via) => {
+      const runId = await createClientDrivenRun();
+      const out: string[] = [];
+      const cli = runCli(
+        COMMANDS,
+        [
+          '--url',
+          stack.url,
+          '--token',
+          stack.token,
+          '--ws-url',
+          stack.wsUrl,
+          '--json',
+          'events',
+          runId,
+          '--follow',
+          '--via',
+          via,
+        ],
+        { out: (t) => out.push(t), err: (t) => out.push(`err: ${t}`), cwd: process.cwd(), env: {} },
+      );
+      await drive(client, runId, async (session) => {
+        await turns(session, 2);
+        await session.complete('followed by the CLI');
+      });
+      expect(await cli).toBe(0);
+      expect(out.map((l) => (JSON.parse(l) as RunEvent).seq)).toEqual(await fullLog(runId));
+    },
+  );
 
   it('publishes each status change of a run as a notification carrying its seq', async () => {
     const runId = await createClientDrivenRun();
