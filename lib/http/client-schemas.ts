@@ -14,8 +14,8 @@ import {
   Fence as FenceContract,
   LeaseGrant as LeaseGrantContract,
   LeaseRequest as LeaseRequestContract,
-  Operation as OperationContract,
   OpenRequestInput as OpenRequestContract,
+  Operation as OperationContract,
   RunStatus,
 } from '../contracts/index.ts';
 import { RunRecord } from './schemas.ts';

@@ -5,6 +5,23 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import {
+  BeginOperationInput,
+  BeginOperationResponse,
+  ClientWriteResponse,
+  CompleteRunInput,
+  FailRunInput,
+  FenceBody,
+  LeaseRequest,
+  LeaseResponse,
+  LeaseView,
+  OpenRequestInput,
+  OpenRequestResponse,
+  ReportOutcomeInput,
+  ReportOutcomeResponse,
+  StreamQuery,
+  TakeSteersResponse,
+} from './client-schemas.ts';
+import {
   CapabilityHeaders,
   Checkpoint,
   CheckpointList,
@@ -31,23 +48,6 @@ import {
   RunRecord,
   ToolList,
 } from './schemas.ts';
-import {
-  BeginOperationInput,
-  BeginOperationResponse,
-  ClientWriteResponse,
-  CompleteRunInput,
-  FailRunInput,
-  FenceBody,
-  LeaseRequest,
-  LeaseResponse,
-  LeaseView,
-  OpenRequestInput,
-  OpenRequestResponse,
-  ReportOutcomeInput,
-  ReportOutcomeResponse,
-  StreamQuery,
-  TakeSteersResponse,
-} from './client-schemas.ts';
 
 const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 

@@ -6,9 +6,9 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
-  UpdateTableCommand,
   DescribeTimeToLiveCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
