@@ -52,7 +52,30 @@ function outcomeDoc(runId: string, opId: string, fields: Record<string, unknown>
 
 const contiguous = (events: RunEvent[]) => events.map((e) => e.seq).every((s, i) => s === i + 1);
 
+const bob = { principal: { kind: 'user' as const, id: 'bob' } };
+
 describe('client-driven runs', () => {
+  it('do not exist for a caller who may not see them: every route answers run_not_found and writes nothing', async () => {
+    const { t, runId, client } = await setup();
+    const a = (await client.takeLease(runId, { owner: 'a' }, alice)).lease;
+    const fence = { owner: 'a', epoch: a.epoch };
+    const before = await t.engine.getRun(runId, alice);
+    const attempts = [
+      client.takeLease(runId, { owner: 'b' }, bob),
+      client.takeLease(runId, { owner: 'a', epoch: a.epoch }, bob),
+      client.beginOperation(runId, { fence, kind: 'model_turn' }, bob),
+      client.takeSteers(runId, { fence }, bob),
+      client.completeRun(runId, { fence }, bob),
+      client.releaseLease(runId, { fence }, bob),
+      client.inspectLease(runId, bob),
+    ];
+    for (const attempt of attempts) expect((await refusal(attempt)).code).toBe('run_not_found');
+    expect((await refusal(client.inspectLease('run_unknown', bob))).code).toBe('run_not_found');
+    const after = await t.engine.getRun(runId, alice);
+    expect(after.version).toBe(before.version);
+    expect(after.last_seq).toBe(before.last_seq);
+  });
+
   it('runs a model turn the client executes, charges its usage, and completes; no step message is sent', async () => {
     const { t, runId, client } = await setup();
     expect(await t.drainMessages()).toEqual([]);
