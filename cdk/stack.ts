@@ -1,6 +1,7 @@
 /**
- * The deployment: one DynamoDB table, the SQS step queue with its DLQ, the S3 payload bucket,
- * the three Lambda functions (control, step, sweeper), the HTTP API in front of control behind
+ * The deployment: one DynamoDB table (with its stream), the SQS step queue with its DLQ, the S3
+ * payload bucket, the Lambda functions (control, step, sweeper; live and stream for the live
+ * events and notifications, cdk/live.ts: the WebSocket API and the event bus), the HTTP API in front of control behind
  * a JWT authorizer (a Cognito user pool by default, cdk/auth.ts; optionally a second,
  * IAM-authorized API for service callers), the EventBridge Scheduler schedule that runs the
  * sweeper every minute, the model and tool configuration of the step function (cdk/models.ts,
@@ -28,7 +29,14 @@ import {
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -46,6 +54,7 @@ import { TABLE_DEFINITION } from '../lib/store/table.ts';
 import type { ConfiguredTool } from '../lib/tools/configured.ts';
 import { ApiAuth } from './auth.ts';
 import { bundlingOptions, REPO_ROOT } from './bundling.ts';
+import { Live } from './live.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
 import { Operations, type OperationsAlarms } from './operations.ts';
@@ -60,6 +69,8 @@ export const SERVICE_NAMES = {
   control: 'agent-runs-control',
   step: 'agent-runs-step',
   sweeper: 'agent-runs-sweeper',
+  live: 'agent-runs-live',
+  stream: 'agent-runs-stream',
 } as const;
 /** Default step function timeout. The step queue's visibility timeout is 6x this. */
 export const DEFAULT_STEP_TIMEOUT = Duration.minutes(5);
@@ -227,6 +238,8 @@ const FUNCTIONS: Record<FunctionName, { entry: string; memorySize: number }> = {
   // Runs reducers in QuickJS / WebAssembly and model turns: more memory, which is also more CPU.
   step: { entry: 'step.ts', memorySize: 1024 },
   sweeper: { entry: 'sweeper.ts', memorySize: 512 },
+  live: { entry: 'live.ts', memorySize: 512 },
+  stream: { entry: 'stream.ts', memorySize: 512 },
 };
 /**
  * Key prefixes in the payload bucket: payloads above the inline limit (lib/blobs/blob-store.ts,
@@ -239,6 +252,10 @@ export const OBJECT_PREFIXES = { payloads: 'payloads/', functions: 'functions/' 
 const CONTROL_TIMEOUT = Duration.seconds(29);
 /** Sweeper: two passes 30 s apart plus their work; an overlapping invocation is safe (conditional commits). */
 const SWEEPER_TIMEOUT = Duration.minutes(2);
+/** Live: a connect, a subscribe (catching up one run) or a disconnect; API Gateway waits up to 29 s. */
+const LIVE_TIMEOUT = Duration.seconds(29);
+/** Stream: one batch of stream records, each a notification and a fan-out to the run's subscribers. */
+const STREAM_TIMEOUT = Duration.minutes(1);
 
 /** Step queue → step function: records per invocation, and how long Lambda waits to fill a batch. */
 const STEP_BATCH_SIZE = 10;
@@ -252,6 +269,10 @@ export class AgentRunsStack extends Stack {
   readonly controlFunction: NodejsFunction;
   readonly stepFunction: NodejsFunction;
   readonly sweeperFunction: NodejsFunction;
+  readonly liveFunction: NodejsFunction;
+  readonly streamFunction: NodejsFunction;
+  /** The WebSocket API, the stream consumer and the lifecycle notifications' event bus. */
+  readonly live: Live;
   readonly httpApi: HttpApi;
   /** The IAM-authorized API for service callers (`iamAuth`). */
   readonly serviceApi: HttpApi | undefined;
@@ -313,6 +334,10 @@ export class AgentRunsStack extends Stack {
     this.grantRuntimeAccess(this.controlFunction, 'control');
     this.grantRuntimeAccess(this.stepFunction, 'step');
     this.grantRuntimeAccess(this.sweeperFunction, 'sweeper');
+    this.liveFunction = makeFunction('live', LIVE_TIMEOUT);
+    this.streamFunction = makeFunction('stream', STREAM_TIMEOUT);
+    this.grantRuntimeAccess(this.liveFunction, 'live');
+    this.grantRuntimeAccess(this.streamFunction, 'stream');
     this.stepQueue.grantSendMessages(this.controlFunction);
     this.stepQueue.grantSendMessages(this.sweeperFunction);
     // The step function chains a run by enqueueing its next step.
@@ -344,6 +369,16 @@ export class AgentRunsStack extends Stack {
     this.httpApi = this.createHttpApi(props, logRetention, removalPolicy);
     this.serviceApi =
       props.iamAuth === true ? this.createServiceApi(props, logRetention, removalPolicy) : undefined;
+    this.live = new Live(this, 'Live', {
+      table: this.table,
+      liveFunction: this.liveFunction,
+      streamFunction: this.streamFunction,
+      jwtIssuer: this.auth.issuer,
+      jwtAudience: this.auth.audience,
+      throttle: props.throttle ?? { rateLimit: 50, burstLimit: 100 },
+      logRetention,
+      removalPolicy,
+    });
     this.sweeperSchedule = this.createSweeperSchedule();
     this.operations = new Operations(this, 'Operations', {
       functions: { control: this.controlFunction, step: this.stepFunction, sweeper: this.sweeperFunction },
@@ -379,6 +414,14 @@ export class AgentRunsStack extends Stack {
         description: 'Base URL of the IAM-authorized API (SigV4, service callers with system rights)',
       });
     }
+    new CfnOutput(this, 'LiveUrl', {
+      value: this.live.stage.url,
+      description: 'The live event WebSocket (wss://; the token in ?token=): agent-runs --ws-url',
+    });
+    new CfnOutput(this, 'EventBusName', {
+      value: this.live.eventBus.eventBusName,
+      description: 'Run lifecycle notifications (detail-type Agent Run Status Changed)',
+    });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.topic.topicArn });
     new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
     new CfnOutput(this, 'ConsoleUrl', {
@@ -406,6 +449,7 @@ export class AgentRunsStack extends Stack {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection,
       encryption: TableEncryption.AWS_MANAGED,
+      stream: StreamViewType[def.stream],
       removalPolicy,
     });
     for (const gsi of def.globalSecondaryIndexes) {

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
+import type { LiveTarget } from '../../lib/client/live.ts';
 import { readLocalState } from '../../lib/client/state-file.ts';
 
 /** Where the CLI reads and writes. The real one is process-bound; tests pass their own. */
@@ -26,6 +27,7 @@ export interface CliIo {
 export interface GlobalOptions {
   url?: string;
   token?: string;
+  wsUrl?: string;
   json?: boolean;
 }
 
@@ -43,6 +45,11 @@ export interface CliContext {
   io: CliIo;
   /** The client for `cmd`'s global options: --url / AGENT_RUNS_URL / the state file. Throws CliError(no_url). */
   client(cmd: Command): AgentRunsClient;
+  /**
+   * Where `cmd` follows a run live: the client's URL and token, plus the live WebSocket from
+   * --ws-url / AGENT_RUNS_WS_URL / the state file (its ws_url, when the state file's URL is the URL).
+   */
+  liveTarget(cmd: Command): LiveTarget;
   /** Whether --json was given. */
   json(cmd: Command): boolean;
   /** Prints `data` as JSON with --json, `human` otherwise. */
@@ -87,6 +94,23 @@ export function createCliContext(io: CliIo): CliContext {
         ...(token !== undefined ? { token } : {}),
         ...(io.fetch !== undefined ? { fetch: io.fetch } : {}),
       });
+    },
+    liveTarget(cmd) {
+      const client = ctx.client(cmd);
+      const opts = cmd.optsWithGlobals<GlobalOptions>();
+      let wsUrl = opts.wsUrl ?? io.env.AGENT_RUNS_WS_URL;
+      if (wsUrl === undefined) {
+        const state = readLocalState(io.cwd);
+        if (state !== null && state.url === client.baseUrl) wsUrl = state.ws_url;
+      }
+      return {
+        baseUrl: client.baseUrl,
+        ...(wsUrl !== undefined ? { wsUrl } : {}),
+        ...(client.token !== undefined ? { token: client.token } : {}),
+        ...(io.fetch !== undefined
+          ? { fetch: async (r: Request) => (io.fetch as NonNullable<CliIo['fetch']>)(r) }
+          : {}),
+      };
     },
     json: (cmd) => cmd.optsWithGlobals<GlobalOptions>().json === true,
     print(cmd, human, data) {

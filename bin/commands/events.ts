@@ -1,14 +1,17 @@
 /**
- * `agent-runs events <run> [--follow]`: a page of events, or a live view that prints events as
- * they arrive (long polling) until the run ends. On a terminal the live view keeps a status line
+ * `agent-runs events <run> [--follow [--via ws|sse|poll]]`: a page of events, or a live view
+ * that prints events as they arrive until the run ends: over the live WebSocket when its URL is
+ * known (--ws-url, AGENT_RUNS_WS_URL, the local stack's state file), else by long polling;
+ * `--via sse` follows the server-sent event stream. On a terminal the live view keeps a status line
  * (cli-progress) under the events: status, operations (a bar when max_operations is set),
  * turns, model and tool calls, tokens. With --json it prints one event per line (NDJSON).
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import type { AgentRunsClient, EventPage } from '../../lib/client/client.ts';
-import type { RunRecord } from '../../lib/contracts/index.ts';
-import { type CliContext, type CommandModule, parseIntArg } from './context.ts';
+import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts';
+import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import { type CliContext, CliError, type CommandModule, parseIntArg } from './context.ts';
 import { formatEvent } from './format.ts';
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -17,6 +20,39 @@ interface EventsOptions {
   after: string;
   limit: string;
   follow?: boolean;
+  via?: string;
+}
+
+/** How `--follow` receives events. */
+export type FollowVia = 'ws' | 'sse' | 'poll';
+const FOLLOW_VIA: readonly FollowVia[] = ['ws', 'sse', 'poll'];
+
+/** The transport of `--follow`: `--via`, else the WebSocket when its URL is known, else long polling. */
+export function followVia(via: string | undefined, target: LiveTarget): FollowVia {
+  if (via === undefined) return target.wsUrl !== undefined ? 'ws' : 'poll';
+  if (!(FOLLOW_VIA as readonly string[]).includes(via))
+    throw new CliError('invalid_argument', `--via must be one of ${FOLLOW_VIA.join(', ')}: ${via}`);
+  if (via === 'ws' && target.wsUrl === undefined)
+    throw new CliError(
+      'invalid_argument',
+      '--via ws needs the live WebSocket URL: pass --ws-url or set AGENT_RUNS_WS_URL',
+    );
+  return via as FollowVia;
+}
+
+/** The events of `runId` after `after`, once each, until the run settled, over `via`. */
+function eventsOver(
+  via: FollowVia,
+  client: AgentRunsClient,
+  target: LiveTarget,
+  runId: string,
+  after: number,
+  limit: number,
+  onPage: (page: EventPage) => void,
+): AsyncGenerator<RunEvent, void, undefined> {
+  if (via === 'ws') return followLive(target, runId, { after });
+  if (via === 'sse') return followSse(target, runId, { after });
+  return client.followEvents(runId, { after, limit, onPage });
 }
 
 /** The status line's values for a run. */
@@ -78,6 +114,8 @@ export async function follow(
   runId: string,
   after: number,
   limit: number,
+  via: FollowVia = 'poll',
+  target: LiveTarget = { baseUrl: client.baseUrl },
 ): Promise<RunRecord> {
   let run = await client.getRun(runId);
   const json = ctx.json(cmd);
@@ -85,13 +123,10 @@ export async function follow(
   const print = (line: string) => (view ? view.log(line) : ctx.io.out(line));
   try {
     let lastRefresh = run.last_seq;
-    for await (const event of client.followEvents(runId, {
-      after,
-      limit,
-      onPage: (page: EventPage) => {
-        lastRefresh = Math.max(lastRefresh, page.last_seq);
-      },
-    })) {
+    const onPage = (page: EventPage) => {
+      lastRefresh = Math.max(lastRefresh, page.last_seq);
+    };
+    for await (const event of eventsOver(via, client, target, runId, after, limit, onPage)) {
       print(json ? JSON.stringify(event) : formatEvent(event));
       if (view !== null && event.seq >= lastRefresh) {
         run = await client.getRun(runId); // once per caught-up page: usage for the status line
@@ -117,13 +152,15 @@ export const eventsCommand: CommandModule = {
       .description("print a run's events; --follow prints them live until the run ends")
       .option('--after <seq>', 'events after this seq', '0')
       .option('--limit <n>', 'page size (1..1000)', '100')
-      .option('-f, --follow', 'follow live (long polling) until the run ends')
+      .option('-f, --follow', 'follow live until the run ends')
+      .option('--via <transport>', 'with --follow: ws (the live WebSocket), sse or poll (long polling)')
       .action(async (runId: string, opts: EventsOptions, cmd: Command) => {
         const client = ctx.client(cmd);
         const after = parseIntArg('--after', opts.after);
         const limit = parseIntArg('--limit', opts.limit);
         if (opts.follow === true) {
-          await follow(ctx, cmd, client, runId, after, limit);
+          const target = ctx.liveTarget(cmd);
+          await follow(ctx, cmd, client, runId, after, limit, followVia(opts.via, target), target);
           return;
         }
         const page = await client.events(runId, { after, limit });

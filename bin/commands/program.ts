@@ -18,6 +18,10 @@ export function buildProgram(modules: readonly CommandModule[], ctx: CliContext,
       'API base URL (default: AGENT_RUNS_URL, or .agent-runs/local.json of the local stack)',
     )
     .option('--token <token>', 'bearer token (default: AGENT_RUNS_TOKEN, or the local stack token)')
+    .option(
+      '--ws-url <url>',
+      "live event WebSocket for events --follow (default: AGENT_RUNS_WS_URL, or the local stack's)",
+    )
     .option('--json', 'print JSON (one object, or one event per line with events --follow)')
     .showHelpAfterError()
     .exitOverride()

@@ -24,6 +24,7 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
+import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 
 // ---------------------------------------------------------------- response shapes
@@ -163,8 +164,10 @@ export interface ClientOptions {
   fetch?: (request: Request) => Response | Promise<Response>;
 }
 
-export interface AgentRunsClient {
+export interface AgentRunsClient extends ClientDrivenMethods {
   readonly baseUrl: string;
+  /** The token the client sends (the live WebSocket presents it too). */
+  readonly token?: string;
   createRun(input: CreateRunInput): Promise<CreateRunResult>;
   getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
   listRuns(params: ListRunsParams): Promise<RunPage>;
@@ -234,7 +237,7 @@ export interface AgentRunsClient {
 
 // ---------------------------------------------------------------- implementation
 
-interface Call<T extends z.ZodType> {
+export interface Call<T extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT';
   path: string;
   query?: Record<string, string | number | undefined>;
@@ -245,9 +248,9 @@ interface Call<T extends z.ZodType> {
 }
 
 /** The one request function of a client: JSON or bytes in, the parsed documented shape out. */
-type CallFn = <T extends z.ZodType>(c: Call<T>) => Promise<z.infer<T>>;
+export type CallFn = <T extends z.ZodType>(c: Call<T>) => Promise<z.infer<T>>;
 
-function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
+export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
   const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
   return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
     const url = new URL(baseUrl + c.path);
@@ -531,7 +534,9 @@ export function createClient(options: ClientOptions): AgentRunsClient {
   const call = httpCaller(baseUrl, options);
   const client: AgentRunsClient = {
     baseUrl,
+    ...(options.token !== undefined ? { token: options.token } : {}),
     ...runMethods(call, () => client.events),
+    ...clientDrivenMethods(call),
     ...controlMethods(call),
     ...catalogMethods(call),
     ...registryMethods(call),

@@ -32,4 +32,13 @@ export {
   type RunPage,
   type StateRevision,
 } from './client.ts';
+export type { ClientDrivenMethods, ClientWrite, LeaseView } from './client-driven.ts';
+export {
+  type DriveOptions,
+  type DriveResult,
+  type DriveSession,
+  drive,
+  type OperationReport,
+} from './drive.ts';
 export { ApiError } from './errors.ts';
+export { type FollowLiveOptions, followLive, followSse, type LiveTarget } from './live.ts';

@@ -15,6 +15,8 @@ export const LOCAL_STATE_PATH = '.agent-runs/local.json';
 export const LocalState = z.looseObject({
   url: z.url({ protocol: /^https?$/ }),
   token: z.string().min(1),
+  /** The live event WebSocket of the local stack (`ws://127.0.0.1:{port}`). */
+  ws_url: z.url({ protocol: /^wss?$/ }).optional(),
 });
 export type LocalState = z.infer<typeof LocalState>;
 

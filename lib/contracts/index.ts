@@ -1,5 +1,6 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
 export * from './checkpoint.ts';
+export * from './client-driven.ts';
 export * from './common.ts';
 export * from './compaction.ts';
 export * from './create-run.ts';
@@ -7,6 +8,7 @@ export * from './delegation.ts';
 export * from './events.ts';
 export * from './fork.ts';
 export * from './limits.ts';
+export * from './live.ts';
 export * from './model-context.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';

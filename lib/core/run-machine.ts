@@ -6,9 +6,24 @@
  * Seed: agent-runs, "Lifecycle", "Operations", "Controls", "Budgets", "Leases, recovery and the sweeper".
  *
  * This is the index of lib/core/run-machine/, one file per section: draft (shared parts),
- * lifecycle, lease, reducer-answer, operations, requests, controls, delegation.
+ * lifecycle, lease, reducer-answer, operations, requests, controls, delegation, client-driven.
  */
 
+export {
+  acquireClientLease,
+  beginClientOperation,
+  type ClientOperationSpec,
+  type ClientRequestSpec,
+  completeClientRun,
+  expireClientLease,
+  failClientRun,
+  finishClientOperation,
+  isClientDriven,
+  openClientRequest,
+  releaseClientLease,
+  renewClientLease,
+  takeClientSteers,
+} from './run-machine/client-driven.ts';
 export {
   beginCompaction,
   type CompactionResult,

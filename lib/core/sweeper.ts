@@ -6,11 +6,14 @@ import type { RunRecord } from '../contracts/index.ts';
 
 /**
  * When the sweeper should next look at the run (ms since the epoch), or null when it owes
- * nothing: the lease's expiry while one is held; a queued run's wake deadline; a waiting run's
+ * nothing: the lease's expiry while one is held; a queued run's wake deadline (a client-driven
+ * run has none: its next request expiry, if any); a waiting run's
  * next request expiry (its wake_at); an ended run with undelivered events or owed duties at once.
  */
 export function sweepDue(record: RunRecord): number | null {
   if (record.lease !== null) return record.lease.expires_at;
+  // A client-driven run is never woken: only its requests' expiry concerns the sweeper.
+  if (record.reducer === null && record.status === 'queued') return nextExpiry(record);
   if (record.status === 'queued') return record.wake_at ?? record.updated_at;
   if (record.status === 'waiting') return record.wake_at;
   if (
@@ -26,7 +29,8 @@ export function sweepDue(record: RunRecord): number | null {
  * What the sweeper does with a run it found due, re-read: nothing (not due any more); take over
  * an expired lease; finish an ended run (deliver its undelivered events to the reducer, then its
  * owed duties: hand-back, stop children); close requests past their expiry; or wake a queued run
- * nobody drives. One action per visit, in that order. Seed: agent-runs, "Leases, recovery and
+ * nobody drives (never a client-driven one: its client decides; its expired lease is let go by
+ * expireClientLease). One action per visit, in that order. Seed: agent-runs, "Leases, recovery and
  * the sweeper"; DESIGN section 8.
  */
 export type SweepAction = 'none' | 'take_over' | 'finish_ended' | 'expire_requests' | 'wake';
@@ -53,6 +57,18 @@ export function sweepAction(record: RunRecord, now: number, skewMs = 0): SweepAc
   }
   if (record.open_requests.some((r) => r.expires_at !== null && r.expires_at <= now))
     return 'expire_requests';
-  if (record.status === 'queued' && record.wake_at !== null && record.wake_at <= now) return 'wake';
+  if (
+    record.status === 'queued' &&
+    record.reducer !== null &&
+    record.wake_at !== null &&
+    record.wake_at <= now
+  )
+    return 'wake';
   return 'none';
+}
+
+/** The earliest expiry of the run's open requests (ms), or null. */
+function nextExpiry(record: RunRecord): number | null {
+  const expiries = record.open_requests.flatMap((r) => (r.expires_at === null ? [] : [r.expires_at]));
+  return expiries.length === 0 ? null : Math.min(...expiries);
 }

@@ -134,11 +134,12 @@ export function commitOf(
 }
 
 /**
- * Whether a step message should follow a commit: a queued run with work, or an ended run whose
+ * Whether a step message should follow a commit: a queued server-driven run with work (a
+ * client-driven run is never stepped), or an ended run whose
  * reducer is still owed events (e.g. `stopped`, delivered so that it may write a checkpoint).
  */
 export function needsStep(record: RunRecord): boolean {
-  if (record.status === 'queued') return hasWork(record);
+  if (record.status === 'queued') return record.reducer !== null && hasWork(record);
   return isTerminalStatus(record.status) && record.reducer !== null && record.inbox.length > 0;
 }
 

@@ -15,6 +15,7 @@ import type {
   RunRecord,
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import * as clientDriven from './client-driven.ts';
 import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
@@ -35,6 +36,7 @@ import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 
+export type { ClientWriteResult, LeaseView } from './client-driven.ts';
 export type { CreateRunOutput } from './create-run.ts';
 export type { DeliveryAck } from './deliveries.ts';
 export type { CrashPoint, EngineOptions } from './deps.ts';
@@ -71,6 +73,8 @@ export interface Engine {
     deliveryId?: string,
   ): Promise<DeliveryAck>;
   stepRun(runId: string): Promise<StepOutcome>;
+  /** Client-driven runs: the lease, operations, requests and ending a client drives (client-driven.ts). */
+  client: ClientDrivenUseCases;
   sweep(shards?: number[]): Promise<SweepReport>;
   /** Registries (admin: the caller checks the rights). See registries.ts. */
   publishEntry(kind: RegistryKind, document: unknown, publisher: Principal): Promise<PublishResult>;
@@ -80,6 +84,23 @@ export interface Engine {
     name: string,
     version?: string,
   ): Promise<{ entry: RegistryEntry; versions: string[] }>;
+}
+
+/** The client-driven use cases, each `(runId, body, caller)` (client-driven.ts documents them). */
+export interface ClientDrivenUseCases {
+  takeLease(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.takeLease>;
+  releaseLease(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.releaseLease>;
+  beginOperation(
+    runId: string,
+    body: unknown,
+    caller: Caller,
+  ): ReturnType<typeof clientDriven.beginOperation>;
+  reportOutcome(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.reportOutcome>;
+  openRequest(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.openRequest>;
+  takeSteers(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.takeSteers>;
+  completeRun(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.completeRun>;
+  failRun(runId: string, body: unknown, caller: Caller): ReturnType<typeof clientDriven.failRun>;
+  inspectLease(runId: string, caller: Caller): ReturnType<typeof clientDriven.inspectLease>;
 }
 
 /** Wires the use cases over `options`' ports. Does no I/O. */
@@ -112,5 +133,16 @@ export function createEngine(options: EngineOptions): Engine {
     publishEntry: (kind, document, publisher) => publishEntry(deps, kind, document, publisher),
     listEntries: (kind) => listEntries(deps, kind),
     getEntry: (kind, name, version) => getEntry(deps, kind, name, version),
+    client: {
+      takeLease: (runId, body, caller) => clientDriven.takeLease(ctx, runId, body, caller),
+      releaseLease: (runId, body, caller) => clientDriven.releaseLease(ctx, runId, body, caller),
+      beginOperation: (runId, body, caller) => clientDriven.beginOperation(ctx, runId, body, caller),
+      reportOutcome: (runId, body, caller) => clientDriven.reportOutcome(ctx, runId, body, caller),
+      openRequest: (runId, body, caller) => clientDriven.openRequest(ctx, runId, body, caller),
+      takeSteers: (runId, body, caller) => clientDriven.takeSteers(ctx, runId, body, caller),
+      completeRun: (runId, body, caller) => clientDriven.completeRun(ctx, runId, body, caller),
+      failRun: (runId, body, caller) => clientDriven.failRun(ctx, runId, body, caller),
+      inspectLease: (runId, caller) => clientDriven.inspectLease(ctx, runId, caller),
+    },
   };
 }

@@ -37,6 +37,16 @@ export type EngineErrorCode =
   | 'tool_name_reserved'
   /** No such registry entry or version (404). */
   | 'registry_entry_not_found'
+  /** A client-driven write whose fence no longer holds (details.reason_code session-fence-mismatch). */
+  | 'fenced_out'
+  /** Another client holds the run's unexpired lease (details.expires_at). */
+  | 'lease_held'
+  /** A client-driven route on a run that has a reducer: the server drives it. */
+  | 'not_client_driven'
+  /** The run is not in a state that allows this write (details.reason: operation_in_flight, ...). */
+  | 'invalid_state'
+  /** A turn outcome the runtime refused (details.reason_code: event-duplicate, event-stale, ...). */
+  | 'turn_outcome_refused'
   | 'store_unavailable';
 
 export class EngineError extends Error {

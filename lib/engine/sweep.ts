@@ -6,7 +6,14 @@
  * stale and it moves on. Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN section 8.
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { expireRequests, hasWork, postponeWake, takeOver } from '../core/run-machine.ts';
+import {
+  expireClientLease,
+  expireRequests,
+  hasWork,
+  isClientDriven,
+  postponeWake,
+  takeOver,
+} from '../core/run-machine.ts';
 import { sweepAction } from '../core/sweeper.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
 import { deliverAfterEnd } from './after-end.ts';
@@ -69,7 +76,10 @@ async function sweepRun(ctx: EngineContext, runId: string, report: SweepReport):
     case 'none':
       return;
     case 'take_over': {
-      const taken = takeOver(record, now, ctx.wakeGraceMs);
+      // A client-driven run's expired lease is let go; the run waits for a client, never woken.
+      const taken = isClientDriven(record)
+        ? expireClientLease(record, now)
+        : takeOver(record, now, ctx.wakeGraceMs);
       if (!taken.ok) return;
       const stored = await commitRun(ctx, commitOf(taken, record.version));
       report.taken_over += 1;
@@ -80,7 +90,7 @@ async function sweepRun(ctx: EngineContext, runId: string, report: SweepReport):
         previous_owner: record.lease?.owner,
         epoch: stored.epoch,
       });
-      if (hasWork(stored)) await wake(ctx, runId);
+      if (!isClientDriven(stored) && hasWork(stored)) await wake(ctx, runId);
       countOwed(report, await afterEnd(ctx, stored));
       return;
     }
@@ -98,7 +108,7 @@ async function sweepRun(ctx: EngineContext, runId: string, report: SweepReport):
       if (!expired.ok) return;
       const stored = await commitRun(ctx, commitOf(expired, record.version));
       report.expired += 1;
-      if (stored.status === 'queued' && hasWork(stored)) await wake(ctx, runId);
+      if (stored.status === 'queued' && !isClientDriven(stored) && hasWork(stored)) await wake(ctx, runId);
       return;
     }
     case 'wake': {

@@ -18,6 +18,10 @@
  *   GET  /runs/{id}/children           200
  *   POST /runs/{id}/controls           200 ack, whether applied, duplicate or rejected
  *   POST /results/{resume_key}         200 {ack: applied|duplicate, ...}; 202 {ack: held} (no wait yet)
+ *   GET  /runs/{id}/events/stream      200 text/event-stream (204 once settled and caught up)
+ *   GET  /runs/{id}/lease              200 the lease view
+ *   POST /runs/{id}/lease[/release], /operations[/outcome], /requests, /steers/take, /complete,
+ *        /fail                         200: client-driven writes, fenced (client-routes.ts)
  *   GET  /v1/tools                     200 {tools}
  *   PUT  /functions/{path+}            200 artifact summary (admin)
  *   POST /admin/{tools|policy|agents}  201 published / 200 already published (admin)
@@ -31,6 +35,7 @@ import type { ToolHost } from '../engine/ports.ts';
 import type { FunctionRegistry } from '../sandbox/function-registry.ts';
 import type { Authenticate } from './auth.ts';
 import { registerCatalogRoutes } from './catalog-routes.ts';
+import { registerClientRoutes } from './client-routes.ts';
 import { type ConsoleSite, mountConsole } from './console.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
@@ -94,6 +99,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   });
 
   registerRunRoutes(app, options.engine, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+  registerClientRoutes(app, options.engine, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
   registerCatalogRoutes(app, options.tools, options.functions);
   registerRegistryRoutes(app, options.engine);
   return app;

@@ -54,6 +54,16 @@ export const HTTP_ERROR_STATUS = {
   version_immutable: 409,
   /** A tool published as data may not take the name of a tool registered in code. */
   tool_name_reserved: 409,
+  /** A client-driven write whose fence no longer holds: the lease was lost (expiry, takeover, stop, pause). */
+  fenced_out: 409,
+  /** Another client holds the run's lease until details.expires_at. */
+  lease_held: 409,
+  /** A client-driven route on a server-driven run. */
+  not_client_driven: 409,
+  /** The run's state does not allow this write now (details.reason). */
+  invalid_state: 409,
+  /** The runtime refused a turn outcome (details.reason_code, a turn-outcome-v1 reason code). */
+  turn_outcome_refused: 409,
   /** The function path names a built-in artifact, which cannot be replaced. */
   builtin_readonly: 409,
   /** A fork's subject has a live run (the original's, while it lives): give another `subject`. */
@@ -198,8 +208,15 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof EngineError) {
     switch (err.code) {
-      case 'validation_failed':
-        return validationFailed('json', Array.isArray(err.details.issues) ? err.details.issues : []);
+      case 'validation_failed': {
+        const failed = validationFailed('json', Array.isArray(err.details.issues) ? err.details.issues : []);
+        // A refused turn outcome also names its turn-outcome-v1 reason code (event-malformed).
+        if (err.details.reason_code === undefined) return failed;
+        return new HttpError('validation_failed', failed.message, {
+          ...failed.details,
+          reason_code: err.details.reason_code,
+        });
+      }
       case 'store_unavailable':
         return unavailable(err.message, err.details, err);
       case 'quota_exceeded':

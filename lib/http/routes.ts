@@ -6,6 +6,23 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { RegistryKind } from '../contracts/index.ts';
 import {
+  BeginOperationInput,
+  BeginOperationResponse,
+  ClientWriteResponse,
+  CompleteRunInput,
+  FailRunInput,
+  FenceBody,
+  LeaseRequest,
+  LeaseResponse,
+  LeaseView,
+  OpenRequestInput,
+  OpenRequestResponse,
+  ReportOutcomeInput,
+  ReportOutcomeResponse,
+  StreamQuery,
+  TakeSteersResponse,
+} from './client-schemas.ts';
+import {
   CapabilityHeaders,
   Checkpoint,
   CheckpointList,
@@ -51,6 +68,8 @@ export const TAGS = {
   runs: 'Create, read, list and fork runs; read their events, checkpoints, domain state and children.',
   controls: 'Stop, pause, resume, steer, approve and answer a run (one control per call).',
   results: 'Deliver external results to operations that wait on a resume key.',
+  clients:
+    'Drive a client-driven run (one created without a reducer): its lease, the operations the client executes, requests, steers and ending. Every write carries the fence {owner, epoch}; a lost lease is 409 fenced_out.',
   tools: 'The registered tools (metadata only).',
   functions: 'Reducer artifacts (admin).',
   registries: 'Tools, the tool policy and agents as data: versioned, published versions immutable (admin).',
@@ -64,7 +83,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
   404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
   405: 'method_not_allowed',
-  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes) or tool_name_reserved',
+  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state or turn_outcome_refused',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
@@ -297,6 +316,122 @@ export const deliverRoute = createRoute({
   },
 });
 
+export const eventStreamRoute = createRoute({
+  ...op('streamRunEvents', 'runs'),
+  method: 'get',
+  path: '/runs/{id}/events/stream',
+  summary:
+    'Server-sent events: every event with seq > after (or the Last-Event-ID header) as `event: run_event` with `id: seq`, then `event: settled` once the run ended and nothing will follow. API Gateway buffers a response, so each response ends after the events found within `wait` seconds; EventSource reconnects with Last-Event-ID, and a settled run answers 204 so that it stops.',
+  request: { params: RunIdParams, query: StreamQuery, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'An event stream.', content: { 'text/event-stream': { schema: z.string() } } },
+    204: { description: 'The run is settled and the client has every event: stop reconnecting.' },
+    ...errors(400, 403, 404),
+  },
+});
+
+/** A client-driven write route: POST {path} with `body`, answering `response`. */
+function clientWrite<B extends z.ZodType, R extends z.ZodType>(
+  operationId: string,
+  path: string,
+  summary: string,
+  body: B,
+  response: R,
+) {
+  return createRoute({
+    ...op(operationId, 'clients'),
+    method: 'post',
+    path,
+    summary,
+    request: {
+      params: RunIdParams,
+      headers: CapabilityHeaders,
+      body: { required: true, content: json(body) },
+    },
+    responses: {
+      200: { description: 'Done.', content: json(response) },
+      ...errors(400, 403, 404, 409, 413, 415),
+    },
+  });
+}
+
+export const takeLeaseRoute = clientWrite(
+  'takeLease',
+  '/runs/{id}/lease',
+  'Take the lease of a client-driven run as `owner` (epoch + 1), or renew the fence {owner, epoch}. The run in the answer shows a stop (cancelling) and queued steers. 409 lease_held while another client holds it.',
+  LeaseRequest,
+  LeaseResponse,
+);
+export const releaseLeaseRoute = clientWrite(
+  'releaseLease',
+  '/runs/{id}/lease/release',
+  'Let the lease go between operations (epoch + 1): the run waits for a client, never stepped by the server.',
+  FenceBody,
+  ClientWriteResponse,
+);
+export const beginOperationRoute = clientWrite(
+  'beginOperation',
+  '/runs/{id}/operations',
+  'Begin an operation the client executes (budgets checked first: operation null when the run paused or failed instead).',
+  BeginOperationInput,
+  BeginOperationResponse,
+);
+export const reportOutcomeRoute = clientWrite(
+  'reportOperationOutcome',
+  '/runs/{id}/operations/outcome',
+  'Report how the operation op_id ended: a result or an external-runtime turn outcome v1 (usage charged in the same commit; a cancelling run ends stopped).',
+  ReportOutcomeInput,
+  ReportOutcomeResponse,
+);
+export const openRequestRoute = clientWrite(
+  'openRequest',
+  '/runs/{id}/requests',
+  'Open an approval or a question between operations (answered with the approve / provide_input controls).',
+  OpenRequestInput,
+  OpenRequestResponse,
+);
+export const takeSteersRoute = clientWrite(
+  'takeSteers',
+  '/runs/{id}/steers/take',
+  'Take every queued steer at a boundary (steer_consumed events).',
+  FenceBody,
+  TakeSteersResponse,
+);
+export const completeRunRoute = clientWrite(
+  'completeRun',
+  '/runs/{id}/complete',
+  'Complete the run (run_completed).',
+  CompleteRunInput,
+  ClientWriteResponse,
+);
+export const failRunRoute = clientWrite(
+  'failRun',
+  '/runs/{id}/fail',
+  'Fail the run with the client code (run_failed).',
+  FailRunInput,
+  ClientWriteResponse,
+);
+
+export const leaseRoute = createRoute({
+  ...op('getLease', 'clients'),
+  method: 'get',
+  path: '/runs/{id}/lease',
+  summary: 'Who holds the run lease, at which epoch, until when, and what operation is in flight.',
+  request: { params: RunIdParams, headers: CapabilityHeaders },
+  responses: { 200: { description: 'The lease.', content: json(LeaseView) }, ...errors(400, 403, 404) },
+});
+
+export const CLIENT_ROUTES = [
+  takeLeaseRoute,
+  releaseLeaseRoute,
+  beginOperationRoute,
+  reportOutcomeRoute,
+  openRequestRoute,
+  takeSteersRoute,
+  completeRunRoute,
+  failRunRoute,
+] as const;
+
 export const toolsRoute = createRoute({
   ...op('listTools', 'tools'),
   method: 'get',
@@ -433,6 +568,9 @@ export const ROUTES = [
   childrenRoute,
   controlRoute,
   deliverRoute,
+  eventStreamRoute,
+  leaseRoute,
+  ...CLIENT_ROUTES,
   toolsRoute,
   putFunctionRoute,
   ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),

@@ -8,6 +8,7 @@ import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
@@ -89,6 +90,16 @@ async function ensureTable(dynamo: AwsClients['dynamo'], tableName: string): Pro
     throw new Error(
       `table ${tableName} exists with GSIs [${actual.join(', ')}], expected [${expected.join(', ')}]: ` +
         'it was created from an older definition; delete it (or the persisted local data) and start again',
+    );
+  }
+
+  // A table persisted before the stream was part of the definition: turn it on.
+  if (Table?.StreamSpecification?.StreamEnabled !== true) {
+    await dynamo.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_DEFINITION.stream },
+      }),
     );
   }
 

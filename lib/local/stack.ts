@@ -6,13 +6,16 @@
  *   Gateway v2 events by lib/local/gateway.ts), authenticated by a random bearer token;
  * - polls the step queue and invokes the step handler like the SQS event source mapping
  *   (lib/local/poller.ts: batches, visibility timeout, batchItemFailures, DLQ after 5 receives);
- * - invokes the sweeper handler on a timer (one pass every `sweepIntervalMs`).
+ * - invokes the sweeper handler on a timer (one pass every `sweepIntervalMs`);
+ * - reads the table's stream and serves the live event WebSocket (lib/local/live.ts), appending
+ *   lifecycle notifications to a file.
  * One runtime (engine, store, function registry, tools, models) serves all three, so artifacts
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -35,6 +38,7 @@ import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } fro
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
 import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gateway.ts';
+import { type LocalLive, startLocalLive } from './live.ts';
 import { type Poller, startPoller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
@@ -87,6 +91,13 @@ export interface LocalStackOptions {
   consoleDir?: string | false;
   /** How the console signs in (default: a pasted token; the start link carries it). */
   consoleAuth?: ConsoleConfigInput['auth'];
+  /** The live event WebSocket's port on 127.0.0.1 (default: a free one). */
+  livePort?: number;
+  /**
+   * Where run lifecycle notifications (EventBridge in AWS) are appended, one JSON line each
+   * (default `.agent-runs/notifications.jsonl` under the state directory, else the OS temp dir).
+   */
+  notificationsFile?: string;
 }
 
 /** A running local stack. */
@@ -115,6 +126,11 @@ export interface LocalStack {
   poller: Poller;
   /** Totals of the handlers' metrics (Steps, Operations, Takeovers, ...). */
   metrics: CountingMetrics;
+  /** `ws://127.0.0.1:{port}`: the live event socket (the WebSocket API's protocol). */
+  wsUrl: string;
+  /** The file the lifecycle notifications are appended to. */
+  notificationsFile: string;
+  live: LocalLive;
   /** Stops the gateway, the poller, the sweeper timer and the services; removes the state file. Idempotent. */
   stop(): Promise<void>;
 }
@@ -298,8 +314,37 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
 
   const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
+  const auth = bearerTokenAuth(token);
+  let live: LocalLive;
+  try {
+    live = await startLocalLive({
+      runtime,
+      services,
+      tableName: resources.tableName,
+      authenticate: async (presented) => {
+        if (presented === null) return null;
+        const request = new Request(gateway.url, { headers: { authorization: `Bearer ${presented}` } });
+        const caller = await auth(request, undefined);
+        return caller === null ? null : { principal: caller.principal };
+      },
+      notificationsFile:
+        options.notificationsFile ??
+        join(stateDir ?? join(tmpdir(), `agent-runs-${process.pid}`), '.agent-runs', 'notifications.jsonl'),
+      ...(options.livePort !== undefined ? { port: options.livePort } : {}),
+      logger,
+    });
+  } catch (err) {
+    await Promise.all([poller.stop(), sweeperTimer.stop()]);
+    runtime.close();
+    await abandon();
+    throw new LocalStackError('resources_failed', `cannot start the live event stream: ${String(err)}`, {
+      cause: err,
+    });
+  }
   const stateFile =
-    stateDir === null ? null : writeLocalState({ url: gateway.url, token, pid: process.pid }, stateDir);
+    stateDir === null
+      ? null
+      : writeLocalState({ url: gateway.url, token, pid: process.pid, ws_url: live.wsUrl }, stateDir);
 
   let stopping: Promise<void> | undefined;
   const stack: LocalStack = {
@@ -316,10 +361,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stateFile,
     poller,
     metrics,
+    wsUrl: live.wsUrl,
+    notificationsFile: live.notificationsFile,
+    live,
     stop() {
       stopping ??= (async () => {
         await gateway.stop();
-        await Promise.all([poller.stop(), sweeperTimer.stop()]);
+        await Promise.all([poller.stop(), sweeperTimer.stop(), live.stop()]);
         runtime.close();
         await Promise.all([services.stop(), reducers?.close()]);
         if (stateDir !== null) removeOwnState(stateDir, process.pid);
@@ -508,6 +556,8 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   print(`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`);
   print(`  url:    ${stack.url}`);
+  print(`  live:   ${stack.wsUrl}  (WebSocket; GET /runs/{id}/events/stream for server-sent events)`);
+  print(`  notifications: ${stack.notificationsFile}`);
   print(`  token:  ${stack.token}`);
   if (stack.consoleUrl !== null && stack.consoleDir !== null) {
     const built = existsSync(join(stack.consoleDir, 'index.html'));

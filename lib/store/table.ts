@@ -65,6 +65,13 @@ export const TABLE_DEFINITION = {
   sortKey: { name: ATTR.sk, type: 'S' },
   billingMode: 'PAY_PER_REQUEST',
   timeToLiveAttribute: ATTR.expiresAtTtl,
+  /**
+   * The table's stream: every change with its old and new image. It feeds the live fan-out
+   * (WebSocket subscribers) and the run lifecycle notifications (EventBridge), so that no writer
+   * knows who listens (the outbox of deterministic-seams). Only run record changes are consumed
+   * (see lib/live/stream-records.ts): each commit changes the record once.
+   */
+  stream: 'NEW_AND_OLD_IMAGES',
   globalSecondaryIndexes: [
     {
       indexName: GSI.sweep,
@@ -116,6 +123,7 @@ export function createTableInput(tableName: string = DEFAULT_TABLE_NAME): Create
       { AttributeName: def.sortKey.name, KeyType: 'RANGE' },
     ],
     GlobalSecondaryIndexes: globalSecondaryIndexes,
+    StreamSpecification: { StreamEnabled: true, StreamViewType: def.stream },
   };
 }
 

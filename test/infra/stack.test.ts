@@ -88,6 +88,18 @@ function ofType(resources: Resources, type: string): Array<[string, Record<strin
     .map(([id, r]) => [id, r.Properties ?? {}]);
 }
 
+/** The routes of the stack's HTTP APIs (not the WebSocket API's). */
+function httpRoutes(built: Built): Array<[string, Record<string, unknown>]> {
+  const httpApis = new Set(
+    ofType(built.resources, 'AWS::ApiGatewayV2::Api')
+      .filter(([, a]) => a.ProtocolType === 'HTTP')
+      .map(([id]) => JSON.stringify({ Ref: id })),
+  );
+  return ofType(built.resources, 'AWS::ApiGatewayV2::Route').filter(([, r]) =>
+    httpApis.has(JSON.stringify(r.ApiId)),
+  );
+}
+
 function logicalId(stack: Stack, construct: IConstruct): string {
   const child = construct.node.defaultChild;
   if (child === undefined) throw new Error(`${construct.node.path} has no default child`);
@@ -237,12 +249,12 @@ describe('step queue', () => {
     expect(queue.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * (step.Timeout as number));
   });
 
-  it('encrypts both queues with SQS-managed keys and denies requests without TLS', () => {
+  it('encrypts every queue (step, its DLQ, the stream DLQ) with SQS-managed keys and denies requests without TLS', () => {
     const queues = ofType(plain.resources, 'AWS::SQS::Queue');
-    expect(queues).toHaveLength(2);
+    expect(queues).toHaveLength(3);
     for (const [, q] of queues) expect(q.SqsManagedSseEnabled).toBe(true);
     const policies = ofType(plain.resources, 'AWS::SQS::QueuePolicy');
-    expect(policies).toHaveLength(2);
+    expect(policies).toHaveLength(3);
     for (const [, p] of policies) {
       expect(p.PolicyDocument).toMatchObject({
         Statement: [
@@ -307,13 +319,15 @@ describe('payload bucket', () => {
 });
 
 describe('functions', () => {
-  it('runs control, step and sweeper on nodejs24.x arm64 with the runtime configuration in the environment', () => {
+  it('runs control, step, sweeper, live and stream on nodejs24.x arm64 with the runtime configuration in the environment', () => {
     const s = plain.stack;
-    expect(ofType(plain.resources, 'AWS::Lambda::Function')).toHaveLength(3);
+    expect(ofType(plain.resources, 'AWS::Lambda::Function')).toHaveLength(5);
     for (const [fn, service] of [
       [s.controlFunction, 'agent-runs-control'],
       [s.stepFunction, 'agent-runs-step'],
       [s.sweeperFunction, 'agent-runs-sweeper'],
+      [s.liveFunction, 'agent-runs-live'],
+      [s.streamFunction, 'agent-runs-stream'],
     ] as const) {
       const props = plain.resources[logicalId(s, fn)]?.Properties ?? {};
       expect(props).toMatchObject({
@@ -360,7 +374,7 @@ describe('functions', () => {
 
   it('feeds the step queue to the step function in batches of 10 with partial batch responses', () => {
     const s = plain.stack;
-    plain.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    plain.template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
     plain.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [logicalId(s, s.stepQueue), 'Arn'] },
       FunctionName: { Ref: logicalId(s, s.stepFunction) },
@@ -368,7 +382,10 @@ describe('functions', () => {
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       MaximumBatchingWindowInSeconds: Match.anyValue(),
     });
-    const [[, esm] = ['', {}]] = ofType(plain.resources, 'AWS::Lambda::EventSourceMapping');
+    const esm =
+      ofType(plain.resources, 'AWS::Lambda::EventSourceMapping').find(
+        ([, m]) => JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: logicalId(s, s.stepFunction) }),
+      )?.[1] ?? {};
     expect(esm.MaximumBatchingWindowInSeconds as number).toBeLessThanOrEqual(5);
   });
 
@@ -408,7 +425,7 @@ describe('HTTP API', () => {
         Audience: [{ Ref: logicalId(s, client) }],
       },
     });
-    const routes = ofType(plain.resources, 'AWS::ApiGatewayV2::Route');
+    const routes = httpRoutes(plain);
     expect(routes.map(([, r]) => r.RouteKey).sort()).toEqual(routeKeys);
     expect(Object.fromEntries(routes.map(([, r]) => [r.RouteKey, r.AuthorizationType]))).toEqual({
       'ANY /': 'JWT',
@@ -449,7 +466,9 @@ describe('HTTP API', () => {
 
   it('serves the same routes behind IAM auth for service callers when asked, and grants invoke on it', () => {
     const built = build({ iamAuth: true }, { bundle: false });
-    const apis = ofType(built.resources, 'AWS::ApiGatewayV2::Api');
+    const apis = ofType(built.resources, 'AWS::ApiGatewayV2::Api').filter(
+      ([, a]) => a.ProtocolType === 'HTTP',
+    );
     expect(apis).toHaveLength(2);
     const serviceApiId = logicalId(built.stack, built.stack.serviceApi as IConstruct);
     const serviceRoutes = ofType(built.resources, 'AWS::ApiGatewayV2::Route').filter(
@@ -471,9 +490,7 @@ describe('HTTP API', () => {
       IdentitySource: ['$request.header.Authorization'],
       JwtConfiguration: { Issuer: 'https://issuer.example.com/', Audience: ['agent-runs-api'] },
     });
-    const routes = Object.fromEntries(
-      ofType(withJwt.resources, 'AWS::ApiGatewayV2::Route').map(([, r]) => [r.RouteKey, r.AuthorizationType]),
-    );
+    const routes = Object.fromEntries(httpRoutes(withJwt).map(([, r]) => [r.RouteKey, r.AuthorizationType]));
     expect(routes).toEqual({
       'ANY /': 'JWT',
       'ANY /{proxy+}': 'JWT',
@@ -749,6 +766,90 @@ describe('tools', () => {
   });
 });
 
+describe('live events and notifications', () => {
+  const envOf = (fn: NodejsFunction): Record<string, unknown> => {
+    const props = plain.resources[logicalId(plain.stack, fn)]?.Properties;
+    return (props?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
+  };
+
+  it('streams the table with old and new images', () => {
+    const table = plain.resources[logicalId(plain.stack, plain.stack.table)]?.Properties ?? {};
+    expect(table.StreamSpecification).toEqual({ StreamViewType: TABLE_DEFINITION.stream });
+  });
+
+  it('routes $connect, $disconnect and $default of the WebSocket API to the live function, logging access as JSON', () => {
+    const s = plain.stack;
+    const apiId = JSON.stringify({ Ref: logicalId(s, s.live.webSocketApi) });
+    const routes = ofType(plain.resources, 'AWS::ApiGatewayV2::Route').filter(
+      ([, r]) => JSON.stringify(r.ApiId) === apiId,
+    );
+    expect(routes.map(([, r]) => r.RouteKey).sort()).toEqual(['$connect', '$default', '$disconnect']);
+    plain.template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      ApiId: { Ref: logicalId(s, s.live.webSocketApi) },
+      IntegrationType: 'AWS_PROXY',
+      IntegrationUri: Match.anyValue(),
+    });
+    const stage = plain.resources[logicalId(s, s.live.stage)]?.Properties ?? {};
+    expect(stage).toMatchObject({
+      StageName: 'live',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 50 },
+    });
+    expect(JSON.parse(String((stage.AccessLogSettings as { Format: string }).Format))).toMatchObject({
+      connectionId: '$context.connectionId',
+      routeKey: '$context.routeKey',
+    });
+    const env = envOf(s.liveFunction);
+    expect(Object.keys(env)).toEqual(
+      expect.arrayContaining(['LIVE_CALLBACK_URL', 'JWT_ISSUER', 'JWT_AUDIENCES']),
+    );
+    expect(env.JWT_ISSUER).toEqual({
+      'Fn::GetAtt': [logicalId(s, s.auth.userPool as IConstruct), 'ProviderURL'],
+    });
+  });
+
+  it('feeds only run record changes of the stream to the stream function, in order, with partial batch responses and a DLQ', () => {
+    const s = plain.stack;
+    plain.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(s, s.table), 'StreamArn'] },
+      FunctionName: { Ref: logicalId(s, s.streamFunction) },
+      StartingPosition: 'LATEST',
+      ParallelizationFactor: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      MaximumRetryAttempts: 10,
+      FilterCriteria: {
+        Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: ['R'] } } } }) }],
+      },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [logicalId(s, s.live.streamDeadLetterQueue), 'Arn'] } },
+      },
+    });
+    expect(envOf(s.streamFunction).EVENT_BUS_NAME).toEqual({ Ref: logicalId(s, s.live.eventBus) });
+  });
+
+  it('lets only the stream function publish to the event bus; live and stream post to this WebSocket API only', () => {
+    const s = plain.stack;
+    const allowed = (fn: NodejsFunction, action: string) =>
+      statementsOf(plain.resources, logicalId(s, fn.role as IConstruct)).filter(
+        (st) => st.Effect === 'Allow' && asArray(st.Action).includes(action),
+      );
+    const busArn = { 'Fn::GetAtt': [logicalId(s, s.live.eventBus), 'Arn'] };
+    expect(allowed(s.streamFunction, 'events:PutEvents').map((st) => st.Resource)).toEqual([busArn]);
+    for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction, s.liveFunction])
+      expect(allowed(fn, 'events:PutEvents')).toEqual([]);
+    for (const fn of [s.liveFunction, s.streamFunction]) {
+      const [manage] = allowed(fn, 'execute-api:ManageConnections');
+      expect(JSON.stringify(manage?.Resource)).toContain(logicalId(s, s.live.webSocketApi));
+      expect(JSON.stringify(manage?.Resource)).toContain('/@connections/*');
+    }
+    for (const fn of [s.controlFunction, s.stepFunction, s.sweeperFunction])
+      expect(allowed(fn, 'execute-api:ManageConnections')).toEqual([]);
+    expect(Object.keys(plain.template.toJSON().Outputs)).toEqual(
+      expect.arrayContaining(['LiveUrl', 'EventBusName']),
+    );
+  });
+});
+
 describe('tools registered as data', () => {
   it('lets step invoke exactly the listed and the tagged functions and read exactly the listed secrets', () => {
     const arn = 'arn:aws:lambda:us-east-1:123456789012:function:refund:live';
@@ -793,12 +894,15 @@ describe('tools registered as data', () => {
 });
 
 describe('IAM', () => {
-  it('grants no wildcard action and no wildcard resource except X-Ray', () => {
+  it('grants no wildcard action and no wildcard resource except X-Ray and ListStreams', () => {
     for (const [, policy] of ofType(plain.resources, 'AWS::IAM::Policy')) {
       for (const st of (policy.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement) {
         for (const action of asArray(st.Action)) expect(String(action)).not.toContain('*');
+        // X-Ray and dynamodb:ListStreams (the stream event source) support no resource-level permissions.
         if (st.Resource === '*')
-          expect(asArray(st.Action).every((a) => String(a).startsWith('xray:'))).toBe(true);
+          expect(
+            asArray(st.Action).every((a) => String(a).startsWith('xray:') || a === 'dynamodb:ListStreams'),
+          ).toBe(true);
       }
     }
     plain.template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
@@ -895,7 +999,9 @@ describe('cdk-nag AwsSolutions', () => {
       'AwsSolutions-IAM5[Resource::<id>/functions/*]',
       'AwsSolutions-IAM5[Resource::<id>/payloads/*]',
       'AwsSolutions-IAM5[Resource::<id>:*]',
+      'AwsSolutions-IAM5[Resource::arn:<id>:execute-api:<id>:<id>:<id>/*/*/@connections/*]',
       'AwsSolutions-S1',
+      'AwsSolutions-SQS3',
     ]);
   });
 });

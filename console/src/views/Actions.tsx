@@ -363,7 +363,13 @@ function ResultCard(props: { request: Extract<OpenRequest, { kind: 'result' }>; 
     setBusy(true);
     try {
       const out = await client.deliver(request.resume_key, value);
-      controls.note({ tone: 'good', text: `deliver: accepted (event ${out.seq})` });
+      const detail =
+        out.ack === 'applied'
+          ? `event ${out.seq}`
+          : out.ack === 'held'
+            ? 'held until the run waits'
+            : 'duplicate';
+      controls.note({ tone: 'good', text: `deliver: ${out.ack} (${detail})` });
     } catch (err) {
       controls.note({ tone: 'bad', text: `deliver: ${errorText(err)}` });
     } finally {

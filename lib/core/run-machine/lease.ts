@@ -49,6 +49,8 @@ export function acquireLease(
 ): TransitionResult {
   if (record.lease !== null && record.lease.expires_at > now)
     return reject('lease_held', 'another worker holds the lease');
+  // A client-driven run is never stepped by the server (seed: "Server-driven and client-driven runs").
+  if (record.reducer === null) return reject('nothing_to_do', 'the run is client-driven');
   if (record.status !== 'queued') return reject('nothing_to_do', `run is ${record.status}`);
   if (!hasWork(record)) return reject('nothing_to_do', 'run has no work');
   const draft = {

@@ -1,0 +1,211 @@
+/**
+ * `drive`: an external agent loop drives a client-driven run. It takes the lease, renews it in
+ * the background (each renewal re-reads the run: a stop shows as `cancelling`, a steer that
+ * interrupts as `interrupt_requested`), runs each operation with an AbortSignal that fires on
+ * either, reports its outcome, and lets the lease go at the end. A lost lease (another client
+ * took over, the run was stopped between operations or paused) aborts everything: the loop sees
+ * `session.signal.aborted`, and every later write is ApiError `fenced_out`. Browser-safe.
+ * Seed: agent-runs, "Server-driven and client-driven runs", "Leases", "Controls".
+ */
+import type { ClientOperationResult, Fence, Operation, RunRecord } from '../contracts/index.ts';
+import type { AgentRunsClient } from './client.ts';
+import { ApiError } from './errors.ts';
+
+/** How an operation ended, as the work function reports it. */
+export type OperationReport =
+  | { result: ClientOperationResult | Record<string, unknown> }
+  /** An agent.external-runtime.turn-outcome.v1 document; its turn/ref is the op_id. */
+  | { turn_outcome: Record<string, unknown> };
+
+export interface DriveOptions {
+  /** The lease owner name (default `client-{uuid}`). */
+  owner?: string;
+  /** Lease length asked for (ms, default 30 000). */
+  ttlMs?: number;
+  /** How often the lease is renewed (ms, default a third of ttlMs). */
+  renewEveryMs?: number;
+}
+
+export interface DriveSession {
+  readonly runId: string;
+  /** The fence every write carries. */
+  readonly fence: Fence;
+  /** The run as the last answer showed it. */
+  readonly run: RunRecord;
+  /** Aborts once the lease is lost or the run stops. */
+  readonly signal: AbortSignal;
+  /**
+   * Begins an operation and runs `work` with a signal that fires when the run is stopped (an
+   * interruptible operation) or the lease is lost; reports what `work` returns (a throw after the
+   * signal fired is reported `operation_cancelled`, any other throw `operation_failed`
+   * client_error). Returns the operation's outcome as reported, or null when a budget paused or
+   * failed the run instead of starting it.
+   */
+  operation(
+    request: Record<string, unknown> & { kind: string },
+    work: (signal: AbortSignal, operation: Operation) => Promise<OperationReport>,
+  ): Promise<OperationReport | null>;
+  /** Takes the queued steers (their inputs, oldest first; none → []). */
+  steers(): Promise<unknown[]>;
+  /** Opens a question; returns its request_id. */
+  ask(question: string, options?: { choices?: string[] }): Promise<string>;
+  complete(summary?: string, outcome?: 'succeeded' | 'partial' | 'blocked'): Promise<RunRecord>;
+  fail(code: string): Promise<RunRecord>;
+}
+
+/** The run's state after `drive` returned. */
+export interface DriveResult<T> {
+  value: T | undefined;
+  run: RunRecord;
+  /** Why the loop ended: it returned, the lease was lost, or the run stopped. */
+  ended: 'returned' | 'lease_lost' | 'stopped';
+}
+
+const live = (run: RunRecord) => run.status === 'running' || run.status === 'cancelling';
+
+/**
+ * Drives `runId` with `loop`. Returns when the loop returns (the lease is then released unless
+ * the run ended) or when the lease was lost. Throws what the first lease take throws
+ * (lease_held, not_client_driven, run_terminal, ...) and what `loop` throws (after letting the
+ * lease go).
+ */
+export async function drive<T>(
+  client: AgentRunsClient,
+  runId: string,
+  loop: (session: DriveSession) => Promise<T>,
+  options: DriveOptions = {},
+): Promise<DriveResult<T>> {
+  const owner = options.owner ?? `client-${globalThis.crypto.randomUUID()}`;
+  const ttl = options.ttlMs ?? 30_000;
+  const taken = await client.takeLease(runId, { owner, ttl_ms: ttl });
+  const fence: Fence = { owner, epoch: taken.lease.epoch };
+  let run = taken.run;
+  const session = new AbortController();
+  let operation: AbortController | null = null;
+  let ended: DriveResult<T>['ended'] = 'returned';
+
+  const seen = (next: RunRecord) => {
+    run = next;
+    const interrupted = (next as { interrupt_requested?: string }).interrupt_requested !== undefined;
+    if (next.status === 'cancelling' || interrupted)
+      operation?.abort(new Error(interrupted ? 'interrupted' : 'stopped'));
+    if (!live(next)) {
+      ended = next.status === 'stopped' ? 'stopped' : ended;
+      session.abort(new Error(`the run is ${next.status}`));
+    }
+  };
+  const lost = (err: unknown) => {
+    if (err instanceof ApiError && (err.code === 'fenced_out' || err.code === 'run_terminal')) {
+      ended = (err.details as { status?: string }).status === 'stopped' ? 'stopped' : 'lease_lost';
+      operation?.abort(err);
+      session.abort(err);
+      return true;
+    }
+    return false;
+  };
+  let renewing = Promise.resolve();
+  const timer = setInterval(
+    () => {
+      renewing = renewing.then(async () => {
+        if (session.signal.aborted) return;
+        try {
+          seen((await client.takeLease(runId, { owner, epoch: fence.epoch, ttl_ms: ttl })).run);
+        } catch (err) {
+          lost(err); // anything else (a network error): the next beat tries again
+        }
+      });
+    },
+    options.renewEveryMs ?? Math.floor(ttl / 3),
+  );
+  const write = async <R>(fn: () => Promise<R>): Promise<R> => {
+    try {
+      return await fn();
+    } catch (err) {
+      lost(err);
+      throw err;
+    }
+  };
+
+  const api: DriveSession = {
+    runId,
+    fence,
+    get run() {
+      return run;
+    },
+    signal: session.signal,
+    async operation(request, work) {
+      const begun = await write(() => client.beginOperation(runId, { ...request, fence }));
+      seen(begun.run);
+      const op = begun.operation;
+      if (op === null) return null;
+      operation = new AbortController();
+      const signal = AbortSignal.any([operation.signal, session.signal]);
+      let report: OperationReport;
+      try {
+        report = await work(signal, op);
+      } catch (err) {
+        report = signal.aborted
+          ? { result: { kind: 'operation_cancelled' } }
+          : {
+              result: {
+                kind: 'operation_failed',
+                error_class: 'client_error',
+                retryable: false,
+                message: String(err),
+              },
+            };
+      } finally {
+        operation = null;
+      }
+      const reported = await write(() =>
+        client.reportOutcome(runId, { fence, op_id: op.op_id, ...report } as Parameters<
+          AgentRunsClient['reportOutcome']
+        >[1]),
+      );
+      seen(reported.run);
+      return report;
+    },
+    async steers() {
+      if (run.queued_steers.length === 0) return [];
+      const out = await write(() => client.takeSteers(runId, fence));
+      seen(out.run);
+      return out.steers.map((s) => s.input);
+    },
+    async ask(question, opts = {}) {
+      const out = await write(() => client.openRequest(runId, fence, { kind: 'input', question, ...opts }));
+      seen(out.run);
+      return out.request_id;
+    },
+    async complete(summary, outcome = 'succeeded') {
+      const out = await write(() =>
+        client.completeRun(runId, fence, { outcome, ...(summary !== undefined ? { summary } : {}) }),
+      );
+      seen(out.run);
+      return out.run;
+    },
+    async fail(code) {
+      const out = await write(() => client.failRun(runId, fence, code));
+      seen(out.run);
+      return out.run;
+    },
+  };
+
+  let value: T | undefined;
+  let failure: { error: unknown } | null = null;
+  try {
+    value = await loop(api);
+  } catch (error) {
+    failure = { error };
+  }
+  clearInterval(timer);
+  await renewing;
+  if (!session.signal.aborted && run.status === 'running') {
+    try {
+      run = (await client.releaseLease(runId, fence)).run;
+    } catch (err) {
+      if (!lost(err) && failure === null) failure = { error: err };
+    }
+  }
+  if (failure !== null) throw failure.error;
+  return { value, run, ended };
+}

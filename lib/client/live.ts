@@ -1,0 +1,216 @@
+/**
+ * Following a run live: over the WebSocket (the live protocol, lib/contracts/live.ts) or over
+ * server-sent events (`GET /runs/{id}/events/stream`), with the same promise: every event after
+ * `after`, once, in seq order, then the end when the run settled. Each keeps the last seq it
+ * yielded and drops what is not above it (delivery is at least once); on a gap, a dropped
+ * connection or a response that ended, it resumes from that seq. Browser-safe: the WebSocket
+ * and fetch of the platform (Node 22+, browsers), no `node:*`. Seed: agent-runs, "over HTTP,
+ * WebSocket".
+ */
+import { createParser } from 'eventsource-parser';
+import { LiveServerMessage, RunEvent } from '../contracts/index.ts';
+import { ApiError } from './errors.ts';
+
+export interface FollowLiveOptions {
+  /** Events with seq > after (default 0). */
+  after?: number;
+  signal?: AbortSignal;
+  /** Called when the transport (re)connects, with the seq it resumes from. */
+  onConnect?: (after: number) => void;
+  /** Pause before a reconnect (ms, default 200, doubling to 5 000 while connects fail). */
+  reconnectMs?: number;
+}
+
+/** What a follow needs of the client: where the API is and the token. */
+export interface LiveTarget {
+  /** The HTTP API (server-sent events). */
+  baseUrl: string;
+  /** The live WebSocket (`ws://` / `wss://`). */
+  wsUrl?: string;
+  token?: string;
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+const aborted = (options: FollowLiveOptions) => options.signal?.aborted === true;
+
+/** A queue an event source pushes into and the iterator drains. */
+function channel<T>() {
+  const items: T[] = [];
+  let wake: (() => void) | undefined;
+  return {
+    push(item: T) {
+      items.push(item);
+      wake?.();
+    },
+    async next(): Promise<T> {
+      while (items.length === 0) await new Promise<void>((r) => (wake = r));
+      return items.shift() as T;
+    },
+  };
+}
+
+type Signal =
+  | { kind: 'message'; message: LiveServerMessage }
+  | { kind: 'closed'; reason: string }
+  | { kind: 'open' };
+
+/**
+ * Follows `runId` over the WebSocket at `target.wsUrl` (token in the `token` query parameter).
+ * Yields each event once, in order; returns when the run settled. Throws ApiError for an
+ * `error` message that will not go away (run_not_found, unauthorized) or when the socket is
+ * refused at connect (unauthenticated).
+ */
+export async function* followLive(
+  target: LiveTarget,
+  runId: string,
+  options: FollowLiveOptions = {},
+): AsyncGenerator<RunEvent, void, undefined> {
+  if (target.wsUrl === undefined) throw new ApiError('validation_failed', 0, 'no live WebSocket URL');
+  const Socket = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+  if (Socket === undefined)
+    throw new ApiError('unsupported', 0, 'this platform has no WebSocket: use followSse');
+  let last = options.after ?? 0;
+  let pause = options.reconnectMs ?? 200;
+  while (!aborted(options)) {
+    const url = new URL(target.wsUrl);
+    if (target.token !== undefined) url.searchParams.set('token', target.token);
+    const queue = channel<Signal>();
+    const ws = new Socket(url);
+    const abort = () => ws.close();
+    options.signal?.addEventListener('abort', abort, { once: true });
+    let opened = false;
+    ws.onopen = () => {
+      opened = true;
+      queue.push({ kind: 'open' });
+    };
+    ws.onmessage = (m) => {
+      const parsed = LiveServerMessage.safeParse(JSON.parse(String(m.data)));
+      if (parsed.success) queue.push({ kind: 'message', message: parsed.data });
+    };
+    ws.onclose = (e) => queue.push({ kind: 'closed', reason: String(e.code) });
+    ws.onerror = () => queue.push({ kind: 'closed', reason: 'error' });
+    try {
+      for (;;) {
+        const signal = await queue.next();
+        if (signal.kind === 'open') {
+          options.onConnect?.(last);
+          pause = options.reconnectMs ?? 200;
+          ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: last }));
+          continue;
+        }
+        if (signal.kind === 'closed') {
+          if (!opened && signal.reason === '1006' && !aborted(options)) {
+            // Refused at the upgrade (401) or unreachable: try again later, up to a point.
+            pause = Math.min(5_000, pause * 2);
+          }
+          break;
+        }
+        const msg = signal.message;
+        if (msg.type === 'error') {
+          if (msg.code === 'run_not_found' || msg.code === 'unauthorized' || msg.code === 'invalid_message')
+            throw new ApiError(msg.code, 0, msg.message);
+          break;
+        }
+        if (msg.type === 'settled') {
+          if (msg.last_seq <= last) return;
+          break; // settled beyond what we hold: a gap; subscribe again from `last`
+        }
+        if (msg.type !== 'event' || msg.run_id !== runId) continue;
+        if (msg.event.seq <= last) continue;
+        if (msg.event.seq !== last + 1) break; // a gap: resume from the last seq held
+        last = msg.event.seq;
+        yield msg.event;
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', abort);
+      ws.onclose = null;
+      ws.onmessage = null;
+      ws.close();
+    }
+    if (aborted(options)) return;
+    await new Promise((r) => setTimeout(r, pause));
+  }
+}
+
+/**
+ * Follows `runId` over server-sent events: each response carries the events found within its
+ * wait; the next request resumes with Last-Event-ID. Returns when the run settled (an
+ * `event: settled`, or 204). Throws ApiError for an error answer (run_not_found, ...).
+ */
+export async function* followSse(
+  target: LiveTarget,
+  runId: string,
+  options: FollowLiveOptions & { wait?: number } = {},
+): AsyncGenerator<RunEvent, void, undefined> {
+  const doFetch = target.fetch ?? ((r: Request) => fetch(r));
+  let last = options.after ?? 0;
+  let pause = options.reconnectMs ?? 200;
+  while (!aborted(options)) {
+    const url = new URL(
+      `${target.baseUrl.replace(/\/+$/, '')}/runs/${encodeURIComponent(runId)}/events/stream`,
+    );
+    url.searchParams.set('after', String(last));
+    if (options.wait !== undefined) url.searchParams.set('wait', String(options.wait));
+    const headers = new Headers({ accept: 'text/event-stream', 'last-event-id': String(last) });
+    if (target.token !== undefined) headers.set('authorization', `Bearer ${target.token}`);
+    options.onConnect?.(last);
+    let response: Response;
+    try {
+      response = await doFetch(
+        new Request(url, { headers, ...(options.signal ? { signal: options.signal } : {}) }),
+      );
+    } catch {
+      if (aborted(options)) return;
+      pause = Math.min(5_000, pause * 2);
+      await new Promise((r) => setTimeout(r, pause));
+      continue;
+    }
+    if (response.status === 204) return;
+    if (!response.ok) {
+      const body = (await response.json().catch(() => ({}))) as { code?: string; message?: string };
+      if (response.status >= 500) {
+        await new Promise((r) => setTimeout(r, pause));
+        continue;
+      }
+      throw new ApiError(
+        body.code ?? `http_${response.status}`,
+        response.status,
+        body.message ?? 'the event stream was refused',
+      );
+    }
+    const found: { kind: 'event'; event: RunEvent }[] = [];
+    let settled: number | null = null;
+    const parser = createParser({
+      onEvent(e) {
+        if (e.event === 'settled') settled = (JSON.parse(e.data) as { last_seq: number }).last_seq;
+        else if (e.event === 'run_event') {
+          const parsed = RunEvent.safeParse(JSON.parse(e.data));
+          if (parsed.success) found.push({ kind: 'event', event: parsed.data });
+        }
+      },
+    });
+    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
+    let gap = false;
+    while (reader !== undefined) {
+      // A connection cut mid-response ends this response; the next one resumes from `last`.
+      const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      if (chunk.done) break;
+      parser.feed(chunk.value);
+      for (const item of found.splice(0)) {
+        if (item.event.seq <= last) continue;
+        if (item.event.seq !== last + 1) {
+          gap = true;
+          break;
+        }
+        last = item.event.seq;
+        yield item.event;
+      }
+      if (gap) {
+        await reader.cancel();
+        break;
+      }
+    }
+    if (!gap && settled !== null && last >= settled) return;
+    pause = options.reconnectMs ?? 200;
+  }
+}

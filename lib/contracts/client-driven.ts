@@ -1,0 +1,171 @@
+/**
+ * The wire shapes of client-driven runs: the fence every client write carries, the lease a
+ * client takes, the operations it begins and reports, the requests it opens, how it ends the
+ * run. Seed: agent-runs, "Server-driven and client-driven runs", "Leases, recovery and the
+ * sweeper"; turn-outcome-v1 (a model turn may be reported as a turn outcome document).
+ */
+import { z } from 'zod';
+import { Count, JsonObject } from './common.ts';
+import { ApprovalSubject, TokenUsage, ToolCall, ToolOffered } from './reducer.ts';
+
+/** The fence a lease holder presents on every write: its owner name and the run's epoch. */
+export const Fence = z.strictObject({ owner: z.string().min(1).max(200), epoch: Count });
+export type Fence = z.infer<typeof Fence>;
+
+/** Longest lease a client may ask for (ms): 15 minutes. */
+export const MAX_CLIENT_LEASE_MS = 15 * 60_000;
+/** Shortest lease a client may ask for (ms): 1 second. */
+export const MIN_CLIENT_LEASE_MS = 1_000;
+
+/**
+ * `POST /runs/{id}/lease`: take the lease as `owner` (no epoch), or renew the fence
+ * `{owner, epoch}` (refused fenced_out once it was lost). `ttl_ms` defaults to 90 000.
+ */
+export const LeaseRequest = z.strictObject({
+  owner: z.string().min(1).max(200),
+  epoch: Count.optional(),
+  ttl_ms: z.number().int().min(MIN_CLIENT_LEASE_MS).max(MAX_CLIENT_LEASE_MS).optional(),
+});
+export type LeaseRequest = z.infer<typeof LeaseRequest>;
+
+/** The lease a client holds: the fence plus its expiry (ms since the epoch). */
+export const LeaseGrant = z.object({
+  owner: z.string(),
+  epoch: Count,
+  expires_at: z.number(),
+});
+export type LeaseGrant = z.infer<typeof LeaseGrant>;
+
+const flags = { replay_safe: z.boolean(), interruptible: z.boolean().default(true) };
+
+/** `POST /runs/{id}/operations`: begin an operation the client executes itself. */
+export const BeginOperationInput = z.discriminatedUnion('kind', [
+  z.strictObject({
+    fence: Fence,
+    kind: z.literal('tool_call'),
+    ...flags,
+    request: z.strictObject({
+      tool: z.string().min(1),
+      args: JsonObject.default({}),
+      mutating: z.boolean(),
+      call_id: z.string().min(1).optional(),
+    }),
+  }),
+  z.strictObject({
+    fence: Fence,
+    kind: z.literal('model_turn'),
+    replay_safe: z.boolean().default(true),
+    interruptible: z.boolean().default(true),
+    request: z
+      .strictObject({
+        tools_offered: z.array(ToolOffered).default([]),
+        instructions: z.string().optional(),
+        context: z.unknown().optional(),
+      })
+      .default({ tools_offered: [] }),
+  }),
+  z.strictObject({
+    fence: Fence,
+    kind: z.literal('compaction'),
+    replay_safe: z.boolean().default(true),
+    interruptible: z.boolean().default(true),
+    request: JsonObject.default({}),
+  }),
+  z.strictObject({
+    fence: Fence,
+    kind: z.literal('custom'),
+    /** The custom kind's name, e.g. `browse` (not one of the three built-in kinds). */
+    name: z
+      .string()
+      .min(1)
+      .max(64)
+      .refine((n) => !['model_turn', 'tool_call', 'compaction'].includes(n), 'use that kind itself'),
+    ...flags,
+    request: JsonObject.default({}),
+  }),
+]);
+export type BeginOperationInput = z.infer<typeof BeginOperationInput>;
+
+/** How a client's operation ended: one of the operation outcomes the step worker records. */
+export const ClientOperationResult = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('model_turn_completed'),
+    message: z.object({ text: z.string().nullable().optional() }).default({ text: null }),
+    tool_calls: z.array(ToolCall).default([]),
+    finish_reason: z.string().min(1).default('stop'),
+    usage: TokenUsage,
+  }),
+  /** Any tool answer: normalized into raisin.tool-result/1 like every other (legacy-wrapped if it claims none). */
+  z.strictObject({ kind: z.literal('tool_result'), envelope: z.unknown() }),
+  z.strictObject({
+    kind: z.literal('operation_failed'),
+    error_class: z.string().min(1),
+    retryable: z.boolean(),
+    outcome_unknown: z.boolean().default(false),
+    message: z.string(),
+    usage: TokenUsage.optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('operation_cancelled'),
+    acknowledged: z.boolean().default(true),
+    usage: TokenUsage.optional(),
+  }),
+]);
+export type ClientOperationResult = z.infer<typeof ClientOperationResult>;
+
+/**
+ * `POST /runs/{id}/operations/outcome`: the end of the operation `op_id`, as a `result`, or as
+ * an `agent.external-runtime.turn-outcome.v1` document (`turn_outcome`, parsed by the engine
+ * with the schema's three rules so that a refusal names the field). Exactly one of the two.
+ */
+export const ReportOutcomeInput = z
+  .strictObject({
+    fence: Fence,
+    op_id: z.string().min(1),
+    result: z.unknown().optional(),
+    turn_outcome: z.unknown().optional(),
+  })
+  .refine((b) => (b.result === undefined) !== (b.turn_outcome === undefined), {
+    message: 'give result or turn_outcome, exactly one',
+    path: ['result'],
+  });
+export type ReportOutcomeInput = z.infer<typeof ReportOutcomeInput>;
+
+/** `POST /runs/{id}/requests`: open an approval or a question between operations. */
+export const OpenRequestInput = z.strictObject({
+  fence: Fence,
+  request: z.discriminatedUnion('kind', [
+    z.strictObject({
+      kind: z.literal('approval'),
+      subject: ApprovalSubject,
+      expires_in_ms: z.number().int().positive().optional(),
+    }),
+    z.strictObject({
+      kind: z.literal('input'),
+      question: z.string().min(1),
+      choices: z.array(z.string()).optional(),
+      schema: JsonObject.optional(),
+      expires_in_ms: z.number().int().positive().optional(),
+    }),
+  ]),
+});
+export type OpenRequestInput = z.infer<typeof OpenRequestInput>;
+
+/** A body that carries only the fence (release, take steers). */
+export const FenceBody = z.strictObject({ fence: Fence });
+
+/** `POST /runs/{id}/complete`. */
+export const CompleteRunInput = z.strictObject({
+  fence: Fence,
+  outcome: z.enum(['succeeded', 'partial', 'blocked']).default('succeeded'),
+  summary: z.string().max(10_000).optional(),
+});
+
+/** `POST /runs/{id}/fail`: the client's own failure code (e.g. `agent_crashed`). */
+export const FailRunInput = z.strictObject({
+  fence: Fence,
+  code: z.string().min(1).max(200),
+});
+
+/** A steer handed to the client at a boundary. */
+export const TakenSteer = z.object({ steer_id: z.string(), input: z.unknown(), seq: Count });

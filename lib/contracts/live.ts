@@ -1,0 +1,67 @@
+/**
+ * The live event protocol, the same over API Gateway's WebSocket API and the local stack's
+ * WebSocket, and the run lifecycle notification published to EventBridge. A client subscribes
+ * to a run from a seq; it then receives every event after it, in order, and `settled` once the
+ * run ended and no event will follow. After a reconnect it subscribes again from the last seq it
+ * saw. The server may send an event twice (delivery is at least once): a client keeps the seq it
+ * saw last and drops what is not above it. Seed: agent-runs, "over HTTP, WebSocket"; the
+ * sweeper "hands finished runs to the flow instances waiting for them"; deterministic-seams
+ * ("publish downstream notifications through an outbox").
+ */
+import { z } from 'zod';
+import { Count } from './common.ts';
+import { RunEvent } from './events.ts';
+import { RunStatus } from './run.ts';
+
+/** Client → server: one JSON text frame each. */
+export const LiveClientMessage = z.discriminatedUnion('action', [
+  z.strictObject({
+    action: z.literal('subscribe'),
+    run_id: z.string().min(1).max(200),
+    after: Count.default(0),
+  }),
+  z.strictObject({ action: z.literal('unsubscribe'), run_id: z.string().min(1).max(200) }),
+]);
+export type LiveClientMessage = z.infer<typeof LiveClientMessage>;
+
+/** Server → client. */
+export const LiveServerMessage = z.discriminatedUnion('type', [
+  /** The subscription holds; events after `after` follow. */
+  z.object({ type: z.literal('subscribed'), run_id: z.string(), after: Count }),
+  z.object({ type: z.literal('event'), run_id: z.string(), event: RunEvent }),
+  /** The run ended and its log is complete at `last_seq`: the subscription ends. */
+  z.object({ type: z.literal('settled'), run_id: z.string(), last_seq: Count, status: RunStatus }),
+  /** A message refused (invalid_message, run_not_found, unauthorized, ...). */
+  z.object({
+    type: z.literal('error'),
+    code: z.string(),
+    message: z.string(),
+    run_id: z.string().optional(),
+  }),
+]);
+export type LiveServerMessage = z.infer<typeof LiveServerMessage>;
+
+/** The EventBridge `source` and `detail-type` of a run lifecycle notification. */
+export const NOTIFICATION_SOURCE = 'agent-runs';
+export const NOTIFICATION_DETAIL_TYPE = 'Agent Run Status Changed';
+
+/**
+ * A run's status changed (or the run was created). Delivered at least once; `seq` (the run's
+ * last seq at the change) and `version` are increasing per run, so a consumer de-duplicates by
+ * (run_id, version) and orders by seq.
+ */
+export const RunNotification = z.object({
+  run_id: z.string(),
+  status: RunStatus,
+  previous_status: RunStatus.nullable(),
+  seq: Count,
+  version: Count,
+  at: z.number(),
+  terminal: z.boolean(),
+  terminal_reason: z.string().optional(),
+  outcome: z.string().optional(),
+  parent_run_id: z.string().optional(),
+  principal: z.object({ kind: z.string(), id: z.string() }),
+  subject: z.object({ workspace: z.string(), path: z.string() }),
+});
+export type RunNotification = z.infer<typeof RunNotification>;

@@ -1,0 +1,54 @@
+/**
+ * The logic behind `functions/live.ts`: API Gateway WebSocket events ($connect, $disconnect,
+ * $default) → lib/live/socket.ts. $connect answers 401 for bad credentials (API Gateway then
+ * refuses the upgrade); every other route answers 200 and replies through the connection.
+ * Seed: agent-runs, "over HTTP, WebSocket".
+ */
+import type { APIGatewayProxyResultV2 } from 'aws-lambda';
+import { connect, connectToken, disconnect, receive, type SocketDeps } from '../live/socket.ts';
+import { describeError, type LogSink } from './observability.ts';
+
+/** The parts of an API Gateway WebSocket event this handler reads. */
+export interface SocketEvent {
+  requestContext: { routeKey?: string; eventType?: string; connectionId?: string };
+  queryStringParameters?: Record<string, string | undefined> | null;
+  headers?: Record<string, string | undefined> | null;
+  body?: string | null;
+  isBase64Encoded?: boolean;
+}
+
+export type SocketHandler = (event: SocketEvent) => Promise<APIGatewayProxyResultV2>;
+
+export function createSocketHandler(deps: SocketDeps & { logger: LogSink }): SocketHandler {
+  return async (event) => {
+    const id = event.requestContext.connectionId;
+    if (id === undefined) return { statusCode: 400, body: 'no connection id' };
+    const type = event.requestContext.eventType ?? event.requestContext.routeKey;
+    try {
+      if (type === 'CONNECT' || type === '$connect') {
+        const token = connectToken(event.queryStringParameters ?? undefined, event.headers ?? undefined);
+        return (await connect(deps, id, token))
+          ? { statusCode: 200 }
+          : { statusCode: 401, body: 'unauthenticated' };
+      }
+      if (type === 'DISCONNECT' || type === '$disconnect') {
+        await disconnect(deps, id);
+        return { statusCode: 200 };
+      }
+      const body = event.body ?? '';
+      await receive(
+        deps,
+        id,
+        event.isBase64Encoded === true ? Buffer.from(body, 'base64').toString('utf8') : body,
+      );
+      return { statusCode: 200 };
+    } catch (err) {
+      deps.logger.error('live socket event failed', {
+        connection_id: id,
+        route: type,
+        ...describeError(err),
+      });
+      return { statusCode: 500, body: 'internal error' };
+    }
+  };
+}

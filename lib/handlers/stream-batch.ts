@@ -1,0 +1,57 @@
+/**
+ * The logic behind `functions/stream.ts`: one batch of the table's stream (DynamoDB Streams,
+ * run record changes only: the event source mapping filters `sk = R`) → for each change, in
+ * order, the run lifecycle notification when its status changed (EventBridge, or the local
+ * file) and the live fan-out of the run (every subscribed connection gets the events it has not
+ * been sent). Partial failures are reported through `@aws-lambda-powertools/batch`
+ * (EventType.DynamoDBStreams, processed one record after the other): Lambda retries from the
+ * first failed record, so a notification is published at least once and in order per run.
+ * Seed: deterministic-seams ("publish downstream notifications through an outbox"); agent-runs,
+ * the sweeper "hands finished runs to the flow instances waiting for them".
+ */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { type FanOutDeps, pumpRun } from '../live/fan-out.ts';
+import type { NotificationPublisher } from '../live/ports.ts';
+import { notificationOf, runChangeOf, type StreamRecordLike } from '../live/stream-records.ts';
+import { describeError, type LogSink } from './observability.ts';
+
+export interface StreamBatchDeps extends FanOutDeps {
+  publisher: NotificationPublisher;
+  logger: LogSink;
+}
+
+export type StreamBatchHandler = (
+  event: DynamoDBStreamEvent,
+  context?: Context,
+) => Promise<DynamoDBBatchResponse>;
+
+export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHandler {
+  return async (event, context) => {
+    const processor = new BatchProcessor(EventType.DynamoDBStreams);
+    // A run pumped once in this batch is current: its later records only need their notification.
+    const pumped = new Set<string>();
+    const recordHandler = async (record: DynamoDBRecord): Promise<void> => {
+      const change = runChangeOf(record as StreamRecordLike);
+      if (change === null) return;
+      const notification = notificationOf(change);
+      if (notification !== null) await deps.publisher.publish([notification]);
+      if (change.after === null || pumped.has(change.run_id)) return;
+      pumped.add(change.run_id);
+      try {
+        await pumpRun(deps, change.run_id);
+      } catch (err) {
+        pumped.delete(change.run_id);
+        deps.logger.warn('live fan-out failed; the record is retried', {
+          run_id: change.run_id,
+          ...describeError(err),
+        });
+        throw err;
+      }
+    };
+    return processPartialResponse(event, recordHandler, processor, {
+      ...(context !== undefined ? { context } : {}),
+      processInParallel: false,
+    });
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The client-driven routes and the event stream of the HTTP API: each handler hands the body to
+ * one engine use case (which parses it, so that a refused turn outcome keeps its reason code)
+ * and answers its result. Seed: agent-runs, "Server-driven and client-driven runs"; "over HTTP,
+ * WebSocket" (the events as server-sent events).
+ */
+import type { RunEvent } from '../contracts/index.ts';
+import type { Engine } from '../engine/engine.ts';
+import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
+import {
+  beginOperationRoute,
+  completeRunRoute,
+  eventStreamRoute,
+  failRunRoute,
+  leaseRoute,
+  openRequestRoute,
+  releaseLeaseRoute,
+  reportOutcomeRoute,
+  takeLeaseRoute,
+  takeSteersRoute,
+} from './routes.ts';
+
+/** How long an EventSource waits before it reconnects after a response ended (ms). */
+export const SSE_RETRY_MS = 500;
+
+/** One server-sent event: `id` (the seq), `event` and one line of JSON data. */
+export function sseEvent(event: string, data: unknown, id?: number): string {
+  return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The client-driven routes (every write fenced) and `GET /runs/{id}/events/stream`. */
+export function registerClientRoutes(app: HttpApp, engine: Engine, pollIntervalMs: number): void {
+  // The route validates the body with the contract's schema; the engine parses it again (one
+  // schema, and a turn outcome keeps its reason code).
+  const c = engine.client;
+  app.openapi({ ...takeLeaseRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.takeLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...releaseLeaseRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.releaseLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...beginOperationRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.beginOperation(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...reportOutcomeRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.reportOutcome(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...openRequestRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.openRequest(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...takeSteersRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.takeSteers(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...completeRunRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.completeRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+  app.openapi({ ...failRunRoute, middleware: [jsonBody] }, async (ctx) =>
+    ctx.json(await c.failRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+  );
+
+  app.openapi(leaseRoute, async (c) =>
+    c.json(await engine.client.inspectLease(c.req.valid('param').id, callerOf(c)), 200),
+  );
+
+  app.openapi(eventStreamRoute, async (c) => {
+    const { id } = c.req.valid('param');
+    const { after, limit, wait } = c.req.valid('query');
+    const lastEventId = Number(c.req.header('last-event-id') ?? Number.NaN);
+    const from = Number.isInteger(lastEventId) && lastEventId > after ? lastEventId : after;
+    const page = await engine.eventPage(id, callerOf(c), {
+      after: from,
+      limit,
+      waitMs: wait * 1000,
+      pollIntervalMs,
+      signal: c.req.raw.signal,
+    });
+    const settled = page.settled && page.next_after >= page.last_seq;
+    if (settled && page.events.length === 0 && from >= page.last_seq) return c.body(null, 204);
+    let text = `retry: ${SSE_RETRY_MS}\n\n`;
+    for (const e of page.events as RunEvent[]) text += sseEvent('run_event', e, e.seq);
+    if (settled) text += sseEvent('settled', { last_seq: page.last_seq, status: page.status });
+    return c.body(text, 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  });
+}

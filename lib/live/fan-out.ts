@@ -1,0 +1,95 @@
+/**
+ * The live fan-out: a run changed, so every connection subscribed to it receives the events it
+ * has not been sent yet, in seq order, read from the run's log (the store is the outbox: the
+ * table's stream says which run changed, never what to send), then `settled` once the run ended
+ * and its log is complete. Each subscription keeps the last seq sent; a cursor moves only
+ * forward, after its messages were accepted, so a crash resends (at least once, never a gap).
+ * A connection that is gone is dropped. Seed: agent-runs, "over HTTP, WebSocket".
+ */
+import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
+import type { RunStore } from '../engine/ports.ts';
+import type { ConnectionPoster, Subscription, SubscriptionStore } from './ports.ts';
+
+/** Events read per page while catching a subscription up. */
+export const FAN_OUT_PAGE = 100;
+
+export interface FanOutDeps {
+  store: Pick<RunStore, 'getRun' | 'readEvents'>;
+  subscriptions: SubscriptionStore;
+  poster: ConnectionPoster;
+}
+
+/** What one pump of a run did. */
+export interface PumpReport {
+  subscribers: number;
+  sent: number;
+  settled: number;
+  gone: number;
+}
+
+/** An ended run whose reducer has received every event: its log will not grow. */
+function settledAt(record: RunRecord): boolean {
+  return isTerminalStatus(record.status) && record.inbox.length === 0;
+}
+
+/**
+ * Sends every subscriber of `runId` (or only `only`, a new subscription) what it misses. Throws
+ * when the store or the subscriptions cannot be read (the stream record is then retried).
+ */
+export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscription): Promise<PumpReport> {
+  const report: PumpReport = { subscribers: 0, sent: 0, settled: 0, gone: 0 };
+  const subs = only !== undefined ? [only] : await deps.subscriptions.subscribers(runId);
+  if (subs.length === 0) return report;
+  const record = await deps.store.getRun(runId);
+  if (record === null) return report;
+  for (const sub of subs) {
+    report.subscribers += 1;
+    const outcome = await catchUp(deps, record, sub);
+    report.sent += outcome.sent;
+    if (outcome.state === 'settled') report.settled += 1;
+    if (outcome.state === 'gone') report.gone += 1;
+  }
+  return report;
+}
+
+async function catchUp(
+  deps: FanOutDeps,
+  record: RunRecord,
+  sub: Subscription,
+): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' }> {
+  let cursor = sub.sent_seq;
+  let sent = 0;
+  while (cursor < record.last_seq) {
+    const events = await deps.store.readEvents(record.run_id, cursor, FAN_OUT_PAGE);
+    if (events.length === 0) break;
+    for (const event of events) {
+      if (
+        (await deps.poster.post(sub.connection_id, { type: 'event', run_id: record.run_id, event })) ===
+        'gone'
+      ) {
+        await deps.subscriptions.deleteConnection(sub.connection_id);
+        return { sent, state: 'gone' };
+      }
+      sent += 1;
+    }
+    const next = events[events.length - 1]?.seq ?? cursor;
+    // Another pump moved it first: it sent these too; carry on from ours (the client drops repeats).
+    await deps.subscriptions.advance(record.run_id, sub.connection_id, cursor, next);
+    cursor = next;
+  }
+  if (settledAt(record) && cursor >= record.last_seq) {
+    const settled = {
+      type: 'settled' as const,
+      run_id: record.run_id,
+      last_seq: record.last_seq,
+      status: record.status,
+    };
+    if ((await deps.poster.post(sub.connection_id, settled)) === 'gone') {
+      await deps.subscriptions.deleteConnection(sub.connection_id);
+      return { sent, state: 'gone' };
+    }
+    await deps.subscriptions.unsubscribe(record.run_id, sub.connection_id);
+    return { sent, state: 'settled' };
+  }
+  return { sent, state: 'open' };
+}

@@ -1,0 +1,92 @@
+/**
+ * The local stack's live events and lifecycle notifications, wired like the AWS stack's: the
+ * table's stream (DynamoDB Local's) read by a poller that plays the event source mapping for
+ * the stream handler (functions/stream.ts's logic), the WebSocket API played by a `ws` server
+ * for the live handler (functions/live.ts's logic), subscriptions kept in the table, and the
+ * EventBridge notifications appended to a file a test or a person can read. DESIGN section 10.
+ */
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { Caller } from '../core/authority.ts';
+import { createSocketHandler } from '../handlers/live-socket.ts';
+import type { LogSink } from '../handlers/observability.ts';
+import { createStreamBatchHandler } from '../handlers/stream-batch.ts';
+import { fileNotificationPublisher } from '../live/adapters.ts';
+import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
+import type { Runtime } from '../runtime.ts';
+import type { LocalServices } from './services.ts';
+import { type SocketServer, startSocketServer } from './socket-server.ts';
+import { type StreamPoller, startStreamPoller } from './stream-poller.ts';
+
+export interface LocalLiveOptions {
+  runtime: Runtime;
+  services: Pick<LocalServices, 'dynamoEndpoint' | 'region' | 'credentials'>;
+  tableName: string;
+  /** The caller a WebSocket token stands for (as the HTTP API authenticates a bearer token). */
+  authenticate(token: string | null): Promise<Caller | null>;
+  /** Where lifecycle notifications are appended, one JSON line each. */
+  notificationsFile: string;
+  /** WebSocket port on 127.0.0.1 (default: a free one). */
+  port?: number;
+  logger: LogSink;
+}
+
+export interface LocalLive {
+  /** `ws://127.0.0.1:{port}`: the live event socket. */
+  wsUrl: string;
+  notificationsFile: string;
+  sockets: SocketServer;
+  streamPoller: StreamPoller;
+  stop(): Promise<void>;
+}
+
+export async function startLocalLive(options: LocalLiveOptions): Promise<LocalLive> {
+  const { runtime, logger } = options;
+  const subscriptions = createDynamoSubscriptionStore(runtime.clients.doc, options.tableName);
+  const sockets = await startSocketServer({
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    logger,
+  });
+  const fanOut = { store: runtime.store, subscriptions, poster: sockets.poster };
+  sockets.setHandler(
+    createSocketHandler({
+      ...fanOut,
+      authenticate: options.authenticate,
+      authorizeRead: async (runId, caller) => {
+        await runtime.engine.getRun(runId, caller);
+      },
+      now: () => Date.now(),
+      logger,
+    }),
+  );
+  const streams = new DynamoDBStreamsClient({
+    region: options.services.region,
+    credentials: options.services.credentials,
+    endpoint: options.services.dynamoEndpoint,
+  });
+  const publisher = fileNotificationPublisher(options.notificationsFile);
+  let streamPoller: StreamPoller;
+  try {
+    streamPoller = await startStreamPoller({
+      dynamo: runtime.clients.dynamo,
+      streams,
+      tableName: options.tableName,
+      region: options.services.region,
+      handler: createStreamBatchHandler({ ...fanOut, publisher, logger }),
+      logger,
+    });
+  } catch (err) {
+    await sockets.stop();
+    streams.destroy();
+    throw err;
+  }
+  return {
+    wsUrl: sockets.url,
+    notificationsFile: publisher.file,
+    sockets,
+    streamPoller,
+    async stop() {
+      await Promise.all([sockets.stop(), streamPoller.stop()]);
+      streams.destroy();
+    },
+  };
+}
