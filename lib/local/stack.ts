@@ -75,6 +75,8 @@ export interface LocalStackOptions {
   visibilityTimeoutSeconds?: number;
   /** Time between sweeper passes in ms (default 10 000); 0 turns the timer off. */
   sweepIntervalMs?: number;
+  /** Clock-skew allowance of lease takeover (ms; default a third of the lease). */
+  clockSkewMs?: number;
   leaseTtlMs?: number;
   heartbeatMs?: number;
   wakeGraceMs?: number;
@@ -244,6 +246,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         'faults',
         'wrapQueue',
         'leaseTtlMs',
+        'clockSkewMs',
         'heartbeatMs',
         'wakeGraceMs',
       ]),

@@ -27,7 +27,14 @@ let client: AgentRunsClient;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  stack = await startLocalStack({ port: 0, stateDir: false, logger: SILENT_LOG, sweepIntervalMs: 300 });
+  stack = await startLocalStack({
+    port: 0,
+    stateDir: false,
+    logger: SILENT_LOG,
+    sweepIntervalMs: 300,
+    // Client leases of a few seconds: no skew allowance on top, or the takeover waits 30 s.
+    clockSkewMs: 0,
+  });
   client = createClient({ baseUrl: stack.url, token: stack.token });
 }, 120_000);
 

@@ -16,6 +16,8 @@ async function setup(budgets: Record<string, number> = {}) {
     reducers: inProcessReducers({}),
     tools: inProcessTools({}),
     models: noModel,
+    // Client leases of seconds: takeover right at expiry (the skew allowance has its own tests).
+    clockSkewMs: 0,
   });
   const { run } = await t.engine.createRun({ subject: uniqueSubject(), input: 'go', budgets }, alice);
   return { t, runId: run.run_id, client: t.engine.client };

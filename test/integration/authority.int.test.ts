@@ -307,10 +307,11 @@ describe('admission', () => {
   it("counts every agent acting for alice against alice's quota: a new agent name buys nothing", async () => {
     // alice holds two live runs from the first test of this block.
     expect((await quotaRuntime.store.readQuota('user:alice', 0)).held_slots).toHaveLength(2);
+    // Unregistered agent names are refused outright (403 agent_not_allowed), never a fresh quota.
     for (const agent of ['helper-1', 'helper-2']) {
       const response = await quota('alice', 'POST', '/runs', clientRun({ as_agent: agent }));
-      expect(response.status).toBe(429);
-      expect(await response.json()).toMatchObject({ details: { limit: 'max_live_runs' } });
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'agent_not_allowed' });
     }
     const byPlanner = await quota('planner', 'POST', '/runs', clientRun());
     expect(byPlanner.status).toBe(429);

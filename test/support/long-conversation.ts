@@ -122,6 +122,8 @@ export async function runLongConversation(
   const leaseTtlMs = 3_600_000;
   const store = createMemoryRunStore({ blobs: createMemoryBlobStore() });
   const t = await makeMemoryTestEngine({
+    // Takeover right at lease expiry (the skew allowance has its own tests).
+    clockSkewMs: 0,
     store,
     reducers: inProcessReducers({ [AGENT_LOOP]: (req) => reduce(req) }),
     tools: inProcessTools({ lookup: async (r) => lookupPayload(Number(r.args.item)) }),
