@@ -49,11 +49,12 @@ import { createHash } from 'node:crypto';
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
-import { principalKeyOf, quotaKeyOf } from '../core/principal.ts';
+import { principalKeyOf } from '../core/principal.ts';
 import type { Fence } from '../core/run-machine.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
+import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -120,12 +121,8 @@ export const subjectKey = (subject: Subject) =>
   `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
 export const createKeyPk = (principalKey: string, key: string) =>
   `CKEY#${sha(canonicalJson([principalKey, key]))}`;
-export const quotaPk = (principalKey: string) => `QUOTA#${sha(principalKey)}`;
-export const quotaSlotSk = (slot: number) => `L#${slot}`;
-export const quotaWindowSk = (start: number) => `W#${start}`;
-/** How long a window's count item outlives its minute (s): TTL deletes it after. */
-const QUOTA_WINDOW_TTL_S = 3600;
 
+export { quotaPk, quotaWindowSk } from './quota-plan.ts';
 export {
   DELIVERY_MEMORY_MS,
   EARLY_RESULT_LIMIT,
@@ -336,36 +333,6 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
   return writes;
 }
 
-/** A create's quota claims: the record's live-run slot (held until it ends) and the window count. */
-function quotaWrites(commit: Commit, record: RunRecord): PlannedWrite[] {
-  if (commit.quota === undefined) return [];
-  const pk = quotaPk(commit.quota.principalKey);
-  const writes: PlannedWrite[] = [];
-  if (record.quota_slot !== undefined) {
-    writes.push({
-      op: 'put',
-      role: 'quota_slot',
-      item: { pk, sk: quotaSlotSk(record.quota_slot), run_id: record.run_id },
-      condition: { kind: 'absent' },
-    });
-  }
-  const window = commit.quota.window;
-  if (window !== undefined) {
-    writes.push({
-      op: 'put',
-      role: 'quota_window',
-      item: {
-        pk,
-        sk: quotaWindowSk(window.start),
-        count: window.count,
-        [ATTR.expiresAtTtl]: Math.ceil(window.start / 1000) + QUOTA_WINDOW_TTL_S,
-      },
-      condition: { kind: 'count_is', count: window.count - 1 },
-    });
-  }
-  return writes;
-}
-
 /**
  * A fork's link page: keyed like an event page by its last seq, its one entry
  * `{link_run, first_seq, last_seq}` stands for those events of the run it was forked from.
@@ -449,13 +416,7 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
       condition: { kind: 'absent_or_held_by', run_id: record.run_id },
     });
     // ...and its live-run slot. Unconditional: only the run holding a slot ever frees it.
-    if (record.quota_slot !== undefined) {
-      writes.push({
-        op: 'delete',
-        role: 'quota_release',
-        key: { pk: quotaPk(quotaKeyOf(record.principal)), sk: quotaSlotSk(record.quota_slot) },
-      });
-    }
+    writes.push(...quotaReleaseWrites(record));
   }
   return writes;
 }
