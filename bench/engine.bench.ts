@@ -595,7 +595,6 @@ try {
     })();
     const started = performance.now();
     let rebases = 0;
-    let commits = 0;
     for (let i = 0; i < 1_000; i += 1) {
       const outcome = await worker.stepRun(run.run_id);
       if (outcome.kind === 'progressed') {
@@ -609,7 +608,7 @@ try {
     const record = await store.getRun(run.run_id);
     if (record?.status !== 'completed') throw new Error(`burst run ended ${record?.status}`);
     const events = await base.readEvents(run.run_id, 0, 100_000);
-    commits = new Set(events.filter((e) => e.kind === 'tool_result').map((e) => e.operation_id)).size;
+    const commits = new Set(events.filter((e) => e.kind === 'tool_result').map((e) => e.operation_id)).size;
     const delays = events
       .filter((e) => e.kind === 'tool_result')
       .map((e) => commitDelays.get(e.operation_id ?? '') ?? Number.NaN)
