@@ -61,6 +61,25 @@ export const Budgets = z.strictObject({
 });
 export type Budgets = z.infer<typeof Budgets>;
 
+/**
+ * The limits a delegation tree shares: a child's own limits for these are reserved from what its
+ * parent has left, and its usage is charged back to the parent at the hand-back (tree budgets).
+ */
+export const TREE_LIMITS = ['max_turns', 'max_operations', 'max_model_calls', 'max_total_tokens'] as const;
+export type TreeLimit = (typeof TREE_LIMITS)[number];
+/** Amounts per tree limit (a reservation, or usage charged), keyed by the limit's name. */
+export const TreeAmounts = z.strictObject({
+  max_turns: Count.optional(),
+  max_operations: Count.optional(),
+  max_model_calls: Count.optional(),
+  max_total_tokens: Count.optional(),
+});
+export type TreeAmounts = z.infer<typeof TreeAmounts>;
+
+/** What a live child holds of its parent: its reservation, and whether the parent waits on it. */
+export const ChildTerms = z.object({ reserved: TreeAmounts, wait: z.boolean() });
+export type ChildTerms = z.infer<typeof ChildTerms>;
+
 export const OnExceeded = z.enum(['pause', 'fail']);
 
 /**
@@ -205,6 +224,8 @@ export const CONTROL_REJECTION_REASONS = [
   'already_paused',
   /** resume of a child run with budget_increase.max_depth (the parent's ceiling holds). */
   'max_depth_inherited',
+  /** resume of a child run with budget_increase of a tree limit (its parent reserved that limit). */
+  'tree_budget_reserved',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);
@@ -374,6 +395,16 @@ const recordBase = {
   depth: Count.default(0),
   /** Child runs started and not yet handed back; max_live_children counts these. */
   live_children: z.array(z.string()).default([]),
+  /** Per live child (by run id): its reservation of this run's tree limits, and whether it is awaited. */
+  child_terms: z.record(z.string(), ChildTerms).default({}),
+  /** Usage charged by children that handed back (their own and their descendants'), per tree limit. */
+  tree_usage: TreeAmounts.default({}),
+  /** What this child run holds reserved of its parent's tree limits (its own limits for them). */
+  reserved: TreeAmounts.optional(),
+  /** What this child run must hand back (its delegation's `returns`), checked at the hand-back. */
+  returns: z
+    .object({ schema: JsonObject.optional(), evidence: z.array(z.string().min(1)).optional() })
+    .optional(),
   capability_hash: z.string().optional(),
   /** The risk tier decided at admission (see {@link RiskTier}); records before it read as standard. */
   risk_tier: RiskTier.default('standard'),

@@ -14,7 +14,9 @@ import {
   type RunRecord,
   type Subject,
   type ToolResultEnvelope,
+  type TreeAmounts,
 } from '../contracts/index.ts';
+import { reserveChildBudgets, treeTotals } from './budgets.ts';
 import { envelopeOf } from './tool-result-validation.ts';
 
 /** What a delegate call creates: the child's subject, reducer, budgets and lineage. */
@@ -26,6 +28,11 @@ export interface ChildRunPlan {
   objective?: string;
   context?: unknown;
   budgets: Budgets;
+  /** What the child's budgets hold of the parent's tree limits (returned at the hand-back). */
+  reserved: TreeAmounts;
+  /** Whether the parent's call waits for the hand-back (false: a background child). */
+  wait: boolean;
+  returns?: RunRecord['returns'];
   on_exceeded: OnExceeded;
   executor_config: Record<string, unknown>;
   parent_run_id: string;
@@ -34,14 +41,35 @@ export interface ChildRunPlan {
   create_key: string;
 }
 
+/** A delegation the parent's remaining tree budget cannot cover: `child_budget_exceeded:<which>`. */
+export interface ChildBudgetRefusal {
+  refused: `child_budget_exceeded:${string}`;
+  message: string;
+}
+
 /**
- * Plans the child of `parent` for its delegate operation `opId`. Defaults: the parent's reducer,
- * executor_config and on_exceeded; subject `{parent workspace, parent path/children/{op n}}`;
- * max_depth inherited as a ceiling (the smaller of the parent's and the args').
+ * Plans the child of `parent` for its delegate operation `opId` at `now`. Defaults: the parent's
+ * reducer, executor_config and on_exceeded; subject `{parent workspace, parent path/children/{op
+ * n}}`; max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
+ * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
+ * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
  */
-export function planChildRun(parent: RunRecord, opId: string, args: DelegateArgs): ChildRunPlan {
+export function planChildRun(
+  parent: RunRecord,
+  opId: string,
+  args: DelegateArgs,
+  now: number,
+): ChildRunPlan | ChildBudgetRefusal {
   const n = opId.slice(opId.lastIndexOf('/') + 1);
-  const budgets: Budgets = { ...(args.budgets ?? {}) };
+  const reservation = reserveChildBudgets(parent, args.budgets ?? {}, now);
+  if (!reservation.ok) {
+    const { which, requested, remaining } = reservation;
+    return {
+      refused: `child_budget_exceeded:${which}`,
+      message: `the child would hold ${requested} of ${which}; the parent has ${remaining} left`,
+    };
+  }
+  const budgets: Budgets = reservation.budgets;
   const ceiling = parent.budgets.max_depth;
   if (ceiling !== undefined) budgets.max_depth = Math.min(ceiling, budgets.max_depth ?? ceiling);
   const reducer =
@@ -62,6 +90,9 @@ export function planChildRun(parent: RunRecord, opId: string, args: DelegateArgs
     ...(args.objective !== undefined ? { objective: args.objective } : {}),
     ...(args.context !== undefined ? { context: args.context } : {}),
     budgets,
+    reserved: reservation.reserved,
+    wait: args.wait ?? true,
+    ...(args.returns !== undefined ? { returns: args.returns } : {}),
     on_exceeded: args.on_exceeded ?? parent.on_exceeded,
     executor_config: args.executor_config ?? parent.executor_config,
     parent_run_id: parent.run_id,
@@ -78,12 +109,24 @@ function envelope(
   return envelopeOf(status, undefined, { ...(opId !== undefined ? { operation_id: opId } : {}), ...extra });
 }
 
-/** The delegate call's answer once the child exists: `waiting` on `child:{child_run_id}`. */
-export function childStartedEnvelope(opId: string, childRunId: string): ToolResultEnvelope {
-  return envelope(opId, 'waiting', {
-    resume_key: childResumeKey(childRunId),
-    payload: { child_run_id: childRunId },
-  });
+/**
+ * The delegate call's answer once the child exists: `waiting` on `child:{child_run_id}`, or for a
+ * background child (`wait: false`) `succeeded`; the payload names the child and its reservation
+ * of the parent's tree limits (`reserved`, recorded on the parent with this result).
+ */
+export function childStartedEnvelope(
+  opId: string,
+  childRunId: string,
+  terms: { reserved: TreeAmounts; wait: boolean } = { reserved: {}, wait: true },
+): ToolResultEnvelope {
+  const payload = { child_run_id: childRunId, reserved: terms.reserved, wait: terms.wait };
+  if (!terms.wait) return envelope(opId, 'succeeded', { payload });
+  return envelope(opId, 'waiting', { resume_key: childResumeKey(childRunId), payload });
+}
+
+/** The terms a child was created with, read back from its record (a re-dispatch adopting it). */
+export function childTermsOf(child: RunRecord, wait: boolean): { reserved: TreeAmounts; wait: boolean } {
+  return { reserved: child.reserved ?? {}, wait };
 }
 
 /** The delegate call's answer when no child could be created (bad args, unknown reducer, …). */
@@ -116,6 +159,7 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
     ...(child.status === 'completed' && child.summary !== undefined ? { summary: child.summary } : {}),
     terminal_reason: child.terminal_reason,
     usage: { ...child.usage },
+    tree_usage: treeTotals(child),
   };
   if (child.status === 'completed') {
     return envelope(undefined, child.outcome === 'blocked' ? 'blocked' : 'succeeded', { payload });

@@ -29,6 +29,7 @@ import {
 import type { Caller } from '../core/authority.ts';
 import {
   childStartedEnvelope,
+  childTermsOf,
   delegationFailedEnvelope,
   handBackEnvelope,
   planChildRun,
@@ -91,7 +92,11 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       args.context = { ...inherited, mode: 'task' };
     else if (inherited !== undefined) args.context = inherited;
   }
-  const plan = planChildRun(parent, op.op_id, args);
+  const planned = planChildRun(parent, op.op_id, args, dc.clock.now());
+  if ('refused' in planned) {
+    return delegationFailedEnvelope(op.op_id, 'permission_denied', planned.refused, planned.message);
+  }
+  const plan = planned;
   if (plan.reducer === null) {
     return delegationFailedEnvelope(
       op.op_id,
@@ -102,7 +107,7 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
   }
   const principalKey = runtimeKeyOf(parent.principal);
   const existing = await dc.store.findByCreateKey(principalKey, plan.create_key);
-  if (existing !== null) return adopt(dc, parent, op, existing.run_id);
+  if (existing !== null) return adopt(dc, parent, op, existing.run_id, plan.wait);
   const resolved = await dc.reducers.resolve(plan.reducer);
   if (resolved === null) {
     return delegationFailedEnvelope(
@@ -123,6 +128,8 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
       ...(plan.context !== undefined ? { context: plan.context } : {}),
       budgets: plan.budgets,
+      reserved: plan.reserved,
+      ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
       on_exceeded: plan.on_exceeded,
       executor_config: plan.executor_config,
       // A child runs under the registries its parent was admitted with.
@@ -149,12 +156,12 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       run_id: parent.run_id,
       child_run_id: child.run_id,
     });
-    return childStartedEnvelope(op.op_id, child.run_id);
+    return childStartedEnvelope(op.op_id, child.run_id, { reserved: plan.reserved, wait: plan.wait });
   } catch (err) {
     if (!(err instanceof CommitRejected)) throw err;
     if (err.reason === 'create_key_taken') {
       const again = await dc.store.findByCreateKey(principalKey, plan.create_key);
-      if (again !== null) return adopt(dc, parent, op, again.run_id);
+      if (again !== null) return adopt(dc, parent, op, again.run_id, plan.wait);
     }
     if (err.reason === 'subject_taken') {
       return delegationFailedEnvelope(
@@ -174,6 +181,7 @@ async function adopt(
   parent: RunRecord,
   op: Operation,
   childId: string,
+  wait: boolean,
 ): Promise<ToolResultEnvelope> {
   const child = await dc.store.getRun(childId);
   if (child === null || child.parent_run_id !== parent.run_id || child.parent_op_id !== op.op_id) {
@@ -185,7 +193,9 @@ async function adopt(
     );
   }
   const ended = handBackEnvelope(child);
-  return ended !== null ? { ...ended, operation_id: op.op_id } : childStartedEnvelope(op.op_id, child.run_id);
+  return ended !== null
+    ? { ...ended, operation_id: op.op_id }
+    : childStartedEnvelope(op.op_id, child.run_id, childTermsOf(child, wait));
 }
 
 async function handBack(dc: DelegationDeps, child: RunRecord): Promise<HandBack> {
@@ -305,10 +315,12 @@ async function settleEnded(dc: DelegationDeps, record: RunRecord): Promise<OwedR
 
 async function collectEnded(dc: DelegationDeps, parent: RunRecord): Promise<number> {
   let collected = 0;
-  for (const request of parent.open_requests) {
-    if (request.kind !== 'result') continue;
-    const childId = childOfResumeKey(request.resume_key);
-    if (childId === null) continue;
+  const awaited = parent.open_requests.flatMap((r) =>
+    r.kind === 'result' && childOfResumeKey(r.resume_key) !== null
+      ? [childOfResumeKey(r.resume_key) as string]
+      : [],
+  );
+  for (const childId of new Set([...awaited, ...parent.live_children])) {
     const child = await dc.store.getRun(childId);
     if (child === null || !isTerminalStatus(child.status)) continue;
     if (!('owed' in child) || !child.owed.includes('handback')) continue;

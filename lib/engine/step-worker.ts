@@ -248,7 +248,8 @@ class StepWorker {
     if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner) return this.run();
     const final = this.staged;
     if (final.status === 'queued' && hasWork(final)) await wake(this.ctx, final.run_id);
-    if (final.status === 'waiting') await this.ctx.delegation.collectEnded(final);
+    if (final.status === 'waiting' || (!isTerminalStatus(final.status) && final.live_children.length > 0))
+      await this.ctx.delegation.collectEnded(final);
     if (this.detached.length > 0) {
       await this.ctx.delegation.stopDetached(final, this.detached.splice(0)).catch((err: unknown) =>
         this.ctx.log({

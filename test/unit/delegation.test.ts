@@ -114,12 +114,27 @@ describe('resuming a child run', () => {
       kind: 'applied',
     });
   });
+
+  it('refuses to raise a tree limit the child holds reserved of its parent', () => {
+    const child = newRun({
+      parent_run_id: 'p',
+      depth: 1,
+      budgets: { max_turns: 2 },
+      reserved: { max_turns: 2 },
+    });
+    const paused = ok(pauseRun(child, 'child_budget_exceeded:max_turns', 2_000));
+    const raise = { control_id: 'r1', command: 'resume' as const, budget_increase: { max_turns: 5 } };
+    expect(decideControl(paused, raise, controlDigest(raise), null, 2_001)).toMatchObject({
+      kind: 'rejected',
+      reason: 'tree_budget_reserved',
+    });
+  });
 });
 
 describe('the child plan and the hand-back', () => {
   it('defaults the child to the parent’s reducer under the parent’s subject, and caps max_depth', () => {
     const parent = newRun({ budgets: { max_depth: 3 }, depth: 1, executor_config: { model: 'm' } });
-    const plan = planChildRun(parent, 'run-1/op/4', { budgets: { max_depth: 9, max_turns: 5 } });
+    const plan = planChildRun(parent, 'run-1/op/4', { budgets: { max_depth: 9, max_turns: 5 } }, 0);
     expect(plan).toMatchObject({
       subject: { workspace: 'ai', path: '/chats/c1/children/4' },
       reducer: { function_path: '/lib/test/reducer' },

@@ -10,6 +10,8 @@ import {
   type NewRunEvent,
   type RunEvent,
   type RunRecord,
+  TREE_LIMITS,
+  type TreeLimit,
 } from '../../contracts/index.ts';
 import { type BudgetExceeded, checkBudgets } from '../budgets.ts';
 import {
@@ -28,6 +30,7 @@ import {
   terminalFields,
 } from './draft.ts';
 import { pauseRun } from './lifecycle.ts';
+import { queueSteer } from './requests.ts';
 
 /** What the store holds for a control id already seen (`K#{control_id}`). */
 export interface StoredControlAck {
@@ -100,24 +103,8 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
     case 'resume':
       return resumeRun(record, control, now);
     case 'steer': {
-      const n = record.counters.next_steer + 1;
-      const steer_id = `${record.run_id}/steer/${n}`;
-      let draft = { ...record, counters: { ...record.counters, next_steer: n } } as Draft;
-      const appended = append(
-        draft,
-        [ev('steer_queued', now, { steer_id, control_id: control.control_id, input: control.input })],
-        now,
-      );
-      const seq = appended.events[0]?.seq ?? 0;
-      draft = {
-        ...appended.draft,
-        queued_steers: [
-          ...record.queued_steers,
-          { steer_id, control_id: control.control_id, input: control.input, seq },
-        ],
-      } as Draft;
-      if (draft.status === 'waiting') draft = { ...draft, status: 'queued', wake_at: now } as Draft;
-      return finish(draft, appended.events);
+      const queued = queueSteer({ ...record } as Draft, control.control_id, control.input, now);
+      return finish(queued.draft, queued.events);
     }
     case 'approve': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
@@ -253,6 +240,16 @@ function resumeRun(
     return reject(
       'max_depth_inherited',
       "a child run's max_depth is its parent's ceiling; it cannot be raised on the child",
+    );
+  }
+  const raised = Object.keys(control.budget_increase ?? {});
+  const tree = raised.find(
+    (k) => (TREE_LIMITS as readonly string[]).includes(k) && record.reserved?.[k as TreeLimit] !== undefined,
+  );
+  if (tree !== undefined) {
+    return reject(
+      'tree_budget_reserved',
+      `a child run's ${tree} is its reservation of its parent's budget; it cannot be raised on the child`,
     );
   }
   const budgets: Budgets = { ...record.budgets };

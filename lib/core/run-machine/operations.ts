@@ -10,12 +10,13 @@ import {
   type RunRecord,
   type ToolCall,
   type ToolResultEnvelope,
+  TREE_LIMITS,
   type Usage,
 } from '../../contracts/index.ts';
 import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { type CompactionResult, finishCompaction } from './compaction.ts';
-import { isDelegation } from './delegation.ts';
+import { isDelegation, noteDelegationResult } from './delegation.ts';
 import {
   append,
   closeAllRequests,
@@ -36,7 +37,8 @@ import { failRun, pauseRun } from './lifecycle.ts';
 /**
  * Starts the pending operation if budgets allow (checked in the fixed order of `checkBudgets`).
  * Exceeded with on_exceeded pause → paused with the operation kept; fail → failed
- * `budget_exceeded:<which>`. A gated operation (open approval) cannot start.
+ * `budget_exceeded:<which>` (`child_budget_exceeded:<which>` for a child run's tree limit, which
+ * its parent reserved for it). A gated operation (open approval) cannot start.
  * Seed: "Budgets"; "Operations".
  */
 export function startOperation(record: RunRecord, now: number): TransitionResult {
@@ -50,7 +52,10 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
   if (exceeded !== null) {
     const data = { which: exceeded.which, limit: exceeded.limit, used: exceeded.used };
     const appended = append({ ...record } as Draft, [ev('budget_exceeded', now, data)], now);
-    const reason = `budget_exceeded:${exceeded.which}`;
+    // A child's tree limits are its reservation of its parent's budget.
+    const ofTree =
+      record.parent_run_id !== undefined && (TREE_LIMITS as readonly string[]).includes(exceeded.which);
+    const reason = `${ofTree ? 'child_budget_exceeded' : 'budget_exceeded'}:${exceeded.which}`;
     const next =
       record.on_exceeded === 'fail'
         ? failRun(seal(appended.draft), reason, now)
@@ -176,6 +181,9 @@ function parkOn(
     ...(child !== null && !draft.live_children.includes(child)
       ? { live_children: [...draft.live_children, child] }
       : {}),
+    ...(child !== null && draft.child_terms[child] === undefined
+      ? { child_terms: { ...draft.child_terms, [child]: { reserved: {}, wait: true } } }
+      : {}),
   } as Draft;
 }
 
@@ -203,7 +211,8 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
     case 'tool_result': {
       const env = result.envelope;
       const failed = env.status === 'failed' || env.status === 'retryable' || env.status === 'blocked';
-      const counted = { ...draft, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
+      const base = isDelegation(op) ? noteDelegationResult(draft, env) : draft;
+      const counted = { ...base, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
       const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
       if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
         const parked = parkOn(counted, record, op, env.resume_key, tool, now, result.result_expires_in_ms);
