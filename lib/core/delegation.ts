@@ -6,6 +6,7 @@
  */
 import {
   type Budgets,
+  type ControlAck,
   childResumeKey,
   type DelegateArgs,
   type HandBackPayload,
@@ -177,4 +178,9 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
     ],
     retry_policy: { retryable: false },
   });
+}
+
+/** A delegate message's answer once the receiver queued it: `succeeded` with `{to, ack}`. */
+export function messageSentEnvelope(opId: string, to: string, ack: ControlAck): ToolResultEnvelope {
+  return envelope(opId, 'succeeded', { payload: { to, ack } });
 }

@@ -20,6 +20,7 @@ import {
   type ControlAck,
   childOfResumeKey,
   DelegateArgs,
+  DelegateMessageArgs,
   isTerminalStatus,
   type Operation,
   type OwedDuty,
@@ -32,6 +33,7 @@ import {
   childTermsOf,
   delegationFailedEnvelope,
   handBackEnvelope,
+  messageSentEnvelope,
   planChildRun,
 } from '../core/delegation.ts';
 import { runtimeKeyOf } from '../core/principal.ts';
@@ -333,6 +335,63 @@ function stopDetached(dc: DelegationDeps, parent: RunRecord, childIds: string[])
   return stopRuns(dc, childIds, `parent_withdrew:${parent.run_id}`, 'parent_withdrew');
 }
 
+/** The delegation link `run` may message along, or the failed envelope saying why not. */
+async function receiverOf(
+  dc: DelegationDeps,
+  run: RunRecord,
+  op: Operation,
+  args: DelegateMessageArgs,
+): Promise<{ to: string; input: unknown; controlId: string } | ToolResultEnvelope> {
+  const notLinked = (message: string) =>
+    delegationFailedEnvelope(op.op_id, 'permission_denied', 'not_linked', message);
+  if (args.child_run_id !== undefined) {
+    const child = await dc.store.getRun(args.child_run_id);
+    if (child === null || child.parent_run_id !== run.run_id)
+      return notLinked(`run ${args.child_run_id} is not a child of this run`);
+    return { to: child.run_id, input: args.text, controlId: `delegate_message:${op.op_id}` };
+  }
+  if (run.parent_run_id === undefined) return notLinked('this run has no parent to post to');
+  return {
+    to: run.parent_run_id,
+    input: { from_child: run.run_id, text: args.text },
+    controlId: `child_message:${op.op_id}`,
+  };
+}
+
+async function sendMessage(dc: DelegationDeps, run: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+  const effect = op.effect;
+  if (effect.kind !== 'call_tool') throw new Error('a delegate message is a call_tool operation');
+  const { __raisin_context: _context, ...raw } = effect.args;
+  const parsed = DelegateMessageArgs.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_message_args_invalid',
+      `${field}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  const receiver = await receiverOf(dc, run, op, parsed.data);
+  if ('envelope' in receiver) return receiver;
+  const ack = await dc.applyControl(
+    receiver.to,
+    { control_id: receiver.controlId, command: 'steer', input: receiver.input },
+    DELEGATION_CALLER,
+  );
+  if (ack.ack === 'rejected') {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'conflict',
+      ack.reason,
+      `the message to run ${receiver.to} was rejected: ${ack.reason}`,
+    );
+  }
+  dc.log({ level: 'info', message: 'delegate message sent', run_id: run.run_id, child_run_id: receiver.to });
+  return messageSentEnvelope(op.op_id, receiver.to, ack);
+}
+
 /** What delegation runs over: the engine's deps and the hooks it is given. */
 type DelegationDeps = EngineDeps & DelegationHooks;
 
@@ -341,6 +400,7 @@ export function createDelegation(deps: EngineDeps, hooks: DelegationHooks): Dele
   const dc: DelegationDeps = { ...deps, applyControl: hooks.applyControl };
   return {
     startChild: (parent, op) => startChild(dc, parent, op),
+    sendMessage: (run, op) => sendMessage(dc, run, op),
     settleEnded: (record) => settleEnded(dc, record),
     collectEnded: (parent) => collectEnded(dc, parent),
     stopDetached: (parent, childIds) => stopDetached(dc, parent, childIds),

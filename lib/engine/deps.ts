@@ -187,6 +187,15 @@ export interface Delegation {
    * Never throws for bad input.
    */
   startChild(parent: RunRecord, op: NonNullable<RunRecord['operation']>): Promise<ToolResultEnvelope>;
+  /**
+   * Executes a delegate-message operation of `run` (the mailbox): with `child_run_id`, steers that
+   * child of `run` (it sees `text` as `user_input`); without, posts to `run`'s parent (it sees
+   * `user_input` `{from_child, text}`). Authorized by the parent/child link alone; the steer's
+   * control_id is derived from the operation, so a re-dispatch delivers it once. Answers
+   * `succeeded` with `{to, ack}`; bad args → failed invalid_input (`delegate_message_args_invalid`),
+   * no such link → permission_denied (`not_linked`), the receiver ended → conflict (`run_terminal`).
+   */
+  sendMessage(run: RunRecord, op: NonNullable<RunRecord['operation']>): Promise<ToolResultEnvelope>;
   /** Runs the duties an ended run owes (stop its children, hand back to its parent). */
   settleEnded(record: RunRecord): Promise<OwedReport>;
   /**

@@ -7,7 +7,7 @@
  * tool-invocation-contract, "Invocation".
  */
 import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
-import { isDelegation, type OperationResult } from '../core/run-machine.ts';
+import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
 import type { ToolCallRequest } from './ports.ts';
@@ -74,6 +74,9 @@ export async function executeOperation(
   const effect = op.effect;
   if (effect.kind === 'call_tool' && isDelegation(op)) {
     return { kind: 'tool_result', envelope: await ctx.delegation.startChild(record, op) };
+  }
+  if (effect.kind === 'call_tool' && isDelegateMessage(op)) {
+    return { kind: 'tool_result', envelope: await ctx.delegation.sendMessage(record, op) };
   }
   if (effect.kind === 'call_tool') {
     const envelope = await ctx.tools.execute(toolRequestOf(record, op), signal);

@@ -20,6 +20,7 @@ import {
   finishOperation,
   gateOperation,
   hasWork,
+  isDelegateMessage,
   isDelegation,
   type OperationResult,
   releaseLease,
@@ -472,7 +473,8 @@ class StepWorker {
     const r = this.staged;
     const op = r.operation;
     if (op === null || op.effect.kind !== 'call_tool') return false;
-    if (isDelegation(op)) return false; // core's own operation: its policy is the delegation budgets
+    // Core's own operations: their policy is the delegation budgets and the parent/child link.
+    if (isDelegation(op) || isDelegateMessage(op)) return false;
     const decision = await this.ctx.tools.gate(toolRequestOf(r, op));
     if (decision.decision === 'allow') return false;
     if (decision.decision === 'require_approval') {

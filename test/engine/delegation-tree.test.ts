@@ -7,7 +7,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
+import { shardOfRun } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { treeChild, treeParent } from '../support/tree-reducers.ts';
@@ -186,5 +189,143 @@ describe('tree budgets', () => {
     expect(treeTotal).toBeGreaterThan(limit - 4 * TURN_TOKENS - 25);
     expect(treeTotal).toBeLessThanOrEqual(limit + TURN_TOKENS);
     expect(parent.status).toBe('completed');
+  });
+});
+
+describe('the mailbox', () => {
+  const waiter = { reducer: { function_path: CHILD }, wait: false, input: { await_message: true } };
+
+  it('steers a background child: the child sees the parent’s text as user_input, and its hand-back reaches the parent', async () => {
+    const t = await setup();
+    const parentId = await startParent(
+      t,
+      { children: [waiter], messages: [{ to: 0, text: 'refunds first' }] },
+      {},
+    );
+
+    await settle(t, [t.engine]);
+
+    const parent = await record(t, parentId);
+    expect(summaryOf(parent)).toBe('sent:succeeded | background:succeeded(turns=0 heard=refunds first)');
+    const [summary] = await t.engine.listChildren(parentId, alice);
+    const childEvents = await eventsOf(t, summary?.run_id ?? '');
+    const consumed = childEvents.filter((e) => e.kind === 'steer_consumed');
+    expect(consumed.map((e) => e.data.input)).toEqual(['refunds first']);
+    const sent = (await eventsOf(t, parentId)).find(
+      (e) => e.kind === 'tool_result' && e.data.tool === '/lib/raisin/agent-runs/delegate/message',
+    );
+    expect((sent?.data.envelope as { payload: unknown } | undefined)?.payload).toMatchObject({
+      to: summary?.run_id,
+      ack: { ack: 'applied' },
+    });
+  });
+
+  it('delivers a message once when the worker dies after sending it and the operation is dispatched again', async () => {
+    // Prepare: the parent's worker dies right after its second operation (the message) ran.
+    const t = await setup();
+    let parentId = '';
+    let dispatched = 0;
+    const dying = t.another({
+      faults: (point, runId) => {
+        if (point === 'after_dispatch' && runId === parentId && ++dispatched === 2)
+          throw new Error('worker killed');
+      },
+    });
+    parentId = await startParent(t, { children: [waiter], messages: [{ to: 0, text: 'once' }] }, {});
+    await expect(settle(t, [dying])).rejects.toThrow('worker killed');
+
+    // Act: the lease expires; the sweeper takes over and the message operation is dispatched again.
+    t.clock.advance(LEASE_TTL_MS + defaultClockSkewMs(LEASE_TTL_MS) + 1_000);
+    const [summary] = await t.engine.listChildren(parentId, alice);
+    const childId = summary?.run_id ?? '';
+    await t.engine.sweep([...new Set([...shardOfRun(parentId), ...shardOfRun(childId)])]);
+    await settle(t, [t.engine]);
+
+    // Assert
+    const parent = await record(t, parentId);
+    expect(summaryOf(parent)).toBe('sent:succeeded | background:succeeded(turns=0 heard=once)');
+    const childEvents = await eventsOf(t, childId);
+    expect(childEvents.filter((e) => e.kind === 'steer_queued')).toHaveLength(1);
+    const sent = (await eventsOf(t, parentId)).filter(
+      (e) => e.kind === 'tool_result' && e.data.tool === '/lib/raisin/agent-runs/delegate/message',
+    );
+    expect(
+      (sent[0]?.data.envelope as { payload: { ack: { ack: string } } } | undefined)?.payload.ack.ack,
+    ).toBe('duplicate');
+  });
+
+  it('lets a child post to its parent, which sees user_input {from_child, text} before the child’s hand-back', async () => {
+    const t = await setup();
+    const parentId = await startParent(
+      t,
+      { children: [{ reducer: { function_path: CHILD }, input: { post: 'halfway there', turns: 1 } }] },
+      {},
+    );
+    await settle(t, [t.engine]);
+
+    const parent = await record(t, parentId);
+    expect(summaryOf(parent)).toBe('message:halfway there | awaited:succeeded(turns=1)');
+    const [summary] = await t.engine.listChildren(parentId, alice);
+    const consumed = (await eventsOf(t, parentId)).filter((e) => e.kind === 'steer_consumed');
+    expect(consumed.map((e) => e.data.input)).toEqual([
+      { from_child: summary?.run_id, text: 'halfway there' },
+    ]);
+  });
+
+  it('refuses a message to a run that is not a child of the sender (not_linked), and to a parent a root does not have', async () => {
+    const t = await setup();
+    const strangerId = await startParent(t, { children: [waiter] }, {});
+    await settle(t, [t.engine]);
+    const [strangersChild] = await t.engine.listChildren(strangerId, alice);
+    const parentId = await startParent(
+      t,
+      {
+        children: [],
+        messages: [
+          { to: 0, text: 'hijack', child_run_id: strangersChild?.run_id ?? '' },
+          { to: 9, text: 'to nobody' },
+        ],
+      },
+      {},
+    );
+    await settle(t, [t.engine]);
+
+    expect(summaryOf(await record(t, parentId))).toBe('sent:failed | sent:failed');
+    const codes = (await eventsOf(t, parentId))
+      .filter((e) => e.kind === 'tool_result')
+      .map((e) => (e.data.envelope as { diagnostics: { code: string }[] }).diagnostics[0]?.code);
+    expect(codes).toEqual(['not_linked', 'not_linked']);
+    const steers = (await eventsOf(t, strangersChild?.run_id ?? '')).filter((e) => e.kind === 'steer_queued');
+    expect(steers).toEqual([]);
+  });
+
+  it('cascades a stop down three levels: parent, child and grandchild all end stopped with nothing owed', async () => {
+    const t = await setup();
+    const grandchild = { reducer: { function_path: CHILD }, input: { await_message: true } };
+    const parentId = await startParent(
+      t,
+      { children: [{ reducer: { function_path: PARENT }, input: { children: [grandchild] } }] },
+      {},
+    );
+    await settle(t, [t.engine]);
+    const [child] = await t.engine.listChildren(parentId, alice);
+    const [grand] = await t.engine.listChildren(child?.run_id ?? '', alice);
+    expect((await record(t, grand?.run_id ?? '')).status).toBe('queued');
+
+    const ack = await t.engine.applyControl(parentId, { control_id: 'stop-tree', command: 'stop' }, alice);
+    await settle(t, [t.engine]);
+
+    expect(ack.ack).toBe('applied');
+    for (const id of [parentId, child?.run_id ?? '', grand?.run_id ?? '']) {
+      const r = await record(t, id);
+      expect(r.status).toBe('stopped');
+      expect('owed' in r && r.owed).toEqual([]);
+    }
+    const reasons = await Promise.all(
+      [child?.run_id ?? '', grand?.run_id ?? ''].map(
+        async (id) => (await eventsOf(t, id)).find((e) => e.kind === 'stopped')?.data.reason,
+      ),
+    );
+    expect(reasons).toEqual(['parent_ended', 'parent_ended']);
   });
 });

@@ -22,7 +22,7 @@ type Envelope = {
 /** The parent's script: children to start (delegate args), then messages to send to them. */
 export interface TreeParentInput {
   children: Record<string, unknown>[];
-  messages?: { to: number; text: string }[];
+  messages?: { to: number; text: string; child_run_id?: string }[];
 }
 
 type ParentState = {
@@ -60,7 +60,7 @@ function parentNext(st: ParentState): { state: ParentState; effects: Record<stri
   }
   const message = messages[st.sent];
   if (message !== undefined) {
-    const args = { child_run_id: st.started[message.to], text: message.text };
+    const args = { child_run_id: message.child_run_id ?? st.started[message.to], text: message.text };
     return { state: { ...st, sent: st.sent + 1, busy: true }, effects: [tool(DELEGATE_MESSAGE_TOOL, args)] };
   }
   if (st.handed >= st.started.length) {
@@ -75,7 +75,7 @@ function parentNext(st: ParentState): { state: ParentState; effects: Record<stri
 /**
  * Starts each of `input.children` (delegate args, e.g. `{wait: false, input, budgets, returns}`)
  * one after the other, then sends `input.messages` (`{to: child index, text}`) through the mailbox,
- * then rests until every started child handed back (a `tool_result` for an awaited child, a
+ * then rests until every background child handed back (a `tool_result` for an awaited child, a
  * `user_input {from_child, hand_back}` for a background one) and completes with a summary of one
  * line per delegation result, message ack and hand-back, in arrival order.
  */

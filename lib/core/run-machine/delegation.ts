@@ -12,12 +12,13 @@ import {
   isTerminalStatus,
   type Operation,
   type OwedDuty,
+  type RunEvent,
   type RunRecord,
   type ToolResultEnvelope,
   TREE_LIMITS,
   type TreeAmounts,
 } from '../../contracts/index.ts';
-import { type Draft, finish, reject, seal, type TransitionResult } from './draft.ts';
+import { append, type Draft, ev, finish, reject, seal, type TransitionResult } from './draft.ts';
 import { deliverResult, queueSteer } from './requests.ts';
 
 /** Whether `op` is a delegation: a call of the reserved delegate tool, which core executes. */
@@ -109,7 +110,38 @@ export function childEnded(
   }
   const request = record.open_requests.find((r) => r.kind === 'result' && r.resume_key === key);
   const opId = request?.kind === 'result' ? request.op_id : undefined;
-  return deliverResult(next, key, opId !== undefined ? { ...envelope, operation_id: opId } : envelope, now);
+  const told = messagesFirst(next, childRunId, now);
+  const delivered = deliverResult(
+    told.record,
+    key,
+    opId !== undefined ? { ...envelope, operation_id: opId } : envelope,
+    now,
+  );
+  return delivered.ok ? { ...delivered, events: [...told.events, ...delivered.events] } : delivered;
+}
+
+/**
+ * The messages a child posted that its waiting parent has not yet taken, consumed now (events
+ * steer_consumed), so that the parent's reducer sees them before the child's hand-back: a child's
+ * messages reach its parent in the order it sent them, and none is discarded by the hand-back.
+ */
+function messagesFirst(
+  record: RunRecord,
+  childRunId: string,
+  now: number,
+): { record: RunRecord; events: RunEvent[] } {
+  const fromChild = (input: unknown) =>
+    input !== null &&
+    typeof input === 'object' &&
+    (input as { from_child?: unknown }).from_child === childRunId;
+  const mine = record.queued_steers.filter((q) => fromChild(q.input));
+  if (mine.length === 0) return { record, events: [] };
+  const appended = append(
+    { ...record, queued_steers: record.queued_steers.filter((q) => !fromChild(q.input)) } as Draft,
+    mine.map((q) => ev('steer_consumed', now, { steer_id: q.steer_id, input: q.input })),
+    now,
+  );
+  return { record: seal(appended.draft), events: appended.events };
 }
 
 /**
