@@ -12,6 +12,7 @@ import {
   type HandBackPayload,
   type OnExceeded,
   type ReducerBinding,
+  type RunEvent,
   type RunRecord,
   type Subject,
   type ToolResultEnvelope,
@@ -183,4 +184,88 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
 /** A delegate message's answer once the receiver queued it: `succeeded` with `{to, ack}`. */
 export function messageSentEnvelope(opId: string, to: string, ack: ControlAck): ToolResultEnvelope {
   return envelope(opId, 'succeeded', { payload: { to, ack } });
+}
+
+/** What a completed child returned: the result its `returns.schema` checks. */
+export interface ChildResult {
+  outcome: 'succeeded' | 'partial' | 'blocked';
+  summary?: string;
+  artifacts?: unknown[];
+}
+
+/**
+ * The facts a checked hand-back rests on, read from the child's log: its result (the complete
+ * effect's outcome, summary and artifacts) and the evidence kinds some tool envelope of it
+ * reported with `ok: true` (a legacy envelope's evidence is untrusted and does not count).
+ */
+export interface HandBackFacts {
+  result: ChildResult;
+  verified: readonly string[];
+}
+
+/** The JSON Schema check the engine supplies: one message per violation (`path: message`), [] when valid. */
+export type SchemaErrors = (schema: Record<string, unknown>, value: unknown) => string[];
+
+/**
+ * The hand-back of `child` checked against what its delegation asked it to return (`returns`):
+ * a child that completed `succeeded` or `partial` but whose result does not satisfy
+ * `returns.schema` (diagnostic `handback_schema_mismatch`, one per violation, with its path) or
+ * lacks a required evidence kind (`handback_evidence_missing`, naming the kind) hands back
+ * `blocked`, never `succeeded`; the payload carries the result either way. A child without
+ * `returns`, or one that did not complete succeeded/partial, hands back as {@link handBackEnvelope}.
+ * Null while the child is live. Issue 16 ("checked hand-backs").
+ */
+export function checkedHandBackEnvelope(
+  child: RunRecord,
+  facts: HandBackFacts | null,
+  schemaErrors: SchemaErrors,
+): ToolResultEnvelope | null {
+  const base = handBackEnvelope(child);
+  const terms = child.returns;
+  if (base === null || terms === undefined || facts === null) return base;
+  const payload = { ...(base.payload as HandBackPayload), result: facts.result };
+  if (base.status !== 'succeeded') return { ...base, payload };
+  const diagnostics: ToolResultEnvelope['diagnostics'] = [];
+  if (terms.schema !== undefined) {
+    for (const message of schemaErrors(terms.schema, facts.result)) {
+      diagnostics.push({
+        code: 'handback_schema_mismatch',
+        severity: 'error',
+        message: `the child's result does not match returns.schema: ${message}`,
+      });
+    }
+  }
+  for (const kind of terms.evidence ?? []) {
+    if (facts.verified.includes(kind)) continue;
+    diagnostics.push({
+      code: 'handback_evidence_missing',
+      severity: 'error',
+      message: `no tool of the child reported evidence of kind "${kind}" with ok: true`,
+    });
+  }
+  if (diagnostics.length === 0) return { ...base, payload };
+  return { ...base, status: 'blocked', payload, diagnostics };
+}
+
+/** The facts of a checked hand-back, from `events` of the child's log (see {@link HandBackFacts}). */
+export function handBackFactsOf(child: RunRecord, events: readonly RunEvent[]): HandBackFacts | null {
+  if (child.status !== 'completed') return null;
+  const verified = new Set<string>();
+  let artifacts: unknown[] | undefined;
+  for (const event of events) {
+    if (event.kind === 'run_completed' && Array.isArray(event.data.artifacts))
+      artifacts = event.data.artifacts;
+    if (event.kind !== 'tool_result') continue;
+    const envelope = event.data.envelope as Partial<ToolResultEnvelope> | undefined;
+    if (envelope === undefined || envelope.legacy === true) continue;
+    for (const e of envelope.evidence ?? []) if (e.ok === true) verified.add(e.kind);
+  }
+  return {
+    result: {
+      outcome: child.outcome,
+      ...(child.summary !== undefined ? { summary: child.summary } : {}),
+      ...(artifacts !== undefined ? { artifacts } : {}),
+    },
+    verified: [...verified],
+  };
 }

@@ -32,7 +32,6 @@ import {
   childStartedEnvelope,
   childTermsOf,
   delegationFailedEnvelope,
-  handBackEnvelope,
   messageSentEnvelope,
   planChildRun,
 } from '../core/delegation.ts';
@@ -49,6 +48,7 @@ import {
   type OwedReport,
   wake,
 } from './deps.ts';
+import { handBackOf, schemaProblem } from './hand-back.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
 export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };
@@ -83,6 +83,16 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       'invalid_input',
       'delegate_args_invalid',
       `args.subject.workspace: a child run stays in its parent's workspace (${parent.subject.workspace})`,
+    );
+  }
+  const schema = args.returns?.schema;
+  const problem = schema !== undefined ? schemaProblem(schema) : null;
+  if (problem !== null) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_args_invalid',
+      `args.returns.schema: not a JSON Schema (${problem})`,
     );
   }
   if (args.context === undefined) {
@@ -194,14 +204,14 @@ async function adopt(
       `the create key of this delegation names run ${childId}, which is not its child`,
     );
   }
-  const ended = handBackEnvelope(child);
+  const ended = await handBackOf(dc.store, child);
   return ended !== null
     ? { ...ended, operation_id: op.op_id }
     : childStartedEnvelope(op.op_id, child.run_id, childTermsOf(child, wait));
 }
 
 async function handBack(dc: DelegationDeps, child: RunRecord): Promise<HandBack> {
-  const envelope = handBackEnvelope(child);
+  const envelope = await handBackOf(dc.store, child);
   const parentId = child.parent_run_id;
   if (envelope === null || parentId === undefined) return 'not_needed';
   return readDecideCommit<RunRecord | null, HandBack>(dc, {

@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
+import { envelopeOf } from '../../lib/core/tool-result-validation.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
+import type { ToolHost } from '../../lib/engine/ports.ts';
 import { shardOfRun } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
@@ -26,10 +28,22 @@ const model = scriptedModel(async () => ({
   usage: { input_tokens: 5, output_tokens: TURN_TOKENS - 5 },
 }));
 
+/** A tool that reports evidence `tests_passed` with ok: true (a verified check). */
+function toolsWithEvidence(): ToolHost {
+  const host = inProcessTools({ run_tests: async () => null });
+  return {
+    ...host,
+    async execute(request, signal) {
+      if (request.tool !== 'run_tests') return host.execute(request, signal);
+      return envelopeOf('succeeded', { passed: 12 }, { evidence: [{ kind: 'tests_passed', ok: true }] });
+    },
+  };
+}
+
 async function setup(): Promise<MemoryTestEngine> {
   return makeMemoryTestEngine({
     reducers: inProcessReducers({ [PARENT]: treeParent(), [CHILD]: treeChild() }),
-    tools: inProcessTools({}),
+    tools: toolsWithEvidence(),
     models: model,
   });
 }
@@ -327,5 +341,92 @@ describe('the mailbox', () => {
       ),
     );
     expect(reasons).toEqual(['parent_ended', 'parent_ended']);
+  });
+});
+
+describe('checked hand-backs', () => {
+  const returns = {
+    schema: { type: 'object', required: ['artifacts'], properties: { summary: { type: 'string' } } },
+    evidence: ['tests_passed'],
+  };
+
+  it('hands back blocked, naming the schema violation and the missing evidence, a child that completed succeeded without them', async () => {
+    const t = await setup();
+    const parentId = await startParent(
+      t,
+      { children: [{ reducer: { function_path: CHILD }, input: {}, returns }] },
+      {},
+    );
+    await settle(t, [t.engine]);
+
+    const parent = await record(t, parentId);
+    expect(summaryOf(parent)).toBe('awaited:blocked(turns=0)[handback_schema_mismatch]');
+    const handBack = (await eventsOf(t, parentId)).find((e) => e.kind === 'tool_result');
+    const envelope = handBack?.data.envelope as {
+      diagnostics: { code: string; message: string }[];
+      payload: { result: unknown; status: string; outcome: string };
+    };
+    expect(envelope.diagnostics.map((d) => d.code)).toEqual([
+      'handback_schema_mismatch',
+      'handback_evidence_missing',
+    ]);
+    expect(envelope.diagnostics[0]?.message).toMatch(/artifacts/);
+    expect(envelope.diagnostics[1]?.message).toMatch(/"tests_passed"/);
+    expect(envelope.payload).toMatchObject({
+      status: 'completed',
+      outcome: 'succeeded',
+      result: { summary: 'turns=0' },
+    });
+  });
+
+  it('hands back succeeded a background child whose tool reported the evidence ok and whose result matches', async () => {
+    const t = await setup();
+    const child = {
+      reducer: { function_path: CHILD },
+      wait: false,
+      input: { call: 'run_tests', artifacts: [{ kind: 'report', role: 'primary' }] },
+      returns,
+    };
+    const parentId = await startParent(t, { children: [child] }, {});
+    await settle(t, [t.engine]);
+
+    const parent = await record(t, parentId);
+    expect(summaryOf(parent)).toBe('background:succeeded(turns=0)');
+    const steer = (await eventsOf(t, parentId)).find((e) => e.kind === 'steer_consumed');
+    const input = steer?.data.input as { hand_back: { payload: { result: unknown } } };
+    expect(input.hand_back.payload.result).toEqual({
+      outcome: 'succeeded',
+      summary: 'turns=0',
+      artifacts: [{ kind: 'report', role: 'primary' }],
+    });
+  });
+
+  it('does not take a child’s own evidence claims: evidence only counts from its tool envelopes', async () => {
+    const t = await setup();
+    // The child claims the evidence on its complete effect, and calls no tool that reports it.
+    const claims = [{ kind: 'tests_passed', ok: true }];
+    const child = {
+      reducer: { function_path: CHILD },
+      input: { claims },
+      returns: { evidence: ['tests_passed'] },
+    };
+    const parentId = await startParent(t, { children: [child] }, {});
+    await settle(t, [t.engine]);
+
+    expect(summaryOf(await record(t, parentId))).toBe('awaited:blocked(turns=0)[handback_evidence_missing]');
+  });
+
+  it('refuses a delegation whose returns.schema is not a JSON Schema', async () => {
+    const t = await setup();
+    const child = {
+      reducer: { function_path: CHILD },
+      input: {},
+      returns: { schema: { type: 'no-such-type' } },
+    };
+    const parentId = await startParent(t, { children: [child] }, {});
+    await settle(t, [t.engine]);
+
+    expect(summaryOf(await record(t, parentId))).toBe('delegate:failed[delegate_args_invalid]');
+    expect(await t.engine.listChildren(parentId, alice)).toEqual([]);
   });
 });

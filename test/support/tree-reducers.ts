@@ -157,6 +157,8 @@ export interface TreeChildInput {
   outcome?: 'succeeded' | 'partial' | 'blocked';
   /** Artifacts on its complete effect. */
   artifacts?: unknown[];
+  /** Evidence its complete effect claims (a claim, not a tool's report). */
+  claims?: unknown[];
 }
 
 type ChildState = {
@@ -189,6 +191,7 @@ function childNext(st: ChildState): { state: ChildState; effects: Record<string,
         outcome: input.outcome ?? 'succeeded',
         summary,
         ...(input.artifacts !== undefined ? { artifacts: input.artifacts } : {}),
+        ...(input.claims !== undefined ? { evidence: input.claims } : {}),
       },
     ],
   };
