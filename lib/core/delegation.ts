@@ -4,11 +4,13 @@
  * Seed: agent-runs ("child runs with a durable mailbox", "Budgets", the sweeper's hand-back and
  * stop-children duties); agent-run-contracts (the tool-result envelope, `child:{run_id}` resume keys).
  */
+import type { z } from 'zod';
 import {
   type Budgets,
   type ControlAck,
   childResumeKey,
   type DelegateArgs,
+  type Evidence as EvidenceSchema,
   type HandBackPayload,
   type OnExceeded,
   type ReducerBinding,
@@ -19,6 +21,9 @@ import {
   type TreeAmounts,
 } from '../contracts/index.ts';
 import { reserveChildBudgets, treeTotals } from './budgets.ts';
+
+type Evidence = z.infer<typeof EvidenceSchema>;
+
 import { envelopeOf } from './tool-result-validation.ts';
 
 /** What a delegate call creates: the child's subject, reducer, budgets and lineage. */
@@ -200,7 +205,8 @@ export interface ChildResult {
  */
 export interface HandBackFacts {
   result: ChildResult;
-  verified: readonly string[];
+  /** The evidence entries with `ok: true` the child's tool envelopes reported, the first of each kind. */
+  verified: readonly Evidence[];
 }
 
 /** The JSON Schema check the engine supplies: one message per violation (`path: message`), [] when valid. */
@@ -211,7 +217,8 @@ export type SchemaErrors = (schema: Record<string, unknown>, value: unknown) => 
  * a child that completed `succeeded` or `partial` but whose result does not satisfy
  * `returns.schema` (diagnostic `handback_schema_mismatch`, one per violation, with its path) or
  * lacks a required evidence kind (`handback_evidence_missing`, naming the kind) hands back
- * `blocked`, never `succeeded`; the payload carries the result either way. A child without
+ * `blocked`, never `succeeded`; the payload carries the result either way. A hand-back that
+ * passes carries, as its `evidence`, the entries of the required kinds the child's tools reported. A child without
  * `returns`, or one that did not complete succeeded/partial, hands back as {@link handBackEnvelope}.
  * Null while the child is live. Issue 16 ("checked hand-backs").
  */
@@ -235,22 +242,28 @@ export function checkedHandBackEnvelope(
       });
     }
   }
+  const evidence: Evidence[] = [];
   for (const kind of terms.evidence ?? []) {
-    if (facts.verified.includes(kind)) continue;
+    const entry = facts.verified.find((e) => e.kind === kind);
+    if (entry !== undefined) {
+      evidence.push(entry);
+      continue;
+    }
     diagnostics.push({
       code: 'handback_evidence_missing',
       severity: 'error',
       message: `no tool of the child reported evidence of kind "${kind}" with ok: true`,
     });
   }
-  if (diagnostics.length === 0) return { ...base, payload };
+  // Passed: the hand-back carries the evidence that satisfied it, as the child's tools reported it.
+  if (diagnostics.length === 0) return { ...base, payload, evidence };
   return { ...base, status: 'blocked', payload, diagnostics };
 }
 
 /** The facts of a checked hand-back, from `events` of the child's log (see {@link HandBackFacts}). */
 export function handBackFactsOf(child: RunRecord, events: readonly RunEvent[]): HandBackFacts | null {
   if (child.status !== 'completed') return null;
-  const verified = new Set<string>();
+  const verified = new Map<string, Evidence>();
   let artifacts: unknown[] | undefined;
   for (const event of events) {
     if (event.kind === 'run_completed' && Array.isArray(event.data.artifacts))
@@ -258,7 +271,8 @@ export function handBackFactsOf(child: RunRecord, events: readonly RunEvent[]): 
     if (event.kind !== 'tool_result') continue;
     const envelope = event.data.envelope as Partial<ToolResultEnvelope> | undefined;
     if (envelope === undefined || envelope.legacy === true) continue;
-    for (const e of envelope.evidence ?? []) if (e.ok === true) verified.add(e.kind);
+    for (const e of envelope.evidence ?? [])
+      if (e.ok === true && !verified.has(e.kind)) verified.set(e.kind, e);
   }
   return {
     result: {
@@ -266,6 +280,6 @@ export function handBackFactsOf(child: RunRecord, events: readonly RunEvent[]): 
       ...(child.summary !== undefined ? { summary: child.summary } : {}),
       ...(artifacts !== undefined ? { artifacts } : {}),
     },
-    verified: [...verified],
+    verified: [...verified.values()],
   };
 }

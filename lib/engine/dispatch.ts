@@ -7,6 +7,7 @@
  * tool-invocation-contract, "Invocation".
  */
 import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
+import { treeUsed } from '../core/budgets.ts';
 import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
@@ -126,7 +127,8 @@ async function executeModelTurn(
     },
   };
   const limit = record.budgets.max_model_calls;
-  const limits = limit === undefined ? {} : { maxCalls: Math.max(1, limit - record.usage.model_calls) };
+  const limits =
+    limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) };
   const out = await ctx.models.turn(input, compiled, signal, limits);
   const { provider_calls, host_attempts: _attempts, ...answer } = out as typeof out & Record<string, unknown>;
   const calls = typeof provider_calls === 'number' && provider_calls >= 1 ? { calls: provider_calls } : {};

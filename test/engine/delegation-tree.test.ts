@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import * as contracts from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { envelopeOf } from '../../lib/core/tool-result-validation.ts';
@@ -15,7 +16,7 @@ import type { ToolHost } from '../../lib/engine/ports.ts';
 import { shardOfRun } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
-import { treeChild, treeParent } from '../support/tree-reducers.ts';
+import { DELEGATE_MESSAGE_TOOL, DELEGATE_TOOL, treeChild, treeParent } from '../support/tree-reducers.ts';
 
 const PARENT = '/r/tree-parent';
 const CHILD = '/r/tree-child';
@@ -91,6 +92,13 @@ async function startParent(t: MemoryTestEngine, input: unknown, budgets: Record<
   );
   return run.run_id;
 }
+
+it('drives the reserved tools the contracts name', () => {
+  expect([DELEGATE_TOOL, DELEGATE_MESSAGE_TOOL]).toEqual([
+    contracts.DELEGATE_TOOL,
+    contracts.DELEGATE_MESSAGE_TOOL,
+  ]);
+});
 
 describe('tree budgets', () => {
   it('reserves half of what the parent has left for a child, charges its usage back at the hand-back and returns the rest', async () => {
@@ -393,7 +401,8 @@ describe('checked hand-backs', () => {
     const parent = await record(t, parentId);
     expect(summaryOf(parent)).toBe('background:succeeded(turns=0)');
     const steer = (await eventsOf(t, parentId)).find((e) => e.kind === 'steer_consumed');
-    const input = steer?.data.input as { hand_back: { payload: { result: unknown } } };
+    const input = steer?.data.input as { hand_back: { payload: { result: unknown }; evidence: unknown[] } };
+    expect(input.hand_back.evidence).toEqual([{ kind: 'tests_passed', ok: true }]);
     expect(input.hand_back.payload.result).toEqual({
       outcome: 'succeeded',
       summary: 'turns=0',

@@ -3,8 +3,12 @@
  * or awaited), steers them through the mailbox and completes once every hand-back is in; and a
  * child that spends model turns, posts to its parent, waits to be steered or gathers evidence.
  */
-import { DELEGATE_MESSAGE_TOOL, DELEGATE_TOOL } from '../../lib/contracts/index.ts';
 import { respond, unchanged } from './reducers.ts';
+
+// The reserved tools (lib/contracts/delegation.ts), spelled out so that this module bundles into a
+// sandboxed artifact without zod; delegation-tree.test.ts checks they are the contract's.
+export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
+export const DELEGATE_MESSAGE_TOOL = '/lib/raisin/agent-runs/delegate/message';
 
 type Req = {
   state: Record<string, unknown> | null;
@@ -15,6 +19,7 @@ type Req = {
 
 type Envelope = {
   status?: string;
+  evidence?: { kind: string; ok?: boolean }[];
   payload?: { child_run_id?: string; status?: string; outcome?: string; summary?: string };
   diagnostics?: { code: string; message: string }[];
 };
@@ -22,6 +27,12 @@ type Envelope = {
 /** The parent's script: children to start (delegate args), then messages to send to them. */
 export interface TreeParentInput {
   children: Record<string, unknown>[];
+  /**
+   * Evidence kinds the parent's own completion needs: it completes `succeeded` only when some
+   * hand-back envelope carried an entry of each kind with `ok: true` (verified by a child's tool,
+   * as a checked hand-back passes it on); otherwise `partial`, saying what is unverified.
+   */
+  require_evidence?: string[];
   messages?: { to: number; text: string; child_run_id?: string }[];
 }
 
@@ -34,6 +45,7 @@ type ParentState = {
   started: string[];
   lines: string[];
   handed: number;
+  verified: string[];
 };
 
 const tool = (name: string, args: unknown) => ({
@@ -47,6 +59,13 @@ const tool = (name: string, args: unknown) => ({
 function lineOf(env: Envelope): string {
   const code = env.diagnostics?.[0]?.code;
   return `${env.status}${env.payload?.summary !== undefined ? `(${env.payload.summary})` : ''}${code !== undefined ? `[${code}]` : ''}`;
+}
+
+/** The evidence kinds verified so far, with those a succeeded hand-back `env` carries with ok: true. */
+function verifiedBy(st: ParentState, env: Envelope): string[] {
+  if (env.status !== 'succeeded') return st.verified;
+  const kinds = (env.evidence ?? []).filter((e) => e.ok === true).map((e) => e.kind);
+  return [...new Set([...st.verified, ...kinds])];
 }
 
 /** The parent's next operation, or its completion once every child handed back, or nothing (rest). */
@@ -64,9 +83,17 @@ function parentNext(st: ParentState): { state: ParentState; effects: Record<stri
     return { state: { ...st, sent: st.sent + 1, busy: true }, effects: [tool(DELEGATE_MESSAGE_TOOL, args)] };
   }
   if (st.handed >= st.started.length) {
+    const unverified = (st.input.require_evidence ?? []).filter((k) => !st.verified.includes(k));
+    const summary = [...st.lines, ...(unverified.length > 0 ? [`unverified:${unverified.join(',')}`] : [])];
     return {
       state: { ...st, busy: false },
-      effects: [{ kind: 'complete', outcome: 'succeeded', summary: st.lines.join(' | ') }],
+      effects: [
+        {
+          kind: 'complete',
+          outcome: unverified.length > 0 ? 'partial' : 'succeeded',
+          summary: summary.join(' | '),
+        },
+      ],
     };
   }
   return { state: { ...st, busy: false }, effects: [] };
@@ -93,6 +120,7 @@ export function treeParent() {
       started: [],
       lines: [],
       handed: 0,
+      verified: [],
     };
     const seen = { ...st, seen: req.event.seq };
     const go = (s: ParentState) => {
@@ -132,6 +160,7 @@ export function treeParent() {
           ...seen,
           lines: [...st.lines, line],
           handed: st.handed + (input.hand_back !== undefined ? 1 : 0),
+          verified: input.hand_back !== undefined ? verifiedBy(st, input.hand_back) : st.verified,
         };
         // A hand-back arriving while an operation is pending changes nothing else.
         if (st.busy) return respond(req, next, []);
@@ -226,5 +255,20 @@ export function treeChild() {
       default:
         return { ...unchanged(req), state: seen, state_rev: req.state_rev + 1 };
     }
+  };
+}
+
+/**
+ * One reducer for both roles (for a sandboxed artifact, where a run's children inherit its
+ * reducer): a run whose input names `children` is a {@link treeParent}, any other a {@link treeChild}.
+ */
+export function treeReducer() {
+  const parent = treeParent();
+  const child = treeChild();
+  return (raw: Record<string, unknown>) => {
+    const req = raw as unknown as Req;
+    const input = (req.state as { input?: unknown } | null)?.input ?? req.event.data.input;
+    const isParent = input !== null && typeof input === 'object' && 'children' in input;
+    return isParent ? parent(raw) : child(raw);
   };
 }
