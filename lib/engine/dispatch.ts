@@ -116,6 +116,8 @@ async function executeModelTurn(
     run_id: record.run_id,
     operation_id: op.op_id,
     attempt: op.attempt,
+    // The run's agent: the function its reducer is bound to (the contract's `functions:{path}`).
+    ...(record.reducer !== null ? { agent_ref: `functions:${record.reducer.function_path}` } : {}),
     subject: record.subject,
     executor_config: record.executor_config,
     request: {
