@@ -152,6 +152,7 @@ async function executeModelTurn(
     tool_calls: out.tool_calls,
     finish_reason: out.finish_reason,
     usage: out.usage,
+    manifest: compiled.manifest,
     ...calls,
   };
 }

@@ -3,6 +3,7 @@
  * Seed: agent-runs, "Operations", "Budgets"; agent-run-contracts, "The tool-result envelope".
  */
 import {
+  type ContextManifest,
   childOfResumeKey,
   type NewRunEvent,
   type OpenRequest,
@@ -96,6 +97,11 @@ export type OperationResult =
       usage: { input_tokens: number; output_tokens: number };
       /** Provider calls the turn made, retries included (default 1). */
       calls?: number;
+      /**
+       * What the context compiler put in the turn's transcript and what it cut, and why: stored on
+       * the model_turn_completed event (`data.manifest`, not shown to the reducer).
+       */
+      manifest?: ContextManifest;
     }
   | {
       kind: 'tool_result';
@@ -199,6 +205,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         tool_calls: result.tool_calls,
         finish_reason: result.finish_reason,
         usage: result.usage,
+        ...(result.manifest !== undefined ? { manifest: result.manifest } : {}),
       };
       const next = {
         ...draft,
