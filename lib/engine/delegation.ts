@@ -61,7 +61,8 @@ export interface DelegationHooks {
 /** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
 type HandBack = 'delivered' | 'not_needed' | 'deferred';
 
-async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+/** The delegate operation's args, or the failed envelope naming the field that is wrong. */
+function delegateArgsOf(parent: RunRecord, op: Operation): DelegateArgs | ToolResultEnvelope {
   const effect = op.effect;
   if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
   const { __raisin_context: _context, ...raw } = effect.args;
@@ -95,6 +96,12 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       `args.returns.schema: not a JSON Schema (${problem})`,
     );
   }
+  return args;
+}
+
+async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+  const args = delegateArgsOf(parent, op);
+  if ('envelope' in args) return args;
   if (args.context === undefined) {
     // The child inherits the parent's run context (tools, instructions, mode) unless given one.
     // A child is a task: it must end (and hand back) on its own, never wait for a user.
