@@ -160,17 +160,25 @@ class StepWorker {
   /**
    * Replays the staged moves on `current` (a record a concurrent commit produced, still under
    * this worker's lease): no reducer call, no tool call, no read. False when a move no longer
-   * applies (the caller then reloads and recomputes).
+   * applies (the caller then reloads and recomputes). A start refused `steers_queued` (a steer
+   * reached the run meanwhile) ends the replay there: the moves before it are kept, and the
+   * loop consumes the steer before the operation starts.
    */
   rebase(current: RunRecord): boolean {
     let record = current;
     const events: RunEvent[] = [];
-    for (const move of this.moves) {
+    let kept = this.moves.length;
+    for (const [i, move] of this.moves.entries()) {
       const result = move(record);
+      if (!result.ok && result.code === 'steers_queued') {
+        kept = i;
+        break;
+      }
       if (!result.ok) return false;
       record = result.record;
       events.push(...result.events);
     }
+    this.moves = this.moves.slice(0, kept);
     for (const seq of [...this.eventCache.keys()]) if (seq > this.base.last_seq) this.eventCache.delete(seq);
     for (const e of events) this.eventCache.set(e.seq, e);
     this.base = current;
