@@ -153,10 +153,23 @@ export const ResumeControl = z.strictObject({
   budget_increase: Budgets.optional(),
   accept_reducer_change: z.boolean().optional(),
 });
+/**
+ * What a steer does when an operation is in flight (what peers call double-texting): `enqueue`
+ * (the default) queues it for the next boundary; `reject` refuses it (ack rejected `run_busy`);
+ * `interrupt` queues it and cancels an interruptible operation in flight, so that it is consumed
+ * at the boundary that follows (a non-interruptible one runs to its end, as with `enqueue`).
+ * Between operations all three queue the steer. Issue 14, item 5.
+ */
+export const STEER_WHEN_BUSY = ['enqueue', 'reject', 'interrupt'] as const;
+export const SteerWhenBusy = z.enum(STEER_WHEN_BUSY);
+export type SteerWhenBusy = z.infer<typeof SteerWhenBusy>;
+
 export const SteerControl = z.strictObject({
   ...controlBase,
   command: z.literal('steer'),
   input: z.unknown(),
+  /** Absent: `enqueue`. Optional rather than defaulted, so that the digest of a steer sent before it existed is unchanged. */
+  when_busy: SteerWhenBusy.optional(),
 });
 export const ApproveControl = z.strictObject({
   ...controlBase,
@@ -205,6 +218,8 @@ export const CONTROL_REJECTION_REASONS = [
   'already_paused',
   /** resume of a child run with budget_increase.max_depth (the parent's ceiling holds). */
   'max_depth_inherited',
+  /** steer with when_busy `reject` while an operation is in flight. */
+  'run_busy',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);
@@ -419,6 +434,12 @@ export const RunningWithOperation = z.object({
   lease: Lease,
   operation: InFlightOperation,
   open_requests: NoRequests,
+  /**
+   * A steer (its steer_id) asked to interrupt the operation in flight (when_busy `interrupt`):
+   * its executor cancels it and the steer is consumed at the next boundary. Only while an
+   * operation is in flight: every other shape of the record drops it.
+   */
+  interrupt_requested: z.string().optional(),
 });
 /** Running between operations: at most a pending operation, which open requests may hold back. */
 export const RunningBetweenOperations = z.object({

@@ -511,6 +511,11 @@ class StepWorker {
     const abort = new AbortController();
     let lost = false;
     let cancelled = false;
+    // A stop or a steer that interrupts: the operation is cancelled (acknowledged) either way.
+    const cancel = (why: 'stop' | 'interrupt') => {
+      cancelled = true;
+      abort.abort(new Error(why === 'stop' ? 'run stopped' : 'interrupted by a steer'));
+    };
     let beating = Promise.resolve();
     const timer = setInterval(() => {
       beating = beating.then(async () => {
@@ -518,18 +523,12 @@ class StepWorker {
         if (outcome === 'lost') {
           lost = true;
           abort.abort(new LeaseLost('lease lost'));
-        } else if (outcome === 'cancelled') {
-          cancelled = true;
-          abort.abort(new Error('run stopped'));
+        } else if (outcome === 'cancelled' || outcome === 'interrupted') {
+          cancel(outcome === 'cancelled' ? 'stop' : 'interrupt');
         }
       });
     }, this.ctx.heartbeatMs);
-    const unwatch = op.interruptible
-      ? watchForStop(this.ctx, this.base.run_id, () => {
-          cancelled = true;
-          abort.abort(new Error('run stopped'));
-        })
-      : async () => {};
+    const unwatch = op.interruptible ? watchForStop(this.ctx, this.base.run_id, cancel) : async () => {};
     try {
       const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads());
       clearInterval(timer);
@@ -549,11 +548,14 @@ class StepWorker {
 
   /**
    * One heartbeat while an operation runs: re-read the run; the lease gone → `lost`; a stop seen
-   * (cancelling) while `interruptible` → `cancelled`; else renew the lease. A renewal that loses
-   * to a concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
+   * (cancelling) while `interruptible` → `cancelled`; a steer that interrupts (interrupt_requested)
+   * while `interruptible` → `interrupted`; else renew the lease. A renewal that loses to a
+   * concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
    * run record on every lease renewal and cancels its operation when it sees cancelling").
    */
-  async heartbeat(interruptible: boolean): Promise<'renewed' | 'lost' | 'cancelled' | 'skipped'> {
+  async heartbeat(
+    interruptible: boolean,
+  ): Promise<'renewed' | 'lost' | 'cancelled' | 'interrupted' | 'skipped'> {
     try {
       await this.ctx.faults('during_heartbeat', this.base.run_id);
       const current = await this.ctx.store.getRun(this.base.run_id);
@@ -565,6 +567,8 @@ class StepWorker {
       )
         return 'lost';
       const stopping = current.status === 'cancelling' && interruptible;
+      const interrupted =
+        interruptible && 'interrupt_requested' in current && current.interrupt_requested !== undefined;
       const renewed = renewLease(current, this.fence, this.ctx.clock.now(), this.ctx.leaseTtlMs);
       if (renewed.ok) {
         this.base = await commitRun(this.ctx, {
@@ -575,7 +579,9 @@ class StepWorker {
         });
         this.staged = this.base;
       }
-      return stopping ? 'cancelled' : renewed.ok ? 'renewed' : 'skipped';
+      if (stopping) return 'cancelled';
+      if (interrupted) return 'interrupted';
+      return renewed.ok ? 'renewed' : 'skipped';
     } catch (err) {
       if (err instanceof CommitRejected && err.reason === 'stale_version') return 'skipped'; // next beat retries
       return 'lost';

@@ -31,7 +31,7 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts';
 import { isPlainObject } from '../core/canonical.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import type { RunStatusView, RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
   type CommitPlan,
@@ -240,21 +240,23 @@ async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string
 }
 
 /** The record item's status attribute, eventually consistent (half the read units of getRun). */
-async function getStatus(io: DynamoIo, runId: string): Promise<RunRecord['status'] | null> {
+async function getStatus(io: DynamoIo, runId: string): Promise<RunStatusView | null> {
   io.metrics.reads += 1;
   const out = await io.doc.send(
     new GetCommand({
       TableName: io.table,
       Key: { pk: runPk(runId), sk: 'R' },
       ConsistentRead: false,
-      ProjectionExpression: '#s',
-      ExpressionAttributeNames: { '#s': 'status' },
+      ProjectionExpression: '#s, #i',
+      ExpressionAttributeNames: { '#s': 'status', '#i': 'interrupt_requested' },
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
   countCapacity(io, out.ConsumedCapacity);
   const parsed = RunStatus.safeParse(out.Item?.status);
-  return parsed.success ? parsed.data : null;
+  if (!parsed.success) return null;
+  const interrupt = out.Item?.interrupt_requested;
+  return { status: parsed.data, interrupt_requested: typeof interrupt === 'string' ? interrupt : null };
 }
 
 /** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */

@@ -218,7 +218,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async getStatus(runId) {
       await yieldOnce();
-      return recordOf(table.read(runPk(runId), 'R'))?.status ?? null;
+      const record = recordOf(table.read(runPk(runId), 'R'));
+      if (record === null) return null;
+      const interrupt = 'interrupt_requested' in record ? record.interrupt_requested : undefined;
+      return { status: record.status, interrupt_requested: interrupt ?? null };
     },
     async getRunAndAck(runId, controlId) {
       await yieldOnce();
