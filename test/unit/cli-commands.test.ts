@@ -322,6 +322,27 @@ describe('agent-runs controls', () => {
     expect(pause.sent[0]?.body).toEqual({ command: 'pause', control_id: expect.stringMatching(UUID) });
   });
 
+  it('steer --when-busy sends what to do while an operation is in flight, and refuses another value', async () => {
+    const steer = await cli([
+      'steer',
+      'run_1',
+      'stop that',
+      '--when-busy',
+      'interrupt',
+      '--control-id',
+      'c-2',
+    ]);
+    expect(steer.sent[0]?.body).toEqual({
+      command: 'steer',
+      input: 'stop that',
+      when_busy: 'interrupt',
+      control_id: 'c-2',
+    });
+    const bad = await cli(['steer', 'run_1', 'x', '--when-busy', 'later']);
+    expect(bad).toMatchObject({ code: 1, sent: [] });
+    expect(bad.err).toBe('error: --when-busy must be enqueue, reject or interrupt');
+  });
+
   it('prints duplicate and rejected acks; a rejected one exits 2', async () => {
     const dup = await cli(['stop', 'run_1'], () => [200, { ack: 'duplicate', original_seq: 7 }]);
     expect(dup).toMatchObject({ code: 0, out: 'duplicate (original seq 7)' });
