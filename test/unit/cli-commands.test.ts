@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
+import { formatLease } from '../../bin/commands/lease.ts';
 import { runCli } from '../../bin/commands/program.ts';
+import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { newRun } from '../support/runs.ts';
@@ -490,6 +492,26 @@ describe('agent-runs events and tools', () => {
       },
     ]);
     expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+finds things$/);
+  });
+});
+
+describe('agent-runs lease', () => {
+  const view = (status: LeaseView['status'], client_driven: boolean): LeaseView => ({
+    run_id: 'run_1',
+    client_driven,
+    status,
+    epoch: 2,
+    lease: null,
+    expires_in_ms: null,
+    operation: null,
+    queued_steers: 0,
+    open_requests: 0,
+  });
+
+  it('says a client-driven run without a lease waits for a client, and an ended run waits for nothing', () => {
+    expect(formatLease(view('queued', true))).toMatch(/lease\s+none \(the run waits for a client\)/);
+    expect(formatLease(view('completed', true))).toMatch(/lease\s+none \(the run ended\)/);
+    expect(formatLease(view('queued', false))).toMatch(/lease\s+none\n/);
   });
 });
 
