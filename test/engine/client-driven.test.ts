@@ -350,6 +350,8 @@ describe('client-driven runs', () => {
       ['operation_cancelled', null],
       ['operation_failed', true],
     ]);
+    // Each result event records the document it came from, its usage/fidelity included.
+    expect(results[0]?.data.turn_outcome).toMatchObject({ 'usage/fidelity': 'authoritative' });
     expect((await t.engine.getRun(runId, alice)).usage).toMatchObject({
       input_tokens: 50,
       output_tokens: 25,
