@@ -146,7 +146,7 @@ async function kinds(runId: string): Promise<string[]> {
 describe('steers while an operation is in flight', () => {
   it('queues a steer without when_busy behind the model turn, and the next model request holds it, with no heartbeat in between', async () => {
     model.reply(
-      { status: 200, body: lookup('A-17'), delayMs: 800 },
+      { status: 200, body: lookup('A-17'), delayMs: 2_500 },
       { status: 200, body: text('A-17 and B-9 have shipped.') },
     );
     const { run, stepping, from } = await agentRunInFlight();
@@ -171,7 +171,7 @@ describe('steers while an operation is in flight', () => {
   });
 
   it('refuses a steer with when_busy reject as run_busy, and the model never sees it', async () => {
-    model.reply({ status: 200, body: text('A-17 has shipped.'), delayMs: 800 });
+    model.reply({ status: 200, body: text('A-17 has shipped.'), delayMs: 2_500 });
     const { run, stepping, from } = await agentRunInFlight();
 
     const ack = await send<{ ack: string; reason?: string }>('POST', `/runs/${run.run_id}/controls`, {
