@@ -11,6 +11,7 @@ import { requestModelTurn } from './operations.ts';
 import { diag, emit, type Reduction } from './response.ts';
 import type { AgentLoopCall, AgentLoopTool } from './state.ts';
 import { answer, currentCall, findTool } from './turn.ts';
+import { issueVerifier } from './verification.ts';
 
 const MAX_CALLS_PER_TURN = 32;
 const MAX_TURN_ARGS_BYTES = 64 * 1024;
@@ -99,6 +100,10 @@ export function issueCall(ctx: Reduction, call: AgentLoopCall, tool: AgentLoopTo
 /** Re-issues the operation the reducer waits for (after a retryable failure or a cancellation). */
 export function reissue(ctx: Reduction): void {
   const state = ctx.state;
+  if (state.phase === 'verify') {
+    issueVerifier(ctx);
+    return;
+  }
   if (state.phase === 'model') {
     state.counters.retries += 1;
     requestModelTurn(ctx, true);

@@ -59,14 +59,23 @@ export function askUser(ctx: Reduction, question: string): void {
   state.awaiting = emit(ctx, { kind: 'ask_user', question });
 }
 
-/** Ends the run: complete{outcome, summary?}; the summary at most 2,000 characters. */
-export function complete(ctx: Reduction, outcome: 'succeeded' | 'partial' | 'blocked', text: string): void {
+/**
+ * Ends the run: complete{outcome, summary?, artifacts?, evidence?}; the summary at most 2,000
+ * characters. `proof` carries what verified completion checked (absent otherwise).
+ */
+export function complete(
+  ctx: Reduction,
+  outcome: 'succeeded' | 'partial' | 'blocked',
+  text: string,
+  proof?: { artifacts: unknown[]; evidence: unknown[] },
+): void {
   end(ctx);
   ctx.state.outcome = outcome;
   emit(ctx, {
     kind: 'complete',
     outcome,
     ...(text !== '' && { summary: clip(text, MAX_SUMMARY_CHARS) }),
+    ...(proof !== undefined && { artifacts: proof.artifacts, evidence: proof.evidence }),
   });
 }
 

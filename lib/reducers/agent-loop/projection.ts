@@ -57,6 +57,8 @@ function respondStatus(state: AgentLoopState): ItemStatus {
       return state.budget !== null ? 'paused' : 'in_progress';
     case 'tool':
       return 'pending';
+    case 'verify':
+      return 'in_progress';
     case 'user':
       return 'waiting';
     case 'stopped':
@@ -78,6 +80,8 @@ function summary(state: AgentLoopState, done: number, total: number): string {
       return `Thinking${calls}`;
     case 'tool':
       return `Running tools${calls}`;
+    case 'verify':
+      return 'Verifying the result';
     case 'user':
       return 'Waiting for the user';
     case 'stopped':
