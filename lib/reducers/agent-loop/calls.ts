@@ -8,6 +8,7 @@
 import { clone, isObject, type JsonRecord, utf8Length } from './json.ts';
 import { countRepeat, loopDetected } from './loop-detection.ts';
 import { requestModelTurn } from './operations.ts';
+import { GATED_NOTE, isPlanCall, planGateClosed, runPlanCall } from './plan.ts';
 import { diag, emit, type Reduction } from './response.ts';
 import type { AgentLoopCall, AgentLoopTool } from './state.ts';
 import { answer, currentCall, findTool } from './turn.ts';
@@ -126,6 +127,16 @@ export function advance(ctx: Reduction): void {
     const call = turn.calls[turn.next];
     if (call === undefined) break;
     if (call.state === 'done') {
+      turn.next += 1;
+      continue;
+    }
+    if (isPlanCall(state, call.name)) {
+      if (runPlanCall(ctx, call)) return;
+      turn.next += 1;
+      continue;
+    }
+    if (planGateClosed(state)) {
+      answer(call, 'refused', GATED_NOTE);
       turn.next += 1;
       continue;
     }

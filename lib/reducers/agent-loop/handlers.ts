@@ -7,6 +7,8 @@ import { advance, answerCurrentAndAdvance, issueCall, readCalls, reissue } from 
 import { readContext } from './context.ts';
 import { isObject, type JsonRecord, utf8Length } from './json.ts';
 import { askUser, complete, fail, requestModelTurn } from './operations.ts';
+import { isPlanCall, onPlanDecision, PROPOSE_PLAN, UPDATE_PLAN } from './plan.ts';
+import { countTurn, noteToolResult, noteUserProgress, progressOf } from './progress.ts';
 import {
   type AgentLoopAnswer,
   type AgentLoopDiagnostic,
@@ -50,9 +52,11 @@ export function onModelTurnCompleted(ctx: Reduction): HandlerResult {
   const calls = readCalls(ctx, Array.isArray(data.tool_calls) ? data.tool_calls : []);
   if (calls.length > 0) {
     state.turn = { seq: ctx.event.seq, next: 0, calls };
+    if (countTurn(ctx, true)) return;
     advance(ctx);
     return;
   }
+  countTurn(ctx, false);
   state.turn = null;
   const message = isObject(data.message) ? data.message : {};
   const text = typeof message.text === 'string' ? message.text : '';
@@ -118,6 +122,7 @@ export function onToolResult(ctx: Reduction): HandlerResult {
   delete call.args;
   state.turn.next += 1;
   recordEnvelope(state, envelope);
+  noteToolResult(state, call.name, status, envelope.payload);
   const tool = findTool(state, call.name);
   if (tool !== null && tool.ends_run !== undefined && status === 'succeeded') {
     const payload = envelope.payload;
@@ -136,13 +141,22 @@ export function onRequestResolved(ctx: Reduction): HandlerResult {
     if (state.phase !== 'user' || !isAwaited(ctx, true)) return notAwaited(ctx);
     state.streak = { key: '', count: 0 };
     state.steer_seq = 0;
+    noteUserProgress(state);
     if (onVerificationAnswer(ctx)) return;
     requestModelTurn(ctx, false);
     return;
   }
   if (data.kind === 'approval') {
-    if (state.phase !== 'tool' || currentCall(state) === null || !isAwaited(ctx, true))
+    const call = currentCall(state);
+    if (state.phase !== 'tool' || call === null || state.turn === null || !isAwaited(ctx, true))
       return notAwaited(ctx);
+    if (isPlanCall(state, call.name)) {
+      noteUserProgress(state);
+      onPlanDecision(ctx, call);
+      state.turn.next += 1;
+      advance(ctx);
+      return;
+    }
     if (data.decision !== 'rejected') return IGNORED;
     const reason = typeof data.reason === 'string' && data.reason !== '' ? ` (${data.reason})` : '';
     answerCurrentAndAdvance(
@@ -199,6 +213,7 @@ export function onUserInput(ctx: Reduction): HandlerResult {
   const state = ctx.state;
   const open = Array.isArray(ctx.run.open_requests) ? ctx.run.open_requests : [];
   state.streak = { key: '', count: 0 };
+  noteUserProgress(state);
   // Core delivers a steer only between operations, so an awaited model turn has not started:
   // it is asked again with the transcript cut at the steer (core replaces the pending turn).
   const interrupts =
@@ -343,7 +358,13 @@ export function onRunStarted(request: JsonRecord, event: AgentLoopEvent): AgentL
   };
   if (config.instructions !== undefined) state.instructions = config.instructions;
   if (config.compact_above_tokens !== undefined) state.compact_above_tokens = config.compact_above_tokens;
-  const verifier = verifierOf(config.tools, config.verifier_tool, diagnostics, event);
+  if (config.plan !== undefined) {
+    state.plan_mode = config.plan;
+    state.tools = withoutPlanTools(state.tools, diagnostics, event);
+  }
+  const progress = progressOf(config.no_progress_turns);
+  if (progress !== undefined) state.progress = progress;
+  const verifier = verifierOf(state.tools, config.verifier_tool, diagnostics, event);
   const verify = verificationOf(config.verify_completion, verifier);
   if (verify !== undefined) state.verify = verify;
   if (typeof data.objective === 'string') state.objective = data.objective;
@@ -376,4 +397,19 @@ function verifierOf(
     diag('context_invalid', 'warning', `verifier_tool ${name} is not one of context.tools; ignored`, event),
   );
   return undefined;
+}
+
+/** The context's tools without any named like a plan tool (the reducer's own win), each warned. */
+function withoutPlanTools(
+  tools: AgentLoopTool[],
+  diagnostics: AgentLoopDiagnostic[],
+  event: AgentLoopEvent,
+): AgentLoopTool[] {
+  return tools.filter((tool) => {
+    if (tool.name !== PROPOSE_PLAN && tool.name !== UPDATE_PLAN) return true;
+    diagnostics.push(
+      diag('tool_reserved', 'warning', `tool ${tool.name} is the reducer's own plan tool; skipped`, event),
+    );
+    return false;
+  });
 }

@@ -6,13 +6,15 @@
  * summary. Seed: agent-run-contracts, "Projection".
  */
 import type { Projection, ProjectionItem } from '../../contracts/index.ts';
-import type { AgentLoopCall, AgentLoopState } from './state.ts';
+import { PROPOSE_PLAN, planSummary } from './plan.ts';
+import type { AgentLoopCall, AgentLoopPlan, AgentLoopState } from './state.ts';
+import { currentCall } from './turn.ts';
 
 type ItemStatus = ProjectionItem['status'];
 
 /** The plan the UI shows: one item per call of the current turn, then the reply. */
 export function project(state: AgentLoopState): Projection {
-  const items: ProjectionItem[] = [];
+  const items: ProjectionItem[] = state.plan !== undefined ? planItems(state, state.plan) : [];
   let done = 0;
   const calls = state.turn !== null ? state.turn.calls : [];
   for (const call of calls) {
@@ -35,7 +37,32 @@ export function project(state: AgentLoopState): Projection {
     title: state.mode === 'task' ? 'Finish the task' : 'Reply to the user',
     status: respondStatus(state),
   });
-  return { items, summary: summary(state, done, calls.length) };
+  const text = summary(state, done, calls.length);
+  return { items, summary: state.plan !== undefined ? `${text}; ${planSummary(state.plan)}` : text };
+}
+
+/**
+ * The plan's items (key `plan:<key>`) with the status the model reported: `waiting` while the
+ * plan awaits its approval, an unfinished item `stopped` / `paused` with the run, `blocked`
+ * once the run ended without it.
+ */
+function planItems(state: AgentLoopState, plan: AgentLoopPlan): ProjectionItem[] {
+  const awaitingApproval = state.phase === 'tool' && currentCall(state)?.name === PROPOSE_PLAN;
+  return plan.items.map((item) => {
+    let status: ItemStatus = item.status;
+    if (status !== 'completed') {
+      if (state.phase === 'stopped') status = 'stopped';
+      else if (state.phase === 'ended') status = 'blocked';
+      else if (awaitingApproval) status = 'waiting';
+      else if (status === 'in_progress' && state.budget !== null) status = 'paused';
+    }
+    return {
+      key: `plan:${item.key}`,
+      title: item.title,
+      status,
+      ...(item.note !== undefined && { detail: { note: item.note } }),
+    };
+  });
 }
 
 function callStatus(state: AgentLoopState, call: AgentLoopCall): ItemStatus {
