@@ -19,10 +19,11 @@ const local = inject('localServices');
 const clients = createAwsClients(local);
 afterAll(() => clients.destroy());
 
-/** A model that plays a fixed script of answers, one per turn. */
-function scripted(turns: ModelTurnOutput[]): ModelTurnFunction {
+/** A model that plays a fixed script of answers, one per turn, recording the tool messages it was shown. */
+function scripted(turns: ModelTurnOutput[], shown: string[] = []): ModelTurnFunction {
   let n = 0;
-  return async () => {
+  return async (_input, context) => {
+    for (const m of context.messages) if (m.role === 'tool') shown.push(`${n}:${m.name}:${m.content}`);
     const next = turns[n];
     n += 1;
     return next ?? { error_class: 'recording_exhausted', message: 'no more turns', retryable: false };
@@ -67,15 +68,19 @@ describe('the default agent reducer with plan approval and verified completion',
   it('waits for the plan approval, refuses a stale digest, proceeds once approved and completes with verified evidence', async () => {
     // Prepare: a writer tool that reports its primary artifact, and a verifier that re-reads it.
     const written: string[] = [];
-    const model = scripted([
-      calls(['p1', 'propose_plan', { items: PLAN }]),
-      calls(
-        ['w1', 'write_doc', { text: 'hello' }],
-        ['u1', 'update_plan', { key: 'write', status: 'completed' }],
-      ),
-      calls(['u2', 'update_plan', { key: 'check', status: 'completed' }]),
-      reply('The article is written.'),
-    ]);
+    const shown: string[] = [];
+    const model = scripted(
+      [
+        calls(['p1', 'propose_plan', { items: PLAN }]),
+        calls(
+          ['w1', 'write_doc', { text: 'hello' }],
+          ['u1', 'update_plan', { key: 'write', status: 'completed' }],
+        ),
+        calls(['u2', 'update_plan', { key: 'check', status: 'completed' }]),
+        reply('The article is written.'),
+      ],
+      shown,
+    );
     const runtime = await runtimeWith(model, (registry) => {
       registry.register({
         name: 'write_doc',
@@ -193,6 +198,10 @@ describe('the default agent reducer with plan approval and verified completion',
       const events = await runtime.engine.readEvents(run.run_id, alice, 0, 500);
       const results = events.filter((e) => e.kind === 'tool_result').map((e) => e.data.tool);
       expect(results).toEqual(['write_doc', 'recheck_doc']);
+      // The model heard the approval as the answer to its propose_plan call.
+      expect(shown).toContain(
+        '1:propose_plan:The plan was approved. Go on with it; report progress with update_plan.',
+      );
     } finally {
       runtime.close();
     }

@@ -1,9 +1,11 @@
 /**
- * The projection the UI shows: one item per call of the current turn (key `call:<call_id>`;
- * pending, in_progress, waiting, paused, completed, failed, blocked for not executed, stopped),
- * then `respond` (the reply or the task's end: in_progress while the model works, pending during
- * tools, waiting for the user, then completed / blocked / failed / stopped), and a one-line
- * summary. Seed: agent-run-contracts, "Projection".
+ * The projection the UI shows: the plan's items when the model proposed one (context.plan; key
+ * `plan:<key>`, the status the model reported, see planItems), one item per call of the current
+ * turn (key `call:<call_id>`; pending, in_progress, waiting, paused, completed, failed, blocked
+ * for not executed, stopped), then `respond` (the reply or the task's end: in_progress while the model works, pending during
+ * tools, waiting for the user, in_progress while the verifier runs, then completed / blocked /
+ * failed / stopped), and a one-line summary (`; plan <done> of <n> done` appended with a plan).
+ * Seed: agent-run-contracts, "Projection".
  */
 import type { Projection, ProjectionItem } from '../../contracts/index.ts';
 import { PROPOSE_PLAN, planSummary } from './plan.ts';
