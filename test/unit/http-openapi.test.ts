@@ -274,6 +274,18 @@ describe('the document for code generators', () => {
     expect(staticDoc.servers).toEqual(DEFAULT_SERVERS);
   });
 
+  it("names the scheme the client used, from X-Forwarded-Proto, in the first server's URL", async () => {
+    const served = async (proto: string) => {
+      const response = await app.request('https://api.example.com/openapi.json', {
+        headers: { 'x-forwarded-proto': proto },
+      });
+      return ((await response.json()) as { servers: { url: string }[] }).servers[0]?.url;
+    };
+    expect(await served('http')).toBe('http://api.example.com');
+    expect(await served('https')).toBe('https://api.example.com');
+    expect(await served('gopher')).toBe('https://api.example.com');
+  });
+
   it('passes `redocly lint` (recommended rules) without an error or a warning', () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
     try {
