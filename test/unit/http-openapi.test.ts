@@ -1,7 +1,7 @@
 /**
  * `GET /openapi.json` is an OpenAPI 3.1 document generated from the routes' zod schemas and
- * covers every route. No OpenAPI validator package is installed, so the document is checked
- * with ajv: its structure against a minimal OpenAPI 3.1 schema, every $ref resolves, every
+ * covers every route. The document is checked with ajv: its structure against a minimal
+ * OpenAPI 3.1 schema, every $ref resolves, every
  * path template parameter is declared, and every schema compiles as JSON Schema 2020-12 (the
  * dialect OpenAPI 3.1 uses). `redocly lint` (@redocly/cli, recommended rules) checks it for
  * code generators: operationIds, tags, servers, 4xx responses.
@@ -272,6 +272,18 @@ describe('the document for code generators', () => {
     expect(servers.slice(1)).toEqual(DEFAULT_SERVERS);
     const staticDoc = openApiDocument(app);
     expect(staticDoc.servers).toEqual(DEFAULT_SERVERS);
+  });
+
+  it("names the scheme the client used, from X-Forwarded-Proto, in the first server's URL", async () => {
+    const served = async (proto: string) => {
+      const response = await app.request('https://api.example.com/openapi.json', {
+        headers: { 'x-forwarded-proto': proto },
+      });
+      return ((await response.json()) as { servers: { url: string }[] }).servers[0]?.url;
+    };
+    expect(await served('http')).toBe('http://api.example.com');
+    expect(await served('https')).toBe('https://api.example.com');
+    expect(await served('gopher')).toBe('https://api.example.com');
   });
 
   it('passes `redocly lint` (recommended rules) without an error or a warning', () => {
