@@ -148,6 +148,23 @@ export const DEFAULT_PRICES: PriceTables = {
   aliases: { '/lib/models/recorded': 'gpt-4o' },
 };
 
+/**
+ * `tables` with the deployment's model-turn functions priced as the models they call: each
+ * configured path (and the contract's default path, when `defaultPath` is one of them) as its
+ * model id.
+ */
+export function withConfiguredModels(
+  tables: PriceTables,
+  models: readonly { path: string; model: string }[],
+  defaultPath: string | undefined,
+): PriceTables {
+  const aliases = { ...tables.aliases };
+  for (const m of models) aliases[m.path] = m.model;
+  const byDefault = models.find((m) => m.path === defaultPath);
+  if (byDefault !== undefined) aliases[DEFAULT_MODEL_TURN_FUNCTION] = byDefault.model;
+  return { ...tables, aliases };
+}
+
 // ---------------------------------------------------------------- DynamoDB capacity rules
 
 /** Bytes per write request unit, and per read request unit. */

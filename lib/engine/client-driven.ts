@@ -23,6 +23,7 @@ import {
   TurnOutcome,
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import type { PriceTables } from '../core/prices.ts';
 import {
   acquireClientLease,
   beginClientOperation,
@@ -40,7 +41,6 @@ import {
   type TransitionResult,
   takeClientSteers,
 } from '../core/run-machine.ts';
-import type { PriceTables } from '../core/prices.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import { turnOutcomeResult } from '../core/turn-outcome.ts';
 import { CommitRejected } from './commit-errors.ts';
@@ -425,7 +425,10 @@ export async function reportOutcome(
         digest: outcome['outcome/ref'],
       };
     },
-    (stored, transition) => ({ ...written(stored, ctx.prices), seq: transition.events[0]?.seq ?? stored.last_seq }),
+    (stored, transition) => ({
+      ...written(stored, ctx.prices),
+      seq: transition.events[0]?.seq ?? stored.last_seq,
+    }),
   );
 }
 
@@ -452,7 +455,10 @@ export async function openRequest(
     caller,
     input.fence,
     (record, now) => ({ transition: openClientRequest(record, input.fence, input.request, now) }),
-    (stored) => ({ ...written(stored, ctx.prices), request_id: stored.open_requests.at(-1)?.request_id ?? '' }),
+    (stored) => ({
+      ...written(stored, ctx.prices),
+      request_id: stored.open_requests.at(-1)?.request_id ?? '',
+    }),
   );
 }
 

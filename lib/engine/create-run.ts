@@ -99,7 +99,9 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
     },
     async decide(found) {
       if (found.existing !== null)
-        return { done: { run: runView(await readRun(deps, found.existing, caller), deps.prices), created: false } };
+        return {
+          done: { run: runView(await readRun(deps, found.existing, caller), deps.prices), created: false },
+        };
       if (found.live != null) {
         // The subject's live run: the caller may steer it instead, if it may see it at all.
         if (!accessOf(found.live, caller).ok)

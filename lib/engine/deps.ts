@@ -147,7 +147,11 @@ export async function commitRun(deps: EngineDeps, parts: CommitParts): Promise<R
   // What the engine metered for the run since its last commit rides in this one (usage-meter.ts).
   const runId = parts.record.run_id;
   const charge = deps.meter.owed(runId);
-  const stored = await deps.store.commit({ ...parts, ...(checkpoints.length > 0 ? { checkpoints } : {}), charge });
+  const stored = await deps.store.commit({
+    ...parts,
+    ...(checkpoints.length > 0 ? { checkpoints } : {}),
+    charge,
+  });
   deps.meter.settle(runId, charge);
   return stored;
 }

@@ -26,7 +26,7 @@ import type { CheckpointItem, Commit, RunStore } from '../../lib/engine/ports.ts
 import { INLINE_LIMIT, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/commit-plan.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
-import { planMetered } from '../../lib/store/metering.ts';
+import { planMetered, writtenItem } from '../../lib/store/metering.ts';
 import { createTableInput } from '../../lib/store/table.ts';
 import { recordingBlobs, runStoreContract } from '../contract/run-store.contract.ts';
 import { editedQueries, localStore } from '../support/dynamo-faults.ts';
@@ -405,12 +405,11 @@ describe('metering: the same commit costs the same units in both stores', () => 
         const plan = planMetered(commit, await storeCommitBodies(commit, blobs), {});
         let consumed = 0;
         for (const w of plan.writes) {
-          const item = w.op === 'put' ? { Put: { TableName: tableName, Item: w.item } } : null;
+          // An update is sent as the put of the item it leaves: charged alike (larger size, keys).
           const action =
-            item ??
-            (w.op === 'update'
-              ? { Put: { TableName: tableName, Item: { ...w.key, ...w.set } } }
-              : { Delete: { TableName: tableName, Key: w.key } });
+            w.op === 'delete'
+              ? { Delete: { TableName: tableName, Key: w.key } }
+              : { Put: { TableName: tableName, Item: writtenItem(w) ?? {} } };
           const out = await raw.send(
             new TransactWriteCommand({ TransactItems: [action], ReturnConsumedCapacity: 'TOTAL' }),
           );
