@@ -34,8 +34,8 @@ export interface StoreUnderTest {
   close(): Promise<void>;
   /**
    * Whether `store.metrics.writeCapacity` counts a multi-item transaction's units item by item,
-   * as DynamoDB bills them (the memory store does; DynamoDB Local under-reports such a
-   * transaction, so its suite checks the estimate item by item instead).
+   * as DynamoDB bills them (the memory store does; DynamoDB Local sums only the distinct unit
+   * counts of a transaction's items, so its suite checks the estimate item by item instead).
    */
   countsTransactionUnits?: boolean;
 }

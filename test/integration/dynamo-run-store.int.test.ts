@@ -363,8 +363,9 @@ describe('metering: the same commit costs the same units in both stores', () => 
   });
 
   it('estimates each planned write at the units DynamoDB Local consumes for it alone', async () => {
-    // DynamoDB Local under-reports a multi-item TransactWriteItems (three 1 KB puts came back as
-    // 2 units), so each planned write is sent as a transaction of its own, to a table of its own.
+    // DynamoDB Local reports a multi-item TransactWriteItems as the sum of its items' DISTINCT
+    // unit counts (three 1 KB puts: 2 units, not 6), so each planned write is sent as a
+    // transaction of its own, to a table of its own.
     const tableName = `meter-${randomUUID()}`;
     await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
     try {
