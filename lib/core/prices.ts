@@ -227,16 +227,6 @@ export function sumCharges(a: MeterCharge, b: MeterCharge): MeterCharge {
   return out;
 }
 
-/** `a` minus `b`, dropping what reaches zero (what is still owed after `b` was charged). */
-export function subtractCharge(a: MeterCharge, b: MeterCharge): MeterCharge {
-  const out: MeterCharge = {};
-  for (const k of ADDED) {
-    const v = clean((a[k] ?? 0) - (b[k] ?? 0));
-    if (v > 0) out[k] = v;
-  }
-  return out;
-}
-
 /** Lambda GB-seconds of `ms` milliseconds at `memoryMb` configured memory. */
 export function gbSeconds(ms: number, memoryMb: number): number {
   return clean((ms / 1000) * (memoryMb / 1024));

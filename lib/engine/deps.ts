@@ -146,14 +146,13 @@ export async function commitRun(deps: EngineDeps, parts: CommitParts): Promise<R
   const checkpoints = checkpointsOf(parts.record, parts.events);
   // What the engine metered for the run since its last commit rides in this one (usage-meter.ts).
   const runId = parts.record.run_id;
-  const charge = deps.meter.owed(runId);
-  const stored = await deps.store.commit({
-    ...parts,
-    ...(checkpoints.length > 0 ? { checkpoints } : {}),
-    charge,
-  });
-  deps.meter.settle(runId, charge);
-  return stored;
+  const charge = deps.meter.take(runId);
+  try {
+    return await deps.store.commit({ ...parts, ...(checkpoints.length > 0 ? { checkpoints } : {}), charge });
+  } catch (err) {
+    deps.meter.giveBack(runId, charge);
+    throw err;
+  }
 }
 
 /** The commit parts of a transition result on the record read at `expectedVersion`. */

@@ -2,10 +2,11 @@
  * Per-run metering between commits: what the runtime did for a run that is not yet charged to
  * it (step messages sent, step invocations and their measured duration, the store's reads), kept
  * in this process until the run's next commit carries it (lib/engine/deps.ts `commitRun`, the
- * stores' `commit`). A commit that fails leaves the charge owed; a process that dies before the
+ * stores' `commit`): taken when the commit is planned, given back when it fails, so two commits
+ * of one run never carry the same charge. A commit that fails leaves the charge owed; a process that dies before the
  * run's next commit loses what it owed (the cost is then a lower bound). README "Cost per run".
  */
-import { gbSeconds, type MeterCharge, subtractCharge, sumCharges } from '../core/prices.ts';
+import { gbSeconds, type MeterCharge, sumCharges } from '../core/prices.ts';
 
 /** Most runs one process keeps charges for; the longest untouched are dropped beyond it. */
 export const MAX_METERED_RUNS = 10_000;
@@ -25,16 +26,19 @@ export class PendingCharges {
     }
   }
 
-  /** What `runId` owes now (empty when nothing). */
+  /** What `runId` owes now (empty when nothing), left owed. */
   owed(runId: string): MeterCharge {
     return { ...this.#owed.get(runId) };
   }
 
-  /** A commit of `runId` carried `charged`: it is owed no longer. */
-  settle(runId: string, charged: MeterCharge): void {
-    const left = subtractCharge(this.#owed.get(runId) ?? {}, charged);
-    if (Object.keys(left).length === 0) this.#owed.delete(runId);
-    else this.#owed.set(runId, left);
+  /**
+   * What `runId` owes now (empty when nothing), taken for a commit about to carry it: a second
+   * commit of the run meanwhile cannot carry it too. Give it back with `add` when the commit fails.
+   */
+  take(runId: string): MeterCharge {
+    const owed = this.#owed.get(runId) ?? {};
+    this.#owed.delete(runId);
+    return owed;
   }
 }
 
@@ -45,10 +49,10 @@ export interface UsageMeter {
   endStep(runId: string): void;
   /** One SQS SendMessage (a step message) was sent for `runId`. */
   sent(runId: string): void;
-  /** What `runId` owes now, the step's duration so far included. */
-  owed(runId: string): MeterCharge;
-  /** A commit of `runId` carried `charged`. */
-  settle(runId: string, charged: MeterCharge): void;
+  /** What `runId` owes now, the step's duration so far included, taken for a commit to carry. */
+  take(runId: string): MeterCharge;
+  /** The commit that took `charge` failed: `runId` owes it again. */
+  giveBack(runId: string, charge: MeterCharge): void;
 }
 
 export interface UsageMeterOptions {
@@ -87,10 +91,10 @@ export function createUsageMeter(options: UsageMeterOptions): UsageMeter {
       if (w.steps <= 0) working.delete(runId);
     },
     sent: (runId) => pending.add(runId, { sqs_requests: 1 }),
-    owed(runId) {
+    take(runId) {
       fold(runId);
-      return pending.owed(runId);
+      return pending.take(runId);
     },
-    settle: (runId, charged) => pending.settle(runId, charged),
+    giveBack: (runId, charge) => pending.add(runId, charge),
   };
 }

@@ -564,11 +564,16 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     async commit(commit) {
       const runId = commit.record.run_id;
       const bodies = await storeCommitBodies(commit, io.blobs);
-      const reads = io.reads.owed(runId);
-      const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
-      await execute(io, plan, commit);
-      io.reads.settle(runId, reads);
-      return plan.record;
+      // The run's reads since its last commit ride in this one (given back if it fails).
+      const reads = io.reads.take(runId);
+      try {
+        const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
+        await execute(io, plan, commit);
+        return plan.record;
+      } catch (err) {
+        io.reads.add(runId, reads);
+        throw err;
+      }
     },
   };
 }

@@ -361,11 +361,12 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       const runId = commit.record.run_id;
       const bodies = await storeCommitBodies(commit, blobs);
+      // From here to the end nothing awaits: the run's owed reads are charged only when the
+      // commit lands; every condition is evaluated, then every write is applied, so a commit is
+      // atomic like a TransactWriteItems.
       const reads = table.reads.owed(runId);
       const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
       metrics.transactions += 1;
-      // From here to the end nothing awaits: every condition is evaluated, then every write is
-      // applied, so a commit is atomic like a TransactWriteItems.
       const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
       if (codes.some((c) => c !== 'None')) {
         const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
@@ -374,7 +375,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       // Write units as DynamoDB counts them, from the items as stored before this commit.
       metrics.writeCapacity += plan.writes.reduce((n, w) => n + table.writeUnitsOf(w), 0);
       for (const w of plan.writes) table.apply(w);
-      table.reads.settle(runId, reads);
+      table.reads.take(runId);
       return plan.record;
     },
   };

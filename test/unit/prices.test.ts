@@ -12,7 +12,6 @@ import {
   modelPriceKey,
   perMillionOperations,
   readUnits,
-  subtractCharge,
   writeUnits,
 } from '../../lib/core/prices.ts';
 import { createUsageMeter, PendingCharges } from '../../lib/engine/usage-meter.ts';
@@ -117,16 +116,16 @@ describe('metering arithmetic', () => {
     expect(next.sqs_requests).toBe(3);
     expect(next.record_item_bytes).toBe(900);
     expect(gbSeconds(1_000, 1024)).toBe(1);
-    expect(subtractCharge({ sqs_requests: 3, lambda_ms: 5 }, { sqs_requests: 3 })).toEqual({ lambda_ms: 5 });
   });
 
-  it('keeps what a run owes until a commit carries it, and only what that commit carried is settled', () => {
+  it('lets one commit take what a run owes, so a second commit meanwhile cannot carry it too', () => {
     const pending = new PendingCharges();
     pending.add('r1', { dynamodb_read_units: 2 });
-    const carried = pending.owed('r1');
+    const carried = pending.take('r1');
     pending.add('r1', { dynamodb_read_units: 0.5 });
-    pending.settle('r1', carried);
-    expect(pending.owed('r1')).toEqual({ dynamodb_read_units: 0.5 });
+    expect(carried).toEqual({ dynamodb_read_units: 2 });
+    expect(pending.take('r1')).toEqual({ dynamodb_read_units: 0.5 });
+    expect(pending.owed('r1')).toEqual({});
   });
 
   it('charges a step one invocation and its measured duration at the configured memory', () => {
@@ -135,11 +134,13 @@ describe('metering arithmetic', () => {
     meter.beginStep('r1');
     t = 250;
     meter.sent('r1');
-    const owed = meter.owed('r1');
+    const owed = meter.take('r1');
     expect(owed).toEqual({ lambda_invocations: 1, lambda_ms: 250, lambda_gb_seconds: 0.5, sqs_requests: 1 });
-    meter.settle('r1', owed);
     t = 300;
     meter.endStep('r1');
-    expect(meter.owed('r1')).toEqual({ lambda_ms: 50, lambda_gb_seconds: 0.1 });
+    expect(meter.take('r1')).toEqual({ lambda_ms: 50, lambda_gb_seconds: 0.1 });
+    // A commit that failed gives its charge back: the next one carries it.
+    meter.giveBack('r1', owed);
+    expect(meter.take('r1')).toEqual(owed);
   });
 });
