@@ -9,7 +9,9 @@
  * transaction above 4 MB (sized by DynamoDB's published rules, see `itemSize`), and one item
  * written twice, as CommitRejected 'validation' (the DynamoDB adapter lets DynamoDB's
  * ValidationException through instead; both write nothing). Items are stored as DynamoDB's
- * document client stores them (undefined attributes dropped) and cloned in and out. Every call
+ * document client stores them (undefined attributes dropped) and cloned in and out. It counts
+ * read and write capacity units as DynamoDB does (metering.ts), the writes from the items as
+ * stored (exact before-sizes and index keys), and charges them to runs as the DynamoDB adapter does. Every call
  * yields to the event loop once before it touches the maps, as a network call would, so that
  * concurrent callers interleave (and a caller looping on the store never starves timers).
  *
