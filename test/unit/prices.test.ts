@@ -1,6 +1,7 @@
 /**
  * The price arithmetic of lib/core/prices.ts (DynamoDB's capacity rules, a run's cost at the
- * price tables) and the per-run meter of lib/engine/usage-meter.ts.
+ * price tables), the per-run meter of lib/engine/usage-meter.ts and the index-write rule of
+ * lib/store/metering.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { EMPTY_METERED, EMPTY_USAGE } from '../../lib/contracts/index.ts';
@@ -15,6 +16,7 @@ import {
   writeUnits,
 } from '../../lib/core/prices.ts';
 import { createUsageMeter, PendingCharges } from '../../lib/engine/usage-meter.ts';
+import { indexWrites, transactWriteUnits } from '../../lib/store/metering.ts';
 
 describe('DynamoDB capacity rules', () => {
   it('charges a write 1 unit per KB of the larger of its sizes, at least 1, twice in a transaction', () => {
@@ -142,5 +144,26 @@ describe('metering arithmetic', () => {
     // A commit that failed gives its charge back: the next one carries it.
     meter.giveBack('r1', owed);
     expect(meter.take('r1')).toEqual(owed);
+  });
+});
+
+describe('index writes of a write (lib/store/metering.ts)', () => {
+  const keys = { status_shard: 'running#1', created_at: 5, principal_shard: 'p#1' };
+  it('counts one entry for an index entered or left, two for changed keys, none when they stay', () => {
+    expect(indexWrites({}, keys)).toBe(2);
+    expect(indexWrites(keys, keys)).toBe(0);
+    expect(indexWrites(keys, { ...keys, status_shard: 'waiting#1' })).toBe(2);
+    expect(indexWrites(keys, { ...keys, sweep_shard: '3', sweep_due: 9 })).toBe(1);
+    expect(indexWrites({ ...keys, sweep_shard: '3', sweep_due: 9 }, keys)).toBe(1);
+  });
+
+  it('doubles a write and its index entries in a transaction, not as a plain write', () => {
+    const write = {
+      op: 'put' as const,
+      role: 'record' as const,
+      item: { pk: 'RUN#r', sk: 'R', blob: 'x'.repeat(1_500), ...keys },
+    };
+    expect(transactWriteUnits(write, null, true)).toBe(2 * 2 + 2 * 2);
+    expect(transactWriteUnits(write, null, false)).toBe(2 + 2);
   });
 });
