@@ -99,12 +99,14 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
     },
     async decide(found) {
       if (found.existing !== null)
-        return { done: { run: runView(await readRun(deps, found.existing, caller)), created: false } };
+        return {
+          done: { run: runView(await readRun(deps, found.existing, caller), deps.prices), created: false },
+        };
       if (found.live != null) {
         // The subject's live run: the caller may steer it instead, if it may see it at all.
         if (!accessOf(found.live, caller).ok)
           throw new EngineError('subject_busy', 'the subject has a live run', { subject: input.subject });
-        return { done: { run: runView(found.live), created: false } };
+        return { done: { run: runView(found.live, deps.prices), created: false } };
       }
       const now = deps.clock.now();
       const admitted = admit(
@@ -158,7 +160,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
         },
         async after(stored: RunRecord): Promise<CreateRunOutput> {
           if (reducer !== null) await wake(deps, stored.run_id);
-          return { run: runView(stored), created: true, control_capability: secret };
+          return { run: runView(stored, deps.prices), created: true, control_capability: secret };
         },
       };
     },

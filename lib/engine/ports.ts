@@ -24,6 +24,7 @@ import type {
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
+import type { MeterCharge } from '../core/prices.ts';
 import type { Fence, ResumeKeyEntry } from '../core/run-machine.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
@@ -172,6 +173,13 @@ export interface Commit {
    * read through: the store writes one link page instead of copying them.
    */
   eventLink?: { run_id: string; first_seq: number; last_seq: number };
+  /**
+   * What the committer owes the run besides the commit itself (step messages, step invocations
+   * and duration: lib/engine/usage-meter.ts), added to the record's `metered` in this commit with
+   * the store's own charge (its reads of the run since its last commit, this commit's S3 puts
+   * and write units: lib/store/metering.ts).
+   */
+  charge?: MeterCharge;
 }
 
 /** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */

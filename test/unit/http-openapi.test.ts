@@ -241,6 +241,24 @@ describe('GET /openapi.json', () => {
   });
 });
 
+describe('the run view in the document', () => {
+  it('gives the run usage a cost in dollars and the run its metered AWS requests', async () => {
+    const text = JSON.stringify((await document()).components);
+    // The RunRecord schema (GET /runs/{id}) names usage.cost's fields and the metered counts.
+    for (const field of ['total_usd', 'aws_usd', 'model_usd', 'prices_as_of', 'dynamodb_write_usd']) {
+      expect(text).toContain(`"${field}"`);
+    }
+    for (const field of [
+      'dynamodb_write_units',
+      'dynamodb_read_units',
+      'sqs_requests',
+      'lambda_gb_seconds',
+    ]) {
+      expect(text).toContain(`"${field}"`);
+    }
+  });
+});
+
 describe('the document for code generators', () => {
   it('gives every operation a unique operationId and a declared tag, and at least one 4xx response', async () => {
     const doc = await document();
