@@ -198,6 +198,38 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
   }
 }
 
+/** The runs of `shard` due at `now`, most overdue first (the DynamoDB adapter's sweep index query). */
+function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit: number): string[] {
+  if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
+  return table
+    .recordItems()
+    .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
+    .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
+    .slice(0, limit)
+    .map((i) => String(i.pk).slice(4));
+}
+
+/** A page of the runs in `status`, in the DynamoDB adapter's order: shard by shard, newest first within a shard. */
+function listingIn(
+  table: MemoryTable,
+  status: string,
+  limit: number,
+  cursor: string | undefined,
+): { run_ids: string[]; cursor?: string } {
+  const position = cursor === undefined ? undefined : cursorOf(cursor);
+  const entries = table
+    .recordItems()
+    .map((i) => ({ item: i, key: listingKey(i, status) }))
+    .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
+    .filter((e) => position === undefined || compareListing(e.key, position) > 0)
+    .sort((a, b) => compareListing(a.key, b.key));
+  const page = entries.slice(0, limit);
+  const runIds = page.map((e) => e.key.run_id);
+  const last = page.at(-1);
+  if (entries.length <= limit || last === undefined) return { run_ids: runIds };
+  return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
+}
+
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const blobs = options.blobs ?? createMemoryBlobStore();
   const metrics: StoreMetrics = {
@@ -291,31 +323,13 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async sweepCandidates(shard, now, limit) {
       await yieldOnce();
-      if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
       metrics.queries += 1;
-      return table
-        .recordItems()
-        .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
-        .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
-        .slice(0, limit)
-        .map((i) => String(i.pk).slice(4));
+      return sweepCandidatesIn(table, shard, now, limit);
     },
     async listByStatus(status, limit, cursor) {
       await yieldOnce();
-      const position = cursor === undefined ? undefined : cursorOf(cursor);
       metrics.queries += 1;
-      // In the DynamoDB adapter's order: shard by shard, newest first within a shard.
-      const entries = table
-        .recordItems()
-        .map((i) => ({ item: i, key: listingKey(i, status) }))
-        .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
-        .filter((e) => position === undefined || compareListing(e.key, position) > 0)
-        .sort((a, b) => compareListing(a.key, b.key));
-      const page = entries.slice(0, limit);
-      const runIds = page.map((e) => e.key.run_id);
-      const last = page.at(-1);
-      if (entries.length <= limit || last === undefined) return { run_ids: runIds };
-      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
+      return listingIn(table, status, limit, cursor);
     },
     async commit(commit) {
       await yieldOnce();
