@@ -25,6 +25,7 @@ import type {
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
 import type { Fence, ResumeKeyEntry } from '../core/run-machine.ts';
+import { EngineModuleError } from './module-error.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
 export interface Clock {
@@ -289,12 +290,17 @@ export interface StepQueue {
 export type RegistryConflict = 'head_moved' | 'version_exists';
 
 /** The store refused a publication: someone published first (`head_moved`) or the version exists. */
-export class RegistryConflictError extends Error {
+export class RegistryConflictError extends EngineModuleError {
   override name = 'RegistryConflictError';
   readonly reason: RegistryConflict;
+  readonly code: RegistryConflict;
+  /** A moved head may be published over after a new read; an existing version never. */
+  readonly retryable: boolean;
   constructor(reason: RegistryConflict, message: string) {
     super(message);
     this.reason = reason;
+    this.code = reason;
+    this.retryable = reason === 'head_moved';
   }
 }
 
