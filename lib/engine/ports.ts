@@ -185,6 +185,11 @@ export interface StoreMetrics {
   writeCapacity: number;
 }
 
+/** Metrics of a store that has not been used yet (every count 0), for an adapter to count into. */
+export function noStoreMetrics(): StoreMetrics {
+  return { reads: 0, queries: 0, transactions: 0, transactionRetries: 0, readCapacity: 0, writeCapacity: 0 };
+}
+
 /** What a create key names: the run it created and the digest of the request that created it. */
 export interface CreateKeyItem {
   run_id: string;

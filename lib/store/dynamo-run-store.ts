@@ -31,7 +31,7 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts';
 import { isPlainObject } from '../core/canonical.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
   type CommitPlan,
@@ -495,14 +495,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     blobs: options.blobs,
     maxAttempts: options.maxAttempts ?? 5,
     sleep: options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
-    metrics: {
-      reads: 0,
-      queries: 0,
-      transactions: 0,
-      transactionRetries: 0,
-      readCapacity: 0,
-      writeCapacity: 0,
-    },
+    metrics: noStoreMetrics(),
   };
   return {
     metrics: io.metrics,

@@ -18,7 +18,7 @@
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
   type Condition,
@@ -232,14 +232,7 @@ function listingIn(
 
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const blobs = options.blobs ?? createMemoryBlobStore();
-  const metrics: StoreMetrics = {
-    reads: 0,
-    queries: 0,
-    transactions: 0,
-    transactionRetries: 0,
-    readCapacity: 0,
-    writeCapacity: 0,
-  };
+  const metrics = noStoreMetrics();
   const table = new MemoryTable(metrics);
 
   return {
