@@ -405,6 +405,8 @@ export const Counters = z.object({
   children: Count.default(0),
 });
 export type Counters = z.infer<typeof Counters>;
+/** The counters of a run that has done nothing yet (every count 0). */
+export const NO_COUNTERS: Counters = Counters.parse({});
 
 // ---------------------------------------------------------------- the closed run record
 

@@ -32,7 +32,7 @@ import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts'
 import { isPlainObject } from '../core/canonical.ts';
 import { sumCharges } from '../core/prices.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
@@ -508,14 +508,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     blobs: options.blobs,
     maxAttempts: options.maxAttempts ?? 5,
     sleep: options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
-    metrics: {
-      reads: 0,
-      queries: 0,
-      transactions: 0,
-      transactionRetries: 0,
-      readCapacity: 0,
-      writeCapacity: 0,
-    },
+    metrics: noStoreMetrics(),
     reads: new PendingCharges(),
   };
   return {

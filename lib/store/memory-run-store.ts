@@ -21,7 +21,7 @@
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
 import { sumCharges } from '../core/prices.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
@@ -231,16 +231,68 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
   }
 }
 
+/** The runs of `shard` due at `now`, most overdue first (the DynamoDB adapter's sweep index query). */
+function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit: number): string[] {
+  if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
+  return table
+    .recordItems()
+    .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
+    .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
+    .slice(0, limit)
+    .map((i) => String(i.pk).slice(4));
+}
+
+/** A page of the runs in `status`, in the DynamoDB adapter's order: shard by shard, newest first within a shard. */
+function listingIn(
+  table: MemoryTable,
+  status: string,
+  limit: number,
+  cursor: string | undefined,
+): { run_ids: string[]; cursor?: string } {
+  const position = cursor === undefined ? undefined : cursorOf(cursor);
+  const entries = table
+    .recordItems()
+    .map((i) => ({ item: i, key: listingKey(i, status) }))
+    .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
+    .filter((e) => position === undefined || compareListing(e.key, position) > 0)
+    .sort((a, b) => compareListing(a.key, b.key));
+  const page = entries.slice(0, limit);
+  const runIds = page.map((e) => e.key.run_id);
+  const last = page.at(-1);
+  if (entries.length <= limit || last === undefined) return { run_ids: runIds };
+  return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
+}
+
+/**
+ * Applies one commit to the table atomically, like a TransactWriteItems: every condition is
+ * evaluated, then every write is applied, with nothing awaited in between. The run's owed reads
+ * are charged only when the commit lands. Throws the refusal `classifyRefusal` names.
+ */
+function commitIn(
+  table: MemoryTable,
+  metrics: StoreMetrics,
+  commit: Parameters<RunStore['commit']>[0],
+  bodies: Awaited<ReturnType<typeof storeCommitBodies>>,
+): ReturnType<typeof planMetered>['record'] {
+  const runId = commit.record.run_id;
+  const reads = table.reads.owed(runId);
+  const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
+  metrics.transactions += 1;
+  const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
+  if (codes.some((c) => c !== 'None')) {
+    const current = recordOf(table.get(runPk(runId), 'R'));
+    throw classifyRefusal(commit, plan, codes, [], current);
+  }
+  // Write units as DynamoDB counts them, from the items as stored before this commit.
+  metrics.writeCapacity += plan.writes.reduce((n, w) => n + table.writeUnitsOf(w), 0);
+  for (const w of plan.writes) table.apply(w);
+  table.reads.take(runId);
+  return plan.record;
+}
+
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const blobs = options.blobs ?? createMemoryBlobStore();
-  const metrics: StoreMetrics = {
-    reads: 0,
-    queries: 0,
-    transactions: 0,
-    transactionRetries: 0,
-    readCapacity: 0,
-    writeCapacity: 0,
-  };
+  const metrics = noStoreMetrics();
   const table = new MemoryTable(metrics);
   /** The blob store with each get charged to `runId` as an S3 GET. */
   const blobGets = (runId: string) =>
@@ -333,52 +385,18 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async sweepCandidates(shard, now, limit) {
       await yieldOnce();
-      if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
       metrics.queries += 1;
-      return table
-        .recordItems()
-        .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
-        .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
-        .slice(0, limit)
-        .map((i) => String(i.pk).slice(4));
+      return sweepCandidatesIn(table, shard, now, limit);
     },
     async listByStatus(status, limit, cursor) {
       await yieldOnce();
-      const position = cursor === undefined ? undefined : cursorOf(cursor);
       metrics.queries += 1;
-      // In the DynamoDB adapter's order: shard by shard, newest first within a shard.
-      const entries = table
-        .recordItems()
-        .map((i) => ({ item: i, key: listingKey(i, status) }))
-        .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
-        .filter((e) => position === undefined || compareListing(e.key, position) > 0)
-        .sort((a, b) => compareListing(a.key, b.key));
-      const page = entries.slice(0, limit);
-      const runIds = page.map((e) => e.key.run_id);
-      const last = page.at(-1);
-      if (entries.length <= limit || last === undefined) return { run_ids: runIds };
-      return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
+      return listingIn(table, status, limit, cursor);
     },
     async commit(commit) {
       await yieldOnce();
-      const runId = commit.record.run_id;
       const bodies = await storeCommitBodies(commit, blobs);
-      // From here to the end nothing awaits: the run's owed reads are charged only when the
-      // commit lands; every condition is evaluated, then every write is applied, so a commit is
-      // atomic like a TransactWriteItems.
-      const reads = table.reads.owed(runId);
-      const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
-      metrics.transactions += 1;
-      const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
-      if (codes.some((c) => c !== 'None')) {
-        const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
-        throw classifyRefusal(commit, plan, codes, [], current);
-      }
-      // Write units as DynamoDB counts them, from the items as stored before this commit.
-      metrics.writeCapacity += plan.writes.reduce((n, w) => n + table.writeUnitsOf(w), 0);
-      for (const w of plan.writes) table.apply(w);
-      table.reads.take(runId);
-      return plan.record;
+      return commitIn(table, metrics, commit, bodies);
     },
   };
 }

@@ -15,7 +15,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { DEFAULT_SERVERS, openApiDocument } from '../../lib/http/app.ts';
-import { bearerTokenAuth, createHttpApp, ROUTES } from '../../lib/http/index.ts';
+import { bearerTokenAuth, createHttpApp, HTTP_ERROR_STATUS, ROUTES } from '../../lib/http/index.ts';
 import { TAGS } from '../../lib/http/routes.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 
@@ -325,5 +325,43 @@ describe('the document for code generators', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the error codes in the document', () => {
+  type Operation = { responses: Record<string, { description: string }> };
+  const operation = (doc: Awaited<ReturnType<typeof document>>, method: string, path: string) =>
+    (doc.paths as Record<string, Record<string, Operation>>)[path]?.[method];
+
+  it('names every error code of the API under the status it is answered with', async () => {
+    const doc = await document();
+    const described = new Map<string, string>();
+    for (const item of Object.values(doc.paths as Record<string, Record<string, Operation>>))
+      for (const o of Object.values(item))
+        for (const [status, response] of Object.entries(o.responses ?? {}))
+          described.set(status, `${described.get(status) ?? ''} ${response.description}`);
+    // method_not_allowed answers a method no route has, so no operation can list it.
+    const missing = Object.entries(HTTP_ERROR_STATUS)
+      .filter(([code]) => code !== 'method_not_allowed')
+      .filter(([code, status]) => !new RegExp(`\\b${code}\\b`).test(described.get(String(status)) ?? ''))
+      .map(([code, status]) => `${status} ${code}`);
+    expect(missing).toEqual([]);
+  });
+
+  it('lists the authority answers on the routes that give them (issue 11)', async () => {
+    const doc = await document();
+    const statuses = (method: string, path: string) =>
+      Object.keys(operation(doc, method, path)?.responses ?? {});
+    expect(statuses('post', '/runs')).toEqual(expect.arrayContaining(['403', '409', '429']));
+    expect(operation(doc, 'post', '/runs')?.responses['403']?.description).toMatch(/agent_not_allowed/);
+    expect(operation(doc, 'post', '/runs')?.responses['409']?.description).toMatch(
+      /subject_busy.*create_key_reused/,
+    );
+    expect(operation(doc, 'post', '/runs')?.responses['429']?.description).toMatch(/quota_exceeded/);
+    expect(statuses('post', '/runs/{id}/controls')).toEqual(expect.arrayContaining(['403', '404']));
+    expect(operation(doc, 'post', '/runs/{id}/controls')?.responses['403']?.description).toMatch(
+      /capability_invalid/,
+    );
+    expect(operation(doc, 'get', '/runs/{id}')?.responses['404']?.description).toMatch(/run_not_found/);
   });
 });

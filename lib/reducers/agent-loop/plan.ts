@@ -18,19 +18,14 @@
  * canonical JSON; "Projection").
  */
 import { canonical, clip, isObject } from './json.ts';
+import { PROPOSE_PLAN, UPDATE_PLAN } from './plan-names.ts';
 import { emit, type Reduction } from './response.ts';
 import { sha256Hex } from './sha256.ts';
-import type {
-  AgentLoopCall,
-  AgentLoopPlan,
-  AgentLoopPlanItem,
-  AgentLoopState,
-  PlanItemStatus,
-} from './state.ts';
+import type { AgentLoopCall, AgentLoopPlanItem, AgentLoopState, PlanItemStatus } from './state.ts';
 import { answer, MAX_NOTE_CHARS } from './turn.ts';
 
-export const PROPOSE_PLAN = 'propose_plan';
-export const UPDATE_PLAN = 'update_plan';
+export { PROPOSE_PLAN, planSummary, UPDATE_PLAN } from './plan-names.ts';
+
 const MAX_ITEMS = 50;
 const MAX_KEY_CHARS = 64;
 const MAX_TITLE_CHARS = 200;
@@ -232,10 +227,4 @@ function updatePlan(state: AgentLoopState, call: AgentLoopCall): void {
   if (typeof args.note === 'string' && args.note !== '') item.note = clip(args.note, MAX_ITEM_NOTE_CHARS);
   const done = plan.items.filter((i) => i.status === 'completed').length;
   answer(call, 'succeeded', `Plan item ${item.key} is ${status} (${done} of ${plan.items.length} done).`);
-}
-
-/** The plan's progress for the projection's summary, e.g. `plan 2 of 5 done`. */
-export function planSummary(plan: AgentLoopPlan): string {
-  const done = plan.items.filter((i) => i.status === 'completed').length;
-  return `plan ${done} of ${plan.items.length} done`;
 }

@@ -8,7 +8,7 @@
  * Seed: agent-run-contracts, "Projection".
  */
 import type { Projection, ProjectionItem } from '../../contracts/index.ts';
-import { PROPOSE_PLAN, planSummary } from './plan.ts';
+import { PROPOSE_PLAN, planSummary } from './plan-names.ts';
 import type { AgentLoopCall, AgentLoopPlan, AgentLoopState } from './state.ts';
 import { currentCall } from './turn.ts';
 
