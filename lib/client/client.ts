@@ -24,6 +24,7 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
+import type { Call, CallFn } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 
@@ -195,7 +196,16 @@ export interface AgentRunsClient extends ClientDrivenMethods {
       accept_reducer_change?: boolean;
     },
   ): Promise<ControlAck>;
-  steer(runId: string, input: unknown, options?: ControlOptions): Promise<ControlAck>;
+  /**
+   * Queues `input` for the run, consumed at its next boundary between operations. `when_busy`
+   * (while an operation is in flight): `enqueue` (default), `reject` (ack rejected `run_busy`),
+   * `interrupt` (an interruptible operation is cancelled first).
+   */
+  steer(
+    runId: string,
+    input: unknown,
+    options?: ControlOptions & { when_busy?: 'enqueue' | 'reject' | 'interrupt' },
+  ): Promise<ControlAck>;
   approve(
     runId: string,
     requestId: string,
@@ -237,18 +247,7 @@ export interface AgentRunsClient extends ClientDrivenMethods {
 
 // ---------------------------------------------------------------- implementation
 
-export interface Call<T extends z.ZodType> {
-  method: 'GET' | 'POST' | 'PUT';
-  path: string;
-  query?: Record<string, string | number | undefined>;
-  json?: unknown;
-  body?: { bytes: Uint8Array; contentType: string };
-  capability?: string | undefined;
-  schema: T;
-}
-
-/** The one request function of a client: JSON or bytes in, the parsed documented shape out. */
-export type CallFn = <T extends z.ZodType>(c: Call<T>) => Promise<z.infer<T>>;
+export type { Call, CallFn } from './call.ts';
 
 export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
   const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
@@ -459,7 +458,7 @@ function controlMethods(
     resume: (runId, opts = {}) =>
       sendControl(call, runId, ...controlOf('resume', opts, ['budget_increase', 'accept_reducer_change'])),
     steer: (runId, input, opts = {}) =>
-      sendControl(call, runId, ...controlOf('steer', { ...opts, input }, ['input'])),
+      sendControl(call, runId, ...controlOf('steer', { ...opts, input }, ['input', 'when_busy'])),
     approve: (runId, request_id, subject_digest, opts = {}) =>
       sendControl(
         call,

@@ -8,9 +8,12 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
+import { formatLease } from '../../bin/commands/lease.ts';
 import { runCli } from '../../bin/commands/program.ts';
+import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
-import type { RunRecord } from '../../lib/contracts/index.ts';
+import { EMPTY_METERED, type RunRecord } from '../../lib/contracts/index.ts';
+import { DEFAULT_PRICES, withCost } from '../../lib/core/prices.ts';
 import { newRun } from '../support/runs.ts';
 
 interface Sent {
@@ -151,6 +154,22 @@ describe('agent-runs runs', () => {
     expect(r.out).toContain('turns 1 · operations 2 · model calls 0 · tool calls 1 · tokens 10 in / 5 out');
     expect(r.out).toContain(`agent-runs approve run_1 run_1/req/1 --digest ${'d'.repeat(64)}`);
     expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
+  });
+
+  it('runs get prints the run cost: total, model and AWS parts, and the date of the prices', async () => {
+    const run = withCost(
+      {
+        ...waitingRun(),
+        executor_config: { model_turn_function: '/lib/models/recorded' },
+        metered: { ...EMPTY_METERED, dynamodb_write_units: 400, lambda_invocations: 3, lambda_gb_seconds: 2 },
+      } as RunRecord,
+      DEFAULT_PRICES,
+    );
+    const r = await cli(['runs', 'get', 'run_1'], () => [200, run]);
+    expect(r.out).toMatch(
+      /^cost\s+\$0\.000\d+ \(model gpt-4o \$0\.000075\d* · AWS \$0\.000\d+: DynamoDB \$0\.000250/m,
+    );
+    expect(r.out).toContain(`us-east-1 prices of ${DEFAULT_PRICES.as_of}`);
   });
 
   it('--json prints the API response as JSON', async () => {
@@ -322,6 +341,27 @@ describe('agent-runs controls', () => {
     expect(pause.sent[0]?.body).toEqual({ command: 'pause', control_id: expect.stringMatching(UUID) });
   });
 
+  it('steer --when-busy sends what to do while an operation is in flight, and refuses another value', async () => {
+    const steer = await cli([
+      'steer',
+      'run_1',
+      'stop that',
+      '--when-busy',
+      'interrupt',
+      '--control-id',
+      'c-2',
+    ]);
+    expect(steer.sent[0]?.body).toEqual({
+      command: 'steer',
+      input: 'stop that',
+      when_busy: 'interrupt',
+      control_id: 'c-2',
+    });
+    const bad = await cli(['steer', 'run_1', 'x', '--when-busy', 'later']);
+    expect(bad).toMatchObject({ code: 1, sent: [] });
+    expect(bad.err).toBe('error: --when-busy must be enqueue, reject or interrupt');
+  });
+
   it('prints duplicate and rejected acks; a rejected one exits 2', async () => {
     const dup = await cli(['stop', 'run_1'], () => [200, { ack: 'duplicate', original_seq: 7 }]);
     expect(dup).toMatchObject({ code: 0, out: 'duplicate (original seq 7)' });
@@ -469,6 +509,26 @@ describe('agent-runs events and tools', () => {
       },
     ]);
     expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+finds things$/);
+  });
+});
+
+describe('agent-runs lease', () => {
+  const view = (status: LeaseView['status'], client_driven: boolean): LeaseView => ({
+    run_id: 'run_1',
+    client_driven,
+    status,
+    epoch: 2,
+    lease: null,
+    expires_in_ms: null,
+    operation: null,
+    queued_steers: 0,
+    open_requests: 0,
+  });
+
+  it('says a client-driven run without a lease waits for a client, and an ended run waits for nothing', () => {
+    expect(formatLease(view('queued', true))).toMatch(/lease\s+none \(the run waits for a client\)/);
+    expect(formatLease(view('completed', true))).toMatch(/lease\s+none \(the run ended\)/);
+    expect(formatLease(view('queued', false))).toMatch(/lease\s+none\n/);
   });
 });
 

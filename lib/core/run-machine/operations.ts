@@ -39,8 +39,9 @@ import { failRun, pauseRun } from './lifecycle.ts';
  * Starts the pending operation if budgets allow (checked in the fixed order of `checkBudgets`).
  * Exceeded with on_exceeded pause → paused with the operation kept; fail → failed
  * `budget_exceeded:<which>` (`child_budget_exceeded:<which>` for a child run's tree limit, which
- * its parent reserved for it). A gated operation (open approval) cannot start.
- * Seed: "Budgets"; "Operations".
+ * its parent reserved for it). A gated operation (open approval) cannot start, nor one of a
+ * server-driven run with steers queued (`steers_queued`: they are consumed first).
+ * Seed: "Budgets"; "Operations"; "Controls" (steer: consumed at the next safe boundary).
  */
 export function startOperation(record: RunRecord, now: number): TransitionResult {
   const op = record.operation;
@@ -63,6 +64,11 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
         : pauseRun(seal(appended.draft), reason, now);
     return prepend(appended.events, next);
   }
+  // Every boundary consumes the queued steers before the next operation starts (the reducer sees
+  // them first). A worker whose staged start is replayed on a record a steer reached meanwhile
+  // is refused here, and recomputes. A client-driven run's client takes its steers itself.
+  if (record.reducer !== null && record.queued_steers.length > 0)
+    return reject('steers_queued', 'queued steers are consumed before the next operation starts');
   const counters =
     isDelegation(op) && op.attempt === 1
       ? { ...record.counters, children: record.counters.children + 1 }
