@@ -61,6 +61,22 @@ export interface ChildBudgetRefusal {
  * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
  * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
  */
+/**
+ * The run context a child inherits from its parent's `run_started` context: the same tools and
+ * instructions, as a task (`mode: "task"`), so that it ends and hands back on its own. The
+ * default agent reducer's checks that would wait for a person are downgraded for the child:
+ * `plan: "approve"` becomes `"track"` and `verify_completion: "ask_user"` becomes `"partial"`
+ * (an unverified child completes partial, and its parent decides). A context that is not an
+ * object is inherited as it is. Seed: agent-runs, "Child runs".
+ */
+export function childContextOf(inherited: unknown): unknown {
+  if (inherited === null || typeof inherited !== 'object' || Array.isArray(inherited)) return inherited;
+  const context: Record<string, unknown> = { ...inherited, mode: 'task' };
+  if (context.plan === 'approve') context.plan = 'track';
+  if (context.verify_completion === 'ask_user') context.verify_completion = 'partial';
+  return context;
+}
+
 export function planChildRun(
   parent: RunRecord,
   opId: string,

@@ -29,6 +29,7 @@ import {
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import {
+  childContextOf,
   childStartedEnvelope,
   childTermsOf,
   delegationFailedEnvelope,
@@ -107,9 +108,7 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
     // A child is a task: it must end (and hand back) on its own, never wait for a user.
     const [started] = await dc.store.readEvents(parent.run_id, 0, 1);
     const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
-    if (inherited !== null && typeof inherited === 'object' && !Array.isArray(inherited))
-      args.context = { ...inherited, mode: 'task' };
-    else if (inherited !== undefined) args.context = inherited;
+    if (inherited !== undefined) args.context = childContextOf(inherited);
   }
   const planned = planChildRun(parent, op.op_id, args, dc.clock.now());
   if ('refused' in planned) {

@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { childResumeKey, DELEGATE_TOOL, type RunRecord } from '../../lib/contracts/index.ts';
 import { checkBudgets } from '../../lib/core/budgets.ts';
 import { controlDigest } from '../../lib/core/controls.ts';
-import { childStartedEnvelope, handBackEnvelope, planChildRun } from '../../lib/core/delegation.ts';
+import {
+  childContextOf,
+  childStartedEnvelope,
+  handBackEnvelope,
+  planChildRun,
+} from '../../lib/core/delegation.ts';
 import {
   acquireLease,
   applyReducerAnswer,
@@ -204,5 +209,34 @@ describe('the parent’s side of a hand-back', () => {
     expect('owed' in settled && settled.owed).toEqual([]);
     expect(settled.live_children).toEqual([]);
     expect(settleOwed(settled, 'stop_children', 3_002)).toMatchObject({ ok: false, code: 'nothing_to_do' });
+  });
+});
+
+describe('the context a child inherits', () => {
+  it('makes the child a task and downgrades the checks that would wait for a person', () => {
+    const parent = {
+      tools: [],
+      instructions: 'x',
+      mode: 'conversation',
+      plan: 'approve',
+      verify_completion: 'ask_user',
+    };
+    expect(childContextOf(parent)).toEqual({
+      tools: [],
+      instructions: 'x',
+      mode: 'task',
+      plan: 'track',
+      verify_completion: 'partial',
+    });
+    expect(parent.plan).toBe('approve');
+  });
+
+  it('keeps checks that end on their own, and a context that is not an object', () => {
+    expect(childContextOf({ plan: 'track', verify_completion: 'partial' })).toEqual({
+      plan: 'track',
+      verify_completion: 'partial',
+      mode: 'task',
+    });
+    expect(childContextOf('just text')).toBe('just text');
   });
 });
