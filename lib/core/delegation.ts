@@ -36,11 +36,13 @@ export interface ChildRunPlan {
 
 /**
  * Plans the child of `parent` for its delegate operation `opId`. Defaults: the parent's reducer,
- * executor_config and on_exceeded; subject `{parent workspace, parent path/children/{op n}}`;
+ * executor_config and on_exceeded; subject `{parent workspace, parent path/children/{n}}`, n the
+ * parent's `counters.children` (its delegations begun so far, this one included: 1 for the first);
  * max_depth inherited as a ceiling (the smaller of the parent's and the args').
  */
 export function planChildRun(parent: RunRecord, opId: string, args: DelegateArgs): ChildRunPlan {
-  const n = opId.slice(opId.lastIndexOf('/') + 1);
+  // The begin commit of this delegate operation counted it, so the first child is number 1.
+  const n = Math.max(1, parent.counters.children);
   const budgets: Budgets = { ...(args.budgets ?? {}) };
   const ceiling = parent.budgets.max_depth;
   if (ceiling !== undefined) budgets.max_depth = Math.min(ceiling, budgets.max_depth ?? ceiling);
