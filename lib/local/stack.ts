@@ -13,8 +13,6 @@
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,11 +31,14 @@ import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
 import type { ConsoleSite } from '../http/console.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
-import { bearerTokenAuth, createHttpApp } from '../http/index.ts';
+import { type Authenticate, createHttpApp } from '../http/index.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
+import { bannerLines } from './banner.ts';
 import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gateway.ts';
+import { issuerAuth, type LocalIdentity, localIdentity } from './identity.ts';
+import { IssuerError } from './issuer.ts';
 import { type LocalLive, startLocalLive } from './live.ts';
 import { type Poller, startPoller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
@@ -107,8 +108,10 @@ export interface LocalStack {
   /** `http://127.0.0.1:{port}` */
   url: string;
   port: number;
-  /** The bearer token every route but /health, /openapi.json and /console needs. */
+  /** The bearer token every route but /health, /openapi.json and /console needs (the default user's JWT). */
   token: string;
+  /** Who the token names and where it is kept (with --persist, kept across restarts). */
+  identity: Omit<LocalIdentity, 'issuer'>;
   /**
    * The web console's address with the token in the URL fragment (`/console/#token=...`: a
    * fragment never reaches a server or its logs); null when the console is not served.
@@ -142,6 +145,7 @@ export type LocalStackErrorCode =
   | LocalServicesError['code']
   | GatewayError['code']
   | 'invalid_port'
+  | 'issuer_key_invalid'
   | 'resources_failed';
 
 /** Why the local stack did not start, with a message a person can act on. */
@@ -175,7 +179,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const logger =
     options.logger ?? new Logger({ serviceName: 'agent-runs-local', logLevel: defaultLogLevel() });
   const port = resolvePort(options.port);
-  const token = randomBytes(24).toString('base64url');
+  let identity: LocalIdentity;
+  try {
+    identity = await localIdentity(options.persistDir, Math.floor(Date.now() / 1000));
+  } catch (err) {
+    if (err instanceof IssuerError)
+      throw new LocalStackError('issuer_key_invalid', err.message, { cause: err });
+    throw err;
+  }
+  const { token } = identity;
+  const auth = issuerAuth(identity.issuer);
   const visibility = options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS;
 
   let gateway: Gateway;
@@ -291,7 +304,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
             environment: 'local',
           },
         };
-  gateway.setHandler(controlHandler(runtime, token, engineLog(logger, metrics), site));
+  gateway.setHandler(controlHandler(runtime, auth, engineLog(logger, metrics), site));
 
   const poller: Poller =
     options.pollerConcurrency === 0
@@ -317,7 +330,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
 
   const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
-  const auth = bearerTokenAuth(token);
   let live: LocalLive;
   try {
     live = await startLocalLive({
@@ -354,6 +366,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     url: gateway.url,
     port: gateway.port,
     token,
+    identity: { token, user: identity.user, tokenFile: identity.tokenFile, kept: identity.kept },
     consoleUrl: site === undefined ? null : `${gateway.url}/console/#token=${encodeURIComponent(token)}`,
     consoleDir: site === undefined ? null : site.assetsDir,
     runtime,
@@ -383,18 +396,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 }
 
 /**
- * The HTTP API handler over the stack's runtime, authenticated by the bearer token (admin rights
- * for `PUT /functions/...`). It is the same app functions/control.ts serves in Lambda.
+ * The HTTP API handler over the stack's runtime, authenticated by the issuer's bearer tokens (the
+ * default user is an admin: `PUT /functions/...`). It is the same app functions/control.ts serves
+ * in Lambda.
  */
 function controlHandler(
   runtime: Runtime,
-  token: string,
+  auth: Authenticate,
   log: (entry: Record<string, unknown>) => void,
   site: ConsoleSite | undefined,
 ): ApiHandler {
   const app = createHttpApp({
     ...runtime,
-    auth: bearerTokenAuth(token),
+    auth,
     log,
     ...(site !== undefined ? { console: site } : {}),
   });
@@ -477,31 +491,6 @@ function removeOwnState(dir: string, pid: number): void {
   if (state !== null && state.pid === pid) removeLocalState(dir);
 }
 
-/**
- * The banner's `models:` lines: each configured model-turn function (the environment's, see
- * lib/models/configured.ts, and `extraPaths` given in code) and the default a run gets when it
- * names none, or how to configure one when there is none.
- */
-export function modelBannerLines(
-  catalog: Runtime['modelCatalog'],
-  extraPaths: readonly string[] = [],
-): string[] {
-  const lines = catalog.models.map(
-    (m) => `${m.path}  ${m.provider} ${m.model}${m.key !== undefined ? ` (key: ${m.key})` : ''}`,
-  );
-  for (const path of extraPaths) lines.push(`${path}  (given in code)`);
-  if (lines.length === 0) {
-    return [
-      '  models: none configured: default-reducer runs end model_turn_function_not_found.',
-      '          Set BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.',
-    ];
-  }
-  return [
-    ...lines.map((line, i) => `${i === 0 ? '  models: ' : '          '}${line}`),
-    `          default (a run that names no executor_config.model_turn_function): ${catalog.defaultPath}`,
-  ];
-}
-
 export interface RunLocalStackOptions extends LocalStackOptions {
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
@@ -557,21 +546,6 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
     finish(stack);
     return stack;
   }
-  print(`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`);
-  print(`  url:    ${stack.url}`);
-  print(`  live:   ${stack.wsUrl}  (WebSocket; GET /runs/{id}/events/stream for server-sent events)`);
-  print(`  notifications: ${stack.notificationsFile}`);
-  print(`  token:  ${stack.token}`);
-  if (stack.consoleUrl !== null && stack.consoleDir !== null) {
-    const built = existsSync(join(stack.consoleDir, 'index.html'));
-    print(`  console: ${built ? stack.consoleUrl : 'not built: run `npm run console:build`, then open'}`);
-    if (!built) print(`           ${stack.consoleUrl}`);
-  }
-  if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
-  print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
-  for (const line of modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})))
-    print(line);
-  print(`  try:    curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
-  print('Press Ctrl-C to stop.');
+  for (const line of await bannerLines(stack, options)) print(line);
   return stack;
 }
