@@ -10,12 +10,19 @@ import type { CommandModule } from './commands/context.ts';
 import { ALL_HTTP_COMMANDS } from './commands/http-commands.ts';
 import { runCli } from './commands/program.ts';
 import { replayCommand } from './commands/replay.ts';
+import { watchCommand } from './commands/watch.ts';
 
 /**
  * Every command of the CLI, in help order: `start`, the HTTP commands (also the packaged CLI's,
- * bin/client-cli.ts), `replay`. Adding an HTTP command is one line in commands/http-commands.ts.
+ * bin/client-cli.ts), `watch` (a terminal UI: not in the package), `replay`. Adding an HTTP
+ * command is one line in commands/http-commands.ts.
  */
-export const COMMANDS: readonly CommandModule[] = [startCommand, ...ALL_HTTP_COMMANDS, replayCommand];
+export const COMMANDS: readonly CommandModule[] = [
+  startCommand,
+  ...ALL_HTTP_COMMANDS,
+  watchCommand,
+  replayCommand,
+];
 
 if (import.meta.main) {
   process.exitCode = await runCli(COMMANDS, process.argv.slice(2), {
