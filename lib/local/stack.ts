@@ -32,6 +32,7 @@ import { createSweeperHandler } from '../handlers/sweeper.ts';
 import type { ConsoleSite } from '../http/console.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
 import { type Authenticate, createHttpApp } from '../http/index.ts';
+import { startProgress } from '../progress.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
@@ -88,6 +89,8 @@ export interface LocalStackOptions {
   stateDir?: string | false;
   /** Called once the stack serves, with the start-up time. */
   onReady?: (stack: LocalStack) => void;
+  /** Called as each of the START_STEPS start-up steps ends, with what it did. */
+  onStep?: (done: string) => void;
   /** Log sink of the handlers and the stack; default a Powertools Logger at POWERTOOLS_LOG_LEVEL (default WARN). */
   logger?: LogSink;
   /** The built web console served at /console (default CONSOLE_DIST_DIR); false: not served. */
@@ -139,6 +142,9 @@ export interface LocalStack {
   /** Stops the gateway, the poller, the sweeper timer and the services; removes the state file. Idempotent. */
   stop(): Promise<void>;
 }
+
+/** How many start-up steps report to `onStep`: port, emulators, resources, runtime, live stream. */
+export const START_STEPS = 5;
 
 /** Stable codes of {@link LocalStackError}: the LocalServicesError codes plus the gateway's. */
 export type LocalStackErrorCode =
@@ -199,6 +205,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     throw err;
   }
 
+  const step = options.onStep ?? (() => {});
+  step(`HTTP port ${gateway.port} bound`);
   let services: LocalServices;
   try {
     services = await startLocalServices({
@@ -211,6 +219,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     throw err;
   }
 
+  step('DynamoDB Local and fauxqs up');
   let reducers: SandboxReducerHost | undefined;
   const abandon = () => Promise.all([gateway.stop(), services.stop(), reducers?.close()]);
   let resources: LocalResources;
@@ -222,6 +231,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       cause: err,
     });
   }
+  step('table, step queue and bucket ready');
   // fauxqs names queues http://sqs.{region}.localhost:{port}/..., a host that need not resolve.
   const queueUrl = new URL(new URL(resources.queueUrl).pathname, services.sqsEndpoint).toString();
   resources = { ...resources, queueUrl };
@@ -328,6 +338,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
+  step('runtime, step poller and sweeper running');
 
   const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
   let live: LocalLive;
@@ -356,6 +367,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       cause: err,
     });
   }
+  step('live event stream serving');
   const stateFile =
     stateDir === null
       ? null
@@ -494,6 +506,9 @@ function removeOwnState(dir: string, pid: number): void {
 export interface RunLocalStackOptions extends LocalStackOptions {
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
+  /** Report the start-up steps as they end (lib/progress.ts: a bar on `progressTty`, else lines). */
+  progress?: boolean;
+  progressTty?: NodeJS.WritableStream;
   /** Exit the process after a signal-triggered stop (default true; exit code 0). */
   exitOnStop?: boolean;
 }
@@ -535,12 +550,29 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const progress = options.progress
+    ? startProgress({
+        label: 'start',
+        total: START_STEPS,
+        unit: 'steps',
+        out: print,
+        tty: options.progressTty,
+      })
+    : null;
   try {
-    stack = await startLocalStack(options);
+    stack = await startLocalStack({
+      ...options,
+      onStep: (done) => {
+        progress?.tick(1, done);
+        options.onStep?.(done);
+      },
+    });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     throw err;
+  } finally {
+    progress?.stop();
   }
   if (signalled !== undefined) {
     finish(stack);

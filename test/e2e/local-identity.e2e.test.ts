@@ -14,7 +14,12 @@ import { bannerLines } from '../../lib/local/banner.ts';
 import { TOKEN_FILE } from '../../lib/local/identity.ts';
 import { createEphemeralIssuer, ISSUER_KEY_FILE } from '../../lib/local/issuer.ts';
 import { registerSampleTools } from '../../lib/local/sample-tools.ts';
-import { type LocalStackOptions, startLocalStack } from '../../lib/local/stack.ts';
+import {
+  type LocalStackOptions,
+  runLocalStack,
+  START_STEPS,
+  startLocalStack,
+} from '../../lib/local/stack.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agent-runs-identity-'));
 
@@ -77,8 +82,15 @@ describe('the local stack’s identity', () => {
     }
   }, 120_000);
 
-  it('refuses a token of another stack, and gives an in-memory stack a new token each start', async () => {
-    const memory = await startLocalStack(options());
+  it('refuses a token of another stack, gives an in-memory stack a new token each start, and reports its start-up steps', async () => {
+    // Started as `npm start` does, with its output on a pipe: progress lines, then the banner.
+    const printed: string[] = [];
+    const memory = await runLocalStack({
+      ...options(),
+      print: (line) => printed.push(line),
+      progress: true,
+      exitOnStop: false,
+    });
     try {
       expect(memory.identity).toMatchObject({ kept: false, tokenFile: null });
       const other = await createClient({ baseUrl: memory.url, token: memory.token }).listRuns({
@@ -92,6 +104,16 @@ describe('the local stack’s identity', () => {
       const banner = (await bannerLines(memory, options())).join('\n');
       expect(banner).toContain('a new token each start: pass --persist DIR to keep it');
       expect(banner).toContain('  data:   in memory');
+      expect(printed[0]).toBe(`start: 0/${START_STEPS} steps`);
+      expect(printed).toContainEqual(
+        expect.stringMatching(
+          /^start: 2\/5 steps \(40%\), DynamoDB Local and fauxqs up, [\d.]+\/s, about \S+ left, /,
+        ),
+      );
+      expect(printed).toContainEqual(
+        expect.stringMatching(/^start: 5\/5 steps \(100%\), live event stream serving, [\d.]+\/s, done, /),
+      );
+      expect(printed.findIndex((l) => l.startsWith('agent-runs local stack ready'))).toBe(START_STEPS + 1);
     } finally {
       await memory.stop();
     }
