@@ -73,8 +73,9 @@ export function waitingReasons(
     case 'waiting':
       return [...run.open_requests.map((r) => requestReason(id, r)), ...wakeReason(run, now)];
     case 'running':
-      return leaseReason(run, now, timing);
+      return run.reducer === null ? clientLeaseReason(run, now) : leaseReason(run, now, timing);
     case 'queued':
+      if (run.reducer === null) return [clientDrivenReason()];
       // A step message is on its way; only a run queued for a while is worth explaining.
       return now - run.updated_at < QUEUED_QUIET_MS ? [] : [queuedReason(run, now)];
   }
@@ -217,6 +218,25 @@ function leaseReason(
           ? `the sweeper takes the run over in about ${seconds(takeoverAt - now)}`
           : 'the sweeper takes the run over at its next pass'
       }${op === null ? '' : `, and the operation runs again${op.replay_safe ? '' : ' (it is not replay-safe: its effect may be checked first)'}`}`,
+      commands: [],
+    },
+  ];
+}
+
+/** A client-driven run (no reducer) moves only when its own client leases it and writes. */
+function clientDrivenReason(): WaitingReason {
+  return {
+    text: 'client-driven (no reducer): the server never steps it; it moves when its client takes the lease (POST /runs/{id}/lease) and writes',
+    commands: [],
+  };
+}
+
+function clientLeaseReason(run: Extract<RunRecord, { status: 'running' }>, now: number): WaitingReason[] {
+  const { owner, expires_at } = run.lease;
+  if (now < expires_at) return [];
+  return [
+    {
+      text: `client-driven: the lease of client ${owner} expired ${seconds(now - expires_at)} ago; the run moves when a client takes the lease again`,
       commands: [],
     },
   ];

@@ -35,8 +35,9 @@ export async function bannerLines(stack: LocalStack, options: LocalStackOptions)
   lines.push(...modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})));
   lines.push(...toolBannerLines(await stack.runtime.tools.list()));
   lines.push(
-    '  try:    npx agent-runs runs create --workspace demo --path /first   (then: npx agent-runs watch RUN)',
+    "  try:    npx agent-runs runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input 'Say hello.'",
   );
+  lines.push('          npx agent-runs watch RUN_ID   (the run_id printed by runs create; q quits)');
   lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   lines.push('Press Ctrl-C to stop.');
   return lines;

@@ -118,4 +118,18 @@ describe('why a run is not moving', () => {
         "    $ agent-runs approve run-1 req/1 --digest sha256:d1 --reject --reason 'not now'",
     );
   });
+
+  it('says a client-driven run moves only when its client takes the lease, never blaming the poller', () => {
+    const queued = as({
+      status: 'queued',
+      reducer: null,
+      lease: null,
+      operation: null,
+      open_requests: [],
+      updated_at: T,
+    });
+    const [reason] = waitingReasons(queued, T + 60_000);
+    expect(reason?.text).toMatch(/^client-driven \(no reducer\): the server never steps it/);
+    expect(reason?.commands).toEqual([]);
+  });
 });
