@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { startCommand } from '../lib/local/start-command.ts';
+import { tokenCommand } from '../lib/local/token-command.ts';
 /**
  * The `agent-runs` CLI (package.json "bin"): a commander program built from the command modules
  * listed below, over the typed client (lib/client). The default URL and token come from the
@@ -13,12 +14,14 @@ import { replayCommand } from './commands/replay.ts';
 import { watchCommand } from './commands/watch.ts';
 
 /**
- * Every command of the CLI, in help order: `start`, the HTTP commands (also the packaged CLI's,
- * bin/client-cli.ts), `watch` (a terminal UI: not in the package), `replay`. Adding an HTTP
- * command is one line in commands/http-commands.ts.
+ * Every command of the CLI, in help order: `start`, `token` (a local stack's bearer token for
+ * any caller), the HTTP commands (also the packaged CLI's, bin/client-cli.ts), `watch` (a
+ * terminal UI: not in the package), `replay`. Adding an HTTP command is one line in
+ * commands/http-commands.ts.
  */
 export const COMMANDS: readonly CommandModule[] = [
   startCommand,
+  tokenCommand,
   ...ALL_HTTP_COMMANDS,
   watchCommand,
   replayCommand,

@@ -22,6 +22,8 @@
  * - `consoleOAuthIssuer`, `consoleOAuthDomain`, `consoleOAuthClientId`: the web console signs in
  *                          through this Cognito hosted UI (issuer URL, hosted UI base URL, app
  *                          client id); without them the console asks for a pasted token
+ * - `consoleDomainPrefix`  instead: give the user pool the stack creates a hosted UI at this
+ *                          (free, lowercase) Cognito domain prefix and a console app client
  * - `deletionProtection`   `false` to turn deletion protection off and let the table, buckets,
  *                          user pool and keys go with the stack (default on, retained)
  */
@@ -120,6 +122,7 @@ const props: AgentRunsStackProps = {
   ...optional('alarmTopicArn', context('alarmTopicArn')),
   ...optional('alarmEmail', context('alarmEmail')),
   ...optional('consoleOAuth', consoleOAuth()),
+  ...optional('consoleDomainPrefix', context('consoleDomainPrefix')),
   admission,
 };
 new AgentRunsStack(app, stackName, props);

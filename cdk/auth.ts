@@ -6,14 +6,16 @@
  * the control function reads the verified claims (jwtClaimsAuth). Issue 13, "Auth that works
  * on first deploy".
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, Lazy, RemovalPolicy } from 'aws-cdk-lib';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import {
   AccountRecovery,
   FeaturePlan,
   Mfa,
+  OAuthScope,
   UserPool,
   type UserPoolClient,
+  UserPoolClientIdentityProvider,
   UserPoolGroup,
 } from 'aws-cdk-lib/aws-cognito';
 import { Construct } from 'constructs';
@@ -35,6 +37,14 @@ export const TOKEN_VALIDITY = {
   refresh: Duration.days(30),
 };
 
+/** What the web console needs to sign in through a hosted UI (cdk/stack.ts `ConsoleOAuthProps`). */
+export interface HostedConsoleSignIn {
+  readonly issuer: string;
+  readonly domainUrl: string;
+  readonly clientId: string;
+  readonly scopes: readonly string[];
+}
+
 /** The authorizer of the API, and the user pool and client when the stack created them. */
 export class ApiAuth extends Construct {
   readonly authorizer: HttpJwtAuthorizer;
@@ -42,6 +52,8 @@ export class ApiAuth extends Construct {
   readonly audience: readonly string[];
   readonly userPool: UserPool | undefined;
   readonly userPoolClient: UserPoolClient | undefined;
+  /** What the authorizer accepts: `audience`, then the console's client once added. */
+  private readonly accepted: string[];
 
   /** Throws if exactly one of jwtIssuer / jwtAudience is given, or jwtAudience is empty. */
   constructor(scope: Construct, id: string, props: ApiAuthProps) {
@@ -59,10 +71,50 @@ export class ApiAuth extends Construct {
       this.issuer = userPool.userPoolProviderUrl;
       this.audience = [client.userPoolClientId];
     }
+    this.accepted = [...this.audience];
     this.authorizer = new HttpJwtAuthorizer('JwtAuthorizer', this.issuer, {
-      jwtAudience: [...this.audience],
+      // Lazy: the console's client, made once the API (its callback URL) exists, joins it.
+      jwtAudience: Lazy.list({ produce: () => this.accepted }),
       identitySource: ['$request.header.Authorization'],
     });
+  }
+
+  /**
+   * Gives the user pool the stack created a Cognito hosted UI at
+   * `https://{domainPrefix}.auth.{region}.amazoncognito.com` and a public app client for the web
+   * console (authorization code flow, which the console runs with PKCE; callback
+   * `{apiEndpoint}/console/callback`, sign-out back to `{apiEndpoint}/console/`), whose access
+   * tokens the API accepts. Throws when the stack uses an existing issuer (no user pool here).
+   */
+  addConsoleSignIn(apiEndpoint: string, domainPrefix: string): HostedConsoleSignIn {
+    if (this.userPool === undefined) {
+      throw new Error('consoleDomainPrefix needs the user pool the stack creates (not jwtIssuer)');
+    }
+    const domain = this.userPool.addDomain('ConsoleDomain', { cognitoDomain: { domainPrefix } });
+    const scopes = [OAuthScope.OPENID, OAuthScope.EMAIL, OAuthScope.PROFILE];
+    const client = this.userPool.addClient('ConsoleClient', {
+      generateSecret: false,
+      authFlows: { userSrp: true },
+      oAuth: {
+        flows: { authorizationCodeGrant: true },
+        scopes,
+        callbackUrls: [`${apiEndpoint}/console/callback`],
+        logoutUrls: [`${apiEndpoint}/console/`],
+      },
+      supportedIdentityProviders: [UserPoolClientIdentityProvider.COGNITO],
+      preventUserExistenceErrors: true,
+      accessTokenValidity: TOKEN_VALIDITY.access,
+      idTokenValidity: TOKEN_VALIDITY.id,
+      refreshTokenValidity: TOKEN_VALIDITY.refresh,
+      enableTokenRevocation: true,
+    });
+    this.accepted.push(client.userPoolClientId);
+    return {
+      issuer: this.issuer,
+      domainUrl: domain.baseUrl(),
+      clientId: client.userPoolClientId,
+      scopes: scopes.map((s) => s.scopeName),
+    };
   }
 
   /**

@@ -188,10 +188,17 @@ export interface AgentRunsStackProps extends StackProps {
   /** Takeovers (sum over 5 minutes) at or above which the takeover alarm fires. Default 1. */
   readonly takeoverAlarmThreshold?: number;
   /**
-   * The web console's sign-in (the console is served at `{ApiUrl}/console`). Default: sign in by
-   * pasting a bearer token.
+   * The web console's sign-in (the console is served at `{ApiUrl}/console`) through an existing
+   * hosted UI. Default: sign in by pasting a bearer token (or `consoleDomainPrefix`).
    */
   readonly consoleOAuth?: ConsoleOAuthProps;
+  /**
+   * With the user pool the stack creates (no `jwtIssuer`) and no `consoleOAuth`: give the pool a
+   * Cognito hosted UI at `https://{prefix}.auth.{region}.amazoncognito.com` (the prefix must be
+   * free in the region: lowercase letters, digits and hyphens, without `aws`, `amazon` or
+   * `cognito`) and an app client for the console, which then signs in through it.
+   */
+  readonly consoleDomainPrefix?: string;
   /**
    * Admission limits per principal (lib/core/admission.ts), refused with 429 quota_exceeded;
    * system callers are exempt. `null` for a limit turns it off. Default: 100 live runs, 120
@@ -324,10 +331,6 @@ export class AgentRunsStack extends Stack {
     this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
     for (const [name, value] of Object.entries(admissionEnvironment(props.admission)))
       this.controlFunction.addEnvironment(name, value);
-    this.controlFunction.addEnvironment(
-      'CONSOLE_CONFIG',
-      this.toJsonString(consoleConfig(props.consoleOAuth)),
-    );
     this.stepFunction = makeFunction('step', stepTimeout);
     this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT, props.sweeperReservedConcurrency);
 
@@ -367,6 +370,10 @@ export class AgentRunsStack extends Stack {
       removalPolicy,
     });
     this.httpApi = this.createHttpApi(props, logRetention, removalPolicy);
+    this.controlFunction.addEnvironment(
+      'CONSOLE_CONFIG',
+      this.toJsonString(consoleConfig(this.consoleSignIn(props))),
+    );
     this.serviceApi =
       props.iamAuth === true ? this.createServiceApi(props, logRetention, removalPolicy) : undefined;
     this.live = new Live(this, 'Live', {
@@ -639,6 +646,18 @@ export class AgentRunsStack extends Stack {
         `Objects under ${prefix} are content-addressed ({sha256}); their keys are not known in advance, so access is scoped to the prefix.`,
       );
     }
+  }
+
+  /** The console's hosted-UI sign-in: the one given, the one `consoleDomainPrefix` asks for, or none. */
+  private consoleSignIn(props: AgentRunsStackProps): ConsoleOAuthProps | undefined {
+    if (props.consoleOAuth !== undefined || props.consoleDomainPrefix === undefined)
+      return props.consoleOAuth;
+    const signIn = this.auth.addConsoleSignIn(this.httpApi.apiEndpoint, props.consoleDomainPrefix);
+    new CfnOutput(this, 'ConsoleSignInUrl', {
+      value: signIn.domainUrl,
+      description: 'The Cognito hosted UI the console signs in through',
+    });
+    return signIn;
   }
 
   /** The HTTP API behind the JWT authorizer of `this.auth` (Cognito by default). */

@@ -9,6 +9,7 @@ import { createAwsClients } from './aws-clients.ts';
 import { createS3BlobStore } from './blobs/blob-store.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
 import { type AdmissionConfig, admissionFromEnv } from './core/admission.ts';
+import { DEFAULT_PRICES, withConfiguredModels } from './core/prices.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
 import type {
   Clock,
@@ -153,6 +154,12 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.clockSkewMs !== undefined ? { clockSkewMs: config.clockSkewMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     admission: config.admission ?? admissionFromEnv(config.env ?? process.env),
+    // Costs at the default tables, with the configured model functions priced as their models;
+    // the step's duration at the function's memory (Lambda sets the variable).
+    prices: withConfiguredModels(DEFAULT_PRICES, configured.models, defaultPath),
+    ...(Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) > 0
+      ? { lambdaMemoryMb: Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) }
+      : {}),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),
   });
   return {

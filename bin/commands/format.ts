@@ -4,7 +4,13 @@
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
 import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
-import type { ControlAck, RunEvent, RunRecord, ToolDescriptor } from '../../lib/contracts/index.ts';
+import type {
+  ControlAck,
+  RunEvent,
+  RunRecord,
+  ToolDescriptor,
+  UsageCost,
+} from '../../lib/contracts/index.ts';
 
 /** `HH:MM:SS.mmm` (UTC) of a ms epoch. */
 export function clockTime(ms: number): string {
@@ -32,6 +38,25 @@ function table(rows: string[][]): string {
 export function formatUsage(run: RunRecord): string {
   const u = run.usage;
   return `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · tokens ${u.input_tokens} in / ${u.output_tokens} out`;
+}
+
+/** Dollars for people: 6 significant digits below a cent, else cents. */
+export function formatUsd(usd: number): string {
+  return usd !== 0 && usd < 0.01 ? `$${usd.toPrecision(3)}` : `$${usd.toFixed(2)}`;
+}
+
+/** A run's cost: the total, then model and AWS, then the AWS lines (prices of their date). */
+export function formatCost(c: UsageCost): string {
+  const l = c.lines;
+  const aws = [
+    ['DynamoDB', l.dynamodb_write_usd + l.dynamodb_read_usd],
+    ['Lambda', l.lambda_requests_usd + l.lambda_duration_usd],
+    ['SQS', l.sqs_usd],
+    ['S3', l.s3_usd],
+  ] as const;
+  return `${formatUsd(c.total_usd)} (model ${c.model ?? 'unpriced'} ${formatUsd(c.model_usd)} · AWS ${formatUsd(c.aws_usd)}: ${aws
+    .map(([k, v]) => `${k} ${formatUsd(v)}`)
+    .join(', ')}; ${c.region} prices of ${c.prices_as_of})`;
 }
 
 /** One open request, with what a person needs to answer it (the commands are under "waiting"). */
@@ -92,6 +117,7 @@ export function formatRun(
         : `${run.reducer.function_path}${run.reducer.artifact_hash ? ` @${run.reducer.artifact_hash.slice(0, 12)}` : ''}`,
     ],
     ['usage', formatUsage(run)],
+    ...(run.usage.cost !== undefined ? [['cost', formatCost(run.usage.cost)]] : []),
     ['events', `${run.last_seq}`],
     ['created', new Date(run.created_at).toISOString()],
   ];

@@ -15,7 +15,7 @@ import {
   RunRecord,
   RunStatus,
 } from '../contracts/index.ts';
-import type { CallFn } from './client.ts';
+import type { CallFn } from './call.ts';
 
 const Write = z.object({ run: RunRecord, lease: LeaseGrant.nullable() });
 export type ClientWrite = z.infer<typeof Write>;

@@ -24,6 +24,7 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
+import type { Call, CallFn } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 
@@ -237,18 +238,7 @@ export interface AgentRunsClient extends ClientDrivenMethods {
 
 // ---------------------------------------------------------------- implementation
 
-export interface Call<T extends z.ZodType> {
-  method: 'GET' | 'POST' | 'PUT';
-  path: string;
-  query?: Record<string, string | number | undefined>;
-  json?: unknown;
-  body?: { bytes: Uint8Array; contentType: string };
-  capability?: string | undefined;
-  schema: T;
-}
-
-/** The one request function of a client: JSON or bytes in, the parsed documented shape out. */
-export type CallFn = <T extends z.ZodType>(c: Call<T>) => Promise<z.infer<T>>;
+export type { Call, CallFn } from './call.ts';
 
 export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
   const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));

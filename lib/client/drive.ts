@@ -63,6 +63,41 @@ export interface DriveResult<T> {
 
 const live = (run: RunRecord) => run.status === 'running' || run.status === 'cancelling';
 
+/** The report of one operation's work: its own, or what its throw means (cancelled when aborted). */
+async function reportOf<Op>(
+  work: (signal: AbortSignal, op: Op) => Promise<OperationReport>,
+  signal: AbortSignal,
+  op: Op,
+): Promise<OperationReport> {
+  try {
+    return await work(signal, op);
+  } catch (err) {
+    if (signal.aborted) return { result: { kind: 'operation_cancelled' } };
+    return {
+      result: {
+        kind: 'operation_failed',
+        error_class: 'client_error',
+        retryable: false,
+        message: String(err),
+      },
+    };
+  }
+}
+
+/** Runs `beat` every `ms`, one at a time; `stop` ends the beats and waits for the one under way. */
+function renewEvery(ms: number, beat: () => Promise<void>): { stop(): Promise<void> } {
+  let running = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(beat);
+  }, ms);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
 /**
  * Drives `runId` with `loop`. Returns when the loop returns (the lease is then released unless
  * the run ended) or when the lease was lost. Throws what the first lease take throws
@@ -103,23 +138,20 @@ export async function drive<T>(
     }
     return false;
   };
-  let renewing = Promise.resolve();
-  const timer = setInterval(
-    () => {
-      renewing = renewing.then(async () => {
-        if (session.signal.aborted) return;
-        try {
-          seen((await client.takeLease(runId, { owner, epoch: fence.epoch, ttl_ms: ttl })).run);
-        } catch (err) {
-          lost(err); // anything else (a network error): the next beat tries again
-        }
-      });
-    },
-    options.renewEveryMs ?? Math.floor(ttl / 3),
-  );
-  const write = async <R>(fn: () => Promise<R>): Promise<R> => {
+  const renewal = renewEvery(options.renewEveryMs ?? Math.floor(ttl / 3), async () => {
+    if (session.signal.aborted) return;
     try {
-      return await fn();
+      seen((await client.takeLease(runId, { owner, epoch: fence.epoch, ttl_ms: ttl })).run);
+    } catch (err) {
+      lost(err); // anything else (a network error): the next beat tries again
+    }
+  });
+  /** A fenced write: a lost lease ends the session; the run it answers with is seen. */
+  const write = async <R extends { run: RunRecord }>(fn: () => Promise<R>): Promise<R> => {
+    try {
+      const out = await fn();
+      seen(out.run);
+      return out;
     } catch (err) {
       lost(err);
       throw err;
@@ -135,58 +167,38 @@ export async function drive<T>(
     signal: session.signal,
     async operation(request, work) {
       const begun = await write(() => client.beginOperation(runId, { ...request, fence }));
-      seen(begun.run);
       const op = begun.operation;
       if (op === null) return null;
       operation = new AbortController();
       const signal = AbortSignal.any([operation.signal, session.signal]);
       let report: OperationReport;
       try {
-        report = await work(signal, op);
-      } catch (err) {
-        report = signal.aborted
-          ? { result: { kind: 'operation_cancelled' } }
-          : {
-              result: {
-                kind: 'operation_failed',
-                error_class: 'client_error',
-                retryable: false,
-                message: String(err),
-              },
-            };
+        report = await reportOf(work, signal, op);
       } finally {
         operation = null;
       }
-      const reported = await write(() =>
+      await write(() =>
         client.reportOutcome(runId, { fence, op_id: op.op_id, ...report } as Parameters<
           AgentRunsClient['reportOutcome']
         >[1]),
       );
-      seen(reported.run);
       return report;
     },
     async steers() {
       if (run.queued_steers.length === 0) return [];
       const out = await write(() => client.takeSteers(runId, fence));
-      seen(out.run);
       return out.steers.map((s) => s.input);
     },
     async ask(question, opts = {}) {
       const out = await write(() => client.openRequest(runId, fence, { kind: 'input', question, ...opts }));
-      seen(out.run);
       return out.request_id;
     },
     async complete(summary, outcome = 'succeeded') {
-      const out = await write(() =>
-        client.completeRun(runId, fence, { outcome, ...(summary !== undefined ? { summary } : {}) }),
-      );
-      seen(out.run);
-      return out.run;
+      const body = { outcome, ...(summary !== undefined ? { summary } : {}) };
+      return (await write(() => client.completeRun(runId, fence, body))).run;
     },
     async fail(code) {
-      const out = await write(() => client.failRun(runId, fence, code));
-      seen(out.run);
-      return out.run;
+      return (await write(() => client.failRun(runId, fence, code))).run;
     },
   };
 
@@ -197,8 +209,7 @@ export async function drive<T>(
   } catch (error) {
     failure = { error };
   }
-  clearInterval(timer);
-  await renewing;
+  await renewal.stop();
   if (!session.signal.aborted && run.status === 'running') {
     try {
       run = (await client.releaseLease(runId, fence)).run;

@@ -5,10 +5,8 @@
  */
 import { z } from 'zod';
 
-/** Persisted kinds delivered to the reducer (steer_consumed arrives as user_input). */
-export const REDUCER_VISIBLE_EVENT_KINDS = [
-  'run_started',
-  'steer_consumed',
+/** The delivered kinds after the run start and the steers: the reducer receives each under its persisted name. */
+export const DELIVERED_AS_PERSISTED = [
   'model_turn_completed',
   'tool_result',
   'request_resolved',
@@ -18,6 +16,13 @@ export const REDUCER_VISIBLE_EVENT_KINDS = [
   'resumed',
   'budget_exceeded',
   'stopped',
+] as const;
+
+/** Persisted kinds delivered to the reducer (steer_consumed arrives as user_input). */
+export const REDUCER_VISIBLE_EVENT_KINDS = [
+  'run_started',
+  'steer_consumed',
+  ...DELIVERED_AS_PERSISTED,
 ] as const;
 
 export const RUN_EVENT_KINDS = [

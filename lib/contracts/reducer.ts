@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { Count, defaultField, JsonObject, optionalField, Subject } from './common.ts';
+import { DELIVERED_AS_PERSISTED } from './events.ts';
 import { ForkOrigin } from './fork.ts';
 import { ToolResultEnvelope } from './tool-result.ts';
 
@@ -122,19 +123,8 @@ export const ResumedData = z.object({ from_checkpoint_no: Count.nullable() });
 export const BudgetExceededData = z.object({ which: z.string(), limit: z.number(), used: z.number() });
 export const StoppedData = z.object({ reason: z.string() });
 
-export const REDUCER_EVENT_KINDS = [
-  'run_started',
-  'user_input',
-  'model_turn_completed',
-  'tool_result',
-  'request_resolved',
-  'request_closed',
-  'operation_failed',
-  'operation_cancelled',
-  'resumed',
-  'budget_exceeded',
-  'stopped',
-] as const;
+/** The kinds the reducer sees: the persisted ones of REDUCER_VISIBLE_EVENT_KINDS, with steer_consumed as user_input. */
+export const REDUCER_EVENT_KINDS = ['run_started', 'user_input', ...DELIVERED_AS_PERSISTED] as const;
 export type ReducerEventKind = (typeof REDUCER_EVENT_KINDS)[number];
 
 /** One event as the reducer sees it: `{seq, kind, effect_id?, operation_id?, data}`; the kind set is closed. */

@@ -87,6 +87,37 @@ export type OnProviderOutage = z.infer<typeof OnProviderOutage>;
  * the calls beyond the first of their turn. `max_turns` bounds the first, `max_model_calls` the
  * second.
  */
+const Dollars = z.number().nonnegative();
+
+/**
+ * What a run's usage cost, in US dollars: its model tokens at the model's price and the AWS
+ * requests the runtime made for it (its `metered` counts) at the region's prices. Computed when
+ * the run is read (GET /runs/{id}, the run list) from the deployment's price tables
+ * (lib/core/prices.ts, which dates each price); never stored. `model`: the price-table entry its
+ * tokens were priced at, null when the run's model has no price (its tokens then cost 0 here).
+ */
+export const UsageCost = z.object({
+  currency: z.literal('USD'),
+  total_usd: Dollars,
+  model_usd: Dollars,
+  aws_usd: Dollars,
+  model: z.string().nullable(),
+  region: z.string(),
+  /** The date of the price tables (YYYY-MM-DD). */
+  prices_as_of: z.string(),
+  lines: z.object({
+    model_input_usd: Dollars,
+    model_output_usd: Dollars,
+    dynamodb_write_usd: Dollars,
+    dynamodb_read_usd: Dollars,
+    sqs_usd: Dollars,
+    lambda_requests_usd: Dollars,
+    lambda_duration_usd: Dollars,
+    s3_usd: Dollars,
+  }),
+});
+export type UsageCost = z.infer<typeof UsageCost>;
+
 export const Usage = z.object({
   turns: Count.default(0),
   operations: Count.default(0),
@@ -95,6 +126,8 @@ export const Usage = z.object({
   tool_calls: Count.default(0),
   input_tokens: Count.default(0),
   output_tokens: Count.default(0),
+  /** In a run view only: what this usage (with the run's `metered` requests) cost. Never stored. */
+  cost: UsageCost.optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 export const EMPTY_USAGE: Usage = {
@@ -105,6 +138,49 @@ export const EMPTY_USAGE: Usage = {
   tool_calls: 0,
   input_tokens: 0,
   output_tokens: 0,
+};
+
+const Units = z.number().nonnegative();
+
+/**
+ * The AWS requests the runtime made for a run, counted as it made them and charged to the run
+ * in its own commits (lib/store/metering.ts): DynamoDB write and read request units (a commit's
+ * write units estimated from its items' sizes by DynamoDB's rules before it is written, reads
+ * measured since the run's previous commit), SQS requests (step messages sent), Lambda
+ * invocations and the step worker's measured duration (ms, and GB-seconds at the function's
+ * configured memory), S3 requests for its large payloads. `record_item_bytes` and
+ * `record_index_keys`: the run record item as its last commit wrote it (its size, its index
+ * keys), what its next update is charged against.
+ * Set by the store, like `version`; core never changes it. Absent on runs stored before it.
+ */
+export const Metered = z.object({
+  dynamodb_write_units: Units.default(0),
+  dynamodb_read_units: Units.default(0),
+  sqs_requests: Count.default(0),
+  lambda_invocations: Count.default(0),
+  lambda_ms: Units.default(0),
+  lambda_gb_seconds: Units.default(0),
+  s3_put_requests: Count.default(0),
+  s3_get_requests: Count.default(0),
+  record_item_bytes: Count.default(0),
+  /**
+   * The run record item's index key attributes as its last commit wrote them: its next update
+   * writes an index entry for each index whose keys it adds, removes or changes.
+   */
+  record_index_keys: z.record(z.string(), z.union([z.string(), z.number()])).default({}),
+});
+export type Metered = z.infer<typeof Metered>;
+export const EMPTY_METERED: Metered = {
+  dynamodb_write_units: 0,
+  dynamodb_read_units: 0,
+  sqs_requests: 0,
+  lambda_invocations: 0,
+  lambda_ms: 0,
+  lambda_gb_seconds: 0,
+  s3_put_requests: 0,
+  s3_get_requests: 0,
+  record_item_bytes: 0,
+  record_index_keys: {},
 };
 
 // ---------------------------------------------------------------- principal
@@ -329,6 +405,8 @@ export const Counters = z.object({
   children: Count.default(0),
 });
 export type Counters = z.infer<typeof Counters>;
+/** The counters of a run that has done nothing yet (every count 0). */
+export const NO_COUNTERS: Counters = Counters.parse({});
 
 // ---------------------------------------------------------------- the closed run record
 
@@ -350,6 +428,8 @@ const recordBase = {
   on_exceeded: OnExceeded,
   on_provider_outage: OnProviderOutage.default('pause'),
   usage: Usage,
+  /** The AWS requests made for the run (see {@link Metered}); set by the store's commit. */
+  metered: Metered.optional(),
   counters: Counters,
   epoch: Count,
   last_seq: Count,

@@ -109,6 +109,12 @@ export function delegationFailedEnvelope(
  * the child, its end and its usage. `operation_id` is the parent's delegate operation, set when
  * the hand-back is delivered.
  */
+/** The child's usage counters (a view's computed cost left out). */
+function usageCounts(child: RunRecord): Record<string, number> {
+  const { cost: _cost, ...counts } = child.usage;
+  return counts;
+}
+
 export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
   if (child.status !== 'completed' && child.status !== 'failed' && child.status !== 'stopped') return null;
   const payload: HandBackPayload = {
@@ -117,7 +123,7 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
     ...(child.status === 'completed' ? { outcome: child.outcome } : {}),
     ...(child.status === 'completed' && child.summary !== undefined ? { summary: child.summary } : {}),
     terminal_reason: child.terminal_reason,
-    usage: { ...child.usage },
+    usage: usageCounts(child),
   };
   if (child.status === 'completed') {
     return envelope(undefined, child.outcome === 'blocked' ? 'blocked' : 'succeeded', { payload });

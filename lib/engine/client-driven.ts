@@ -23,6 +23,7 @@ import {
   TurnOutcome,
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import type { PriceTables } from '../core/prices.ts';
 import {
   acquireClientLease,
   beginClientOperation,
@@ -218,7 +219,7 @@ export async function takeLease(
       (stored) => stored,
     );
     const lease = leaseOf(expired);
-    if (lease !== null && lease.owner === input.owner) return { lease, run: runView(expired) };
+    if (lease !== null && lease.owner === input.owner) return { lease, run: runView(expired, ctx.prices) };
     if (isTerminal(expired))
       throw refusal(expired, 'run_terminal', 'the run ended when its expired lease was let go');
   }
@@ -248,12 +249,12 @@ export async function releaseLease(
     caller,
     fence,
     (record, now) => ({ transition: releaseClientLease(record, fence, now) }),
-    written,
+    (stored) => written(stored, ctx.prices),
   );
 }
 
-function written(stored: RunRecord): ClientWriteResult {
-  return { run: runView(stored), lease: leaseOf(stored) };
+function written(stored: RunRecord, prices: PriceTables): ClientWriteResult {
+  return { run: runView(stored, prices), lease: leaseOf(stored) };
 }
 
 /** The core spec of a begin request. */
@@ -318,7 +319,7 @@ export async function beginOperation(
     input.fence,
     (record, now) => ({ transition: beginClientOperation(record, input.fence, spec, now) }),
     (stored) => ({
-      ...written(stored),
+      ...written(stored, ctx.prices),
       operation: stored.operation !== null && stored.operation.started_at !== null ? stored.operation : null,
     }),
   );
@@ -424,7 +425,10 @@ export async function reportOutcome(
         digest: outcome['outcome/ref'],
       };
     },
-    (stored, transition) => ({ ...written(stored), seq: transition.events[0]?.seq ?? stored.last_seq }),
+    (stored, transition) => ({
+      ...written(stored, ctx.prices),
+      seq: transition.events[0]?.seq ?? stored.last_seq,
+    }),
   );
 }
 
@@ -451,7 +455,10 @@ export async function openRequest(
     caller,
     input.fence,
     (record, now) => ({ transition: openClientRequest(record, input.fence, input.request, now) }),
-    (stored) => ({ ...written(stored), request_id: stored.open_requests.at(-1)?.request_id ?? '' }),
+    (stored) => ({
+      ...written(stored, ctx.prices),
+      request_id: stored.open_requests.at(-1)?.request_id ?? '',
+    }),
   );
 }
 
@@ -470,7 +477,7 @@ export async function takeSteers(
     fence,
     (record, now) => ({ transition: takeClientSteers(record, fence, now) }),
     (stored, transition) => ({
-      ...written(stored),
+      ...written(stored, ctx.prices),
       steers: transition.events.map((e) => ({
         steer_id: String(e.data.steer_id),
         input: e.data.input,
@@ -496,7 +503,7 @@ export async function completeRun(
     (record, now) => ({
       transition: completeClientRun(record, input.fence, input.outcome, input.summary, now),
     }),
-    written,
+    (stored) => written(stored, ctx.prices),
   );
 }
 
@@ -514,7 +521,7 @@ export async function failRun(
     caller,
     input.fence,
     (record, now) => ({ transition: failClientRun(record, input.fence, input.code, now) }),
-    written,
+    (stored) => written(stored, ctx.prices),
   );
 }
 

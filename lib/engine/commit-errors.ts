@@ -4,6 +4,7 @@
  * to an adapter's own errors. DESIGN section 5 ("Failure reasons are classified").
  */
 import type { RunRecord } from '../contracts/index.ts';
+import { EngineModuleError } from './module-error.ts';
 
 /** Why a commit was refused, each with one reaction (see {@link CommitRejected}). */
 export type CommitFailure =
@@ -40,9 +41,13 @@ export type CommitFailure =
  * control_ack_exists → answer from the stored ack; validation → a bug, surfaced as is.
  * `current` is the run record as DynamoDB returned it (ReturnValuesOnConditionCheckFailure).
  */
-export class CommitRejected extends Error {
+export class CommitRejected extends EngineModuleError {
   override name = 'CommitRejected';
   readonly reason: CommitFailure;
+  /** The reason, as every engine error names itself. */
+  readonly code: CommitFailure;
+  /** Whether the same commit may go through later: a conflict or throttling that outlasted the adapter's retries. */
+  readonly retryable: boolean;
   readonly current: RunRecord | null;
   constructor(
     reason: CommitFailure,
@@ -52,12 +57,15 @@ export class CommitRejected extends Error {
   ) {
     super(message, options);
     this.reason = reason;
+    this.code = reason;
+    this.retryable = reason === 'transaction_conflict' || reason === 'throttled';
     this.current = current;
   }
 }
 
 /** A commit too large for one transaction: it is refused whole, never truncated. */
-export class CommitTooLarge extends Error {
+export class CommitTooLarge extends EngineModuleError {
   override name = 'CommitTooLarge';
   readonly code = 'commit_too_large';
+  readonly retryable = false;
 }

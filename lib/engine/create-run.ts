@@ -5,6 +5,7 @@
  * run is then woken. Seed: agent-runs, "Subject, principal and admission".
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import { CreateRunInput, isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import { accessOf, type Caller, capabilityHash } from '../core/authority.ts';
@@ -24,12 +25,6 @@ export interface CreateRunOutput {
   control_capability?: string;
 }
 
-/**
- * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
- * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
- * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), reducer_not_found; CommitRejected when the store refuses
- * for another reason.
- */
 /** The binding pinned to the artifact it resolves to now; throws reducer_not_found. */
 async function resolveReducer(
   deps: EngineDeps,
@@ -45,6 +40,49 @@ async function resolveReducer(
   return { ...binding, artifact_hash: resolved.artifact_hash };
 }
 
+/** What a create found before deciding: a run under its key, else the subject's live run and the quota usage. */
+type Found = { existing: string | null; live?: RunRecord | null; usage?: QuotaUsage };
+
+/**
+ * Reads what a create must not duplicate: the run its create key names (throws EngineError
+ * create_key_reused when the key was used for another request), else the subject's live run,
+ * and the quota usage under `quotaKey` (null: not limited).
+ */
+async function findExisting(
+  deps: EngineDeps,
+  input: Pick<z.output<typeof CreateRunInput>, 'create_key' | 'subject'>,
+  principalKey: string,
+  requestDigest: string,
+  quotaKey: string | null,
+): Promise<Found> {
+  const byKey =
+    input.create_key === undefined ? null : await deps.store.findByCreateKey(principalKey, input.create_key);
+  if (byKey !== null) {
+    if (byKey.request_digest !== undefined && byKey.request_digest !== requestDigest) {
+      throw new EngineError('create_key_reused', 'the create key was already used for a different request', {
+        create_key: input.create_key,
+      });
+    }
+    return { existing: byKey.run_id };
+  }
+  const [live, usage] = await Promise.all([
+    deps.store.findBySubject(input.subject),
+    quotaKey !== null ? deps.store.readQuota(quotaKey, quotaWindowOf(deps.clock.now())) : undefined,
+  ]);
+  const record = live === null ? null : await deps.store.getRun(live);
+  return {
+    existing: null,
+    live: record !== null && !isTerminalStatus(record.status) ? record : null,
+    ...(usage !== undefined ? { usage } : {}),
+  };
+}
+
+/**
+ * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
+ * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
+ * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), reducer_not_found; CommitRejected when the store refuses
+ * for another reason.
+ */
 export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller): Promise<CreateRunOutput> {
   const parsed = CreateRunInput.safeParse(raw);
   if (!parsed.success) {
@@ -66,45 +104,19 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const quotaLimited =
     !exempt &&
     (deps.admission.max_live_runs !== undefined || deps.admission.max_creates_per_minute !== undefined);
-  type Found = { existing: string | null; live?: RunRecord | null; usage?: QuotaUsage };
   return readDecideCommit<Found, CreateRunOutput>(deps, {
     // What a create must not duplicate: a run under the same create key, the subject's live run.
-    async read() {
-      const byKey =
-        input.create_key === undefined
-          ? null
-          : await deps.store.findByCreateKey(principalKey, input.create_key);
-      if (byKey !== null) {
-        if (byKey.request_digest !== undefined && byKey.request_digest !== requestDigest) {
-          throw new EngineError(
-            'create_key_reused',
-            'the create key was already used for a different request',
-            {
-              create_key: input.create_key,
-            },
-          );
-        }
-        return { existing: byKey.run_id };
-      }
-      const [live, usage] = await Promise.all([
-        deps.store.findBySubject(input.subject),
-        quotaLimited ? deps.store.readQuota(quotaKey, quotaWindowOf(deps.clock.now())) : undefined,
-      ]);
-      const record = live === null ? null : await deps.store.getRun(live);
-      return {
-        existing: null,
-        live: record !== null && !isTerminalStatus(record.status) ? record : null,
-        ...(usage !== undefined ? { usage } : {}),
-      };
-    },
+    read: () => findExisting(deps, input, principalKey, requestDigest, quotaLimited ? quotaKey : null),
     async decide(found) {
       if (found.existing !== null)
-        return { done: { run: runView(await readRun(deps, found.existing, caller)), created: false } };
+        return {
+          done: { run: runView(await readRun(deps, found.existing, caller), deps.prices), created: false },
+        };
       if (found.live != null) {
         // The subject's live run: the caller may steer it instead, if it may see it at all.
         if (!accessOf(found.live, caller).ok)
           throw new EngineError('subject_busy', 'the subject has a live run', { subject: input.subject });
-        return { done: { run: runView(found.live), created: false } };
+        return { done: { run: runView(found.live, deps.prices), created: false } };
       }
       const now = deps.clock.now();
       const admitted = admit(
@@ -158,7 +170,7 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
         },
         async after(stored: RunRecord): Promise<CreateRunOutput> {
           if (reducer !== null) await wake(deps, stored.run_id);
-          return { run: runView(stored), created: true, control_capability: secret };
+          return { run: runView(stored, deps.prices), created: true, control_capability: secret };
         },
       };
     },

@@ -13,6 +13,7 @@ import {
 } from '../contracts/index.ts';
 import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
+import { DEFAULT_PRICES, type PriceTables } from '../core/prices.ts';
 import { EARLY_RESULT_TTL_MS, hasWork, LEASE_TTL_MS, RESULT_EXPIRY_MS } from '../core/run-machine.ts';
 import { defaultClockSkewMs } from '../core/sweeper.ts';
 import type {
@@ -25,6 +26,7 @@ import type {
   StepQueue,
   ToolHost,
 } from './ports.ts';
+import { createUsageMeter, type UsageMeter } from './usage-meter.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
 export type CrashPoint =
@@ -70,6 +72,19 @@ export interface EngineOptions {
   resultExpiresInMs?: number;
   /** How long a result that arrived before its wait is held by its resume_key (ms, default 15 min). */
   earlyResultTtlMs?: number;
+  /**
+   * The price tables a run's cost is computed at when it is read (default: lib/core/prices.ts
+   * DEFAULT_PRICES, AWS us-east-1 on-demand list prices with their date).
+   */
+  prices?: PriceTables;
+  /**
+   * Meters what the engine does per run (step messages, step invocations and their duration)
+   * until the run's next commit carries it (default: a meter in this process's memory at
+   * `lambdaMemoryMb`).
+   */
+  meter?: UsageMeter;
+  /** The step function's configured memory (MB), for its GB-seconds (default 1024, the stack's). */
+  lambdaMemoryMb?: number;
   /** Fault injection: throw from here to simulate a crash at that point. */
   faults?: (point: CrashPoint, runId: string) => void | Promise<void>;
   log?: Log;
@@ -107,10 +122,17 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     admission: options.admission ?? {},
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,
     earlyResultTtlMs: options.earlyResultTtlMs ?? EARLY_RESULT_TTL_MS,
+    prices: options.prices ?? DEFAULT_PRICES,
+    lambdaMemoryMb: options.lambdaMemoryMb ?? DEFAULT_LAMBDA_MEMORY_MB,
+    meter:
+      options.meter ?? createUsageMeter({ memoryMb: options.lambdaMemoryMb ?? DEFAULT_LAMBDA_MEMORY_MB }),
     faults: options.faults ?? (() => {}),
     log: options.log ?? (() => {}),
   };
 }
+
+/** The step function's memory in the CDK stack (cdk/stack.ts FUNCTIONS.step), in MB. */
+export const DEFAULT_LAMBDA_MEMORY_MB = 1024;
 
 /** A commit as a use case states it: the checkpoints its events call for are added by `commitRun`. */
 export type CommitParts = Omit<Commit, 'checkpoints'>;
@@ -120,9 +142,17 @@ export type CommitParts = Omit<Commit, 'checkpoints'>;
  * (core decides what each captures). Returns the stored record. Throws CommitRejected or
  * CommitTooLarge (commit-errors.ts).
  */
-export function commitRun(deps: EngineDeps, parts: CommitParts): Promise<RunRecord> {
+export async function commitRun(deps: EngineDeps, parts: CommitParts): Promise<RunRecord> {
   const checkpoints = checkpointsOf(parts.record, parts.events);
-  return deps.store.commit(checkpoints.length > 0 ? { ...parts, checkpoints } : parts);
+  // What the engine metered for the run since its last commit rides in this one (usage-meter.ts).
+  const runId = parts.record.run_id;
+  const charge = deps.meter.take(runId);
+  try {
+    return await deps.store.commit({ ...parts, ...(checkpoints.length > 0 ? { checkpoints } : {}), charge });
+  } catch (err) {
+    deps.meter.giveBack(runId, charge);
+    throw err;
+  }
 }
 
 /** The commit parts of a transition result on the record read at `expectedVersion`. */
@@ -148,6 +178,7 @@ export async function wake(deps: EngineDeps, runId: string): Promise<void> {
   await deps.faults('after_commit_before_send', runId);
   try {
     await deps.queue.send({ run_id: runId });
+    deps.meter.sent(runId);
   } catch (err) {
     deps.log({
       level: 'warn',

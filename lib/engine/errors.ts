@@ -3,6 +3,8 @@
  * retryable (the infrastructure failed: try again). A rejected control is not an error: it is
  * an ack. STYLE "Typed errors with stable codes".
  */
+import { EngineModuleError } from './module-error.ts';
+
 export type EngineErrorCode =
   | 'validation_failed'
   | 'run_not_found'
@@ -49,7 +51,7 @@ export type EngineErrorCode =
   | 'turn_outcome_refused'
   | 'store_unavailable';
 
-export class EngineError extends Error {
+export class EngineError extends EngineModuleError {
   override name = 'EngineError';
   readonly code: EngineErrorCode;
   readonly retryable: boolean;
@@ -68,7 +70,9 @@ export class EngineError extends Error {
 }
 
 /** The step worker lost its lease (fenced out): it stops and writes nothing more. */
-export class LeaseLost extends Error {
+export class LeaseLost extends EngineModuleError {
   override name = 'LeaseLost';
   readonly code = 'lease_lost';
+  /** The worker stops; the step is another worker's now. */
+  readonly retryable = false;
 }

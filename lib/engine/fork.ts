@@ -146,7 +146,7 @@ function decideFork(deps: EngineDeps, plan: ForkPlan, usage: QuotaUsage): Decisi
     },
     async after(stored: RunRecord): Promise<CreateRunOutput> {
       if (stored.reducer !== null) await wake(deps, stored.run_id);
-      return { run: runView(stored), created: true, control_capability: plan.secret };
+      return { run: runView(stored, deps.prices), created: true, control_capability: plan.secret };
     },
   };
 }
@@ -192,7 +192,7 @@ export async function forkRun(
     }
     // The fork is the caller's own: read it as its principal (a capability presented is the original's).
     const run = await readRun(deps, byKey.run_id, { principal: caller.principal });
-    return { run: runView(run), created: false };
+    return { run: runView(run, deps.prices), created: false };
   };
   const earlier = await replayed();
   if (earlier !== null) return earlier;

@@ -24,7 +24,9 @@ import type {
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
+import type { MeterCharge } from '../core/prices.ts';
 import type { Fence, ResumeKeyEntry } from '../core/run-machine.ts';
+import { EngineModuleError } from './module-error.ts';
 
 /** Time as a value: the engine never reads the clock itself. */
 export interface Clock {
@@ -172,6 +174,13 @@ export interface Commit {
    * read through: the store writes one link page instead of copying them.
    */
   eventLink?: { run_id: string; first_seq: number; last_seq: number };
+  /**
+   * What the committer owes the run besides the commit itself (step messages, step invocations
+   * and duration: lib/engine/usage-meter.ts), added to the record's `metered` in this commit with
+   * the store's own charge (its reads of the run since its last commit, this commit's S3 puts
+   * and write units: lib/store/metering.ts).
+   */
+  charge?: MeterCharge;
 }
 
 /** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */
@@ -182,6 +191,11 @@ export interface StoreMetrics {
   transactionRetries: number;
   readCapacity: number;
   writeCapacity: number;
+}
+
+/** Metrics of a store that has not been used yet (every count 0), for an adapter to count into. */
+export function noStoreMetrics(): StoreMetrics {
+  return { reads: 0, queries: 0, transactions: 0, transactionRetries: 0, readCapacity: 0, writeCapacity: 0 };
 }
 
 /** What a create key names: the run it created and the digest of the request that created it. */
@@ -289,12 +303,17 @@ export interface StepQueue {
 export type RegistryConflict = 'head_moved' | 'version_exists';
 
 /** The store refused a publication: someone published first (`head_moved`) or the version exists. */
-export class RegistryConflictError extends Error {
+export class RegistryConflictError extends EngineModuleError {
   override name = 'RegistryConflictError';
   readonly reason: RegistryConflict;
+  readonly code: RegistryConflict;
+  /** A moved head may be published over after a new read; an existing version never. */
+  readonly retryable: boolean;
   constructor(reason: RegistryConflict, message: string) {
     super(message);
     this.reason = reason;
+    this.code = reason;
+    this.retryable = reason === 'head_moved';
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { accessOf, type Caller, mayList } from '../core/authority.ts';
+import { DEFAULT_PRICES, type PriceTables, withCost } from '../core/prices.ts';
 import { effectiveProjection } from '../core/projection.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
@@ -72,9 +73,13 @@ export interface Reads {
  * The view readers get: the record with its effective projection, without the capability hash
  * (a digest of a secret has no use outside the store).
  */
-export function runView(record: RunRecord): RunRecord {
+export function runView(record: RunRecord, prices: PriceTables = DEFAULT_PRICES): RunRecord {
   const { capability_hash: _hash, ...rest } = record;
-  return { ...rest, projection: effectiveProjection(record.projection, record.status) } as RunRecord;
+  // usage.cost: what the run cost so far at the deployment's price tables (core/prices.ts).
+  return withCost(
+    { ...rest, projection: effectiveProjection(record.projection, record.status) } as RunRecord,
+    prices,
+  );
 }
 
 /** An ended run whose reducer has received every event: its log will not grow. */
@@ -174,13 +179,13 @@ export function createReads(deps: EngineDeps): Reads {
     const runs = records
       .filter((r): r is RunRecord => r !== null)
       .filter((r) => mayList(r, caller) && (query.status === undefined || r.status === query.status))
-      .map(runView);
+      .map((r) => runView(r, deps.prices));
     return cursor === undefined ? { runs } : { runs, cursor };
   }
 
   return {
     async getRun(runId, caller) {
-      return runView(await readRun(deps, runId, caller));
+      return runView(await readRun(deps, runId, caller), deps.prices);
     },
     readEvents,
     listRuns,

@@ -54,6 +54,16 @@ export type StepOutcome =
  * (the message is then retried). Seed: agent-runs, "Server-driven and client-driven runs".
  */
 export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOutcome> {
+  // One invocation's work on the run, its duration charged in the run's commits (usage-meter.ts).
+  ctx.meter.beginStep(runId);
+  try {
+    return await stepRunMetered(ctx, runId);
+  } finally {
+    ctx.meter.endStep(runId);
+  }
+}
+
+async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOutcome> {
   const first = await ctx.store.getRun(runId);
   if (first === null) return { kind: 'not_found' };
   if (isTerminalStatus(first.status)) {

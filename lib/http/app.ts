@@ -73,6 +73,17 @@ export interface HttpAppOptions {
   console?: ConsoleSite;
 }
 
+/**
+ * The origin a client reached: the request URL's host with the scheme of `X-Forwarded-Proto`
+ * when API Gateway (or the local gateway) set it. Hono's Lambda adapter writes every URL as
+ * https, which is wrong for the local stack's plain http.
+ */
+function requestOrigin(url: string, forwardedProto: string | undefined): string {
+  const parsed = new URL(url);
+  const proto = forwardedProto?.split(',')[0]?.trim().toLowerCase();
+  return proto === 'http' || proto === 'https' ? `${proto}://${parsed.host}` : parsed.origin;
+}
+
 /** Builds the app. Does no I/O until a request arrives. */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const log = options.log ?? ((entry) => console.error(JSON.stringify(entry)));
@@ -94,7 +105,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.openapi(openapiRoute, (c) => {
     document ??= openApiDocument(app);
     // The origin this request reached comes first, so a generator run against a live API targets it.
-    const servers = [{ url: new URL(c.req.url).origin, description: 'This API' }, ...DEFAULT_SERVERS];
+    const servers = [
+      { url: requestOrigin(c.req.url, c.req.header('x-forwarded-proto')), description: 'This API' },
+      ...DEFAULT_SERVERS,
+    ];
     return c.json({ ...(document as Record<string, unknown>), servers }, 200);
   });
 

@@ -24,6 +24,33 @@ export const SUBSCRIPTION_TTL_SECONDS = 3 * 3600;
 const connectionPk = (id: string) => `WSC#${id}`;
 const runPk = (id: string) => `RUN#${id}`;
 
+/** Deletes a connection's items: each subscription in its run's partition, then the connection's own. */
+async function deleteConnectionItems(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  connectionId: string,
+): Promise<void> {
+  const out = await doc.send(
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': connectionPk(connectionId) },
+      ConsistentRead: true,
+    }),
+  );
+  for (const item of out.Items ?? []) {
+    const sk = String(item.sk);
+    if (sk.startsWith('S#'))
+      await doc.send(
+        new DeleteCommand({
+          TableName: tableName,
+          Key: { pk: runPk(sk.slice(2)), sk: `W#${connectionId}` },
+        }),
+      );
+    await doc.send(new DeleteCommand({ TableName: tableName, Key: { pk: connectionPk(connectionId), sk } }));
+  }
+}
+
 export function createDynamoSubscriptionStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
@@ -63,29 +90,7 @@ export function createDynamoSubscriptionStore(
         connected_at: Number(out.Item.connected_at),
       };
     },
-    async deleteConnection(connectionId) {
-      const out = await doc.send(
-        new QueryCommand({
-          TableName: tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': connectionPk(connectionId) },
-          ConsistentRead: true,
-        }),
-      );
-      for (const item of out.Items ?? []) {
-        const sk = String(item.sk);
-        if (sk.startsWith('S#'))
-          await doc.send(
-            new DeleteCommand({
-              TableName: tableName,
-              Key: { pk: runPk(sk.slice(2)), sk: `W#${connectionId}` },
-            }),
-          );
-        await doc.send(
-          new DeleteCommand({ TableName: tableName, Key: { pk: connectionPk(connectionId), sk } }),
-        );
-      }
-    },
+    deleteConnection: (connectionId) => deleteConnectionItems(doc, tableName, connectionId),
     async subscribe(sub: Subscription) {
       await doc.send(
         new PutCommand({

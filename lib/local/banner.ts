@@ -6,10 +6,30 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Runtime } from '../runtime.ts';
-import type { LocalStack, LocalStackOptions } from './stack.ts';
+import type { DefaultIdentity } from './identity.ts';
+
+/** What the banner reads of a running stack (LocalStack fits; no import of stack.ts, which imports this). */
+export interface BannerStack {
+  startupMs: number;
+  url: string;
+  wsUrl: string;
+  notificationsFile: string;
+  token: string;
+  identity: DefaultIdentity;
+  consoleUrl: string | null;
+  consoleDir: string | null;
+  stateFile: string | null;
+  runtime: Pick<Runtime, 'modelCatalog' | 'tools'>;
+}
+
+/** What the banner reads of the options the stack was started with. */
+export interface BannerOptions {
+  persistDir?: string;
+  modelFunctions?: Record<string, unknown>;
+}
 
 /** The banner's lines for a stack that serves, started with `options`. */
-export async function bannerLines(stack: LocalStack, options: LocalStackOptions): Promise<string[]> {
+export async function bannerLines(stack: BannerStack, options: BannerOptions): Promise<string[]> {
   const lines = [`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`];
   lines.push(`  url:    ${stack.url}`);
   lines.push(`  live:   ${stack.wsUrl}  (WebSocket; GET /runs/{id}/events/stream for server-sent events)`);

@@ -198,8 +198,9 @@ function isText(contentType: string | undefined): boolean {
 
 /**
  * Builds the payload format 2.0 event API Gateway sends for `$default` routes: lower-case
- * headers (repeated values joined by commas), cookies apart, query parameters decoded (repeated
- * ones joined by commas), the raw path and query string as sent.
+ * headers (repeated values joined by commas), cookies apart, `x-forwarded-proto: http` (API
+ * Gateway sets the scheme the client used), query parameters decoded (repeated ones joined by
+ * commas), the raw path and query string as sent.
  */
 export function toApiGatewayEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEventV2 {
   const target = new URL(req.url ?? '/', 'http://local');
@@ -214,6 +215,8 @@ export function toApiGatewayEvent(req: IncomingMessage, body: Buffer): APIGatewa
     }
     headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
   }
+  // API Gateway tells the function the scheme the client used (https there, plain http here).
+  headers['x-forwarded-proto'] = 'http';
   const query: Record<string, string> = {};
   for (const [k, v] of target.searchParams) query[k] = query[k] === undefined ? v : `${query[k]},${v}`;
   const method = (req.method ?? 'GET').toUpperCase();

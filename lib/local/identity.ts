@@ -1,28 +1,86 @@
 /**
- * Who the local stack's printed token names, and how a request's bearer token becomes a caller.
- * The token is a JWT of the stack's issuer (lib/local/issuer.ts) for the default user
- * `local-user` in the `admin` group, read the way API Gateway's JWT authorizer hands claims to
- * the control function (jwtClaimsAuth). With a data folder the signing key and the token are kept
- * there (`issuer-key.json`, `local-token.json`, owner-only), so a restart keeps the token the CLI
- * state, scripts and the console already hold; it is signed again only when it is no longer
- * valid or has less than a day left. Issue 20, item 3; issue 11, item 1.
+ * Who calls the local stack, decided as in AWS: the caller presents a JWT of the local issuer
+ * (issuer.ts) as `Authorization: Bearer ...`; the gateway verifies it the way API Gateway's JWT
+ * authorizer does and hands its claims to the control function in
+ * `requestContext.authorizer.jwt.claims`; the HTTP app reads the principal from those claims with
+ * the same `jwtClaimsAuth` the Lambda uses. A request without a valid token reaches the function
+ * without claims and is answered 401 by the app (public routes stay public). Any number of users,
+ * groups and system callers can so be tried on one local stack (`agent-runs token`).
+ * The default user's token (`npm start` prints it) is kept in the data folder of a stack started
+ * with one (`local-token.json`, owner-only) and printed again after a restart, as long as it is
+ * still valid for a day (defaultIdentity). Issue 11, item 1; issue 20, item 3; DESIGN section 12
+ * ("Authority").
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { z } from 'zod';
-import { type Authenticate, jwtClaimsAuth, LOCAL_PRINCIPAL } from '../http/auth.ts';
-import { claimsAsApiGateway, createEphemeralIssuer, type LocalIssuer, loadOrCreateIssuer } from './issuer.ts';
+import { type HttpCaller, jwtClaimsAuth } from '../http/auth.ts';
+import type { ApiHandler } from './gateway.ts';
+import { claimsAsApiGateway, type LocalIssuer, loadOrCreateIssuer } from './issuer.ts';
+
+/** The stack's `.agent-runs` folder (issuer key, notifications) under the state directory, else under the OS temp dir. */
+export function agentRunsDirOf(stateDir: string | null): string {
+  return join(stateDir ?? join(tmpdir(), `agent-runs-${process.pid}`), '.agent-runs');
+}
+
+/** The bearer token of an `Authorization` header value, or null. */
+function bearerOf(header: string | undefined | null): string | null {
+  const match = header == null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? null;
+}
+
+/** The claims of `token` as API Gateway's JWT authorizer hands them on, or null when it is not a valid local token. */
+async function verifiedClaims(
+  issuer: LocalIssuer,
+  token: string | null,
+): Promise<Record<string, string> | null> {
+  if (token === null) return null;
+  const payload = await issuer.verify(token);
+  return payload === null ? null : claimsAsApiGateway(payload);
+}
+
+/**
+ * Wraps the control handler as API Gateway's JWT authorizer would sit before it: a verified
+ * bearer token's claims go into `requestContext.authorizer.jwt.claims`; any authorizer context
+ * the request claimed for itself is dropped first.
+ */
+export function withJwtAuthorizer(issuer: LocalIssuer, handler: ApiHandler): ApiHandler {
+  return async (event, context) => {
+    const { authorizer: _ignored, ...requestContext } =
+      event.requestContext as APIGatewayProxyEventV2['requestContext'] & {
+        authorizer?: unknown;
+      };
+    const claims = await verifiedClaims(issuer, bearerOf(event.headers?.authorization));
+    const authorized =
+      claims === null ? requestContext : { ...requestContext, authorizer: { jwt: { claims, scopes: null } } };
+    return handler({ ...event, requestContext: authorized } as typeof event, context);
+  };
+}
+
+/** The caller a local token stands for (as the HTTP API would decide), or null. For the live socket. */
+export async function callerOfToken(issuer: LocalIssuer, token: string | null): Promise<HttpCaller | null> {
+  const claims = await verifiedClaims(issuer, token);
+  if (claims === null) return null;
+  const event = { requestContext: { authorizer: { jwt: { claims } } } };
+  return jwtClaimsAuth()(new Request('http://local/'), { event });
+}
+
+/** The issuer of the stack whose state directory is `stateDir` (its key is created on first use). */
+export function localIssuer(stateDir: string | null): Promise<LocalIssuer> {
+  return loadOrCreateIssuer(agentRunsDirOf(stateDir));
+}
 
 /** The file, in the data folder, that keeps the default user's token. */
 export const TOKEN_FILE = 'local-token.json';
 /** A kept token is signed again when it has less than this left (s): one day. */
 export const TOKEN_RENEW_BEFORE_S = 24 * 3600;
 
-/** The stack's identity: its issuer, the default user's token, and where they are kept. */
-export interface LocalIdentity {
-  issuer: LocalIssuer;
+/** The default user's token, who it names, and where it is kept. */
+export interface DefaultIdentity {
   token: string;
-  /** The default user's id (`local-user`). */
+  /** The user the token names (`local-user`, admin). */
   user: string;
   /** The file keeping the token, or null when nothing is kept (no data folder). */
   tokenFile: string | null;
@@ -33,68 +91,46 @@ export interface LocalIdentity {
 const TokenFile = z.object({ token: z.string().min(1) });
 
 /**
- * The identity of a stack whose data is in `dataDir` (kept there), or in memory when undefined.
- * `nowS` is the clock in seconds. Throws IssuerError `issuer_key_invalid` for a key file that is
- * not a key.
+ * The default user's token (admin): with a data folder, the one kept there when `issuer` still
+ * accepts it for `user` with more than a day left (`nowS`: the clock in seconds), else a new one,
+ * written there owner-only; without, a new one each start.
  */
-export async function localIdentity(dataDir: string | undefined, nowS: number): Promise<LocalIdentity> {
-  const user = LOCAL_PRINCIPAL.id;
+export async function defaultIdentity(
+  issuer: LocalIssuer,
+  user: string,
+  dataDir: string | undefined,
+  nowS: number,
+): Promise<DefaultIdentity> {
   if (dataDir === undefined) {
-    const issuer = await createEphemeralIssuer();
-    return {
-      issuer,
-      token: await issuer.sign({ sub: user, admin: true }),
-      user,
-      tokenFile: null,
-      kept: false,
-    };
+    return { token: await issuer.sign({ sub: user, admin: true }), user, tokenFile: null, kept: false };
   }
-  const issuer = await loadOrCreateIssuer(dataDir);
-  const tokenFile = join(dataDir, TOKEN_FILE);
-  const kept = readToken(tokenFile);
+  const tokenFile = join(resolve(dataDir), TOKEN_FILE);
+  const kept = readKeptToken(tokenFile);
   if (kept !== null) {
     const claims = await issuer.verify(kept);
     if (claims?.sub === user && typeof claims.exp === 'number' && claims.exp - nowS > TOKEN_RENEW_BEFORE_S) {
-      return { issuer, token: kept, user, tokenFile, kept: true };
+      return { token: kept, user, tokenFile, kept: true };
     }
   }
   const token = await issuer.sign({ sub: user, admin: true });
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(resolve(dataDir), { recursive: true });
   writeFileSync(tokenFile, `${JSON.stringify({ token })}\n`, { mode: 0o600 });
   chmodSync(tokenFile, 0o600);
-  return { issuer, token, user, tokenFile, kept: false };
+  return { token, user, tokenFile, kept: false };
 }
 
 /** The kept token, or null when there is none or the file does not hold one. */
-function readToken(path: string): string | null {
+function readKeptToken(path: string): string | null {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch {
-    return null;
+    return null; // no kept token yet: a new one is signed
   }
   try {
     const parsed = TokenFile.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data.token : null;
   } catch {
-    return null;
+    return null; // not JSON: replaced by a new token
   }
-}
-
-/**
- * `Authorization: Bearer <jwt>` signed by `issuer` → the caller API Gateway's JWT authorizer and
- * jwtClaimsAuth would make of its claims (`sub`, `cognito:groups`: admin, system). Anything else
- * → null (401).
- */
-export function issuerAuth(issuer: LocalIssuer): Authenticate {
-  const fromClaims = jwtClaimsAuth();
-  return async (request) => {
-    const header = request.headers.get('authorization');
-    const match = header === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (match?.[1] === undefined) return null;
-    const payload = await issuer.verify(match[1]);
-    if (payload === null) return null;
-    const claims = claimsAsApiGateway(payload);
-    return fromClaims(request, { event: { requestContext: { authorizer: { jwt: { claims } } } } });
-  };
 }

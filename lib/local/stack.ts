@@ -3,7 +3,8 @@
  * laptop. It starts DynamoDB Local (in memory, or persisted under a directory) and fauxqs (SQS +
  * S3), creates the table, step queue, DLQ and bucket from the shared definitions, and then:
  * - serves the HTTP API on 127.0.0.1 through the control handler (requests turned into API
- *   Gateway v2 events by lib/local/gateway.ts), authenticated by a random bearer token;
+ *   Gateway v2 events by lib/local/gateway.ts), authenticated by JWTs of the stack's own issuer,
+ *   verified as API Gateway's JWT authorizer would (lib/local/identity.ts; `agent-runs token`);
  * - polls the step queue and invokes the step handler like the SQS event source mapping
  *   (lib/local/poller.ts: batches, visibility timeout, batchItemFailures, DLQ after 5 receives);
  * - invokes the sweeper handler on a timer (one pass every `sweepIntervalMs`);
@@ -13,13 +14,10 @@
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { APIGatewayProxyResultV2 } from 'aws-lambda';
-import { handle } from 'hono/aws-lambda';
 import { readLocalState, removeLocalState, writeLocalState } from '../client/state-file.ts';
 import {
   type CountingMetrics,
@@ -27,23 +25,27 @@ import {
   engineLog,
   type LogSink,
 } from '../handlers/observability.ts';
-import { createStepBatchHandler } from '../handlers/step-batch.ts';
-import { createSweeperHandler } from '../handlers/sweeper.ts';
-import type { ConsoleSite } from '../http/console.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
-import { type Authenticate, createHttpApp } from '../http/index.ts';
+import { LOCAL_PRINCIPAL } from '../http/index.ts';
 import { startProgress } from '../progress.ts';
-import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
-import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
-import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
+import type { Runtime, RuntimeConfig } from '../runtime.ts';
+import type { SandboxLimits, SandboxReducerHost } from '../sandbox/index.ts';
 import { bannerLines } from './banner.ts';
-import { type ApiHandler, type Gateway, GatewayError, startGateway } from './gateway.ts';
-import { issuerAuth, type LocalIdentity, localIdentity } from './identity.ts';
-import { IssuerError } from './issuer.ts';
+import { type Gateway, GatewayError, startGateway } from './gateway.ts';
+import {
+  agentRunsDirOf,
+  callerOfToken,
+  type DefaultIdentity,
+  defaultIdentity,
+  localIssuer,
+  withJwtAuthorizer,
+} from './identity.ts';
+import type { LocalIssuer } from './issuer.ts';
 import { type LocalLive, startLocalLive } from './live.ts';
-import { type Poller, startPoller } from './poller.ts';
+import type { Poller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
+import { consoleSiteOf, controlHandler, runtimeOf, startSweeperTimer, stepPollerOf } from './stack-parts.ts';
 
 /** Where `npm run console:build` writes the web console (served at /console). */
 export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
@@ -111,10 +113,12 @@ export interface LocalStack {
   /** `http://127.0.0.1:{port}` */
   url: string;
   port: number;
-  /** The bearer token every route but /health, /openapi.json and /console needs (the default user's JWT). */
+  /** The default user's bearer token (a JWT of `issuer`, admin rights): every route but /health, /openapi.json and /console needs one. */
   token: string;
+  /** The stack's token issuer: `issuer.sign({ sub, groups, system })` makes a token for any caller (`agent-runs token`). */
+  issuer: LocalIssuer;
   /** Who the token names and where it is kept (with --persist, kept across restarts). */
-  identity: Omit<LocalIdentity, 'issuer'>;
+  identity: DefaultIdentity;
   /**
    * The web console's address with the token in the URL fragment (`/console/#token=...`: a
    * fragment never reaches a server or its logs); null when the console is not served.
@@ -151,7 +155,6 @@ export type LocalStackErrorCode =
   | LocalServicesError['code']
   | GatewayError['code']
   | 'invalid_port'
-  | 'issuer_key_invalid'
   | 'resources_failed';
 
 /** Why the local stack did not start, with a message a person can act on. */
@@ -185,95 +188,26 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const logger =
     options.logger ?? new Logger({ serviceName: 'agent-runs-local', logLevel: defaultLogLevel() });
   const port = resolvePort(options.port);
-  let identity: LocalIdentity;
-  try {
-    identity = await localIdentity(options.persistDir, Math.floor(Date.now() / 1000));
-  } catch (err) {
-    if (err instanceof IssuerError)
-      throw new LocalStackError('issuer_key_invalid', err.message, { cause: err });
-    throw err;
-  }
+  const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
+  // The default user's token, as `npm start` prints it (admin: it may register functions).
+  const issuer = await localIssuer(stateDir); // with a data folder, the token is kept there
+  const identity = await defaultIdentity(
+    issuer,
+    LOCAL_PRINCIPAL.id,
+    options.persistDir,
+    Math.floor(Date.now() / 1000),
+  );
   const { token } = identity;
-  const auth = issuerAuth(identity.issuer);
+  const step = options.onStep ?? (() => {});
   const visibility = options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS;
 
-  let gateway: Gateway;
-  try {
-    gateway = await startGateway({ handler: null, port, logger });
-  } catch (err) {
-    if (err instanceof GatewayError) throw new LocalStackError(err.code, err.message, { cause: err });
-    throw err;
-  }
-
-  const step = options.onStep ?? (() => {});
-  step(`HTTP port ${gateway.port} bound`);
-  let services: LocalServices;
-  try {
-    services = await startLocalServices({
-      ...(options.persistDir !== undefined ? { persistDir: options.persistDir } : {}),
-      startupTimeoutMs: 30_000,
-    });
-  } catch (err) {
-    await gateway.stop();
-    if (err instanceof LocalServicesError) throw new LocalStackError(err.code, explain(err), { cause: err });
-    throw err;
-  }
-
-  step('DynamoDB Local and fauxqs up');
+  const { gateway, services, resources, config } = await startBackends(options, port, logger, step);
   let reducers: SandboxReducerHost | undefined;
   const abandon = () => Promise.all([gateway.stop(), services.stop(), reducers?.close()]);
-  let resources: LocalResources;
-  try {
-    resources = await ensureResources(services);
-  } catch (err) {
-    await abandon();
-    throw new LocalStackError('resources_failed', `cannot create the local resources: ${String(err)}`, {
-      cause: err,
-    });
-  }
-  step('table, step queue and bucket ready');
-  // fauxqs names queues http://sqs.{region}.localhost:{port}/..., a host that need not resolve.
-  const queueUrl = new URL(new URL(resources.queueUrl).pathname, services.sqsEndpoint).toString();
-  resources = { ...resources, queueUrl };
-  const config = {
-    endpoints: {
-      region: services.region,
-      credentials: services.credentials,
-      dynamoEndpoint: services.dynamoEndpoint,
-      sqsEndpoint: services.sqsEndpoint,
-      s3Endpoint: services.s3Endpoint,
-    },
-    tableName: resources.tableName,
-    queueUrl,
-    bucketName: resources.bucketName,
-  };
   const metrics = createCountingMetrics();
   let runtime: Runtime;
   try {
-    // As in AWS: artifacts registered over HTTP are stored in the table and bucket.
-    const functions = storedFunctionRegistryFor(config, builtInFunctions());
-    reducers = createSandboxReducerHost({
-      registry: functions,
-      ...(options.sandboxLimits !== undefined ? { limits: options.sandboxLimits } : {}),
-    });
-    // Throws what registerTools throws (e.g. ToolRegistrationError): the caller's own error.
-    runtime = createRuntime({
-      ...config,
-      functions,
-      reducers,
-      log: engineLog(logger, metrics),
-      ...pick(options, [
-        'registerTools',
-        'modelFunctions',
-        'toolPolicy',
-        'faults',
-        'wrapQueue',
-        'leaseTtlMs',
-        'clockSkewMs',
-        'heartbeatMs',
-        'wakeGraceMs',
-      ]),
-    });
+    ({ runtime, reducers } = await runtimeOf(config, options, engineLog(logger, metrics)));
   } catch (err) {
     await abandon();
     throw err;
@@ -281,7 +215,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   try {
     await runtime.clients.sqs.send(
       new SetQueueAttributesCommand({
-        QueueUrl: queueUrl,
+        QueueUrl: config.queueUrl,
         Attributes: { VisibilityTimeout: String(visibility) },
       }),
     );
@@ -299,48 +233,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
   const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   const consoleDir = options.consoleDir ?? CONSOLE_DIST_DIR;
-  const site: ConsoleSite | undefined =
-    consoleDir === false
-      ? undefined
-      : {
-          assetsDir: consoleDir,
-          config: {
-            auth: options.consoleAuth ?? {
-              kind: 'token',
-              hint: 'npm start prints a console link that signs you in.',
-            },
-            ...(sweepIntervalMs > 0 ? { sweep_interval_ms: sweepIntervalMs } : {}),
-            ...(options.heartbeatMs !== undefined ? { heartbeat_ms: options.heartbeatMs } : {}),
-            environment: 'local',
-          },
-        };
-  gateway.setHandler(controlHandler(runtime, auth, engineLog(logger, metrics), site));
+  const site = consoleSiteOf(consoleDir, options, sweepIntervalMs);
+  gateway.setHandler(withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site)));
 
-  const poller: Poller =
-    options.pollerConcurrency === 0
-      ? { stats: { batches: 0, received: 0, deleted: 0, failed: 0, errors: 0 }, stop: async () => {} }
-      : startPoller({
-          sqs: runtime.clients.sqs,
-          queueUrl: resources.queueUrl,
-          queueArn: resources.queueArn,
-          region: services.region,
-          handler: createStepBatchHandler({
-            engine: runtime.engine,
-            logger,
-            metrics,
-            storeMetrics: runtime.store.metrics,
-          }),
-          visibilityTimeoutSeconds: visibility,
-          waitTimeSeconds: Math.min(20, Math.max(1, Math.ceil((options.pollIntervalMs ?? 1_000) / 1_000))),
-          concurrency: options.pollerConcurrency ?? 4,
-          functionTimeoutMs: visibility * 1_000,
-          logger,
-        });
+  const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
   step('runtime, step poller and sweeper running');
 
-  const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
   let live: LocalLive;
   try {
     live = await startLocalLive({
@@ -348,14 +248,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       services,
       tableName: resources.tableName,
       authenticate: async (presented) => {
-        if (presented === null) return null;
-        const request = new Request(gateway.url, { headers: { authorization: `Bearer ${presented}` } });
-        const caller = await auth(request, undefined);
+        const caller = await callerOfToken(issuer, presented);
         return caller === null ? null : { principal: caller.principal };
       },
-      notificationsFile:
-        options.notificationsFile ??
-        join(stateDir ?? join(tmpdir(), `agent-runs-${process.pid}`), '.agent-runs', 'notifications.jsonl'),
+      notificationsFile: options.notificationsFile ?? join(agentRunsDirOf(stateDir), 'notifications.jsonl'),
       ...(options.livePort !== undefined ? { port: options.livePort } : {}),
       logger,
     });
@@ -378,7 +274,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     url: gateway.url,
     port: gateway.port,
     token,
-    identity: { token, user: identity.user, tokenFile: identity.tokenFile, kept: identity.kept },
+    issuer,
+    identity,
     consoleUrl: site === undefined ? null : `${gateway.url}/console/#token=${encodeURIComponent(token)}`,
     consoleDir: site === undefined ? null : site.assetsDir,
     runtime,
@@ -408,63 +305,64 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 }
 
 /**
- * The HTTP API handler over the stack's runtime, authenticated by the issuer's bearer tokens (the
- * default user is an admin: `PUT /functions/...`). It is the same app functions/control.ts serves
- * in Lambda.
+ * Binds the HTTP port (first, so a taken port fails before Java starts), then starts the
+ * emulators and creates the table, queues and bucket. Throws LocalStackError; whatever had
+ * started is stopped.
  */
-function controlHandler(
-  runtime: Runtime,
-  auth: Authenticate,
-  log: (entry: Record<string, unknown>) => void,
-  site: ConsoleSite | undefined,
-): ApiHandler {
-  const app = createHttpApp({
-    ...runtime,
-    auth,
-    log,
-    ...(site !== undefined ? { console: site } : {}),
-  });
-  const lambda = handle(app);
-  // hono declares its own (narrower) copy of the aws-lambda event types.
-  type HonoEvent = Parameters<typeof lambda>[0];
-  return async (event, context) =>
-    (await lambda(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
-}
-
-/** Runs one sweeper pass every `intervalMs`, never two at once; stop() waits for the pass in flight. */
-function startSweeperTimer(
-  runtime: Runtime,
+async function startBackends(
+  options: LocalStackOptions,
+  port: number,
   logger: LogSink,
-  metrics: CountingMetrics,
-  intervalMs: number,
-): { stop(): Promise<void> } {
-  if (intervalMs <= 0) return { stop: async () => {} };
-  const abort = new AbortController();
-  const sweeper = createSweeperHandler({
-    engine: runtime.engine,
-    logger,
-    metrics,
-    passes: 1,
-    signal: abort.signal,
-  });
-  let running: Promise<unknown> = Promise.resolve();
-  let timer: NodeJS.Timeout | undefined;
-  const tick = () => {
-    running = sweeper({}).catch((err: unknown) =>
-      logger.error('sweeper pass failed; retrying at the next tick', { error: String(err) }),
-    );
-    void running.then(() => {
-      if (!abort.signal.aborted) timer = setTimeout(tick, intervalMs);
+  step: (done: string) => void,
+) {
+  let gateway: Gateway;
+  try {
+    gateway = await startGateway({ handler: null, port, logger });
+  } catch (err) {
+    if (err instanceof GatewayError) throw new LocalStackError(err.code, err.message, { cause: err });
+    throw err;
+  }
+  step(`HTTP port ${gateway.port} bound`);
+
+  let services: LocalServices;
+  try {
+    services = await startLocalServices({
+      ...(options.persistDir !== undefined ? { persistDir: options.persistDir } : {}),
+      startupTimeoutMs: 30_000,
     });
-  };
-  timer = setTimeout(tick, intervalMs);
-  return {
-    async stop() {
-      abort.abort();
-      clearTimeout(timer);
-      await running;
+  } catch (err) {
+    await gateway.stop();
+    if (err instanceof LocalServicesError) throw new LocalStackError(err.code, explain(err), { cause: err });
+    throw err;
+  }
+
+  step('DynamoDB Local and fauxqs up');
+  let resources: LocalResources;
+  try {
+    resources = await ensureResources(services);
+  } catch (err) {
+    await Promise.all([gateway.stop(), services.stop()]);
+    throw new LocalStackError('resources_failed', `cannot create the local resources: ${String(err)}`, {
+      cause: err,
+    });
+  }
+  step('table, step queue and bucket ready');
+  // fauxqs names queues http://sqs.{region}.localhost:{port}/..., a host that need not resolve.
+  const queueUrl = new URL(new URL(resources.queueUrl).pathname, services.sqsEndpoint).toString();
+  resources = { ...resources, queueUrl };
+  const config = {
+    endpoints: {
+      region: services.region,
+      credentials: services.credentials,
+      dynamoEndpoint: services.dynamoEndpoint,
+      sqsEndpoint: services.sqsEndpoint,
+      s3Endpoint: services.s3Endpoint,
     },
+    tableName: resources.tableName,
+    queueUrl,
+    bucketName: resources.bucketName,
   };
+  return { gateway, services, resources, config };
 }
 
 /** A sentence a person can act on, for each start-up failure of the services. */
@@ -484,12 +382,6 @@ function explain(err: LocalServicesError): string {
 function defaultLogLevel(): 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT' {
   const level = (process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
   return level === 'DEBUG' || level === 'INFO' || level === 'ERROR' || level === 'SILENT' ? level : 'WARN';
-}
-
-function pick<T extends object, K extends keyof T>(source: T, keys: K[]): Partial<Pick<T, K>> {
-  const out: Partial<Pick<T, K>> = {};
-  for (const k of keys) if (source[k] !== undefined) out[k] = source[k];
-  return out;
 }
 
 /** Removes the state file if it still names this process (another stack may have replaced it). */

@@ -28,6 +28,7 @@
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
 import { createBedrockModel } from './bedrock.ts';
+import { ModelsModuleError } from './errors.ts';
 import { createOpenAiCompatibleModel } from './openai-compatible.ts';
 import type { ModelTurnFunction } from './types.ts';
 
@@ -57,9 +58,10 @@ export interface ConfiguredModels {
 }
 
 /** A configuration the environment cannot mean: names the variable. */
-export class ModelConfigError extends Error {
+export class ModelConfigError extends ModelsModuleError {
   override name = 'ModelConfigError';
   readonly code = 'model_config_invalid';
+  readonly retryable = false;
   readonly variable: string;
   constructor(variable: string, message: string) {
     super(`${variable}: ${message}`);
@@ -187,8 +189,9 @@ const PERMANENT_SECRET_ERRORS = new Set([
 ]);
 
 /** An error reading the API key; `retryable` tells the model adapter how to classify the turn. */
-export class ApiKeyUnavailable extends Error {
+export class ApiKeyUnavailable extends ModelsModuleError {
   override name = 'ApiKeyUnavailable';
+  readonly code = 'api_key_unavailable';
   readonly retryable: boolean;
   constructor(message: string, retryable: boolean, options?: ErrorOptions) {
     super(message, options);

@@ -10,7 +10,7 @@
  * operations executed as the recording has mutating calls (re-dispatches answered from receipts
  * are counted apart); the world's recomputed verdict is attached to the result.
  */
-import type { ContextMessage, ControlAck, RunEvent, RunRecord } from '../contracts/index.ts';
+import type { ContextMessage, ControlAck, RunEvent, RunRecord, UsageCost } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { compileContext } from '../core/context-compiler.ts';
 import { RECORDING_CONFIG_KEY } from '../models/recorded.ts';
@@ -57,6 +57,9 @@ export interface ConversationResult {
   first_difference: Difference | null;
   /** The live world's counts and the recomputed benchmark verdict (live world only). */
   live?: LiveAssessment;
+  /** The run's operations (its usage) and what it cost (its view's usage.cost), once judged. */
+  operations?: number;
+  cost?: UsageCost;
   error?: string;
 }
 
@@ -335,6 +338,8 @@ async function judge(
   if (events.length !== final.last_seq) final = await api.getRun(runId);
   result.status = final.status;
   result.events = events.length;
+  result.operations = final.usage.operations;
+  if (final.usage.cost !== undefined) result.cost = final.usage.cost;
   result.model_turns = events.filter((e) => e.kind === 'model_turn_completed').length;
   result.tool_calls = events.filter((e) => e.kind === 'tool_result').length;
   result.recoveries = events.filter((e) => e.kind === 'lease_taken_over').length;

@@ -5,6 +5,8 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import type { UsageCost } from '../contracts/index.ts';
+import { perMillionOperations } from '../core/prices.ts';
 import { createRecordedModel } from '../models/recorded.ts';
 import { loadToolsOffered, loadTrajectories, type TauTrajectory } from '../models/tau-bench.ts';
 import type { ModelTurnFunction } from '../models/types.ts';
@@ -97,6 +99,81 @@ export interface ReplaySummary {
   live: LiveSummary | null;
   /** Peak resident set size of this process during the replay (MB). */
   peak_rss_mb: number;
+  /** What the runs cost (their views' usage.cost), null when no run reported one. */
+  cost: CostSummary | null;
+}
+
+/** The runs' costs summed, per run and per 1M operations (README "Cost per run"). */
+export interface CostSummary {
+  runs: number;
+  operations: number;
+  total_usd: number;
+  model_usd: number;
+  aws_usd: number;
+  per_run_usd: number;
+  aws_per_run_usd: number;
+  per_million_operations_usd: number;
+  aws_per_million_operations_usd: number;
+  /** The AWS dollars by service, summed over the runs. */
+  aws_lines: { dynamodb_usd: number; lambda_usd: number; sqs_usd: number; s3_usd: number };
+  model: string | null;
+  region: string;
+  prices_as_of: string;
+}
+
+/** Sums the costs of the runs that reported one. */
+export function costSummary(results: readonly ConversationResult[]): CostSummary | null {
+  const priced = results.flatMap((r) =>
+    r.cost !== undefined ? [{ cost: r.cost, ops: r.operations ?? 0 }] : [],
+  );
+  const first = priced[0];
+  if (first === undefined) return null;
+  const sum = (f: (c: UsageCost) => number) => round(priced.reduce((n, p) => n + f(p.cost), 0));
+  const operations = priced.reduce((n, p) => n + p.ops, 0);
+  const total = sum((c) => c.total_usd);
+  const aws = sum((c) => c.aws_usd);
+  return {
+    runs: priced.length,
+    operations,
+    total_usd: total,
+    model_usd: sum((c) => c.model_usd),
+    aws_usd: aws,
+    per_run_usd: round(total / priced.length),
+    aws_per_run_usd: round(aws / priced.length),
+    per_million_operations_usd: perMillionOperations(total, operations),
+    aws_per_million_operations_usd: perMillionOperations(aws, operations),
+    aws_lines: {
+      dynamodb_usd: sum((c) => c.lines.dynamodb_write_usd + c.lines.dynamodb_read_usd),
+      lambda_usd: sum((c) => c.lines.lambda_requests_usd + c.lines.lambda_duration_usd),
+      sqs_usd: sum((c) => c.lines.sqs_usd),
+      s3_usd: sum((c) => c.lines.s3_usd),
+    },
+    model: first.cost.model,
+    region: first.cost.region,
+    prices_as_of: first.cost.prices_as_of,
+  };
+}
+
+const round = (usd: number) => Math.round(usd * 1e10) / 1e10;
+
+function costRows(c: CostSummary | null): [string, string][] {
+  if (c === null) return [['cost', 'not reported']];
+  const usd = (x: number) => `$${x.toFixed(6)}`;
+  return [
+    [
+      `cost per run (${c.region} prices of ${c.prices_as_of})`,
+      `${usd(c.per_run_usd)} (AWS ${usd(c.aws_per_run_usd)}, model ${c.model ?? 'unpriced'})`,
+    ],
+    [
+      'cost per 1M operations',
+      `$${c.per_million_operations_usd.toFixed(2)} (AWS $${c.aws_per_million_operations_usd.toFixed(2)})`,
+    ],
+    [
+      'AWS cost of all runs',
+      `${usd(c.aws_usd)}: DynamoDB ${usd(c.aws_lines.dynamodb_usd)}, Lambda ${usd(c.aws_lines.lambda_usd)}, SQS ${usd(c.aws_lines.sqs_usd)}, S3 ${usd(c.aws_lines.s3_usd)}`,
+    ],
+    ['cost of all runs', `${usd(c.total_usd)} over ${c.runs} runs, ${c.operations} operations`],
+  ];
 }
 
 /** What the live world adds to the summary. */
@@ -248,6 +325,7 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
     chaos: chaos ? chaos.stats : null,
     live: live ? liveSummary(results, conversations) : null,
     peak_rss_mb: Math.round(peak.mb()),
+    cost: costSummary(results),
   };
   for (const line of summaryTable(summary)) out(line);
   const report: ReplayReport = { summary, conversations: results };
@@ -376,6 +454,7 @@ export function summaryTable(s: ReplaySummary): string[] {
     ['wall time', `${(s.wall_ms / 1000).toFixed(1)} s`],
     ['operations per second', String(s.operations_per_second)],
     ['peak memory (RSS)', `${s.peak_rss_mb} MB`],
+    ...costRows(s.cost),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const valueWidth = Math.max(...rows.map(([, v]) => v.length));

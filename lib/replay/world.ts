@@ -12,7 +12,7 @@ import { canonicalJson } from '../core/canonical.ts';
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import { registerOpenAiFunctionTools } from '../tools/openai-functions.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import type { LiveAssessment } from './airline/live-world.ts';
+import type { LiveAssessment } from './airline/assessment.ts';
 import { keyOfSubject, MUTATING_TOOLS, type ReplayConversation } from './conversations.ts';
 
 export interface WorldDivergence {

@@ -83,6 +83,34 @@ export interface StoredFunctionRegistryOptions {
   itemCacheMs?: number;
 }
 
+/** The artifacts the table lists under FNLIST, by path (every page, strongly consistent). */
+async function storedSummaries(
+  doc: StoredFunctionRegistryOptions['doc'],
+  TableName: string,
+): Promise<Map<string, ArtifactSummary>> {
+  const byPath = new Map<string, ArtifactSummary>();
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const out = await doc.send(
+      new QueryCommand({
+        TableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': FUNCTION_LIST_PK },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const raw of out.Items ?? []) {
+      const item = FunctionItem.safeParse(raw);
+      if (!item.success) continue; // a foreign item under FNLIST is not an artifact
+      const { function_path, kind, hash, size } = item.data;
+      byPath.set(function_path, { function_path, kind, hash, size });
+    }
+    startKey = out.LastEvaluatedKey;
+  } while (startKey !== undefined);
+  return byPath;
+}
+
 /**
  * Builds the registry. `get` reads the DynamoDB item (strongly consistent) and then the bytes
  * from S3, caching bytes by hash in memory (content-addressed, so a cached entry can never be
@@ -196,26 +224,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
     },
 
     async list(): Promise<ArtifactSummary[]> {
-      const byPath = new Map<string, ArtifactSummary>();
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const out = await doc.send(
-          new QueryCommand({
-            TableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': FUNCTION_LIST_PK },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-        );
-        for (const raw of out.Items ?? []) {
-          const item = FunctionItem.safeParse(raw);
-          if (!item.success) continue; // a foreign item under FNLIST is not an artifact
-          const { function_path, kind, hash, size } = item.data;
-          byPath.set(function_path, { function_path, kind, hash, size });
-        }
-        startKey = out.LastEvaluatedKey;
-      } while (startKey !== undefined);
+      const byPath = await storedSummaries(doc, TableName);
       for (const builtin of await builtins.list()) byPath.set(builtin.function_path, builtin);
       return [...byPath.values()].sort((a, b) =>
         a.function_path < b.function_path ? -1 : a.function_path > b.function_path ? 1 : 0,

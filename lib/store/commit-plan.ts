@@ -50,10 +50,10 @@ import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
-import type { Fence } from '../core/run-machine.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
+import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
 import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
@@ -101,11 +101,7 @@ function valueSize(value: unknown): number {
   return 1;
 }
 
-export type Item = Record<string, unknown>;
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
+export type { Condition, Item, ItemKey, PlannedWrite, WriteRole } from './planned-write.ts';
 
 // ---------------------------------------------------------------- keys
 
@@ -131,47 +127,6 @@ export {
 } from './resume-key-plan.ts';
 
 // ---------------------------------------------------------------- the plan of a commit
-
-/** A write's condition, as data: the DynamoDB adapter renders it, the memory adapter evaluates it. */
-export type Condition =
-  /** attribute_not_exists(pk): the item must not exist. */
-  | { kind: 'absent' }
-  /** attribute_not_exists(pk) OR run_id = :run_id: absent, or held by this run. */
-  | { kind: 'absent_or_held_by'; run_id: string }
-  /** The run record as read: #version = :v, and for a lease holder the fence in the same expression. */
-  | { kind: 'record_version'; version: number; fence?: Fence }
-  /** A counter item as read: absent when `count` is 0, else #count = :count. */
-  | { kind: 'count_is'; count: number }
-  /** A resume key holds no early result that is still live: attribute_not_exists(early_json) OR early_expires_at <= :now. */
-  | { kind: 'no_live_early'; now: number }
-  /** A resume key still holds an early result: attribute_exists(early_json). */
-  | { kind: 'early_held' }
-  /** A resume key is free for an early result: attribute_not_exists(pk) OR early_expires_at <= :now. */
-  | { kind: 'absent_or_early_expired'; now: number };
-
-/** What a write is for; a refused commit is classified by the role of the write that failed. */
-export type WriteRole =
-  | 'record'
-  | 'subject'
-  | 'create_key'
-  | 'parent_link'
-  | 'page'
-  | 'resume_key'
-  | 'resume_key_release'
-  | 'early_result'
-  | 'state'
-  | 'checkpoint'
-  | 'control_ack'
-  | 'subject_release'
-  | 'quota_slot'
-  | 'quota_window'
-  | 'quota_release';
-
-export type PlannedWrite =
-  | { op: 'put'; role: WriteRole; item: Item & ItemKey; condition?: Condition }
-  /** Sets every attribute of `set` and removes `remove` from the item at `key`. */
-  | { op: 'update'; role: 'record'; key: ItemKey; set: Item; remove: string[]; condition: Condition }
-  | { op: 'delete'; role: WriteRole; key: ItemKey; condition?: Condition };
 
 /** Everything one commit writes, in order, and the record as it will be stored. */
 export interface CommitPlan {

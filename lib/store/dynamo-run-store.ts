@@ -29,8 +29,10 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts';
+import { sumCharges } from '../core/prices.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
+import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
   type CommitPlan,
@@ -42,7 +44,6 @@ import {
   type Item,
   LAST_EVENT_SK,
   type PlannedWrite,
-  planCommit,
   planEarlyResult,
   quotaPk,
   quotaWindowSk,
@@ -65,6 +66,7 @@ import {
   waitOf,
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
+import { countingGets, planMetered } from './metering.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
 export interface DynamoRunStoreOptions {
@@ -205,23 +207,33 @@ interface DynamoIo {
   maxAttempts: number;
   sleep: (ms: number) => Promise<void>;
   metrics: StoreMetrics;
+  /** Read units of each run's partition not yet charged to the run. */
+  reads: PendingCharges;
 }
+
+/** The run a partition key belongs to (its reads are charged to it), or undefined. */
+const runOfPk = (pk: string) => (pk.startsWith('RUN#') ? pk.slice(4) : undefined);
 
 function countCapacity(
   io: DynamoIo,
   c: ConsumedCapacity | ConsumedCapacity[] | undefined,
   kind: 'read' | 'write' = 'read',
+  runId?: string,
 ): void {
+  let read = 0;
   for (const x of Array.isArray(c) ? c : c ? [c] : []) {
     if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
       // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
-      if (kind === 'read') io.metrics.readCapacity += x.CapacityUnits ?? 0;
+      if (kind === 'read') read += x.CapacityUnits ?? 0;
       else io.metrics.writeCapacity += x.CapacityUnits ?? 0;
       continue;
     }
-    io.metrics.readCapacity += x.ReadCapacityUnits ?? 0;
+    read += x.ReadCapacityUnits ?? 0;
     io.metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
   }
+  io.metrics.readCapacity += read;
+  // Reads of a run's partition are charged to the run in its next commit (metering.ts).
+  if (runId !== undefined && read > 0) io.reads.add(runId, { dynamodb_read_units: read });
 }
 
 async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string): Promise<Item | undefined> {
@@ -235,7 +247,7 @@ async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
-  countCapacity(io, out.ConsumedCapacity);
+  countCapacity(io, out.ConsumedCapacity, 'read', runOfPk(pk));
   return out.Item;
 }
 
@@ -252,7 +264,7 @@ async function getStatus(io: DynamoIo, runId: string): Promise<RunRecord['status
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
-  countCapacity(io, out.ConsumedCapacity);
+  countCapacity(io, out.ConsumedCapacity, 'read', runId);
   const parsed = RunStatus.safeParse(out.Item?.status);
   return parsed.success ? parsed.data : null;
 }
@@ -274,7 +286,7 @@ async function queryPrefix(io: DynamoIo, pk: string, prefix: string, projection?
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
-    countCapacity(io, out.ConsumedCapacity);
+    countCapacity(io, out.ConsumedCapacity, 'read', runOfPk(pk));
     items.push(...(out.Items ?? []));
     start = out.LastEvaluatedKey;
   } while (start !== undefined);
@@ -341,7 +353,7 @@ async function getRunAndAck(
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
-  countCapacity(io, out.ConsumedCapacity);
+  countCapacity(io, out.ConsumedCapacity, 'read', runId);
   const items = out.Responses?.[io.table] ?? [];
   const ack = items.find((i) => i.sk === ackSk(controlId));
   return {
@@ -376,12 +388,13 @@ async function readEvents(io: DynamoIo, runId: string, after: number, limit: num
         ReturnConsumedCapacity: 'TOTAL',
       }),
     );
-    countCapacity(io, out.ConsumedCapacity);
+    countCapacity(io, out.ConsumedCapacity, 'read', runId);
     if (!takeContiguous(out.Items ?? [], after, limit, entries)) break;
     startKey = out.LastEvaluatedKey;
     if (startKey === undefined) break;
   }
-  return eventsOf(entries, io.blobs, (linked, from, count) => readEvents(io, linked, from, count));
+  const blobs = countingGets(io.blobs, () => io.reads.add(runId, { s3_get_requests: 1 }));
+  return eventsOf(entries, blobs, (linked, from, count) => readEvents(io, linked, from, count));
 }
 
 async function sweepCandidates(io: DynamoIo, shard: number, now: number, limit: number): Promise<string[]> {
@@ -486,14 +499,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     blobs: options.blobs,
     maxAttempts: options.maxAttempts ?? 5,
     sleep: options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
-    metrics: {
-      reads: 0,
-      queries: 0,
-      transactions: 0,
-      transactionRetries: 0,
-      readCapacity: 0,
-      writeCapacity: 0,
-    },
+    metrics: noStoreMetrics(),
+    reads: new PendingCharges(),
   };
   return {
     metrics: io.metrics,
@@ -508,7 +515,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         runId,
         rev,
         sk,
-        io.blobs,
+        countingGets(io.blobs, () => io.reads.add(runId, { s3_get_requests: 1 })),
       );
     },
     readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
@@ -539,9 +546,18 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
     listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
     async commit(commit) {
-      const plan = planCommit(commit, await storeCommitBodies(commit, io.blobs));
-      await execute(io, plan, commit);
-      return plan.record;
+      const runId = commit.record.run_id;
+      const bodies = await storeCommitBodies(commit, io.blobs);
+      // The run's reads since its last commit ride in this one (given back if it fails).
+      const reads = io.reads.take(runId);
+      try {
+        const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
+        await execute(io, plan, commit);
+        return plan.record;
+      } catch (err) {
+        io.reads.add(runId, reads);
+        throw err;
+      }
     },
   };
 }

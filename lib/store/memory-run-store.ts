@@ -9,7 +9,9 @@
  * transaction above 4 MB (sized by DynamoDB's published rules, see `itemSize`), and one item
  * written twice, as CommitRejected 'validation' (the DynamoDB adapter lets DynamoDB's
  * ValidationException through instead; both write nothing). Items are stored as DynamoDB's
- * document client stores them (undefined attributes dropped) and cloned in and out. Every call
+ * document client stores them (undefined attributes dropped) and cloned in and out. It counts
+ * read and write capacity units as DynamoDB does (metering.ts), the writes from the items as
+ * stored (exact before-sizes and index keys), and charges them to runs as the DynamoDB adapter does. Every call
  * yields to the event loop once before it touches the maps, as a network call would, so that
  * concurrent callers interleave (and a caller looping on the store never starves timers).
  *
@@ -18,7 +20,9 @@
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import { sumCharges } from '../core/prices.ts';
+import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
+import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
   type Condition,
@@ -27,9 +31,9 @@ import {
   createKeyPk,
   eventSk,
   type Item,
+  itemSize,
   LAST_EVENT_SK,
   type PlannedWrite,
-  planCommit,
   planEarlyResult,
   quotaPk,
   quotaWindowSk,
@@ -52,6 +56,7 @@ import {
   waitOf,
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
+import { countingGets, indexKeysOf, itemReadUnits, planMetered, transactWriteUnits } from './metering.ts';
 import { ATTR, SWEEP_SHARDS } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -90,10 +95,35 @@ class MemoryTable {
     return item === undefined ? undefined : structuredClone(item);
   }
 
-  /** A counted read (GetItem). */
-  read(pk: string, sk: string): Item | undefined {
+  /** Read units of each run's partition not yet charged to the run (metering.ts). */
+  readonly reads = new PendingCharges();
+
+  /** Counts `units` read units, charged to the run when `pk` is a run's partition. */
+  charge(pk: string, units: number): void {
+    this.metrics.readCapacity += units;
+    if (pk.startsWith('RUN#') && units > 0) this.reads.add(pk.slice(4), { dynamodb_read_units: units });
+  }
+
+  /** A counted read (GetItem), strongly consistent unless `consistent` is false. */
+  read(pk: string, sk: string, consistent = true): Item | undefined {
     this.metrics.reads += 1;
-    return this.get(pk, sk);
+    const item = this.get(pk, sk);
+    this.charge(pk, itemReadUnits([item], 'get', consistent));
+    return item;
+  }
+
+  /**
+   * Write units of `w` by DynamoDB's rules, from the item as stored now (its exact size and index
+   * keys). A delete of a missing item costs 1, as DynamoDB Local counts it.
+   */
+  writeUnitsOf(w: PlannedWrite): number {
+    const { pk, sk } = keyOf(w);
+    const before = this.#items.get(pk)?.get(sk);
+    if (before === undefined && w.op === 'delete') return 1;
+    return transactWriteUnits(
+      w,
+      before === undefined ? null : { bytes: itemSize(before), keys: indexKeysOf(before) },
+    );
   }
 
   /** The items of one partition with from ≤ sk ≤ to, in sort-key order. */
@@ -106,8 +136,11 @@ class MemoryTable {
       .map((sk) => structuredClone(partition.get(sk) as Item));
   }
 
+  /** The items of one partition whose sort key begins with `prefix` (a counted Query). */
   withPrefix(pk: string, prefix: string): Item[] {
-    return this.range(pk, prefix, `${prefix}\uffff`);
+    const items = this.range(pk, prefix, `${prefix}\uffff`);
+    this.charge(pk, itemReadUnits(items, 'query'));
+    return items;
   }
 
   /** Every stored run record item (the GSIs' source). */
@@ -168,17 +201,73 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
   }
 }
 
+/** The runs of `shard` due at `now`, most overdue first (the DynamoDB adapter's sweep index query). */
+function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit: number): string[] {
+  if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
+  return table
+    .recordItems()
+    .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
+    .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
+    .slice(0, limit)
+    .map((i) => String(i.pk).slice(4));
+}
+
+/** A page of the runs in `status`, in the DynamoDB adapter's order: shard by shard, newest first within a shard. */
+function listingIn(
+  table: MemoryTable,
+  status: string,
+  limit: number,
+  cursor: string | undefined,
+): { run_ids: string[]; cursor?: string } {
+  // In the DynamoDB adapter's order: newest first over every shard, ties by run id.
+  const position = cursor === undefined ? undefined : listingPosition(cursor);
+  const entries = table
+    .recordItems()
+    .map((i) => listingKey(i, status))
+    .filter((key): key is ListingPosition => key !== null)
+    .filter((key) => position === undefined || compareListing(key, position) > 0)
+    .sort(compareListing);
+  const page = entries.slice(0, limit);
+  const last = page.at(-1);
+  const runIds = page.map((key) => key.run_id);
+  if (entries.length <= limit || last === undefined) return { run_ids: runIds };
+  return { run_ids: runIds, cursor: listingCursor(last) };
+}
+
+/**
+ * Applies one commit to the table atomically, like a TransactWriteItems: every condition is
+ * evaluated, then every write is applied, with nothing awaited in between. The run's owed reads
+ * are charged only when the commit lands. Throws the refusal `classifyRefusal` names.
+ */
+function commitIn(
+  table: MemoryTable,
+  metrics: StoreMetrics,
+  commit: Parameters<RunStore['commit']>[0],
+  bodies: Awaited<ReturnType<typeof storeCommitBodies>>,
+): ReturnType<typeof planMetered>['record'] {
+  const runId = commit.record.run_id;
+  const reads = table.reads.owed(runId);
+  const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
+  metrics.transactions += 1;
+  const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
+  if (codes.some((c) => c !== 'None')) {
+    const current = recordOf(table.get(runPk(runId), 'R'));
+    throw classifyRefusal(commit, plan, codes, [], current);
+  }
+  // Write units as DynamoDB counts them, from the items as stored before this commit.
+  metrics.writeCapacity += plan.writes.reduce((n, w) => n + table.writeUnitsOf(w), 0);
+  for (const w of plan.writes) table.apply(w);
+  table.reads.take(runId);
+  return plan.record;
+}
+
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const blobs = options.blobs ?? createMemoryBlobStore();
-  const metrics: StoreMetrics = {
-    reads: 0,
-    queries: 0,
-    transactions: 0,
-    transactionRetries: 0,
-    readCapacity: 0,
-    writeCapacity: 0,
-  };
+  const metrics = noStoreMetrics();
   const table = new MemoryTable(metrics);
+  /** The blob store with each get charged to `runId` as an S3 GET. */
+  const blobGets = (runId: string) =>
+    countingGets(blobs, () => table.reads.add(runId, { s3_get_requests: 1 }));
 
   return {
     metrics,
@@ -188,14 +277,16 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async getStatus(runId) {
       await yieldOnce();
-      return recordOf(table.read(runPk(runId), 'R'))?.status ?? null;
+      return recordOf(table.read(runPk(runId), 'R', false))?.status ?? null;
     },
     async getRunAndAck(runId, controlId) {
       await yieldOnce();
       metrics.reads += 1;
       const ack = table.get(runPk(runId), ackSk(controlId));
+      const record = table.get(runPk(runId), 'R');
+      table.charge(runPk(runId), itemReadUnits([record, ack], 'batch'));
       return {
-        record: recordOf(table.get(runPk(runId), 'R')),
+        record: recordOf(record),
         ack: ack === undefined ? null : controlAckOf(ack),
       };
     },
@@ -203,14 +294,18 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       if (rev === 0) return null;
       const sk = at ?? stateSk(rev);
-      return stateOf(table.read(runPk(runId), sk), runId, rev, sk, blobs);
+      return stateOf(table.read(runPk(runId), sk), runId, rev, sk, blobGets(runId));
     },
     async readEvents(runId, after, limit) {
       await yieldOnce();
       metrics.queries += 1;
       const entries: Item[] = [];
       takeContiguous(table.range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
-      return eventsOf(entries, blobs, (linked, from, count) => this.readEvents(linked, from, count));
+      // Charged as the pages taken (the DynamoDB adapter's Query reads about these).
+      table.charge(runPk(runId), itemReadUnits(entries, 'query'));
+      return eventsOf(entries, blobGets(runId), (linked, from, count) =>
+        this.readEvents(linked, from, count),
+      );
     },
     async getCheckpoint(runId, n) {
       await yieldOnce();
@@ -261,45 +356,18 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async sweepCandidates(shard, now, limit) {
       await yieldOnce();
-      if (shard < 0 || shard >= SWEEP_SHARDS) throw new RangeError(`shard must be in [0, ${SWEEP_SHARDS})`);
       metrics.queries += 1;
-      return table
-        .recordItems()
-        .filter((i) => i[ATTR.sweepShard] === String(shard) && Number(i[ATTR.sweepDue]) <= now)
-        .sort((a, b) => Number(a[ATTR.sweepDue]) - Number(b[ATTR.sweepDue]))
-        .slice(0, limit)
-        .map((i) => String(i.pk).slice(4));
+      return sweepCandidatesIn(table, shard, now, limit);
     },
     async listByStatus(status, limit, cursor) {
       await yieldOnce();
-      const position = cursor === undefined ? undefined : listingPosition(cursor);
       metrics.queries += 1;
-      // In the DynamoDB adapter's order: newest first over every shard, ties by run id.
-      const entries = table
-        .recordItems()
-        .map((i) => listingKey(i, status))
-        .filter((key): key is ListingPosition => key !== null)
-        .filter((key) => position === undefined || compareListing(key, position) > 0)
-        .sort(compareListing);
-      const page = entries.slice(0, limit);
-      const last = page.at(-1);
-      const runIds = page.map((key) => key.run_id);
-      if (entries.length <= limit || last === undefined) return { run_ids: runIds };
-      return { run_ids: runIds, cursor: listingCursor(last) };
+      return listingIn(table, status, limit, cursor);
     },
     async commit(commit) {
       await yieldOnce();
-      const plan = planCommit(commit, await storeCommitBodies(commit, blobs));
-      metrics.transactions += 1;
-      // From here to the end nothing awaits: every condition is evaluated, then every write is
-      // applied, so a commit is atomic like a TransactWriteItems.
-      const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
-      if (codes.some((c) => c !== 'None')) {
-        const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
-        throw classifyRefusal(commit, plan, codes, [], current);
-      }
-      for (const w of plan.writes) table.apply(w);
-      return plan.record;
+      const bodies = await storeCommitBodies(commit, blobs);
+      return commitIn(table, metrics, commit, bodies);
     },
   };
 }

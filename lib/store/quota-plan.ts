@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { RunRecord } from '../contracts/index.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Commit } from '../engine/ports.ts';
-import type { PlannedWrite } from './commit-plan.ts';
+import type { PlannedWrite } from './planned-write.ts';
 import { ATTR } from './table.ts';
 
 export const quotaPk = (quotaKey: string) => `QUOTA#${createHash('sha256').update(quotaKey).digest('hex')}`;

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { RunEvent, RunRecord } from '../contracts/index.ts';
 import { CommitTooLarge } from '../engine/commit-errors.ts';
 import type { EarlyResultHold } from '../engine/ports.ts';
-import type { Condition, PlannedWrite } from './commit-plan.ts';
+import type { Condition, PlannedWrite } from './planned-write.ts';
 import { ATTR } from './table.ts';
 
 export const resumeKeyPk = (key: string) => `RKEY#${createHash('sha256').update(key).digest('hex')}`;

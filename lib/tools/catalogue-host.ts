@@ -22,7 +22,7 @@ import {
 import type { Clock, RegistryStore, ToolHost } from '../engine/ports.ts';
 import { agentAwareGate } from './agent-gate.ts';
 import type { AuditLog } from './audit-log.ts';
-import { ToolRegistrationError } from './errors.ts';
+import { ToolRegistrationError, ToolsModuleError } from './errors.ts';
 import type { LambdaInvoker } from './handler-types.ts';
 import { createPolicyGate, type PolicyRule } from './policy-gate.ts';
 import { createToolRegistry, type RegisteredTool, type ToolRegistry } from './registry.ts';
@@ -55,7 +55,7 @@ export interface CatalogueHostOptions {
 }
 
 /** A pinned registry version that is not in the store: the table lost an item it never deletes. */
-export class CatalogueUnavailable extends Error {
+export class CatalogueUnavailable extends ToolsModuleError {
   override name = 'CatalogueUnavailable';
   readonly code = 'catalogue_unavailable';
   readonly retryable = true;

@@ -14,6 +14,7 @@
  */
 import { z } from 'zod';
 import { ToolMetadata } from '../contracts/index.ts';
+import { ToolsModuleError } from './errors.ts';
 import type { ToolDefinition, ToolRegistry } from './registry.ts';
 
 /** The environment variable holding the JSON list. */
@@ -40,9 +41,10 @@ export type ConfiguredTool = z.input<typeof ConfiguredTool>;
 export const ConfiguredTools = z.array(ConfiguredTool);
 
 /** A tool configuration that cannot be read: `path` names the offending field. */
-export class ToolConfigError extends Error {
+export class ToolConfigError extends ToolsModuleError {
   override name = 'ToolConfigError';
   readonly code = 'tool_config_invalid';
+  readonly retryable = false;
   readonly path: string;
   constructor(path: string, message: string) {
     super(`${TOOLS_ENV}${path === '' ? '' : `[${path}]`}: ${message}`);

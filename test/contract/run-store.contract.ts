@@ -32,6 +32,12 @@ export interface StoreUnderTest {
   blobPuts: readonly string[];
   /** Drops what `open` made (e.g. its table); called after each test. */
   close(): Promise<void>;
+  /**
+   * Whether `store.metrics.writeCapacity` counts a multi-item transaction's units item by item,
+   * as DynamoDB bills them (the memory store does; DynamoDB Local sums only the distinct unit
+   * counts of a transaction's items, so its suite checks the estimate item by item instead).
+   */
+  countsTransactionUnits?: boolean;
 }
 
 /**
@@ -1120,6 +1126,77 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.getRun(created.record.run_id)).toBeNull();
         expect(await s.store.findBySubject(created.record.subject)).toBeNull();
         expect(await s.store.findByCreateKey('user:alice', 'k-huge')).toBeNull();
+      });
+    });
+
+    describe('metering: each commit charges the run its own units', () => {
+      freshStoreEach(false);
+      const units = (r: RunRecord) => r.metered?.dynamodb_write_units ?? 0;
+
+      it('charges every commit its write units, the record item charged at its larger size', async () => {
+        // Prepare: the write units the store counts itself (the memory store from the items as
+        // stored, exact before-sizes) before each commit, where it counts them item by item.
+        const counted = () => s.store.metrics.writeCapacity;
+        const exact = s.countsTransactionUnits === true;
+        let before = counted();
+        const check = (charged: number) => {
+          if (exact) expect(charged).toBe(counted() - before);
+          before = counted();
+        };
+        // Act + Assess: a create, a record grown past 5 KB, shrunk back, events, an end.
+        const run = await storedRun(s.store);
+        expect(units(run)).toBeGreaterThanOrEqual(3 * 2);
+        check(units(run));
+        const grown = await s.store.commit({
+          record: { ...run, executor_config: { notes: 'g'.repeat(5_000) } } as RunRecord,
+          expectedVersion: run.version,
+          events: [],
+        });
+        expect(units(grown) - units(run)).toBeGreaterThanOrEqual(2 * 5);
+        check(units(grown) - units(run));
+        // The update of a 5 KB record to a small one is charged at its size before.
+        const shrunk = await s.store.commit({
+          record: { ...grown, executor_config: {} } as RunRecord,
+          expectedVersion: grown.version,
+          events: [],
+        });
+        expect(units(shrunk) - units(grown)).toBeGreaterThanOrEqual(2 * 5);
+        check(units(shrunk) - units(grown));
+        expect(shrunk.metered?.record_item_bytes).toBeLessThan(grown.metered?.record_item_bytes ?? 0);
+        const appended = await append(s.store, shrunk, [{ text: 'e'.repeat(1_500) }, { text: 'f' }]);
+        check(units(appended.record) - units(shrunk));
+        const failed = failRun(appended.record, 'test_end', 2_000);
+        if (!failed.ok) throw new Error('failRun refused');
+        const ended = await s.store.commit({
+          record: failed.record,
+          expectedVersion: appended.record.version,
+          events: failed.events,
+        });
+        check(units(ended) - units(appended.record));
+        expect((await s.store.getRun(run.run_id))?.metered).toEqual(ended.metered);
+      });
+
+      it('charges the reads of a run made since its last commit in its next commit, once', async () => {
+        const run = await storedRun(s.store);
+        const before = s.store.metrics.readCapacity;
+        await s.store.getRun(run.run_id);
+        await s.store.getStatus(run.run_id);
+        await s.store.readEvents(run.run_id, 0, 10);
+        const read = s.store.metrics.readCapacity - before;
+        expect(read).toBeGreaterThanOrEqual(2.5);
+        const next = await append(s.store, run, [{ x: 1 }]);
+        expect(next.record.metered?.dynamodb_read_units).toBe(read);
+        // Charged once: the commit after it carries no read it did not make.
+        const again = await append(s.store, next.record, [{ x: 2 }]);
+        expect(again.record.metered?.dynamodb_read_units).toBe(read);
+      });
+
+      it('adds the charge a commit carries, and counts the S3 puts of its large payloads', async () => {
+        const run = await storedRun(s.store);
+        const charge = { sqs_requests: 2, lambda_invocations: 1, lambda_ms: 12.5, lambda_gb_seconds: 0.0125 };
+        const next = await append(s.store, run, [{ big: 'b'.repeat(INLINE_LIMIT + 10) }], { charge });
+        expect(next.record.metered).toMatchObject({ ...charge, s3_put_requests: 1 });
+        expect((await s.store.getRun(run.run_id))?.metered).toEqual(next.record.metered);
       });
     });
   });

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../lib/client/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { bannerLines } from '../../lib/local/banner.ts';
-import { TOKEN_FILE } from '../../lib/local/identity.ts';
+import { agentRunsDirOf, TOKEN_FILE } from '../../lib/local/identity.ts';
 import { createEphemeralIssuer, ISSUER_KEY_FILE } from '../../lib/local/issuer.ts';
 import { registerSampleTools } from '../../lib/local/sample-tools.ts';
 import {
@@ -67,7 +67,7 @@ describe('the local stack’s identity', () => {
       expect(again.principal).toMatchObject({ kind: 'user', id: 'local-user' });
       // Owner-only files.
       expect(statSync(join(dir, TOKEN_FILE)).mode & 0o777).toBe(0o600);
-      expect(statSync(join(dir, ISSUER_KEY_FILE)).mode & 0o777).toBe(0o600);
+      expect(statSync(join(agentRunsDirOf(null), ISSUER_KEY_FILE)).mode & 0o777).toBe(0o600);
       const banner = (await bannerLines(second, options(dir))).join('\n');
       expect(banner).toContain(`  url:    ${second.url}`);
       expect(banner).toContain(`  token:  ${token}`);

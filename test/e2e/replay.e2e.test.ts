@@ -12,16 +12,27 @@ const TOOLS = join(DATA, 'tools.json');
 const quiet = () => {};
 
 describe('replay of recorded airline conversations on the local stack', () => {
-  it('reproduces 10 conversations exactly', async () => {
+  it('reproduces 10 conversations exactly, and prints what each run cost', async () => {
+    const lines: string[] = [];
     const report = await runReplay({
       file: FILE,
       toolsFile: TOOLS,
       limit: 10,
       concurrency: 10,
       startStack: localReplayStack(),
-      out: quiet,
+      out: (line) => lines.push(line),
     });
     expect(report.conversations.filter((c) => !c.identical)).toEqual([]);
+    // Cost per run (issue 18, point 3): every run's view carried its cost; the recorded GPT-4o
+    // tokens and the AWS requests the runtime made, per run and per 1M operations.
+    expect(report.summary.cost).toMatchObject({ runs: 10, model: 'gpt-4o', region: 'us-east-1' });
+    expect(report.summary.cost?.aws_per_run_usd).toBeGreaterThan(0);
+    expect(report.summary.cost?.aws_lines.dynamodb_usd).toBeGreaterThan(0);
+    expect(report.summary.cost?.per_million_operations_usd).toBeGreaterThan(0);
+    expect(lines.join('\n')).toMatch(
+      /\| cost per run \(us-east-1 prices of \d{4}-\d{2}-\d{2}\) +\| +\$\d+\.\d{6} \(AWS \$/,
+    );
+    expect(lines.join('\n')).toMatch(/\| cost per 1M operations +\| +\$\d+\.\d{2} \(AWS \$\d+\.\d{2}\) \|/);
     expect(report.summary).toMatchObject({ conversations: 10, identical: 10, diverged: 0 });
     expect(report.summary.approvals).toBeGreaterThan(0);
     for (const c of report.conversations) expect(c.status).toBe(c.expected_status);

@@ -71,6 +71,20 @@ describe('compaction over a 200-turn scripted conversation', () => {
     });
     const section = checkpoint?.compaction;
     expect(section?.tokens_after).toBeLessThan(section?.tokens_before ?? 0);
+    // The large tool results before it are referenced by event, not copied into the checkpoint.
+    const large = c.events.filter(
+      (e) => e.kind === 'tool_result' && e.seq < first.seq && JSON.stringify(e.data).length > 8 * 1024,
+    );
+    expect(large.length).toBeGreaterThan(0);
+    expect(checkpoint?.large_results?.map((r) => r.seq)).toEqual(large.map((e) => e.seq));
+    for (const ref of checkpoint?.large_results ?? []) {
+      const event = c.events.find((e) => e.seq === ref.seq);
+      expect(event).toMatchObject({ kind: 'tool_result', data: { tool: ref.tool } });
+      expect(ref.chars).toBeGreaterThanOrEqual(8 * 1024);
+    }
+    expect(JSON.stringify(checkpoint).length).toBeLessThan(
+      large.reduce((n, e) => n + JSON.stringify(e.data).length, 0),
+    );
     // The window starts at the third-last model turn before the compaction.
     const turnSeqs = c.events
       .filter((e) => e.kind === 'model_turn_completed' && e.seq < first.seq)

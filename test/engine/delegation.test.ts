@@ -102,6 +102,42 @@ describe('delegation', () => {
     expect(failed.diagnostics[0]?.code).toBe('child_failed');
   });
 
+  it('keeps the runtime’s delegation keys apart from client create keys: a client cannot take a child’s place', async () => {
+    // Prepare: the parent exists; alice claims every delegation key its first operations would use.
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }] },
+      },
+      alice,
+    );
+    const claimed = new Set<string>();
+    for (let n = 0; n <= 6; n += 1) {
+      const taken = await engine.createRun(
+        {
+          subject: uniqueSubject(),
+          reducer: null,
+          input: 'squatter',
+          create_key: `delegate:${run.run_id}/op/${n}`,
+        },
+        alice,
+      );
+      claimed.add(taken.run.run_id);
+    }
+
+    // Act
+    await settle(t, engine);
+
+    // Assert: the child is a run of the delegation, not one of alice's, and its end reached the parent.
+    const children = await engine.listChildren(run.run_id, alice);
+    expect(children).toHaveLength(1);
+    expect(claimed.has(children[0]?.run_id ?? '')).toBe(false);
+    expect((await record(store, children[0]?.run_id ?? '')).parent_run_id).toBe(run.run_id);
+    expect((await record(store, run.run_id)).status).toBe('completed');
+  });
+
   it('answers a delegate call with bad args as failed invalid_input naming the field, and starts no child', async () => {
     const { t, store, engine } = await setup();
     const { run } = await engine.createRun(

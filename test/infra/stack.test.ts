@@ -526,6 +526,61 @@ describe('HTTP API', () => {
     });
   });
 
+  it('gives its own user pool a hosted UI and a console client when given consoleDomainPrefix, and signs the console in through them', () => {
+    const hosted = build({ consoleDomainPrefix: 'agent-runs-test' }, { bundle: false });
+    const [[, domain] = ['', {}]] = ofType(hosted.resources, 'AWS::Cognito::UserPoolDomain');
+    expect(domain.Domain).toBe('agent-runs-test');
+    const clients = ofType(hosted.resources, 'AWS::Cognito::UserPoolClient');
+    const consoleClient = clients.find(([, c]) => JSON.stringify(c.AllowedOAuthFlows) === '["code"]');
+    if (consoleClient === undefined) throw new Error('no console app client');
+    const [consoleId, client] = consoleClient;
+    expect(client).toMatchObject({
+      GenerateSecret: false,
+      AllowedOAuthFlowsUserPoolClient: true,
+      AllowedOAuthScopes: ['openid', 'email', 'profile'],
+      SupportedIdentityProviders: ['COGNITO'],
+    });
+    expect(JSON.stringify(client.CallbackURLs)).toContain('/console/callback');
+    expect(JSON.stringify(client.LogoutURLs)).toContain('/console/');
+    // The API accepts the console's tokens as well as the CLI client's.
+    const [[, authorizer] = ['', {}]] = ofType(hosted.resources, 'AWS::ApiGatewayV2::Authorizer').filter(
+      ([, a]) => a.AuthorizerType === 'JWT',
+    );
+    const audience = (authorizer.JwtConfiguration as { Audience: unknown[] }).Audience;
+    expect(audience).toHaveLength(2);
+    expect(audience).toContainEqual({ Ref: consoleId });
+    // CONSOLE_CONFIG names the hosted UI and the client (resolved at deploy: read with placeholders).
+    const fn = hosted.resources[logicalId(hosted.stack, hosted.stack.controlFunction)];
+    const env = (fn?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)
+      ?.Variables;
+    const raw = env?.CONSOLE_CONFIG;
+    const parts = (raw as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    const text = parts.map((p) => (typeof p === 'string' ? p : `<${JSON.stringify(p).replace(/"/g, '')}>`));
+    const config = JSON.parse(text.join('')) as { auth: Record<string, unknown> };
+    expect(config.auth).toMatchObject({
+      kind: 'oauth',
+      client_id: `<{Ref:${consoleId}}>`,
+      scopes: ['openid', 'email', 'profile'],
+      token_use: 'access',
+    });
+    expect(config.auth.issuer).toMatch(/ProviderURL/);
+    for (const [key, path] of [
+      ['authorization_endpoint', '/oauth2/authorize'],
+      ['token_endpoint', '/oauth2/token'],
+      ['end_session_endpoint', '/logout'],
+    ])
+      expect(config.auth[key as string]).toMatch(
+        new RegExp(`^https://<.+>\\.auth\\.<.+>\\.amazoncognito\\.com${path}$`),
+      );
+    expect(nagFindings(hosted.stack)).toEqual([]);
+    expect(() =>
+      build(
+        { jwtIssuer: 'https://issuer.example.com/', jwtAudience: ['a'], consoleDomainPrefix: 'x-y' },
+        { bundle: false },
+      ),
+    ).toThrow(/consoleDomainPrefix needs the user pool/);
+  });
+
   it('rejects a JWT issuer without an audience', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     expect(() => new AgentRunsStack(app, 'Bad', { jwtIssuer: 'https://issuer.example.com/' })).toThrow(
@@ -1054,6 +1109,7 @@ describe('CloudFormation schema check', () => {
     const everything = build(
       {
         iamAuth: true,
+        consoleDomainPrefix: 'agent-runs-schema',
         bedrockModelIds: [
           'anthropic.claude-3-5-sonnet-20240620-v1:0',
           'us.anthropic.claude-3-7-sonnet-20250219-v1:0',

@@ -8,7 +8,7 @@
  * "admission". The README's "Who may do what" states these rules.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Principal, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -213,7 +213,7 @@ describe('controls', () => {
     expect((await stored(run.run_id)).pause_requested).toBeUndefined();
   });
 
-  it('never writes the capability into any item, event, view, listing, error or log line of the run', async () => {
+  it('never writes the capability into any item of the table, event, view, listing, error or log line', async () => {
     const { run, control_capability } = await create('alice');
     await runtime.engine.stepRun(run.run_id);
     const answers: string[] = [];
@@ -233,8 +233,19 @@ describe('controls', () => {
         ConsistentRead: true,
       }),
     );
-    const artifacts = [JSON.stringify(items.Items), ...answers, ...logLines];
+    // Every item of the table, not only the run's partition (subject, create-key and quota items).
+    const table: unknown[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await runtime.clients.doc.send(
+        new ScanCommand({ TableName: local.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
+      );
+      table.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    const artifacts = [JSON.stringify(items.Items), JSON.stringify(table), ...answers, ...logLines];
     expect(items.Items?.length).toBeGreaterThan(2);
+    expect(table.length).toBeGreaterThanOrEqual(items.Items?.length ?? 0);
     expect(answers.length).toBe(6);
     for (const text of artifacts) expect(text).not.toContain(control_capability);
   });

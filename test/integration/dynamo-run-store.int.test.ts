@@ -19,11 +19,14 @@ import {
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
+import { createMemoryBlobStore } from '../../lib/blobs/memory-blob-store.ts';
 import type { RunEvent, RunEventKind, RunRecord } from '../../lib/contracts/index.ts';
 import { acquireLease, createRun } from '../../lib/core/run-machine.ts';
 import type { CheckpointItem, Commit, RunStore } from '../../lib/engine/ports.ts';
-import { INLINE_LIMIT, PAGE_LIMIT } from '../../lib/store/commit-plan.ts';
+import { INLINE_LIMIT, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/commit-plan.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
+import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
+import { planMetered, writtenItem } from '../../lib/store/metering.ts';
 import { createTableInput } from '../../lib/store/table.ts';
 import { recordingBlobs, runStoreContract } from '../contract/run-store.contract.ts';
 import { editedQueries, localStore } from '../support/dynamo-faults.ts';
@@ -311,5 +314,115 @@ describe('event pages while a commit is still landing', () => {
     expect(second.map((e) => e.seq)).toEqual(seqs(end1 + 1, end3));
     const rest = await partial.readEvents(record.run_id, end3, 100);
     expect([...first, ...second, ...rest]).toEqual(all);
+  });
+});
+
+describe('metering: the same commit costs the same units in both stores', () => {
+  it('charges the same units on DynamoDB Local and in memory for the same commits, and reads alike', async () => {
+    // Prepare: one run, the same commits (same ids, times and payloads) on both stores.
+    const dynamo = localStore();
+    const memory = createMemoryRunStore();
+    const created = createRun(
+      {
+        run_id: `meter-${randomUUID()}`,
+        principal: { kind: 'user', id: 'alice' },
+        subject: uniqueSubject(),
+        reducer: { function_path: '/r/none' },
+        input: 'hello',
+        budgets: {},
+        on_exceeded: 'pause',
+      },
+      1_700_000_000_000,
+    );
+    const both = async (commit: (store: RunStore) => Promise<RunRecord>) => {
+      const [d, m] = [await commit(dynamo), await commit(memory)];
+      return { d, m };
+    };
+    // Act: a create, a lease, a 3 KB event, a grown record, reads, and a shrunk record.
+    let r = await both((store) =>
+      store.commit({ record: created.record, expectedVersion: null, events: created.events }),
+    );
+    const taken = acquireLease(r.d, 'worker-1', 1_700_000_000_100);
+    if (!taken.ok) throw new Error('lease not acquired');
+    r = await both((store) => store.commit({ record: taken.record, expectedVersion: 1, events: [] }));
+    r = await both(async (store) => (await append(store, r.d, [{ text: 'x'.repeat(3_000) }])).record);
+    const grown = { ...r.d, executor_config: { notes: 'g'.repeat(4_000) } } as RunRecord;
+    r = await both((store) => store.commit({ record: grown, expectedVersion: grown.version, events: [] }));
+    const readsBefore = { d: dynamo.metrics.readCapacity, m: memory.metrics.readCapacity };
+    for (const store of [dynamo, memory]) {
+      await store.getRun(r.d.run_id);
+      await store.getStatus(r.d.run_id);
+    }
+    const shrunk = { ...r.d, executor_config: {} } as RunRecord;
+    r = await both((store) => store.commit({ record: shrunk, expectedVersion: shrunk.version, events: [] }));
+    // Assess: the same units charged; the reads DynamoDB measured are the memory store's count.
+    expect(r.m.metered).toEqual(r.d.metered);
+    expect(r.d.metered?.dynamodb_write_units).toBe(memory.metrics.writeCapacity);
+    expect(dynamo.metrics.readCapacity - readsBefore.d).toBe(memory.metrics.readCapacity - readsBefore.m);
+    expect(r.d.metered?.dynamodb_read_units).toBeGreaterThan(0);
+  });
+
+  it('estimates each planned write at the units DynamoDB Local consumes for it alone', async () => {
+    // DynamoDB Local reports a multi-item TransactWriteItems as the sum of its items' DISTINCT
+    // unit counts (three 1 KB puts: 2 units, not 6), so each planned write is sent as a
+    // transaction of its own, to a table of its own.
+    const tableName = `meter-${randomUUID()}`;
+    await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
+    try {
+      const blobs = createMemoryBlobStore();
+      const created = createRun(
+        {
+          run_id: `meter-${randomUUID()}`,
+          principal: { kind: 'user', id: 'alice' },
+          subject: uniqueSubject(),
+          reducer: { function_path: '/r/none' },
+          input: 'hello',
+          budgets: {},
+          on_exceeded: 'pause',
+        },
+        Date.now(),
+      );
+      const commits: ((previous: RunRecord | null) => Commit)[] = [
+        () => ({ record: created.record, expectedVersion: null, events: created.events }),
+        (p) => {
+          const taken = acquireLease(p as RunRecord, 'worker-1', Date.now());
+          if (!taken.ok) throw new Error('lease not acquired');
+          return { record: taken.record, expectedVersion: (p as RunRecord).version, events: [] };
+        },
+        (p) => ({
+          record: { ...(p as RunRecord), executor_config: { n: 'g'.repeat(6_000) } } as RunRecord,
+          expectedVersion: (p as RunRecord).version,
+          events: [],
+        }),
+        (p) => ({
+          record: { ...(p as RunRecord), executor_config: {} } as RunRecord,
+          expectedVersion: (p as RunRecord).version,
+          events: [],
+        }),
+      ];
+      let previous: RunRecord | null = null;
+      for (const make of commits) {
+        const commit = make(previous);
+        const plan = planMetered(commit, await storeCommitBodies(commit, blobs), {});
+        let consumed = 0;
+        for (const w of plan.writes) {
+          // An update is sent as the put of the item it leaves: charged alike (larger size, keys).
+          const action =
+            w.op === 'delete'
+              ? { Delete: { TableName: tableName, Key: w.key } }
+              : { Put: { TableName: tableName, Item: writtenItem(w) ?? {} } };
+          const out = await raw.send(
+            new TransactWriteCommand({ TransactItems: [action], ReturnConsumedCapacity: 'TOTAL' }),
+          );
+          consumed += out.ConsumedCapacity?.[0]?.CapacityUnits ?? 0;
+        }
+        const charged =
+          (plan.record.metered?.dynamodb_write_units ?? 0) - (previous?.metered?.dynamodb_write_units ?? 0);
+        expect(charged).toBe(consumed);
+        previous = plan.record;
+      }
+    } finally {
+      await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+    }
   });
 });

@@ -428,14 +428,27 @@ describe('HTTP API: controls', () => {
     expect(reused).toMatchObject({ ack: 'rejected', reason: 'control_id_reused' });
   });
 
-  it('acks a control on a terminal run as rejected run_terminal (200)', async () => {
+  it('acks controls on a terminal run as rejected run_terminal (200), and its log stays as it ended', async () => {
     const run = await waitingRun();
     await request('POST', `/runs/${run.run_id}/controls`, { body: { control_id: 'stop', command: 'stop' } });
+    const ended = await stored(run.run_id);
     const late = await request('POST', `/runs/${run.run_id}/controls`, {
       body: { control_id: 'late', command: 'pause' },
     });
     expect(late.status).toBe(200);
     expect(await json(late)).toMatchObject({ ack: 'rejected', reason: 'run_terminal' });
+    // Thirty more stops by the owner: none of them is written into the ended run.
+    for (let i = 0; i < 30; i += 1) {
+      const again = await request('POST', `/runs/${run.run_id}/controls`, {
+        body: { control_id: `stop-${i}`, command: 'stop' },
+      });
+      expect(await json(again)).toMatchObject({ ack: 'rejected', reason: 'run_terminal' });
+    }
+    const after = await stored(run.run_id);
+    expect({ version: after.version, last_seq: after.last_seq }).toEqual({
+      version: ended.version,
+      last_seq: ended.last_seq,
+    });
   });
 
   it('delivers an external result by resume key, refuses a second one for the used key (409), and holds one for an unknown key', async () => {

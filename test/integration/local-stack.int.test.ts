@@ -1,11 +1,18 @@
 /**
  * The local stack (`npm start`, lib/local/stack.ts) as a whole: its own DynamoDB Local and
  * fauxqs, the HTTP API behind the local gateway with a bearer token, runs driven to completion
- * by the SQS poller, a clean stop, and a clear error when the port is taken.
- * DESIGN section 10; issue 5 ("lib/local: npm start").
+ * by the SQS poller, a clean stop, and a clear error when the port is taken; several callers
+ * (two users, an agent acting for one of them, a system caller) with tokens of `agent-runs token`,
+ * verified as API Gateway's JWT authorizer would.
+ * DESIGN section 10; issue 5 ("lib/local: npm start"); issue 11, item 1.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../bin/agent-runs.ts';
+import { runCli } from '../../bin/commands/program.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../../lib/contracts/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, LocalStackError, startLocalStack } from '../../lib/local/stack.ts';
@@ -14,11 +21,13 @@ import { until } from '../support/local-runtime.ts';
 
 let stack: LocalStack;
 let modelCalls = 0;
+/** The stack's state directory: `agent-runs token` run here signs with the stack's issuer. */
+const stateDir = mkdtempSync(join(tmpdir(), 'local-stack-'));
 
 beforeAll(async () => {
   stack = await startLocalStack({
     port: 0,
-    stateDir: false,
+    stateDir,
     logger: SILENT_LOG,
     sweepIntervalMs: 500,
     // The machine running the suite may be busy: do not let the 200 ms reducer limit flake this test.
@@ -39,7 +48,28 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
+  rmSync(stateDir, { recursive: true, force: true });
 });
+
+/** `agent-runs token ...args` in the stack's directory: the token it prints. */
+async function cliToken(...args: string[]): Promise<string> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(COMMANDS, ['token', ...args], {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    cwd: stateDir,
+    env: {},
+  });
+  expect(code, err.join('\n')).toBe(0);
+  return out.join('').trim();
+}
+
+const as = (token: string, path: string, init: RequestInit = {}) =>
+  fetch(`${stack.url}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...init.headers },
+  });
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${stack.url}${path}`, {
@@ -126,5 +156,72 @@ describe('local stack shutdown', () => {
     await own.stop();
 
     await expect(fetch(`${own.url}/health`)).rejects.toThrow();
+  });
+});
+
+describe('callers of the local stack', () => {
+  it('tells apart two users, an agent acting for one and a system caller, with tokens of `agent-runs token`', async () => {
+    // Prepare: tokens for alice, bob (group staff) and an operator; the admin registers an agent for alice.
+    const [alice, bob, ops] = [
+      await cliToken('--sub', 'alice'),
+      await cliToken('--sub', 'bob', '--groups', 'staff'),
+      await cliToken('--sub', 'ops', '--system'),
+    ];
+    const agentId = `functions:/agents/local-${crypto.randomUUID()}`;
+    const published = await api('/admin/agents', {
+      method: 'POST',
+      body: JSON.stringify({ agent_id: agentId, acts_for: { users: ['alice'] }, tools: [] }),
+    });
+    expect(published.status, await published.clone().text()).toBe(201);
+    const body = (who: string) =>
+      JSON.stringify({
+        subject: { workspace: 'local-stack', path: `/callers/${crypto.randomUUID()}` },
+        reducer: null,
+        input: who,
+      });
+
+    // Act: alice creates a run herself and one as the agent; bob tries the agent too.
+    const own = await as(alice, '/runs', { method: 'POST', body: body('alice') });
+    const viaAgent = await as(alice, '/runs', {
+      method: 'POST',
+      body: JSON.stringify({ ...JSON.parse(body('agent')), as_agent: agentId }),
+    });
+    const bobAsAgent = await as(bob, '/runs', {
+      method: 'POST',
+      body: JSON.stringify({ ...JSON.parse(body('bob')), as_agent: agentId }),
+    });
+
+    // Assess: the principals come from the verified claims; bob sees neither run, ops sees both.
+    expect(own.status).toBe(201);
+    const ownRun = ((await own.json()) as { run: { run_id: string; principal: unknown } }).run;
+    expect(ownRun.principal).toEqual({ kind: 'user', id: 'alice' });
+    expect(viaAgent.status).toBe(201);
+    const agentRun = ((await viaAgent.json()) as { run: { run_id: string; principal: unknown } }).run;
+    expect(agentRun.principal).toEqual({ kind: 'agent', id: agentId, on_behalf_of: 'alice' });
+    expect(bobAsAgent.status).toBe(403);
+    expect(await bobAsAgent.json()).toMatchObject({ code: 'agent_not_allowed' });
+    for (const run of [ownRun, agentRun]) {
+      expect((await as(alice, `/runs/${run.run_id}`)).status).toBe(200);
+      const hidden = await as(bob, `/runs/${run.run_id}`);
+      expect(hidden.status).toBe(404);
+      expect(await hidden.json()).toMatchObject({ code: 'run_not_found' });
+      expect((await as(ops, `/runs/${run.run_id}`)).status).toBe(200);
+    }
+    const bobsList = (await (await as(bob, '/runs?status=queued&limit=100')).json()) as {
+      runs: { run_id: string }[];
+    };
+    expect(bobsList.runs.map((r) => r.run_id)).not.toContain(ownRun.run_id);
+  });
+
+  it('refuses a token signed by another key, and a plain user the admin routes', async () => {
+    const [header, payload] = (await cliToken('--sub', 'alice', '--admin')).split('.');
+    const forged = `${header}.${payload}.${'A'.repeat(86)}`;
+    expect((await as(forged, '/runs?status=queued')).status).toBe(401);
+    const user = await cliToken('--sub', 'carol');
+    const admin = await as(user, '/admin/agents', {
+      method: 'POST',
+      body: JSON.stringify({ agent_id: 'functions:/agents/x', acts_for: { users: ['carol'] }, tools: [] }),
+    });
+    expect(admin.status).toBe(403);
   });
 });

@@ -61,6 +61,10 @@ const validContext = fc.record(
       { selector: (tool) => tool.name, maxLength: 4 },
     ),
     instructions: fc.string({ maxLength: 8 }),
+    plan: fc.constantFrom('track' as const, 'approve' as const),
+    no_progress_turns: fc.integer({ min: 1, max: 9 }),
+    verify_completion: fc.constantFrom('partial' as const, 'ask_user' as const),
+    verifier_tool: fc.constantFrom('lookup', 'pay'),
   },
   { requiredKeys: [] },
 );
@@ -73,6 +77,10 @@ const context = fc.record(
     max_retries: maybe(fc.integer({ min: -1, max: 14 })),
     tools: maybe(fc.array(maybe(toolEntry), { maxLength: 5 })),
     instructions: maybe(fc.string({ maxLength: 8 })),
+    plan: maybe(fc.constantFrom('track', 'approve')),
+    no_progress_turns: maybe(fc.integer({ min: -1, max: 4 })),
+    verify_completion: maybe(fc.constantFrom('partial', 'ask_user')),
+    verifier_tool: maybe(fc.constantFrom('lookup', '')),
   },
   { requiredKeys: [] },
 );

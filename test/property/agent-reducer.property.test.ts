@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Effect } from '../../lib/contracts/index.ts';
 import { canonicalByteLength } from '../../lib/core/canonical.ts';
-import type { AgentLoopContext, AgentLoopResponse } from '../../lib/reducers/index.ts';
+import type { AgentLoopContext, AgentLoopResponse, AgentLoopState } from '../../lib/reducers/index.ts';
 import { RunDriver } from '../unit/agent-reducer-harness.ts';
 
 const SCHEMA = { type: 'object' };
@@ -29,6 +29,34 @@ const Scenario = fc.record({
   steps: fc.array(Step, { maxLength: 80 }),
 });
 
+/** The opt-in checks of the context (plan, no-progress guard, verified completion). */
+type Checks = Pick<AgentLoopContext, 'plan' | 'no_progress_turns' | 'verify_completion' | 'verifier_tool'>;
+const Checks: fc.Arbitrary<Checks> = fc.record(
+  {
+    plan: fc.constantFrom('track' as const, 'approve' as const),
+    no_progress_turns: fc.integer({ min: 1, max: 3 }),
+    verify_completion: fc.constantFrom('partial' as const, 'ask_user' as const),
+    verifier_tool: fc.constant('lookup'),
+  },
+  { requiredKeys: [] },
+);
+const CheckedScenario = fc.record({
+  mode: fc.constantFrom('conversation' as const, 'task' as const),
+  max_retries: fc.integer({ min: 0, max: 3 }),
+  loop_limit: fc.integer({ min: 2, max: 4 }),
+  steps: fc.array(Step, { maxLength: 80 }),
+  checks: Checks,
+});
+const PLAN_CALLS = ['propose_plan', 'update_plan'];
+/** Plan args: two plans (so some proposals change it) and updates of known and unknown keys. */
+function planArgs(name: string, a: number): Record<string, unknown> {
+  if (name === 'propose_plan') {
+    const items = [{ key: 'a', title: 'A' }, ...(a % 2 === 0 ? [{ key: 'b', title: 'B' }] : [])];
+    return { items };
+  }
+  return { key: a % 3 === 0 ? 'zz' : 'a', status: a % 2 === 0 ? 'completed' : 'in_progress' };
+}
+
 /** What the generated world observed, to check properties across steps. */
 class Observer {
   expectedResults: string[] = [];
@@ -37,6 +65,8 @@ class Observer {
   readonly issues = new Map<string, number>();
   readonly cancels = new Map<string, number>();
   calls = 0;
+  /** The model may call the plan tools. */
+  plans = false;
 }
 
 function run(scenario: {
@@ -44,6 +74,7 @@ function run(scenario: {
   max_retries: number;
   loop_limit: number;
   steps: Step[];
+  checks?: Checks;
 }) {
   const driver = new RunDriver('prop');
   const seen = new Observer();
@@ -53,7 +84,9 @@ function run(scenario: {
     mode: scenario.mode,
     max_retries: scenario.max_retries,
     loop_limit: scenario.loop_limit,
+    ...scenario.checks,
   };
+  seen.plans = scenario.checks?.plan !== undefined;
   observe(driver, seen, driver.start('go', context));
   for (const step of scenario.steps) {
     if (TERMINAL.has(driver.status)) {
@@ -109,8 +142,10 @@ function act(driver: RunDriver, seen: Observer, step: Step): AgentLoopResponse |
       const calls = Array.from({ length: count }, (_, i) => {
         seen.calls += 1;
         // `c` repeats one read exactly (loop detection); otherwise names and args vary.
-        const name = c ? 'lookup' : (CALL_NAMES[(a + i) % CALL_NAMES.length] ?? 'lookup');
-        return { call_id: `k${seen.calls}`, name, args: { id: c ? '0' : String(a % 2) } };
+        const names = seen.plans ? [...CALL_NAMES, ...PLAN_CALLS] : CALL_NAMES;
+        const name = c ? 'lookup' : (names[(a + i) % names.length] ?? 'lookup');
+        const args = PLAN_CALLS.includes(name) ? planArgs(name, a + i) : { id: c ? '0' : String(a % 2) };
+        return { call_id: `k${seen.calls}`, name, args };
       });
       const text = a === 9 && count === 0 ? '' : `reply ${a}`;
       const response = driver.modelTurn(text, calls);
@@ -173,6 +208,28 @@ function act(driver: RunDriver, seen: Observer, step: Step): AgentLoopResponse |
         { effect_id: pending.effect_id },
       );
     }
+    case 'request_approval': {
+      // The reducer's own plan approval: approved quoting its digest (or not), rejected, expired.
+      const open = driver.requestFor(pending.effect_id);
+      if (op < 60) {
+        const digest = a < 7 ? pending.subject.digest : 'f'.repeat(64);
+        return driver.deliver(
+          'request_resolved',
+          {
+            request_id: open.request_id,
+            kind: 'approval',
+            decision: b ? 'rejected' : 'approved',
+            subject_digest: digest,
+          },
+          { effect_id: pending.effect_id },
+        );
+      }
+      return driver.deliver(
+        'request_closed',
+        { request_id: open.request_id, reason: 'expired' },
+        { effect_id: pending.effect_id },
+      );
+    }
     case 'ask_user': {
       if (op < 55) return driver.answer(`answer ${a}`);
       if (op < 65) {
@@ -197,6 +254,14 @@ function act(driver: RunDriver, seen: Observer, step: Step): AgentLoopResponse |
 
 function observe(driver: RunDriver, seen: Observer, response: AgentLoopResponse): void {
   for (const effect of response.effects) checkEffect(seen, effect, driver);
+  const state = response.state as AgentLoopState;
+  if (
+    state.plan_mode === 'approve' &&
+    response.effects.some((e) => e.kind === 'call_tool' && e.for_call_id)
+  ) {
+    // A model's tool call runs only under an approved plan.
+    expect(state.plan?.approved_digest).toBe(state.plan?.digest);
+  }
   expect(canonicalByteLength(response.state)).toBeLessThan(16 * 1024);
 }
 
@@ -219,6 +284,16 @@ describe('agent loop properties over generated runs', () => {
   it('every answer is valid, deterministic and idempotent; calls are answered, bounded and never blindly repeated', () => {
     fc.assert(
       fc.property(Scenario, (scenario) => {
+        const { driver } = run(scenario);
+        expect(driver.maxStateBytes).toBeLessThan(16 * 1024);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('with plan approval, the no-progress guard and verified completion on: every answer stays valid, and tools run only under an approved plan', () => {
+    fc.assert(
+      fc.property(CheckedScenario, (scenario) => {
         const { driver } = run(scenario);
         expect(driver.maxStateBytes).toBeLessThan(16 * 1024);
       }),

@@ -14,7 +14,7 @@ import { AGENT_LOOP_ARTIFACT_URL } from '../../lib/reducers/index.ts';
  * `npm run build:reducers`, paste the sha256 it prints here, and commit both. A new hash means a
  * new artifact: runs already bound to the old hash keep it (they see `changed` if it is gone).
  */
-const AGENT_LOOP_SHA256 = '4e41fbaadbf9ca6d25202709407216d6e9c1cfe3aa1def97ae5216d11df38e52';
+const AGENT_LOOP_SHA256 = '8170ee0fd94f7c37bdddaa3f078319289c0a18e8ca0ed2232170cbfe2d75cfe9';
 
 const STALE = 'lib/reducers/agent-loop.js is stale: run `npm run build:reducers` and commit the result';
 

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
-import type { RunRecord } from '../../lib/contracts/index.ts';
+import { EMPTY_METERED, type RunRecord } from '../../lib/contracts/index.ts';
+import { DEFAULT_PRICES, withCost } from '../../lib/core/prices.ts';
 import { newRun } from '../support/runs.ts';
 
 interface Sent {
@@ -151,6 +152,22 @@ describe('agent-runs runs', () => {
     expect(r.out).toContain('turns 1 · operations 2 · model calls 0 · tool calls 1 · tokens 10 in / 5 out');
     expect(r.out).toContain(`agent-runs approve run_1 run_1/req/1 --digest ${'d'.repeat(64)}`);
     expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
+  });
+
+  it('runs get prints the run cost: total, model and AWS parts, and the date of the prices', async () => {
+    const run = withCost(
+      {
+        ...waitingRun(),
+        executor_config: { model_turn_function: '/lib/models/recorded' },
+        metered: { ...EMPTY_METERED, dynamodb_write_units: 400, lambda_invocations: 3, lambda_gb_seconds: 2 },
+      } as RunRecord,
+      DEFAULT_PRICES,
+    );
+    const r = await cli(['runs', 'get', 'run_1'], () => [200, run]);
+    expect(r.out).toMatch(
+      /^cost\s+\$0\.000\d+ \(model gpt-4o \$0\.000075\d* · AWS \$0\.000\d+: DynamoDB \$0\.000250/m,
+    );
+    expect(r.out).toContain(`us-east-1 prices of ${DEFAULT_PRICES.as_of}`);
   });
 
   it('--json prints the API response as JSON', async () => {

@@ -53,6 +53,7 @@ describe('local API gateway', () => {
     });
     expect(event?.headers.authorization).toBe('Bearer t0k');
     expect(event?.headers['content-type']).toBe('application/json');
+    expect(event?.headers['x-forwarded-proto']).toBe('http');
   });
 
   it('passes a binary body base64-encoded and decodes a base64 result', async () => {

@@ -1,7 +1,7 @@
 /**
  * `GET /openapi.json` is an OpenAPI 3.1 document generated from the routes' zod schemas and
- * covers every route. No OpenAPI validator package is installed, so the document is checked
- * with ajv: its structure against a minimal OpenAPI 3.1 schema, every $ref resolves, every
+ * covers every route. The document is checked with ajv: its structure against a minimal
+ * OpenAPI 3.1 schema, every $ref resolves, every
  * path template parameter is declared, and every schema compiles as JSON Schema 2020-12 (the
  * dialect OpenAPI 3.1 uses). `redocly lint` (@redocly/cli, recommended rules) checks it for
  * code generators: operationIds, tags, servers, 4xx responses.
@@ -15,7 +15,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { DEFAULT_SERVERS, openApiDocument } from '../../lib/http/app.ts';
-import { bearerTokenAuth, createHttpApp, ROUTES } from '../../lib/http/index.ts';
+import { bearerTokenAuth, createHttpApp, HTTP_ERROR_STATUS, ROUTES } from '../../lib/http/index.ts';
 import { TAGS } from '../../lib/http/routes.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 
@@ -241,6 +241,24 @@ describe('GET /openapi.json', () => {
   });
 });
 
+describe('the run view in the document', () => {
+  it('gives the run usage a cost in dollars and the run its metered AWS requests', async () => {
+    const text = JSON.stringify((await document()).components);
+    // The RunRecord schema (GET /runs/{id}) names usage.cost's fields and the metered counts.
+    for (const field of ['total_usd', 'aws_usd', 'model_usd', 'prices_as_of', 'dynamodb_write_usd']) {
+      expect(text).toContain(`"${field}"`);
+    }
+    for (const field of [
+      'dynamodb_write_units',
+      'dynamodb_read_units',
+      'sqs_requests',
+      'lambda_gb_seconds',
+    ]) {
+      expect(text).toContain(`"${field}"`);
+    }
+  });
+});
+
 describe('the document for code generators', () => {
   it('gives every operation a unique operationId and a declared tag, and at least one 4xx response', async () => {
     const doc = await document();
@@ -274,6 +292,18 @@ describe('the document for code generators', () => {
     expect(staticDoc.servers).toEqual(DEFAULT_SERVERS);
   });
 
+  it("names the scheme the client used, from X-Forwarded-Proto, in the first server's URL", async () => {
+    const served = async (proto: string) => {
+      const response = await app.request('https://api.example.com/openapi.json', {
+        headers: { 'x-forwarded-proto': proto },
+      });
+      return ((await response.json()) as { servers: { url: string }[] }).servers[0]?.url;
+    };
+    expect(await served('http')).toBe('http://api.example.com');
+    expect(await served('https')).toBe('https://api.example.com');
+    expect(await served('gopher')).toBe('https://api.example.com');
+  });
+
   it('passes `redocly lint` (recommended rules) without an error or a warning', () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
     try {
@@ -295,5 +325,43 @@ describe('the document for code generators', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the error codes in the document', () => {
+  type Operation = { responses: Record<string, { description: string }> };
+  const operation = (doc: Awaited<ReturnType<typeof document>>, method: string, path: string) =>
+    (doc.paths as Record<string, Record<string, Operation>>)[path]?.[method];
+
+  it('names every error code of the API under the status it is answered with', async () => {
+    const doc = await document();
+    const described = new Map<string, string>();
+    for (const item of Object.values(doc.paths as Record<string, Record<string, Operation>>))
+      for (const o of Object.values(item))
+        for (const [status, response] of Object.entries(o.responses ?? {}))
+          described.set(status, `${described.get(status) ?? ''} ${response.description}`);
+    // method_not_allowed answers a method no route has, so no operation can list it.
+    const missing = Object.entries(HTTP_ERROR_STATUS)
+      .filter(([code]) => code !== 'method_not_allowed')
+      .filter(([code, status]) => !new RegExp(`\\b${code}\\b`).test(described.get(String(status)) ?? ''))
+      .map(([code, status]) => `${status} ${code}`);
+    expect(missing).toEqual([]);
+  });
+
+  it('lists the authority answers on the routes that give them (issue 11)', async () => {
+    const doc = await document();
+    const statuses = (method: string, path: string) =>
+      Object.keys(operation(doc, method, path)?.responses ?? {});
+    expect(statuses('post', '/runs')).toEqual(expect.arrayContaining(['403', '409', '429']));
+    expect(operation(doc, 'post', '/runs')?.responses['403']?.description).toMatch(/agent_not_allowed/);
+    expect(operation(doc, 'post', '/runs')?.responses['409']?.description).toMatch(
+      /subject_busy.*create_key_reused/,
+    );
+    expect(operation(doc, 'post', '/runs')?.responses['429']?.description).toMatch(/quota_exceeded/);
+    expect(statuses('post', '/runs/{id}/controls')).toEqual(expect.arrayContaining(['403', '404']));
+    expect(operation(doc, 'post', '/runs/{id}/controls')?.responses['403']?.description).toMatch(
+      /capability_invalid/,
+    );
+    expect(operation(doc, 'get', '/runs/{id}')?.responses['404']?.description).toMatch(/run_not_found/);
   });
 });

@@ -11,7 +11,12 @@ import { recordingBlobs, runStoreContract } from '../contract/run-store.contract
 
 runStoreContract('memory', async () => {
   const blobs = recordingBlobs(createMemoryBlobStore());
-  return { store: createMemoryRunStore({ blobs }), blobPuts: blobs.puts, close: async () => {} };
+  return {
+    store: createMemoryRunStore({ blobs }),
+    blobPuts: blobs.puts,
+    close: async () => {},
+    countsTransactionUnits: true,
+  };
 });
 
 describe('the memory store', () => {

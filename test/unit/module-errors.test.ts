@@ -2,6 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CommitRejected, CommitTooLarge } from '../../lib/engine/commit-errors.ts';
+import { EngineError, LeaseLost } from '../../lib/engine/errors.ts';
+import { EngineModuleError } from '../../lib/engine/module-error.ts';
+import { RegistryConflictError } from '../../lib/engine/ports.ts';
+import { ApiKeyUnavailable, ModelConfigError } from '../../lib/models/configured.ts';
 import { ModelsModuleError } from '../../lib/models/index.ts';
 import { loadTrajectories } from '../../lib/models/tau-bench.ts';
 import {
@@ -10,6 +15,8 @@ import {
   SandboxLimitError,
   SandboxModuleError,
 } from '../../lib/sandbox/index.ts';
+import { CatalogueUnavailable } from '../../lib/tools/catalogue-host.ts';
+import { ToolConfigError } from '../../lib/tools/configured.ts';
 import {
   createToolRegistry,
   ToolError,
@@ -74,5 +81,37 @@ describe('each module throws errors under one base with a stable code and retrya
     expect(limit).toBeInstanceOf(SandboxLimitError);
     expect(limit).toBeInstanceOf(SandboxModuleError);
     expect(limit).toMatchObject({ code: 'invalid_limit', limit: 'memoryBytes', retryable: false });
+  });
+
+  it('lib/engine: API errors, store refusals, a lost lease and a refused publication', () => {
+    const cases: [EngineModuleError, string, boolean][] = [
+      [new EngineError('run_not_found', 'no run'), 'run_not_found', false],
+      [new EngineError('store_unavailable', 'busy', {}, { retryable: true }), 'store_unavailable', true],
+      [new CommitRejected('stale_version', 'moved'), 'stale_version', false],
+      [new CommitRejected('throttled', 'slow down'), 'throttled', true],
+      [new CommitTooLarge('too large'), 'commit_too_large', false],
+      [new LeaseLost('fenced out'), 'lease_lost', false],
+      [new RegistryConflictError('head_moved', 'moved'), 'head_moved', true],
+      [new RegistryConflictError('version_exists', 'exists'), 'version_exists', false],
+    ];
+    for (const [error, code, retryable] of cases) {
+      expect(error).toBeInstanceOf(EngineModuleError);
+      expect({ code: error.code, retryable: error.retryable }).toEqual({ code, retryable });
+    }
+  });
+
+  it('lib/tools and lib/models: configuration errors sit under their module base too', () => {
+    expect(new ToolConfigError('[0].name', 'missing')).toBeInstanceOf(ToolsModuleError);
+    expect(new CatalogueUnavailable('down')).toMatchObject({
+      code: 'catalogue_unavailable',
+      retryable: true,
+    });
+    expect(new CatalogueUnavailable('down')).toBeInstanceOf(ToolsModuleError);
+    expect(new ModelConfigError('OPENAI_MODEL', 'missing')).toBeInstanceOf(ModelsModuleError);
+    expect(new ApiKeyUnavailable('no key', true)).toMatchObject({
+      code: 'api_key_unavailable',
+      retryable: true,
+    });
+    expect(new ApiKeyUnavailable('no key', true)).toBeInstanceOf(ModelsModuleError);
   });
 });

@@ -1,8 +1,10 @@
 /**
- * The live event feed of one run: the one place the console learns of new events. Today it
- * long-polls `GET /runs/{id}/events?after=&wait=20` (lib/client); when the API has its event
- * stream (issue 14: SSE), only this file changes. The feed delivers every event after `after`
- * exactly once, in seq order, until the run has settled (ended, its reducer answered every
+ * The live event feed of one run: the one place the console learns of new events. It
+ * long-polls `GET /runs/{id}/events?after=&wait=20` (lib/client). `GET /runs/{id}/events/stream`
+ * (SSE) would be no faster: API Gateway buffers each of its responses, like a long poll. The
+ * live WebSocket API (`followLive`, stack output LiveUrl) would push events as they commit; the
+ * console does not use it yet, and only this file would change. The feed delivers every event
+ * after `after` exactly once, in seq order, until the run has settled (ended, its reducer answered every
  * event) or the signal aborts; each request is aborted with the signal, so a page left behind
  * does not keep a long poll (one of the browser's six connections) open. Transient failures
  * (network, 5xx) are retried with backoff; 401, 403 and 404 end the feed.

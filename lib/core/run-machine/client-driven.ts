@@ -37,10 +37,10 @@ import {
   type TransitionResult,
   terminalFields,
 } from './draft.ts';
-import { type Fence, holdsLease, releaseLease, renewLease, takeOver } from './lease.ts';
+import { type Fence, holdsLease, leased, releaseLease, renewLease, takeOver } from './lease.ts';
 import { failRun } from './lifecycle.ts';
 import { finishOperation, type OperationResult, startOperation } from './operations.ts';
-import { consumeSteer } from './requests.ts';
+import { consumeSteer, openRequestAs } from './requests.ts';
 
 /** Whether the run is client-driven: created without a reducer. */
 export function isClientDriven(record: RunRecord): boolean {
@@ -120,15 +120,7 @@ export function acquireClientLease(
     return reject('lease_held', 'another client holds the lease');
   }
   if (record.status === 'paused') return reject('run_paused', 'the run is paused: resume it first');
-  const draft = {
-    ...record,
-    status: 'running',
-    lease: { owner, expires_at: now + ttlMs },
-    epoch: record.epoch + 1,
-    wake_at: null,
-    updated_at: now,
-  } as Draft;
-  return finish(draft, []);
+  return leased(record, owner, now, ttlMs);
 }
 
 /** The holder renews its lease. Rejected `fenced_out` once it was lost. Seed: "Leases". */
@@ -326,17 +318,7 @@ export function openClientRequest(
           ...(spec.choices !== undefined ? { choices: spec.choices } : {}),
           ...(spec.schema !== undefined ? { schema: spec.schema } : {}),
         };
-  const draft = {
-    ...record,
-    open_requests: [...record.open_requests, request],
-    counters: { ...record.counters, next_req: n },
-  } as Draft;
-  const appended = append(
-    draft,
-    [ev('request_opened', now, { ...request }, { effect_id: base.effect_id })],
-    now,
-  );
-  return finish(appended.draft, appended.events);
+  return openRequestAs(record, request, n, now, { ...request }, { effect_id: base.effect_id });
 }
 
 /**

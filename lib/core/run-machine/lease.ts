@@ -53,6 +53,14 @@ export function acquireLease(
   if (record.reducer === null) return reject('nothing_to_do', 'the run is client-driven');
   if (record.status !== 'queued') return reject('nothing_to_do', `run is ${record.status}`);
   if (!hasWork(record)) return reject('nothing_to_do', 'run has no work');
+  return leased(record, owner, now, ttlMs);
+}
+
+/**
+ * The run under a new lease: running, held by `owner` until now + ttl, the next epoch (which
+ * fences out every earlier holder), no wake-up pending. Both a worker's and a client's take.
+ */
+export function leased(record: RunRecord, owner: string, now: number, ttlMs: number): TransitionResult {
   const draft = {
     ...record,
     status: 'running',

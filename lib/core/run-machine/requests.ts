@@ -5,6 +5,7 @@
  */
 import {
   isTerminalStatus,
+  type NewRunEvent,
   type OpenRequest,
   type RunRecord,
   type ToolResultEnvelope,
@@ -64,23 +65,38 @@ export function gateOperation(
     opened_at: now,
     expires_at: expiresInMs !== undefined ? now + expiresInMs : null,
   };
+  return openRequestAs(
+    record,
+    request,
+    n,
+    now,
+    { ...request, gate: true },
+    {
+      operation_id: op.op_id,
+      effect_id: op.effect_id,
+    },
+  );
+}
+
+/**
+ * Opens `request`, the run's request number `n` (counters.next_req): it joins the open requests
+ * and request_opened is appended with `data` and `refs` (effect_id, operation_id). Every opened
+ * request, the gate's and a client's, goes through here.
+ */
+export function openRequestAs(
+  record: RunRecord,
+  request: OpenRequest,
+  n: number,
+  now: number,
+  data: Record<string, unknown>,
+  refs: Partial<NewRunEvent>,
+): TransitionResult {
   const draft = {
     ...record,
     open_requests: [...record.open_requests, request],
     counters: { ...record.counters, next_req: n },
   } as Draft;
-  const appended = append(
-    draft,
-    [
-      ev(
-        'request_opened',
-        now,
-        { ...request, gate: true },
-        { operation_id: op.op_id, effect_id: op.effect_id },
-      ),
-    ],
-    now,
-  );
+  const appended = append(draft, [ev('request_opened', now, data, refs)], now);
   return finish(appended.draft, appended.events);
 }
 

@@ -8,9 +8,11 @@
 import { clone, isObject, type JsonRecord, utf8Length } from './json.ts';
 import { countRepeat, loopDetected } from './loop-detection.ts';
 import { requestModelTurn } from './operations.ts';
+import { GATED_NOTE, isPlanCall, planGateClosed, runPlanCall } from './plan.ts';
 import { diag, emit, type Reduction } from './response.ts';
 import type { AgentLoopCall, AgentLoopTool } from './state.ts';
 import { answer, currentCall, findTool } from './turn.ts';
+import { issueVerifier } from './verification.ts';
 
 const MAX_CALLS_PER_TURN = 32;
 const MAX_TURN_ARGS_BYTES = 64 * 1024;
@@ -99,6 +101,10 @@ export function issueCall(ctx: Reduction, call: AgentLoopCall, tool: AgentLoopTo
 /** Re-issues the operation the reducer waits for (after a retryable failure or a cancellation). */
 export function reissue(ctx: Reduction): void {
   const state = ctx.state;
+  if (state.phase === 'verify') {
+    issueVerifier(ctx);
+    return;
+  }
   if (state.phase === 'model') {
     state.counters.retries += 1;
     requestModelTurn(ctx, true);
@@ -121,6 +127,16 @@ export function advance(ctx: Reduction): void {
     const call = turn.calls[turn.next];
     if (call === undefined) break;
     if (call.state === 'done') {
+      turn.next += 1;
+      continue;
+    }
+    if (isPlanCall(state, call.name)) {
+      if (runPlanCall(ctx, call)) return;
+      turn.next += 1;
+      continue;
+    }
+    if (planGateClosed(state)) {
+      answer(call, 'refused', GATED_NOTE);
       turn.next += 1;
       continue;
     }

@@ -58,6 +58,38 @@ export const AgentLoopContext = z.object({
    * once a model turn reports this many input tokens (its usage.input_tokens) or more.
    */
   compact_above_tokens: z.number().int().positive().optional(),
+  /**
+   * Off unless set. `track`: the model is offered the reserved domain tools `propose_plan`
+   * ({items: [{key, title}]}, replaces the plan) and `update_plan` ({key, status, note?}), which
+   * the reducer answers itself; the projection shows the plan's items with their statuses.
+   * `approve`: as `track`, and a proposed plan needs an approval (request_approval, subject kind
+   * `plan`, digest sha256:rfc8785 over the plan's keys and titles) before any other tool runs; the
+   * reducer proceeds only on an approval quoting that digest, and a changed plan needs a new one.
+   */
+  plan: z.enum(['track', 'approve']).optional(),
+  /**
+   * Off unless set: the no-progress guard. After this many model turns in a row that each come
+   * without progress since the turn before (a new succeeded tool result, a plan item done, or
+   * an answer from the user) a turn that asks for tools ends the run: capability_gap, then
+   * complete{blocked}.
+   */
+  no_progress_turns: z.number().int().min(1).optional(),
+  /**
+   * Off unless set (or verifier_tool is set): verified completion. A claim of success (a task's
+   * final reply, or a hand-off tool with ends_run `succeeded`) completes `succeeded` only with
+   * evidence: ok evidence entries of trusted tool envelopes covering every primary artifact the
+   * run's tools reported, or a verifier_tool result that proves it. Without it the run completes
+   * `partial` (`partial`) or asks the user (`ask_user`, choices accept | continue), and the
+   * summary or question says why.
+   */
+  verify_completion: z.enum(['partial', 'ask_user']).optional(),
+  /**
+   * The name of a tool of `tools` that re-reads the authoritative system to check a claim of
+   * success: called (without a model call) with {summary, artifacts} when the evidence so far
+   * does not cover the claim; its succeeded envelope with evidence entries all ok proves it.
+   * Turns verified completion on (`partial` unless verify_completion says otherwise).
+   */
+  verifier_tool: z.string().min(1).optional(),
 });
 
 /** A context as a caller writes it (defaults may be left out). */

@@ -7,6 +7,8 @@ import { advance, answerCurrentAndAdvance, issueCall, readCalls, reissue } from 
 import { readContext } from './context.ts';
 import { isObject, type JsonRecord, utf8Length } from './json.ts';
 import { askUser, complete, fail, requestModelTurn } from './operations.ts';
+import { isPlanCall, onPlanDecision, PROPOSE_PLAN, UPDATE_PLAN } from './plan.ts';
+import { countTurn, noteToolResult, noteUserProgress, progressOf } from './progress.ts';
 import {
   type AgentLoopAnswer,
   type AgentLoopDiagnostic,
@@ -23,8 +25,16 @@ import {
   notAwaited,
   type Reduction,
 } from './response.ts';
-import { type AgentLoopState, STATE_VERSION } from './state.ts';
+import { type AgentLoopState, type AgentLoopTool, STATE_VERSION } from './state.ts';
 import { answer, currentCall, findTool, skipRemaining } from './turn.ts';
+import {
+  claimSuccess,
+  onVerificationAnswer,
+  onVerifierFailed,
+  onVerifierResult,
+  recordEnvelope,
+  verificationOf,
+} from './verification.ts';
 
 const ENVELOPE_STATUSES = ['succeeded', 'waiting', 'retryable', 'blocked', 'failed'];
 
@@ -42,9 +52,11 @@ export function onModelTurnCompleted(ctx: Reduction): HandlerResult {
   const calls = readCalls(ctx, Array.isArray(data.tool_calls) ? data.tool_calls : []);
   if (calls.length > 0) {
     state.turn = { seq: ctx.event.seq, next: 0, calls };
+    if (countTurn(ctx, true)) return;
     advance(ctx);
     return;
   }
+  countTurn(ctx, false);
   state.turn = null;
   const message = isObject(data.message) ? data.message : {};
   const text = typeof message.text === 'string' ? message.text : '';
@@ -67,7 +79,8 @@ export function onModelTurnCompleted(ctx: Reduction): HandlerResult {
     return;
   }
   if (state.mode === 'task') {
-    complete(ctx, data.finish_reason === 'length' ? 'partial' : 'succeeded', text);
+    if (data.finish_reason === 'length') complete(ctx, 'partial', text);
+    else claimSuccess(ctx, text);
     return;
   }
   askUser(ctx, text);
@@ -75,6 +88,14 @@ export function onModelTurnCompleted(ctx: Reduction): HandlerResult {
 
 export function onToolResult(ctx: Reduction): HandlerResult {
   const state = ctx.state;
+  if (state.phase === 'verify') {
+    if (!isAwaited(ctx, false)) return notAwaited(ctx);
+    const envelope = isObject(ctx.data.envelope) ? ctx.data.envelope : {};
+    // A verifier that parks is awaited until its result is delivered.
+    if (envelope.status === 'waiting') return IGNORED;
+    onVerifierResult(ctx, envelope);
+    return;
+  }
   const call = currentCall(state);
   const data = ctx.data;
   const callId = typeof data.call_id === 'string' ? data.call_id : undefined;
@@ -100,11 +121,14 @@ export function onToolResult(ctx: Reduction): HandlerResult {
   call.result = { status, seq: ctx.event.seq };
   delete call.args;
   state.turn.next += 1;
+  recordEnvelope(state, envelope);
+  noteToolResult(state, call.name, status, envelope.payload);
   const tool = findTool(state, call.name);
   if (tool !== null && tool.ends_run !== undefined && status === 'succeeded') {
     const payload = envelope.payload;
     const detail = typeof payload === 'string' && payload !== '' ? `: ${payload}` : '';
-    complete(ctx, tool.ends_run, `Ended by ${call.name}${detail}`);
+    if (tool.ends_run === 'succeeded') claimSuccess(ctx, `Ended by ${call.name}${detail}`);
+    else complete(ctx, tool.ends_run, `Ended by ${call.name}${detail}`);
     return;
   }
   advance(ctx);
@@ -117,12 +141,22 @@ export function onRequestResolved(ctx: Reduction): HandlerResult {
     if (state.phase !== 'user' || !isAwaited(ctx, true)) return notAwaited(ctx);
     state.streak = { key: '', count: 0 };
     state.steer_seq = 0;
+    noteUserProgress(state);
+    if (onVerificationAnswer(ctx)) return;
     requestModelTurn(ctx, false);
     return;
   }
   if (data.kind === 'approval') {
-    if (state.phase !== 'tool' || currentCall(state) === null || !isAwaited(ctx, true))
+    const call = currentCall(state);
+    if (state.phase !== 'tool' || call === null || state.turn === null || !isAwaited(ctx, true))
       return notAwaited(ctx);
+    if (isPlanCall(state, call.name)) {
+      noteUserProgress(state);
+      onPlanDecision(ctx, call);
+      state.turn.next += 1;
+      advance(ctx);
+      return;
+    }
     if (data.decision !== 'rejected') return IGNORED;
     const reason = typeof data.reason === 'string' && data.reason !== '' ? ` (${data.reason})` : '';
     answerCurrentAndAdvance(
@@ -151,6 +185,12 @@ export function onRequestClosed(ctx: Reduction): HandlerResult {
   }
   if (reason !== 'expired') return IGNORED;
   if (state.phase === 'user') {
+    const claim = state.verify?.pending;
+    if (claim?.asked === true && state.verify !== undefined) {
+      delete state.verify.pending;
+      complete(ctx, 'partial', `Not verified, and the user did not answer in time. ${claim.summary}`);
+      return;
+    }
     complete(ctx, 'blocked', 'The user did not answer before the question expired.');
     return;
   }
@@ -173,6 +213,7 @@ export function onUserInput(ctx: Reduction): HandlerResult {
   const state = ctx.state;
   const open = Array.isArray(ctx.run.open_requests) ? ctx.run.open_requests : [];
   state.streak = { key: '', count: 0 };
+  noteUserProgress(state);
   // Core delivers a steer only between operations, so an awaited model turn has not started:
   // it is asked again with the transcript cut at the steer (core replaces the pending turn).
   const interrupts =
@@ -210,6 +251,11 @@ export function onOperationFailed(ctx: Reduction): HandlerResult {
   const message = typeof data.message === 'string' ? data.message : '';
   const retryable = data.retryable === true;
   const unknown = data.outcome_unknown === true;
+  if (state.phase === 'verify') {
+    // The verifier only reads: an unknown outcome is safe to repeat.
+    onVerifierFailed(ctx, retryable || unknown, `${errorClass}: ${message}`);
+    return;
+  }
   if (state.phase === 'model') {
     if ((retryable || unknown) && state.model_attempt <= state.max_retries) {
       state.model_attempt += 1;
@@ -256,7 +302,7 @@ export function onResumed(ctx: Reduction): HandlerResult {
   const state = ctx.state;
   const hadBudget = state.budget !== null;
   state.budget = null;
-  if (state.interrupted && (state.phase === 'model' || state.phase === 'tool')) {
+  if (state.interrupted && (state.phase === 'model' || state.phase === 'tool' || state.phase === 'verify')) {
     reissue(ctx);
     return;
   }
@@ -312,6 +358,15 @@ export function onRunStarted(request: JsonRecord, event: AgentLoopEvent): AgentL
   };
   if (config.instructions !== undefined) state.instructions = config.instructions;
   if (config.compact_above_tokens !== undefined) state.compact_above_tokens = config.compact_above_tokens;
+  if (config.plan !== undefined) {
+    state.plan_mode = config.plan;
+    state.tools = withoutPlanTools(state.tools, diagnostics, event);
+  }
+  const progress = progressOf(config.no_progress_turns);
+  if (progress !== undefined) state.progress = progress;
+  const verifier = verifierOf(state.tools, config.verifier_tool, diagnostics, event);
+  const verify = verificationOf(config.verify_completion, verifier);
+  if (verify !== undefined) state.verify = verify;
   if (typeof data.objective === 'string') state.objective = data.objective;
   const ctx = newReduction(request, event, state, diagnostics);
   const size = utf8Length(JSON.stringify([state.instructions, state.objective, state.tools]));
@@ -328,4 +383,33 @@ export function onRunStarted(request: JsonRecord, event: AgentLoopEvent): AgentL
   }
   requestModelTurn(ctx, false);
   return changed(ctx);
+}
+
+/** context.verifier_tool when it names a tool of the context; else dropped with a warning. */
+function verifierOf(
+  tools: AgentLoopTool[],
+  name: string | undefined,
+  diagnostics: AgentLoopDiagnostic[],
+  event: AgentLoopEvent,
+): string | undefined {
+  if (name === undefined || tools.some((t) => t.name === name)) return name;
+  diagnostics.push(
+    diag('context_invalid', 'warning', `verifier_tool ${name} is not one of context.tools; ignored`, event),
+  );
+  return undefined;
+}
+
+/** The context's tools without any named like a plan tool (the reducer's own win), each warned. */
+function withoutPlanTools(
+  tools: AgentLoopTool[],
+  diagnostics: AgentLoopDiagnostic[],
+  event: AgentLoopEvent,
+): AgentLoopTool[] {
+  return tools.filter((tool) => {
+    if (tool.name !== PROPOSE_PLAN && tool.name !== UPDATE_PLAN) return true;
+    diagnostics.push(
+      diag('tool_reserved', 'warning', `tool ${tool.name} is the reducer's own plan tool; skipped`, event),
+    );
+    return false;
+  });
 }

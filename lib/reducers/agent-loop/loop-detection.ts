@@ -54,7 +54,7 @@ export function loopDetected(ctx: Reduction, call: AgentLoopCall): void {
 }
 
 /** A 64-bit fingerprint (two 32-bit FNV-1a/murmur-mixed lanes, hex) of a call's name and canonical args. */
-function fingerprint(name: string, args: unknown): string {
+export function fingerprint(name: string, args: unknown): string {
   const text = canonical({ args: args === undefined ? null : args, name });
   let h1 = 0x811c9dc5;
   let h2 = 0x41c6ce57;

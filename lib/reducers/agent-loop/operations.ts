@@ -3,6 +3,7 @@
  * Each sets the phase and the effect the reducer then waits for.
  */
 import { clip } from './json.ts';
+import { PLAN_TOOLS } from './plan.ts';
 import { emit, type Reduction } from './response.ts';
 import type { AgentLoopTool } from './state.ts';
 import { toolResults } from './turn.ts';
@@ -34,7 +35,8 @@ export function requestModelTurn(ctx: Reduction, retry: boolean): void {
   }
   state.awaiting = emit(ctx, {
     kind: 'request_model_turn',
-    tools_offered: state.tools.map(offered),
+    tools_offered:
+      state.plan_mode !== undefined ? [...state.tools.map(offered), ...PLAN_TOOLS] : state.tools.map(offered),
     tool_results: toolResults(state.turn),
     context,
     ...(state.instructions !== undefined && { instructions: state.instructions }),
@@ -59,14 +61,23 @@ export function askUser(ctx: Reduction, question: string): void {
   state.awaiting = emit(ctx, { kind: 'ask_user', question });
 }
 
-/** Ends the run: complete{outcome, summary?}; the summary at most 2,000 characters. */
-export function complete(ctx: Reduction, outcome: 'succeeded' | 'partial' | 'blocked', text: string): void {
+/**
+ * Ends the run: complete{outcome, summary?, artifacts?, evidence?}; the summary at most 2,000
+ * characters. `proof` carries what verified completion checked (absent otherwise).
+ */
+export function complete(
+  ctx: Reduction,
+  outcome: 'succeeded' | 'partial' | 'blocked',
+  text: string,
+  proof?: { artifacts: unknown[]; evidence: unknown[] },
+): void {
   end(ctx);
   ctx.state.outcome = outcome;
   emit(ctx, {
     kind: 'complete',
     outcome,
     ...(text !== '' && { summary: clip(text, MAX_SUMMARY_CHARS) }),
+    ...(proof !== undefined && { artifacts: proof.artifacts, evidence: proof.evidence }),
   });
 }
 

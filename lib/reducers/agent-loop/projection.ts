@@ -1,18 +1,22 @@
 /**
- * The projection the UI shows: one item per call of the current turn (key `call:<call_id>`;
- * pending, in_progress, waiting, paused, completed, failed, blocked for not executed, stopped),
- * then `respond` (the reply or the task's end: in_progress while the model works, pending during
- * tools, waiting for the user, then completed / blocked / failed / stopped), and a one-line
- * summary. Seed: agent-run-contracts, "Projection".
+ * The projection the UI shows: the plan's items when the model proposed one (context.plan; key
+ * `plan:<key>`, the status the model reported, see planItems), one item per call of the current
+ * turn (key `call:<call_id>`; pending, in_progress, waiting, paused, completed, failed, blocked
+ * for not executed, stopped), then `respond` (the reply or the task's end: in_progress while the model works, pending during
+ * tools, waiting for the user, in_progress while the verifier runs, then completed / blocked /
+ * failed / stopped), and a one-line summary (`; plan <done> of <n> done` appended with a plan).
+ * Seed: agent-run-contracts, "Projection".
  */
 import type { Projection, ProjectionItem } from '../../contracts/index.ts';
-import type { AgentLoopCall, AgentLoopState } from './state.ts';
+import { PROPOSE_PLAN, planSummary } from './plan-names.ts';
+import type { AgentLoopCall, AgentLoopPlan, AgentLoopState } from './state.ts';
+import { currentCall } from './turn.ts';
 
 type ItemStatus = ProjectionItem['status'];
 
 /** The plan the UI shows: one item per call of the current turn, then the reply. */
 export function project(state: AgentLoopState): Projection {
-  const items: ProjectionItem[] = [];
+  const items: ProjectionItem[] = state.plan !== undefined ? planItems(state, state.plan) : [];
   let done = 0;
   const calls = state.turn !== null ? state.turn.calls : [];
   for (const call of calls) {
@@ -35,7 +39,32 @@ export function project(state: AgentLoopState): Projection {
     title: state.mode === 'task' ? 'Finish the task' : 'Reply to the user',
     status: respondStatus(state),
   });
-  return { items, summary: summary(state, done, calls.length) };
+  const text = summary(state, done, calls.length);
+  return { items, summary: state.plan !== undefined ? `${text}; ${planSummary(state.plan)}` : text };
+}
+
+/**
+ * The plan's items (key `plan:<key>`) with the status the model reported: `waiting` while the
+ * plan awaits its approval, an unfinished item `stopped` / `paused` with the run, `blocked`
+ * once the run ended without it.
+ */
+function planItems(state: AgentLoopState, plan: AgentLoopPlan): ProjectionItem[] {
+  const awaitingApproval = state.phase === 'tool' && currentCall(state)?.name === PROPOSE_PLAN;
+  return plan.items.map((item) => {
+    let status: ItemStatus = item.status;
+    if (status !== 'completed') {
+      if (state.phase === 'stopped') status = 'stopped';
+      else if (state.phase === 'ended') status = 'blocked';
+      else if (awaitingApproval) status = 'waiting';
+      else if (status === 'in_progress' && state.budget !== null) status = 'paused';
+    }
+    return {
+      key: `plan:${item.key}`,
+      title: item.title,
+      status,
+      ...(item.note !== undefined && { detail: { note: item.note } }),
+    };
+  });
 }
 
 function callStatus(state: AgentLoopState, call: AgentLoopCall): ItemStatus {
@@ -57,6 +86,8 @@ function respondStatus(state: AgentLoopState): ItemStatus {
       return state.budget !== null ? 'paused' : 'in_progress';
     case 'tool':
       return 'pending';
+    case 'verify':
+      return 'in_progress';
     case 'user':
       return 'waiting';
     case 'stopped':
@@ -78,6 +109,8 @@ function summary(state: AgentLoopState, done: number, total: number): string {
       return `Thinking${calls}`;
     case 'tool':
       return `Running tools${calls}`;
+    case 'verify':
+      return 'Verifying the result';
     case 'user':
       return 'Waiting for the user';
     case 'stopped':

@@ -10,7 +10,11 @@
  *
  * Where the rest is described: the context (run_started.data.context) in context-schema.ts and
  * how a bad one is read in context.ts; the state in state.ts; running a turn's calls in
- * calls.ts; loop detection in loop-detection.ts; the projection in projection.ts.
+ * calls.ts; loop detection in loop-detection.ts; the projection in projection.ts. Three opt-in
+ * checks, each off unless its context field is set (so a run without them behaves as below):
+ * the plan tools and plan approval (context.plan) in plan.ts, the no-progress guard
+ * (context.no_progress_turns) in progress.ts, verified completion (context.verify_completion,
+ * context.verifier_tool) in verification.ts.
  *
  * The loop:
  *   run_started → request_model_turn {tools_offered, instructions, tool_results: [],

@@ -13,7 +13,8 @@ import type { JsonRecord } from './json.ts';
 export const STATE_VERSION = 1;
 
 /** model: a model turn is awaited; tool: a call of the turn; user: the answer to ask_user. */
-export type Phase = 'model' | 'tool' | 'user' | 'ended' | 'stopped';
+/** verify: the verifier tool's call is awaited (verified completion). */
+export type Phase = 'model' | 'tool' | 'user' | 'verify' | 'ended' | 'stopped';
 
 /** A tool entry as the state keeps it: defaults applied, replay_safe resolved, `interruptible` only when false. */
 export type AgentLoopTool = AgentLoopToolSettings & { replay_safe: boolean };
@@ -78,4 +79,60 @@ export interface AgentLoopState {
   budget: { which: string; limit: number; used: number } | null;
   outcome: AgentLoopOutcome | 'failed' | null;
   counters: { model_turns: number; tool_calls: number; retries: number; loops: number };
+  /** context.plan; absent: no plan tools. */
+  plan_mode?: 'track' | 'approve';
+  /** The plan the model proposed last (absent until it proposes one). */
+  plan?: AgentLoopPlan;
+  /** context.no_progress_turns, with the guard's count; absent: no guard. */
+  progress?: AgentLoopProgress;
+  /** Verified completion (context.verify_completion / verifier_tool); absent: off. */
+  verify?: AgentLoopVerification;
+}
+
+/** Plan item statuses the model may set (the projection's words). */
+export type PlanItemStatus = 'pending' | 'in_progress' | 'completed' | 'blocked';
+
+export interface AgentLoopPlanItem {
+  key: string;
+  title: string;
+  status: PlanItemStatus;
+  note?: string;
+}
+
+export interface AgentLoopPlan {
+  items: AgentLoopPlanItem[];
+  /** sha256:rfc8785 of {kind: 'plan', items: [{key, title}]}: what an approval must quote. */
+  digest: string;
+  /** The digest of the last plan an approval quoted (approve mode), or null. */
+  approved_digest: string | null;
+}
+
+export interface AgentLoopProgress {
+  /** N: this many model turns in a row without progress before one end the run. */
+  limit: number;
+  /** Model turns in a row that came without progress since the turn before. */
+  idle_turns: number;
+  /** Progress was made since the last model turn completed. */
+  progressed: boolean;
+  /** Fingerprints of the last succeeded tool results (a repeat is not new), at most 32. */
+  seen: string[];
+}
+
+/** One primary artifact a tool reported, or one evidence subject (canonical JSON keys). */
+export interface AgentLoopProof {
+  locator: string;
+  revision: string | null;
+}
+
+export interface AgentLoopVerification {
+  on_missing: 'partial' | 'ask_user';
+  /** The verifier tool's name (an entry of tools), when one is configured. */
+  verifier?: string;
+  /** Primary artifact_refs of trusted succeeded envelopes, at most 32 (then `overflow`). */
+  claims: (AgentLoopProof & { ref: JsonRecord })[];
+  /** The last evidence per subject, at most 64 (then `overflow`). */
+  evidence: (AgentLoopProof & { ok: boolean; kind: string })[];
+  overflow: boolean;
+  /** The claim being checked by the verifier (phase verify) or put to the user (phase user). */
+  pending?: { summary: string; attempts: number; asked?: boolean };
 }

@@ -27,9 +27,12 @@ import { registerOpenAiFunctionTools } from '../../tools/openai-functions.ts';
 import type { ToolRegistry } from '../../tools/registry.ts';
 import { HANDOFF_TOOL, keyOfSubject, type ReplayConversation } from '../conversations.ts';
 import type { ReplayWorld, WorldDivergence, WorldStats } from '../world.ts';
+import type { LiveAssessment } from './assessment.ts';
 import { type Access, type AirlineBase, AirlineStore } from './database.ts';
 import { AIRLINE_TOOLS, runTool } from './tools.ts';
-import { judgeConversation, TauTaskInfo, type Verdict } from './verdict.ts';
+import { judgeConversation, TauTaskInfo } from './verdict.ts';
+
+export type { LiveAssessment } from './assessment.ts';
 
 /** The recorded key and today's key of a user address field. */
 const RECORDED_KEY = '"province": ';
@@ -47,29 +50,6 @@ export function withTodaysAddressKey(traj: TauTrajectory): { trajectory: TauTraj
     return { ...m, content: m.content.replaceAll(RECORDED_KEY, TODAYS_KEY) };
   });
   return { trajectory: { ...traj, traj: messages }, mapped };
-}
-
-/** What the live world counted for one conversation, and the recomputed verdict. */
-export interface LiveAssessment {
-  /** Recorded tool outputs compared with the live ones, and how many were identical. */
-  outputs_compared: number;
-  outputs_identical: number;
-  /** Recorded outputs in which `province` was read as `state`. */
-  outputs_key_mapped: number;
-  /** Mutating operations executed (changes applied, one receipt each). */
-  mutating_executed: number;
-  /** Re-dispatches of a mutating operation answered from its receipt (nothing changed). */
-  receipts_replayed: number;
-  /** Re-dispatches of a read, executed again. */
-  reads_repeated: number;
-  /** Bytes of records and receipts this conversation holds over the shared base. */
-  private_bytes: number;
-  verdict: Verdict & {
-    /** The recording ended the benchmark's episode (###STOP### or the hand-off); else it hit the step limit. */
-    episode_done: boolean;
-    /** The reward the benchmark gives: the verdict when the episode was done, else 0 (never judged). */
-    benchmark_reward: 0 | 1;
-  };
 }
 
 interface Book {

@@ -187,12 +187,9 @@ const bookReservation: AirlineTool = {
     const travellers = passengers.length;
     let total = 0;
     for (const leg of flights) {
-      const checked = checkLeg(tx, leg, args.cabin, travellers);
-      if (typeof checked === 'string') return checked;
-      leg.price = item(checked.day.prices ?? {}, args.cabin);
-      leg.origin = checked.flight.origin;
-      leg.destination = checked.flight.destination;
-      total += leg.price * travellers;
+      const priced = priceLeg(tx, leg, args.cabin, travellers);
+      if (typeof priced === 'string') return priced;
+      total += priced;
     }
     if (args.insurance === 'yes') total += 30 * travellers;
     total += 50 * args.nonfree_baggages;
@@ -417,13 +414,9 @@ const updateReservationBaggages: AirlineTool = {
     const current = tx.reservation(args.reservation_id);
     if (current === undefined) return 'Error: reservation not found';
     const price = 50 * Math.max(0, args.nonfree_baggages - current.nonfree_baggages);
-    const user = tx.user(current.user_id);
-    if (user === undefined) throw keyError(current.user_id);
-    if (!has(user.payment_methods, args.payment_id)) return 'Error: payment method not found';
-    const method = item(user.payment_methods, args.payment_id);
-    if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
-    if (method.source === 'gift_card' && balance(method) < price)
-      return 'Error: gift card balance is not enough';
+    const refused = updatePaymentRefusal(tx, current.user_id, args.payment_id, price);
+    if (refused !== null) return refused;
+    const method = paymentMethod(tx, current.user_id, args.payment_id);
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
     reservation.total_baggages = args.total_baggages;
@@ -433,6 +426,45 @@ const updateReservationBaggages: AirlineTool = {
     return pythonJson(reservation);
   },
 };
+
+/** Prices a leg being booked at today's fare in `cabin` (filling price, origin, destination): the total for the travellers, or the refusal. */
+function priceLeg(
+  tx: AirlineTransaction,
+  leg: ReservationFlight,
+  cabin: string,
+  travellers: number,
+): number | string {
+  const checked = checkLeg(tx, leg, cabin, travellers);
+  if (typeof checked === 'string') return checked;
+  leg.price = item(checked.day.prices ?? {}, cabin);
+  leg.origin = checked.flight.origin;
+  leg.destination = checked.flight.destination;
+  return leg.price * travellers;
+}
+
+/** The user's payment method `paymentId` (the caller checked it exists). */
+function paymentMethod(tx: AirlineTransaction, userId: string, paymentId: string) {
+  const user = tx.user(userId);
+  if (user === undefined) throw keyError(userId);
+  return item(user.payment_methods, paymentId);
+}
+
+/** Why `paymentId` cannot pay `amount` for a change to a reservation (the reference's messages), or null. */
+function updatePaymentRefusal(
+  tx: AirlineTransaction,
+  userId: string,
+  paymentId: string,
+  amount: number,
+): string | null {
+  const user = tx.user(userId);
+  if (user === undefined) throw keyError(userId);
+  if (!has(user.payment_methods, paymentId)) return 'Error: payment method not found';
+  const method = item(user.payment_methods, paymentId);
+  if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
+  if (method.source === 'gift_card' && balance(method) < amount)
+    return 'Error: gift card balance is not enough';
+  return null;
+}
 
 /** Takes `amount` off a gift card (a negative amount tops it up, as in the reference). */
 function charge(tx: AirlineTransaction, userId: string, paymentId: string, amount: number): void {
@@ -477,21 +509,14 @@ const updateReservationFlights: AirlineTool = {
         leg.destination = kept.destination;
         continue;
       }
-      const checked = checkLeg(tx, leg, args.cabin, travellers);
-      if (typeof checked === 'string') return checked;
-      leg.price = item(checked.day.prices ?? {}, args.cabin);
-      leg.origin = checked.flight.origin;
-      leg.destination = checked.flight.destination;
-      total += leg.price * travellers;
+      const priced = priceLeg(tx, leg, args.cabin, travellers);
+      if (typeof priced === 'string') return priced;
+      total += priced;
     }
     total -= current.flights.reduce((sum, f) => sum + f.price, 0) * travellers;
-    const user = tx.user(current.user_id);
-    if (user === undefined) throw keyError(current.user_id);
-    if (!has(user.payment_methods, args.payment_id)) return 'Error: payment method not found';
-    const method = item(user.payment_methods, args.payment_id);
-    if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
-    if (method.source === 'gift_card' && balance(method) < total)
-      return 'Error: gift card balance is not enough';
+    const refused = updatePaymentRefusal(tx, current.user_id, args.payment_id, total);
+    if (refused !== null) return refused;
+    const method = paymentMethod(tx, current.user_id, args.payment_id);
     if (method.source === 'gift_card' && total !== 0) charge(tx, current.user_id, args.payment_id, total);
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
