@@ -42,10 +42,14 @@ if (TMUX === null) {
   );
 }
 
+/** Subjects whose run has asked for its charge already. */
+const charged = new Set<string>();
+
 /** The scripted model: a charge that needs approval first, then a question after every turn. */
 async function scriptedModel(input: ModelTurnInput): Promise<ModelTurnOutput> {
   const usage = { input_tokens: 10, output_tokens: 5 };
-  if (input.request.tool_results.length === 0) {
+  if (!charged.has(input.subject.path)) {
+    charged.add(input.subject.path);
     return {
       message: {},
       tool_calls: [{ call_id: 'c1', name: 'charge', args: { amount: 42 } }],
@@ -153,12 +157,14 @@ describe('agent-runs watch in a terminal', () => {
       await keys('n');
       await untilScreen('answer>');
       await keys('-l', 'blue');
+      await untilScreen('answer> blue'); // typed, as a person sees it before pressing Enter
       await keys('Enter');
       await untilScreen(`answer ${question}: applied (seq`);
 
       await keys('s');
       await untilScreen('steer>');
       await keys('-l', 'make it green');
+      await untilScreen('steer> make it green');
       await keys('Enter');
       await untilScreen('steer: applied (seq');
 
