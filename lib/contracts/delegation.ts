@@ -28,7 +28,7 @@ export function childOfResumeKey(key: string): string | null {
 /**
  * The delegate tool's args. Every field is optional: the child inherits the parent's reducer,
  * executor_config, on_exceeded and run context, and gets the subject `{parent workspace, parent path +
- * "/children/{n}"}` (n: the parent's operation number). `max_depth` is inherited as a ceiling:
+ * "/children/{n}"}` (n: 1 for the parent's first delegation, 2 for the next, ...). `max_depth` is inherited as a ceiling:
  * the child's own max_depth is the smaller of the two, and it cannot be raised on the child. A
  * given `subject` must stay in the parent's workspace. Unknown keys are refused.
  */

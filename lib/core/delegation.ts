@@ -55,13 +55,6 @@ export interface ChildBudgetRefusal {
 }
 
 /**
- * Plans the child of `parent` for its delegate operation `opId` at `now`. Defaults: the parent's
- * reducer, executor_config and on_exceeded; subject `{parent workspace, parent path/children/{op
- * n}}`; max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
- * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
- * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
- */
-/**
  * The run context a child inherits from its parent's `run_started` context: the same tools and
  * instructions, as a task (`mode: "task"`), so that it ends and hands back on its own. The
  * default agent reducer's checks that would wait for a person are downgraded for the child:
@@ -77,13 +70,22 @@ export function childContextOf(inherited: unknown): unknown {
   return context;
 }
 
+/**
+ * Plans the child of `parent` for its delegate operation `opId` at `now`. Defaults: the parent's
+ * reducer, executor_config and on_exceeded; subject `{parent workspace, parent path/children/{n}}`,
+ * n the parent's `counters.children` (its delegations begun so far, this one included: 1 for the
+ * first); max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
+ * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
+ * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
+ */
 export function planChildRun(
   parent: RunRecord,
   opId: string,
   args: DelegateArgs,
   now: number,
 ): ChildRunPlan | ChildBudgetRefusal {
-  const n = opId.slice(opId.lastIndexOf('/') + 1);
+  // The begin commit of this delegate operation counted it, so the first child is number 1.
+  const n = Math.max(1, parent.counters.children);
   const reservation = reserveChildBudgets(parent, args.budgets ?? {}, now);
   if (!reservation.ok) {
     const { which, requested, remaining } = reservation;

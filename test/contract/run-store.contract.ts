@@ -1002,14 +1002,29 @@ export function runStoreContract(name: string, open: OpenStore): void {
           queued.push((await storedRun(s.store, { run_id }, {}, t0 + (i % 3))).run_id);
         }
         const running = await leased(s.store, await storedRun(s.store, {}, {}, t0), 'w', t0);
+        // Newest first over every shard; runs created in the same millisecond by run id, descending.
+        const newestFirst = queued
+          .map((run_id, i) => ({ run_id, created_at: t0 + (i % 3) }))
+          .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? 1 : -1))
+          .map((r) => r.run_id);
         for (const limit of [1, 2, 4, 9, 10, 50]) {
           const { ids, pages } = await listAll(s.store, 'queued', limit);
-          expect(ids).toHaveLength(queued.length);
-          expect([...ids].sort()).toEqual([...queued].sort());
+          expect(ids).toEqual(newestFirst);
           expect(pages).toBeGreaterThanOrEqual(Math.ceil(queued.length / limit));
         }
         expect((await listAll(s.store, 'running', 3)).ids).toEqual([running.run_id]);
         expect((await listAll(s.store, 'paused', 3)).ids).toEqual([]);
+      });
+
+      it('keeps paging where it was when a newer run is created between pages', async () => {
+        const t0 = 1_700_000_000_000;
+        const older: string[] = [];
+        for (let i = 0; i < 5; i += 1) older.unshift((await storedRun(s.store, {}, {}, t0 + i)).run_id);
+        const first = await s.store.listByStatus('queued', 2);
+        await storedRun(s.store, {}, {}, t0 + 10);
+        const rest = await s.store.listByStatus('queued', 10, first.cursor);
+        expect([...first.run_ids, ...rest.run_ids]).toEqual(older);
+        expect(rest.cursor).toBeUndefined();
       });
 
       it('moves a run to the listing of its new status', async () => {

@@ -560,13 +560,13 @@ describe('agent-runs configuration and errors', () => {
   it('prints API errors with their code and validation paths, as JSON with --json', async () => {
     const body = {
       code: 'validation_failed',
-      message: 'invalid json subject.path: too short',
+      message: 'invalid request: field subject.path: too short',
       details: { issues: [{ path: 'subject.path', code: 'too_small', message: 'too short' }] },
     };
     const human = await cli(['runs', 'create', '--workspace', 'ai', '--path', 'x'], () => [400, body]);
     expect(human.code).toBe(1);
     expect(human.err).toBe(
-      'error: validation_failed: invalid json subject.path: too short\n  subject.path: too short',
+      'error: validation_failed: invalid request: field subject.path: too short\n  subject.path: too short',
     );
     const json = await cli(['--json', 'runs', 'get', 'run_x'], () => [
       404,

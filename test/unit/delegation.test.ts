@@ -138,10 +138,12 @@ describe('resuming a child run', () => {
 
 describe('the child plan and the hand-back', () => {
   it('defaults the child to the parent’s reducer under the parent’s subject, and caps max_depth', () => {
-    const parent = newRun({ budgets: { max_depth: 3 }, depth: 1, executor_config: { model: 'm' } });
+    const base = newRun({ budgets: { max_depth: 3 }, depth: 1, executor_config: { model: 'm' } });
+    // The parent's second delegation (its begin commit counted it), at operation 4.
+    const parent = { ...base, counters: { ...base.counters, children: 2 } };
     const plan = planChildRun(parent, 'run-1/op/4', { budgets: { max_depth: 9, max_turns: 5 } }, 0);
     expect(plan).toMatchObject({
-      subject: { workspace: 'ai', path: '/chats/c1/children/4' },
+      subject: { workspace: 'ai', path: '/chats/c1/children/2' },
       reducer: { function_path: '/lib/test/reducer' },
       budgets: { max_depth: 3, max_turns: 5 },
       executor_config: { model: 'm' },
