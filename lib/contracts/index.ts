@@ -3,6 +3,7 @@ export * from './checkpoint.ts';
 export * from './client-driven.ts';
 export * from './common.ts';
 export * from './compaction.ts';
+export * from './controls.ts';
 export * from './create-run.ts';
 export * from './delegation.ts';
 export * from './events.ts';

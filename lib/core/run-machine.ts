@@ -60,6 +60,7 @@ export {
   acquireLease,
   type Fence,
   holdsLease,
+  leaseNamedBy,
   postponeWake,
   releaseLease,
   renewLease,

@@ -22,6 +22,7 @@ import {
   hasWork,
   isDelegateMessage,
   isDelegation,
+  leaseNamedBy,
   type OperationResult,
   releaseLease,
   renewLease,
@@ -100,20 +101,15 @@ async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOu
   }
 }
 
+/** One staged transition of the worker, replayable on another record of the same run. */
+type Move = (record: RunRecord) => TransitionResult;
+
 /**
  * One step invocation holding the lease. `base` is the last committed record; `staged` the
  * record with the transitions not yet committed. On a stale version the worker re-reads and
  * recomputes from the fresh record (the reducer is deterministic); an operation's result is
  * kept across that so that it is never lost or run twice by this worker.
  */
-/** Whether `record`'s lease is the one `fence` names (owner and epoch; expiry is the sweeper's to judge). */
-function ownsLease(record: RunRecord, fence: Fence): boolean {
-  return record.lease !== null && record.lease.owner === fence.owner && record.epoch === fence.epoch;
-}
-
-/** One staged transition of the worker, replayable on another record of the same run. */
-type Move = (record: RunRecord) => TransitionResult;
-
 class StepWorker {
   readonly ctx: EngineContext;
   base: RunRecord;
@@ -205,7 +201,7 @@ class StepWorker {
       const r = this.staged;
       const now = clock.now();
       if (now >= deadline) break;
-      const { move } = nextMove(r, now, ownsLease(r, this.fence));
+      const { move } = nextMove(r, now, leaseNamedBy(r, this.fence));
       switch (move) {
         case 'end':
         case 'rest':
@@ -321,7 +317,7 @@ class StepWorker {
           err.reason === 'stale_version'
             ? (err.current ?? (await this.ctx.store.getRun(this.base.run_id)))
             : null;
-        if (current !== null && ownsLease(current, this.fence) && this.rebase(current)) {
+        if (current !== null && leaseNamedBy(current, this.fence) && this.rebase(current)) {
           this.rebases += 1;
           continue;
         }

@@ -27,13 +27,14 @@ export interface Fence {
   epoch: number;
 }
 
+/** Whether `record`'s lease is the one `fence` names (owner and epoch; expiry not judged). */
+export function leaseNamedBy(record: RunRecord, fence: Fence): boolean {
+  return record.lease !== null && record.lease.owner === fence.owner && record.epoch === fence.epoch;
+}
+
+/** Whether `fence` names `record`'s lease and that lease is unexpired at `now`. */
 export function holdsLease(record: RunRecord, fence: Fence, now: number): boolean {
-  return (
-    record.lease !== null &&
-    record.lease.owner === fence.owner &&
-    record.epoch === fence.epoch &&
-    record.lease.expires_at > now
-  );
+  return leaseNamedBy(record, fence) && record.lease !== null && record.lease.expires_at > now;
 }
 
 /**
