@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -22,11 +23,17 @@ import { REPO_ROOT } from '../../cdk/bundling.ts';
 import { AgentRunsStack } from '../../cdk/stack.ts';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { createTableInput } from '../../lib/store/table.ts';
 import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';
 import { uniqueSubject } from '../support/engine.ts';
 
 const local = inject('localServices');
 const clients = createAwsClients(local);
+/**
+ * A table of the bundles' own: the sweeper bundle sweeps every shard of its table, and in the
+ * shared one it would take over the expired leases other test files leave (their crash tests).
+ */
+const tableName = `bundles-${randomUUID()}`;
 const repoRoot = fileURLToPath(REPO_ROOT);
 const cdkContext = JSON.parse(readFileSync(join(repoRoot, 'cdk.json'), 'utf8')).context as Record<
   string,
@@ -220,6 +227,7 @@ function sqsEvent(messages: Array<{ MessageId?: string; ReceiptHandle?: string; 
 }
 
 beforeAll(async () => {
+  await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
   model = await startFakeServer();
   tool = await startFakeServer();
   secrets = await startFakeServer();
@@ -252,7 +260,7 @@ beforeAll(async () => {
     Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
   };
   const refs = {
-    [stack.getLogicalId(stack.table.node.defaultChild as never)]: local.tableName,
+    [stack.getLogicalId(stack.table.node.defaultChild as never)]: tableName,
     [stack.getLogicalId(stack.stepQueue.node.defaultChild as never)]: queueUrl,
     [stack.getLogicalId(stack.payloadBucket.node.defaultChild as never)]: local.bucketName,
   };
@@ -293,6 +301,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of Object.values(containers)) c?.stop();
   await Promise.all([model?.close(), tool?.close(), secrets?.close()]);
+  await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
   clients.destroy();
   if (outdir !== undefined) rmSync(outdir, { recursive: true, force: true });
 });
