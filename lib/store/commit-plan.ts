@@ -2,16 +2,19 @@
  * The pure half of the run store: the item layout of one table, the plan of every write one
  * commit makes (with its conditions as data), the reading of stored items back into records,
  * events, states and checkpoints, and the classification of a refused commit. Both RunStore
- * adapters execute these plans: the DynamoDB adapter as one TransactWriteItems
- * (dynamo-run-store.ts), the memory adapter against maps (memory-run-store.ts), so the two
- * cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
+ * adapters execute these plans by one protocol (commit-protocol.ts: two plain writes when a
+ * commit writes only the record and one page, else one TransactWriteItems), the DynamoDB adapter
+ * on the table (dynamo-writes.ts), the memory adapter against maps (memory-run-store.ts), so the
+ * two cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
  * "Storage and cluster behaviour".
  *
  * Items (pk / sk):
- *   RUN#{id} / R            the run record (closed schema, parsed before every write)
+ *   RUN#{id} / R            the run record (closed schema, parsed before every write), with
+ *                           its version, epoch, status and last_seq as attributes too
  *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
- *                           LAST event: {events: [{...head, data_json} | {...head, data_blob}],
- *                           or, a fork's link page, [{link_run, first_seq, last_seq}]: those
+ *                           FIRST event, stamped with the record version that commits it
+ *                           (commit_version), read only up to the record's last_seq:
+ *                           {events: [{...head, data_json} | {...head, data_blob}], or, a fork's link page, [{link_run, first_seq, last_seq}]: those
  *                           events are the origin run's, read through (never copied),
  *                           first_seq, last_seq}; the commit's last page also holds the domain
  *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
@@ -40,8 +43,8 @@
  * re-read and recompute. Controls, which are cheap to redo, retry after a jittered pause. A run
  * that ended takes no writes from controls at all, so its log is final.
  *
- * A fused commit (an operation's result + the next one's start) is therefore TWO items: the
- * record Update and one event page. The record's `state_at` names the item holding the state
+ * A fused commit (an operation's result + the next one's start) is therefore TWO plain writes:
+ * one event page, then the record Update. The record's `state_at` names the item holding the state
  * of its `state_rev` (the store sets it, like `version`). Event data and domain state above
  * INLINE_LIMIT bytes go to the blob store, one blob each.
  */
@@ -147,7 +150,13 @@ export type Condition =
   /** A resume key still holds an early result: attribute_exists(early_json). */
   | { kind: 'early_held' }
   /** A resume key is free for an early result: attribute_not_exists(pk) OR early_expires_at <= :now. */
-  | { kind: 'absent_or_early_expired'; now: number };
+  | { kind: 'absent_or_early_expired'; now: number }
+  /**
+   * An event page's key is free for a commit of record version `commit_version`: no page there,
+   * or only an uncommitted one written for an older version (attribute_not_exists(pk) OR
+   * commit_version < :commit_version). A committed page is never overwritten (see the header).
+   */
+  | { kind: 'page_open'; commit_version: number };
 
 /** What a write is for; a refused commit is classified by the role of the write that failed. */
 export type WriteRole =
@@ -225,6 +234,7 @@ export function recordItem(record: RunRecord): Item & ItemKey {
     version: record.version,
     epoch: record.epoch,
     status: record.status,
+    last_seq: record.last_seq,
     [ATTR.createdAt]: record.created_at,
     [ATTR.statusShard]: statusShardKey(record.status, record.run_id),
     [ATTR.principalShard]: principalShardKey(principalKeyOf(record.principal), record.run_id),
@@ -334,13 +344,13 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
 }
 
 /**
- * A fork's link page: keyed like an event page by its last seq, its one entry
+ * A fork's link page: keyed like an event page by its first seq, its one entry
  * `{link_run, first_seq, last_seq}` stands for those events of the run it was forked from.
  */
 function linkPage(pk: string, link: NonNullable<Commit['eventLink']>): Item & ItemKey {
   return {
     pk,
-    sk: eventSk(link.last_seq),
+    sk: eventSk(link.first_seq),
     first_seq: link.first_seq,
     last_seq: link.last_seq,
     events: [{ link_run: link.run_id, first_seq: link.first_seq, last_seq: link.last_seq }],
@@ -447,9 +457,10 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
   );
   const pageItems: (Item & ItemKey)[] = pages.map((page) => ({
     pk,
-    sk: eventSk(page.seqs.at(-1) as number),
+    sk: eventSk(page.seqs[0] as number),
     first_seq: page.seqs[0],
     last_seq: page.seqs.at(-1),
+    commit_version: nextVersion,
     events: page.entries,
   }));
   const lastPage = pageItems.at(-1);
@@ -493,7 +504,16 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
       },
     });
   }
-  for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
+  for (const item of pageItems)
+    writes.push({
+      op: 'put',
+      role: 'page',
+      item,
+      condition:
+        commit.expectedVersion === null
+          ? { kind: 'absent' }
+          : { kind: 'page_open', commit_version: nextVersion },
+    });
   if (commit.eventLink !== undefined && commit.expectedVersion === null) {
     writes.push({
       op: 'put',

@@ -18,9 +18,10 @@
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import type { Commit, RunStore, StoreMetrics } from '../engine/ports.ts';
 import {
   ackSk,
+  type CommitPlan,
   type Condition,
   checkpointSk,
   classifyRefusal,
@@ -29,7 +30,6 @@ import {
   type Item,
   LAST_EVENT_SK,
   type PlannedWrite,
-  planCommit,
   planEarlyResult,
   quotaPk,
   quotaWindowSk,
@@ -39,8 +39,10 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
+import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import {
   checkpointOf,
+  committedLastSeq,
   controlAckOf,
   createKeyItemOf,
   eventsOf,
@@ -56,6 +58,11 @@ import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
   blobs?: BlobStore;
+  /**
+   * Fault injection for the crash tests only: called after a plain commit's event page landed and
+   * before its record update; what it throws ends the commit there (a dead writer).
+   */
+  afterPage?: (runId: string) => void | Promise<void>;
 }
 
 /** An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy. */
@@ -188,6 +195,8 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
       return existing?.early_json !== undefined;
     case 'absent_or_early_expired':
       return existing === undefined || Number(existing.early_expires_at) <= condition.now;
+    case 'page_open':
+      return existing === undefined || Number(existing.commit_version) < condition.commit_version;
     case 'record_version':
       return (
         existing !== undefined &&
@@ -209,6 +218,43 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     writeCapacity: 0,
   };
   const table = new MemoryTable(metrics);
+
+  /**
+   * One plan, as the DynamoDB adapter executes it (commit-protocol.ts): a plain commit as its
+   * page, one turn of the event loop, then its record update; any other plan all or nothing,
+   * like a TransactWriteItems (nothing awaits between its checks and its writes).
+   */
+  async function execute(plan: CommitPlan, commit: Commit): Promise<'committed' | 'page_taken'> {
+    metrics.transactions += 1;
+    const plain = plainCommitOf(plan);
+    if (plain !== null) {
+      if (plain.page !== undefined) {
+        if (!table.holds(plain.page)) return 'page_taken';
+        table.apply(plain.page);
+        await options.afterPage?.(commit.record.run_id);
+        await yieldOnce();
+      }
+      if (!table.holds(plain.record)) {
+        // A refused record update deletes the attempt's page while it is still its own (no
+        // writer can overwrite a page stamped with the same version), as the DynamoDB adapter does.
+        const page = plain.page?.item;
+        if (page !== undefined && table.get(page.pk, page.sk)?.commit_version === page.commit_version)
+          table.apply({ op: 'delete', role: 'page', key: { pk: page.pk, sk: page.sk } });
+        const codes = plan.writes.map((w) => (w === plain.record ? 'ConditionalCheckFailed' : 'None'));
+        throw classifyRefusal(commit, plan, codes, [], recordOf(table.get(runPk(commit.record.run_id), 'R')));
+      }
+      table.apply(plain.record);
+      return 'committed';
+    }
+    const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
+    if (codes.some((c) => c !== 'None')) {
+      if (pageTaken(plan, codes)) return 'page_taken';
+      const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
+      throw classifyRefusal(commit, plan, codes, [], current);
+    }
+    for (const w of plan.writes) table.apply(w);
+    return 'committed';
+  }
 
   return {
     metrics,
@@ -237,10 +283,18 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async readEvents(runId, after, limit) {
       await yieldOnce();
+      metrics.reads += 1;
+      // The record first: only what its last_seq covers is committed (commit-protocol.ts).
+      const upTo = committedLastSeq(table.get(runPk(runId), 'R'));
+      await yieldOnce();
       metrics.queries += 1;
+      const pages = table.range(runPk(runId), 'E#', LAST_EVENT_SK);
+      // Pages are keyed by their first seq: after + 1 is in the last page starting at or below it.
+      const from = eventSk(after + 1);
+      const head = pages.findLastIndex((p) => String(p.sk) <= from);
       const entries: Item[] = [];
-      takeContiguous(table.range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
-      return eventsOf(entries, blobs, (linked, from, count) => this.readEvents(linked, from, count));
+      takeContiguous(pages.slice(Math.max(head, 0)), after, limit, entries, upTo);
+      return eventsOf(entries, blobs, (linked, first, count) => this.readEvents(linked, first, count));
     },
     async getCheckpoint(runId, n) {
       await yieldOnce();
@@ -319,17 +373,19 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async commit(commit) {
       await yieldOnce();
-      const plan = planCommit(commit, await storeCommitBodies(commit, blobs));
-      metrics.transactions += 1;
-      // From here to the end nothing awaits: every condition is evaluated, then every write is
-      // applied, so a commit is atomic like a TransactWriteItems.
-      const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
-      if (codes.some((c) => c !== 'None')) {
-        const current = recordOf(table.get(runPk(commit.record.run_id), 'R'));
-        throw classifyRefusal(commit, plan, codes, [], current);
-      }
-      for (const w of plan.writes) table.apply(w);
-      return plan.record;
+      return commitPlanned(
+        {
+          execute: (plan, c) => execute(plan, c),
+          getRun: async (runId) => {
+            await yieldOnce();
+            metrics.reads += 1;
+            return recordOf(table.get(runPk(runId), 'R'));
+          },
+          sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+        },
+        commit,
+        await storeCommitBodies(commit, blobs),
+      );
     },
   };
 }

@@ -1,0 +1,130 @@
+/**
+ * How a commit's plan (commit-plan.ts) reaches the table, shared by both RunStore adapters: as
+ * plain writes when it can, as one transaction otherwise, with the same atomicity and fence.
+ * DESIGN section 5; seed agent-runs, "Storage and cluster behaviour".
+ *
+ * A transactional write costs twice a plain one, and most commits (an operation's result plus
+ * the next one's start, a lease renewal) write only the run record and at most one event page.
+ * Such a commit is two plain writes, in this order:
+ *   1. the event page, a Put keyed by its FIRST seq (`E#{last_seq + 1}` of the record read),
+ *      stamped `commit_version` (the record version it commits) and conditioned `page_open`:
+ *      no page there, or only one stamped with an older version;
+ *   2. the record, one UpdateItem conditioned on its version (and the committer's fence), which
+ *      makes the page visible: readers read the record's last_seq first and never read a page
+ *      past it.
+ * A crash or a refusal between 1 and 2 leaves an uncommitted page at `E#{last_seq + 1}`: no
+ * reader sees it and the next commit overwrites it. A committed page is never overwritten: a
+ * writer that read an older record has a first seq whose page is committed, stamped with a
+ * version at least its own (every commit that appended seq s was built on a version whose
+ * last_seq was s - 1, and no newer version has that last_seq), so `page_open` refuses it.
+ *
+ * A page refused at step 1 (or inside a transaction) means one of: the record moved (the
+ * committer is stale: refused as stale_version or fenced_out, with the current record), or an
+ * uncommitted page stamped with the same version holds the key: a writer between its steps 1
+ * and 2, or one that died there. After a short pause, if the record still has not moved, the
+ * committer steps the record's version (one fenced UpdateItem of the record as it is), which
+ * refuses the other writer's step 2, and commits again on the new version, overwriting the page.
+ *
+ * Everything else (a create, a commit with checkpoints, a control ack, index items, a state
+ * without events, several pages) stays one TransactWriteItems.
+ */
+import type { RunRecord } from '../contracts/index.ts';
+import { CommitRejected } from '../engine/commit-errors.ts';
+import type { Commit } from '../engine/ports.ts';
+import type { CommitBodies, CommitPlan, PlannedWrite } from './commit-plan.ts';
+import { planCommit } from './commit-plan.ts';
+
+/** How many times a commit steps the version past an uncommitted page before giving up. */
+export const PAGE_ROUNDS = 4;
+
+/** A planned page put and a planned record update, executed as two plain writes. */
+export interface PlainCommit {
+  page?: Extract<PlannedWrite, { op: 'put' }>;
+  record: Extract<PlannedWrite, { op: 'update' }>;
+}
+
+/**
+ * The plan as plain writes: a record update alone, or a record update and one event page
+ * conditioned `page_open`; null for every other plan (it stays a transaction).
+ */
+export function plainCommitOf(plan: CommitPlan): PlainCommit | null {
+  const [record, page, ...rest] = plan.writes;
+  if (record?.op !== 'update' || rest.length > 0) return null;
+  if (page === undefined) return { record };
+  if (page.op !== 'put' || page.role !== 'page' || page.condition?.kind !== 'page_open') return null;
+  return { page, record };
+}
+
+/**
+ * True when a refused plan failed only on event pages (`codes` aligned with `plan.writes`): the
+ * record's own condition held, so an uncommitted page holds the commit's first seq.
+ */
+export function pageTaken(plan: CommitPlan, codes: string[]): boolean {
+  const failed = plan.writes.filter((_, i) => codes[i] !== undefined && codes[i] !== 'None');
+  return (
+    failed.length > 0 &&
+    failed.every((w) => w.role === 'page' && w.condition?.kind === 'page_open') &&
+    codes.every((c) => c === 'None' || c === 'ConditionalCheckFailed')
+  );
+}
+
+/**
+ * Why a commit whose page was refused cannot step past it, from the record as it is now: the
+ * run is gone or moved (stale_version), or the committer's lease is not its own (fenced_out);
+ * null when the record is still the one the commit read (an uncommitted page is in the way).
+ */
+export function pageRefusal(commit: Commit, current: RunRecord | null): CommitRejected | null {
+  if (current === null) return new CommitRejected('stale_version', 'the run is gone', null);
+  const fence = commit.fence;
+  if (
+    fence !== undefined &&
+    (current.lease === null || current.lease.owner !== fence.owner || current.epoch !== fence.epoch)
+  )
+    return new CommitRejected('fenced_out', 'the lease is no longer ours', current);
+  if (current.version !== commit.expectedVersion)
+    return new CommitRejected('stale_version', 'the run changed since it was read', current);
+  return null;
+}
+
+/** What an adapter gives the protocol: its execution of one plan, a consistent record read, a pause. */
+export interface CommitIo {
+  /**
+   * Executes one plan (as plain writes when plainCommitOf allows, else as one transaction):
+   * 'committed', or 'page_taken' when only an event page's condition failed. Throws
+   * CommitRejected for every other refusal.
+   */
+  execute(plan: CommitPlan, commit: Commit): Promise<'committed' | 'page_taken'>;
+  getRun(runId: string): Promise<RunRecord | null>;
+  sleep(ms: number): Promise<void>;
+}
+
+/**
+ * Writes one commit: its plan, and past an uncommitted page by stepping the record's version
+ * (see the header). Returns the stored record. Throws CommitRejected (stale_version, fenced_out,
+ * or transaction_conflict after PAGE_ROUNDS steps), CommitTooLarge from the plan.
+ */
+export async function commitPlanned(io: CommitIo, commit: Commit, bodies: CommitBodies): Promise<RunRecord> {
+  let current = commit;
+  for (let round = 0; ; round += 1) {
+    const plan = planCommit(current, bodies);
+    if ((await io.execute(plan, current)) === 'committed') return plan.record;
+    if (round >= PAGE_ROUNDS)
+      throw new CommitRejected('transaction_conflict', 'an uncommitted event page kept the commit out');
+    // A writer between its page and its record update finishes within a round trip: let it.
+    await io.sleep(10 + Math.random() * 30);
+    const read = await io.getRun(current.record.run_id);
+    const refused = pageRefusal(current, read);
+    if (refused !== null) throw refused;
+    const record = read as RunRecord;
+    // Step the version of the record as it is: the other writer's record update is refused.
+    const stepCommit: Commit = {
+      record,
+      expectedVersion: record.version,
+      ...(current.fence !== undefined ? { fence: current.fence } : {}),
+      events: [],
+    };
+    const step = planCommit(stepCommit, { events: new Map() });
+    await io.execute(step, stepCommit);
+    current = { ...current, expectedVersion: step.record.version };
+  }
+}
