@@ -18,6 +18,11 @@
  *   beside the emulator's own ceiling (raw fused commits per second at the same concurrency);
  * - C, yielding steps: a short lease and a 100 ms tool, so that every step reaches its deadline
  *   (lease / 2) with work left and must leave exactly one wake-up message behind.
+ * Also the write units per operation (DynamoDB Local's consumed capacity) beside the payload
+ * floor (the bytes the commits persisted as events and state, at 1 unit per KB; target: at most
+ * 3.5 units all-in, issue 18), and the cost per 1M operations on AWS at the published prices
+ * beside the same operations priced as Step Functions Standard transitions and as Lambda
+ * durable-function operations (PRICES below).
  * Prints a table and writes reports/bench-engine.json. Targets: at most one TransactWriteItems
  * and one strongly consistent read per operation on the hot path; at most one SQS message per
  * invocation; overhead p50 at most 1.5x the TransactWriteItems floor p50.

@@ -9,8 +9,8 @@
  * "Storage and cluster behaviour".
  *
  * Items (pk / sk):
- *   RUN#{id} / R            the run record (closed schema, parsed before every write), with
- *                           its version, epoch, status and last_seq as attributes too
+ *   RUN#{id} / R            the run record (closed schema, parsed before every write) as
+ *                           record_z (record-codec.ts), its version, epoch, status, last_seq
  *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
  *                           FIRST event, stamped with the record version that commits it
  *                           (commit_version), read only up to the record's last_seq:
@@ -58,6 +58,7 @@ import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
 import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
+import { packRecord } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -215,7 +216,7 @@ export async function storeCommitBodies(commit: Commit, blobs: BlobStore): Promi
 
 /**
  * The record's item; throws CommitTooLarge when the record's JSON exceeds RECORD_LIMIT. Stored as
- * JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
+ * JSON text (compressed, record-codec.ts), not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
  * model's output may be that deep. The index attributes (status, principal and sweep shards)
  * are derived from the record here and nowhere else.
  */
@@ -230,7 +231,7 @@ export function recordItem(record: RunRecord): Item & ItemKey {
   const item: Item & ItemKey = {
     pk: runPk(record.run_id),
     sk: 'R',
-    record: text,
+    record_z: packRecord(text),
     version: record.version,
     epoch: record.epoch,
     status: record.status,
@@ -249,7 +250,7 @@ export function recordItem(record: RunRecord): Item & ItemKey {
 }
 
 /** Attributes of the record item that are absent when they do not apply (REMOVEd by an update). */
-const OPTIONAL_RECORD_ATTRS = ['lease_owner', ATTR.sweepShard, ATTR.sweepDue];
+const OPTIONAL_RECORD_ATTRS = ['lease_owner', ATTR.sweepShard, ATTR.sweepDue, 'record'];
 
 /** One event's page entry: its head plus its data as JSON text or a blob reference; and its size. */
 function pageEntry(event: RunEvent, body: StoredBody): { entry: Item; bytes: number } {

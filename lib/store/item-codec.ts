@@ -8,6 +8,7 @@ import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contrac
 import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
+import { unpackRecord } from './record-codec.ts';
 
 /**
  * The last committed seq of a stored record item (its `last_seq` attribute, or its record's for
@@ -21,8 +22,16 @@ export function committedLastSeq(item: Item | undefined): number {
 
 /** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
 export function recordOf(item: Item | undefined): RunRecord | null {
-  if (item === undefined || typeof item.record !== 'string') return null;
-  const parsed = RunRecord.safeParse(JSON.parse(item.record));
+  if (item === undefined) return null;
+  // record_z since the compressed format; `record` (plain JSON text) on items written before.
+  const text =
+    typeof item.record_z === 'string'
+      ? unpackRecord(item.record_z)
+      : typeof item.record === 'string'
+        ? item.record
+        : null;
+  if (text === null) return null;
+  const parsed = RunRecord.safeParse(JSON.parse(text));
   if (!parsed.success)
     throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
   return parsed.data;
