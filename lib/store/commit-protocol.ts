@@ -86,6 +86,14 @@ export function pageRefusal(commit: Commit, current: RunRecord | null): CommitRe
   return null;
 }
 
+/** The record as it is now, when it is still the one `commit` read; else throws its refusal. */
+async function unmoved(io: CommitIo, commit: Commit): Promise<RunRecord> {
+  const read = await io.getRun(commit.record.run_id);
+  const refused = pageRefusal(commit, read);
+  if (refused !== null) throw refused;
+  return read as RunRecord;
+}
+
 /** What an adapter gives the protocol: its execution of one plan, a consistent record read, a pause. */
 export interface CommitIo {
   /**
@@ -110,12 +118,11 @@ export async function commitPlanned(io: CommitIo, commit: Commit, bodies: Commit
     if ((await io.execute(plan, current)) === 'committed') return plan.record;
     if (round >= PAGE_ROUNDS)
       throw new CommitRejected('transaction_conflict', 'an uncommitted event page kept the commit out');
-    // A writer between its page and its record update finishes within a round trip: let it.
+    // Usually the record moved (a writer won the race): refused at once. Else a writer between
+    // its page and its record update finishes within a round trip: let it, and look again.
+    await unmoved(io, current);
     await io.sleep(10 + Math.random() * 30);
-    const read = await io.getRun(current.record.run_id);
-    const refused = pageRefusal(current, read);
-    if (refused !== null) throw refused;
-    const record = read as RunRecord;
+    const record = await unmoved(io, current);
     // Step the version of the record as it is: the other writer's record update is refused.
     const stepCommit: Commit = {
       record,
