@@ -52,6 +52,7 @@ import { createEngine } from '../lib/engine/engine.ts';
 import type { ModelHost, ReducerHost, RunStore, ToolHost } from '../lib/engine/ports.ts';
 import { ensureResources } from '../lib/local/resources.ts';
 import { startLocalServices } from '../lib/local/services.ts';
+import { type Progress, startProgress } from '../lib/progress.ts';
 import { createSqsStepQueue } from '../lib/queue/step-queue.ts';
 import { createDynamoRunStore } from '../lib/store/dynamo-run-store.ts';
 import { toolLoop } from '../test/support/reducers.ts';
@@ -426,6 +427,21 @@ try {
   const caller = { principal: { kind: 'user' as const, id: 'bench' } };
 
   const completed = new Set<string>();
+  /** The progress of the phase running (lines on a pipe, a bar on a terminal): runs completed. */
+  let phaseProgress: Progress | null = null;
+  const startPhase = (label: string, total: number) => {
+    phaseProgress = startProgress({
+      label: `bench ${label}`,
+      total,
+      unit: 'runs',
+      out: (line) => console.log(line),
+      tty: process.stdout.isTTY ? process.stdout : undefined,
+    });
+  };
+  const endPhase = () => {
+    phaseProgress?.stop();
+    phaseProgress = null;
+  };
   let lastCompletion = 0;
   let invocations = 0;
   let emptyReceives = 0;
@@ -460,6 +476,7 @@ try {
           if (outcome.kind === 'progressed' && outcome.status === 'completed') {
             completed.add(run_id);
             lastCompletion = performance.now();
+            phaseProgress?.tick();
           }
           await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
         }),
@@ -566,6 +583,7 @@ try {
   const beforeA = phaseCounts();
   let wallA = 0;
   const latencyRuns: string[] = [];
+  startPhase('phase A (latency, one run at a time)', RUNS);
   for (let i = 0; i < RUNS; i += 1) {
     const startedRun = performance.now();
     latencyRuns.push(await createRun(i));
@@ -576,6 +594,7 @@ try {
     floorSamples.sqs.push(...(await sqsFloor.sample(Math.ceil(perRun / 3))));
     // (the floors use the uncounted clients: the phase's request counts stay the engine's own)
   }
+  endPhase();
   const latency = phaseReport(beforeA, RUNS * OPS);
   const overheads: number[] = [];
   const hot = new Map<string, number>();
@@ -607,8 +626,10 @@ try {
   const beforeB = phaseCounts();
   const target = completed.size + RUNS;
   const startedB = performance.now();
+  startPhase(`phase B (throughput, ${POLLERS} pollers)`, RUNS);
   await Promise.all(Array.from({ length: RUNS }, (_, i) => createRun(RUNS + i)));
   await Promise.all(Array.from({ length: POLLERS }, () => poller(10, target)));
+  endPhase();
   const wallB = lastCompletion - startedB;
   const throughput = phaseReport(beforeB, RUNS * OPS);
 
@@ -628,7 +649,9 @@ try {
   const beforeC = phaseCounts();
   const targetC = completed.size + YIELD_RUNS;
   for (let i = 0; i < YIELD_RUNS; i += 1) await createRun(2 * RUNS + i);
+  startPhase('phase C (steps that yield)', YIELD_RUNS);
   await poller(1, targetC, yielding, yieldSends);
+  endPhase();
   const yieldingPhase = phaseReport(beforeC, YIELD_RUNS * OPS);
 
   // ---- phase D: one run's step worker under a sustained burst of controls (BURST_RATE a second,

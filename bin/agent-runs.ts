@@ -11,16 +11,19 @@ import type { CommandModule } from './commands/context.ts';
 import { ALL_HTTP_COMMANDS } from './commands/http-commands.ts';
 import { runCli } from './commands/program.ts';
 import { replayCommand } from './commands/replay.ts';
+import { watchCommand } from './commands/watch.ts';
 
 /**
  * Every command of the CLI, in help order: `start`, `token` (a local stack's bearer token for
- * any caller), the HTTP commands (also the packaged CLI's,
- * bin/client-cli.ts), `replay`. Adding an HTTP command is one line in commands/http-commands.ts.
+ * any caller), the HTTP commands (also the packaged CLI's, bin/client-cli.ts), `watch` (a
+ * terminal UI: not in the package), `replay`. Adding an HTTP command is one line in
+ * commands/http-commands.ts.
  */
 export const COMMANDS: readonly CommandModule[] = [
   startCommand,
   tokenCommand,
   ...ALL_HTTP_COMMANDS,
+  watchCommand,
   replayCommand,
 ];
 

@@ -21,5 +21,6 @@ const stack = await startFromOptions(program.opts<StartOptions>(), {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
   cwd: process.cwd(),
+  tty: process.stdout.isTTY ? process.stdout : undefined,
 });
 if (stack === null) process.exit(1);

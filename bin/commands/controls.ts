@@ -6,9 +6,11 @@
  */
 import type { Command } from 'commander';
 import type { ControlOptions, Delivery } from '../../lib/client/client.ts';
-import type { ControlAck } from '../../lib/contracts/index.ts';
+import { type ControlAck, STEER_WHEN_BUSY, type SteerWhenBusy } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
 import { formatAck } from './format.ts';
+
+const isWhenBusy = (v: string): v is SteerWhenBusy => (STEER_WHEN_BUSY as readonly string[]).includes(v);
 
 /** Exit code of a command whose control was rejected. */
 export const REJECTED_EXIT_CODE = 2;
@@ -92,10 +94,22 @@ export const controlsCommand: CommandModule = {
 
     withCommon(program.command('steer <run> <input>'))
       .description('queue new input (JSON, @file, or a plain string), consumed between operations')
-      .action(async (runId: string, input: string, opts: CommonOptions, cmd: Command) => {
-        const ack = await ctx.client(cmd).steer(runId, parseJsonArg('input', input, true), common(opts));
-        report(ctx, cmd, ack);
-      });
+      .option(
+        '--when-busy <enqueue|reject|interrupt>',
+        'while an operation is in flight: queue (default), refuse (run_busy), or cancel it first',
+      )
+      .action(
+        async (runId: string, input: string, opts: CommonOptions & { whenBusy?: string }, cmd: Command) => {
+          const whenBusy = opts.whenBusy;
+          if (whenBusy !== undefined && !isWhenBusy(whenBusy))
+            throw new CliError('invalid_argument', '--when-busy must be enqueue, reject or interrupt');
+          const ack = await ctx.client(cmd).steer(runId, parseJsonArg('input', input, true), {
+            ...common(opts),
+            ...(whenBusy !== undefined ? { when_busy: whenBusy } : {}),
+          });
+          report(ctx, cmd, ack);
+        },
+      );
 
     withCommon(program.command('approve <run> <request_id>'))
       .description("decide an open approval; --digest must quote the request's subject_digest")

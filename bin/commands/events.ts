@@ -40,8 +40,8 @@ export function followVia(via: string | undefined, target: LiveTarget): FollowVi
   return via as FollowVia;
 }
 
-/** The events of `runId` after `after`, once each, until the run settled, over `via`. */
-function eventsOver(
+/** The events of `runId` after `after`, once each, until the run settled (or `signal` aborts), over `via`. */
+export function eventsOver(
   via: FollowVia,
   client: AgentRunsClient,
   target: LiveTarget,
@@ -49,10 +49,12 @@ function eventsOver(
   after: number,
   limit: number,
   onPage: (page: EventPage) => void,
+  signal?: AbortSignal,
 ): AsyncGenerator<RunEvent, void, undefined> {
-  if (via === 'ws') return followLive(target, runId, { after });
-  if (via === 'sse') return followSse(target, runId, { after });
-  return client.followEvents(runId, { after, limit, onPage });
+  const abort = signal !== undefined ? { signal } : {};
+  if (via === 'ws') return followLive(target, runId, { after, ...abort });
+  if (via === 'sse') return followSse(target, runId, { after, ...abort });
+  return client.followEvents(runId, { after, limit, onPage, ...abort });
 }
 
 /** The status line's values for a run. */

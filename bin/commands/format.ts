@@ -3,6 +3,7 @@
  * API's shapes (the `--json` output is the API's JSON as is).
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
+import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type {
   ControlAck,
   RunEvent,
@@ -58,20 +59,49 @@ export function formatCost(c: UsageCost): string {
     .join(', ')}; ${c.region} prices of ${c.prices_as_of})`;
 }
 
-/** One open request, with what a person needs to answer it. */
-export function formatRequest(runId: string, r: RunRecord['open_requests'][number]): string {
+/** One open request, with what a person needs to answer it (the commands are under "waiting"). */
+export function formatRequest(r: RunRecord['open_requests'][number]): string {
   switch (r.kind) {
     case 'approval':
-      return `approval ${r.request_id}: ${r.subject.summary}\n    digest ${r.subject.digest}\n    → agent-runs approve ${runId} ${r.request_id} --digest ${r.subject.digest}`;
+      return `approval ${r.request_id}: ${r.subject.summary}  (digest ${r.subject.digest})`;
     case 'input':
-      return `question ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}\n    → agent-runs answer ${runId} ${r.request_id} <value>`;
+      return `question ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}`;
     case 'result':
-      return `external result ${r.request_id} for ${r.tool}\n    → agent-runs deliver ${r.resume_key} <json>`;
+      return `result ${r.request_id} for ${r.tool} under key ${r.resume_key}`;
   }
 }
 
-/** The `runs get` view of a run. */
-export function formatRun(run: RunRecord): string {
+/**
+ * The "waiting:" lines: each reason in words, then each command that moves it on (`$ agent-runs
+ * ...`, ready to paste); a child's own reasons indented under it. Empty when nothing waits.
+ */
+export function formatWaiting(
+  reasons: readonly WaitingReason[],
+  children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
+  indent = '  ',
+): string[] {
+  const lines: string[] = [];
+  for (const reason of reasons) {
+    lines.push(`${indent}${reason.text}`);
+    for (const command of reason.commands) lines.push(`${indent}  $ ${command}`);
+    const child = reason.child_run_id === undefined ? undefined : children.get(reason.child_run_id);
+    if (child !== undefined && child.length > 0) {
+      lines.push(`${indent}  the child run:`);
+      lines.push(...formatWaiting(child, new Map(), `${indent}    `));
+    }
+  }
+  return lines;
+}
+
+/**
+ * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
+ * and the waiting reasons of the children it waits for, by run id.
+ */
+export function formatRun(
+  run: RunRecord,
+  now: number,
+  children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
+): string {
   const lines = [
     ['run', run.run_id],
     ['status', run.status],
@@ -105,8 +135,10 @@ export function formatRun(run: RunRecord): string {
   }
   let text = table(lines.map(([k, v]) => [k ?? '', v ?? '']));
   if (run.open_requests.length > 0) {
-    text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(run.run_id, r)}`).join('\n')}`;
+    text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   }
+  const waiting = formatWaiting(waitingReasons(run, now), children);
+  if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {
     text += `\nplan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;

@@ -4,13 +4,20 @@
  * runs above all (GET /runs/{id}/lease). Seed: agent-runs, "Leases"; issue 14.
  */
 import type { LeaseView } from '../../lib/client/client-driven.ts';
+import { isTerminalStatus } from '../../lib/contracts/index.ts';
 import type { CommandModule } from './context.ts';
+
+/** What an unleased run waits for: a client, a step of the server, or nothing once it ended. */
+function unleased(view: LeaseView): string {
+  if (isTerminalStatus(view.status)) return 'none (the run ended)';
+  return view.client_driven ? 'none (the run waits for a client)' : 'none';
+}
 
 /** The lease view as a few aligned lines. */
 export function formatLease(view: LeaseView): string {
   const lease =
     view.lease === null
-      ? 'none (the run waits for a client)'
+      ? unleased(view)
       : `${view.lease.owner}, epoch ${view.lease.epoch}, ${
           (view.expires_in_ms ?? 0) > 0
             ? `expires in ${((view.expires_in_ms ?? 0) / 1000).toFixed(1)} s`

@@ -58,7 +58,7 @@ export const replayCommand: CommandModule = {
         '--model-recording <file>',
         'replay the model from another recording (checks that divergence is caught)',
       )
-      .option('--no-progress', 'no progress bar')
+      .option('--no-progress', 'no progress (bar or lines)')
       .action(async (file: string, opts: ReplayOptions, cmd: Command) => {
         const globals = cmd.optsWithGlobals<{ url?: string }>();
         if (globals.url !== undefined) {
@@ -97,7 +97,9 @@ export const replayCommand: CommandModule = {
           concurrency: parseIntArg('--concurrency', opts.concurrency ?? '8'),
           ...(opts.limit !== undefined ? { limit: parseIntArg('--limit', opts.limit) } : {}),
           reportPath: resolve(ctx.io.cwd, opts.report ?? 'reports/replay.json'),
-          progress: opts.progress !== false && ctx.io.tty !== undefined,
+          // A bar on a terminal, plain progress lines elsewhere (CI logs, | tee); --no-progress: neither.
+          progress: opts.progress !== false,
+          ...(ctx.io.tty !== undefined ? { progressTty: ctx.io.tty } : {}),
           startStack: localReplayStack({
             onReady: ({ consoleUrl }) => {
               if (consoleUrl !== null)

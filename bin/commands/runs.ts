@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
+import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import {
   type CreateRunInput,
   RUN_STATUSES,
@@ -112,10 +113,22 @@ export const runsCommand: CommandModule = {
 
     runs
       .command('get <run>')
-      .description('show a run with its effective projection')
+      .description(
+        'show a run with its effective projection, and why it is not moving (with the command that moves it on)',
+      )
       .action(async (runId: string, _opts: unknown, cmd: Command) => {
-        const run = await ctx.client(cmd).getRun(runId);
-        ctx.print(cmd, () => formatRun(run), run);
+        const client = ctx.client(cmd);
+        const run = await client.getRun(runId);
+        const now = Date.now();
+        // A child the run waits for explains itself too (one read per child waited for).
+        const children = new Map<string, WaitingReason[]>();
+        for (const reason of ctx.json(cmd) ? [] : waitingReasons(run, now)) {
+          if (reason.child_run_id === undefined) continue;
+          // The child's view is extra: if it cannot be read, the parent's reason still stands.
+          const child = await client.getRun(reason.child_run_id).catch(() => null);
+          if (child !== null) children.set(reason.child_run_id, waitingReasons(child, now));
+        }
+        ctx.print(cmd, () => formatRun(run, now, children), run);
       });
 
     runs

@@ -196,7 +196,16 @@ export interface AgentRunsClient extends ClientDrivenMethods {
       accept_reducer_change?: boolean;
     },
   ): Promise<ControlAck>;
-  steer(runId: string, input: unknown, options?: ControlOptions): Promise<ControlAck>;
+  /**
+   * Queues `input` for the run, consumed at its next boundary between operations. `when_busy`
+   * (while an operation is in flight): `enqueue` (default), `reject` (ack rejected `run_busy`),
+   * `interrupt` (an interruptible operation is cancelled first).
+   */
+  steer(
+    runId: string,
+    input: unknown,
+    options?: ControlOptions & { when_busy?: 'enqueue' | 'reject' | 'interrupt' },
+  ): Promise<ControlAck>;
   approve(
     runId: string,
     requestId: string,
@@ -449,7 +458,7 @@ function controlMethods(
     resume: (runId, opts = {}) =>
       sendControl(call, runId, ...controlOf('resume', opts, ['budget_increase', 'accept_reducer_change'])),
     steer: (runId, input, opts = {}) =>
-      sendControl(call, runId, ...controlOf('steer', { ...opts, input }, ['input'])),
+      sendControl(call, runId, ...controlOf('steer', { ...opts, input }, ['input', 'when_busy'])),
     approve: (runId, request_id, subject_digest, opts = {}) =>
       sendControl(
         call,

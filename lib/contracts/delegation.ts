@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
-import { Budgets, OnExceeded } from './run.ts';
+import { Budgets, OnExceeded, TreeAmounts } from './run.ts';
 
 /** The reserved tool path a reducer calls to start a child run. */
 export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
@@ -28,7 +28,7 @@ export function childOfResumeKey(key: string): string | null {
 /**
  * The delegate tool's args. Every field is optional: the child inherits the parent's reducer,
  * executor_config, on_exceeded and run context, and gets the subject `{parent workspace, parent path +
- * "/children/{n}"}` (n: the parent's operation number). `max_depth` is inherited as a ceiling:
+ * "/children/{n}"}` (n: 1 for the parent's first delegation, 2 for the next, ...). `max_depth` is inherited as a ceiling:
  * the child's own max_depth is the smaller of the two, and it cannot be raised on the child. A
  * given `subject` must stay in the parent's workspace. Unknown keys are refused.
  */
@@ -41,6 +41,21 @@ export const DelegateArgs = z.strictObject({
   budgets: Budgets.optional(),
   on_exceeded: OnExceeded.optional(),
   executor_config: JsonObject.optional(),
+  /**
+   * false: the call answers `succeeded` with `{child_run_id}` at once (a background child, so the
+   * parent can start more children or steer them); the child's hand-back then reaches the parent
+   * as a `user_input` `{from_child, hand_back}`. Default true: the call waits for the hand-back.
+   */
+  wait: z.boolean().optional(),
+  /**
+   * What the child must return, checked at its hand-back: `schema`, a JSON Schema for the
+   * child's result `{outcome, summary, artifacts}`; `evidence`, evidence kinds that some tool
+   * envelope of the child must have reported with `ok: true`. A child that completed without
+   * meeting it hands back `blocked` with a `handback_unchecked` diagnostic naming what is missing.
+   */
+  returns: z
+    .strictObject({ schema: JsonObject.optional(), evidence: z.array(z.string().min(1)).max(32).optional() })
+    .optional(),
 });
 export type DelegateArgs = z.infer<typeof DelegateArgs>;
 
@@ -52,5 +67,31 @@ export const HandBackPayload = z.object({
   summary: z.string().optional(),
   terminal_reason: z.string(),
   usage: z.record(z.string(), z.number()),
+  /** What the child used with its own descendants, per tree limit: what is charged to the parent. */
+  tree_usage: TreeAmounts.optional(),
+  /** The child's result as its `returns` checked it (present when the delegation stated `returns`). */
+  result: z.unknown().optional(),
 });
 export type HandBackPayload = z.infer<typeof HandBackPayload>;
+
+/** The payload of a delegate call that created its child: the child and what it reserved of the parent. */
+export const ChildStartedPayload = z.object({
+  child_run_id: z.string(),
+  reserved: TreeAmounts.default({}),
+  wait: z.boolean().default(true),
+});
+export type ChildStartedPayload = z.infer<typeof ChildStartedPayload>;
+
+/** The reserved tool a reducer calls to send a message along a delegation link (the mailbox). */
+export const DELEGATE_MESSAGE_TOOL = '/lib/raisin/agent-runs/delegate/message';
+
+/**
+ * The delegate-message tool's args: `child_run_id` names a child of the calling run (the child
+ * sees `text` as a `user_input`); without it the message goes to the calling run's parent (which
+ * sees a `user_input` `{from_child, text}`). Unknown keys are refused.
+ */
+export const DelegateMessageArgs = z.strictObject({
+  child_run_id: z.string().min(1).optional(),
+  text: z.string().min(1).max(10_000),
+});
+export type DelegateMessageArgs = z.infer<typeof DelegateMessageArgs>;

@@ -31,6 +31,23 @@ export const ContextManifest = z.object({
   to_seq: z.number().int(),
   included: z.array(z.object({ seq: z.number().int(), kind: z.string(), role: z.string() })),
   /**
+   * The events of the window that could have become a message and did not, with why:
+   * `waiting` (a parked call's result, not its answer), `reducer_call` (a tool_result of a call
+   * the reducer made itself, not the model), `superseded` (a failed attempt of a call later
+   * retried), `not_a_call` (a failure of no model call), `no_text` (input without user text),
+   * `not_an_answer` (an approval's resolution). Events before `from_seq` were cut by the
+   * transcript window (or by the compaction `compacted` names).
+   */
+  excluded: z
+    .array(
+      z.object({
+        seq: z.number().int(),
+        kind: z.string(),
+        reason: z.enum(['waiting', 'reducer_call', 'superseded', 'not_a_call', 'no_text', 'not_an_answer']),
+      }),
+    )
+    .optional(),
+  /**
    * Set when the transcript was compiled from a compaction checkpoint: the run holding it, its
    * number, and the window of events kept verbatim (from `window_from_seq`); events 2 to
    * `window_from_seq - 1` are represented by the structured state message instead.

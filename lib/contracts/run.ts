@@ -61,6 +61,25 @@ export const Budgets = z.strictObject({
 });
 export type Budgets = z.infer<typeof Budgets>;
 
+/**
+ * The limits a delegation tree shares: a child's own limits for these are reserved from what its
+ * parent has left, and its usage is charged back to the parent at the hand-back (tree budgets).
+ */
+export const TREE_LIMITS = ['max_turns', 'max_operations', 'max_model_calls', 'max_total_tokens'] as const;
+export type TreeLimit = (typeof TREE_LIMITS)[number];
+/** Amounts per tree limit (a reservation, or usage charged), keyed by the limit's name. */
+export const TreeAmounts = z.strictObject({
+  max_turns: Count.optional(),
+  max_operations: Count.optional(),
+  max_model_calls: Count.optional(),
+  max_total_tokens: Count.optional(),
+});
+export type TreeAmounts = z.infer<typeof TreeAmounts>;
+
+/** What a live child holds of its parent: its reservation, and whether the parent waits on it. */
+export const ChildTerms = z.object({ reserved: TreeAmounts, wait: z.boolean() });
+export type ChildTerms = z.infer<typeof ChildTerms>;
+
 export const OnExceeded = z.enum(['pause', 'fail']);
 
 /**
@@ -229,10 +248,23 @@ export const ResumeControl = z.strictObject({
   budget_increase: Budgets.optional(),
   accept_reducer_change: z.boolean().optional(),
 });
+/**
+ * What a steer does when an operation is in flight (what peers call double-texting): `enqueue`
+ * (the default) queues it for the next boundary; `reject` refuses it (ack rejected `run_busy`);
+ * `interrupt` queues it and cancels an interruptible operation in flight, so that it is consumed
+ * at the boundary that follows (a non-interruptible one runs to its end, as with `enqueue`).
+ * Between operations all three queue the steer. Issue 14, item 5.
+ */
+export const STEER_WHEN_BUSY = ['enqueue', 'reject', 'interrupt'] as const;
+export const SteerWhenBusy = z.enum(STEER_WHEN_BUSY);
+export type SteerWhenBusy = z.infer<typeof SteerWhenBusy>;
+
 export const SteerControl = z.strictObject({
   ...controlBase,
   command: z.literal('steer'),
   input: z.unknown(),
+  /** Absent: `enqueue`. Optional rather than defaulted, so that the digest of a steer sent before it existed is unchanged. */
+  when_busy: SteerWhenBusy.optional(),
 });
 export const ApproveControl = z.strictObject({
   ...controlBase,
@@ -281,6 +313,10 @@ export const CONTROL_REJECTION_REASONS = [
   'already_paused',
   /** resume of a child run with budget_increase.max_depth (the parent's ceiling holds). */
   'max_depth_inherited',
+  /** resume of a child run with budget_increase of a tree limit (its parent reserved that limit). */
+  'tree_budget_reserved',
+  /** steer with when_busy `reject` while an operation is in flight. */
+  'run_busy',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);
@@ -454,6 +490,16 @@ const recordBase = {
   depth: Count.default(0),
   /** Child runs started and not yet handed back; max_live_children counts these. */
   live_children: z.array(z.string()).default([]),
+  /** Per live child (by run id): its reservation of this run's tree limits, and whether it is awaited. */
+  child_terms: z.record(z.string(), ChildTerms).default({}),
+  /** Usage charged by children that handed back (their own and their descendants'), per tree limit. */
+  tree_usage: TreeAmounts.default({}),
+  /** What this child run holds reserved of its parent's tree limits (its own limits for them). */
+  reserved: TreeAmounts.optional(),
+  /** What this child run must hand back (its delegation's `returns`), checked at the hand-back. */
+  returns: z
+    .object({ schema: JsonObject.optional(), evidence: z.array(z.string().min(1)).optional() })
+    .optional(),
   capability_hash: z.string().optional(),
   /** The risk tier decided at admission (see {@link RiskTier}); records before it read as standard. */
   risk_tier: RiskTier.default('standard'),
@@ -499,6 +545,12 @@ export const RunningWithOperation = z.object({
   lease: Lease,
   operation: InFlightOperation,
   open_requests: NoRequests,
+  /**
+   * A steer (its steer_id) asked to interrupt the operation in flight (when_busy `interrupt`):
+   * its executor cancels it and the steer is consumed at the next boundary. Only while an
+   * operation is in flight: every other shape of the record drops it.
+   */
+  interrupt_requested: z.string().optional(),
 });
 /** Running between operations: at most a pending operation, which open requests may hold back. */
 export const RunningBetweenOperations = z.object({

@@ -9,7 +9,16 @@
  * applies to it.
  */
 import { DELEGATE_TOOL } from '../contracts/delegation.ts';
-import type { BudgetLimit, Operation, RunRecord } from '../contracts/index.ts';
+import {
+  type BudgetLimit,
+  type Budgets,
+  type Operation,
+  type RunRecord,
+  TREE_LIMITS,
+  type TreeAmounts,
+  type TreeLimit,
+  type Usage,
+} from '../contracts/index.ts';
 
 export interface BudgetExceeded {
   which: BudgetLimit;
@@ -20,16 +29,15 @@ export interface BudgetExceeded {
 /** Returns the first exceeded limit for starting `op` at `now`, or null when all allow it. */
 export function checkBudgets(record: RunRecord, op: Operation, now: number): BudgetExceeded | null {
   const b = record.budgets;
-  const u = record.usage;
   const isModel = op.kind === 'model_turn';
   const isDelegation = op.effect.kind === 'call_tool' && op.effect.tool === DELEGATE_TOOL;
   const first = isDelegation && op.attempt === 1;
   const checks: [BudgetLimit, number | undefined, number, boolean][] = [
     ['max_wall_ms', b.max_wall_ms, now - record.created_at, true],
-    ['max_operations', b.max_operations, u.operations, true],
-    ['max_turns', b.max_turns, u.turns, isModel],
-    ['max_model_calls', b.max_model_calls, u.model_calls, isModel],
-    ['max_total_tokens', b.max_total_tokens, u.input_tokens + u.output_tokens, true],
+    ['max_operations', b.max_operations, treeUsed(record, 'max_operations'), true],
+    ['max_turns', b.max_turns, treeUsed(record, 'max_turns'), isModel],
+    ['max_model_calls', b.max_model_calls, treeUsed(record, 'max_model_calls'), isModel],
+    ['max_total_tokens', b.max_total_tokens, treeUsed(record, 'max_total_tokens'), true],
     [
       'max_consecutive_op_failures',
       b.max_consecutive_op_failures,
@@ -44,4 +52,82 @@ export function checkBudgets(record: RunRecord, op: Operation, now: number): Bud
     if (applies && limit !== undefined && used >= limit) return { which, limit, used };
   }
   return null;
+}
+
+/** A run's own usage of one tree limit. */
+export function ownUsed(usage: Usage, which: TreeLimit): number {
+  switch (which) {
+    case 'max_turns':
+      return usage.turns;
+    case 'max_operations':
+      return usage.operations;
+    case 'max_model_calls':
+      return usage.model_calls;
+    case 'max_total_tokens':
+      return usage.input_tokens + usage.output_tokens;
+  }
+}
+
+/**
+ * What counts against a tree limit of `record`: its own usage, the usage its ended children
+ * charged back (tree_usage), and what its live children hold reserved. Seed: agent-runs,
+ * "Budgets" (children reserve against the parent).
+ */
+export function treeUsed(record: RunRecord, which: TreeLimit): number {
+  let reserved = 0;
+  for (const terms of Object.values(record.child_terms)) reserved += terms.reserved[which] ?? 0;
+  return ownUsed(record.usage, which) + (record.tree_usage[which] ?? 0) + reserved;
+}
+
+/** What a run used with its descendants per tree limit (own + charged): its charge to its parent. */
+export function treeTotals(record: RunRecord): TreeAmounts {
+  const totals: TreeAmounts = {};
+  for (const which of TREE_LIMITS)
+    totals[which] = ownUsed(record.usage, which) + (record.tree_usage[which] ?? 0);
+  return totals;
+}
+
+/**
+ * The share of what a parent has left of a tree limit that a child gets when the delegation names
+ * no budget for it: half (rounded down), so that a parent can start several children and keep
+ * some for itself.
+ */
+export const DEFAULT_CHILD_SHARE = 0.5;
+
+/** A child's tree budgets: its limits (each also reserved from the parent), or the limit it cannot get. */
+export type ChildReservation =
+  | { ok: true; budgets: Budgets; reserved: TreeAmounts }
+  | { ok: false; which: TreeLimit | 'max_wall_ms'; requested: number; remaining: number };
+
+/**
+ * Reserves a child's limits from `parent`'s remaining tree budget while the parent's delegate
+ * operation is in flight (that operation counts as one of the parent's operations). For each tree
+ * limit the parent has: the child's own limit is the one `requested` (refused when over what is
+ * left) or {@link DEFAULT_CHILD_SHARE} of what is left (refused when that is under 1), and it is
+ * reserved. A limit the parent does not have is the child's own (`requested`), not reserved.
+ * `max_wall_ms` is capped by the parent's remaining wall time (a ceiling, not reserved). A refusal
+ * is the delegation's `child_budget_exceeded:<which>`. Seed: agent-runs, "Budgets".
+ */
+export function reserveChildBudgets(parent: RunRecord, requested: Budgets, now: number): ChildReservation {
+  const budgets: Budgets = { ...requested };
+  const reserved: TreeAmounts = {};
+  for (const which of TREE_LIMITS) {
+    const limit = parent.budgets[which];
+    if (limit === undefined) continue;
+    const inFlight = which === 'max_operations' && parent.operation?.started_at != null ? 1 : 0;
+    const remaining = Math.max(0, limit - treeUsed(parent, which) - inFlight);
+    const asked = requested[which];
+    const share = asked ?? Math.floor(remaining * DEFAULT_CHILD_SHARE);
+    if (share > remaining || share < 1) return { ok: false, which, requested: share, remaining };
+    budgets[which] = share;
+    reserved[which] = share;
+  }
+  const wall = parent.budgets.max_wall_ms;
+  if (wall !== undefined) {
+    const remaining = parent.created_at + wall - now;
+    if (remaining < 1)
+      return { ok: false, which: 'max_wall_ms', requested: requested.max_wall_ms ?? 0, remaining: 0 };
+    budgets.max_wall_ms = Math.min(remaining, requested.max_wall_ms ?? remaining);
+  }
+  return { ok: true, budgets, reserved };
 }

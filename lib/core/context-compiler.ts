@@ -151,9 +151,14 @@ export function compileContext(
   /** call_id → index in `messages` of the latest assistant message that issued it. */
   const callTurns = new Map<string, number>();
 
+  const excluded: NonNullable<CompiledContext['manifest']['excluded']> = [];
   const push = (event: RunEvent, message: ContextMessage): void => {
     messages.push(message);
     included.push({ seq: event.seq, kind: event.kind, role: message.role });
+  };
+  type Reason = (typeof excluded)[number]['reason'];
+  const cut = (event: RunEvent, reason: Reason): void => {
+    excluded.push({ seq: event.seq, kind: event.kind, reason });
   };
 
   if (opts.instructions !== undefined) messages.push({ role: 'system', content: opts.instructions });
@@ -163,18 +168,24 @@ export function compileContext(
       case 'run_started': {
         const text = userText(parse(RunStartedData, event).input);
         if (text !== null) push(event, { role: 'user', content: text });
+        else cut(event, 'no_text');
         break;
       }
       case 'steer_consumed': {
         const text = userText(parse(UserInputData, event).input);
         if (text !== null) push(event, { role: 'user', content: text });
+        else cut(event, 'no_text');
         break;
       }
       case 'request_resolved': {
         const data = parse(RequestResolvedData, event);
-        if (data.kind !== 'input') break;
+        if (data.kind !== 'input') {
+          cut(event, 'not_an_answer');
+          break;
+        }
         const text = userText(data.value);
         if (text !== null) push(event, { role: 'user', content: text });
+        else cut(event, 'no_text');
         break;
       }
       case 'model_turn_completed': {
@@ -189,7 +200,10 @@ export function compileContext(
       }
       case 'tool_result': {
         const data = parse(ToolResultData, event);
-        if (data.call_id === undefined || data.envelope.status === 'waiting') break;
+        if (data.call_id === undefined || data.envelope.status === 'waiting') {
+          cut(event, data.envelope.status === 'waiting' ? 'waiting' : 'reducer_call');
+          break;
+        }
         push(event, {
           role: 'tool',
           call_id: data.call_id,
@@ -201,7 +215,10 @@ export function compileContext(
       case 'operation_failed': {
         const data = parse(OperationFailedData, event);
         const callId = event.data.call_id;
-        if (typeof callId !== 'string' || callId === '' || !finalFailures.has(event.seq)) break;
+        if (typeof callId !== 'string' || callId === '' || !finalFailures.has(event.seq)) {
+          cut(event, typeof callId !== 'string' || callId === '' ? 'not_a_call' : 'superseded');
+          break;
+        }
         const tool = typeof event.data.tool === 'string' ? event.data.tool : '';
         push(event, {
           role: 'tool',
@@ -219,7 +236,7 @@ export function compileContext(
   const toSeqOut = ordered.length > 0 ? (ordered[ordered.length - 1]?.seq ?? fromSeq - 1) : fromSeq - 1;
   return {
     messages: placeAnswers(messages, opts.answers ?? [], callTurns, callNames),
-    manifest: { from_seq: fromSeq, to_seq: toSeqOut, included },
+    manifest: { from_seq: fromSeq, to_seq: toSeqOut, included, excluded },
   };
 }
 

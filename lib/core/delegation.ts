@@ -4,17 +4,26 @@
  * Seed: agent-runs ("child runs with a durable mailbox", "Budgets", the sweeper's hand-back and
  * stop-children duties); agent-run-contracts (the tool-result envelope, `child:{run_id}` resume keys).
  */
+import type { z } from 'zod';
 import {
   type Budgets,
+  type ControlAck,
   childResumeKey,
   type DelegateArgs,
+  type Evidence as EvidenceSchema,
   type HandBackPayload,
   type OnExceeded,
   type ReducerBinding,
+  type RunEvent,
   type RunRecord,
   type Subject,
   type ToolResultEnvelope,
+  type TreeAmounts,
 } from '../contracts/index.ts';
+import { reserveChildBudgets, treeTotals } from './budgets.ts';
+
+type Evidence = z.infer<typeof EvidenceSchema>;
+
 import { envelopeOf } from './tool-result-validation.ts';
 
 /** What a delegate call creates: the child's subject, reducer, budgets and lineage. */
@@ -26,6 +35,11 @@ export interface ChildRunPlan {
   objective?: string;
   context?: unknown;
   budgets: Budgets;
+  /** What the child's budgets hold of the parent's tree limits (returned at the hand-back). */
+  reserved: TreeAmounts;
+  /** Whether the parent's call waits for the hand-back (false: a background child). */
+  wait: boolean;
+  returns?: RunRecord['returns'];
   on_exceeded: OnExceeded;
   executor_config: Record<string, unknown>;
   parent_run_id: string;
@@ -34,14 +48,53 @@ export interface ChildRunPlan {
   create_key: string;
 }
 
+/** A delegation the parent's remaining tree budget cannot cover: `child_budget_exceeded:<which>`. */
+export interface ChildBudgetRefusal {
+  refused: `child_budget_exceeded:${string}`;
+  message: string;
+}
+
 /**
- * Plans the child of `parent` for its delegate operation `opId`. Defaults: the parent's reducer,
- * executor_config and on_exceeded; subject `{parent workspace, parent path/children/{op n}}`;
- * max_depth inherited as a ceiling (the smaller of the parent's and the args').
+ * The run context a child inherits from its parent's `run_started` context: the same tools and
+ * instructions, as a task (`mode: "task"`), so that it ends and hands back on its own. The
+ * default agent reducer's checks that would wait for a person are downgraded for the child:
+ * `plan: "approve"` becomes `"track"` and `verify_completion: "ask_user"` becomes `"partial"`
+ * (an unverified child completes partial, and its parent decides). A context that is not an
+ * object is inherited as it is. Seed: agent-runs, "Child runs".
  */
-export function planChildRun(parent: RunRecord, opId: string, args: DelegateArgs): ChildRunPlan {
-  const n = opId.slice(opId.lastIndexOf('/') + 1);
-  const budgets: Budgets = { ...(args.budgets ?? {}) };
+export function childContextOf(inherited: unknown): unknown {
+  if (inherited === null || typeof inherited !== 'object' || Array.isArray(inherited)) return inherited;
+  const context: Record<string, unknown> = { ...inherited, mode: 'task' };
+  if (context.plan === 'approve') context.plan = 'track';
+  if (context.verify_completion === 'ask_user') context.verify_completion = 'partial';
+  return context;
+}
+
+/**
+ * Plans the child of `parent` for its delegate operation `opId` at `now`. Defaults: the parent's
+ * reducer, executor_config and on_exceeded; subject `{parent workspace, parent path/children/{n}}`,
+ * n the parent's `counters.children` (its delegations begun so far, this one included: 1 for the
+ * first); max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
+ * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
+ * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
+ */
+export function planChildRun(
+  parent: RunRecord,
+  opId: string,
+  args: DelegateArgs,
+  now: number,
+): ChildRunPlan | ChildBudgetRefusal {
+  // The begin commit of this delegate operation counted it, so the first child is number 1.
+  const n = Math.max(1, parent.counters.children);
+  const reservation = reserveChildBudgets(parent, args.budgets ?? {}, now);
+  if (!reservation.ok) {
+    const { which, requested, remaining } = reservation;
+    return {
+      refused: `child_budget_exceeded:${which}`,
+      message: `the child would hold ${requested} of ${which}; the parent has ${remaining} left`,
+    };
+  }
+  const budgets: Budgets = reservation.budgets;
   const ceiling = parent.budgets.max_depth;
   if (ceiling !== undefined) budgets.max_depth = Math.min(ceiling, budgets.max_depth ?? ceiling);
   const reducer =
@@ -62,6 +115,9 @@ export function planChildRun(parent: RunRecord, opId: string, args: DelegateArgs
     ...(args.objective !== undefined ? { objective: args.objective } : {}),
     ...(args.context !== undefined ? { context: args.context } : {}),
     budgets,
+    reserved: reservation.reserved,
+    wait: args.wait ?? true,
+    ...(args.returns !== undefined ? { returns: args.returns } : {}),
     on_exceeded: args.on_exceeded ?? parent.on_exceeded,
     executor_config: args.executor_config ?? parent.executor_config,
     parent_run_id: parent.run_id,
@@ -78,12 +134,24 @@ function envelope(
   return envelopeOf(status, undefined, { ...(opId !== undefined ? { operation_id: opId } : {}), ...extra });
 }
 
-/** The delegate call's answer once the child exists: `waiting` on `child:{child_run_id}`. */
-export function childStartedEnvelope(opId: string, childRunId: string): ToolResultEnvelope {
-  return envelope(opId, 'waiting', {
-    resume_key: childResumeKey(childRunId),
-    payload: { child_run_id: childRunId },
-  });
+/**
+ * The delegate call's answer once the child exists: `waiting` on `child:{child_run_id}`, or for a
+ * background child (`wait: false`) `succeeded`; the payload names the child and its reservation
+ * of the parent's tree limits (`reserved`, recorded on the parent with this result).
+ */
+export function childStartedEnvelope(
+  opId: string,
+  childRunId: string,
+  terms: { reserved: TreeAmounts; wait: boolean } = { reserved: {}, wait: true },
+): ToolResultEnvelope {
+  const payload = { child_run_id: childRunId, reserved: terms.reserved, wait: terms.wait };
+  if (!terms.wait) return envelope(opId, 'succeeded', { payload });
+  return envelope(opId, 'waiting', { resume_key: childResumeKey(childRunId), payload });
+}
+
+/** The terms a child was created with, read back from its record (a re-dispatch adopting it). */
+export function childTermsOf(child: RunRecord, wait: boolean): { reserved: TreeAmounts; wait: boolean } {
+  return { reserved: child.reserved ?? {}, wait };
 }
 
 /** The delegate call's answer when no child could be created (bad args, unknown reducer, …). */
@@ -122,6 +190,7 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
     ...(child.status === 'completed' && child.summary !== undefined ? { summary: child.summary } : {}),
     terminal_reason: child.terminal_reason,
     usage: usageCounts(child),
+    tree_usage: treeTotals(child),
   };
   if (child.status === 'completed') {
     return envelope(undefined, child.outcome === 'blocked' ? 'blocked' : 'succeeded', { payload });
@@ -139,4 +208,102 @@ export function handBackEnvelope(child: RunRecord): ToolResultEnvelope | null {
     ],
     retry_policy: { retryable: false },
   });
+}
+
+/** A delegate message's answer once the receiver queued it: `succeeded` with `{to, ack}`. */
+export function messageSentEnvelope(opId: string, to: string, ack: ControlAck): ToolResultEnvelope {
+  return envelope(opId, 'succeeded', { payload: { to, ack } });
+}
+
+/** What a completed child returned: the result its `returns.schema` checks. */
+export interface ChildResult {
+  outcome: 'succeeded' | 'partial' | 'blocked';
+  summary?: string;
+  artifacts?: unknown[];
+}
+
+/**
+ * The facts a checked hand-back rests on, read from the child's log: its result (the complete
+ * effect's outcome, summary and artifacts) and the evidence kinds some tool envelope of it
+ * reported with `ok: true` (a legacy envelope's evidence is untrusted and does not count).
+ */
+export interface HandBackFacts {
+  result: ChildResult;
+  /** The evidence entries with `ok: true` the child's tool envelopes reported, the first of each kind. */
+  verified: readonly Evidence[];
+}
+
+/** The JSON Schema check the engine supplies: one message per violation (`path: message`), [] when valid. */
+export type SchemaErrors = (schema: Record<string, unknown>, value: unknown) => string[];
+
+/**
+ * The hand-back of `child` checked against what its delegation asked it to return (`returns`):
+ * a child that completed `succeeded` or `partial` but whose result does not satisfy
+ * `returns.schema` (diagnostic `handback_schema_mismatch`, one per violation, with its path) or
+ * lacks a required evidence kind (`handback_evidence_missing`, naming the kind) hands back
+ * `blocked`, never `succeeded`; the payload carries the result either way. A hand-back that
+ * passes carries, as its `evidence`, the entries of the required kinds the child's tools reported. A child without
+ * `returns`, or one that did not complete succeeded/partial, hands back as {@link handBackEnvelope}.
+ * Null while the child is live. Issue 16 ("checked hand-backs").
+ */
+export function checkedHandBackEnvelope(
+  child: RunRecord,
+  facts: HandBackFacts | null,
+  schemaErrors: SchemaErrors,
+): ToolResultEnvelope | null {
+  const base = handBackEnvelope(child);
+  const terms = child.returns;
+  if (base === null || terms === undefined || facts === null) return base;
+  const payload = { ...(base.payload as HandBackPayload), result: facts.result };
+  if (base.status !== 'succeeded') return { ...base, payload };
+  const diagnostics: ToolResultEnvelope['diagnostics'] = [];
+  if (terms.schema !== undefined) {
+    for (const message of schemaErrors(terms.schema, facts.result)) {
+      diagnostics.push({
+        code: 'handback_schema_mismatch',
+        severity: 'error',
+        message: `the child's result does not match returns.schema: ${message}`,
+      });
+    }
+  }
+  const evidence: Evidence[] = [];
+  for (const kind of terms.evidence ?? []) {
+    const entry = facts.verified.find((e) => e.kind === kind);
+    if (entry !== undefined) {
+      evidence.push(entry);
+      continue;
+    }
+    diagnostics.push({
+      code: 'handback_evidence_missing',
+      severity: 'error',
+      message: `no tool of the child reported evidence of kind "${kind}" with ok: true`,
+    });
+  }
+  // Passed: the hand-back carries the evidence that satisfied it, as the child's tools reported it.
+  if (diagnostics.length === 0) return { ...base, payload, evidence };
+  return { ...base, status: 'blocked', payload, diagnostics };
+}
+
+/** The facts of a checked hand-back, from `events` of the child's log (see {@link HandBackFacts}). */
+export function handBackFactsOf(child: RunRecord, events: readonly RunEvent[]): HandBackFacts | null {
+  if (child.status !== 'completed') return null;
+  const verified = new Map<string, Evidence>();
+  let artifacts: unknown[] | undefined;
+  for (const event of events) {
+    if (event.kind === 'run_completed' && Array.isArray(event.data.artifacts))
+      artifacts = event.data.artifacts;
+    if (event.kind !== 'tool_result') continue;
+    const envelope = event.data.envelope as Partial<ToolResultEnvelope> | undefined;
+    if (envelope === undefined || envelope.legacy === true) continue;
+    for (const e of envelope.evidence ?? [])
+      if (e.ok === true && !verified.has(e.kind)) verified.set(e.kind, e);
+  }
+  return {
+    result: {
+      outcome: child.outcome,
+      ...(child.summary !== undefined ? { summary: child.summary } : {}),
+      ...(artifacts !== undefined ? { artifacts } : {}),
+    },
+    verified: [...verified.values()],
+  };
 }

@@ -36,7 +36,7 @@ export {
   stopRun,
   unansweredCalls,
 } from './run-machine/controls.ts';
-export { childEnded, isDelegation, settleOwed } from './run-machine/delegation.ts';
+export { childEnded, isDelegateMessage, isDelegation, settleOwed } from './run-machine/delegation.ts';
 export {
   type DeliveryDecision,
   decideDelivery,

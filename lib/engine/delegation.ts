@@ -20,6 +20,7 @@ import {
   type ControlAck,
   childOfResumeKey,
   DelegateArgs,
+  DelegateMessageArgs,
   isTerminalStatus,
   type Operation,
   type OwedDuty,
@@ -28,9 +29,11 @@ import {
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import {
+  childContextOf,
   childStartedEnvelope,
+  childTermsOf,
   delegationFailedEnvelope,
-  handBackEnvelope,
+  messageSentEnvelope,
   planChildRun,
 } from '../core/delegation.ts';
 import { runtimeKeyOf } from '../core/principal.ts';
@@ -46,6 +49,7 @@ import {
   type OwedReport,
   wake,
 } from './deps.ts';
+import { handBackOf, schemaProblem } from './hand-back.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
 export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };
@@ -58,7 +62,8 @@ export interface DelegationHooks {
 /** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
 type HandBack = 'delivered' | 'not_needed' | 'deferred';
 
-async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+/** The delegate operation's args, or the failed envelope naming the field that is wrong. */
+function delegateArgsOf(parent: RunRecord, op: Operation): DelegateArgs | ToolResultEnvelope {
   const effect = op.effect;
   if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
   const { __raisin_context: _context, ...raw } = effect.args;
@@ -82,16 +87,34 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       `args.subject.workspace: a child run stays in its parent's workspace (${parent.subject.workspace})`,
     );
   }
+  const schema = args.returns?.schema;
+  const problem = schema !== undefined ? schemaProblem(schema) : null;
+  if (problem !== null) {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_args_invalid',
+      `args.returns.schema: not a JSON Schema (${problem})`,
+    );
+  }
+  return args;
+}
+
+async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+  const args = delegateArgsOf(parent, op);
+  if ('envelope' in args) return args;
   if (args.context === undefined) {
     // The child inherits the parent's run context (tools, instructions, mode) unless given one.
     // A child is a task: it must end (and hand back) on its own, never wait for a user.
     const [started] = await dc.store.readEvents(parent.run_id, 0, 1);
     const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
-    if (inherited !== null && typeof inherited === 'object' && !Array.isArray(inherited))
-      args.context = { ...inherited, mode: 'task' };
-    else if (inherited !== undefined) args.context = inherited;
+    if (inherited !== undefined) args.context = childContextOf(inherited);
   }
-  const plan = planChildRun(parent, op.op_id, args);
+  const planned = planChildRun(parent, op.op_id, args, dc.clock.now());
+  if ('refused' in planned) {
+    return delegationFailedEnvelope(op.op_id, 'permission_denied', planned.refused, planned.message);
+  }
+  const plan = planned;
   if (plan.reducer === null) {
     return delegationFailedEnvelope(
       op.op_id,
@@ -102,7 +125,7 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
   }
   const principalKey = runtimeKeyOf(parent.principal);
   const existing = await dc.store.findByCreateKey(principalKey, plan.create_key);
-  if (existing !== null) return adopt(dc, parent, op, existing.run_id);
+  if (existing !== null) return adopt(dc, parent, op, existing.run_id, plan.wait);
   const resolved = await dc.reducers.resolve(plan.reducer);
   if (resolved === null) {
     return delegationFailedEnvelope(
@@ -123,6 +146,8 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
       ...(plan.context !== undefined ? { context: plan.context } : {}),
       budgets: plan.budgets,
+      reserved: plan.reserved,
+      ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
       on_exceeded: plan.on_exceeded,
       executor_config: plan.executor_config,
       // A child runs under the registries its parent was admitted with.
@@ -149,12 +174,12 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       run_id: parent.run_id,
       child_run_id: child.run_id,
     });
-    return childStartedEnvelope(op.op_id, child.run_id);
+    return childStartedEnvelope(op.op_id, child.run_id, { reserved: plan.reserved, wait: plan.wait });
   } catch (err) {
     if (!(err instanceof CommitRejected)) throw err;
     if (err.reason === 'create_key_taken') {
       const again = await dc.store.findByCreateKey(principalKey, plan.create_key);
-      if (again !== null) return adopt(dc, parent, op, again.run_id);
+      if (again !== null) return adopt(dc, parent, op, again.run_id, plan.wait);
     }
     if (err.reason === 'subject_taken') {
       return delegationFailedEnvelope(
@@ -174,6 +199,7 @@ async function adopt(
   parent: RunRecord,
   op: Operation,
   childId: string,
+  wait: boolean,
 ): Promise<ToolResultEnvelope> {
   const child = await dc.store.getRun(childId);
   if (child === null || child.parent_run_id !== parent.run_id || child.parent_op_id !== op.op_id) {
@@ -184,12 +210,14 @@ async function adopt(
       `the create key of this delegation names run ${childId}, which is not its child`,
     );
   }
-  const ended = handBackEnvelope(child);
-  return ended !== null ? { ...ended, operation_id: op.op_id } : childStartedEnvelope(op.op_id, child.run_id);
+  const ended = await handBackOf(dc.store, child);
+  return ended !== null
+    ? { ...ended, operation_id: op.op_id }
+    : childStartedEnvelope(op.op_id, child.run_id, childTermsOf(child, wait));
 }
 
 async function handBack(dc: DelegationDeps, child: RunRecord): Promise<HandBack> {
-  const envelope = handBackEnvelope(child);
+  const envelope = await handBackOf(dc.store, child);
   const parentId = child.parent_run_id;
   if (envelope === null || parentId === undefined) return 'not_needed';
   return readDecideCommit<RunRecord | null, HandBack>(dc, {
@@ -305,10 +333,12 @@ async function settleEnded(dc: DelegationDeps, record: RunRecord): Promise<OwedR
 
 async function collectEnded(dc: DelegationDeps, parent: RunRecord): Promise<number> {
   let collected = 0;
-  for (const request of parent.open_requests) {
-    if (request.kind !== 'result') continue;
-    const childId = childOfResumeKey(request.resume_key);
-    if (childId === null) continue;
+  const awaited = parent.open_requests.flatMap((r) =>
+    r.kind === 'result' && childOfResumeKey(r.resume_key) !== null
+      ? [childOfResumeKey(r.resume_key) as string]
+      : [],
+  );
+  for (const childId of new Set([...awaited, ...parent.live_children])) {
     const child = await dc.store.getRun(childId);
     if (child === null || !isTerminalStatus(child.status)) continue;
     if (!('owed' in child) || !child.owed.includes('handback')) continue;
@@ -321,6 +351,63 @@ function stopDetached(dc: DelegationDeps, parent: RunRecord, childIds: string[])
   return stopRuns(dc, childIds, `parent_withdrew:${parent.run_id}`, 'parent_withdrew');
 }
 
+/** The delegation link `run` may message along, or the failed envelope saying why not. */
+async function receiverOf(
+  dc: DelegationDeps,
+  run: RunRecord,
+  op: Operation,
+  args: DelegateMessageArgs,
+): Promise<{ to: string; input: unknown; controlId: string } | ToolResultEnvelope> {
+  const notLinked = (message: string) =>
+    delegationFailedEnvelope(op.op_id, 'permission_denied', 'not_linked', message);
+  if (args.child_run_id !== undefined) {
+    const child = await dc.store.getRun(args.child_run_id);
+    if (child === null || child.parent_run_id !== run.run_id)
+      return notLinked(`run ${args.child_run_id} is not a child of this run`);
+    return { to: child.run_id, input: args.text, controlId: `delegate_message:${op.op_id}` };
+  }
+  if (run.parent_run_id === undefined) return notLinked('this run has no parent to post to');
+  return {
+    to: run.parent_run_id,
+    input: { from_child: run.run_id, text: args.text },
+    controlId: `child_message:${op.op_id}`,
+  };
+}
+
+async function sendMessage(dc: DelegationDeps, run: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
+  const effect = op.effect;
+  if (effect.kind !== 'call_tool') throw new Error('a delegate message is a call_tool operation');
+  const { __raisin_context: _context, ...raw } = effect.args;
+  const parsed = DelegateMessageArgs.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
+    return delegationFailedEnvelope(
+      op.op_id,
+      'invalid_input',
+      'delegate_message_args_invalid',
+      `${field}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  const receiver = await receiverOf(dc, run, op, parsed.data);
+  if ('envelope' in receiver) return receiver;
+  const ack = await dc.applyControl(
+    receiver.to,
+    { control_id: receiver.controlId, command: 'steer', input: receiver.input },
+    DELEGATION_CALLER,
+  );
+  if (ack.ack === 'rejected') {
+    return delegationFailedEnvelope(
+      op.op_id,
+      'conflict',
+      ack.reason,
+      `the message to run ${receiver.to} was rejected: ${ack.reason}`,
+    );
+  }
+  dc.log({ level: 'info', message: 'delegate message sent', run_id: run.run_id, child_run_id: receiver.to });
+  return messageSentEnvelope(op.op_id, receiver.to, ack);
+}
+
 /** What delegation runs over: the engine's deps and the hooks it is given. */
 type DelegationDeps = EngineDeps & DelegationHooks;
 
@@ -329,6 +416,7 @@ export function createDelegation(deps: EngineDeps, hooks: DelegationHooks): Dele
   const dc: DelegationDeps = { ...deps, applyControl: hooks.applyControl };
   return {
     startChild: (parent, op) => startChild(dc, parent, op),
+    sendMessage: (run, op) => sendMessage(dc, run, op),
     settleEnded: (record) => settleEnded(dc, record),
     collectEnded: (parent) => collectEnded(dc, parent),
     stopDetached: (parent, childIds) => stopDetached(dc, parent, childIds),

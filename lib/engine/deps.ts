@@ -206,7 +206,10 @@ export interface Delegation {
   /**
    * Executes a delegate operation of `parent`: creates the child run (or finds the one this
    * operation already created: the create key is `delegate:{op_id}` under the parent's
-   * principal) and answers `waiting` on `child:{child_run_id}`. The child inherits the parent's
+   * principal) and answers `waiting` on `child:{child_run_id}` (`succeeded` for a background child,
+   * `wait: false`). The child's tree limits are reserved from the parent's remaining budget; a
+   * delegation the parent cannot cover → `failed` permission_denied (`child_budget_exceeded:<which>`).
+   * The child inherits the parent's
    * reducer, executor_config, on_exceeded and run context (run_started.data.context) unless the
    * args give them, and max_depth as a ceiling. A child that already ended is answered with its
    * hand-back at once. Bad args → `failed` invalid_input (`delegate_args_invalid`, naming the
@@ -215,9 +218,22 @@ export interface Delegation {
    * Never throws for bad input.
    */
   startChild(parent: RunRecord, op: NonNullable<RunRecord['operation']>): Promise<ToolResultEnvelope>;
+  /**
+   * Executes a delegate-message operation of `run` (the mailbox): with `child_run_id`, steers that
+   * child of `run` (it sees `text` as `user_input`); without, posts to `run`'s parent (it sees
+   * `user_input` `{from_child, text}`). Authorized by the parent/child link alone; the steer's
+   * control_id is derived from the operation, so a re-dispatch delivers it once. Answers
+   * `succeeded` with `{to, ack}`; bad args → failed invalid_input (`delegate_message_args_invalid`),
+   * no such link → permission_denied (`not_linked`), the receiver ended → conflict (`run_terminal`).
+   */
+  sendMessage(run: RunRecord, op: NonNullable<RunRecord['operation']>): Promise<ToolResultEnvelope>;
   /** Runs the duties an ended run owes (stop its children, hand back to its parent). */
   settleEnded(record: RunRecord): Promise<OwedReport>;
-  /** For a parent resting `waiting`: hands back every child it waits for that has already ended. */
+  /**
+   * For a parent at rest (waiting, or with live children): hands back every child it waits for
+   * or holds live that has already ended (its hand-back was deferred while the parent's delegate
+   * operation was in flight).
+   */
   collectEnded(parent: RunRecord): Promise<number>;
   /**
    * Stops the children whose waits `parent` closed without their result (withdrawn by a steer,

@@ -7,7 +7,8 @@
  * tool-invocation-contract, "Invocation".
  */
 import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
-import { isDelegation, type OperationResult } from '../core/run-machine.ts';
+import { treeUsed } from '../core/budgets.ts';
+import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
 import type { ToolCallRequest } from './ports.ts';
@@ -75,6 +76,9 @@ export async function executeOperation(
   if (effect.kind === 'call_tool' && isDelegation(op)) {
     return { kind: 'tool_result', envelope: await ctx.delegation.startChild(record, op) };
   }
+  if (effect.kind === 'call_tool' && isDelegateMessage(op)) {
+    return { kind: 'tool_result', envelope: await ctx.delegation.sendMessage(record, op) };
+  }
   if (effect.kind === 'call_tool') {
     const envelope = await ctx.tools.execute(toolRequestOf(record, op), signal);
     if (envelope.status !== 'waiting') return { kind: 'tool_result', envelope };
@@ -112,6 +116,8 @@ async function executeModelTurn(
     run_id: record.run_id,
     operation_id: op.op_id,
     attempt: op.attempt,
+    // The run's agent: the function its reducer is bound to (the contract's `functions:{path}`).
+    ...(record.reducer !== null ? { agent_ref: `functions:${record.reducer.function_path}` } : {}),
     subject: record.subject,
     executor_config: record.executor_config,
     request: {
@@ -123,7 +129,8 @@ async function executeModelTurn(
     },
   };
   const limit = record.budgets.max_model_calls;
-  const limits = limit === undefined ? {} : { maxCalls: Math.max(1, limit - record.usage.model_calls) };
+  const limits =
+    limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) };
   const out = await ctx.models.turn(input, compiled, signal, limits);
   const { provider_calls, host_attempts: _attempts, ...answer } = out as typeof out & Record<string, unknown>;
   const calls = typeof provider_calls === 'number' && provider_calls >= 1 ? { calls: provider_calls } : {};
@@ -145,6 +152,7 @@ async function executeModelTurn(
     tool_calls: out.tool_calls,
     finish_reason: out.finish_reason,
     usage: out.usage,
+    manifest: compiled.manifest,
     ...calls,
   };
 }

@@ -218,13 +218,21 @@ export interface EarlyResultHold {
   expires_at: number;
 }
 
+/** What {@link RunStore.getStatus} reads of a run record. */
+export interface RunStatusView {
+  status: RunRecord['status'];
+  /** The steer_id of a steer that asked to interrupt the operation in flight, or null. */
+  interrupt_requested: string | null;
+}
+
 export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
   /**
-   * The run's status alone, eventually consistent (may lag a just-committed change by about a
-   * second): the cheap read a running operation polls to see a stop. Null for an unknown run.
+   * The run's status and the steer interrupting its operation in flight (`interrupt_requested`,
+   * null when none), eventually consistent (may lag a just-committed change by about a second):
+   * the cheap read a running operation polls to see a stop or an interrupt. Null for an unknown run.
    */
-  getStatus(runId: string): Promise<RunRecord['status'] | null>;
+  getStatus(runId: string): Promise<RunStatusView | null>;
   /** Run record and one control ack in one consistent BatchGetItem. */
   getRunAndAck(
     runId: string,

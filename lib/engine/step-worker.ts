@@ -20,6 +20,7 @@ import {
   finishOperation,
   gateOperation,
   hasWork,
+  isDelegateMessage,
   isDelegation,
   type OperationResult,
   releaseLease,
@@ -170,17 +171,25 @@ class StepWorker {
   /**
    * Replays the staged moves on `current` (a record a concurrent commit produced, still under
    * this worker's lease): no reducer call, no tool call, no read. False when a move no longer
-   * applies (the caller then reloads and recomputes).
+   * applies (the caller then reloads and recomputes). A start refused `steers_queued` (a steer
+   * reached the run meanwhile) ends the replay there: the moves before it are kept, and the
+   * loop consumes the steer before the operation starts.
    */
   rebase(current: RunRecord): boolean {
     let record = current;
     const events: RunEvent[] = [];
-    for (const move of this.moves) {
+    let kept = this.moves.length;
+    for (const [i, move] of this.moves.entries()) {
       const result = move(record);
+      if (!result.ok && result.code === 'steers_queued') {
+        kept = i;
+        break;
+      }
       if (!result.ok) return false;
       record = result.record;
       events.push(...result.events);
     }
+    this.moves = this.moves.slice(0, kept);
     for (const seq of [...this.eventCache.keys()]) if (seq > this.base.last_seq) this.eventCache.delete(seq);
     for (const e of events) this.eventCache.set(e.seq, e);
     this.base = current;
@@ -258,7 +267,8 @@ class StepWorker {
     if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner) return this.run();
     const final = this.staged;
     if (final.status === 'queued' && hasWork(final)) await wake(this.ctx, final.run_id);
-    if (final.status === 'waiting') await this.ctx.delegation.collectEnded(final);
+    if (final.status === 'waiting' || (!isTerminalStatus(final.status) && final.live_children.length > 0))
+      await this.ctx.delegation.collectEnded(final);
     if (this.detached.length > 0) {
       await this.ctx.delegation.stopDetached(final, this.detached.splice(0)).catch((err: unknown) =>
         this.ctx.log({
@@ -481,7 +491,8 @@ class StepWorker {
     const r = this.staged;
     const op = r.operation;
     if (op === null || op.effect.kind !== 'call_tool') return false;
-    if (isDelegation(op)) return false; // core's own operation: its policy is the delegation budgets
+    // Core's own operations: their policy is the delegation budgets and the parent/child link.
+    if (isDelegation(op) || isDelegateMessage(op)) return false;
     const decision = await this.ctx.tools.gate(toolRequestOf(r, op));
     if (decision.decision === 'allow') return false;
     if (decision.decision === 'require_approval') {
@@ -513,6 +524,11 @@ class StepWorker {
     const abort = new AbortController();
     let lost = false;
     let cancelled = false;
+    // A stop or a steer that interrupts: the operation is cancelled (acknowledged) either way.
+    const cancel = (why: 'stop' | 'interrupt') => {
+      cancelled = true;
+      abort.abort(new Error(why === 'stop' ? 'run stopped' : 'interrupted by a steer'));
+    };
     let beating = Promise.resolve();
     const timer = setInterval(() => {
       beating = beating.then(async () => {
@@ -520,18 +536,12 @@ class StepWorker {
         if (outcome === 'lost') {
           lost = true;
           abort.abort(new LeaseLost('lease lost'));
-        } else if (outcome === 'cancelled') {
-          cancelled = true;
-          abort.abort(new Error('run stopped'));
+        } else if (outcome === 'cancelled' || outcome === 'interrupted') {
+          cancel(outcome === 'cancelled' ? 'stop' : 'interrupt');
         }
       });
     }, this.ctx.heartbeatMs);
-    const unwatch = op.interruptible
-      ? watchForStop(this.ctx, this.base.run_id, () => {
-          cancelled = true;
-          abort.abort(new Error('run stopped'));
-        })
-      : async () => {};
+    const unwatch = op.interruptible ? watchForStop(this.ctx, this.base.run_id, cancel) : async () => {};
     try {
       const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads());
       clearInterval(timer);
@@ -551,11 +561,14 @@ class StepWorker {
 
   /**
    * One heartbeat while an operation runs: re-read the run; the lease gone → `lost`; a stop seen
-   * (cancelling) while `interruptible` → `cancelled`; else renew the lease. A renewal that loses
-   * to a concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
+   * (cancelling) while `interruptible` → `cancelled`; a steer that interrupts (interrupt_requested)
+   * while `interruptible` → `interrupted`; else renew the lease. A renewal that loses to a
+   * concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
    * run record on every lease renewal and cancels its operation when it sees cancelling").
    */
-  async heartbeat(interruptible: boolean): Promise<'renewed' | 'lost' | 'cancelled' | 'skipped'> {
+  async heartbeat(
+    interruptible: boolean,
+  ): Promise<'renewed' | 'lost' | 'cancelled' | 'interrupted' | 'skipped'> {
     try {
       await this.ctx.faults('during_heartbeat', this.base.run_id);
       const current = await this.ctx.store.getRun(this.base.run_id);
@@ -567,6 +580,8 @@ class StepWorker {
       )
         return 'lost';
       const stopping = current.status === 'cancelling' && interruptible;
+      const interrupted =
+        interruptible && 'interrupt_requested' in current && current.interrupt_requested !== undefined;
       const renewed = renewLease(current, this.fence, this.ctx.clock.now(), this.ctx.leaseTtlMs);
       if (renewed.ok) {
         this.base = await commitRun(this.ctx, {
@@ -577,7 +592,9 @@ class StepWorker {
         });
         this.staged = this.base;
       }
-      return stopping ? 'cancelled' : renewed.ok ? 'renewed' : 'skipped';
+      if (stopping) return 'cancelled';
+      if (interrupted) return 'interrupted';
+      return renewed.ok ? 'renewed' : 'skipped';
     } catch (err) {
       if (err instanceof CommitRejected && err.reason === 'stale_version') return 'skipped'; // next beat retries
       return 'lost';

@@ -1,34 +1,47 @@
 /**
  * The stop watch of an in-flight interruptible operation: every `stopPollMs` (default 2 s) one
  * cheap read of the run's status (`RunStore.getStatus`: an eventually consistent read of the
- * record item projected to its status, half a read unit per 4 KB of record) and, on `cancelling`,
- * the operation's AbortSignal fires. The lease heartbeat (every `heartbeatMs`, 30 s by default)
+ * record item projected to its status and `interrupt_requested`, half a read unit per 4 KB of
+ * record) and, on `cancelling` or on a steer that interrupts (when_busy `interrupt`), the
+ * operation's AbortSignal fires. The lease heartbeat (every `heartbeatMs`, 30 s by default)
  * still renews the lease and detects its loss; the watch only shortens how long a stop takes to
  * reach the operation, from up to a heartbeat to up to `stopPollMs` plus one read.
  *
  * Why a poll and not a push: the stop may be committed by any API instance while the operation
  * runs in another Lambda invocation; nothing can reach that invocation but what it reads. A
  * stream or queue per run would cost more than one read every 2 s of a running operation and
- * would still need the read for its own loss. Issue 12, item 6; seed agent-runs, "Controls" (stop).
+ * would still need the read for its own loss. Issue 12, item 6 (stop); issue 14, item 5 (a steer
+ * that interrupts); seed agent-runs, "Controls" (stop).
  */
 import type { EngineDeps } from './deps.ts';
 
+/** What the watch saw: the run stopping, or a steer interrupting the operation. */
+export type WatchSignal = 'stop' | 'interrupt';
+
 /**
- * Starts watching `runId` for a stop; `onStop` is called once, when `cancelling` is read. A read
- * that fails is skipped (the next one, or the heartbeat, sees the stop). Returns the function
- * that ends the watch; it waits for a read in progress.
+ * Starts watching `runId` for a stop or an interrupt; `onSignal` is called once, when
+ * `cancelling` (→ `stop`) or an `interrupt_requested` (→ `interrupt`) is read. A read that fails
+ * is skipped (the next one, or the heartbeat, sees it). Returns the function that ends the
+ * watch; it waits for a read in progress.
  */
-export function watchForStop(deps: EngineDeps, runId: string, onStop: () => void): () => Promise<void> {
+export function watchForStop(
+  deps: EngineDeps,
+  runId: string,
+  onSignal: (signal: WatchSignal) => void,
+): () => Promise<void> {
   let reading: Promise<void> = Promise.resolve();
   let done = false;
   const timer = setInterval(() => {
     reading = reading.then(async () => {
       if (done) return;
       try {
-        if ((await deps.store.getStatus(runId)) === 'cancelling' && !done) {
+        const view = await deps.store.getStatus(runId);
+        const signal: WatchSignal | null =
+          view?.status === 'cancelling' ? 'stop' : view?.interrupt_requested ? 'interrupt' : null;
+        if (signal !== null && !done) {
           done = true;
           clearInterval(timer);
-          onStop();
+          onSignal(signal);
         }
       } catch {
         // skipped: the next read, or the heartbeat, sees it

@@ -155,20 +155,32 @@ export function validationIssues(
   });
 }
 
-/** A validation_failed error naming where the input was (`json`, `query`, `param`, `header`). */
+/**
+ * A validation_failed error naming where the input was (`json`, `query`, `param`, `header`), worded
+ * `invalid request: field budgets.max_turns: <why>` (`query parameter limit`, `the body`, ...).
+ */
 export function validationFailed(
   target: string,
   issues: readonly z.core.$ZodIssue[] | readonly unknown[],
 ): HttpError {
   const flat = validationIssues(issues);
   const first = flat[0];
-  const where = first === undefined ? target : first.path === '' ? target : `${target} ${first.path}`;
+  const part = TARGET_WORDS[target] ?? { whole: target, field: target };
+  const where = first === undefined || first.path === '' ? part.whole : `${part.field} ${first.path}`;
   return new HttpError(
     'validation_failed',
-    `invalid ${where}${first === undefined ? '' : `: ${first.message}`}`,
+    `invalid request: ${where}${first === undefined ? '' : `: ${first.message}`}`,
     { target, issues: flat },
   );
 }
+
+/** How a validation message names the part of the request that failed, whole or one field of it. */
+const TARGET_WORDS: Record<string, { whole: string; field: string }> = {
+  json: { whole: 'the body', field: 'field' },
+  query: { whole: 'the query', field: 'query parameter' },
+  param: { whole: 'the path', field: 'path parameter' },
+  header: { whole: 'the headers', field: 'header' },
+};
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',

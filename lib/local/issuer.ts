@@ -81,6 +81,12 @@ export async function loadOrCreateIssuer(dir: string): Promise<LocalIssuer> {
   return issuerOf(privateJwk);
 }
 
+/** An issuer whose key lives only in this process (a stack without a data folder). */
+export async function createEphemeralIssuer(): Promise<LocalIssuer> {
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  return issuerOf(await exportJWK(privateKey));
+}
+
 function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);

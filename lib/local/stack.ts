@@ -14,7 +14,6 @@
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -28,10 +27,19 @@ import {
 } from '../handlers/observability.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
 import { LOCAL_PRINCIPAL } from '../http/index.ts';
+import { startProgress } from '../progress.ts';
 import type { Runtime, RuntimeConfig } from '../runtime.ts';
 import type { SandboxLimits, SandboxReducerHost } from '../sandbox/index.ts';
+import { bannerLines } from './banner.ts';
 import { type Gateway, GatewayError, startGateway } from './gateway.ts';
-import { agentRunsDirOf, callerOfToken, localIssuer, withJwtAuthorizer } from './identity.ts';
+import {
+  agentRunsDirOf,
+  callerOfToken,
+  type DefaultIdentity,
+  defaultIdentity,
+  localIssuer,
+  withJwtAuthorizer,
+} from './identity.ts';
 import type { LocalIssuer } from './issuer.ts';
 import { type LocalLive, startLocalLive } from './live.ts';
 import type { Poller } from './poller.ts';
@@ -83,6 +91,8 @@ export interface LocalStackOptions {
   stateDir?: string | false;
   /** Called once the stack serves, with the start-up time. */
   onReady?: (stack: LocalStack) => void;
+  /** Called as each of the START_STEPS start-up steps ends, with what it did. */
+  onStep?: (done: string) => void;
   /** Log sink of the handlers and the stack; default a Powertools Logger at POWERTOOLS_LOG_LEVEL (default WARN). */
   logger?: LogSink;
   /** The built web console served at /console (default CONSOLE_DIST_DIR); false: not served. */
@@ -107,6 +117,8 @@ export interface LocalStack {
   token: string;
   /** The stack's token issuer: `issuer.sign({ sub, groups, system })` makes a token for any caller (`agent-runs token`). */
   issuer: LocalIssuer;
+  /** Who the token names and where it is kept (with --persist, kept across restarts). */
+  identity: DefaultIdentity;
   /**
    * The web console's address with the token in the URL fragment (`/console/#token=...`: a
    * fragment never reaches a server or its logs); null when the console is not served.
@@ -134,6 +146,9 @@ export interface LocalStack {
   /** Stops the gateway, the poller, the sweeper timer and the services; removes the state file. Idempotent. */
   stop(): Promise<void>;
 }
+
+/** How many start-up steps report to `onStep`: port, emulators, resources, runtime, live stream. */
+export const START_STEPS = 5;
 
 /** Stable codes of {@link LocalStackError}: the LocalServicesError codes plus the gateway's. */
 export type LocalStackErrorCode =
@@ -175,11 +190,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const port = resolvePort(options.port);
   const stateDir = options.stateDir === false ? null : resolve(options.stateDir ?? process.cwd());
   // The default user's token, as `npm start` prints it (admin: it may register functions).
-  const issuer = await localIssuer(stateDir);
-  const token = await issuer.sign({ sub: LOCAL_PRINCIPAL.id, admin: true });
+  const issuer = await localIssuer(stateDir); // with a data folder, the token is kept there
+  const identity = await defaultIdentity(
+    issuer,
+    LOCAL_PRINCIPAL.id,
+    options.persistDir,
+    Math.floor(Date.now() / 1000),
+  );
+  const { token } = identity;
+  const step = options.onStep ?? (() => {});
   const visibility = options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS;
 
-  const { gateway, services, resources, config } = await startBackends(options, port, logger);
+  const { gateway, services, resources, config } = await startBackends(options, port, logger, step);
   let reducers: SandboxReducerHost | undefined;
   const abandon = () => Promise.all([gateway.stop(), services.stop(), reducers?.close()]);
   const metrics = createCountingMetrics();
@@ -217,6 +239,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
+  step('runtime, step poller and sweeper running');
 
   let live: LocalLive;
   try {
@@ -240,6 +263,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       cause: err,
     });
   }
+  step('live event stream serving');
   const stateFile =
     stateDir === null
       ? null
@@ -251,6 +275,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     port: gateway.port,
     token,
     issuer,
+    identity,
     consoleUrl: site === undefined ? null : `${gateway.url}/console/#token=${encodeURIComponent(token)}`,
     consoleDir: site === undefined ? null : site.assetsDir,
     runtime,
@@ -284,7 +309,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
  * emulators and creates the table, queues and bucket. Throws LocalStackError; whatever had
  * started is stopped.
  */
-async function startBackends(options: LocalStackOptions, port: number, logger: LogSink) {
+async function startBackends(
+  options: LocalStackOptions,
+  port: number,
+  logger: LogSink,
+  step: (done: string) => void,
+) {
   let gateway: Gateway;
   try {
     gateway = await startGateway({ handler: null, port, logger });
@@ -292,6 +322,7 @@ async function startBackends(options: LocalStackOptions, port: number, logger: L
     if (err instanceof GatewayError) throw new LocalStackError(err.code, err.message, { cause: err });
     throw err;
   }
+  step(`HTTP port ${gateway.port} bound`);
 
   let services: LocalServices;
   try {
@@ -305,6 +336,7 @@ async function startBackends(options: LocalStackOptions, port: number, logger: L
     throw err;
   }
 
+  step('DynamoDB Local and fauxqs up');
   let resources: LocalResources;
   try {
     resources = await ensureResources(services);
@@ -314,6 +346,7 @@ async function startBackends(options: LocalStackOptions, port: number, logger: L
       cause: err,
     });
   }
+  step('table, step queue and bucket ready');
   // fauxqs names queues http://sqs.{region}.localhost:{port}/..., a host that need not resolve.
   const queueUrl = new URL(new URL(resources.queueUrl).pathname, services.sqsEndpoint).toString();
   resources = { ...resources, queueUrl };
@@ -362,34 +395,12 @@ function removeOwnState(dir: string, pid: number): void {
   if (state !== null && state.pid === pid) removeLocalState(dir);
 }
 
-/**
- * The banner's `models:` lines: each configured model-turn function (the environment's, see
- * lib/models/configured.ts, and `extraPaths` given in code) and the default a run gets when it
- * names none, or how to configure one when there is none.
- */
-export function modelBannerLines(
-  catalog: Runtime['modelCatalog'],
-  extraPaths: readonly string[] = [],
-): string[] {
-  const lines = catalog.models.map(
-    (m) => `${m.path}  ${m.provider} ${m.model}${m.key !== undefined ? ` (key: ${m.key})` : ''}`,
-  );
-  for (const path of extraPaths) lines.push(`${path}  (given in code)`);
-  if (lines.length === 0) {
-    return [
-      '  models: none configured: default-reducer runs end model_turn_function_not_found.',
-      '          Set BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.',
-    ];
-  }
-  return [
-    ...lines.map((line, i) => `${i === 0 ? '  models: ' : '          '}${line}`),
-    `          default (a run that names no executor_config.model_turn_function): ${catalog.defaultPath}`,
-  ];
-}
-
 export interface RunLocalStackOptions extends LocalStackOptions {
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
+  /** Report the start-up steps as they end (lib/progress.ts: a bar on `progressTty`, else lines). */
+  progress?: boolean;
+  progressTty?: NodeJS.WritableStream;
   /** Exit the process after a signal-triggered stop (default true; exit code 0). */
   exitOnStop?: boolean;
 }
@@ -431,32 +442,34 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const progress = options.progress
+    ? startProgress({
+        label: 'start',
+        total: START_STEPS,
+        unit: 'steps',
+        out: print,
+        tty: options.progressTty,
+      })
+    : null;
   try {
-    stack = await startLocalStack(options);
+    stack = await startLocalStack({
+      ...options,
+      onStep: (done) => {
+        progress?.tick(1, done);
+        options.onStep?.(done);
+      },
+    });
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     throw err;
+  } finally {
+    progress?.stop();
   }
   if (signalled !== undefined) {
     finish(stack);
     return stack;
   }
-  print(`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`);
-  print(`  url:    ${stack.url}`);
-  print(`  live:   ${stack.wsUrl}  (WebSocket; GET /runs/{id}/events/stream for server-sent events)`);
-  print(`  notifications: ${stack.notificationsFile}`);
-  print(`  token:  ${stack.token}`);
-  if (stack.consoleUrl !== null && stack.consoleDir !== null) {
-    const built = existsSync(join(stack.consoleDir, 'index.html'));
-    print(`  console: ${built ? stack.consoleUrl : 'not built: run `npm run console:build`, then open'}`);
-    if (!built) print(`           ${stack.consoleUrl}`);
-  }
-  if (stack.stateFile !== null) print(`  state:  ${stack.stateFile}`);
-  print(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
-  for (const line of modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})))
-    print(line);
-  print(`  try:    curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
-  print('Press Ctrl-C to stop.');
+  for (const line of await bannerLines(stack, options)) print(line);
   return stack;
 }

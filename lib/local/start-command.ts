@@ -27,6 +27,8 @@ export interface StartIo {
   out(text: string): void;
   err(text: string): void;
   cwd: string;
+  /** The terminal, when output is one (a progress bar instead of lines). */
+  tty?: NodeJS.WritableStream | undefined;
 }
 
 function portArg(value: string): number {
@@ -79,6 +81,8 @@ export async function startFromOptions(
         logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
       }),
       print: json ? () => {} : io.out,
+      progress: !json,
+      ...(io.tty !== undefined ? { progressTty: io.tty } : {}),
       ...(json
         ? {
             onReady: (stack: LocalStack) =>

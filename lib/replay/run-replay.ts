@@ -1,16 +1,16 @@
 /**
  * `agent-runs replay FILE`: replays recorded conversations as durable runs on a stack and
- * reports, per conversation, whether the runtime reproduced it exactly. Output: a progress bar,
- * one line per diverged conversation with its first difference, a summary table, a JSON report.
+ * reports, per conversation, whether the runtime reproduced it exactly. Output: progress (a bar
+ * on a terminal, else plain lines: lib/progress.ts), one line per diverged conversation with its first difference, a summary table, a JSON report.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { SingleBar } from 'cli-progress';
 import type { UsageCost } from '../contracts/index.ts';
 import { perMillionOperations } from '../core/prices.ts';
 import { createRecordedModel } from '../models/recorded.ts';
 import { loadToolsOffered, loadTrajectories, type TauTrajectory } from '../models/tau-bench.ts';
 import type { ModelTurnFunction } from '../models/types.ts';
+import { startProgress } from '../progress.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { loadAirlineBase } from './airline/database.ts';
 import {
@@ -69,7 +69,14 @@ export interface ReplayOptions {
   concurrency?: number;
   limit?: number;
   reportPath?: string;
+  /**
+   * Progress while it runs: how many conversations up front, the expected duration after the
+   * first few, then a line per 5 % (or 15 s) with count, rate and time left (lib/progress.ts);
+   * a bar instead on `progressTty`. Default false: only the results.
+   */
   progress?: boolean;
+  /** The terminal to draw the progress bar on (with `progress`); undefined: plain lines. */
+  progressTty?: NodeJS.WritableStream;
   startStack: StartReplayStack;
   out?: (line: string) => void;
 }
@@ -253,23 +260,33 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
     chaos,
     leaseTtlMs,
   });
+  const concurrency = Math.max(1, options.concurrency ?? 4);
+  if (options.progress) {
+    out(
+      `replaying ${conversations.length} conversations (world ${live ? 'live' : 'recorded'}` +
+        `${chaos ? ', chaos on' : ''}, ${concurrency} at a time); report: ${options.reportPath ?? 'none (no reportPath)'}`,
+    );
+  }
   const bar = options.progress
-    ? new SingleBar({
-        format: 'replay [{bar}] {value}/{total} conversations | {diverged} diverged | {eta_formatted} left',
-        hideCursor: true,
+    ? startProgress({
+        label: 'replay',
+        total: conversations.length,
+        unit: 'conversations',
+        out,
+        tty: options.progressTty,
+        estimateAfter: Math.min(conversations.length, Math.max(3, concurrency)),
       })
     : null;
-  bar?.start(conversations.length, 0, { diverged: 0 });
   const results: ConversationResult[] = [];
   let diverged = 0;
   try {
     const queue = [...conversations];
-    const workers = Array.from({ length: Math.max(1, options.concurrency ?? 4) }, async () => {
+    const workers = Array.from({ length: concurrency }, async () => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         const result = await replayConversation(stack.api, world, next, { tools, notReplaySafe });
         results.push(result);
         if (!result.identical) diverged += 1;
-        bar?.increment(1, { diverged });
+        bar?.tick(1, `${diverged} diverged`);
       }
     });
     await Promise.all(workers);

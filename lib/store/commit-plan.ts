@@ -190,6 +190,13 @@ export function recordItem(record: RunRecord): Item & ItemKey {
     [ATTR.principalShard]: principalShardKey(principalKeyOf(record.principal), record.run_id),
   };
   if (record.lease !== null) item.lease_owner = record.lease.owner;
+  // Beside status, for the stop watch's projected read (RunStore.getStatus).
+  if (
+    'interrupt_requested' in record &&
+    record.interrupt_requested !== undefined &&
+    record.operation?.started_at != null
+  )
+    item.interrupt_requested = record.interrupt_requested;
   const due = sweepDue(record);
   if (due !== null) {
     item[ATTR.sweepShard] = sweepShardKey(record.run_id);
@@ -199,7 +206,13 @@ export function recordItem(record: RunRecord): Item & ItemKey {
 }
 
 /** Attributes of the record item that are absent when they do not apply (REMOVEd by an update). */
-const OPTIONAL_RECORD_ATTRS = ['lease_owner', ATTR.sweepShard, ATTR.sweepDue, 'record'];
+const OPTIONAL_RECORD_ATTRS = [
+  'lease_owner',
+  'interrupt_requested',
+  ATTR.sweepShard,
+  ATTR.sweepDue,
+  'record',
+];
 
 /** One event's page entry: its head plus its data as JSON text or a blob reference; and its size. */
 function pageEntry(event: RunEvent, body: StoredBody): { entry: Item; bytes: number } {

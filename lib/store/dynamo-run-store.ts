@@ -15,10 +15,9 @@ import {
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import { type RunEvent, type RunRecord, RunStatus } from '../contracts/index.ts';
-import { isPlainObject } from '../core/canonical.ts';
+import { type RunEvent, RunStatus } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import { noStoreMetrics, type RunStore } from '../engine/ports.ts';
+import { noStoreMetrics, type RunStatusView, type RunStore } from '../engine/ports.ts';
 import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
@@ -51,6 +50,7 @@ import {
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
+import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets } from './metering.ts';
 import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
 
@@ -91,21 +91,23 @@ async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string
 }
 
 /** The record item's status attribute, eventually consistent (half the read units of getRun). */
-async function getStatus(io: DynamoIo, runId: string): Promise<RunRecord['status'] | null> {
+async function getStatus(io: DynamoIo, runId: string): Promise<RunStatusView | null> {
   io.metrics.reads += 1;
   const out = await io.doc.send(
     new GetCommand({
       TableName: io.table,
       Key: { pk: runPk(runId), sk: 'R' },
       ConsistentRead: false,
-      ProjectionExpression: '#s',
-      ExpressionAttributeNames: { '#s': 'status' },
+      ProjectionExpression: '#s, #i',
+      ExpressionAttributeNames: { '#s': 'status', '#i': 'interrupt_requested' },
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
   countCapacity(io, out.ConsumedCapacity, 'read', runId);
   const parsed = RunStatus.safeParse(out.Item?.status);
-  return parsed.success ? parsed.data : null;
+  if (!parsed.success) return null;
+  const interrupt = out.Item?.interrupt_requested;
+  return { status: parsed.data, interrupt_requested: typeof interrupt === 'string' ? interrupt : null };
 }
 
 /** Every item of one partition whose sort key begins with `prefix`, strongly consistent. */
@@ -246,67 +248,58 @@ async function listByStatus(
   limit: number,
   cursor?: string,
 ): ReturnType<RunStore['listByStatus']> {
-  // One shard per page keeps the cursor simple: cursor = `${shard}|${lastKey json}`.
-  const [shardText, keyText] = cursor ? cursor.split('|', 2) : ['0', ''];
-  let shard = Number(shardText);
-  if (
-    !Number.isInteger(shard) ||
-    shard < 0 ||
-    shard >= LISTING_SHARDS ||
-    (cursor !== undefined && !cursor.includes('|'))
-  ) {
-    throw new SyntaxError('not a cursor this store issued');
-  }
-  let startKey = keyText ? listingStartKey(keyText) : undefined;
-  const runIds: string[] = [];
-  while (shard < LISTING_SHARDS && runIds.length < limit) {
+  const position = cursor === undefined ? undefined : listingPosition(cursor);
+  // Each shard is newest first; a page merges the first limit + 1 of every shard past the cursor.
+  const shards = await Promise.all(
+    Array.from({ length: LISTING_SHARDS }, (_, shard) =>
+      listShard(io, `${status}#${shard}`, limit + 1, position),
+    ),
+  );
+  const merged = shards.flat().sort(compareListing);
+  const page = merged.slice(0, limit);
+  const last = page.at(-1);
+  const runIds = page.map((p) => p.run_id);
+  if (merged.length <= limit || last === undefined) return { run_ids: runIds };
+  return { run_ids: runIds, cursor: listingCursor(last) };
+}
+
+/** Up to `want` runs of one listing shard that sort after `after`, newest first. */
+async function listShard(
+  io: DynamoIo,
+  partition: string,
+  want: number,
+  after: ListingPosition | undefined,
+): Promise<ListingPosition[]> {
+  const found: ListingPosition[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
     io.metrics.queries += 1;
     const out = await io.doc.send(
       new QueryCommand({
         TableName: io.table,
         IndexName: 'by_status',
-        KeyConditionExpression: '#s = :s',
-        ExpressionAttributeNames: { '#s': ATTR.statusShard },
-        ExpressionAttributeValues: { ':s': `${status}#${shard}` },
+        KeyConditionExpression: after === undefined ? '#s = :s' : '#s = :s AND #c <= :c',
+        ExpressionAttributeNames: {
+          '#s': ATTR.statusShard,
+          ...(after === undefined ? {} : { '#c': ATTR.createdAt }),
+        },
+        ExpressionAttributeValues: {
+          ':s': partition,
+          ...(after === undefined ? {} : { ':c': after.created_at }),
+        },
         ScanIndexForward: false,
-        Limit: limit - runIds.length,
+        Limit: want - found.length,
         ExclusiveStartKey: startKey,
       }),
     );
-    runIds.push(...(out.Items ?? []).map((i) => String(i.pk).slice(4)));
-    if (out.LastEvaluatedKey !== undefined) {
-      startKey = out.LastEvaluatedKey;
-      if (runIds.length >= limit) {
-        return {
-          run_ids: runIds,
-          cursor: `${shard}|${Buffer.from(JSON.stringify(startKey)).toString('base64url')}`,
-        };
-      }
-    } else {
-      shard += 1;
-      startKey = undefined;
+    for (const item of out.Items ?? []) {
+      const p = { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+      // Runs created in the cursor's millisecond but listed before it were on an earlier page.
+      if (after === undefined || compareListing(p, after) > 0) found.push(p);
     }
-  }
-  return shard < LISTING_SHARDS ? { run_ids: runIds, cursor: `${shard}|` } : { run_ids: runIds };
-}
-
-/**
- * The start key a listing cursor carries: an object of the index's key attributes, each a string
- * or a number. Throws SyntaxError for anything else (a cursor this store did not issue).
- */
-function listingStartKey(text: string): Record<string, unknown> {
-  const key: unknown = JSON.parse(Buffer.from(text, 'base64url').toString());
-  const attrs = ['pk', 'sk', ATTR.statusShard, ATTR.createdAt];
-  if (
-    !isPlainObject(key) ||
-    Object.keys(key).some((k) => !attrs.includes(k)) ||
-    typeof key.pk !== 'string' ||
-    typeof key.sk !== 'string' ||
-    Object.values(key).some((v) => typeof v !== 'string' && typeof v !== 'number')
-  ) {
-    throw new SyntaxError('not a cursor this store issued');
-  }
-  return key;
+    startKey = out.LastEvaluatedKey;
+  } while (startKey !== undefined && found.length < want);
+  return found;
 }
 
 /** Builds the DynamoDB RunStore. Does no I/O. */

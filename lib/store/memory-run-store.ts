@@ -62,8 +62,9 @@ import {
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
+import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
-import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
+import { ATTR, SWEEP_SHARDS } from './table.ts';
 
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
@@ -85,42 +86,11 @@ const yieldOnce = () => new Promise<void>((resolve) => setImmediate(resolve));
 const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A listing cursor of the memory store: the sort position of the last run returned. */
-interface MemoryCursor {
-  shard: number;
-  created_at: number;
-  run_id: string;
-}
-
 /** Where a run record item sorts in the listing of `status`, or null when it is not listed there. */
-function listingKey(item: Item, status: string): MemoryCursor | null {
-  const [itemStatus, shard] = String(item[ATTR.statusShard]).split('#');
+function listingKey(item: Item, status: string): ListingPosition | null {
+  const [itemStatus] = String(item[ATTR.statusShard]).split('#');
   if (itemStatus !== status) return null;
-  return { shard: Number(shard), created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
-}
-
-/** Listing order: shard ascending, then newest first, then run id descending. */
-function compareListing(a: MemoryCursor, b: MemoryCursor): number {
-  return a.shard - b.shard || b.created_at - a.created_at || byCodeUnits(b.run_id, a.run_id);
-}
-
-/** A cursor this store issued, back to its position; SyntaxError for anything else. */
-function cursorOf(cursor: string): MemoryCursor {
-  let position: Partial<MemoryCursor> | null;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as Partial<MemoryCursor> | null;
-  } catch {
-    throw new SyntaxError('not a cursor this store issued');
-  }
-  if (
-    !Number.isInteger(position?.shard) ||
-    (position?.shard ?? -1) < 0 ||
-    (position?.shard ?? LISTING_SHARDS) >= LISTING_SHARDS ||
-    typeof position?.created_at !== 'number' ||
-    typeof position.run_id !== 'string'
-  ) {
-    throw new SyntaxError('not a cursor this store issued');
-  }
-  return position as MemoryCursor;
+  return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
 }
 
 /** The table: pk → sk → item, with the reads and writes the adapter makes. Items are cloned in and out, so no caller can alias stored state. */
@@ -271,18 +241,19 @@ function listingIn(
   limit: number,
   cursor: string | undefined,
 ): { run_ids: string[]; cursor?: string } {
-  const position = cursor === undefined ? undefined : cursorOf(cursor);
+  // In the DynamoDB adapter's order: newest first over every shard, ties by run id.
+  const position = cursor === undefined ? undefined : listingPosition(cursor);
   const entries = table
     .recordItems()
-    .map((i) => ({ item: i, key: listingKey(i, status) }))
-    .filter((e): e is { item: Item; key: MemoryCursor } => e.key !== null)
-    .filter((e) => position === undefined || compareListing(e.key, position) > 0)
-    .sort((a, b) => compareListing(a.key, b.key));
+    .map((i) => listingKey(i, status))
+    .filter((key): key is ListingPosition => key !== null)
+    .filter((key) => position === undefined || compareListing(key, position) > 0)
+    .sort(compareListing);
   const page = entries.slice(0, limit);
-  const runIds = page.map((e) => e.key.run_id);
   const last = page.at(-1);
+  const runIds = page.map((key) => key.run_id);
   if (entries.length <= limit || last === undefined) return { run_ids: runIds };
-  return { run_ids: runIds, cursor: Buffer.from(JSON.stringify(last.key)).toString('base64url') };
+  return { run_ids: runIds, cursor: listingCursor(last) };
 }
 
 /**
@@ -383,7 +354,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async getStatus(runId) {
       await yieldOnce();
-      return recordOf(table.read(runPk(runId), 'R', false))?.status ?? null;
+      const record = recordOf(table.read(runPk(runId), 'R', false));
+      if (record === null) return null;
+      const interrupt = 'interrupt_requested' in record ? record.interrupt_requested : undefined;
+      return { status: record.status, interrupt_requested: interrupt ?? null };
     },
     async getRunAndAck(runId, controlId) {
       await yieldOnce();

@@ -17,7 +17,9 @@ import {
   acquireLease,
   type CreateRunParams,
   createRun,
+  decideControl,
   failRun,
+  finishOperation,
   releaseLease,
 } from '../../lib/core/run-machine.ts';
 import { CommitRejected, CommitTooLarge } from '../../lib/engine/commit-errors.ts';
@@ -227,8 +229,70 @@ export function runStoreContract(name: string, open: OpenStore): void {
           expectedVersion: null,
           events: created.events,
         });
-        expect(await s.store.getStatus(stored.run_id)).toBe('queued');
+        expect(await s.store.getStatus(stored.run_id)).toEqual({
+          status: 'queued',
+          interrupt_requested: null,
+        });
         expect(await s.store.getStatus('store-never-created')).toBeNull();
+      });
+
+      it('reads an interrupting steer beside the status while its operation is in flight, and not after', async () => {
+        const now = Date.now();
+        const running = await leased(s.store, await storedRun(s.store), 'w1', now);
+        const effect = {
+          effect_id: '1:0',
+          kind: 'call_tool',
+          tool: 't',
+          args: {},
+          mutating: false,
+          replay_safe: true,
+        };
+        const operation = {
+          op_id: `${running.run_id}/op/1`,
+          kind: 'tool_call',
+          effect_id: '1:0',
+          effect: { ...effect, interruptible: true },
+          replay_safe: true,
+          interruptible: true,
+          attempt: 1,
+          started_at: now,
+        };
+        const inFlight = await s.store.commit({
+          record: { ...running, operation } as RunRecord,
+          expectedVersion: running.version,
+          events: [],
+        });
+        const steer = { control_id: 'st', command: 'steer', input: 'x', when_busy: 'interrupt' } as const;
+        const decided = decideControl(inFlight, steer, 'digest', null, now);
+        if (decided.kind !== 'applied') throw new Error(`steer not applied: ${decided.kind}`);
+        const interrupted = await s.store.commit({
+          record: decided.record,
+          expectedVersion: inFlight.version,
+          events: decided.events,
+        });
+        expect(await s.store.getStatus(running.run_id)).toEqual({
+          status: 'running',
+          interrupt_requested: `${running.run_id}/steer/1`,
+        });
+
+        // The executor reports the operation cancelled: the record between operations drops it.
+        const cancelled = finishOperation(
+          interrupted,
+          { owner: 'w1', epoch: interrupted.epoch },
+          { kind: 'operation_cancelled', acknowledged: true },
+          now,
+        );
+        if (!cancelled.ok) throw new Error(`not finished: ${cancelled.code}`);
+        expect(cancelled.record).not.toHaveProperty('interrupt_requested');
+        await s.store.commit({
+          record: cancelled.record,
+          expectedVersion: interrupted.version,
+          events: cancelled.events,
+        });
+        expect(await s.store.getStatus(running.run_id)).toEqual({
+          status: 'running',
+          interrupt_requested: null,
+        });
       });
 
       it('refuses a create on a subject with a live run as subject_taken, and writes nothing of it', async () => {
@@ -938,14 +1002,29 @@ export function runStoreContract(name: string, open: OpenStore): void {
           queued.push((await storedRun(s.store, { run_id }, {}, t0 + (i % 3))).run_id);
         }
         const running = await leased(s.store, await storedRun(s.store, {}, {}, t0), 'w', t0);
+        // Newest first over every shard; runs created in the same millisecond by run id, descending.
+        const newestFirst = queued
+          .map((run_id, i) => ({ run_id, created_at: t0 + (i % 3) }))
+          .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? 1 : -1))
+          .map((r) => r.run_id);
         for (const limit of [1, 2, 4, 9, 10, 50]) {
           const { ids, pages } = await listAll(s.store, 'queued', limit);
-          expect(ids).toHaveLength(queued.length);
-          expect([...ids].sort()).toEqual([...queued].sort());
+          expect(ids).toEqual(newestFirst);
           expect(pages).toBeGreaterThanOrEqual(Math.ceil(queued.length / limit));
         }
         expect((await listAll(s.store, 'running', 3)).ids).toEqual([running.run_id]);
         expect((await listAll(s.store, 'paused', 3)).ids).toEqual([]);
+      });
+
+      it('keeps paging where it was when a newer run is created between pages', async () => {
+        const t0 = 1_700_000_000_000;
+        const older: string[] = [];
+        for (let i = 0; i < 5; i += 1) older.unshift((await storedRun(s.store, {}, {}, t0 + i)).run_id);
+        const first = await s.store.listByStatus('queued', 2);
+        await storedRun(s.store, {}, {}, t0 + 10);
+        const rest = await s.store.listByStatus('queued', 10, first.cursor);
+        expect([...first.run_ids, ...rest.run_ids]).toEqual(older);
+        expect(rest.cursor).toBeUndefined();
       });
 
       it('moves a run to the listing of its new status', async () => {

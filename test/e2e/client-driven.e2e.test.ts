@@ -190,6 +190,38 @@ describe('client-driven runs over HTTP', () => {
     expect(events.at(-1)?.kind).toBe('stopped');
   });
 
+  it('a steer with when_busy interrupt aborts the client operation, and the client takes it at that boundary', async () => {
+    const runId = await createClientDrivenRun('interrupt');
+    const taken: unknown[] = [];
+    const result = await drive(
+      client,
+      runId,
+      async (session) => {
+        const report = await session.operation({ kind: 'model_turn' }, async (signal) => {
+          const ack = await client.steer(runId, 'look at B-9 instead', { when_busy: 'interrupt' });
+          expect(ack.ack).toBe('applied');
+          await new Promise<void>((resolve) =>
+            signal.addEventListener('abort', () => resolve(), { once: true }),
+          );
+          throw signal.reason;
+        });
+        expect(report).toEqual({ result: { kind: 'operation_cancelled' } });
+        expect(session.run.status).toBe('running');
+        taken.push(...(await session.steers()));
+        await session.complete('steered');
+      },
+      { ttlMs: 3_000, renewEveryMs: 200 },
+    );
+    expect(taken).toEqual(['look at B-9 instead']);
+    expect(result.run.status).toBe('completed');
+    const events = await allEvents(runId);
+    expect(contiguous(events)).toBe(true);
+    const kinds = events.map((e) => e.kind);
+    expect(kinds.indexOf('operation_cancelled')).toBeGreaterThan(kinds.indexOf('steer_queued'));
+    expect(kinds.indexOf('steer_consumed')).toBeGreaterThan(kinds.indexOf('operation_cancelled'));
+    expect(kinds).not.toContain('steers_discarded');
+  });
+
   it('accepts or refuses a turn outcome of each status by the three rules', async () => {
     const runId = await createClientDrivenRun('outcomes');
     const owner = 'outcomes';

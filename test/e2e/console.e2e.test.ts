@@ -244,7 +244,12 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     // The timeline shows the whole story, newest first.
     const shown = await page
       .locator('li.event')
-      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-kind')));
+      // (cast: with React's global types in the program, its empty HTMLElement hides getAttribute)
+      .evaluateAll((rows) =>
+        rows.map((r) =>
+          (r as unknown as { getAttribute(name: string): string | null }).getAttribute('data-kind'),
+        ),
+      );
     expect(shown[0]).toBe(events[events.length - 1]?.kind);
     expect(shown).toHaveLength(events.length);
     expect(pageErrors).toEqual([]);

@@ -80,8 +80,11 @@ const ended = (r: RunRecord) => r.status === 'completed' || r.status === 'failed
 async function allEvents(runId: string): Promise<RunEvent[]> {
   return (await client.events(runId, { after: 0, limit: 1000 })).events;
 }
+/** The model's answers after `seq` (without the context manifest, whose seqs differ on a fork). */
 const answersAfter = (events: RunEvent[], seq: number) =>
-  events.filter((e) => e.kind === 'model_turn_completed' && e.seq > seq).map((e) => e.data);
+  events
+    .filter((e) => e.kind === 'model_turn_completed' && e.seq > seq)
+    .map(({ data: { manifest: _manifest, ...answer } }) => answer);
 
 describe('forking a run from a checkpoint over the local stack', () => {
   it('reproduces the original answers up to and after the checkpoint, and diverges after an edited state', async () => {

@@ -210,6 +210,49 @@ describe('client-driven runs', () => {
     );
   });
 
+  it('refuses a steer with when_busy reject during a client operation as run_busy; one with interrupt shows at renewal and waits for the client', async () => {
+    const { t, runId, client } = await setup();
+    const a = (await client.takeLease(runId, { owner: 'a' }, alice)).lease;
+    const fence = { owner: 'a', epoch: a.epoch };
+    const op = await client.beginOperation(runId, { fence, kind: 'model_turn' }, alice);
+    const busy = await t.engine.applyControl(
+      runId,
+      { control_id: 'r1', command: 'steer', input: 'no', when_busy: 'reject' },
+      alice,
+    );
+    expect(busy).toMatchObject({ ack: 'rejected', reason: 'run_busy' });
+    await t.engine.applyControl(
+      runId,
+      { control_id: 'i1', command: 'steer', input: 'look at y', when_busy: 'interrupt' },
+      alice,
+    );
+    const renewed = await client.takeLease(runId, { owner: 'a', epoch: a.epoch }, alice);
+    expect(renewed.run).toMatchObject({ status: 'running', interrupt_requested: `${runId}/steer/1` });
+
+    const reported = await client.reportOutcome(
+      runId,
+      { fence, op_id: op.operation?.op_id, result: { kind: 'operation_cancelled' } },
+      alice,
+    );
+    expect(reported.run.status).toBe('running');
+    expect(reported.run).not.toHaveProperty('interrupt_requested');
+    const taken = await client.takeSteers(runId, { fence }, alice);
+    expect(taken.steers.map((s) => s.input)).toEqual(['look at y']);
+  });
+
+  it('names the control_ids of the steers a client completes its run without taking', async () => {
+    const { t, runId, client } = await setup();
+    const a = (await client.takeLease(runId, { owner: 'a' }, alice)).lease;
+    const fence = { owner: 'a', epoch: a.epoch };
+    await t.engine.applyControl(runId, { control_id: 'late-1', command: 'steer', input: 'and z' }, alice);
+    await client.completeRun(runId, { fence, summary: 'done' }, alice);
+    const events = await t.engine.readEvents(runId, alice, 0, 100);
+    expect(events.find((e) => e.kind === 'steers_discarded')?.data).toEqual({
+      count: 1,
+      control_ids: ['late-1'],
+    });
+  });
+
   it('hands queued steers to the client at its boundary, and opens a question that parks the run waiting', async () => {
     const { t, runId, client } = await setup();
     const a = (await client.takeLease(runId, { owner: 'a' }, alice)).lease;
@@ -307,6 +350,8 @@ describe('client-driven runs', () => {
       ['operation_cancelled', null],
       ['operation_failed', true],
     ]);
+    // Each result event records the document it came from, its usage/fidelity included.
+    expect(results[0]?.data.turn_outcome).toMatchObject({ 'usage/fidelity': 'authoritative' });
     expect((await t.engine.getRun(runId, alice)).usage).toMatchObject({
       input_tokens: 50,
       output_tokens: 25,

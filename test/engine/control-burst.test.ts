@@ -62,5 +62,18 @@ describe('the step worker under concurrent controls', () => {
     // The controls' events sit between the tool's run and its recorded result.
     expect(events.filter((e) => e.kind === 'steer_queued')).toHaveLength(3);
     expect(events.filter((e) => e.kind === 'control_rejected')).toHaveLength(3);
+    // Each steer is consumed at the boundary it reached, before the next operation starts; the
+    // one after the last operation is discarded by the run's end (the reducer completed it).
+    const kinds = events.map((e) => e.kind);
+    const queued = kinds.flatMap((k, i) => (k === 'steer_queued' ? [i] : []));
+    for (const at of queued.slice(0, -1)) {
+      const consumed = kinds.indexOf('steer_consumed', at);
+      expect(consumed).toBeGreaterThan(at);
+      expect(consumed).toBeLessThan(kinds.indexOf('operation_started', at));
+    }
+    expect(events.find((e) => e.kind === 'steers_discarded')?.data).toEqual({
+      count: 1,
+      control_ids: ['burst-3'],
+    });
   });
 });

@@ -80,8 +80,10 @@ describe('delegation', () => {
     expect(parent.live_children).toEqual([]);
     const children = await engine.listChildren(run.run_id, alice);
     expect(children.map((c) => c.status).sort()).toEqual(['completed', 'failed']);
+    const paths: string[] = [];
     for (const summary of children) {
       const child = await record(store, summary.run_id);
+      paths.push(child.subject.path);
       expect(child.parent_run_id).toBe(run.run_id);
       expect(child.depth).toBe(1);
       expect(child.principal).toEqual(parent.principal);
@@ -91,6 +93,8 @@ describe('delegation', () => {
       const [started] = await eventsOf(engine, summary.run_id);
       expect(started?.data.context).toEqual({ mode: 'task', instructions: 'be brief' });
     }
+    // Numbered as documented: the first child is /children/1, the second /children/2.
+    expect(paths.sort()).toEqual([`${subject.path}/children/1`, `${subject.path}/children/2`]);
     const results = (await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result');
     expect(results).toHaveLength(2);
     const failed = results[1]?.data.envelope as { status: string; diagnostics: { code: string }[] };

@@ -5,7 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';
-import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
+import { RESULT_EXPIRY_MS } from '../../lib/core/run-machine.ts';
+import {
+  alice,
+  envelopeOf,
+  inProcessReducers,
+  inProcessTools,
+  scriptedModel,
+  uniqueSubject,
+} from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { askOnce, modelOnce, respond, toolLoop, unchanged } from '../support/reducers.ts';
 
@@ -101,6 +109,39 @@ describe('engine on the memory store', () => {
     await t.engine.stepRun(run.run_id);
     const done = await t.engine.getRun(run.run_id, alice);
     expect(done).toMatchObject({ status: 'completed', summary: 'HAT001' });
+  });
+
+  it('closes the result request of a tool that names no expiry at the default (24 h), and the reducer sees request_closed', async () => {
+    const t = await makeMemoryTestEngine({
+      reducers: inProcessReducers({ '/r/park': toolLoop(1, 'park') }),
+      tools: {
+        ...inProcessTools({ park: async () => null }),
+        // A tool answering waiting, whose metadata names no result_expires_in_ms.
+        execute: async (r) => ({ ...envelopeOf(null, 'waiting'), resume_key: `park-${r.run_id}` }),
+      },
+      models: noModel,
+    });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/park' }, input: 'x' },
+      alice,
+    );
+    await t.engine.stepRun(run.run_id);
+    const parked = await t.engine.getRun(run.run_id, alice);
+    const [open] = parked.open_requests;
+    expect(parked.status).toBe('waiting');
+    expect(open?.expires_at).toBe((open?.opened_at ?? 0) + RESULT_EXPIRY_MS);
+
+    // The test clock is the wall clock plus an offset: a minute either side of the expiry.
+    t.clock.advance((open?.expires_at ?? 0) - t.clock.now() - 60_000);
+    expect((await t.engine.sweep()).expired).toBe(0);
+    t.clock.advance(120_000);
+    expect((await t.engine.sweep()).expired).toBe(1);
+    for (const id of await t.drainMessages()) await t.engine.stepRun(id);
+
+    const events = await t.engine.readEvents(run.run_id, alice, 0, 100);
+    const closed = events.find((e) => e.kind === 'request_closed');
+    expect(closed?.data).toEqual({ request_id: open?.request_id, reason: 'expired' });
+    expect((await t.engine.getRun(run.run_id, alice)).reduced_seq).toBeGreaterThanOrEqual(closed?.seq ?? 0);
   });
 
   it('commits and reads back a 450 KB tool result intact through the blob store', async () => {

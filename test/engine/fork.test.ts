@@ -55,8 +55,11 @@ async function setup(admission?: AdmissionConfig) {
   return { t, drive, events };
 }
 
+/** The model's answers after `after` (without the context manifest, whose seqs differ on a fork). */
 const answers = (events: RunEvent[], after: number) =>
-  events.filter((e) => e.kind === 'model_turn_completed' && e.seq > after).map((e) => e.data);
+  events
+    .filter((e) => e.kind === 'model_turn_completed' && e.seq > after)
+    .map(({ data: { manifest: _manifest, ...answer } }) => answer);
 
 describe('forking a run from a checkpoint', () => {
   it('reproduces the answers after an untouched checkpoint and diverges after an edited state', async () => {

@@ -4,13 +4,21 @@
  * it over only once its clock reads `expires_at + allowance` (default: a third of the lease, 30 s
  * of 90 s), not a millisecond sooner. Heartbeats are a minute apart here, so the lease is not
  * renewed while the test runs.
+ *
+ * Worker and sweeper share a table of their own: on the table every integration file shares, a
+ * sweeper two minutes ahead would take over (and count) any other file's leased run in the same
+ * shard, and fence out that file's live workers.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type AwsClients, createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
+import { createTableInput } from '../../lib/store/table.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { shardOfRun } from '../support/faults.ts';
 import { localRuntime, until } from '../support/local-runtime.ts';
@@ -23,9 +31,14 @@ let app: HttpApp;
 /** What the sweeper's clock reads, in ms since the epoch (set by the test). */
 let sweeperNow = 0;
 let release: () => void = () => {};
+const tableName = `clock-skew-${randomUUID()}`;
+let clients: AwsClients;
 
 beforeAll(async () => {
+  clients = createAwsClients(inject('localServices'));
+  await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
   ({ runtime: worker } = await localRuntime('clock-skew', {
+    tableName,
     heartbeatMs: 60_000,
     reducers: inProcessReducers({ '/r/held': toolLoop(1, 'held') }),
     registerTools(registry) {
@@ -42,6 +55,7 @@ beforeAll(async () => {
     },
   }));
   ({ runtime: sweeper } = await localRuntime('clock-skew-sweeper', {
+    tableName,
     clock: { now: () => sweeperNow },
     reducers: inProcessReducers({ '/r/held': toolLoop(1, 'held') }),
   }));
@@ -53,10 +67,12 @@ beforeAll(async () => {
   });
 });
 
-afterAll(() => {
+afterAll(async () => {
   release();
   worker.close();
   sweeper.close();
+  await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+  clients.destroy();
 });
 
 async function read(runId: string): Promise<RunRecord> {

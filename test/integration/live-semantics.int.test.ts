@@ -214,7 +214,7 @@ describe('steers reach the model', () => {
       {
         status: 200,
         body: chatReply({ call: { name: 'lookup', args: { order_id: 'A-17' } } }),
-        delayMs: 800,
+        delayMs: 2_500,
       },
       { status: 200, body: chatReply({ text: 'A-17 and B-9 have shipped.' }) },
     );
@@ -244,7 +244,7 @@ describe('steers reach the model', () => {
 
   it('names the control_id of a steer the run ended without seeing in steers_discarded', async () => {
     const from = model.received.length;
-    model.reply({ status: 200, body: chatReply({ text: 'Done.' }), delayMs: 800 });
+    model.reply({ status: 200, body: chatReply({ text: 'Done.' }), delayMs: 2_500 });
     const created = await agentRun();
     const stepping = runtime.engine.stepRun(created.run_id);
     await until(

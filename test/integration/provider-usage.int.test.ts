@@ -101,10 +101,42 @@ async function events(runId: string): Promise<RunEvent[]> {
 }
 const serverError = { status: 500, body: 'fixture:openai-server-error.json' };
 const text = { status: 200, body: 'fixture:openai-chat-text.json' };
+/** A 200 whose tool call's arguments are not JSON (a truncated object). */
+const brokenToolCall = {
+  status: 200,
+  body: JSON.stringify({
+    id: 'chatcmpl-broken',
+    choices: [
+      {
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"order_id": "A-1' } },
+          ],
+        },
+        finish_reason: 'tool_calls',
+      },
+    ],
+    usage: { prompt_tokens: 10, completion_tokens: 5 },
+  }),
+};
 
 describe('provider calls and retries', () => {
   it('counts every provider call, and the retries, apart from turns', async () => {
     server.reply(serverError, serverError, text);
+    const before = server.received.length;
+    const run = await create();
+    const done = await settle(run.run_id);
+    expect(server.received.length - before).toBe(3);
+    expect(done).toMatchObject({
+      status: 'completed',
+      usage: { turns: 1, model_calls: 3, model_retries: 2 },
+    });
+  });
+
+  it('counts answers whose tool-call JSON does not parse as calls and retries, not turns', async () => {
+    server.reply(brokenToolCall, brokenToolCall, text);
     const before = server.received.length;
     const run = await create();
     const done = await settle(run.run_id);

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
+import { formatLease } from '../../bin/commands/lease.ts';
 import { runCli } from '../../bin/commands/program.ts';
+import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
 import { EMPTY_METERED, type RunRecord } from '../../lib/contracts/index.ts';
 import { DEFAULT_PRICES, withCost } from '../../lib/core/prices.ts';
@@ -339,6 +341,27 @@ describe('agent-runs controls', () => {
     expect(pause.sent[0]?.body).toEqual({ command: 'pause', control_id: expect.stringMatching(UUID) });
   });
 
+  it('steer --when-busy sends what to do while an operation is in flight, and refuses another value', async () => {
+    const steer = await cli([
+      'steer',
+      'run_1',
+      'stop that',
+      '--when-busy',
+      'interrupt',
+      '--control-id',
+      'c-2',
+    ]);
+    expect(steer.sent[0]?.body).toEqual({
+      command: 'steer',
+      input: 'stop that',
+      when_busy: 'interrupt',
+      control_id: 'c-2',
+    });
+    const bad = await cli(['steer', 'run_1', 'x', '--when-busy', 'later']);
+    expect(bad).toMatchObject({ code: 1, sent: [] });
+    expect(bad.err).toBe('error: --when-busy must be enqueue, reject or interrupt');
+  });
+
   it('prints duplicate and rejected acks; a rejected one exits 2', async () => {
     const dup = await cli(['stop', 'run_1'], () => [200, { ack: 'duplicate', original_seq: 7 }]);
     expect(dup).toMatchObject({ code: 0, out: 'duplicate (original seq 7)' });
@@ -489,6 +512,26 @@ describe('agent-runs events and tools', () => {
   });
 });
 
+describe('agent-runs lease', () => {
+  const view = (status: LeaseView['status'], client_driven: boolean): LeaseView => ({
+    run_id: 'run_1',
+    client_driven,
+    status,
+    epoch: 2,
+    lease: null,
+    expires_in_ms: null,
+    operation: null,
+    queued_steers: 0,
+    open_requests: 0,
+  });
+
+  it('says a client-driven run without a lease waits for a client, and an ended run waits for nothing', () => {
+    expect(formatLease(view('queued', true))).toMatch(/lease\s+none \(the run waits for a client\)/);
+    expect(formatLease(view('completed', true))).toMatch(/lease\s+none \(the run ended\)/);
+    expect(formatLease(view('queued', false))).toMatch(/lease\s+none\n/);
+  });
+});
+
 describe('agent-runs configuration and errors', () => {
   it('reads the URL and token from .agent-runs/local.json, and sends that token only to that URL', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'agent-runs-cli-'));
@@ -517,13 +560,13 @@ describe('agent-runs configuration and errors', () => {
   it('prints API errors with their code and validation paths, as JSON with --json', async () => {
     const body = {
       code: 'validation_failed',
-      message: 'invalid json subject.path: too short',
+      message: 'invalid request: field subject.path: too short',
       details: { issues: [{ path: 'subject.path', code: 'too_small', message: 'too short' }] },
     };
     const human = await cli(['runs', 'create', '--workspace', 'ai', '--path', 'x'], () => [400, body]);
     expect(human.code).toBe(1);
     expect(human.err).toBe(
-      'error: validation_failed: invalid json subject.path: too short\n  subject.path: too short',
+      'error: validation_failed: invalid request: field subject.path: too short\n  subject.path: too short',
     );
     const json = await cli(['--json', 'runs', 'get', 'run_x'], () => [
       404,

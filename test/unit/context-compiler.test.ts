@@ -80,7 +80,46 @@ describe('compileContext', () => {
         { seq: 7, kind: 'request_resolved', role: 'user' },
         { seq: 9, kind: 'steer_consumed', role: 'user' },
       ],
+      excluded: [],
     });
+  });
+
+  it('lists in the manifest what could have been a message and was cut, with why', () => {
+    reset();
+    const events = [
+      ev('run_started', { input: null }),
+      ev('model_turn_completed', {
+        message: { text: null },
+        tool_calls: [{ call_id: 'c1', name: 'search', args: {} }],
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      ev('operation_failed', {
+        call_id: 'c1',
+        message: 'timeout',
+        error_class: 'timeout',
+        retryable: true,
+        outcome_unknown: false,
+      }),
+      ev('tool_result', { call_id: 'c1', tool: 'search', envelope: envelope({ payload: 'ok' }) }),
+      ev('tool_result', {
+        tool: '/lib/raisin/agent-runs/delegate',
+        envelope: envelope({ status: 'waiting', resume_key: 'child:r' }),
+      }),
+      ev('tool_result', { tool: 'audit', envelope: envelope({ payload: 'logged' }) }),
+      ev('request_resolved', { request_id: 'r/1', kind: 'approval', decision: 'approved' }),
+    ];
+
+    const { manifest } = compileContext(events);
+
+    expect(manifest.included.map((i) => i.seq)).toEqual([2, 4]);
+    expect(manifest.excluded).toEqual([
+      { seq: 1, kind: 'run_started', reason: 'no_text' },
+      { seq: 3, kind: 'operation_failed', reason: 'superseded' },
+      { seq: 5, kind: 'tool_result', reason: 'waiting' },
+      { seq: 6, kind: 'tool_result', reason: 'reducer_call' },
+      { seq: 7, kind: 'request_resolved', reason: 'not_an_answer' },
+    ]);
   });
 
   it('reads events in seq order whatever order they are given in, once per seq', () => {
@@ -347,6 +386,7 @@ describe('compileContext', () => {
       from_seq: 9,
       to_seq: 8,
       included: [],
+      excluded: [],
     });
   });
 

@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { childResumeKey, DELEGATE_TOOL, type RunRecord } from '../../lib/contracts/index.ts';
 import { checkBudgets } from '../../lib/core/budgets.ts';
 import { controlDigest } from '../../lib/core/controls.ts';
-import { childStartedEnvelope, handBackEnvelope, planChildRun } from '../../lib/core/delegation.ts';
+import {
+  childContextOf,
+  childStartedEnvelope,
+  handBackEnvelope,
+  planChildRun,
+} from '../../lib/core/delegation.ts';
 import {
   acquireLease,
   applyReducerAnswer,
@@ -114,14 +119,31 @@ describe('resuming a child run', () => {
       kind: 'applied',
     });
   });
+
+  it('refuses to raise a tree limit the child holds reserved of its parent', () => {
+    const child = newRun({
+      parent_run_id: 'p',
+      depth: 1,
+      budgets: { max_turns: 2 },
+      reserved: { max_turns: 2 },
+    });
+    const paused = ok(pauseRun(child, 'child_budget_exceeded:max_turns', 2_000));
+    const raise = { control_id: 'r1', command: 'resume' as const, budget_increase: { max_turns: 5 } };
+    expect(decideControl(paused, raise, controlDigest(raise), null, 2_001)).toMatchObject({
+      kind: 'rejected',
+      reason: 'tree_budget_reserved',
+    });
+  });
 });
 
 describe('the child plan and the hand-back', () => {
   it('defaults the child to the parent’s reducer under the parent’s subject, and caps max_depth', () => {
-    const parent = newRun({ budgets: { max_depth: 3 }, depth: 1, executor_config: { model: 'm' } });
-    const plan = planChildRun(parent, 'run-1/op/4', { budgets: { max_depth: 9, max_turns: 5 } });
+    const base = newRun({ budgets: { max_depth: 3 }, depth: 1, executor_config: { model: 'm' } });
+    // The parent's second delegation (its begin commit counted it), at operation 4.
+    const parent = { ...base, counters: { ...base.counters, children: 2 } };
+    const plan = planChildRun(parent, 'run-1/op/4', { budgets: { max_depth: 9, max_turns: 5 } }, 0);
     expect(plan).toMatchObject({
-      subject: { workspace: 'ai', path: '/chats/c1/children/4' },
+      subject: { workspace: 'ai', path: '/chats/c1/children/2' },
       reducer: { function_path: '/lib/test/reducer' },
       budgets: { max_depth: 3, max_turns: 5 },
       executor_config: { model: 'm' },
@@ -189,5 +211,34 @@ describe('the parent’s side of a hand-back', () => {
     expect('owed' in settled && settled.owed).toEqual([]);
     expect(settled.live_children).toEqual([]);
     expect(settleOwed(settled, 'stop_children', 3_002)).toMatchObject({ ok: false, code: 'nothing_to_do' });
+  });
+});
+
+describe('the context a child inherits', () => {
+  it('makes the child a task and downgrades the checks that would wait for a person', () => {
+    const parent = {
+      tools: [],
+      instructions: 'x',
+      mode: 'conversation',
+      plan: 'approve',
+      verify_completion: 'ask_user',
+    };
+    expect(childContextOf(parent)).toEqual({
+      tools: [],
+      instructions: 'x',
+      mode: 'task',
+      plan: 'track',
+      verify_completion: 'partial',
+    });
+    expect(parent.plan).toBe('approve');
+  });
+
+  it('keeps checks that end on their own, and a context that is not an object', () => {
+    expect(childContextOf({ plan: 'track', verify_completion: 'partial' })).toEqual({
+      plan: 'track',
+      verify_completion: 'partial',
+      mode: 'task',
+    });
+    expect(childContextOf('just text')).toBe('just text');
   });
 });

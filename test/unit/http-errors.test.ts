@@ -8,6 +8,7 @@ import type { Caller } from '../../lib/core/authority.ts';
 import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { EngineError } from '../../lib/engine/errors.ts';
+import { validationFailed } from '../../lib/http/errors.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, jwtClaimsAuth } from '../../lib/http/index.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 
@@ -231,5 +232,19 @@ describe('the Lambda adapter (API Gateway HTTP API, payload v2)', () => {
     const anonymous = { ...event, requestContext: { ...event.requestContext, authorizer: undefined } };
     const denied = (await handler(anonymous as never, {} as never)) as { statusCode: number };
     expect(denied.statusCode).toBe(401);
+  });
+});
+
+describe('validation messages', () => {
+  it('say "invalid request" and name the field, the query parameter or the part that failed', () => {
+    const issue = (path: (string | number)[]) => ({ code: 'too_small', path, message: 'too small' });
+    expect(validationFailed('json', [issue(['budgets', 'max_turns'])]).message).toBe(
+      'invalid request: field budgets.max_turns: too small',
+    );
+    expect(validationFailed('query', [issue(['limit'])]).message).toBe(
+      'invalid request: query parameter limit: too small',
+    );
+    expect(validationFailed('json', [issue([])]).message).toBe('invalid request: the body: too small');
+    expect(validationFailed('json', []).message).toBe('invalid request: the body');
   });
 });

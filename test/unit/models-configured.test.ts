@@ -11,7 +11,7 @@ import {
   DEFAULT_MODEL_TURN_FUNCTION,
   type ModelTurnInput,
 } from '../../lib/contracts/index.ts';
-import { modelBannerLines } from '../../lib/local/stack.ts';
+import { modelBannerLines } from '../../lib/local/banner.ts';
 import { MODEL_PATHS, ModelConfigError, modelsFromEnv } from '../../lib/models/configured.ts';
 import { createModelHost } from '../../lib/models/host.ts';
 import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';

@@ -5,6 +5,7 @@ import { effectiveProjection } from '../../lib/core/projection.ts';
 import {
   acquireLease,
   applyReducerAnswer,
+  consumeSteer,
   decideControl,
   deliverResult,
   expireRequests,
@@ -360,6 +361,107 @@ describe('controls', () => {
     expect(expired.record.operation).toBeNull();
     expect(expired.record.status).toBe('queued');
     expect(expired.events.map((e) => e.kind)).toEqual(['request_closed']);
+  });
+});
+
+describe('steers while busy (when_busy)', () => {
+  /** A leased run with a tool call in flight (`interruptible` as given). */
+  function inFlight(interruptible = true) {
+    const { record, fence } = leasedWith([toolEffect(1, 0, { interruptible })]);
+    return { record: ok(startOperation(record, 2_100)).record, fence };
+  }
+  const steer = (when_busy?: 'enqueue' | 'reject' | 'interrupt') =>
+    ({
+      control_id: `s-${when_busy}`,
+      command: 'steer',
+      input: 'also B-9',
+      ...(when_busy ? { when_busy } : {}),
+    }) as const;
+
+  it('never starts a server-driven run’s pending operation while a steer is queued: it is consumed first', () => {
+    const { record } = leasedWith();
+    const steered = control(record, steer());
+    if (steered.kind !== 'applied') throw new Error('not applied');
+    const refused = startOperation(steered.record, 3_100);
+    expect(refused).toMatchObject({ ok: false, code: 'steers_queued' });
+    const consumed = ok(consumeSteer(steered.record, 3_100)).record;
+    expect(ok(startOperation(consumed, 3_200)).record.operation?.started_at).toBe(3_200);
+  });
+
+  it('queues a steer between operations whatever when_busy says', () => {
+    for (const mode of ['enqueue', 'reject', 'interrupt'] as const) {
+      const decision = control(leasedWith().record, steer(mode));
+      if (decision.kind !== 'applied') throw new Error(`${mode}: ${decision.kind}`);
+      expect(decision.record.queued_steers).toHaveLength(1);
+      expect(decision.record).not.toHaveProperty('interrupt_requested');
+    }
+  });
+
+  it('rejects a steer with when_busy reject while an operation is in flight as run_busy, queueing nothing', () => {
+    const { record } = inFlight();
+    const decision = control(record, steer('reject'));
+    expect(decision).toMatchObject({ kind: 'rejected', reason: 'run_busy' });
+    if (decision.kind !== 'rejected') throw new Error('not rejected');
+    expect(decision.record.queued_steers).toEqual([]);
+    expect(decision.events.map((e) => e.kind)).toEqual(['control_rejected']);
+  });
+
+  it('queues a steer without when_busy, or with enqueue, behind the operation in flight and leaves it running', () => {
+    for (const mode of [undefined, 'enqueue'] as const) {
+      const decision = control(inFlight().record, steer(mode));
+      if (decision.kind !== 'applied') throw new Error('not applied');
+      expect(decision.record).toMatchObject({ status: 'running', queued_steers: [{ input: 'also B-9' }] });
+      expect(decision.record).not.toHaveProperty('interrupt_requested');
+    }
+  });
+
+  it('marks an interruptible operation in flight for interruption, and drops the mark once it was cancelled', () => {
+    const { record, fence } = inFlight();
+    const decision = control(record, steer('interrupt'));
+    if (decision.kind !== 'applied') throw new Error('not applied');
+    const steerId = `${record.run_id}/steer/1`;
+    expect(decision.record).toMatchObject({ status: 'running', interrupt_requested: steerId });
+    expect(decision.events[0]?.data).toMatchObject({
+      steer_id: steerId,
+      when_busy: 'interrupt',
+      interrupts: record.operation?.op_id,
+    });
+
+    const cancelled = ok(
+      finishOperation(decision.record, fence, { kind: 'operation_cancelled', acknowledged: true }, 3_100),
+    );
+    expect(cancelled.record).toMatchObject({
+      status: 'running',
+      operation: null,
+      queued_steers: [{ steer_id: steerId }],
+    });
+    expect(cancelled.record).not.toHaveProperty('interrupt_requested');
+    expect(cancelled.events.map((e) => e.kind)).toEqual(['operation_cancelled']);
+  });
+
+  it('lets a non-interruptible operation run on: an interrupting steer is only queued', () => {
+    const decision = control(inFlight(false).record, steer('interrupt'));
+    if (decision.kind !== 'applied') throw new Error('not applied');
+    expect(decision.record.queued_steers).toHaveLength(1);
+    expect(decision.record).not.toHaveProperty('interrupt_requested');
+    expect(decision.events[0]?.data).not.toHaveProperty('interrupts');
+  });
+
+  it('drops an interrupt when a stop follows: the run is cancelling, the steer is discarded at the end', () => {
+    const { record, fence } = inFlight();
+    const interrupted = control(record, steer('interrupt'));
+    if (interrupted.kind !== 'applied') throw new Error('not applied');
+    const stopping = control(interrupted.record, { control_id: 'halt', command: 'stop' }, 3_050);
+    if (stopping.kind !== 'applied') throw new Error('not applied');
+    expect(stopping.record.status).toBe('cancelling');
+    expect(stopping.record).not.toHaveProperty('interrupt_requested');
+    const stopped = ok(
+      finishOperation(stopping.record, fence, { kind: 'operation_cancelled', acknowledged: true }, 3_100),
+    );
+    expect(stopped.events.find((e) => e.kind === 'steers_discarded')?.data).toEqual({
+      count: 1,
+      control_ids: ['s-interrupt'],
+    });
   });
 });
 

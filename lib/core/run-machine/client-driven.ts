@@ -27,6 +27,7 @@ import {
   append,
   closeAllRequests,
   type Draft,
+  discardedSteers,
   ev,
   finish,
   LEASE_TTL_MS,
@@ -359,8 +360,7 @@ export function completeClientRun(
     return reject('operation_in_flight', 'report the operation before completing');
   const draft = { ...record } as Draft;
   const closing = closeAllRequests(draft, now, 'run_ended');
-  const events: NewRunEvent[] = [...closing.events];
-  if (closing.discarded > 0) events.push(ev('steers_discarded', now, { count: closing.discarded }));
+  const events: NewRunEvent[] = [...closing.events, ...discardedSteers(draft, now)];
   events.push(ev('run_completed', now, { outcome, summary: summary ?? null }));
   const ended = {
     ...draft,

@@ -10,6 +10,8 @@ import {
   type NewRunEvent,
   type RunEvent,
   type RunRecord,
+  TREE_LIMITS,
+  type TreeLimit,
 } from '../../contracts/index.ts';
 import { type BudgetExceeded, checkBudgets } from '../budgets.ts';
 import {
@@ -99,26 +101,8 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
       return pauseControl(record, control.reason ?? 'paused by control', now);
     case 'resume':
       return resumeRun(record, control, now);
-    case 'steer': {
-      const n = record.counters.next_steer + 1;
-      const steer_id = `${record.run_id}/steer/${n}`;
-      let draft = { ...record, counters: { ...record.counters, next_steer: n } } as Draft;
-      const appended = append(
-        draft,
-        [ev('steer_queued', now, { steer_id, control_id: control.control_id, input: control.input })],
-        now,
-      );
-      const seq = appended.events[0]?.seq ?? 0;
-      draft = {
-        ...appended.draft,
-        queued_steers: [
-          ...record.queued_steers,
-          { steer_id, control_id: control.control_id, input: control.input, seq },
-        ],
-      } as Draft;
-      if (draft.status === 'waiting') draft = { ...draft, status: 'queued', wake_at: now } as Draft;
-      return finish(draft, appended.events);
-    }
+    case 'steer':
+      return steerRun(record, control, now);
     case 'approve': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
       if (request === undefined) return reject('request_not_found', 'no open request with that id');
@@ -173,6 +157,50 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
       return finish(settleIdle(appended.draft, now), appended.events);
     }
   }
+}
+
+/**
+ * Steer: queued (event steer_queued), consumed at the next boundary between operations. While an
+ * operation is in flight, `when_busy` decides: `enqueue` (default) queues it; `reject` refuses it
+ * `run_busy`; `interrupt` queues it and, when the operation is interruptible and the run is not
+ * stopping, marks the record `interrupt_requested` (the operation's executor cancels it; the
+ * steer_queued event names the operation in `interrupts`). A waiting run is woken. Seed:
+ * "Controls" (steer); issue 14, item 5.
+ */
+function steerRun(record: RunRecord, control: Extract<Control, { command: 'steer' }>, now: number) {
+  const whenBusy = control.when_busy ?? 'enqueue';
+  const op = record.operation;
+  const inFlight = op !== null && op.started_at !== null ? op : null;
+  if (inFlight !== null && whenBusy === 'reject')
+    return reject('run_busy', `operation ${inFlight.op_id} is in flight`);
+  const interrupts =
+    inFlight !== null &&
+    whenBusy === 'interrupt' &&
+    inFlight.interruptible &&
+    record.status === 'running' &&
+    !('interrupt_requested' in record && record.interrupt_requested !== undefined);
+  const n = record.counters.next_steer + 1;
+  const steer_id = `${record.run_id}/steer/${n}`;
+  let draft = { ...record, counters: { ...record.counters, next_steer: n } } as Draft;
+  const data = {
+    steer_id,
+    control_id: control.control_id,
+    input: control.input,
+    ...(control.when_busy !== undefined ? { when_busy: control.when_busy } : {}),
+    ...(interrupts ? { interrupts: inFlight.op_id } : {}),
+  };
+  const appended = append(draft, [ev('steer_queued', now, data)], now);
+  const seq = appended.events[0]?.seq ?? 0;
+  draft = {
+    ...appended.draft,
+    queued_steers: [
+      ...record.queued_steers,
+      { steer_id, control_id: control.control_id, input: control.input, seq },
+    ],
+    ...(interrupts ? { interrupt_requested: steer_id } : {}),
+  } as Draft;
+  if (draft.status === 'waiting') draft = { ...draft, status: 'queued', wake_at: now } as Draft;
+  return finish(draft, appended.events);
 }
 
 /**
@@ -253,6 +281,16 @@ function resumeRun(
     return reject(
       'max_depth_inherited',
       "a child run's max_depth is its parent's ceiling; it cannot be raised on the child",
+    );
+  }
+  const raised = Object.keys(control.budget_increase ?? {});
+  const tree = raised.find(
+    (k) => (TREE_LIMITS as readonly string[]).includes(k) && record.reserved?.[k as TreeLimit] !== undefined,
+  );
+  if (tree !== undefined) {
+    return reject(
+      'tree_budget_reserved',
+      `a child run's ${tree} is its reservation of its parent's budget; it cannot be raised on the child`,
     );
   }
   const budgets: Budgets = { ...record.budgets };

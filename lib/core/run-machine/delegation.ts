@@ -4,28 +4,76 @@
  * children of ended parents").
  */
 import {
+  ChildStartedPayload,
   childResumeKey,
+  DELEGATE_MESSAGE_TOOL,
   DELEGATE_TOOL,
+  HandBackPayload,
   isTerminalStatus,
   type Operation,
   type OwedDuty,
+  type RunEvent,
   type RunRecord,
   type ToolResultEnvelope,
+  TREE_LIMITS,
+  type TreeAmounts,
 } from '../../contracts/index.ts';
-import { type Draft, finish, reject, seal, type TransitionResult } from './draft.ts';
-import { deliverResult } from './requests.ts';
+import { append, type Draft, ev, finish, reject, seal, type TransitionResult } from './draft.ts';
+import { deliverResult, queueSteer } from './requests.ts';
 
 /** Whether `op` is a delegation: a call of the reserved delegate tool, which core executes. */
 export function isDelegation(op: Operation): boolean {
   return op.effect.kind === 'call_tool' && op.effect.tool === DELEGATE_TOOL;
 }
 
+/** Whether `op` calls the reserved delegate-message tool (the mailbox), which core executes. */
+export function isDelegateMessage(op: Operation): boolean {
+  return op.effect.kind === 'call_tool' && op.effect.tool === DELEGATE_MESSAGE_TOOL;
+}
+
+/** `amounts` added to `into`, per tree limit. */
+function addAmounts(into: TreeAmounts, amounts: TreeAmounts): TreeAmounts {
+  const sum: TreeAmounts = { ...into };
+  for (const which of TREE_LIMITS) {
+    const n = amounts[which];
+    if (n !== undefined && n > 0) sum[which] = (sum[which] ?? 0) + n;
+  }
+  return sum;
+}
+
 /**
- * The hand-back of a child run that ended: the child leaves `live_children`, and when the parent
- * still waits on `child:{child_run_id}` the child's outcome (`envelope`) is delivered as that
- * call's tool_result (like {@link deliverResult}). Rejected `run_terminal` for an ended parent
- * and `nothing_to_do` when the hand-back was already taken (so a repeated delivery adds nothing).
- * Seed: agent-runs, sweeper ("delivers owed child hand-backs").
+ * The draft after a delegation's result `envelope`: a created child joins `live_children` with its
+ * terms (its reservation, whether the parent waits on it); a hand-back answered at once (a child
+ * that had already ended when a re-dispatch found it) charges its usage. Other results change
+ * nothing. Seed: agent-runs, "Budgets" (children reserve against the parent).
+ */
+export function noteDelegationResult(draft: Draft, envelope: ToolResultEnvelope): Draft {
+  const handBack = HandBackPayload.safeParse(envelope.payload);
+  if (handBack.success) {
+    return { ...draft, tree_usage: addAmounts(draft.tree_usage, handBack.data.tree_usage ?? {}) } as Draft;
+  }
+  if (envelope.status !== 'waiting' && envelope.status !== 'succeeded') return draft;
+  const started = ChildStartedPayload.safeParse(envelope.payload);
+  if (!started.success) return draft;
+  const { child_run_id: child, reserved, wait } = started.data;
+  return {
+    ...draft,
+    live_children: draft.live_children.includes(child)
+      ? draft.live_children
+      : [...draft.live_children, child],
+    child_terms: { ...draft.child_terms, [child]: { reserved, wait } },
+  } as Draft;
+}
+
+/**
+ * The hand-back of a child run that ended: the child leaves `live_children`, its reservation
+ * returns to the parent and its usage (with its descendants', the payload's `tree_usage`) is
+ * charged to the parent's `tree_usage`, in this one commit. When the parent still waits on
+ * `child:{child_run_id}` the child's outcome (`envelope`) is delivered as that call's tool_result
+ * (like {@link deliverResult}); a background child's (delegated with `wait: false`) is queued as
+ * a steer `{from_child, hand_back}` the parent sees as `user_input`. Rejected `run_terminal` for
+ * an ended parent and `nothing_to_do` when the hand-back was already taken (so a repeated delivery
+ * adds nothing). Seed: agent-runs, sweeper ("delivers owed child hand-backs"), "Budgets".
  */
 export function childEnded(
   record: RunRecord,
@@ -38,17 +86,62 @@ export function childEnded(
   const waiting = record.open_requests.some((r) => r.kind === 'result' && r.resume_key === key);
   const live = record.live_children.includes(childRunId);
   if (!waiting && !live) return reject('nothing_to_do', 'the hand-back was already taken');
-  const next = live
-    ? seal({
-        ...record,
-        live_children: record.live_children.filter((c) => c !== childRunId),
-        updated_at: now,
-      })
-    : record;
-  if (!waiting) return { ok: true, record: next, events: [] };
+  const charged = HandBackPayload.safeParse(envelope.payload);
+  const { [childRunId]: terms, ...otherTerms } = record.child_terms;
+  const next = seal({
+    ...record,
+    live_children: record.live_children.filter((c) => c !== childRunId),
+    child_terms: otherTerms,
+    tree_usage: addAmounts(record.tree_usage, charged.success ? (charged.data.tree_usage ?? {}) : {}),
+    updated_at: now,
+  });
+  if (!waiting) {
+    if (terms === undefined || terms.wait) return { ok: true, record: next, events: [] };
+    const queued = queueSteer(
+      { ...next } as Draft,
+      `handback:${childRunId}`,
+      {
+        from_child: childRunId,
+        hand_back: envelope,
+      },
+      now,
+    );
+    return finish(queued.draft, queued.events);
+  }
   const request = record.open_requests.find((r) => r.kind === 'result' && r.resume_key === key);
   const opId = request?.kind === 'result' ? request.op_id : undefined;
-  return deliverResult(next, key, opId !== undefined ? { ...envelope, operation_id: opId } : envelope, now);
+  const told = messagesFirst(next, childRunId, now);
+  const delivered = deliverResult(
+    told.record,
+    key,
+    opId !== undefined ? { ...envelope, operation_id: opId } : envelope,
+    now,
+  );
+  return delivered.ok ? { ...delivered, events: [...told.events, ...delivered.events] } : delivered;
+}
+
+/**
+ * The messages a child posted that its waiting parent has not yet taken, consumed now (events
+ * steer_consumed), so that the parent's reducer sees them before the child's hand-back: a child's
+ * messages reach its parent in the order it sent them, and none is discarded by the hand-back.
+ */
+function messagesFirst(
+  record: RunRecord,
+  childRunId: string,
+  now: number,
+): { record: RunRecord; events: RunEvent[] } {
+  const fromChild = (input: unknown) =>
+    input !== null &&
+    typeof input === 'object' &&
+    (input as { from_child?: unknown }).from_child === childRunId;
+  const mine = record.queued_steers.filter((q) => fromChild(q.input));
+  if (mine.length === 0) return { record, events: [] };
+  const appended = append(
+    { ...record, queued_steers: record.queued_steers.filter((q) => !fromChild(q.input)) } as Draft,
+    mine.map((q) => ev('steer_consumed', now, { steer_id: q.steer_id, input: q.input })),
+    now,
+  );
+  return { record: seal(appended.draft), events: appended.events };
 }
 
 /**

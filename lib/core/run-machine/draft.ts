@@ -185,16 +185,12 @@ export function nextRequestExpiry(record: RunRecord): number | null {
   return next;
 }
 
-/** Closes every open request (events request_closed) and counts queued steers to discard. */
-export function closeAllRequests(
-  draft: Draft,
-  now: number,
-  reason: string,
-): { events: NewRunEvent[]; discarded: number } {
+/** Closes every open request (events request_closed); queued steers are `discardedSteers`. */
+export function closeAllRequests(draft: Draft, now: number, reason: string): { events: NewRunEvent[] } {
   const events = draft.open_requests.map((r) =>
     ev('request_closed', now, { request_id: r.request_id, reason }, { effect_id: r.effect_id }),
   );
-  return { events, discarded: draft.queued_steers.length };
+  return { events };
 }
 
 /**

@@ -59,6 +59,9 @@ export interface CreateRunParams {
   risk_tier?: RiskTier;
   /** The live-run quota slot the run takes, when live runs are limited. */
   quota_slot?: number;
+  /** A child run: what it holds reserved of its parent's tree limits, and what it must hand back. */
+  reserved?: RunRecord['reserved'];
+  returns?: RunRecord['returns'];
 }
 
 /** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
@@ -94,6 +97,8 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     capability_hash: p.capability_hash,
     risk_tier: p.risk_tier ?? 'standard',
     ...(p.quota_slot !== undefined ? { quota_slot: p.quota_slot } : {}),
+    ...(p.reserved !== undefined ? { reserved: p.reserved } : {}),
+    ...(p.returns !== undefined ? { returns: p.returns } : {}),
     pinned: p.pinned,
     wake_at: now + (p.wake_delay_ms ?? 0),
     status: 'queued',

@@ -3,6 +3,7 @@
  * Seed: agent-runs, "Operations", "Budgets"; agent-run-contracts, "The tool-result envelope".
  */
 import {
+  type ContextManifest,
   childOfResumeKey,
   type NewRunEvent,
   type OpenRequest,
@@ -10,12 +11,13 @@ import {
   type RunRecord,
   type ToolCall,
   type ToolResultEnvelope,
+  TREE_LIMITS,
   type Usage,
 } from '../../contracts/index.ts';
 import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { type CompactionResult, finishCompaction } from './compaction.ts';
-import { isDelegation } from './delegation.ts';
+import { isDelegation, noteDelegationResult } from './delegation.ts';
 import {
   append,
   closeAllRequests,
@@ -36,8 +38,10 @@ import { failRun, pauseRun } from './lifecycle.ts';
 /**
  * Starts the pending operation if budgets allow (checked in the fixed order of `checkBudgets`).
  * Exceeded with on_exceeded pause → paused with the operation kept; fail → failed
- * `budget_exceeded:<which>`. A gated operation (open approval) cannot start.
- * Seed: "Budgets"; "Operations".
+ * `budget_exceeded:<which>` (`child_budget_exceeded:<which>` for a child run's tree limit, which
+ * its parent reserved for it). A gated operation (open approval) cannot start, nor one of a
+ * server-driven run with steers queued (`steers_queued`: they are consumed first).
+ * Seed: "Budgets"; "Operations"; "Controls" (steer: consumed at the next safe boundary).
  */
 export function startOperation(record: RunRecord, now: number): TransitionResult {
   const op = record.operation;
@@ -50,13 +54,21 @@ export function startOperation(record: RunRecord, now: number): TransitionResult
   if (exceeded !== null) {
     const data = { which: exceeded.which, limit: exceeded.limit, used: exceeded.used };
     const appended = append({ ...record } as Draft, [ev('budget_exceeded', now, data)], now);
-    const reason = `budget_exceeded:${exceeded.which}`;
+    // A child's tree limits are its reservation of its parent's budget.
+    const ofTree =
+      record.parent_run_id !== undefined && (TREE_LIMITS as readonly string[]).includes(exceeded.which);
+    const reason = `${ofTree ? 'child_budget_exceeded' : 'budget_exceeded'}:${exceeded.which}`;
     const next =
       record.on_exceeded === 'fail'
         ? failRun(seal(appended.draft), reason, now)
         : pauseRun(seal(appended.draft), reason, now);
     return prepend(appended.events, next);
   }
+  // Every boundary consumes the queued steers before the next operation starts (the reducer sees
+  // them first). A worker whose staged start is replayed on a record a steer reached meanwhile
+  // is refused here, and recomputes. A client-driven run's client takes its steers itself.
+  if (record.reducer !== null && record.queued_steers.length > 0)
+    return reject('steers_queued', 'queued steers are consumed before the next operation starts');
   const counters =
     isDelegation(op) && op.attempt === 1
       ? { ...record.counters, children: record.counters.children + 1 }
@@ -91,6 +103,11 @@ export type OperationResult =
       usage: { input_tokens: number; output_tokens: number };
       /** Provider calls the turn made, retries included (default 1). */
       calls?: number;
+      /**
+       * What the context compiler put in the turn's transcript and what it cut, and why: stored on
+       * the model_turn_completed event (`data.manifest`, not shown to the reducer).
+       */
+      manifest?: ContextManifest;
     }
   | {
       kind: 'tool_result';
@@ -176,6 +193,9 @@ function parkOn(
     ...(child !== null && !draft.live_children.includes(child)
       ? { live_children: [...draft.live_children, child] }
       : {}),
+    ...(child !== null && draft.child_terms[child] === undefined
+      ? { child_terms: { ...draft.child_terms, [child]: { reserved: {}, wait: true } } }
+      : {}),
   } as Draft;
 }
 
@@ -191,6 +211,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         tool_calls: result.tool_calls,
         finish_reason: result.finish_reason,
         usage: result.usage,
+        ...(result.manifest !== undefined ? { manifest: result.manifest } : {}),
       };
       const next = {
         ...draft,
@@ -203,7 +224,8 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
     case 'tool_result': {
       const env = result.envelope;
       const failed = env.status === 'failed' || env.status === 'retryable' || env.status === 'blocked';
-      const counted = { ...draft, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
+      const base = isDelegation(op) ? noteDelegationResult(draft, env) : draft;
+      const counted = { ...base, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
       const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
       if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
         const parked = parkOn(counted, record, op, env.resume_key, tool, now, result.result_expires_in_ms);

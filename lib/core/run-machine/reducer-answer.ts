@@ -200,7 +200,14 @@ function endByEffect(
   const events: NewRunEvent[] = [...closing.events];
   events.push(...discardedSteers(draft, now));
   if (effect.kind === 'complete') {
-    events.push(ev('run_completed', now, { outcome: effect.outcome, summary: effect.summary ?? null }));
+    events.push(
+      ev('run_completed', now, {
+        outcome: effect.outcome,
+        summary: effect.summary ?? null,
+        // Kept for the checked hand-back of a child run (its delegation's `returns`).
+        ...(effect.artifacts !== undefined ? { artifacts: effect.artifacts } : {}),
+      }),
+    );
     const ended = {
       ...draft,
       status: 'completed',

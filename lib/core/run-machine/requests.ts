@@ -7,6 +7,7 @@ import {
   isTerminalStatus,
   type NewRunEvent,
   type OpenRequest,
+  type RunEvent,
   type RunRecord,
   type ToolResultEnvelope,
 } from '../../contracts/index.ts';
@@ -20,6 +21,34 @@ import {
   settleIdle,
   type TransitionResult,
 } from './draft.ts';
+
+/**
+ * Queues a steer (event steer_queued): it reaches the reducer as `user_input` at the next boundary
+ * between operations; a waiting run is queued to take it. Used by the steer control and by the
+ * delegation mailbox (a background child's hand-back). Seed: agent-runs, "Controls" (steer).
+ */
+export function queueSteer(
+  draft: Draft,
+  controlId: string,
+  input: unknown,
+  now: number,
+): { draft: Draft; events: RunEvent[] } {
+  const n = draft.counters.next_steer + 1;
+  const steer_id = `${draft.run_id}/steer/${n}`;
+  const counted = { ...draft, counters: { ...draft.counters, next_steer: n } } as Draft;
+  const appended = append(
+    counted,
+    [ev('steer_queued', now, { steer_id, control_id: controlId, input })],
+    now,
+  );
+  const seq = appended.events[0]?.seq ?? 0;
+  let next = {
+    ...appended.draft,
+    queued_steers: [...draft.queued_steers, { steer_id, control_id: controlId, input, seq }],
+  } as Draft;
+  if (next.status === 'waiting') next = { ...next, status: 'queued', wake_at: now } as Draft;
+  return { draft: next, events: appended.events };
+}
 
 /** Consumes the oldest queued steer between operations (event steer_consumed → user_input). */
 export function consumeSteer(record: RunRecord, now: number): TransitionResult {

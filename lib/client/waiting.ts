@@ -1,0 +1,255 @@
+/**
+ * Why a run is not moving, in plain words, with the exact CLI command that moves it on: what
+ * `agent-runs runs get` and `agent-runs watch` print under "waiting". A pure function of the run
+ * record the API returns and the reader's clock; it decides nothing (core does), it explains.
+ * Every command it returns is a complete `agent-runs ...` line that works when pasted (quoted
+ * for a POSIX shell); a line that is only advice carries no command. Issue 20, item 4; seed
+ * agent-runs ("Controls", "Leases", "Budgets").
+ */
+import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
+
+/** One reason a run is not moving, and the commands that move it on (none when it moves by itself). */
+export interface WaitingReason {
+  /** One sentence: what the run waits for. */
+  text: string;
+  /** Complete `agent-runs ...` command lines, each working when pasted. */
+  commands: string[];
+  /** The child run waited for, when the reason is a child (its own reasons explain the rest). */
+  child_run_id?: string;
+}
+
+/**
+ * The runtime's lease timing as the reader assumes it: the EngineOptions defaults (lease 90 s,
+ * renewed every 30 s, taken over 30 s after expiry). A deployment with other values gives its own.
+ */
+export interface LeaseTiming {
+  leaseTtlMs: number;
+  heartbeatMs: number;
+  clockSkewMs: number;
+}
+
+/** The defaults of EngineOptions (lib/engine/deps.ts); a unit test keeps them equal. */
+export const DEFAULT_LEASE_TIMING: LeaseTiming = {
+  leaseTtlMs: 90_000,
+  heartbeatMs: 30_000,
+  clockSkewMs: 30_000,
+};
+
+/** Quotes `value` for a POSIX shell when it holds anything but safe characters. */
+export function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/** How long a queued run is left unexplained (ms): a step worker normally picks it up sooner. */
+const QUEUED_QUIET_MS = 5_000;
+
+const cmd = (...parts: string[]) => ['agent-runs', ...parts.map(shellQuote)].join(' ');
+const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
+
+/**
+ * The reasons `run` is not moving at `now` (ms epoch), most important first; empty when it is
+ * moving by itself right now (a fresh lease, a step queued a moment ago) or has ended.
+ */
+export function waitingReasons(
+  run: RunRecord,
+  now: number,
+  timing: LeaseTiming = DEFAULT_LEASE_TIMING,
+): WaitingReason[] {
+  const id = run.run_id;
+  switch (run.status) {
+    case 'completed':
+    case 'failed':
+    case 'stopped':
+      return [];
+    case 'paused':
+      return [pausedReason(run, now)];
+    case 'cancelling':
+      return [
+        {
+          text: `stopping (${run.stop_reason}): the operation in flight ends first (an interruptible one is aborted within seconds)`,
+          commands: [],
+        },
+      ];
+    case 'waiting':
+      return [...run.open_requests.map((r) => requestReason(id, r)), ...wakeReason(run, now)];
+    case 'running':
+      return run.reducer === null ? clientLeaseReason(run, now) : leaseReason(run, now, timing);
+    case 'queued':
+      if (run.reducer === null) return [clientDrivenReason()];
+      // A step message is on its way; only a run queued for a while is worth explaining.
+      return now - run.updated_at < QUEUED_QUIET_MS ? [] : [queuedReason(run, now)];
+  }
+}
+
+function requestReason(runId: string, r: RunRecord['open_requests'][number]): WaitingReason {
+  const expires = r.expires_at === null ? '' : ` (closes ${new Date(r.expires_at).toISOString()})`;
+  switch (r.kind) {
+    case 'approval':
+      return {
+        text: `waiting for approval ${r.request_id}: ${r.subject.summary} (digest ${r.subject.digest})${expires}`,
+        commands: [
+          cmd('approve', runId, r.request_id, '--digest', r.subject.digest),
+          cmd(
+            'approve',
+            runId,
+            r.request_id,
+            '--digest',
+            r.subject.digest,
+            '--reject',
+            '--reason',
+            'not now',
+          ),
+        ],
+      };
+    case 'input':
+      return {
+        text: `waiting for an answer to ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}${expires}`,
+        commands: [cmd('answer', runId, r.request_id, r.choices?.[0] ?? 'yes')],
+      };
+    case 'result': {
+      const child = r.resume_key.startsWith('child:') ? r.resume_key.slice('child:'.length) : null;
+      if (child !== null) {
+        return {
+          text: `waiting for child run ${child} to end (its outcome comes back as the result of ${r.tool})`,
+          commands: [cmd('runs', 'get', child), cmd('stop', child, '--reason', 'the parent stops waiting')],
+          child_run_id: child,
+        };
+      }
+      return {
+        text: `waiting for a result of ${r.tool} under key ${r.resume_key}${expires} (put your result in place of {"ok":true})`,
+        commands: [cmd('deliver', r.resume_key, '{"ok":true}')],
+      };
+    }
+  }
+}
+
+function wakeReason(run: RunRecord, now: number): WaitingReason[] {
+  if (run.open_requests.length > 0 || run.wake_at === null) return [];
+  return [
+    {
+      text: `waiting until ${new Date(run.wake_at).toISOString()} (in ${seconds(run.wake_at - now)}), then the sweeper wakes it`,
+      commands: [],
+    },
+  ];
+}
+
+function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number): WaitingReason {
+  const id = run.run_id;
+  const reason = run.pause_reason;
+  if (reason.startsWith('budget_exceeded:')) {
+    const which = reason.slice('budget_exceeded:'.length) as BudgetLimit;
+    const limit = run.budgets[which];
+    const used = budgetUsed(run, which, now);
+    if (which === 'max_depth' && run.parent_run_id !== undefined) {
+      return {
+        text: 'paused by budget max_depth, which a child run cannot raise: stop it (the parent gets it back as failed)',
+        commands: [cmd('stop', id, '--reason', 'max_depth')],
+      };
+    }
+    const increase = budgetIncrease(which, limit, used);
+    return {
+      text: `paused by budget ${which} (used ${used} of ${limit ?? '?'}): resume it with more`,
+      commands: [cmd('resume', id, '--budget-increase', JSON.stringify({ [which]: increase }))],
+    };
+  }
+  if (reason === 'reducer_changed') {
+    return {
+      text: "paused because the reducer's artifact changed since the run started: resume to accept the new one",
+      commands: [cmd('resume', id, '--accept-reducer-change')],
+    };
+  }
+  if (reason.startsWith('provider_outage:')) {
+    return {
+      text: `paused by a model provider outage (${reason.slice('provider_outage:'.length)}): resume to try the turn again`,
+      commands: [cmd('resume', id)],
+    };
+  }
+  return { text: `paused (${reason}): resume it when ready`, commands: [cmd('resume', id)] };
+}
+
+/** What the run has used of a budget limit, as core counts it (lib/core/budgets.ts). */
+function budgetUsed(run: RunRecord, which: BudgetLimit, now: number): number {
+  const u = run.usage;
+  switch (which) {
+    case 'max_wall_ms':
+      return now - run.created_at;
+    case 'max_operations':
+      return u.operations;
+    case 'max_turns':
+      return u.turns;
+    case 'max_model_calls':
+      return u.model_calls;
+    case 'max_total_tokens':
+      return u.input_tokens + u.output_tokens;
+    case 'max_consecutive_op_failures':
+      return run.counters.consecutive_op_failures;
+    case 'max_children':
+      return run.counters.children;
+    case 'max_live_children':
+      return run.live_children.length;
+    case 'max_depth':
+      return run.depth;
+  }
+}
+
+/** An increase that lets the pending operation through: at least past what is used, else the limit again. */
+function budgetIncrease(which: BudgetLimit, limit: number | undefined, used: number): number {
+  const past = used - (limit ?? 0) + 1;
+  if (which === 'max_wall_ms') return Math.max(past, 0) + 600_000;
+  return Math.max(past, limit ?? 1, 1);
+}
+
+function leaseReason(
+  run: Extract<RunRecord, { status: 'running' }>,
+  now: number,
+  timing: LeaseTiming,
+): WaitingReason[] {
+  const { owner, expires_at } = run.lease;
+  const renewedAt = expires_at - timing.leaseTtlMs;
+  const takeoverAt = expires_at + timing.clockSkewMs;
+  // A live worker renews every heartbeat; one renewal late (plus a second of slack) means it stopped.
+  if (now - renewedAt <= timing.heartbeatMs + 1_000) return [];
+  const op = run.operation;
+  const during = op === null ? '' : ` (during ${op.kind} ${op.op_id})`;
+  return [
+    {
+      text: `lease held by worker ${owner}, which stopped renewing it ${seconds(now - renewedAt)} ago${during}: ${
+        now < takeoverAt
+          ? `the sweeper takes the run over in about ${seconds(takeoverAt - now)}`
+          : 'the sweeper takes the run over at its next pass'
+      }${op === null ? '' : `, and the operation runs again${op.replay_safe ? '' : ' (it is not replay-safe: its effect may be checked first)'}`}`,
+      commands: [],
+    },
+  ];
+}
+
+/** A client-driven run (no reducer) moves only when its own client leases it and writes. */
+function clientDrivenReason(): WaitingReason {
+  return {
+    text: 'client-driven (no reducer): the server never steps it; it moves when its client takes the lease (POST /runs/{id}/lease) and writes',
+    commands: [],
+  };
+}
+
+function clientLeaseReason(run: Extract<RunRecord, { status: 'running' }>, now: number): WaitingReason[] {
+  const { owner, expires_at } = run.lease;
+  if (now < expires_at) return [];
+  return [
+    {
+      text: `client-driven: the lease of client ${owner} expired ${seconds(now - expires_at)} ago; the run moves when a client takes the lease again`,
+      commands: [],
+    },
+  ];
+}
+
+function queuedReason(run: RunRecord, now: number): WaitingReason {
+  const since = seconds(now - run.updated_at);
+  const wake =
+    run.wake_at === null
+      ? ''
+      : `; the sweeper wakes it at ${new Date(run.wake_at).toISOString()} if no worker does`;
+  return {
+    text: `queued for ${since}: waiting for a step worker to pick it up (is the stack's poller running?)${wake}`,
+    commands: [],
+  };
+}

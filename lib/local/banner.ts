@@ -1,0 +1,106 @@
+/**
+ * What `npm start` prints once the local stack serves: where to reach it (URL, live socket,
+ * console), who the token is and where it is kept, the data folder, the model-turn functions and
+ * the tools it serves, and a first command. Issue 20, item 3; issue 5 ("npm start").
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Runtime } from '../runtime.ts';
+import type { DefaultIdentity } from './identity.ts';
+
+/** What the banner reads of a running stack (LocalStack fits; no import of stack.ts, which imports this). */
+export interface BannerStack {
+  startupMs: number;
+  url: string;
+  wsUrl: string;
+  notificationsFile: string;
+  token: string;
+  identity: DefaultIdentity;
+  consoleUrl: string | null;
+  consoleDir: string | null;
+  stateFile: string | null;
+  runtime: Pick<Runtime, 'modelCatalog' | 'tools'>;
+}
+
+/** What the banner reads of the options the stack was started with. */
+export interface BannerOptions {
+  persistDir?: string;
+  modelFunctions?: Record<string, unknown>;
+}
+
+/** The banner's lines for a stack that serves, started with `options`. */
+export async function bannerLines(stack: BannerStack, options: BannerOptions): Promise<string[]> {
+  const lines = [`agent-runs local stack ready in ${(stack.startupMs / 1000).toFixed(1)} s`];
+  lines.push(`  url:    ${stack.url}`);
+  lines.push(`  live:   ${stack.wsUrl}  (WebSocket; GET /runs/{id}/events/stream for server-sent events)`);
+  lines.push(`  notifications: ${stack.notificationsFile}`);
+  lines.push(`  token:  ${stack.token}`);
+  const { identity } = stack;
+  lines.push(
+    `          (user ${identity.user}, admin; ${
+      identity.tokenFile === null
+        ? 'a new token each start: pass --persist DIR to keep it'
+        : `${identity.kept ? 'kept from the last start' : 'new'}, kept in ${identity.tokenFile}`
+    })`,
+  );
+  if (stack.consoleUrl !== null && stack.consoleDir !== null) {
+    const built = existsSync(join(stack.consoleDir, 'index.html'));
+    lines.push(
+      `  console: ${built ? stack.consoleUrl : 'not built: run `npm run console:build`, then open'}`,
+    );
+    if (!built) lines.push(`           ${stack.consoleUrl}`);
+  }
+  if (stack.stateFile !== null) lines.push(`  state:  ${stack.stateFile}`);
+  lines.push(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
+  lines.push(...modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})));
+  lines.push(...toolBannerLines(await stack.runtime.tools.list()));
+  lines.push(
+    "  try:    npx agent-runs runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input 'Say hello.'",
+  );
+  lines.push('          npx agent-runs watch RUN_ID   (the run_id printed by runs create; q quits)');
+  lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
+  lines.push('Press Ctrl-C to stop.');
+  return lines;
+}
+
+/** The banner's `tools:` lines: the tools a run may call here, by name. */
+export function toolBannerLines(tools: readonly { name: string }[]): string[] {
+  if (tools.length === 0) return ['  tools:  none registered'];
+  const names = tools.map((t) => t.name).sort();
+  const lines: string[] = [];
+  let line = '';
+  for (const name of names) {
+    if (line !== '' && line.length + name.length > 80) {
+      lines.push(line);
+      line = '';
+    }
+    line = line === '' ? name : `${line}, ${name}`;
+  }
+  lines.push(line);
+  return lines.map((l, i) => `${i === 0 ? '  tools:  ' : '          '}${l}`);
+}
+
+/**
+ * The banner's `models:` lines: each configured model-turn function (the environment's, see
+ * lib/models/configured.ts, and `extraPaths` given in code) and the default a run gets when it
+ * names none, or how to configure one when there is none.
+ */
+export function modelBannerLines(
+  catalog: Runtime['modelCatalog'],
+  extraPaths: readonly string[] = [],
+): string[] {
+  const lines = catalog.models.map(
+    (m) => `${m.path}  ${m.provider} ${m.model}${m.key !== undefined ? ` (key: ${m.key})` : ''}`,
+  );
+  for (const path of extraPaths) lines.push(`${path}  (given in code)`);
+  if (lines.length === 0) {
+    return [
+      '  models: none configured: default-reducer runs end model_turn_function_not_found.',
+      '          Set BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.',
+    ];
+  }
+  return [
+    ...lines.map((line, i) => `${i === 0 ? '  models: ' : '          '}${line}`),
+    `          default (a run that names no executor_config.model_turn_function): ${catalog.defaultPath}`,
+  ];
+}

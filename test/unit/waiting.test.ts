@@ -1,0 +1,135 @@
+/**
+ * Why a run is not moving, in words, with the command that moves it on (lib/client/waiting.ts):
+ * each reason for synthetic records. The e2e test (waiting-hints.e2e.test.ts) pastes every
+ * command against the local stack.
+ */
+import { describe, expect, it } from 'vitest';
+import { formatRun } from '../../bin/commands/format.ts';
+import { DEFAULT_LEASE_TIMING, shellQuote, waitingReasons } from '../../lib/client/waiting.ts';
+import type { RunRecord } from '../../lib/contracts/index.ts';
+import { LEASE_TTL_MS } from '../../lib/core/run-machine/draft.ts';
+import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
+import { newRun, toolEffect } from '../support/runs.ts';
+
+const T = 1_700_000_000_000;
+const base = newRun({}, T);
+const as = (patch: Record<string, unknown>) => ({ ...base, ...patch }) as unknown as RunRecord;
+
+describe('why a run is not moving', () => {
+  it('assumes the engine’s default lease timing', () => {
+    expect(DEFAULT_LEASE_TIMING).toEqual({
+      leaseTtlMs: LEASE_TTL_MS,
+      heartbeatMs: 30_000,
+      clockSkewMs: defaultClockSkewMs(LEASE_TTL_MS),
+    });
+  });
+
+  it('names a worker that stopped renewing its lease, how long ago, and when the sweeper takes over', () => {
+    const op = {
+      op_id: 'run-1/op/3',
+      kind: 'tool_call',
+      effect_id: 'e1',
+      effect: toolEffect(1),
+      replay_safe: true,
+      interruptible: true,
+      attempt: 1,
+      started_at: T,
+    };
+    // Renewed at T (expires T + 90 s); read 50 s later: one renewal missed.
+    const run = as({
+      status: 'running',
+      lease: { owner: 'worker-7', expires_at: T + 90_000 },
+      operation: op,
+      open_requests: [],
+    });
+    const [reason] = waitingReasons(run, T + 50_000);
+    expect(reason?.text).toBe(
+      'lease held by worker worker-7, which stopped renewing it 50 s ago (during tool_call run-1/op/3): ' +
+        'the sweeper takes the run over in about 70 s, and the operation runs again',
+    );
+    expect(reason?.commands).toEqual([]);
+    // A lease renewed within the heartbeat is a worker at work: nothing to explain.
+    expect(waitingReasons(run, T + 20_000)).toEqual([]);
+  });
+
+  it('points at the child run for a child wait, never at deliver', () => {
+    const request = {
+      kind: 'result',
+      request_id: 'req/1',
+      effect_id: 'e',
+      resume_key: 'child:run_c',
+      op_id: 'run-1/op/2',
+      tool: '/lib/raisin/agent-runs/delegate',
+      opened_at: T,
+      expires_at: null,
+    };
+    const [reason] = waitingReasons(
+      as({ status: 'waiting', lease: null, operation: null, open_requests: [request] }),
+      T,
+    );
+    expect(reason).toEqual({
+      text: 'waiting for child run run_c to end (its outcome comes back as the result of /lib/raisin/agent-runs/delegate)',
+      commands: ['agent-runs runs get run_c', "agent-runs stop run_c --reason 'the parent stops waiting'"],
+      child_run_id: 'run_c',
+    });
+  });
+
+  it('asks for a budget increase that lets the held operation through', () => {
+    const run = as({
+      status: 'paused',
+      lease: null,
+      operation: null,
+      open_requests: [],
+      pause_reason: 'budget_exceeded:max_turns',
+      paused_from: 'queued',
+      budgets: { max_turns: 3 },
+      usage: { ...base.usage, turns: 3 },
+    });
+    expect(waitingReasons(run, T)).toEqual([
+      {
+        text: 'paused by budget max_turns (used 3 of 3): resume it with more',
+        commands: [`agent-runs resume run-1 --budget-increase '{"max_turns":3}'`],
+      },
+    ]);
+  });
+
+  it('quotes for a POSIX shell only what needs it', () => {
+    expect(shellQuote('sha256:ab12')).toBe('sha256:ab12');
+    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+    expect(shellQuote('{"a":1}')).toBe(`'{"a":1}'`);
+  });
+
+  it('prints the reasons and ready-to-paste commands under "waiting:" in runs get', () => {
+    const approval = {
+      kind: 'approval',
+      request_id: 'req/1',
+      effect_id: 'e',
+      subject: { summary: 'charge 42', digest: 'sha256:d1' },
+      opened_at: T,
+      expires_at: null,
+    };
+    const text = formatRun(
+      as({ status: 'waiting', lease: null, operation: null, open_requests: [approval] }),
+      T,
+    );
+    expect(text).toContain(
+      'waiting:\n  waiting for approval req/1: charge 42 (digest sha256:d1)\n' +
+        '    $ agent-runs approve run-1 req/1 --digest sha256:d1\n' +
+        "    $ agent-runs approve run-1 req/1 --digest sha256:d1 --reject --reason 'not now'",
+    );
+  });
+
+  it('says a client-driven run moves only when its client takes the lease, never blaming the poller', () => {
+    const queued = as({
+      status: 'queued',
+      reducer: null,
+      lease: null,
+      operation: null,
+      open_requests: [],
+      updated_at: T,
+    });
+    const [reason] = waitingReasons(queued, T + 60_000);
+    expect(reason?.text).toMatch(/^client-driven \(no reducer\): the server never steps it/);
+    expect(reason?.commands).toEqual([]);
+  });
+});
