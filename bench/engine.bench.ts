@@ -18,6 +18,11 @@
  *   beside the emulator's own ceiling (raw fused commits per second at the same concurrency);
  * - C, yielding steps: a short lease and a 100 ms tool, so that every step reaches its deadline
  *   (lease / 2) with work left and must leave exactly one wake-up message behind.
+ * Also the write units per operation (DynamoDB Local's consumed capacity) beside the payload
+ * floor (the bytes the commits persisted as events and state, at 1 unit per KB; target: at most
+ * 3.5 units all-in, issue 18), and the cost per 1M operations on AWS at the published prices
+ * beside the same operations priced as Step Functions Standard transitions and as Lambda
+ * durable-function operations (PRICES below).
  * Prints a table and writes reports/bench-engine.json. Targets: at most one TransactWriteItems
  * and one strongly consistent read per operation on the hot path; at most one SQS message per
  * invocation; overhead p50 at most 1.5x the TransactWriteItems floor p50.
@@ -34,8 +39,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import {
   type DynamoDBDocumentClient,
+  PutCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients } from '../lib/aws-clients.ts';
 import { createS3BlobStore } from '../lib/blobs/blob-store.ts';
@@ -66,6 +73,67 @@ const BURST_RATE = 50;
 const BURST_OPS = 50;
 const BURST_TOOL_MS = 200;
 const REPORT = 'reports/bench-engine.json';
+/** Issue 18: write units per operation, all-in, on this workload. */
+const TARGET_WRITE_UNITS = 3.5;
+
+/**
+ * Published on-demand prices, US East (N. Virginia), USD, as read on 2026-12-02: DynamoDB
+ * $0.625 per million write request units and $0.125 per million read request units
+ * (aws.amazon.com/dynamodb/pricing/on-demand); SQS standard $0.40 per million requests
+ * (aws.amazon.com/sqs/pricing); Lambda $0.20 per million requests and $0.0000166667 per GB-s
+ * on x86 (aws.amazon.com/lambda/pricing); Step Functions Standard $0.025 per 1,000 state
+ * transitions (aws.amazon.com/step-functions/pricing); Lambda durable functions $8.00 per
+ * million durable operations (aws.amazon.com/lambda/pricing, durable functions section).
+ */
+const PRICES = {
+  dynamodb_write_unit: 0.625 / 1e6,
+  dynamodb_read_unit: 0.125 / 1e6,
+  sqs_request: 0.4 / 1e6,
+  lambda_request: 0.2 / 1e6,
+  lambda_gb_second: 0.0000166667,
+  step_functions_transition: 0.025 / 1_000,
+  durable_operation: 8 / 1e6,
+} as const;
+/** The step Lambda's memory (GB) for the GB-s of the runtime's own work (its overhead per operation). */
+const STEP_LAMBDA_GB = 1;
+/**
+ * The same work elsewhere: each operation is a reducer step and a tool step, so 2 state
+ * transitions (Step Functions) or 2 durable operations (context.step twice), before any wait,
+ * retry or callback those services would also charge for.
+ */
+const STEPS_PER_OPERATION = 2;
+
+/**
+ * The AWS cost of 1M operations at the measured rates per operation (write and read units, SQS
+ * requests, step invocations, and `overheadMs` of step Lambda time each), beside the same
+ * operations priced as Step Functions Standard transitions and as durable-function operations.
+ */
+function costPerMillion(
+  phase: {
+    dynamodb_per_operation: { write_capacity_units: number; read_capacity_units: number };
+    sqs_per_operation: { total_excluding_empty_receives: number };
+    invocations: number;
+    operations: number;
+  },
+  overheadMs: number,
+) {
+  const m = 1e6;
+  const usd = (x: number) => Math.round(x * 100) / 100;
+  const d = phase.dynamodb_per_operation;
+  const runtime = {
+    dynamodb_write_usd: usd(m * d.write_capacity_units * PRICES.dynamodb_write_unit),
+    dynamodb_read_usd: usd(m * d.read_capacity_units * PRICES.dynamodb_read_unit),
+    sqs_usd: usd(m * phase.sqs_per_operation.total_excluding_empty_receives * PRICES.sqs_request),
+    lambda_requests_usd: usd((m * phase.invocations * PRICES.lambda_request) / phase.operations),
+    lambda_duration_usd: usd(m * (overheadMs / 1000) * STEP_LAMBDA_GB * PRICES.lambda_gb_second),
+  };
+  return {
+    prices_usd: PRICES,
+    runtime: { ...runtime, total_usd: usd(Object.values(runtime).reduce((a, x) => a + x, 0)) },
+    step_functions_standard_usd: usd(m * STEPS_PER_OPERATION * PRICES.step_functions_transition),
+    lambda_durable_functions_usd: usd(m * STEPS_PER_OPERATION * PRICES.durable_operation),
+  };
+}
 
 // ---------------------------------------------------------------- measuring
 
@@ -275,18 +343,31 @@ try {
   const clients = createAwsClients(services);
   const ddbCounts = new Map<string, number>();
   const sqsCounts = new Map<string, number>();
-  /** The first fused commit seen (an operation's result + the next one's start), for the floors. */
+  /**
+   * The first fused commit seen (an operation's result + the next one's start), for the floors:
+   * its items as one transaction would carry them (record update first), whether the store sent
+   * them as one TransactWriteItems or as plain writes (its page Put, then its record Update).
+   */
   let fusedCommit: TransactItems | undefined;
+  let fusedPage: TransactItems[number] | undefined;
   const doc = counted(clients.doc, ddbCounts);
   const capture = new Proxy(doc, {
     get(target, prop, receiver) {
       if (prop !== 'send') return Reflect.get(target, prop, receiver);
       return (command: unknown) => {
-        if (fusedCommit === undefined && command instanceof TransactWriteCommand) {
-          const items = command.input.TransactItems ?? [];
+        if (fusedCommit === undefined) {
+          const items =
+            command instanceof TransactWriteCommand
+              ? (command.input.TransactItems ?? [])
+              : command instanceof PutCommand
+                ? [{ Put: command.input } as TransactItems[number]]
+                : [];
           const kinds = eventKinds(items);
           if (kinds.includes('tool_result') && kinds.includes('operation_started')) {
-            fusedCommit = structuredClone(items);
+            if (command instanceof PutCommand) fusedPage = structuredClone(items[0]);
+            else fusedCommit = structuredClone(items);
+          } else if (fusedPage !== undefined && command instanceof UpdateCommand) {
+            fusedCommit = [{ Update: structuredClone(command.input) } as TransactItems[number], fusedPage];
           }
         }
         return (target.send as (c: unknown) => unknown)(command);
@@ -310,11 +391,15 @@ try {
   const commitDelays = new Map<string, number>();
   // When each run's operation_started commits landed, with the DynamoDB request counts then.
   const starts = new Map<string, { at: number; op: string; ddb: Map<string, number> }[]>();
+  /** Bytes the commits persisted as payload: their events and domain state (JSON), the floor's measure. */
+  let payloadBytes = 0;
   const store: RunStore = {
     ...base,
     metrics: base.metrics,
     async commit(c) {
       const out = await base.commit(c);
+      payloadBytes += Buffer.byteLength(JSON.stringify(c.events));
+      if (c.state !== undefined) payloadBytes += Buffer.byteLength(JSON.stringify(c.state.value ?? null));
       for (const e of c.events) {
         const returned = e.kind === 'tool_result' ? toolReturned.get(e.operation_id ?? '') : undefined;
         if (returned !== undefined) commitDelays.set(e.operation_id ?? '', performance.now() - returned);
@@ -416,6 +501,7 @@ try {
     metrics: { ...base.metrics },
     empty: emptyReceives,
     invocations,
+    payload: payloadBytes,
   });
   function phaseReport(before: ReturnType<typeof phaseCounts>, ops: number) {
     const ddb = diff(ddbCounts, before.ddb);
@@ -437,6 +523,9 @@ try {
         transaction_retries: per(m.transactionRetries - before.metrics.transactionRetries, ops),
         read_capacity_units: per(m.readCapacity - before.metrics.readCapacity, ops),
         write_capacity_units: per(m.writeCapacity - before.metrics.writeCapacity, ops),
+        // The floor: the bytes an operation must persist (its events and state), at 1 unit per KB.
+        payload_bytes: per(payloadBytes - before.payload, ops),
+        payload_floor_write_units: per((payloadBytes - before.payload) / 1024, ops),
       },
       sqs_requests: { ...sqsDiff, ReceiveMessage_empty: empty },
       sqs_per_operation: {
@@ -669,9 +758,12 @@ try {
   // DynamoDB Local reports a transaction's capacity from its total size; DynamoDB charges each
   // item of a transaction 2 WCU per started KB. This estimates the latter from the JSON sizes.
   const awsTransactionalWcu = sizes(fused).reduce((sum, bytes) => sum + 2 * Math.ceil(bytes / 1024), 0);
+  // The same items as plain writes (a page Put, then the record Update): 1 WCU per item per KB.
+  const awsPlainWcu = sizes(fused).reduce((sum, bytes) => sum + Math.ceil(bytes / 1024), 0);
   await clients.sqs.send(new DeleteQueueCommand({ QueueUrl: sqsFloor.url }));
 
   const overhead = summarize(overheads);
+  const cost = costPerMillion(latency, overhead.p50_ms);
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   const opsPerSecond = Math.round(((RUNS * OPS) / (wallB / 1000)) * 10) / 10;
   const mean = (xs: number[]) =>
@@ -707,6 +799,7 @@ try {
         event_pages: sizes(eventPages),
       },
       fused_commit_wcu_at_aws_transactional_rates_estimate: awsTransactionalWcu,
+      fused_commit_wcu_at_aws_plain_rates_estimate: awsPlainWcu,
     },
     ratios: {
       overhead_p50_to_two_item_floor_p50: ratio(overhead.p50_ms, floorTwo.p50_ms),
@@ -729,7 +822,16 @@ try {
       with_controls: burstPhase,
       floor_without_controls: burstFloor,
     },
+    write_units_per_operation: {
+      all_in: latency.dynamodb_per_operation.write_capacity_units,
+      payload_floor: latency.dynamodb_per_operation.payload_floor_write_units,
+      payload_bytes: latency.dynamodb_per_operation.payload_bytes,
+      target: TARGET_WRITE_UNITS,
+    },
+    cost_per_million_operations: cost,
     targets: {
+      write_units_per_operation_at_most_3_5:
+        latency.dynamodb_per_operation.write_capacity_units <= TARGET_WRITE_UNITS,
       one_transact_write_per_operation_hot_path: hotPath.transact_write_items <= 1,
       one_consistent_read_per_operation_hot_path: hotPath.consistent_reads <= 1,
       one_sqs_message_per_invocation: maxSends <= 1,
@@ -743,7 +845,24 @@ try {
     'fused commit: items (record update + event pages) / events',
     `${fused.length} (1 + ${eventPages.length}${fused.length > 1 + eventPages.length ? ` + ${fused.length - 1 - eventPages.length} other` : ''}) / ${eventKinds(fused).join(', ')}`,
   );
-  row('fused commit: WCU at AWS rates (2 per item per KB, est.)', awsTransactionalWcu);
+  row('fused commit: WCU at AWS rates, plain / as one TWI (est.)', `${awsPlainWcu} / ${awsTransactionalWcu}`);
+  row(
+    'write units per operation, all-in / payload floor (1 per KB)',
+    `${latency.dynamodb_per_operation.write_capacity_units} / ${latency.dynamodb_per_operation.payload_floor_write_units} (${latency.dynamodb_per_operation.payload_bytes} bytes; target <= ${TARGET_WRITE_UNITS})`,
+  );
+  row('cost per 1M operations: this runtime on AWS (USD)', cost.runtime.total_usd);
+  row(
+    '  DynamoDB writes / reads, SQS, Lambda requests + GB-s',
+    `${cost.runtime.dynamodb_write_usd} / ${cost.runtime.dynamodb_read_usd}, ${cost.runtime.sqs_usd}, ${cost.runtime.lambda_requests_usd} + ${cost.runtime.lambda_duration_usd}`,
+  );
+  row(
+    `same work as Step Functions Standard (${STEPS_PER_OPERATION} transitions/op)`,
+    cost.step_functions_standard_usd,
+  );
+  row(
+    `same work as Lambda durable functions (${STEPS_PER_OPERATION} operations/op)`,
+    cost.lambda_durable_functions_usd,
+  );
   row('hot path: TransactWriteItems per operation', hotPath.transact_write_items);
   row('hot path: consistent reads (Get/BatchGet/Query) per op', hotPath.consistent_reads);
   row(

@@ -3,6 +3,7 @@
  * talks to it over HTTP with the product's client, the way a user's client would.
  */
 import { ApiError, createClient } from '../client/index.ts';
+import type { RunStore } from '../engine/ports.ts';
 import type { LogSink } from '../handlers/observability.ts';
 import { startLocalStack } from '../local/stack.ts';
 import type { ReplayApi } from './driver.ts';
@@ -14,8 +15,11 @@ export interface LocalReplayStackOptions {
   pollerConcurrency?: number;
   /** Where the stack's own log goes; default: dropped (chaos makes the workers log every kill). */
   logger?: LogSink;
-  /** Called once the stack serves, with its URL and the web console's link (to watch the replay). */
-  onReady?: (stack: { url: string; consoleUrl: string | null }) => void;
+  /**
+   * Called once the stack serves, with its URL, the web console's link (to watch the replay) and
+   * its run store (whose metrics the write-cost bench reads).
+   */
+  onReady?: (stack: { url: string; consoleUrl: string | null; store: RunStore }) => void;
 }
 
 const SILENT: LogSink = { debug() {}, info() {}, warn() {}, error() {} };
@@ -38,7 +42,7 @@ export function localReplayStack(options: LocalReplayStackOptions = {}): StartRe
       pollerConcurrency: options.pollerConcurrency ?? 8,
       ...(chaos ? { faults: chaos.faults, wrapQueue: chaos.wrapQueue } : {}),
     });
-    options.onReady?.({ url: stack.url, consoleUrl: stack.consoleUrl });
+    options.onReady?.({ url: stack.url, consoleUrl: stack.consoleUrl, store: stack.runtime.store });
     const client = createClient({ baseUrl: stack.url, token: stack.token });
     // Every call the replay client makes is idempotent (create_key, control_id, reads), so a
     // server error (e.g. the API process "killed" after its commit) is retried, as a user would.

@@ -2,16 +2,19 @@
  * The pure half of the run store: the item layout of one table, the plan of every write one
  * commit makes (with its conditions as data), the reading of stored items back into records,
  * events, states and checkpoints, and the classification of a refused commit. Both RunStore
- * adapters execute these plans: the DynamoDB adapter as one TransactWriteItems
- * (dynamo-run-store.ts), the memory adapter against maps (memory-run-store.ts), so the two
- * cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
+ * adapters execute these plans by one protocol (commit-protocol.ts: two plain writes when a
+ * commit writes only the record and one page, else one TransactWriteItems), the DynamoDB adapter
+ * on the table (dynamo-writes.ts), the memory adapter against maps (memory-run-store.ts), so the
+ * two cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
  * "Storage and cluster behaviour".
  *
  * Items (pk / sk):
- *   RUN#{id} / R            the run record (closed schema, parsed before every write)
+ *   RUN#{id} / R            the run record (closed schema, parsed before every write) as
+ *                           record_z (record-codec.ts), its version, epoch, status, last_seq
  *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
- *                           LAST event: {events: [{...head, data_json} | {...head, data_blob}],
- *                           or, a fork's link page, [{link_run, first_seq, last_seq}]: those
+ *                           FIRST event, stamped with the record version that commits it
+ *                           (commit_version), read only up to the record's last_seq:
+ *                           {events: [{...head, data_json} | {...head, data_blob}], or, a fork's link page, [{link_run, first_seq, last_seq}]: those
  *                           events are the origin run's, read through (never copied),
  *                           first_seq, last_seq}; the commit's last page also holds the domain
  *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
@@ -40,8 +43,8 @@
  * re-read and recompute. Controls, which are cheap to redo, retry after a jittered pause. A run
  * that ended takes no writes from controls at all, so its log is final.
  *
- * A fused commit (an operation's result + the next one's start) is therefore TWO items: the
- * record Update and one event page. The record's `state_at` names the item holding the state
+ * A fused commit (an operation's result + the next one's start) is therefore TWO plain writes:
+ * one event page, then the record Update. The record's `state_at` names the item holding the state
  * of its `state_rev` (the store sets it, like `version`). Event data and domain state above
  * INLINE_LIMIT bytes go to the blob store, one blob each.
  */
@@ -55,6 +58,7 @@ import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
 import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
 import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
+import { packRecord } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -161,7 +165,7 @@ export async function storeCommitBodies(commit: Commit, blobs: BlobStore): Promi
 
 /**
  * The record's item; throws CommitTooLarge when the record's JSON exceeds RECORD_LIMIT. Stored as
- * JSON text, not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
+ * JSON text (compressed, record-codec.ts), not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
  * model's output may be that deep. The index attributes (status, principal and sweep shards)
  * are derived from the record here and nowhere else.
  */
@@ -176,10 +180,11 @@ export function recordItem(record: RunRecord): Item & ItemKey {
   const item: Item & ItemKey = {
     pk: runPk(record.run_id),
     sk: 'R',
-    record: text,
+    record_z: packRecord(text),
     version: record.version,
     epoch: record.epoch,
     status: record.status,
+    last_seq: record.last_seq,
     [ATTR.createdAt]: record.created_at,
     [ATTR.statusShard]: statusShardKey(record.status, record.run_id),
     [ATTR.principalShard]: principalShardKey(principalKeyOf(record.principal), record.run_id),
@@ -201,7 +206,13 @@ export function recordItem(record: RunRecord): Item & ItemKey {
 }
 
 /** Attributes of the record item that are absent when they do not apply (REMOVEd by an update). */
-const OPTIONAL_RECORD_ATTRS = ['lease_owner', 'interrupt_requested', ATTR.sweepShard, ATTR.sweepDue];
+const OPTIONAL_RECORD_ATTRS = [
+  'lease_owner',
+  'interrupt_requested',
+  ATTR.sweepShard,
+  ATTR.sweepDue,
+  'record',
+];
 
 /** One event's page entry: its head plus its data as JSON text or a blob reference; and its size. */
 function pageEntry(event: RunEvent, body: StoredBody): { entry: Item; bytes: number } {
@@ -296,13 +307,13 @@ function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey)
 }
 
 /**
- * A fork's link page: keyed like an event page by its last seq, its one entry
+ * A fork's link page: keyed like an event page by its first seq, its one entry
  * `{link_run, first_seq, last_seq}` stands for those events of the run it was forked from.
  */
 function linkPage(pk: string, link: NonNullable<Commit['eventLink']>): Item & ItemKey {
   return {
     pk,
-    sk: eventSk(link.last_seq),
+    sk: eventSk(link.first_seq),
     first_seq: link.first_seq,
     last_seq: link.last_seq,
     events: [{ link_run: link.run_id, first_seq: link.first_seq, last_seq: link.last_seq }],
@@ -389,8 +400,11 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
  * state of a commit without events, checkpoints, the control ack, the subject release. The
  * record is parsed by the closed schema first: an illegal record is never planned. Throws
  * CommitTooLarge above MAX_TRANSACT_ITEMS writes or RECORD_LIMIT bytes; never truncates.
+ * `token`, when given, is stamped on the record update and the event pages as `commit_token`:
+ * the commit protocol's mark of one attempt's own writes (commit-protocol.ts), part of the plan
+ * so that the items' sizes (and the run's charge, metering.ts) are those written.
  */
-export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
+export function planCommit(commit: Commit, bodies: CommitBodies, token?: string): CommitPlan {
   const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
   const pk = runPk(commit.record.run_id);
   const stateAttrs: Item | undefined =
@@ -409,9 +423,11 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
   );
   const pageItems: (Item & ItemKey)[] = pages.map((page) => ({
     pk,
-    sk: eventSk(page.seqs.at(-1) as number),
+    sk: eventSk(page.seqs[0] as number),
     first_seq: page.seqs[0],
     last_seq: page.seqs.at(-1),
+    commit_version: nextVersion,
+    ...(token !== undefined ? { commit_token: token } : {}),
     events: page.entries,
   }));
   const lastPage = pageItems.at(-1);
@@ -442,6 +458,7 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
     writes.push(...createWrites(commit, record, stored));
   } else {
     const { pk: _pk, sk: _sk, ...set } = stored;
+    if (token !== undefined) set.commit_token = token;
     writes.push({
       op: 'update',
       role: 'record',
@@ -455,7 +472,16 @@ export function planCommit(commit: Commit, bodies: CommitBodies): CommitPlan {
       },
     });
   }
-  for (const item of pageItems) writes.push({ op: 'put', role: 'page', item, condition: { kind: 'absent' } });
+  for (const item of pageItems)
+    writes.push({
+      op: 'put',
+      role: 'page',
+      item,
+      condition:
+        commit.expectedVersion === null
+          ? { kind: 'absent' }
+          : { kind: 'page_open', commit_version: nextVersion },
+    });
   if (commit.eventLink !== undefined && commit.expectedVersion === null) {
     writes.push({
       op: 'put',

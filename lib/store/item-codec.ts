@@ -8,11 +8,30 @@ import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contrac
 import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
+import { unpackRecord } from './record-codec.ts';
+
+/**
+ * The last committed seq of a stored record item (its `last_seq` attribute, or its record's for
+ * an item written before the attribute existed); 0 when there is no record.
+ */
+export function committedLastSeq(item: Item | undefined): number {
+  if (item === undefined) return 0;
+  if (typeof item.last_seq === 'number') return item.last_seq;
+  return recordOf(item)?.last_seq ?? 0;
+}
 
 /** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
 export function recordOf(item: Item | undefined): RunRecord | null {
-  if (item === undefined || typeof item.record !== 'string') return null;
-  const parsed = RunRecord.safeParse(JSON.parse(item.record));
+  if (item === undefined) return null;
+  // record_z since the compressed format; `record` (plain JSON text) on items written before.
+  const text =
+    typeof item.record_z === 'string'
+      ? unpackRecord(item.record_z)
+      : typeof item.record === 'string'
+        ? item.record
+        : null;
+  if (text === null) return null;
+  const parsed = RunRecord.safeParse(JSON.parse(text));
   if (!parsed.success)
     throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
   return parsed.data;
@@ -37,18 +56,25 @@ export async function eventOf(entry: Item, blobs: BlobStore): Promise<RunEvent> 
 }
 
 /**
- * Appends to `into` the entries of `pages` (in sort-key order) with seq > after, up to `limit`,
- * stopping before the first gap. Returns false once it stopped (gap or limit), true when the
- * caller may read further pages. A read-committed Query may see part of a commit still landing;
- * stopping before the gap keeps every read contiguous (the next read, after = last seq, gets the rest).
+ * Appends to `into` the entries of `pages` (in sort-key order) with after < seq <= upTo, up to
+ * `limit`, stopping before the first gap. Returns false once it stopped (gap, upTo or limit), true
+ * when the caller may read further pages. `upTo` is the record's last_seq, read before the pages:
+ * a page past it is not committed (a page written whose record update has not landed, or never
+ * will) and is never read. Stopping before a gap keeps every read contiguous.
  */
-export function takeContiguous(pages: Item[], after: number, limit: number, into: Item[]): boolean {
+export function takeContiguous(
+  pages: Item[],
+  after: number,
+  limit: number,
+  into: Item[],
+  upTo: number,
+): boolean {
   for (const page of pages) {
     for (const entry of (page.events as Item[] | undefined) ?? []) {
       for (const one of entriesOf(entry)) {
         const seq = Number(one.seq);
         if (seq <= after) continue;
-        if (seq !== after + into.length + 1) return false;
+        if (seq > upTo || seq !== after + into.length + 1) return false;
         into.push(one);
         if (into.length >= limit) return false;
       }

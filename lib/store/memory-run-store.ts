@@ -1,8 +1,9 @@
 /**
  * RunStore in memory, with the DynamoDB adapter's semantics: it executes the same commit plans
- * (commit-plan.ts), evaluating their conditions (version, fence, absent items) against maps
- * and applying every write of a commit or none, so versions, fences, contiguous seqs, event
- * pages, state_at and the indexes behave alike. The store contract suite
+ * (commit-plan.ts) by the same protocol (commit-protocol.ts: a plain commit's page, then its
+ * record update; any other plan as one transaction), evaluating their conditions (version,
+ * fence, absent items, open pages) against maps and applying every write of a transaction or
+ * none, so versions, fences, contiguous seqs, event pages, state_at and the indexes behave alike. The store contract suite
  * (test/contract/run-store.contract.ts) runs against both adapters.
  *
  * It also refuses what DynamoDB refuses beyond the planner's limits: an item above 400 KB or a
@@ -11,7 +12,8 @@
  * ValidationException through instead; both write nothing). Items are stored as DynamoDB's
  * document client stores them (undefined attributes dropped) and cloned in and out. It counts
  * read and write capacity units as DynamoDB does (metering.ts), the writes from the items as
- * stored (exact before-sizes and index keys), and charges them to runs as the DynamoDB adapter does. Every call
+ * stored (exact before-sizes and index keys; plain writes once, a transaction's twice), and
+ * charges them to runs as the DynamoDB adapter does. Every call
  * yields to the event loop once before it touches the maps, as a network call would, so that
  * concurrent callers interleave (and a caller looping on the store never starves timers).
  *
@@ -20,11 +22,14 @@
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
+import type { RunRecord } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import { noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
+import { type Commit, noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import { PendingCharges } from '../engine/usage-meter.ts';
 import {
   ackSk,
+  type CommitBodies,
+  type CommitPlan,
   type Condition,
   checkpointSk,
   classifyRefusal,
@@ -43,8 +48,10 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
+import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import {
   checkpointOf,
+  committedLastSeq,
   controlAckOf,
   createKeyItemOf,
   eventsOf,
@@ -56,12 +63,17 @@ import {
   waitOf,
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
-import { countingGets, indexKeysOf, itemReadUnits, planMetered, transactWriteUnits } from './metering.ts';
+import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
 import { ATTR, SWEEP_SHARDS } from './table.ts';
 
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
   blobs?: BlobStore;
+  /**
+   * Fault injection for the crash tests only: called after a plain commit's event page landed and
+   * before its record update; what it throws ends the commit there (a dead writer).
+   */
+  afterPage?: (runId: string) => void | Promise<void>;
 }
 
 /** An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy. */
@@ -114,16 +126,24 @@ class MemoryTable {
 
   /**
    * Write units of `w` by DynamoDB's rules, from the item as stored now (its exact size and index
-   * keys). A delete of a missing item costs 1, as DynamoDB Local counts it.
+   * keys), doubled when `transactional`. A delete of a missing item costs 1, as DynamoDB Local
+   * counts it.
    */
-  writeUnitsOf(w: PlannedWrite): number {
+  writeUnitsOf(w: PlannedWrite, transactional: boolean): number {
     const { pk, sk } = keyOf(w);
     const before = this.#items.get(pk)?.get(sk);
     if (before === undefined && w.op === 'delete') return 1;
     return transactWriteUnits(
       w,
       before === undefined ? null : { bytes: itemSize(before), keys: indexKeysOf(before) },
+      transactional,
     );
+  }
+
+  /** Applies `w` and counts its write units (as part of a transaction, or as a plain write). */
+  write(w: PlannedWrite, transactional: boolean): void {
+    this.metrics.writeCapacity += this.writeUnitsOf(w, transactional);
+    this.apply(w);
   }
 
   /** The items of one partition with from ≤ sk ≤ to, in sort-key order. */
@@ -191,6 +211,8 @@ function conditionHolds(condition: Condition | undefined, existing: Item | undef
       return existing?.early_json !== undefined;
     case 'absent_or_early_expired':
       return existing === undefined || Number(existing.early_expires_at) <= condition.now;
+    case 'page_open':
+      return existing === undefined || Number(existing.commit_version) < condition.commit_version;
     case 'record_version':
       return (
         existing !== undefined &&
@@ -235,30 +257,85 @@ function listingIn(
 }
 
 /**
- * Applies one commit to the table atomically, like a TransactWriteItems: every condition is
- * evaluated, then every write is applied, with nothing awaited in between. The run's owed reads
- * are charged only when the commit lands. Throws the refusal `classifyRefusal` names.
+ * One plan, as the DynamoDB adapter executes it (commit-protocol.ts): a plain commit as its page,
+ * one turn of the event loop, then its record update; any other plan all or nothing, like a
+ * TransactWriteItems (every condition evaluated, then every write applied, nothing awaited in
+ * between). Write units are counted as DynamoDB counts them (plain writes once, a transaction's
+ * twice) from the items as stored before each write. 'page_taken' when only an event page's
+ * condition failed; throws the refusal `classifyRefusal` names.
  */
-function commitIn(
+async function executeIn(
   table: MemoryTable,
-  metrics: StoreMetrics,
-  commit: Parameters<RunStore['commit']>[0],
-  bodies: Awaited<ReturnType<typeof storeCommitBodies>>,
-): ReturnType<typeof planMetered>['record'] {
+  plan: CommitPlan,
+  commit: Commit,
+  afterPage: MemoryRunStoreOptions['afterPage'],
+): Promise<'committed' | 'page_taken'> {
+  table.metrics.transactions += 1;
   const runId = commit.record.run_id;
-  const reads = table.reads.owed(runId);
-  const plan = planMetered(commit, bodies, sumCharges(commit.charge ?? {}, reads));
-  metrics.transactions += 1;
+  const plain = plainCommitOf(plan);
+  if (plain !== null) {
+    if (plain.page !== undefined) {
+      if (!table.holds(plain.page)) return 'page_taken';
+      table.write(plain.page, false);
+      await afterPage?.(runId);
+      await yieldOnce();
+    }
+    if (!table.holds(plain.record)) {
+      // A refused record update deletes the attempt's page while it is still its own (its
+      // version and commit_token), as the DynamoDB adapter does.
+      const page = plain.page?.item;
+      const stored = page === undefined ? undefined : table.get(page.pk, page.sk);
+      if (
+        page !== undefined &&
+        stored?.commit_version === page.commit_version &&
+        stored?.commit_token === page.commit_token
+      )
+        table.write({ op: 'delete', role: 'page', key: { pk: page.pk, sk: page.sk } }, false);
+      const codes = plan.writes.map((w) => (w === plain.record ? 'ConditionalCheckFailed' : 'None'));
+      throw classifyRefusal(commit, plan, codes, [], recordOf(table.get(runPk(runId), 'R')));
+    }
+    table.write(plain.record, false);
+    return 'committed';
+  }
   const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
   if (codes.some((c) => c !== 'None')) {
-    const current = recordOf(table.get(runPk(runId), 'R'));
-    throw classifyRefusal(commit, plan, codes, [], current);
+    if (pageTaken(plan, codes)) return 'page_taken';
+    throw classifyRefusal(commit, plan, codes, [], recordOf(table.get(runPk(runId), 'R')));
   }
-  // Write units as DynamoDB counts them, from the items as stored before this commit.
-  metrics.writeCapacity += plan.writes.reduce((n, w) => n + table.writeUnitsOf(w), 0);
-  for (const w of plan.writes) table.apply(w);
-  table.reads.take(runId);
-  return plan.record;
+  for (const w of plan.writes) table.write(w, true);
+  return 'committed';
+}
+
+/**
+ * Writes one commit by the commit protocol (commit-protocol.ts) over `executeIn`, charging the
+ * run the reads it owes (taken for the commit, given back when it fails).
+ */
+async function commitIn(
+  table: MemoryTable,
+  commit: Commit,
+  bodies: CommitBodies,
+  afterPage: MemoryRunStoreOptions['afterPage'],
+): Promise<RunRecord> {
+  const runId = commit.record.run_id;
+  const reads = table.reads.take(runId);
+  try {
+    return await commitPlanned(
+      {
+        execute: (plan, c) => executeIn(table, plan, c, afterPage),
+        getRun: async (id) => {
+          await yieldOnce();
+          return recordOf(table.read(runPk(id), 'R'));
+        },
+        sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+      },
+      commit,
+      bodies,
+      sumCharges(commit.charge ?? {}, reads),
+    );
+  } catch (err) {
+    table.reads.add(runId, reads);
+    throw err;
+  }
 }
 
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
@@ -301,13 +378,20 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async readEvents(runId, after, limit) {
       await yieldOnce();
+      // The record first: only what its last_seq covers is committed (commit-protocol.ts).
+      const upTo = committedLastSeq(table.read(runPk(runId), 'R'));
+      await yieldOnce();
       metrics.queries += 1;
+      const pages = table.range(runPk(runId), 'E#', LAST_EVENT_SK);
+      // Pages are keyed by their first seq: after + 1 is in the last page starting at or below it.
+      const from = eventSk(after + 1);
+      const head = pages.findLastIndex((p) => String(p.sk) <= from);
       const entries: Item[] = [];
-      takeContiguous(table.range(runPk(runId), eventSk(after + 1), LAST_EVENT_SK), after, limit, entries);
+      takeContiguous(pages.slice(Math.max(head, 0)), after, limit, entries, upTo);
       // Charged as the pages taken (the DynamoDB adapter's Query reads about these).
       table.charge(runPk(runId), itemReadUnits(entries, 'query'));
-      return eventsOf(entries, blobGets(runId), (linked, from, count) =>
-        this.readEvents(linked, from, count),
+      return eventsOf(entries, blobGets(runId), (linked, first, count) =>
+        this.readEvents(linked, first, count),
       );
     },
     async getCheckpoint(runId, n) {
@@ -369,8 +453,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async commit(commit) {
       await yieldOnce();
-      const bodies = await storeCommitBodies(commit, blobs);
-      return commitIn(table, metrics, commit, bodies);
+      return commitIn(table, commit, await storeCommitBodies(commit, blobs), options.afterPage);
     },
   };
 }

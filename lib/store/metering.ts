@@ -1,15 +1,17 @@
 /**
  * How a commit charges the run it writes for its own DynamoDB write units, inside the same fenced
- * transaction: the units are ESTIMATED before the write from the planned items' sizes by
+ * record write: the units are ESTIMATED before the write from the planned items' sizes by
  * DynamoDB's rules (core/prices.ts `writeUnits`: 1 per KB of the larger of the item's size before
- * and after, twice in a transaction), and stored in the record's `metered` with whatever else the
+ * and after, twice in a transaction, once for the plain writes of the commit protocol,
+ * commit-protocol.ts), and stored in the record's `metered` with whatever else the
  * commit carries (the engine's owed charge, the store's own reads of the run since its last
  * commit, the S3 puts of the commit's large payloads). Chosen over charging a commit's measured
  * units in the next commit: the last commit of a run would never be charged, and the next commit
  * may be made by another process.
  *
  * Before-sizes: the record item's is carried in the record itself (`metered.record_item_bytes`,
- * the size its last commit wrote), every new item (condition `absent`) has none, and the small
+ * the size its last commit wrote), every new item (condition `absent`, or an event page whose
+ * key is free, `page_open`: an uncommitted page left there is taken to be absent) has none, and the small
  * index items a commit overwrites or deletes (subject, quota slot, resume key) are taken to be
  * under 1 KB. The estimate is checked against DynamoDB's own ConsumedCapacity by the store
  * contract suite (test/contract/run-store.contract.ts) on DynamoDB Local.
@@ -90,8 +92,8 @@ export function transactWriteUnits(
 }
 
 /**
- * How a plan reaches the table: true when as one TransactWriteItems (every commit today; a
- * cheaper protocol of plain writes passes its own rule to planMetered).
+ * How a plan reaches the table: true when as one TransactWriteItems, false when as plain writes
+ * (the commit protocol passes its rule, commit-protocol.ts `plainCommitOf`).
  */
 export type IsTransaction = (plan: CommitPlan) => boolean;
 
@@ -130,13 +132,15 @@ const SETTLE_ROUNDS = 4;
  * own digits, so the plan is made again until both settle (twice, rarely three times); should
  * they still move after SETTLE_ROUNDS (a size oscillating at a KB boundary), the last plan is
  * kept, its charge off by at most that boundary's unit: metering never refuses a commit.
- * Throws what planCommit throws.
+ * `token` is planCommit's (the commit protocol's mark, sized with the items). Throws what
+ * planCommit throws.
  */
 export function planMetered(
   commit: Commit,
   bodies: CommitBodies,
   owed: MeterCharge,
   isTransaction: IsTransaction = () => true,
+  token?: string,
 ): CommitPlan {
   const carried = commit.record.metered;
   const recordBefore: RecordBefore =
@@ -157,7 +161,7 @@ export function planMetered(
       record_item_bytes: bytes,
       record_index_keys: keys,
     };
-    const plan = planCommit({ ...commit, record: { ...commit.record, metered } }, bodies);
+    const plan = planCommit({ ...commit, record: { ...commit.record, metered } }, bodies, token);
     const recordWrite = plan.writes.find((w) => w.role === 'record');
     const written = recordWrite === undefined ? null : writtenItem(recordWrite);
     const nextBytes = written === null ? 0 : itemSize(written);

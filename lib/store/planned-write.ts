@@ -27,7 +27,14 @@ export type Condition =
   /** A resume key still holds an early result: attribute_exists(early_json). */
   | { kind: 'early_held' }
   /** A resume key is free for an early result: attribute_not_exists(pk) OR early_expires_at <= :now. */
-  | { kind: 'absent_or_early_expired'; now: number };
+  | { kind: 'absent_or_early_expired'; now: number }
+  /**
+   * An event page's key is free for a commit of record version `commit_version`: no page there,
+   * or only an uncommitted one written for an older version (attribute_not_exists(pk) OR
+   * commit_version < :commit_version). A committed page is never overwritten
+   * (commit-protocol.ts).
+   */
+  | { kind: 'page_open'; commit_version: number };
 
 /** What a write is for; a refused commit is classified by the role of the write that failed. */
 export type WriteRole =

@@ -25,7 +25,7 @@ export const ATTR = {
   pk: 'pk',
   /**
    * Sort key (string): `R` (run record), `E#{seq 12 digits}` (an event page: the events of one
-   * commit, keyed by the seq of its last event, plus the domain state that commit wrote),
+   * commit, keyed by the seq of its first event, plus the domain state that commit wrote),
    * `D#{rev}` (domain state written without events), `C#{n}` (checkpoint), `K#{control_id}`
    * (control ack), `CH#{child_run_id}` (child link), `S` (subject), `K` (create / resume key).
    */

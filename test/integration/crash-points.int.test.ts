@@ -3,12 +3,18 @@
  * on DynamoDB Local and fauxqs. Then the clock moves past the lease TTL and the sweeper plus a
  * fresh worker must converge: no gap or duplicate in the log, every reducer answer committed
  * once, a non-replay-safe tool executed at most once and reported `outcome_unknown` when
- * abandoned, a replay-safe one dispatched again under the same op_id.
+ * abandoned, a replay-safe one dispatched again under the same op_id. And a worker killed inside
+ * a plain commit, after its event page and before its record update: the page is never read and
+ * the next commit overwrites it (lib/store/commit-protocol.ts).
  * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 6 and 8.
  */
-import { describe, expect, it } from 'vitest';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, inject, it } from 'vitest';
+import { createAwsClients } from '../../lib/aws-clients.ts';
 import { sweepDue } from '../../lib/core/sweeper.ts';
 import type { CrashPoint } from '../../lib/engine/engine.ts';
+import type { RunStore } from '../../lib/engine/ports.ts';
+import { localStore } from '../support/dynamo-faults.ts';
 import {
   alice,
   inProcessReducers,
@@ -246,3 +252,78 @@ describe('a worker killed after a commit, before the SQS send, is covered by the
     expectConvergedLog(await readAll(store, run.run_id));
   });
 });
+
+describe('a worker killed between its event page and its record update (a plain commit half made)', () => {
+  for (const nth of [1, 2]) {
+    it(`leaves its page ${nth} unread, and the commits after it overwrite it into a converged log`, async () => {
+      // Prepare: a victim whose store dies right after the nth event page of the run landed.
+      let target = '';
+      let pages = 0;
+      let dead = false;
+      const victimStore = localStore(undefined, (runId) => {
+        if (runId !== target) return;
+        pages += 1;
+        if (pages === nth) {
+          dead = true;
+          throw new SimulatedCrash('dead');
+        }
+      });
+      const { t, tools, store, fresh } = await setup(REPLAY_SAFE, 0);
+      const { run } = await fresh.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
+        alice,
+      );
+      await t.drainMessages();
+      target = run.run_id;
+      const victim = t.another({ store: deadAfter(victimStore, () => dead) });
+
+      // Act: the victim dies between the two writes of one commit.
+      await expect(victim.stepRun(run.run_id)).rejects.toBeInstanceOf(SimulatedCrash);
+
+      // Assess: the page is stored past the record's last_seq, and no read returns its events.
+      const orphaned = await store.getRun(run.run_id);
+      if (orphaned === null) throw new Error('the run vanished');
+      const page = await rawItem(`RUN#${run.run_id}`, `E#${String(orphaned.last_seq + 1).padStart(12, '0')}`);
+      expect(page?.commit_version).toBe(orphaned.version + 1);
+      expect(await store.readEvents(run.run_id, orphaned.last_seq, 10)).toEqual([]);
+      expect((await readAll(store, run.run_id)).at(-1)?.seq).toBe(orphaned.last_seq);
+
+      const { record } = await settle(fresh, store, t.clock, run.run_id);
+      expect(record).toMatchObject({ status: 'completed', lease: null });
+      const events = await readAll(store, run.run_id);
+      const outcomes = expectConvergedLog(events);
+      expect([...outcomes.values()].map((o) => o[0]?.kind)).toEqual(['tool_result', 'tool_result']);
+      // The page's seq now holds a committed event: the page was overwritten, not skipped.
+      expect(events.map((e) => e.seq)).toContain(orphaned.last_seq + 1);
+      expect([...tools.executions.keys()].sort()).toEqual([...outcomes.keys()].sort());
+    });
+  }
+});
+
+/** A store that refuses every call once `isDead()` (a killed process makes no more requests). */
+function deadAfter(store: RunStore, isDead: () => boolean): RunStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (isDead()) throw new SimulatedCrash('dead');
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** One item of the table as stored, strongly consistent. */
+async function rawItem(pk: string, sk: string): Promise<Record<string, unknown> | undefined> {
+  const local = inject('localServices');
+  const clients = createAwsClients(local);
+  try {
+    const out = await clients.doc.send(
+      new GetCommand({ TableName: local.tableName, Key: { pk, sk }, ConsistentRead: true }),
+    );
+    return out.Item;
+  } finally {
+    clients.destroy();
+  }
+}

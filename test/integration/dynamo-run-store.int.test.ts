@@ -2,19 +2,21 @@
  * The DynamoDB run store on DynamoDB Local + fauxqs S3: first the RunStore contract
  * (test/contract/run-store.contract.ts, the suite the memory store passes too; the listing and
  * sweep tests each on a table of their own); then what is about DynamoDB itself, on the shared table: every event of one
- * commit in ONE event page (`E#{last seq}`), so a fused commit is two TransactWriteItems items,
+ * commit in ONE event page (`E#{first seq}`), so a fused commit is two plain writes (the page, then the record),
  * the domain state inline in the commit's last page, pages split under PAGE_LIMIT, payloads
  * above INLINE_LIMIT as blob attributes, the rendered condition expressions, and reads that stop
  * before a gap a read-committed Query may show. DESIGN sections 4 and 5; seed agent-runs,
  * "Storage and cluster behaviour".
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
@@ -58,9 +60,13 @@ runStoreContract('DynamoDB Local', async ({ empty }) => {
   };
 });
 
-/** A store whose TransactWriteItems are recorded (their items), to check a commit's shape. */
-function recordingStore(): { store: RunStore; transactions: TransactItems[] } {
+/**
+ * A store whose writes are recorded, to check a commit's shape: each TransactWriteItems (its
+ * items), and each plain Put and Update (as a one-item list in `plain`).
+ */
+function recordingStore(): { store: RunStore; transactions: TransactItems[]; plain: TransactItems } {
   const transactions: TransactItems[] = [];
+  const plain: TransactItems = [];
   const store = localStore(
     (doc) =>
       new Proxy(doc, {
@@ -68,12 +74,15 @@ function recordingStore(): { store: RunStore; transactions: TransactItems[] } {
           if (prop !== 'send') return Reflect.get(target, prop, receiver);
           return (command: unknown) => {
             if (command instanceof TransactWriteCommand) transactions.push(command.input.TransactItems ?? []);
+            if (command instanceof PutCommand) plain.push({ Put: command.input } as TransactItems[number]);
+            if (command instanceof UpdateCommand)
+              plain.push({ Update: command.input } as TransactItems[number]);
             return (target.send as (c: unknown) => Promise<unknown>)(command);
           };
         },
       }) as DynamoDBDocumentClient,
   );
-  return { store, transactions };
+  return { store, transactions, plain };
 }
 
 /** Creates a run (its run_started event is seq 1) and returns the stored record. */
@@ -147,33 +156,38 @@ const checkpoint = (n: number, stateRev: number): CheckpointItem => ({
 });
 
 describe('the items of a commit on DynamoDB', () => {
-  it('writes a fused commit (three events and the domain state) as two items: the record update and one page', async () => {
-    const { store, transactions } = recordingStore();
+  it('writes a fused commit (three events and the domain state) as two plain writes: the page, then the record update', async () => {
+    const { store, transactions, plain } = recordingStore();
     const run = await storedRun(store);
     transactions.length = 0;
+    plain.length = 0;
     const { record } = await append(store, run, [{ a: 1 }, { b: 2 }, { c: 3 }], {
       state: { rev: 1, value: { turn: 1 } },
     });
-    expect(transactions).toHaveLength(1);
-    const [update, page] = transactions[0] ?? [];
-    expect(transactions[0]).toHaveLength(2);
+    expect(transactions).toEqual([]);
+    const [page, update] = plain;
+    expect(plain).toHaveLength(2);
     expect(update?.Update?.Key).toEqual({ pk: `RUN#${run.run_id}`, sk: 'R' });
     expect(update?.Update?.ConditionExpression).toBe('#version = :expected_version');
     expect(update?.Update?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
+    // Keyed by its first seq, stamped with the version it commits, and never over a committed page.
     expect(page?.Put?.Item).toMatchObject({
-      sk: 'E#000000000004',
+      sk: 'E#000000000002',
       first_seq: 2,
       last_seq: 4,
+      commit_version: run.version + 1,
       state_rev: 1,
       state_json: JSON.stringify({ turn: 1 }),
     });
-    expect(page?.Put?.ConditionExpression).toBe('attribute_not_exists(pk)');
+    expect(page?.Put?.ConditionExpression).toBe(
+      'attribute_not_exists(pk) OR #commit_version < :commit_version',
+    );
     expect(((page?.Put?.Item?.events ?? []) as RunEvent[]).map((e) => e.seq)).toEqual([2, 3, 4]);
-    expect(record.state_at).toBe('E#000000000004');
+    expect(record.state_at).toBe('E#000000000002');
   });
 
   it('renders a lease holder’s fence in the record update’s own condition, and the subject claim of a create', async () => {
-    const { store, transactions } = recordingStore();
+    const { store, transactions, plain } = recordingStore();
     const run = await storedRun(store);
     const [create] = transactions;
     expect(create?.map((i) => i.Put?.ConditionExpression)).toEqual([
@@ -186,8 +200,9 @@ describe('the items of a commit on DynamoDB', () => {
     if (!leased.ok) throw new Error('lease not acquired');
     const held = await store.commit({ record: leased.record, expectedVersion: run.version, events: [] });
     transactions.length = 0;
+    plain.length = 0;
     await append(store, held, [{ ok: true }], { fence: { owner: 'owner-a', epoch: held.epoch } });
-    const update = transactions[0]?.[0]?.Update;
+    const update = plain.find((w) => w.Update !== undefined)?.Update;
     expect(update?.ConditionExpression).toBe(
       '#version = :expected_version AND #lease_owner_c = :fence_owner AND #epoch = :fence_epoch',
     );
@@ -196,7 +211,7 @@ describe('the items of a commit on DynamoDB', () => {
       ':fence_owner': 'owner-a',
       ':fence_epoch': held.epoch,
     });
-    expect(transactions[0]?.filter((i) => i.ConditionCheck !== undefined)).toEqual([]);
+    expect(transactions).toEqual([]);
   });
 
   it('keeps checkpoint, state, ack, record and page items under their own sort keys', async () => {
@@ -221,7 +236,7 @@ describe('the items of a commit on DynamoDB', () => {
       'C#2',
       'D#2',
       'E#000000000001',
-      'E#000000000003',
+      'E#000000000002',
       'E#000000000004',
       'K#ctl-1',
       'R',
@@ -235,7 +250,7 @@ describe('the items of a commit on DynamoDB', () => {
     const { record } = await append(store, await storedRun(store), [{ small: 1 }, big, { small: 2 }], {
       state: { rev: 1, value: state },
     });
-    const [page] = await pagesOf(record.run_id).then((p) => p.filter((i) => i.sk === 'E#000000000004'));
+    const [page] = await pagesOf(record.run_id).then((p) => p.filter((i) => i.sk === 'E#000000000002'));
     const entries = page?.events as Record<string, unknown>[];
     expect(entries[1]?.data_blob).toMatchObject({ size: Buffer.byteLength(JSON.stringify(big)) });
     expect(entries[1]?.data_json).toBeUndefined();
@@ -254,14 +269,14 @@ describe('the items of a commit on DynamoDB', () => {
     });
     const pages = (await pagesOf(record.run_id)).slice(1); // the first is run_started's
     expect(pages.length).toBeGreaterThanOrEqual(2);
-    // Contiguous, each keyed by its own last seq, under the page limit, the state on the last.
+    // Contiguous, each keyed by its own first seq, under the page limit, the state on the last.
     expect(pages.map((p) => p.first_seq)).toEqual([
       2,
       ...pages.slice(0, -1).map((p) => Number(p.last_seq) + 1),
     ]);
     expect(pages.at(-1)?.last_seq).toBe(15);
     for (const p of pages) {
-      expect(p.sk).toBe(`E#${String(p.last_seq).padStart(12, '0')}`);
+      expect(p.sk).toBe(`E#${String(p.first_seq).padStart(12, '0')}`);
       const { pk: _pk, sk: _sk, ...body } = p;
       expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThanOrEqual(PAGE_LIMIT + 1_024);
       expect(
@@ -298,7 +313,7 @@ describe('event pages while a commit is still landing', () => {
     }
     const all = await readAll(store, record.run_id);
     expect(all.length).toBeGreaterThan(8);
-    // The run's event pages as stored (one per commit, keyed by their last seq), in order.
+    // The run's event pages as stored (one per commit, keyed by their first seq), in order.
     const lastSeqs = (await pagesOf(record.run_id)).map((page) => Number(page.last_seq));
     expect(lastSeqs.length).toBeGreaterThan(4);
     const [, end1 = 0, , end3 = 0] = lastSeqs;
@@ -338,15 +353,21 @@ describe('metering: the same commit costs the same units in both stores', () => 
       const [d, m] = [await commit(dynamo), await commit(memory)];
       return { d, m };
     };
-    // Act: a create, a lease, a 3 KB event, a grown record, reads, and a shrunk record.
+    // Act: a create, a lease, a 3 KB event, a grown record, reads, and a shrunk record. The
+    // notes are random: the record is stored compressed, and 4 KB of one letter would not grow it.
     let r = await both((store) =>
       store.commit({ record: created.record, expectedVersion: null, events: created.events }),
     );
+    // Every commit after the create is plain writes (commit-protocol.ts), which DynamoDB Local
+    // reports exactly (unlike a transaction's units): what it consumed is what the run was charged.
+    const createdUnits = r.d.metered?.dynamodb_write_units ?? 0;
+    const consumedBefore = dynamo.metrics.writeCapacity;
     const taken = acquireLease(r.d, 'worker-1', 1_700_000_000_100);
     if (!taken.ok) throw new Error('lease not acquired');
     r = await both((store) => store.commit({ record: taken.record, expectedVersion: 1, events: [] }));
     r = await both(async (store) => (await append(store, r.d, [{ text: 'x'.repeat(3_000) }])).record);
-    const grown = { ...r.d, executor_config: { notes: 'g'.repeat(4_000) } } as RunRecord;
+    const notes = randomBytes(3_000).toString('base64');
+    const grown = { ...r.d, executor_config: { notes } } as RunRecord;
     r = await both((store) => store.commit({ record: grown, expectedVersion: grown.version, events: [] }));
     const readsBefore = { d: dynamo.metrics.readCapacity, m: memory.metrics.readCapacity };
     for (const store of [dynamo, memory]) {
@@ -358,6 +379,9 @@ describe('metering: the same commit costs the same units in both stores', () => 
     // Assess: the same units charged; the reads DynamoDB measured are the memory store's count.
     expect(r.m.metered).toEqual(r.d.metered);
     expect(r.d.metered?.dynamodb_write_units).toBe(memory.metrics.writeCapacity);
+    expect((r.d.metered?.dynamodb_write_units ?? 0) - createdUnits).toBe(
+      dynamo.metrics.writeCapacity - consumedBefore,
+    );
     expect(dynamo.metrics.readCapacity - readsBefore.d).toBe(memory.metrics.readCapacity - readsBefore.m);
     expect(r.d.metered?.dynamodb_read_units).toBeGreaterThan(0);
   });
@@ -390,7 +414,10 @@ describe('metering: the same commit costs the same units in both stores', () => 
           return { record: taken.record, expectedVersion: (p as RunRecord).version, events: [] };
         },
         (p) => ({
-          record: { ...(p as RunRecord), executor_config: { n: 'g'.repeat(6_000) } } as RunRecord,
+          record: {
+            ...(p as RunRecord),
+            executor_config: { n: randomBytes(4_500).toString('base64') },
+          } as RunRecord,
           expectedVersion: (p as RunRecord).version,
           events: [],
         }),

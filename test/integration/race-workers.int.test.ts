@@ -17,6 +17,7 @@ import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
+import { recordOf } from '../../lib/store/item-codec.ts';
 import { sweepShardKey } from '../../lib/store/table.ts';
 import { eventKindsOf, faultyDoc, localStore } from '../support/dynamo-faults.ts';
 import {
@@ -201,11 +202,9 @@ async function rawRunItem(runId: string): Promise<Record<string, unknown> | unde
         ConsistentRead: true,
       }),
     );
-    // The record itself is stored as JSON text (DynamoDB limits maps to 32 levels of nesting).
+    // The record itself is stored as compressed JSON text (DynamoDB limits maps to 32 levels of nesting).
     const item = out.Item;
-    return item === undefined
-      ? undefined
-      : { ...item, record: typeof item.record === 'string' ? JSON.parse(item.record) : item.record };
+    return item === undefined ? undefined : { ...item, record: recordOf(item) };
   } finally {
     clients.destroy();
   }

@@ -5,9 +5,14 @@
  * on real DynamoDB may show part of a commit still landing), and a DynamoDB RunStore on the
  * local services built over such a client (issue 3, "Real services in every test").
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  ProvisionedThroughputExceededException,
+  TransactionCanceledException,
+  TransactionConflictException,
+} from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
@@ -24,9 +29,11 @@ export type TransactFault = 'TransactionConflict' | 'ThrottlingError' | null;
 /**
  * A DynamoDB document client that cancels the TransactWriteItems `plan` picks with a
  * TransactionCanceledException carrying `TransactionConflict` or `ThrottlingError`, before it
- * reaches DynamoDB Local (which cannot be made to produce either). The store's own
+ * reaches DynamoDB Local (which cannot be made to produce either); and refuses the plain Put
+ * (a commit's event page) it picks the way DynamoDB refuses a plain write for the same causes
+ * (TransactionConflictException, ProvisionedThroughputExceededException). The store's own
  * classification and retry with backoff run as in production. `plan` sees the transaction's
- * items and the number of transactions so far (from 1).
+ * items (a Put as a one-item list) and the number of such writes so far (from 1).
  */
 export function faultyDoc(
   doc: DynamoDBDocumentClient,
@@ -50,6 +57,20 @@ export function faultyDoc(
               message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${code}]`,
               CancellationReasons: [{ Code: code, Message: `injected ${code}` }],
             });
+          }
+        }
+        if (command instanceof PutCommand) {
+          n += 1;
+          const code = plan(
+            [{ Put: command.input }] as NonNullable<TransactWriteCommandInput['TransactItems']>,
+            n,
+          );
+          if (code !== null) {
+            injected += 1;
+            const fault = { $metadata: {}, message: `injected ${code}` };
+            throw code === 'TransactionConflict'
+              ? new TransactionConflictException(fault)
+              : new ProvisionedThroughputExceededException(fault);
           }
         }
         return send(command);
@@ -92,9 +113,13 @@ export function eventKindsOf(items: NonNullable<TransactWriteCommandInput['Trans
   });
 }
 
-/** A DynamoDB RunStore on the local services built over the given document-client wrapper. */
+/**
+ * A DynamoDB RunStore on the local services built over the given document-client wrapper;
+ * `afterPage` is the store's crash hook between a plain commit's page and its record update.
+ */
 export function localStore(
   wrapDoc: (doc: DynamoDBDocumentClient) => DynamoDBDocumentClient = (d) => d,
+  afterPage?: (runId: string) => void,
 ): RunStore {
   const local = inject('localServices');
   const clients = createAwsClients(local);
@@ -103,5 +128,6 @@ export function localStore(
     tableName: local.tableName,
     blobs: createS3BlobStore(clients.s3, local.bucketName),
     sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 20))),
+    ...(afterPage !== undefined ? { afterPage } : {}),
   });
 }

@@ -1,0 +1,163 @@
+/**
+ * How a commit's plan (commit-plan.ts) reaches the table, shared by both RunStore adapters: as
+ * plain writes when it can, as one transaction otherwise, with the same atomicity and fence.
+ * DESIGN section 5; seed agent-runs, "Storage and cluster behaviour".
+ *
+ * A transactional write costs twice a plain one, and most commits (an operation's result plus
+ * the next one's start, a lease renewal) write only the run record and at most one event page.
+ * Such a commit is two plain writes, in this order:
+ *   1. the event page, a Put keyed by its FIRST seq (`E#{last_seq + 1}` of the record read),
+ *      stamped `commit_version` (the record version it commits) and conditioned `page_open`:
+ *      no page there, or only one stamped with an older version;
+ *   2. the record, one UpdateItem conditioned on its version (and the committer's fence), which
+ *      makes the page visible: readers read the record's last_seq first and never read a page
+ *      past it.
+ * A crash or a refusal between 1 and 2 leaves an uncommitted page at `E#{last_seq + 1}`: no
+ * reader sees it and the next commit overwrites it. A committed page is never overwritten: a
+ * writer that read an older record has a first seq whose page is committed, stamped with a
+ * version at least its own (every commit that appended seq s was built on a version whose
+ * last_seq was s - 1, and no newer version has that last_seq), so `page_open` refuses it.
+ *
+ * A page refused at step 1 (or inside a transaction) means one of: the record moved (the
+ * committer is stale: refused as stale_version or fenced_out, with the current record), or an
+ * uncommitted page stamped with the same version holds the key: a writer between its steps 1
+ * and 2, or one that died there. After a short pause, if the record still has not moved, the
+ * committer steps the record's version (one fenced UpdateItem of the record as it is), which
+ * refuses the other writer's step 2, and commits again on the new version, overwriting the page.
+ *
+ * Everything else (a create, a commit with checkpoints, a control ack, index items, a state
+ * without events, several pages) stays one TransactWriteItems.
+ *
+ * Every plan is metered (metering.ts `planMetered`): plain writes charged once, a transaction
+ * twice, the version step too (the commit after it carries the step's charge on). Each plan
+ * carries its own `commit_token` on its record update and page, so that a write retried after
+ * it landed (its answer lost) is known as that plan's own, not someone else's.
+ */
+import { randomBytes } from 'node:crypto';
+import type { RunRecord } from '../contracts/index.ts';
+import type { MeterCharge } from '../core/prices.ts';
+import { CommitRejected } from '../engine/commit-errors.ts';
+import type { Commit } from '../engine/ports.ts';
+import type { CommitBodies, CommitPlan } from './commit-plan.ts';
+import { planMetered } from './metering.ts';
+import type { PlannedWrite } from './planned-write.ts';
+
+/** How many times a commit steps the version past an uncommitted page before giving up. */
+export const PAGE_ROUNDS = 4;
+
+/** A planned page put and a planned record update, executed as two plain writes. */
+export interface PlainCommit {
+  page?: Extract<PlannedWrite, { op: 'put' }>;
+  record: Extract<PlannedWrite, { op: 'update' }>;
+}
+
+/**
+ * The plan as plain writes: a record update alone, or a record update and one event page
+ * conditioned `page_open`; null for every other plan (it stays a transaction).
+ */
+export function plainCommitOf(plan: CommitPlan): PlainCommit | null {
+  const [record, page, ...rest] = plan.writes;
+  if (record?.op !== 'update' || rest.length > 0) return null;
+  if (page === undefined) return { record };
+  if (page.op !== 'put' || page.role !== 'page' || page.condition?.kind !== 'page_open') return null;
+  return { page, record };
+}
+
+/**
+ * True when a refused plan failed only on event pages (`codes` aligned with `plan.writes`): the
+ * record's own condition held, so an uncommitted page holds the commit's first seq.
+ */
+export function pageTaken(plan: CommitPlan, codes: string[]): boolean {
+  const failed = plan.writes.filter((_, i) => codes[i] !== undefined && codes[i] !== 'None');
+  return (
+    failed.length > 0 &&
+    failed.every((w) => w.role === 'page' && w.condition?.kind === 'page_open') &&
+    codes.every((c) => c === 'None' || c === 'ConditionalCheckFailed')
+  );
+}
+
+/**
+ * Why a commit whose page was refused cannot step past it, from the record as it is now: the
+ * run is gone or moved (stale_version), or the committer's lease is not its own (fenced_out);
+ * null when the record is still the one the commit read (an uncommitted page is in the way).
+ */
+export function pageRefusal(commit: Commit, current: RunRecord | null): CommitRejected | null {
+  if (current === null) return new CommitRejected('stale_version', 'the run is gone', null);
+  const fence = commit.fence;
+  if (
+    fence !== undefined &&
+    (current.lease === null || current.lease.owner !== fence.owner || current.epoch !== fence.epoch)
+  )
+    return new CommitRejected('fenced_out', 'the lease is no longer ours', current);
+  if (current.version !== commit.expectedVersion)
+    return new CommitRejected('stale_version', 'the run changed since it was read', current);
+  return null;
+}
+
+/** The record as it is now, when it is still the one `commit` read; else throws its refusal. */
+async function unmoved(io: CommitIo, commit: Commit): Promise<RunRecord> {
+  const read = await io.getRun(commit.record.run_id);
+  const refused = pageRefusal(commit, read);
+  if (refused !== null) throw refused;
+  return read as RunRecord;
+}
+
+/** What an adapter gives the protocol: its execution of one plan, a consistent record read, a pause. */
+export interface CommitIo {
+  /**
+   * Executes one plan (as plain writes when plainCommitOf allows, else as one transaction):
+   * 'committed', or 'page_taken' when only an event page's condition failed. Throws
+   * CommitRejected for every other refusal.
+   */
+  execute(plan: CommitPlan, commit: Commit): Promise<'committed' | 'page_taken'>;
+  getRun(runId: string): Promise<RunRecord | null>;
+  sleep(ms: number): Promise<void>;
+}
+
+/** A fresh commit_token: marks the writes of one plan (see the header). */
+const newToken = () => randomBytes(8).toString('hex');
+
+/** True when a plan goes to the table as one transaction (charged twice), not as plain writes. */
+const isTransaction = (plan: CommitPlan) => plainCommitOf(plan) === null;
+
+/**
+ * Writes one commit, charging the run `owed` with the commit's own write units (planMetered):
+ * its plan, and past an uncommitted page by stepping the record's version (see the header).
+ * Returns the stored record. Throws CommitRejected (stale_version, fenced_out, or
+ * transaction_conflict after PAGE_ROUNDS steps), CommitTooLarge from the plan. The caller gives
+ * `owed` back when it throws: no record that carried it was written.
+ */
+export async function commitPlanned(
+  io: CommitIo,
+  commit: Commit,
+  bodies: CommitBodies,
+  owed: MeterCharge,
+): Promise<RunRecord> {
+  let current = commit;
+  for (let round = 0; ; round += 1) {
+    const plan = planMetered(current, bodies, owed, isTransaction, newToken());
+    if ((await io.execute(plan, current)) === 'committed') return plan.record;
+    if (round >= PAGE_ROUNDS)
+      throw new CommitRejected('transaction_conflict', 'an uncommitted event page kept the commit out');
+    // Usually the record moved (a writer won the race): refused at once. Else a writer between
+    // its page and its record update finishes within a round trip: let it, and look again.
+    await unmoved(io, current);
+    await io.sleep(10 + Math.random() * 30);
+    const record = await unmoved(io, current);
+    // Step the version of the record as it is: the other writer's record update is refused.
+    // The step is charged like any commit; the commit after it carries that charge on.
+    const stepCommit: Commit = {
+      record,
+      expectedVersion: record.version,
+      ...(current.fence !== undefined ? { fence: current.fence } : {}),
+      events: [],
+    };
+    const step = planMetered(stepCommit, { events: new Map() }, {}, isTransaction, newToken());
+    await io.execute(step, stepCommit);
+    current = {
+      ...current,
+      record: { ...current.record, ...(step.record.metered ? { metered: step.record.metered } : {}) },
+      expectedVersion: step.record.version,
+    };
+  }
+}

@@ -1,0 +1,366 @@
+/**
+ * The write side of the DynamoDB RunStore: a commit's plan (commit-plan.ts) rendered as
+ * DynamoDB requests and executed, as two plain writes (the event page Put, then the record's
+ * fenced UpdateItem) when commit-protocol.ts allows, else as one TransactWriteItems; refusals
+ * classified by the role of the write that failed, one documented reaction per reason
+ * (commit-errors.ts). DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ *
+ * Conditions are built from named parts (commit-plan.ts `Condition`): the record's update
+ * carries `#version = :expected_version` and, for a lease holder, the fence (owner + epoch) in
+ * its own ConditionExpression (never a separate ConditionCheck on the same item: DynamoDB
+ * rejects that transaction), with ReturnValuesOnConditionCheckFailure ALL_OLD so that a refusal
+ * explains itself.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type ConsumedCapacity,
+  TransactionCanceledException,
+  TransactionConflictException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  PutCommand,
+  type PutCommandInput,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import type { RunRecord } from '../contracts/index.ts';
+import { CommitRejected } from '../engine/commit-errors.ts';
+import type { RunStore, StoreMetrics } from '../engine/ports.ts';
+import type { PendingCharges } from '../engine/usage-meter.ts';
+import { type CommitPlan, classifyRefusal } from './commit-plan.ts';
+import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
+import { recordOf } from './item-codec.ts';
+import type { Condition, Item, ItemKey, PlannedWrite } from './planned-write.ts';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** A condition as a ConditionExpression with its names and values. */
+function renderCondition(condition: Condition): {
+  expression: string;
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+} {
+  switch (condition.kind) {
+    case 'absent':
+      return { expression: 'attribute_not_exists(pk)' };
+    case 'absent_or_held_by':
+      return {
+        expression: 'attribute_not_exists(pk) OR run_id = :rid',
+        values: { ':rid': condition.run_id },
+      };
+    case 'no_live_early':
+      return {
+        expression: 'attribute_not_exists(early_json) OR early_expires_at <= :now',
+        values: { ':now': condition.now },
+      };
+    case 'early_held':
+      return { expression: 'attribute_exists(early_json)' };
+    case 'absent_or_early_expired':
+      return {
+        expression: 'attribute_not_exists(pk) OR early_expires_at <= :now',
+        values: { ':now': condition.now },
+      };
+    case 'record_version': {
+      // From named parts: the version read (no one committed since) AND, for a lease holder,
+      // the fence (owner + epoch) in the same expression.
+      const parts = ['#version = :expected_version'];
+      const names: Record<string, string> = { '#version': 'version' };
+      const values: Record<string, unknown> = { ':expected_version': condition.version };
+      if (condition.fence !== undefined) {
+        parts.push('#lease_owner_c = :fence_owner', '#epoch = :fence_epoch');
+        names['#lease_owner_c'] = 'lease_owner';
+        names['#epoch'] = 'epoch';
+        values[':fence_owner'] = condition.fence.owner;
+        values[':fence_epoch'] = condition.fence.epoch;
+      }
+      return { expression: parts.join(' AND '), names, values };
+    }
+    case 'page_open':
+      return {
+        expression: 'attribute_not_exists(pk) OR #commit_version < :commit_version',
+        names: { '#commit_version': 'commit_version' },
+        values: { ':commit_version': condition.commit_version },
+      };
+    case 'count_is':
+      return condition.count === 0
+        ? { expression: 'attribute_not_exists(pk)' }
+        : {
+            expression: '#count = :count',
+            names: { '#count': 'count' },
+            values: { ':count': condition.count },
+          };
+  }
+}
+
+/** A put's or delete's ExpressionAttributeNames, when its condition names any. */
+const namesOf = (c: ReturnType<typeof renderCondition> | undefined) =>
+  c?.names !== undefined ? { ExpressionAttributeNames: c.names } : {};
+
+/** One planned write as a TransactWriteItems action. */
+function toTransactItem(write: PlannedWrite, TableName: string): TransactItem {
+  const c = write.condition === undefined ? undefined : renderCondition(write.condition);
+  const condition =
+    c === undefined
+      ? {}
+      : {
+          ConditionExpression: c.expression,
+          ...(c.values !== undefined ? { ExpressionAttributeValues: c.values } : {}),
+          // A refused create names what was taken; a refused record update returns the record.
+          ...(write.role !== 'page' ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+        };
+  switch (write.op) {
+    case 'put':
+      return { Put: { TableName, Item: write.item, ...condition, ...namesOf(c) } };
+    case 'delete':
+      return { Delete: { TableName, Key: write.key, ...condition, ...namesOf(c) } };
+    case 'update': {
+      // SET every stored attribute, REMOVE the absent optional ones.
+      const names: Record<string, string> = { ...(c?.names ?? {}) };
+      const values: Record<string, unknown> = { ...(c?.values ?? {}) };
+      const sets: string[] = [];
+      for (const [k, v] of Object.entries(write.set)) {
+        names[`#${k}`] = k;
+        values[`:${k}`] = v;
+        sets.push(`#${k} = :${k}`);
+      }
+      for (const k of write.remove) names[`#${k}`] = k;
+      const remove = write.remove.length > 0 ? ` REMOVE ${write.remove.map((k) => `#${k}`).join(', ')}` : '';
+      return {
+        Update: {
+          TableName,
+          Key: write.key,
+          UpdateExpression: `SET ${sets.join(', ')}${remove}`,
+          ...(c !== undefined ? { ConditionExpression: c.expression } : {}),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      };
+    }
+  }
+}
+
+function isThrottle(err: unknown): boolean {
+  const name = (err as { name?: string } | null)?.name ?? '';
+  return (
+    name === 'ThrottlingException' ||
+    name === 'ProvisionedThroughputExceededException' ||
+    name === 'RequestLimitExceeded'
+  );
+}
+
+/** ALL_OLD comes back in DynamoDB's wire format on the raw exception. */
+function oldRecordOf(item: Record<string, AttributeValue> | undefined): RunRecord | null {
+  if (item === undefined) return null;
+  try {
+    return recordOf(unmarshall(item));
+  } catch {
+    return null;
+  }
+}
+
+/** What the adapter's functions share: the client, the table, the blob store, the counters. */
+export interface DynamoIo {
+  doc: DynamoDBDocumentClient;
+  table: string;
+  blobs: BlobStore;
+  maxAttempts: number;
+  sleep: (ms: number) => Promise<void>;
+  metrics: StoreMetrics;
+  /** Read units of each run's partition not yet charged to the run. */
+  reads: PendingCharges;
+  afterPage?: (runId: string) => void | Promise<void>;
+}
+
+/**
+ * Counts the capacity a request consumed in the store's metrics; a read of a run's partition
+ * (`runId`) is also owed by the run, charged in its next commit (metering.ts).
+ */
+export function countCapacity(
+  io: DynamoIo,
+  c: ConsumedCapacity | ConsumedCapacity[] | undefined,
+  kind: 'read' | 'write' = 'read',
+  runId?: string,
+): void {
+  let read = 0;
+  for (const x of Array.isArray(c) ? c : c ? [c] : []) {
+    if (x.ReadCapacityUnits === undefined && x.WriteCapacityUnits === undefined) {
+      // At TOTAL, DynamoDB may report only CapacityUnits: attribute them by call kind.
+      if (kind === 'read') read += x.CapacityUnits ?? 0;
+      else io.metrics.writeCapacity += x.CapacityUnits ?? 0;
+      continue;
+    }
+    read += x.ReadCapacityUnits ?? 0;
+    io.metrics.writeCapacity += x.WriteCapacityUnits ?? 0;
+  }
+  io.metrics.readCapacity += read;
+  if (runId !== undefined && read > 0) io.reads.add(runId, { dynamodb_read_units: read });
+}
+
+/** A conditional Put or Update refused, with the item as it was (ALL_OLD), unmarshalled. */
+function refusedItem(err: unknown): Item | null {
+  if (!(err instanceof ConditionalCheckFailedException)) return null;
+  return err.Item === undefined ? {} : unmarshall(err.Item);
+}
+
+/**
+ * A plain commit (commit-protocol.ts): the page Put, then the record's fenced UpdateItem, each
+ * stamped with the plan's `commit_token` (one of its own when the plan has none) so that a write
+ * retried after it landed (its answer lost) is known as this plan's own, not as someone else's.
+ * 'page_taken' when the page's condition failed. A refused record update deletes the attempt's
+ * page (an uncommitted page in the way costs the next commit a version step) and is classified
+ * as a transaction's would be, with the record DynamoDB returned (ALL_OLD).
+ */
+async function executePlain(
+  io: DynamoIo,
+  plan: CommitPlan,
+  commit: Parameters<RunStore['commit']>[0],
+  plain: PlainCommit,
+): Promise<'committed' | 'page_taken'> {
+  io.metrics.transactions += 1;
+  const token =
+    typeof plain.record.set.commit_token === 'string'
+      ? plain.record.set.commit_token
+      : randomBytes(8).toString('hex');
+  const page =
+    plain.page === undefined
+      ? undefined
+      : { ...plain.page, item: { ...plain.page.item, commit_token: token } };
+  if (page !== undefined) {
+    const put = toTransactItem(page, io.table).Put as PutCommandInput;
+    try {
+      const out = await io.doc.send(
+        new PutCommand({
+          ...put,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ReturnConsumedCapacity: 'TOTAL',
+        }),
+      );
+      countCapacity(io, out.ConsumedCapacity, 'write');
+    } catch (err) {
+      const old = refusedItem(err);
+      if (old === null) throw err;
+      if (old.commit_token !== token) return 'page_taken';
+    }
+    await io.afterPage?.(commit.record.run_id);
+  }
+  const record = { ...plain.record, set: { ...plain.record.set, commit_token: token } };
+  try {
+    const out = await io.doc.send(
+      new UpdateCommand({
+        ...(toTransactItem(record, io.table).Update as UpdateCommandInput),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    countCapacity(io, out.ConsumedCapacity, 'write');
+    return 'committed';
+  } catch (err) {
+    const old = refusedItem(err);
+    if (old === null) throw err;
+    if (old.commit_token === token) return 'committed';
+    if (page !== undefined) await dropPage(io, page.item, token);
+    const codes = plan.writes.map((w) => (w === plain.record ? 'ConditionalCheckFailed' : 'None'));
+    throw classifyRefusal(commit, plan, codes, [], recordOf(old), err);
+  }
+}
+
+/**
+ * Deletes a refused attempt's page while it is still that attempt's (its commit_token). Best
+ * effort: a page left behind is uncommitted and never read; the next commit steps past it.
+ */
+async function dropPage(io: DynamoIo, page: Item & ItemKey, token: string): Promise<void> {
+  try {
+    const out = await io.doc.send(
+      new DeleteCommand({
+        TableName: io.table,
+        Key: { pk: page.pk, sk: page.sk },
+        ConditionExpression: 'commit_token = :token',
+        ExpressionAttributeValues: { ':token': token },
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    countCapacity(io, out.ConsumedCapacity, 'write');
+  } catch (err) {
+    // Someone stepped past it already, or the delete failed: either way the page is invisible.
+    if (!(err instanceof ConditionalCheckFailedException) && !isThrottle(err)) throw err;
+  }
+}
+
+/**
+ * Executes one plan: as plain writes when plainCommitOf allows, else as one TransactWriteItems;
+ * retried on conflicts and throttling. 'page_taken' when only an event page's condition failed
+ * (commit-protocol.ts decides what then); throws CommitRejected for every other refusal.
+ */
+export async function execute(
+  io: DynamoIo,
+  plan: CommitPlan,
+  commit: Parameters<RunStore['commit']>[0],
+): Promise<'committed' | 'page_taken'> {
+  const plain = plainCommitOf(plan);
+  const items = plan.writes.map((w) => toTransactItem(w, io.table));
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      if (plain !== null) return await executePlain(io, plan, commit, plain);
+      io.metrics.transactions += 1;
+      const out = await io.doc.send(
+        new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
+      );
+      countCapacity(io, out.ConsumedCapacity, 'write');
+      return 'committed';
+    } catch (err) {
+      let rejected: CommitRejected;
+      if (err instanceof CommitRejected) rejected = err;
+      else if (err instanceof TransactionCanceledException) {
+        const reasons = err.CancellationReasons ?? [];
+        const codes = reasons.map((r) => r.Code ?? 'None');
+        if (pageTaken(plan, codes)) return 'page_taken';
+        const recordIndex = plan.writes.findIndex((w) => w.role === 'record');
+        rejected = classifyRefusal(
+          commit,
+          plan,
+          codes,
+          reasons.map((r) => r.Message ?? ''),
+          oldRecordOf(reasons[recordIndex]?.Item),
+          err,
+        );
+      } else if (err instanceof ConditionalCheckFailedException)
+        rejected = new CommitRejected('stale_version', err.message, null, { cause: err });
+      else if (err instanceof TransactionConflictException)
+        // A plain write to an item a transaction is writing.
+        rejected = new CommitRejected('transaction_conflict', err.message, null, { cause: err });
+      else if (isThrottle(err))
+        rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+      else throw err;
+      const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
+      if (!retryable || attempt >= io.maxAttempts) throw rejected;
+      io.metrics.transactionRetries += 1;
+      await io.sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
+    }
+  }
+}
+
+/**
+ * One planned put on its own (not a transaction): true when written, false when its condition
+ * did not hold. Other errors are thrown.
+ */
+export async function putOne(io: DynamoIo, write: PlannedWrite): Promise<boolean> {
+  const action = toTransactItem(write, io.table).Put;
+  if (action === undefined) throw new Error(`putOne takes a put, not a ${write.op}`);
+  const { ReturnValuesOnConditionCheckFailure: _none, ...put } = action;
+  try {
+    const out = await io.doc.send(new PutCommand({ ...put, ReturnConsumedCapacity: 'TOTAL' }));
+    countCapacity(io, out.ConsumedCapacity, 'write');
+    return true;
+  } catch (err) {
+    if (err instanceof ConditionalCheckFailedException) return false;
+    throw err;
+  }
+}
