@@ -57,9 +57,15 @@ export async function deliverResult(
       resume_key: resumeKey,
     });
   }
+  const mayHold = caller.principal.kind === 'system';
   for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
-    const decision = decideDelivery(await ctx.store.readResumeKey(resumeKey, ctx.clock.now()), deliveryId);
+    const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
+    const decision = decideDelivery(entry, deliveryId, mayHold);
     switch (decision.kind) {
+      case 'unknown_key':
+        throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
+          resume_key: resumeKey,
+        });
       case 'duplicate':
         return { ack: 'duplicate', original_seq: decision.original_seq };
       case 'duplicate_held':
@@ -163,7 +169,7 @@ async function applyToWait(
       throw notFound();
     },
     decide({ record, entry }): Decision<DeliveryAck> {
-      const again = decideDelivery(entry, deliveryId);
+      const again = decideDelivery(entry, deliveryId, false);
       if (again.kind === 'duplicate') return { done: { ack: 'duplicate', original_seq: again.original_seq } };
       if (again.kind === 'refused')
         throw new EngineError(again.code, refusedMessage(again), { resume_key: resumeKey });

@@ -311,7 +311,10 @@ export const deliverRoute = createRoute({
       description: 'Delivered (the seq of the result event), or a duplicate.',
       content: json(DeliveryResponse),
     },
-    202: { description: 'Held: the wait is not recorded yet.', content: json(HeldDeliveryResponse) },
+    202: {
+      description: 'Held (system callers only): the wait is not recorded yet.',
+      content: json(HeldDeliveryResponse),
+    },
     ...errors(400, 403, 404, 409, 413, 415),
   },
 });

@@ -467,10 +467,10 @@ describe('HTTP API: controls', () => {
     const again = await request('POST', `/results/rk-${run.run_id}`, { body: { done: true } });
     expect(again.status).toBe(409);
     expect(await json(again)).toMatchObject({ code: 'result_already_delivered' });
-    // A key no wait holds yet may be a result that arrived first: it is held.
+    // A key no wait holds yet is unknown to a user: only a system caller's early result is held.
     const unknown = await request('POST', `/results/rk-${randomUUID()}`, { body: { done: true } });
-    expect(unknown.status).toBe(202);
-    expect(await json(unknown)).toMatchObject({ ack: 'held' });
+    expect(unknown.status).toBe(404);
+    expect(await json(unknown)).toMatchObject({ code: 'resume_key_not_found' });
   });
 });
 

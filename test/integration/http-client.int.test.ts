@@ -152,12 +152,11 @@ describe('the typed client', () => {
     const unreachable = await rejection(down.health());
     expect(unreachable).toMatchObject({ code: 'unreachable', status: 0, retryable: true });
 
-    // A key no wait holds yet holds the first result; a second one for it is refused.
+    // A key no wait holds yet is unknown to a user (only a system caller's early result is held).
     const key = `rk-${randomUUID()}`;
-    expect(await client.deliver(key, { ok: 1 })).toMatchObject({ ack: 'held', resume_key: key });
-    expect(await rejection(client.deliver(key, { ok: 2 }))).toMatchObject({
-      code: 'result_already_held',
-      status: 409,
+    expect(await rejection(client.deliver(key, { ok: 1 }))).toMatchObject({
+      code: 'resume_key_not_found',
+      status: 404,
     });
   });
 

@@ -15,7 +15,7 @@ import {
   type RunRecord,
   TOOL_RESULT_ENVELOPE,
 } from '../../lib/contracts/index.ts';
-import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import { createOpenAiCompatibleModel } from '../../lib/models/openai-compatible.ts';
 import { reduce as agentLoop } from '../../lib/reducers/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
@@ -27,6 +27,8 @@ import { toolLoop } from '../support/reducers.ts';
 
 const _local = inject('localServices');
 const TOKEN = 'live-semantics-token';
+/** The webhook's own identity: a service (system caller), the only kind whose early results are held. */
+const WEBHOOK_TOKEN = 'live-semantics-webhook-token';
 const MODEL_PATH = '/lib/models/scripted-openai';
 
 let runtime: Runtime;
@@ -92,11 +94,12 @@ beforeAll(async () => {
           kind: 'module',
           fn: async (_args, ctx) => {
             const key = `hook-${ctx.run_id}`;
-            const response = await request('POST', `/results/${key}?delivery_id=early-1`, {
-              envelope: TOOL_RESULT_ENVELOPE,
-              status: 'succeeded',
-              payload: 'paid',
-            });
+            const response = await request(
+              'POST',
+              `/results/${key}?delivery_id=early-1`,
+              { envelope: TOOL_RESULT_ENVELOPE, status: 'succeeded', payload: 'paid' },
+              WEBHOOK_TOKEN,
+            );
             webhookStatus.set(ctx.run_id, response.status);
             return waiting(key);
           },
@@ -107,7 +110,10 @@ beforeAll(async () => {
   }));
   app = createHttpApp({
     ...runtime,
-    auth: bearerTokenAuth(TOKEN, { kind: 'user', id: 'dana' }),
+    auth: anyOf(
+      bearerTokenAuth(TOKEN, { kind: 'user', id: 'dana' }),
+      bearerTokenAuth(WEBHOOK_TOKEN, { kind: 'system', id: 'payments-webhook' }, { admin: false }),
+    ),
     pollIntervalMs: 50,
     log: () => {},
   });
@@ -118,8 +124,8 @@ afterAll(async () => {
   await model.close();
 });
 
-function request(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` };
+function request(method: string, path: string, body?: unknown, token = TOKEN): Promise<Response> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   return Promise.resolve(
     app.request(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) }),
@@ -295,6 +301,21 @@ describe('early results are never lost, nothing waits forever', () => {
     });
     expect(repeat.status).toBe(200);
     expect(await repeat.json()).toEqual({ ack: 'duplicate', original_seq: results[0]?.seq });
+  });
+
+  it('holds an early result only from a system caller: a user learns of no key and nothing is held', async () => {
+    const key = `hook-${randomUUID()}`;
+    const body = { envelope: TOOL_RESULT_ENVELOPE, status: 'succeeded', payload: 'forged' };
+
+    // A user may not have a result held: the key names no run yet, so no authority can be checked.
+    const byUser = await request('POST', `/results/${key}?delivery_id=u-1`, body);
+    expect(byUser.status).toBe(404);
+    expect(await byUser.json()).toMatchObject({ code: 'resume_key_not_found' });
+
+    // Nothing was held: the service's own early result for the key is taken.
+    const byService = await request('POST', `/results/${key}?delivery_id=s-1`, body, WEBHOOK_TOKEN);
+    expect(byService.status).toBe(202);
+    expect(await byService.json()).toMatchObject({ ack: 'held', resume_key: key });
   });
 
   it('closes a result request at its tool’s expiry, so the reducer sees request_closed', async () => {

@@ -34,6 +34,11 @@ export type DeliveryDecision =
   | { kind: 'deliver'; run_id: string; op_id: string }
   /** No wait yet: hold the result by its key until the wait is recorded. */
   | { kind: 'hold' }
+  /**
+   * No wait yet, and the caller may not have a result held: only a system caller (a service or
+   * webhook) may, since nothing shows yet whose run the key will belong to.
+   */
+  | { kind: 'unknown_key' }
   /** The same delivery_id was applied: its ack's seq. */
   | { kind: 'duplicate'; original_seq: number }
   /** The same delivery_id is held, not applied yet. */
@@ -46,13 +51,16 @@ export type DeliveryDecision =
 
 /**
  * Decides a delivery for `entry` (what the key holds, null for nothing) with the caller's
- * `deliveryId` (optional: without one a repeat cannot be recognized).
+ * `deliveryId` (optional: without one a repeat cannot be recognized). `mayHold`: whether the
+ * caller may have a result held before its wait is recorded (system callers only: a key with no
+ * wait names no run yet, so no one else's authority over it can be checked).
  */
 export function decideDelivery(
   entry: ResumeKeyEntry | null,
   deliveryId: string | undefined,
+  mayHold: boolean,
 ): DeliveryDecision {
-  if (entry === null) return { kind: 'hold' };
+  if (entry === null) return mayHold ? { kind: 'hold' } : { kind: 'unknown_key' };
   if (entry.kind === 'early') {
     return deliveryId !== undefined && entry.delivery_id === deliveryId
       ? { kind: 'duplicate_held', expires_at: entry.expires_at }
