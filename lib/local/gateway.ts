@@ -21,6 +21,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
+import { overLimitMessage } from '../contracts/limits.ts';
 import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
 import { lambdaContext } from './poller.ts';
 
@@ -96,7 +97,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req, maxBody);
     if (body === null) {
-      sendJson(res, 413, 'payload_too_large', `request body exceeds ${maxBody} bytes`, {
+      sendJson(res, 413, 'payload_too_large', overLimitMessage('the request body', maxBody), {
         limit_bytes: maxBody,
       });
       return;

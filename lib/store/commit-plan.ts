@@ -50,7 +50,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
-import { type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
+import { overLimitMessage, type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
@@ -174,7 +174,7 @@ export function recordItem(record: RunRecord): Item & ItemKey {
   const bytes = Buffer.byteLength(text);
   if (bytes > RECORD_LIMIT) {
     throw new CommitTooLarge(
-      `the run record would be ${bytes} bytes, above its ${RECORD_LIMIT}-byte limit (queued steers, open requests and the operation's effect live in it)`,
+      `${overLimitMessage('the run record', RECORD_LIMIT, bytes)} (queued steers, open requests and the operation's effect live in it)`,
     );
   }
   const item: Item & ItemKey = {
@@ -342,15 +342,13 @@ function refuseWhatDynamoRefuses(writes: PlannedWrite[]): void {
   for (const w of writes) {
     const size = w.op === 'delete' ? 0 : itemSize(w.op === 'put' ? w.item : { ...w.key, ...w.set });
     if (size > ITEM_LIMIT) {
-      throw new CommitTooLarge(
-        `a ${w.role} item of ${size} bytes exceeds DynamoDB's ${ITEM_LIMIT}-byte item limit`,
-      );
+      throw new CommitTooLarge(overLimitMessage(`a ${w.role} item`, ITEM_LIMIT, size));
     }
     total += size;
   }
   if (total > TRANSACTION_LIMIT) {
     throw new CommitTooLarge(
-      `a commit of ${total} bytes exceeds DynamoDB's ${TRANSACTION_LIMIT}-byte transaction limit`,
+      overLimitMessage('a commit (one DynamoDB transaction)', TRANSACTION_LIMIT, total),
     );
   }
 }

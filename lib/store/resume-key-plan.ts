@@ -5,7 +5,7 @@
  * "Operations" (waiting with a resume_key); issue 12 items 2 and 3.
  */
 import { createHash } from 'node:crypto';
-import type { RunEvent, RunRecord } from '../contracts/index.ts';
+import { overLimitMessage, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { CommitTooLarge } from '../engine/commit-errors.ts';
 import type { EarlyResultHold } from '../engine/ports.ts';
 import type { Condition, PlannedWrite } from './planned-write.ts';
@@ -93,9 +93,7 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
 export function planEarlyResult(hold: EarlyResultHold): PlannedWrite {
   const bytes = Buffer.byteLength(hold.body);
   if (bytes > EARLY_RESULT_LIMIT) {
-    throw new CommitTooLarge(
-      `an early result of ${bytes} bytes exceeds the ${EARLY_RESULT_LIMIT}-byte limit of a result held before its wait`,
-    );
+    throw new CommitTooLarge(overLimitMessage('a result held before its wait', EARLY_RESULT_LIMIT, bytes));
   }
   return {
     op: 'put',
