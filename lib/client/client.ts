@@ -16,7 +16,7 @@ import {
   type ForkRunInput,
   isTerminalStatus,
   PublishResult,
-  RegistryEntry,
+  RegistryEntryView,
   type RegistryKind,
   RegistryListing,
   RunEvent,
@@ -238,11 +238,7 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   /** The current registry version of `kind` and its documents (admin). */
   listEntries(kind: RegistryKind): Promise<RegistryListing>;
   /** One published version (default: the current one) and every version of `name` (admin). */
-  getEntry(
-    kind: RegistryKind,
-    name: string,
-    version?: string,
-  ): Promise<{ entry: RegistryEntry; versions: string[] }>;
+  getEntry(kind: RegistryKind, name: string, version?: string): Promise<RegistryEntryView>;
 }
 
 // ---------------------------------------------------------------- implementation
@@ -522,7 +518,7 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
         method: 'GET',
         path: `/admin/${kind}/entry`,
         query: { name, version },
-        schema: z.object({ entry: RegistryEntry, versions: z.array(z.string()) }),
+        schema: RegistryEntryView,
       }),
   };
 }

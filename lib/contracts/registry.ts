@@ -189,3 +189,7 @@ export const RegistryListing = z.object({
   entries: z.array(RegistryEntry),
 });
 export type RegistryListing = z.infer<typeof RegistryListing>;
+
+/** What `GET /admin/{kind}/entry` answers: one published version and every version of its name, oldest first. */
+export const RegistryEntryView = z.object({ entry: RegistryEntry, versions: z.array(z.string()) });
+export type RegistryEntryView = z.infer<typeof RegistryEntryView>;

@@ -243,18 +243,29 @@ export async function releaseLease(
   caller: Caller,
 ): Promise<ClientWriteResult> {
   const { fence } = parse(FenceBody, raw, 'release');
+  return fencedStep(ctx, runId, caller, fence, (record, now) => releaseClientLease(record, fence, now));
+}
+
+function written(stored: RunRecord, prices: PriceTables): ClientWriteResult {
+  return { run: runView(stored, prices), lease: leaseOf(stored) };
+}
+
+/** A fenced write whose answer is the run and its lease after `step` (see fencedWrite). */
+function fencedStep(
+  ctx: EngineContext,
+  runId: string,
+  caller: Caller,
+  fence: Fence,
+  step: (record: RunRecord, now: number) => TransitionResult,
+): Promise<ClientWriteResult> {
   return fencedWrite(
     ctx,
     runId,
     caller,
     fence,
-    (record, now) => ({ transition: releaseClientLease(record, fence, now) }),
+    (record, now) => ({ transition: step(record, now) }),
     (stored) => written(stored, ctx.prices),
   );
-}
-
-function written(stored: RunRecord, prices: PriceTables): ClientWriteResult {
-  return { run: runView(stored, prices), lease: leaseOf(stored) };
 }
 
 /** The core spec of a begin request. */
@@ -495,15 +506,8 @@ export async function completeRun(
   caller: Caller,
 ): Promise<ClientWriteResult> {
   const input = parse(CompleteRunInput, raw, 'complete');
-  return fencedWrite(
-    ctx,
-    runId,
-    caller,
-    input.fence,
-    (record, now) => ({
-      transition: completeClientRun(record, input.fence, input.outcome, input.summary, now),
-    }),
-    (stored) => written(stored, ctx.prices),
+  return fencedStep(ctx, runId, caller, input.fence, (record, now) =>
+    completeClientRun(record, input.fence, input.outcome, input.summary, now),
   );
 }
 
@@ -515,13 +519,8 @@ export async function failRun(
   caller: Caller,
 ): Promise<ClientWriteResult> {
   const input = parse(FailRunInput, raw, 'fail');
-  return fencedWrite(
-    ctx,
-    runId,
-    caller,
-    input.fence,
-    (record, now) => ({ transition: failClientRun(record, input.fence, input.code, now) }),
-    (stored) => written(stored, ctx.prices),
+  return fencedStep(ctx, runId, caller, input.fence, (record, now) =>
+    failClientRun(record, input.fence, input.code, now),
   );
 }
 

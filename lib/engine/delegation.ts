@@ -15,6 +15,7 @@
  * has already ended.
  */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import {
   type Control,
   type ControlAck,
@@ -62,23 +63,39 @@ export interface DelegationHooks {
 /** How a hand-back attempt ended: delivered to the parent, not needed, or deferred (retry later). */
 type HandBack = 'delivered' | 'not_needed' | 'deferred';
 
-/** The delegate operation's args, or the failed envelope naming the field that is wrong. */
-function delegateArgsOf(parent: RunRecord, op: Operation): DelegateArgs | ToolResultEnvelope {
+/**
+ * The call_tool args of `op` (without the runtime's `__raisin_context`) parsed by `schema`, or the
+ * failed envelope (invalid_input, `code`) naming the first field that is wrong as `args.<path>`.
+ * Throws when `op` is not a call_tool operation (`what` names it).
+ */
+function toolArgsOf<T>(
+  op: Operation,
+  schema: z.ZodType<T>,
+  code: string,
+  what: string,
+): { args: T } | { failed: ToolResultEnvelope } {
   const effect = op.effect;
-  if (effect.kind !== 'call_tool') throw new Error('a delegation is a call_tool operation');
+  if (effect.kind !== 'call_tool') throw new Error(`${what} is a call_tool operation`);
   const { __raisin_context: _context, ...raw } = effect.args;
-  const parsed = DelegateArgs.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
-    return delegationFailedEnvelope(
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return { args: parsed.data };
+  const issue = parsed.error.issues[0];
+  const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
+  return {
+    failed: delegationFailedEnvelope(
       op.op_id,
       'invalid_input',
-      'delegate_args_invalid',
+      code,
       `${field}: ${issue?.message ?? 'invalid'}`,
-    );
-  }
-  const args = parsed.data;
+    ),
+  };
+}
+
+/** The delegate operation's args, or the failed envelope naming the field that is wrong. */
+function delegateArgsOf(parent: RunRecord, op: Operation): DelegateArgs | ToolResultEnvelope {
+  const parsed = toolArgsOf(op, DelegateArgs, 'delegate_args_invalid', 'a delegation');
+  if ('failed' in parsed) return parsed.failed;
+  const args = parsed.args;
   if (args.subject !== undefined && args.subject.workspace !== parent.subject.workspace) {
     return delegationFailedEnvelope(
       op.op_id,
@@ -375,21 +392,9 @@ async function receiverOf(
 }
 
 async function sendMessage(dc: DelegationDeps, run: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
-  const effect = op.effect;
-  if (effect.kind !== 'call_tool') throw new Error('a delegate message is a call_tool operation');
-  const { __raisin_context: _context, ...raw } = effect.args;
-  const parsed = DelegateMessageArgs.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue !== undefined && issue.path.length > 0 ? `args.${issue.path.join('.')}` : 'args';
-    return delegationFailedEnvelope(
-      op.op_id,
-      'invalid_input',
-      'delegate_message_args_invalid',
-      `${field}: ${issue?.message ?? 'invalid'}`,
-    );
-  }
-  const receiver = await receiverOf(dc, run, op, parsed.data);
+  const parsed = toolArgsOf(op, DelegateMessageArgs, 'delegate_message_args_invalid', 'a delegate message');
+  if ('failed' in parsed) return parsed.failed;
+  const receiver = await receiverOf(dc, run, op, parsed.args);
   if ('envelope' in receiver) return receiver;
   const ack = await dc.applyControl(
     receiver.to,

@@ -8,7 +8,7 @@ import type {
   ControlAck,
   Principal,
   PublishResult,
-  RegistryEntry,
+  RegistryEntryView,
   RegistryKind,
   RegistryListing,
   RunEvent,
@@ -79,11 +79,7 @@ export interface Engine {
   /** Registries (admin: the caller checks the rights). See registries.ts. */
   publishEntry(kind: RegistryKind, document: unknown, publisher: Principal): Promise<PublishResult>;
   listEntries(kind: RegistryKind): Promise<RegistryListing>;
-  getEntry(
-    kind: RegistryKind,
-    name: string,
-    version?: string,
-  ): Promise<{ entry: RegistryEntry; versions: string[] }>;
+  getEntry(kind: RegistryKind, name: string, version?: string): Promise<RegistryEntryView>;
 }
 
 /** The client-driven use cases, each `(runId, body, caller)` (client-driven.ts documents them). */

@@ -16,6 +16,7 @@ import {
   type Principal,
   type PublishResult,
   type RegistryEntry,
+  type RegistryEntryView,
   type RegistryKind,
   type RegistryListing,
   ToolEntry,
@@ -179,7 +180,7 @@ export async function getEntry(
   kind: RegistryKind,
   name: string,
   version?: string,
-): Promise<{ entry: RegistryEntry; versions: string[] }> {
+): Promise<RegistryEntryView> {
   const reg = deps.registries;
   let wanted = version;
   if (wanted === undefined) {

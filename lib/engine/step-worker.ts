@@ -392,14 +392,7 @@ class StepWorker {
   /** Re-reads the run after a stale commit; drops every uncommitted transition. */
   async reload(): Promise<void> {
     const fresh = await this.ctx.store.getRun(this.base.run_id);
-    if (
-      fresh === null ||
-      fresh.lease === null ||
-      fresh.lease.owner !== this.fence.owner ||
-      fresh.epoch !== this.fence.epoch
-    ) {
-      throw new LeaseLost('fenced out');
-    }
+    if (fresh === null || !leaseNamedBy(fresh, this.fence)) throw new LeaseLost('fenced out');
     // Everything past the last commit we know of was staged by this worker and never stored:
     // a concurrent commit (a control) may have taken those seqs for other events.
     const committed = this.base;
@@ -568,13 +561,7 @@ class StepWorker {
     try {
       await this.ctx.faults('during_heartbeat', this.base.run_id);
       const current = await this.ctx.store.getRun(this.base.run_id);
-      if (
-        current === null ||
-        current.lease === null ||
-        current.lease.owner !== this.fence.owner ||
-        current.epoch !== this.fence.epoch
-      )
-        return 'lost';
+      if (current === null || !leaseNamedBy(current, this.fence)) return 'lost';
       const stopping = current.status === 'cancelling' && interruptible;
       const interrupted =
         interruptible && 'interrupt_requested' in current && current.interrupt_requested !== undefined;

@@ -242,6 +242,27 @@ describe('the mailbox', () => {
     });
   });
 
+  it('answers a delegate message with bad args as failed invalid_input naming the field, and steers nobody', async () => {
+    const t = await setup();
+    const parentId = await startParent(t, { children: [waiter], messages: [{ to: 0, text: 42 }] }, {});
+
+    await settle(t, [t.engine]);
+
+    const sent = (await eventsOf(t, parentId)).find(
+      (e) => e.kind === 'tool_result' && e.data.tool === '/lib/raisin/agent-runs/delegate/message',
+    );
+    const envelope = sent?.data.envelope as
+      | { status: string; error_class: string; diagnostics: { code: string; message: string }[] }
+      | undefined;
+    expect(envelope?.status).toBe('failed');
+    expect(envelope?.error_class).toBe('invalid_input');
+    expect(envelope?.diagnostics[0]?.code).toBe('delegate_message_args_invalid');
+    expect(envelope?.diagnostics[0]?.message).toMatch(/^args\.text: /);
+    const [summary] = await t.engine.listChildren(parentId, alice);
+    const childEvents = await eventsOf(t, summary?.run_id ?? '');
+    expect(childEvents.filter((e) => e.kind === 'steer_consumed')).toEqual([]);
+  });
+
   it('delivers a message once when the worker dies after sending it and the operation is dispatched again', async () => {
     // Prepare: the parent's worker dies right after its second operation (the message) ran.
     const t = await setup();

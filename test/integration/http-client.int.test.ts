@@ -173,6 +173,26 @@ describe('the typed client', () => {
     expect(artifact).toMatchObject({ function_path: '/agents/echo', kind: 'js', size: bytes.byteLength });
     expect((await runtime.functions.get('/agents/echo'))?.hash).toBe(artifact.hash);
   });
+
+  it('publishes a tool version and reads it back with every version of its name', async () => {
+    const name = `lookup-${randomUUID()}`;
+    const document = {
+      name,
+      version: '1.0.0',
+      input_schema: { type: 'object' },
+      metadata: { mutating: false, replay_safe: true, risk: 'low' },
+      target: { kind: 'http', url: 'http://127.0.0.1:9/never' },
+    };
+    await client.publishEntry('tools', document);
+    await client.publishEntry('tools', { ...document, version: '1.1.0' });
+
+    const latest = await client.getEntry('tools', name);
+    const first = await client.getEntry('tools', name, '1.0.0');
+
+    expect(latest.entry).toMatchObject({ name, version: '1.1.0' });
+    expect(latest.versions).toEqual(['1.0.0', '1.1.0']);
+    expect(first.entry).toMatchObject({ name, version: '1.0.0' });
+  });
 });
 
 describe('the CLI against the API', () => {

@@ -89,33 +89,21 @@ export function evaluate(source: string): Value {
     return t !== undefined && t.kind === 'op' && t.text === text;
   };
 
-  const expression = (): Value => {
-    let left = term();
-    for (;;) {
-      if (isOp('+')) {
+  /** One left-associative level, `operand (op operand)*`, for the binary operators in `ops`. */
+  const leftAssociative =
+    (operand: () => Value, ops: Readonly<Record<string, (a: Value, b: Value) => Value>>) => (): Value => {
+      let left = operand();
+      for (;;) {
+        const t = peek();
+        const apply =
+          t !== undefined && t.kind === 'op' && Object.hasOwn(ops, t.text) ? ops[t.text] : undefined;
+        if (apply === undefined) return left;
         pos += 1;
-        left = add(left, term());
-      } else if (isOp('-')) {
-        pos += 1;
-        left = subtract(left, term());
-      } else return left;
-    }
-  };
-  const term = (): Value => {
-    let left = unary();
-    for (;;) {
-      if (isOp('*')) {
-        pos += 1;
-        left = multiply(left, unary());
-      } else if (isOp('/')) {
-        pos += 1;
-        left = trueDivide(left, unary());
-      } else if (isOp('//')) {
-        pos += 1;
-        left = floorDivide(left, unary());
-      } else return left;
-    }
-  };
+        left = apply(left, operand());
+      }
+    };
+  const term = leftAssociative(() => unary(), { '*': multiply, '/': trueDivide, '//': floorDivide });
+  const expression = leftAssociative(term, { '+': add, '-': subtract });
   const unary = (): Value => {
     if (isOp('-')) {
       pos += 1;

@@ -204,23 +204,12 @@ export class AirlineTransaction {
 
   /** The reservation as a private copy this transaction may change; undefined when it does not exist. */
   writableReservation(id: string): Reservation | undefined {
-    const own = this.#reservations.get(id);
-    if (own !== undefined) return own;
-    const current = this.reservation(id);
-    if (current === undefined) return undefined;
-    const copy = structuredClone(current);
-    this.#reservations.set(id, copy);
-    return copy;
+    return writableCopy(this.#reservations, id, (key) => this.reservation(key));
   }
 
+  /** The user as a private copy this transaction may change; undefined when it does not exist. */
   writableUser(id: string): User | undefined {
-    const own = this.#users.get(id);
-    if (own !== undefined) return own;
-    const current = this.user(id);
-    if (current === undefined) return undefined;
-    const copy = structuredClone(current);
-    this.#users.set(id, copy);
-    return copy;
+    return writableCopy(this.#users, id, (key) => this.user(key));
   }
 
   /** Stores a new reservation (one that exists already is replaced, as a dictionary assignment does). */
@@ -395,4 +384,19 @@ export function compareStores(left: AirlineStore, right: AirlineStore): RecordDi
     if (a !== b) differences.push({ path: `/users/${id}`, left: a, right: b });
   }
   return differences;
+}
+
+/** The copy of `read(id)` kept in `own` (cloned on first use, then the same one); undefined when `read` finds none. */
+function writableCopy<T>(
+  own: Map<string, T>,
+  id: string,
+  read: (id: string) => T | undefined,
+): T | undefined {
+  const kept = own.get(id);
+  if (kept !== undefined) return kept;
+  const current = read(id);
+  if (current === undefined) return undefined;
+  const copy = structuredClone(current);
+  own.set(id, copy);
+  return copy;
 }

@@ -414,14 +414,12 @@ const updateReservationBaggages: AirlineTool = {
     const current = tx.reservation(args.reservation_id);
     if (current === undefined) return 'Error: reservation not found';
     const price = 50 * Math.max(0, args.nonfree_baggages - current.nonfree_baggages);
-    const refused = updatePaymentRefusal(tx, current.user_id, args.payment_id, price);
+    const refused = payForUpdate(tx, current.user_id, args.payment_id, price);
     if (refused !== null) return refused;
-    const method = paymentMethod(tx, current.user_id, args.payment_id);
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
     reservation.total_baggages = args.total_baggages;
     reservation.nonfree_baggages = args.nonfree_baggages;
-    if (method.source === 'gift_card' && price !== 0) charge(tx, current.user_id, args.payment_id, price);
     if (price !== 0) reservation.payment_history.push({ payment_id: args.payment_id, amount: price });
     return pythonJson(reservation);
   },
@@ -463,6 +461,23 @@ function updatePaymentRefusal(
   if (method.source === 'certificate') return 'Error: certificate cannot be used to update reservation';
   if (method.source === 'gift_card' && balance(method) < amount)
     return 'Error: gift card balance is not enough';
+  return null;
+}
+
+/**
+ * Pays `amount` for a change to a reservation with `paymentId`: the refusal (updatePaymentRefusal),
+ * or null once a gift card is charged (a credit card is not charged here, as in the reference).
+ */
+function payForUpdate(
+  tx: AirlineTransaction,
+  userId: string,
+  paymentId: string,
+  amount: number,
+): string | null {
+  const refused = updatePaymentRefusal(tx, userId, paymentId, amount);
+  if (refused !== null) return refused;
+  const method = paymentMethod(tx, userId, paymentId);
+  if (method.source === 'gift_card' && amount !== 0) charge(tx, userId, paymentId, amount);
   return null;
 }
 
@@ -514,10 +529,8 @@ const updateReservationFlights: AirlineTool = {
       total += priced;
     }
     total -= current.flights.reduce((sum, f) => sum + f.price, 0) * travellers;
-    const refused = updatePaymentRefusal(tx, current.user_id, args.payment_id, total);
+    const refused = payForUpdate(tx, current.user_id, args.payment_id, total);
     if (refused !== null) return refused;
-    const method = paymentMethod(tx, current.user_id, args.payment_id);
-    if (method.source === 'gift_card' && total !== 0) charge(tx, current.user_id, args.payment_id, total);
     const reservation = tx.writableReservation(args.reservation_id);
     if (reservation === undefined) throw keyError(args.reservation_id);
     reservation.flights = flights;
