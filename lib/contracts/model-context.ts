@@ -58,6 +58,15 @@ export const ContextManifest = z.object({
 });
 export type ContextManifest = z.infer<typeof ContextManifest>;
 
+/**
+ * The manifest as a `model_turn_completed` event keeps it (`data.manifest`): `included` as
+ * inclusive `[from, to]` seq ranges (the events' kinds are the log's); the rest as compiled.
+ */
+export const StoredContextManifest = ContextManifest.extend({
+  included: z.array(z.tuple([z.number().int(), z.number().int()])),
+});
+export type StoredContextManifest = z.infer<typeof StoredContextManifest>;
+
 export const CompiledContext = z.object({
   messages: z.array(ContextMessage),
   manifest: ContextManifest,

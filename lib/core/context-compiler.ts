@@ -72,7 +72,12 @@
  */
 
 import type { z } from 'zod';
-import type { CompiledContext, ContextMessage } from '../contracts/index.ts';
+import type {
+  CompiledContext,
+  ContextManifest,
+  ContextMessage,
+  StoredContextManifest,
+} from '../contracts/index.ts';
 import {
   ModelTurnCompletedData,
   OperationFailedData,
@@ -349,4 +354,21 @@ function parse<S extends z.ZodType>(schema: S, event: RunEvent): z.output<S> {
     event.kind,
     `data does not match its contract: ${detail.join('; ')}`,
   );
+}
+
+/**
+ * The manifest as stored on `model_turn_completed`: the included events as seq ranges instead
+ * of one entry each (their kind and role are read from the log), so a turn's event grows with
+ * the gaps in its window, not with its length; the window, `excluded` and `compacted` as they
+ * are. Seed: deterministic-seams, "the context compiler ... Output includes both the model
+ * payload and a manifest".
+ */
+export function storedManifest(manifest: ContextManifest): StoredContextManifest {
+  const included: [number, number][] = [];
+  for (const { seq } of manifest.included) {
+    const last = included.at(-1);
+    if (last !== undefined && seq === last[1] + 1) last[1] = seq;
+    else if (last === undefined || seq > last[1]) included.push([seq, seq]);
+  }
+  return { ...manifest, included };
 }

@@ -8,6 +8,7 @@
  */
 import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
 import { treeUsed } from '../core/budgets.ts';
+import { storedManifest } from '../core/context-compiler.ts';
 import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
@@ -152,7 +153,7 @@ async function executeModelTurn(
     tool_calls: out.tool_calls,
     finish_reason: out.finish_reason,
     usage: out.usage,
-    manifest: compiled.manifest,
+    manifest: storedManifest(compiled.manifest),
     ...calls,
   };
 }

@@ -81,7 +81,7 @@ describe('model-turn input', () => {
     expect(turn?.data.manifest).toEqual({
       from_seq: 1,
       to_seq: 3, // run_started, reducer_answered, operation_started
-      included: [{ seq: 1, kind: 'run_started', role: 'user' }],
+      included: [[1, 1]], // run_started, as a seq range
       excluded: [],
     });
     expect(seen).toHaveLength(1);

@@ -4,6 +4,7 @@ import {
   CONTEXT_EVENT_INVALID,
   ContextCompileError,
   compileContext,
+  storedManifest,
   toolResultContent,
 } from '../../lib/core/context-compiler.ts';
 import { eventsFromRecording } from '../../lib/models/recorded.ts';
@@ -404,6 +405,32 @@ describe('compileContext', () => {
     }
     expect(caught).toBeInstanceOf(ContextCompileError);
     expect(caught).toMatchObject({ code: CONTEXT_EVENT_INVALID, seq: 1, kind: 'model_turn_completed' });
+  });
+});
+
+describe('storedManifest', () => {
+  it('keeps the included events as seq ranges, and the window and exclusions as they are', () => {
+    const stored = storedManifest({
+      from_seq: 1,
+      to_seq: 12,
+      included: [1, 2, 3, 5, 8, 9].map((seq) => ({ seq, kind: 'user_input', role: 'user' })),
+      excluded: [{ seq: 4, kind: 'tool_result', reason: 'waiting' }],
+    });
+    expect(stored).toEqual({
+      from_seq: 1,
+      to_seq: 12,
+      included: [
+        [1, 3],
+        [5, 5],
+        [8, 9],
+      ],
+      excluded: [{ seq: 4, kind: 'tool_result', reason: 'waiting' }],
+    });
+  });
+
+  it('stores a long unbroken window as one range', () => {
+    const included = Array.from({ length: 1000 }, (_, i) => ({ seq: i + 1, kind: 'x', role: 'user' }));
+    expect(storedManifest({ from_seq: 1, to_seq: 1000, included }).included).toEqual([[1, 1000]]);
   });
 });
 

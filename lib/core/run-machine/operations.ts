@@ -3,12 +3,12 @@
  * Seed: agent-runs, "Operations", "Budgets"; agent-run-contracts, "The tool-result envelope".
  */
 import {
-  type ContextManifest,
   childOfResumeKey,
   type NewRunEvent,
   type OpenRequest,
   type Operation,
   type RunRecord,
+  type StoredContextManifest,
   type ToolCall,
   type ToolResultEnvelope,
   TREE_LIMITS,
@@ -107,7 +107,7 @@ export type OperationResult =
        * What the context compiler put in the turn's transcript and what it cut, and why: stored on
        * the model_turn_completed event (`data.manifest`, not shown to the reducer).
        */
-      manifest?: ContextManifest;
+      manifest?: StoredContextManifest;
     }
   | {
       kind: 'tool_result';
