@@ -7,6 +7,7 @@
  * agent-runs ("Controls", "Leases", "Budgets").
  */
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
+import { budgetUsed } from './budget-use.ts';
 
 /** One reason a run is not moving, and the commands that move it on (none when it moves by itself). */
 export interface WaitingReason {
@@ -165,31 +166,6 @@ function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number
     };
   }
   return { text: `paused (${reason}): resume it when ready`, commands: [cmd('resume', id)] };
-}
-
-/** What the run has used of a budget limit, as core counts it (lib/core/budgets.ts). */
-function budgetUsed(run: RunRecord, which: BudgetLimit, now: number): number {
-  const u = run.usage;
-  switch (which) {
-    case 'max_wall_ms':
-      return now - run.created_at;
-    case 'max_operations':
-      return u.operations;
-    case 'max_turns':
-      return u.turns;
-    case 'max_model_calls':
-      return u.model_calls;
-    case 'max_total_tokens':
-      return u.input_tokens + u.output_tokens;
-    case 'max_consecutive_op_failures':
-      return run.counters.consecutive_op_failures;
-    case 'max_children':
-      return run.counters.children;
-    case 'max_live_children':
-      return run.live_children.length;
-    case 'max_depth':
-      return run.depth;
-  }
 }
 
 /** An increase that lets the pending operation through: at least past what is used, else the limit again. */

@@ -3,12 +3,8 @@
  * what counts as used for each limit is what the check compares. Pure: `now` is a parameter.
  * Seed: agent-runs, "Budgets".
  */
-import {
-  BUDGET_LIMITS,
-  type BudgetLimit,
-  isTerminalStatus,
-  type RunRecord,
-} from '../../../lib/contracts/index.ts';
+import { budgetUsed } from '../../../lib/client/budget-use.ts';
+import { BUDGET_LIMITS, type BudgetLimit, type RunRecord } from '../../../lib/contracts/index.ts';
 
 export interface BudgetBar {
   limit: BudgetLimit;
@@ -31,39 +27,12 @@ const LABELS: Record<BudgetLimit, [string, BudgetBar['unit']]> = {
   max_depth: ['depth', 'count'],
 };
 
-/** The amount `record` has used of each limit at `now` (wall time stops at finished_at). */
-export function usedOf(record: RunRecord, limit: BudgetLimit, now: number): number {
-  const u = record.usage;
-  switch (limit) {
-    case 'max_wall_ms': {
-      const end = isTerminalStatus(record.status) && 'finished_at' in record ? record.finished_at : now;
-      return Math.max(0, end - record.created_at);
-    }
-    case 'max_operations':
-      return u.operations;
-    case 'max_turns':
-      return u.turns;
-    case 'max_model_calls':
-      return u.model_calls;
-    case 'max_total_tokens':
-      return u.input_tokens + u.output_tokens;
-    case 'max_consecutive_op_failures':
-      return record.counters.consecutive_op_failures;
-    case 'max_children':
-      return record.counters.children;
-    case 'max_live_children':
-      return record.live_children.length;
-    case 'max_depth':
-      return record.depth;
-  }
-}
-
 /** Every limit, with its budget when one is set: bounded ones first (they are what can pause the run). */
 export function budgetBars(record: RunRecord, now: number): BudgetBar[] {
   const bars = BUDGET_LIMITS.map((limit): BudgetBar => {
     const [label, unit] = LABELS[limit];
     const max = record.budgets[limit];
-    const used = usedOf(record, limit, now);
+    const used = budgetUsed(record, limit, now);
     return max === undefined ? { limit, label, used, unit } : { limit, label, used, max, unit };
   });
   return [...bars.filter((b) => b.max !== undefined), ...bars.filter((b) => b.max === undefined)];
