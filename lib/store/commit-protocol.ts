@@ -36,6 +36,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RunRecord } from '../contracts/index.ts';
 import type { MeterCharge } from '../core/prices.ts';
+import { leaseNamedBy } from '../core/run-machine.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
 import type { CommitBodies, CommitPlan } from './commit-plan.ts';
@@ -84,10 +85,7 @@ export function pageTaken(plan: CommitPlan, codes: string[]): boolean {
 export function pageRefusal(commit: Commit, current: RunRecord | null): CommitRejected | null {
   if (current === null) return new CommitRejected('stale_version', 'the run is gone', null);
   const fence = commit.fence;
-  if (
-    fence !== undefined &&
-    (current.lease === null || current.lease.owner !== fence.owner || current.epoch !== fence.epoch)
-  )
+  if (fence !== undefined && !leaseNamedBy(current, fence))
     return new CommitRejected('fenced_out', 'the lease is no longer ours', current);
   if (current.version !== commit.expectedVersion)
     return new CommitRejected('stale_version', 'the run changed since it was read', current);
