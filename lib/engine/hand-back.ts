@@ -11,7 +11,8 @@ import type { RunEvent, RunRecord, ToolResultEnvelope } from '../contracts/index
 import { checkedHandBackEnvelope, handBackFactsOf } from '../core/delegation.ts';
 import type { RunStore } from './ports.ts';
 
-const ajvOptions = { strict: false, allErrors: true } as const;
+// As the tool registry's: addUsedSchema false, so a schema with an $id compiles again after the cache clears.
+const ajvOptions = { strict: false, allErrors: true, addUsedSchema: false } as const;
 const draft07 = new Ajv(ajvOptions);
 const draft2020 = new Ajv2020(ajvOptions);
 addFormats.default(draft07);
