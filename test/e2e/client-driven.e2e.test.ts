@@ -217,6 +217,7 @@ describe('client-driven runs over HTTP', () => {
     const events = await allEvents(runId);
     expect(contiguous(events)).toBe(true);
     const kinds = events.map((e) => e.kind);
+    expect(kinds).toContain('steer_queued');
     expect(kinds.indexOf('operation_cancelled')).toBeGreaterThan(kinds.indexOf('steer_queued'));
     expect(kinds.indexOf('steer_consumed')).toBeGreaterThan(kinds.indexOf('operation_cancelled'));
     expect(kinds).not.toContain('steers_discarded');

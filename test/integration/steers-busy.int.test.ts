@@ -165,6 +165,7 @@ describe('steers while an operation is in flight', () => {
     expect(userTexts(from, 1)).toContain('Also check order B-9.');
     const log = await kinds(run.run_id);
     // Consumed at the first boundary: before the tool call started, not after it.
+    expect(log).toContain('steer_consumed');
     expect(log.indexOf('steer_consumed')).toBeLessThan(log.lastIndexOf('operation_started') - 1);
     expect(log).not.toContain('operation_cancelled');
     expect(log).not.toContain('steers_discarded');
@@ -215,6 +216,7 @@ describe('steers while an operation is in flight', () => {
     expect(userTexts(from, 1)).toContain('Check order B-9 instead.');
     const log = await kinds(run.run_id);
     // The turn was cancelled, then the steer was consumed before the next turn began.
+    expect(log).toContain('steer_queued');
     expect(log.indexOf('operation_cancelled')).toBeGreaterThan(log.indexOf('steer_queued'));
     expect(log.indexOf('steer_consumed')).toBeGreaterThan(log.indexOf('operation_cancelled'));
     expect(log.lastIndexOf('operation_started')).toBeGreaterThan(log.indexOf('steer_consumed'));
