@@ -1,4 +1,5 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
+export * from './budget-use.ts';
 export * from './checkpoint.ts';
 export * from './client-driven.ts';
 export * from './common.ts';

@@ -8,6 +8,7 @@
  * again after a takeover (attempt > 1) may have created its child already, so only max_depth
  * applies to it.
  */
+import { ownUsed, treeUsed } from '../contracts/budget-use.ts';
 import { DELEGATE_TOOL } from '../contracts/delegation.ts';
 import {
   type BudgetLimit,
@@ -17,7 +18,6 @@ import {
   TREE_LIMITS,
   type TreeAmounts,
   type TreeLimit,
-  type Usage,
 } from '../contracts/index.ts';
 
 export interface BudgetExceeded {
@@ -54,30 +54,7 @@ export function checkBudgets(record: RunRecord, op: Operation, now: number): Bud
   return null;
 }
 
-/** A run's own usage of one tree limit. */
-export function ownUsed(usage: Usage, which: TreeLimit): number {
-  switch (which) {
-    case 'max_turns':
-      return usage.turns;
-    case 'max_operations':
-      return usage.operations;
-    case 'max_model_calls':
-      return usage.model_calls;
-    case 'max_total_tokens':
-      return usage.input_tokens + usage.output_tokens;
-  }
-}
-
-/**
- * What counts against a tree limit of `record`: its own usage, the usage its ended children
- * charged back (tree_usage), and what its live children hold reserved. Seed: agent-runs,
- * "Budgets" (children reserve against the parent).
- */
-export function treeUsed(record: RunRecord, which: TreeLimit): number {
-  let reserved = 0;
-  for (const terms of Object.values(record.child_terms)) reserved += terms.reserved[which] ?? 0;
-  return ownUsed(record.usage, which) + (record.tree_usage[which] ?? 0) + reserved;
-}
+export { ownUsed, treeUsed };
 
 /** What a run used with its descendants per tree limit (own + charged): its charge to its parent. */
 export function treeTotals(record: RunRecord): TreeAmounts {

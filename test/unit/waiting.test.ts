@@ -5,8 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { formatRun } from '../../bin/commands/format.ts';
+import { budgetUsed } from '../../lib/client/budget-use.ts';
 import { DEFAULT_LEASE_TIMING, shellQuote, waitingReasons } from '../../lib/client/waiting.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
+import { treeUsed } from '../../lib/core/budgets.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine/draft.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import { newRun, toolEffect } from '../support/runs.ts';
@@ -131,5 +133,18 @@ describe('why a run is not moving', () => {
     const [reason] = waitingReasons(queued, T + 60_000);
     expect(reason?.text).toMatch(/^client-driven \(no reducer\): the server never steps it/);
     expect(reason?.commands).toEqual([]);
+  });
+});
+
+describe('budget use as the hints count it', () => {
+  it('counts a tree limit as core does: own usage, children charged back and live reservations', () => {
+    const parent: RunRecord = {
+      ...base,
+      usage: { ...base.usage, input_tokens: 10, output_tokens: 5 },
+      tree_usage: { max_total_tokens: 20 },
+      child_terms: { child1: { reserved: { max_total_tokens: 30 }, wait: true } },
+    };
+    expect(budgetUsed(parent, 'max_total_tokens', T)).toBe(treeUsed(parent, 'max_total_tokens'));
+    expect(budgetUsed(parent, 'max_total_tokens', T)).toBe(65);
   });
 });
