@@ -1,24 +1,28 @@
 /**
- * The pure half of the run store: the item layout of one table, the plan of every write one
- * commit makes (with its conditions as data), the reading of stored items back into records,
- * events, states and checkpoints, and the classification of a refused commit. Both RunStore
- * adapters execute these plans by one protocol (commit-protocol.ts: two plain writes when a
- * commit writes only the record and one page, else one TransactWriteItems), the DynamoDB adapter
- * on the table (dynamo-writes.ts), the memory adapter against maps (memory-run-store.ts), so the
- * two cannot drift on layout, conditions or refusals. DESIGN sections 4 and 5; seed agent-runs,
- * "Storage and cluster behaviour".
+ * The pure half of the run store: the item layout of one table and the plan of every write one
+ * commit makes (with its conditions as data). Both RunStore adapters execute these plans by one
+ * protocol (commit-protocol.ts), the DynamoDB adapter on the table (dynamo-writes.ts), the memory
+ * adapter against maps (memory-run-store.ts), so the two cannot drift on layout or conditions;
+ * reading items back is item-codec.ts, a refusal's reason commit-refusal.ts, the charge
+ * metering.ts. DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
  *
  * Items (pk / sk):
- *   RUN#{id} / R            the run record (closed schema, parsed before every write) as
- *                           record_z (record-codec.ts), its version, epoch, status, last_seq
- *   RUN#{id} / E#{seq:12}   one event page: every event of one commit, keyed by the seq of its
- *                           FIRST event, stamped with the record version that commits it
- *                           (commit_version), read only up to the record's last_seq:
- *                           {events: [{...head, data_json} | {...head, data_blob}], or, a fork's link page, [{link_run, first_seq, last_seq}]: those
- *                           events are the origin run's, read through (never copied),
- *                           first_seq, last_seq}; the commit's last page also holds the domain
- *                           state it wrote: {state_rev, state_json | state_blob}. A commit's events
- *                           above PAGE_LIMIT serialized bytes split into several pages.
+ *   RUN#{id} / R            the run record (closed schema, parsed before every write) and its
+ *                           inline event tail, compressed together as body_z (record-codec.ts
+ *                           format 2; event-tail.ts): the newest events and the domain states
+ *                           they wrote, seq tail.first_seq..last_seq; and beside them its
+ *                           version, epoch, status, last_seq and the index attributes
+ *   RUN#{id} / E#{seq:12}   one event page, keyed by the seq of its FIRST event, stamped with
+ *                           the record version that wrote it (commit_version), read only below
+ *                           the record's tail (seq < tail.first_seq):
+ *                           {events: [{...head, data_json} | {...head, data_blob}], or, a fork's
+ *                           link page, [{link_run, first_seq, last_seq}]: those events are the
+ *                           origin run's, read through (never copied), first_seq, last_seq};
+ *                           a flushed tail's page also holds its domain states
+ *                           {states: [{state_rev, state_json | state_blob}]}, a page of a
+ *                           commit too large for the tail the state that commit wrote
+ *                           {state_rev, state_json | state_blob}. Events above PAGE_LIMIT
+ *                           serialized bytes split into several pages.
  *   RUN#{id} / D#{rev}      domain state written by a commit without events
  *   RUN#{id} / C#{n}        checkpoint (with state_at when its state_rev is the record's)
  *   RUN#{id} / K#{control}  control ack {digest, ack, seq}
@@ -43,22 +47,33 @@
  * re-read and recompute. Controls, which are cheap to redo, retry after a jittered pause. A run
  * that ended takes no writes from controls at all, so its log is final.
  *
- * A fused commit (an operation's result + the next one's start) is therefore TWO plain writes:
- * one event page, then the record Update. The record's `state_at` names the item holding the state
- * of its `state_rev` (the store sets it, like `version`). Event data and domain state above
- * INLINE_LIMIT bytes go to the blob store, one blob each.
+ * A fused commit (an operation's result + the next one's start) is therefore, in the common
+ * case, ONE conditional UpdateItem of the record item with the events in its tail; every few
+ * commits the tail is flushed to a page first (a page Put, then the UpdateItem). The record's
+ * `state_at` names the item holding the state of its `state_rev` (the store sets it, like
+ * `version`). Event data and domain state above INLINE_LIMIT bytes go to the blob store.
  */
 import { createHash } from 'node:crypto';
-import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
 import { overLimitMessage, type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
+import type { Metered } from '../contracts/index.ts';
 import type { Commit } from '../engine/ports.ts';
 import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
 import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
-import { packRecord } from './record-codec.ts';
+import {
+  emptyTail,
+  type EventTail,
+  eventSk,
+  TAIL_ITEM_LIMIT,
+  type TailState,
+  tailPageSk,
+} from './event-tail.ts';
+import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
+import { packBody } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -71,11 +86,7 @@ export const INLINE_LIMIT = 32 * 1024;
 export const RECORD_LIMIT = 350 * 1024;
 /** DynamoDB's limit on actions per TransactWriteItems. */
 export const MAX_TRANSACT_ITEMS = 100;
-/**
- * Most serialized bytes (UTF-8 JSON of its events, plus the domain state on the last page) one
- * event page holds; DynamoDB's item limit is 400 KB. A page takes at least one event.
- */
-export const PAGE_LIMIT = 300 * 1024;
+export { PAGE_LIMIT } from './event-pages.ts';
 
 /** DynamoDB's largest item (bytes). */
 export const ITEM_LIMIT = 400 * 1024;
@@ -98,6 +109,7 @@ function valueSize(value: unknown): number {
   if (typeof value === 'string') return Buffer.byteLength(value);
   if (typeof value === 'number')
     return Math.ceil(String(Math.abs(value)).replace(/[.e+-]/g, '').length / 2) + 1;
+  if (value instanceof Uint8Array) return value.byteLength;
   if (Array.isArray(value)) return 3 + value.reduce((n: number, v) => n + 1 + valueSize(v), 0);
   if (value !== null && typeof value === 'object') {
     return 3 + Object.entries(value).reduce((n, [k, v]) => n + 1 + Buffer.byteLength(k) + valueSize(v), 0);
@@ -110,7 +122,7 @@ export type { Condition, Item, ItemKey, PlannedWrite, WriteRole } from './planne
 // ---------------------------------------------------------------- keys
 
 export const runPk = (runId: string) => `RUN#${runId}`;
-export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
+export { eventSk };
 /** The sort key above every event page (the upper bound of an event range). */
 export const LAST_EVENT_SK = 'E#999999999999';
 export const ackSk = (controlId: string) => `K#${controlId}`;
@@ -137,16 +149,16 @@ export interface CommitPlan {
   writes: PlannedWrite[];
   /** The record as stored: `version` and `state_at` set. */
   record: RunRecord;
+  /** The inline event tail the record item holds once the commit landed (event-tail.ts). */
+  tail: EventTail;
+  /**
+   * The same plan with the record's `metered` replaced (metering.ts settles the charge in a few
+   * rounds): only the record item is packed again, the layout and everything else kept.
+   */
+  withMetered(metered: Metered): CommitPlan;
 }
 
-/** A payload as it is stored: JSON text inline, or a reference to its blob. */
-export type StoredBody = { inline: string } | { blob: BlobRef };
-
-/** The stored bodies of a commit's payloads: each event's data (by seq) and its domain state. */
-export interface CommitBodies {
-  events: Map<number, StoredBody>;
-  state?: StoredBody;
-}
+export type { CommitBodies, StoredBody } from './event-pages.ts';
 
 /** JSON text inline (up to INLINE_LIMIT bytes), else stored in `blobs` and referenced. */
 export async function storeBody(value: unknown, blobs: BlobStore): Promise<StoredBody> {
@@ -164,12 +176,17 @@ export async function storeCommitBodies(commit: Commit, blobs: BlobStore): Promi
 }
 
 /**
- * The record's item; throws CommitTooLarge when the record's JSON exceeds RECORD_LIMIT. Stored as
- * JSON text (compressed, record-codec.ts), not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
+ * The record's item, holding `tail` (event-tail.ts); throws CommitTooLarge when the record's JSON
+ * exceeds RECORD_LIMIT. Stored as JSON text compressed with the tail's (record-codec.ts format
+ * 2), not a map: DynamoDB refuses maps nested deeper than 32 levels, and a tool's args or a
  * model's output may be that deep. The index attributes (status, principal and sweep shards)
- * are derived from the record here and nowhere else.
+ * are derived from the record here and nowhere else. `tailText` is the tail's JSON when known.
  */
-export function recordItem(record: RunRecord): Item & ItemKey {
+export function recordItem(
+  record: RunRecord,
+  tail: EventTail = emptyTail(record.last_seq),
+  tailText: string = JSON.stringify(tail),
+): Item & ItemKey {
   const text = JSON.stringify(record);
   const bytes = Buffer.byteLength(text);
   if (bytes > RECORD_LIMIT) {
@@ -180,7 +197,7 @@ export function recordItem(record: RunRecord): Item & ItemKey {
   const item: Item & ItemKey = {
     pk: runPk(record.run_id),
     sk: 'R',
-    record_z: packRecord(text),
+    body_z: packBody(text, tailText),
     version: record.version,
     epoch: record.epoch,
     status: record.status,
@@ -211,55 +228,10 @@ const OPTIONAL_RECORD_ATTRS = [
   'interrupt_requested',
   ATTR.sweepShard,
   ATTR.sweepDue,
+  // The record's earlier stored forms (plain JSON, format 1): body_z replaces them.
   'record',
+  'record_z',
 ];
-
-/** One event's page entry: its head plus its data as JSON text or a blob reference; and its size. */
-function pageEntry(event: RunEvent, body: StoredBody): { entry: Item; bytes: number } {
-  const { data: _data, ...head } = event;
-  if ('blob' in body) {
-    const entry = { ...head, data_blob: body.blob };
-    return { entry, bytes: Buffer.byteLength(JSON.stringify(entry)) };
-  }
-  // The data is already text: measure it as is rather than serializing it a second time.
-  const bytes = Buffer.byteLength(JSON.stringify(head)) + Buffer.byteLength(body.inline) + 16;
-  return { entry: { ...head, data_json: body.inline }, bytes };
-}
-
-/**
- * The entries of a commit's events, packed into pages of at most PAGE_LIMIT serialized bytes
- * (`reserve` bytes of the last page are kept for the domain state): greedily from the last
- * event back, so the last page is the fullest; a page always takes at least one event.
- */
-export function packPages(
-  events: RunEvent[],
-  bodies: CommitBodies,
-  reserve: number,
-): { entries: Item[]; seqs: number[] }[] {
-  const entries = [...events]
-    .sort((a, b) => a.seq - b.seq)
-    .map((event) => {
-      const body = bodies.events.get(event.seq);
-      if (body === undefined) throw new Error(`no stored body for event ${event.seq}`);
-      return { ...pageEntry(event, body), seq: event.seq };
-    });
-  const pages: { entries: Item[]; seqs: number[] }[] = [];
-  let page: { entries: Item[]; seqs: number[] } = { entries: [], seqs: [] };
-  let bytes = reserve;
-  for (let i = entries.length - 1; i >= 0; i -= 1) {
-    const e = entries[i] as (typeof entries)[number];
-    if (page.entries.length > 0 && bytes + e.bytes > PAGE_LIMIT) {
-      pages.unshift(page);
-      page = { entries: [], seqs: [] };
-      bytes = 0;
-    }
-    page.entries.unshift(e.entry);
-    page.seqs.unshift(e.seq);
-    bytes += e.bytes;
-  }
-  if (page.entries.length > 0) pages.unshift(page);
-  return pages;
-}
 
 function isEndingEvent(e: RunEvent): boolean {
   return e.kind === 'run_completed' || e.kind === 'run_failed' || e.kind === 'stopped';
@@ -392,86 +364,166 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
   return writes;
 }
 
+/** Where a commit's events and domain state go (event-tail.ts): the tail, pages, or a D# item. */
+interface Layout {
+  tail: EventTail;
+  pages: { entries: Item[]; seqs: number[]; states?: TailState[]; state?: TailState }[];
+  /** The D# item's state: a state written without events. */
+  bare?: TailState;
+  /** Where the commit's own state lies (state_at), when it writes one. */
+  stateAt?: string;
+}
+
+/** The state attributes a commit writes, or undefined. */
+function stateOfCommit(commit: Commit, bodies: CommitBodies): TailState | undefined {
+  if (commit.state === undefined || bodies.state === undefined) return undefined;
+  return 'blob' in bodies.state
+    ? { state_rev: commit.state.rev, state_blob: bodies.state.blob }
+    : { state_rev: commit.state.rev, state_json: bodies.state.inline };
+}
+
 /**
- * Every write of one commit, in this order: the record (update, or on create its put + subject +
- * create key + parent link), the event page(s), the index items the events call for, the D#
- * state of a commit without events, checkpoints, the control ack, the subject release. The
- * record is parsed by the closed schema first: an illegal record is never planned. Throws
- * CommitTooLarge above MAX_TRANSACT_ITEMS writes or RECORD_LIMIT bytes; never truncates.
- * `token`, when given, is stamped on the record update and the event pages as `commit_token`:
- * the commit protocol's mark of one attempt's own writes (commit-protocol.ts), part of the plan
- * so that the items' sizes (and the run's charge, metering.ts) are those written.
+ * The layout of a commit's events and state over the record's tail `base` (event-tail.ts):
+ * inline when `fits` says the record item stays small enough, else the old tail flushed to its
+ * page and the events starting a new tail, else (too large for any tail, or a fork's create
+ * with its link page) pages of their own.
  */
-export function planCommit(commit: Commit, bodies: CommitBodies, token?: string): CommitPlan {
-  const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
-  const pk = runPk(commit.record.run_id);
-  const stateAttrs: Item | undefined =
-    commit.state === undefined || bodies.state === undefined
-      ? undefined
-      : {
-          state_rev: commit.state.rev,
-          ...('blob' in bodies.state
-            ? { state_blob: bodies.state.blob }
-            : { state_json: bodies.state.inline }),
-        };
-  const pages = packPages(
-    commit.events,
-    bodies,
-    stateAttrs === undefined ? 0 : Buffer.byteLength(JSON.stringify(stateAttrs)),
-  );
-  const pageItems: (Item & ItemKey)[] = pages.map((page) => ({
+function layoutOf(
+  commit: Commit,
+  bodies: CommitBodies,
+  base: EventTail,
+  fits: (tail: EventTail, stateAt: string | undefined) => boolean,
+): Layout {
+  const state = stateOfCommit(commit, bodies);
+  if (commit.events.length === 0) {
+    // A record-only commit keeps the tail; a state without events gets its own D# item.
+    return state === undefined
+      ? { tail: base, pages: [] }
+      : { tail: base, pages: [], bare: state, stateAt: stateSk(state.state_rev) };
+  }
+  const events = [...commit.events].sort((a, b) => a.seq - b.seq);
+  const first = events[0]?.seq as number;
+  const entries = events.map((e) => {
+    const body = bodies.events.get(e.seq);
+    if (body === undefined) throw new Error(`no stored body for event ${e.seq}`);
+    return pageEntry(e, body).entry;
+  });
+  const inlineAllowed = commit.eventLink === undefined;
+  if (inlineAllowed) {
+    if (first !== base.first_seq + base.events.length)
+      throw new Error(
+        `event ${first} does not follow the tail ending at ${base.first_seq + base.events.length - 1}`,
+      );
+    const grown: EventTail = {
+      first_seq: base.first_seq,
+      events: [...base.events, ...entries],
+      states: state === undefined ? base.states : [...base.states, state],
+    };
+    const grownAt = state === undefined ? undefined : tailPageSk(base);
+    if (fits(grown, grownAt)) return { tail: grown, pages: [], ...(grownAt ? { stateAt: grownAt } : {}) };
+  }
+  // The old tail's events and states are committed: flushed to the page its states point at.
+  const flush =
+    base.events.length === 0 ? [] : [{ entries: base.events, seqs: [base.first_seq], states: base.states }];
+  const fresh: EventTail = { first_seq: first, events: entries, states: state === undefined ? [] : [state] };
+  const freshAt = state === undefined ? undefined : tailPageSk(fresh);
+  if (inlineAllowed && fits(fresh, freshAt))
+    return { tail: fresh, pages: flush, ...(freshAt ? { stateAt: freshAt } : {}) };
+  const own = packPages(events, bodies, state === undefined ? 0 : Buffer.byteLength(JSON.stringify(state)));
+  const last = own.at(-1);
+  if (last !== undefined && state !== undefined) Object.assign(last, { state });
+  return {
+    tail: emptyTail(commit.record.last_seq),
+    pages: [...flush, ...own],
+    ...(state !== undefined && last !== undefined ? { stateAt: eventSk(last.seqs[0] as number) } : {}),
+  };
+}
+
+/** A layout page as its item: keyed by its first seq, stamped with the version that writes it. */
+function pageItemOf(
+  pk: string,
+  page: Layout['pages'][number],
+  version: number,
+  token?: string,
+): Item & ItemKey {
+  const item: Item & ItemKey = {
     pk,
     sk: eventSk(page.seqs[0] as number),
     first_seq: page.seqs[0],
-    last_seq: page.seqs.at(-1),
-    commit_version: nextVersion,
+    last_seq: Number(page.entries.at(-1)?.seq),
+    commit_version: version,
     ...(token !== undefined ? { commit_token: token } : {}),
     events: page.entries,
-  }));
-  const lastPage = pageItems.at(-1);
-  let stateItem: (Item & ItemKey) | undefined;
-  if (stateAttrs !== undefined && commit.state !== undefined) {
-    if (lastPage !== undefined) Object.assign(lastPage, stateAttrs);
-    else stateItem = { pk, sk: stateSk(commit.state.rev), ...stateAttrs };
-  }
-  // state_at names the item holding the state of the record's state_rev: this commit's item
-  // when it wrote that revision, else whatever the record already pointed at.
-  const stateAt =
-    commit.state !== undefined && commit.state.rev === commit.record.state_rev
-      ? String((lastPage ?? stateItem)?.sk)
-      : commit.record.state_at;
+  };
+  if (page.states !== undefined && page.states.length > 0) item.states = page.states;
+  if (page.state !== undefined) Object.assign(item, page.state);
+  return item;
+}
+
+/** The record's update (or, on create, nothing: createWrites puts it) for `stored`. */
+function recordUpdate(commit: Commit, stored: Item & ItemKey, token?: string): PlannedWrite {
+  const { pk: _pk, sk: _sk, ...set } = stored;
+  if (token !== undefined) set.commit_token = token;
+  return {
+    op: 'update',
+    role: 'record',
+    key: { pk: stored.pk, sk: 'R' },
+    set,
+    remove: OPTIONAL_RECORD_ATTRS.filter((k) => set[k] === undefined),
+    condition: {
+      kind: 'record_version',
+      version: commit.expectedVersion as number,
+      ...(commit.fence !== undefined ? { fence: commit.fence } : {}),
+    },
+  };
+}
+
+/** The record as it will be stored: the commit's, with `version` and `state_at` set. Unparsed. */
+function storedRecord(commit: Commit, version: number, stateAt: string | undefined): RunRecord {
   const { state_at: _previous, ...rest } = commit.record;
-  const parsed = RunRecord.safeParse({
-    ...rest,
-    version: nextVersion,
-    ...(stateAt !== undefined ? { state_at: stateAt } : {}),
+  return { ...rest, version, ...(stateAt !== undefined ? { state_at: stateAt } : {}) } as RunRecord;
+}
+
+/**
+ * Every write of one commit, in this order: the record (update, or on create its put + subject +
+ * create key + parent link), the event page(s), the index items the events call for, the D#
+ * state of a commit without events, checkpoints, the control ack, the subject release. `tail`
+ * is the record's inline tail at `commit.expectedVersion` (the store knows it: event-tail.ts
+ * TailCache); where the events go is event-tail.ts's rule. The record is parsed by the closed
+ * schema first: an illegal record is never planned. Throws CommitTooLarge above
+ * MAX_TRANSACT_ITEMS writes or RECORD_LIMIT bytes; never truncates. `token`, when given, is
+ * stamped on the record update and the event pages as `commit_token`: the commit protocol's
+ * mark of one attempt's own writes (commit-protocol.ts), part of the plan so that the items'
+ * sizes (and the run's charge, metering.ts) are those written.
+ */
+export function planCommit(
+  commit: Commit,
+  bodies: CommitBodies,
+  token?: string,
+  tail: EventTail = emptyTail(commit.record.last_seq - commit.events.length),
+): CommitPlan {
+  const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
+  const pk = runPk(commit.record.run_id);
+  // state_at names the item holding the state of the record's state_rev: this commit's place
+  // for it when it wrote that revision, else whatever the record already pointed at.
+  const stateAtOf = (own: string | undefined) =>
+    commit.state !== undefined && commit.state.rev === commit.record.state_rev ? own : commit.record.state_at;
+  let packed: { tail: EventTail; text: string; item: Item & ItemKey } | undefined;
+  const layout = layoutOf(commit, bodies, tail, (candidate, at) => {
+    const text = JSON.stringify(candidate);
+    const item = recordItem(storedRecord(commit, nextVersion, stateAtOf(at)), candidate, text);
+    packed = { tail: candidate, text, item };
+    return itemSize(item) <= TAIL_ITEM_LIMIT;
   });
+  const parsed = RunRecord.safeParse(storedRecord(commit, nextVersion, stateAtOf(layout.stateAt)));
   if (!parsed.success)
     throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
   const record = parsed.data;
-
-  const writes: PlannedWrite[] = [];
-  const stored = recordItem(record);
-  if (commit.expectedVersion === null) {
-    writes.push(...createWrites(commit, record, stored));
-  } else {
-    const { pk: _pk, sk: _sk, ...set } = stored;
-    if (token !== undefined) set.commit_token = token;
-    writes.push({
-      op: 'update',
-      role: 'record',
-      key: { pk: stored.pk, sk: 'R' },
-      set,
-      remove: OPTIONAL_RECORD_ATTRS.filter((k) => set[k] === undefined),
-      condition: {
-        kind: 'record_version',
-        version: commit.expectedVersion,
-        ...(commit.fence !== undefined ? { fence: commit.fence } : {}),
-      },
-    });
-  }
+  const tailText = packed?.tail === layout.tail ? packed.text : JSON.stringify(layout.tail);
+  const pageItems = layout.pages.map((page) => pageItemOf(pk, page, nextVersion, token));
+  const rest: PlannedWrite[] = [];
   for (const item of pageItems)
-    writes.push({
+    rest.push({
       op: 'put',
       role: 'page',
       item,
@@ -480,85 +532,37 @@ export function planCommit(commit: Commit, bodies: CommitBodies, token?: string)
           ? { kind: 'absent' }
           : { kind: 'page_open', commit_version: nextVersion },
     });
-  if (commit.eventLink !== undefined && commit.expectedVersion === null) {
-    writes.push({
+  if (commit.eventLink !== undefined && commit.expectedVersion === null)
+    rest.push({
       op: 'put',
       role: 'page',
       item: linkPage(pk, commit.eventLink),
       condition: { kind: 'absent' },
     });
-  }
-  writes.push(...eventIndexWrites(commit.events, record));
+  rest.push(...eventIndexWrites(commit.events, record));
   // Write-once: a revision's state never changes once written.
-  if (stateItem !== undefined)
-    writes.push({ op: 'put', role: 'state', item: stateItem, condition: { kind: 'absent' } });
-  writes.push(...bookkeepingWrites(commit, record, pk));
-  refuseWhatDynamoRefuses(writes);
-  return { writes, record };
-}
+  if (layout.bare !== undefined)
+    rest.push({
+      op: 'put',
+      role: 'state',
+      item: { pk, sk: stateSk(layout.bare.state_rev), ...layout.bare },
+      condition: { kind: 'absent' },
+    });
+  rest.push(...bookkeepingWrites(commit, record, pk));
 
-// ---------------------------------------------------------------- refusals
-
-/**
- * Why a planned commit was refused, from the code of each write (DynamoDB's CancellationReasons
- * codes: 'None', 'ConditionalCheckFailed', 'TransactionConflict', 'ThrottlingError',
- * 'ValidationError', ...), aligned with `plan.writes`. `current` is the run record as it was
- * when the record's condition failed (ALL_OLD), or null.
- */
-export function classifyRefusal(
-  commit: Commit,
-  plan: CommitPlan,
-  codes: string[],
-  messages: string[],
-  current: RunRecord | null,
-  cause?: unknown,
-): CommitRejected {
-  const options = cause === undefined ? undefined : { cause };
-  if (codes.includes('ThrottlingError') || codes.includes('ProvisionedThroughputExceeded')) {
-    return new CommitRejected('throttled', `commit throttled: ${codes.join(',')}`, null, options);
-  }
-  if (codes.includes('TransactionConflict')) {
-    return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, options);
-  }
-  if (codes.includes('ValidationError')) {
-    return new CommitRejected('validation', `invalid transaction: ${messages.join('; ')}`, null, options);
-  }
-  const failed = plan.writes.filter((_, i) => codes[i] === 'ConditionalCheckFailed').map((w) => w.role);
-  if (commit.expectedVersion === null) {
-    if (failed.includes('subject'))
-      return new CommitRejected('subject_taken', 'the subject already has a live run', null, options);
-    if (failed.includes('create_key'))
-      return new CommitRejected('create_key_taken', 'the create key was already used', null, options);
-    if (failed.includes('quota_slot') || failed.includes('quota_window'))
-      return new CommitRejected(
-        'quota_moved',
-        'another create of the principal took the quota first',
-        null,
-        options,
-      );
-    if (failed.includes('record'))
-      return new CommitRejected('stale_version', 'the run already exists', null, options);
-  } else if (failed.includes('record')) {
-    if (commit.fence !== undefined && current !== null) {
-      const stillOurs =
-        current.lease !== null &&
-        current.lease.owner === commit.fence.owner &&
-        current.epoch === commit.fence.epoch;
-      if (!stillOurs)
-        return new CommitRejected('fenced_out', 'the lease is no longer ours', current, options);
-    }
-    return new CommitRejected('stale_version', 'the run changed since it was read', current, options);
-  }
-  if (failed.includes('resume_key'))
-    return new CommitRejected(
-      'early_result_held',
-      'a result for the resume key arrived first',
-      null,
-      options,
-    );
-  if (failed.includes('resume_key_release'))
-    return new CommitRejected('early_result_gone', 'the early result is no longer held', null, options);
-  if (failed.includes('control_ack'))
-    return new CommitRejected('control_ack_exists', 'the control id already has an ack', null, options);
-  return new CommitRejected('validation', `commit refused: ${codes.join(',')}`, null, options);
+  const assemble = (stored: RunRecord): CommitPlan => {
+    const item = recordItem(stored, layout.tail, tailText);
+    const writes =
+      commit.expectedVersion === null
+        ? [...createWrites(commit, stored, item), ...rest]
+        : [recordUpdate(commit, item, token), ...rest];
+    refuseWhatDynamoRefuses(writes);
+    return {
+      writes,
+      record: stored,
+      tail: layout.tail,
+      withMetered: (metered) => assemble({ ...record, metered }),
+    };
+  };
+  return assemble(record);
 }

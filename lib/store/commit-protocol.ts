@@ -4,19 +4,22 @@
  * DESIGN section 5; seed agent-runs, "Storage and cluster behaviour".
  *
  * A transactional write costs twice a plain one, and most commits (an operation's result plus
- * the next one's start, a lease renewal) write only the run record and at most one event page.
- * Such a commit is two plain writes, in this order:
- *   1. the event page, a Put keyed by its FIRST seq (`E#{last_seq + 1}` of the record read),
+ * the next one's start, a lease renewal) write only the run record, their events inline in its
+ * tail (event-tail.ts): ONE conditional UpdateItem. A commit that flushes the tail writes the
+ * record and one event page, as two plain writes, in this order:
+ *   1. the event page, a Put keyed by its FIRST seq (the first seq of the tail read),
  *      stamped `commit_version` (the record version it commits) and conditioned `page_open`:
  *      no page there, or only one stamped with an older version;
  *   2. the record, one UpdateItem conditioned on its version (and the committer's fence), which
- *      makes the page visible: readers read the record's last_seq first and never read a page
- *      past it.
- * A crash or a refusal between 1 and 2 leaves an uncommitted page at `E#{last_seq + 1}`: no
- * reader sees it and the next commit overwrites it. A committed page is never overwritten: a
- * writer that read an older record has a first seq whose page is committed, stamped with a
- * version at least its own (every commit that appended seq s was built on a version whose
- * last_seq was s - 1, and no newer version has that last_seq), so `page_open` refuses it.
+ *      makes the page part of the log: readers read the record first and never read a page at
+ *      or past its tail's first seq.
+ * A crash or a refusal between 1 and 2 leaves a page at the tail's first seq that no reader
+ * reads (its events are the tail's, committed already) and the next flush overwrites. A
+ * committed page is never overwritten: a writer that read an older record has a first seq
+ * whose page is committed, stamped with a version at least its own, so `page_open` refuses it.
+ * The tail the commit builds on is known without a read when the adapter saw that version
+ * (event-tail.ts TailCache); else it is read with the record, which refuses a stale commit
+ * before anything is written.
  *
  * A page refused at step 1 (or inside a transaction) means one of: the record moved (the
  * committer is stale: refused as stale_version or fenced_out, with the current record), or an
@@ -40,6 +43,7 @@ import { leaseNamedBy } from '../core/run-machine.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { Commit } from '../engine/ports.ts';
 import type { CommitBodies, CommitPlan } from './commit-plan.ts';
+import type { EventTail, TailCache } from './event-tail.ts';
 import { planMetered } from './metering.ts';
 import type { PlannedWrite } from './planned-write.ts';
 
@@ -93,11 +97,22 @@ export function pageRefusal(commit: Commit, current: RunRecord | null): CommitRe
 }
 
 /** The record as it is now, when it is still the one `commit` read; else throws its refusal. */
-async function unmoved(io: CommitIo, commit: Commit): Promise<RunRecord> {
-  const read = await io.getRun(commit.record.run_id);
-  const refused = pageRefusal(commit, read);
+async function unmoved(io: CommitIo, commit: Commit): Promise<{ record: RunRecord; tail: EventTail }> {
+  const read = await io.readRecord(commit.record.run_id);
+  if (read !== null) io.tails.set(read.record.run_id, read.record.version, read.tail);
+  const refused = pageRefusal(commit, read?.record ?? null);
   if (refused !== null) throw refused;
-  return read as RunRecord;
+  return read as { record: RunRecord; tail: EventTail };
+}
+
+/**
+ * The record's inline tail at the version `commit` was built on: remembered (a version's tail
+ * never changes), else read with the record, which also tells a stale commit at once (thrown as
+ * its refusal, nothing written). Undefined for a create.
+ */
+async function tailFor(io: CommitIo, commit: Commit): Promise<EventTail | undefined> {
+  if (commit.expectedVersion === null) return undefined;
+  return io.tails.get(commit.record.run_id, commit.expectedVersion) ?? (await unmoved(io, commit)).tail;
 }
 
 /** What an adapter gives the protocol: its execution of one plan, a consistent record read, a pause. */
@@ -108,7 +123,10 @@ export interface CommitIo {
    * CommitRejected for every other refusal.
    */
   execute(plan: CommitPlan, commit: Commit): Promise<'committed' | 'page_taken'>;
-  getRun(runId: string): Promise<RunRecord | null>;
+  /** The run record and its inline tail, strongly consistent; null when there is no run. */
+  readRecord(runId: string): Promise<{ record: RunRecord; tail: EventTail } | null>;
+  /** The tails the adapter has seen (event-tail.ts): a commit on a remembered version reads nothing. */
+  tails: TailCache;
   sleep(ms: number): Promise<void>;
 }
 
@@ -132,26 +150,32 @@ export async function commitPlanned(
   owed: MeterCharge,
 ): Promise<RunRecord> {
   let current = commit;
+  let tail = await tailFor(io, commit);
   for (let round = 0; ; round += 1) {
-    const plan = planMetered(current, bodies, owed, isTransaction, newToken());
-    if ((await io.execute(plan, current)) === 'committed') return plan.record;
+    const plan = planMetered(current, bodies, owed, isTransaction, newToken(), tail);
+    if ((await io.execute(plan, current)) === 'committed') {
+      io.tails.set(plan.record.run_id, plan.record.version, plan.tail);
+      return plan.record;
+    }
     if (round >= PAGE_ROUNDS)
       throw new CommitRejected('transaction_conflict', 'an uncommitted event page kept the commit out');
     // Usually the record moved (a writer won the race): refused at once. Else a writer between
     // its page and its record update finishes within a round trip: let it, and look again.
     await unmoved(io, current);
     await io.sleep(10 + Math.random() * 30);
-    const record = await unmoved(io, current);
+    const read = await unmoved(io, current);
     // Step the version of the record as it is: the other writer's record update is refused.
     // The step is charged like any commit; the commit after it carries that charge on.
     const stepCommit: Commit = {
-      record,
-      expectedVersion: record.version,
+      record: read.record,
+      expectedVersion: read.record.version,
       ...(current.fence !== undefined ? { fence: current.fence } : {}),
       events: [],
     };
-    const step = planMetered(stepCommit, { events: new Map() }, {}, isTransaction, newToken());
+    const step = planMetered(stepCommit, { events: new Map() }, {}, isTransaction, newToken(), read.tail);
     await io.execute(step, stepCommit);
+    io.tails.set(step.record.run_id, step.record.version, step.tail);
+    tail = step.tail;
     current = {
       ...current,
       record: { ...current.record, ...(step.record.metered ? { metered: step.record.metered } : {}) },

@@ -25,7 +25,6 @@ import {
   createKeyPk,
   eventSk,
   type Item,
-  LAST_EVENT_SK,
   planEarlyResult,
   quotaPk,
   quotaWindowSk,
@@ -36,17 +35,18 @@ import {
   subjectKey,
 } from './commit-plan.ts';
 import { commitPlanned } from './commit-protocol.ts';
-import { countCapacity, type DynamoIo, execute, putOne } from './dynamo-writes.ts';
+import { countCapacity, type DynamoIo, execute, putOne, seenRecord } from './dynamo-writes.ts';
+import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
 import {
   checkpointOf,
-  committedLastSeq,
   controlAckOf,
   createKeyItemOf,
   eventsOf,
   quotaUsageOf,
-  recordOf,
+  recordAndTailOf,
   resumeKeyEntryOf,
   stateOf,
+  tailOf,
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
@@ -75,7 +75,13 @@ const runOfPk = (pk: string) => (pk.startsWith('RUN#') ? pk.slice(4) : undefined
 const blobGets = (io: DynamoIo, runId: string) =>
   countingGets(io.blobs, () => io.reads.add(runId, { s3_get_requests: 1 }));
 
-async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string): Promise<Item | undefined> {
+async function getItem(
+  io: DynamoIo,
+  pk: string,
+  sk: string,
+  projection?: string,
+  names?: Record<string, string>,
+): Promise<Item | undefined> {
   io.metrics.reads += 1;
   const out = await io.doc.send(
     new GetCommand({
@@ -83,6 +89,7 @@ async function getItem(io: DynamoIo, pk: string, sk: string, projection?: string
       Key: { pk, sk },
       ConsistentRead: true,
       ...(projection !== undefined ? { ProjectionExpression: projection } : {}),
+      ...(names !== undefined ? { ExpressionAttributeNames: names } : {}),
       ReturnConsumedCapacity: 'TOTAL',
     }),
   );
@@ -158,7 +165,10 @@ async function getRunAndAck(
   const items = out.Responses?.[io.table] ?? [];
   const ack = items.find((i) => i.sk === ackSk(controlId));
   return {
-    record: recordOf(items.find((i) => i.sk === 'R')),
+    record: seenRecord(
+      io,
+      items.find((i) => i.sk === 'R'),
+    ),
     ack: ack === undefined ? null : controlAckOf(ack),
   };
 }
@@ -190,33 +200,77 @@ async function queryPages(
 }
 
 async function readEvents(io: DynamoIo, runId: string, after: number, limit: number): Promise<RunEvent[]> {
-  // The record first: only what its last_seq covers is committed (commit-protocol.ts).
-  let record = await getItem(io, runPk(runId), 'R', 'last_seq');
-  if (record !== undefined && typeof record.last_seq !== 'number')
-    record = await getItem(io, runPk(runId), 'R');
-  const upTo = committedLastSeq(record);
-  if (upTo <= after) return [];
+  // The record first: only what its last_seq covers is committed, and its tail holds the newest
+  // events; pages are read only below the tail (event-tail.ts).
+  const item = await getItem(io, runPk(runId), 'R');
+  const read = tailOf(item);
+  if (read === null || read.last_seq <= after) return [];
+  if (typeof item?.version === 'number') io.tails.set(runId, item.version, read.tail);
+  const paged = pagedSeq(read.tail);
   const entries: Item[] = [];
-  let out = await queryPages(io, runId, { from: eventSk(after + 1), to: LAST_EVENT_SK, limit });
+  if (after < paged && !(await takePages(io, runId, after, limit, paged, entries)))
+    return readLinks(io, runId, entries);
+  if (after + entries.length >= paged && entries.length < limit)
+    takeContiguous([{ events: read.tail.events }], after, limit, entries, read.last_seq);
+  return readLinks(io, runId, entries);
+}
+
+/**
+ * Appends to `entries` the paged events after `after` up to `paged` (at most `limit`): false
+ * when it stopped before `paged` (a gap or the limit).
+ */
+async function takePages(
+  io: DynamoIo,
+  runId: string,
+  after: number,
+  limit: number,
+  paged: number,
+  entries: Item[],
+): Promise<boolean> {
+  const range = { from: eventSk(after + 1), to: eventSk(paged) };
+  let out = await queryPages(io, runId, { ...range, limit });
   const first = out.Items?.[0];
   if (first === undefined || Number(first.first_seq) > after + 1) {
     // Pages are keyed by their first seq: after + 1 is inside the page that starts below it.
     const head = await queryPages(io, runId, { from: 'E#', to: eventSk(after), backward: true, limit: 1 });
-    if (!takeContiguous(head.Items ?? [], after, limit, entries, upTo)) return readLinks(io, runId, entries);
+    if (!takeContiguous(head.Items ?? [], after, limit, entries, paged))
+      return after + entries.length === paged;
   }
   for (;;) {
-    if (!takeContiguous(out.Items ?? [], after, limit, entries, upTo)) break;
+    if (!takeContiguous(out.Items ?? [], after, limit, entries, paged)) break;
     const start = out.LastEvaluatedKey;
     if (start === undefined) break;
     // Limit counts pages; each page in range holds at least one wanted event.
-    out = await queryPages(io, runId, {
-      from: eventSk(after + 1),
-      to: LAST_EVENT_SK,
-      limit: limit - entries.length,
-      start,
-    });
+    out = await queryPages(io, runId, { ...range, limit: limit - entries.length, start });
   }
-  return readLinks(io, runId, entries);
+  return after + entries.length === paged;
+}
+
+/**
+ * Domain state `rev` located at `at` (the record's or a checkpoint's state_at; D#{rev} without
+ * it): from the newest tail known or the record's tail when it still holds it, else its item.
+ */
+async function getState(io: DynamoIo, runId: string, rev: number, at: string | undefined): Promise<unknown> {
+  if (rev === 0) return null;
+  const sk = at ?? stateSk(rev);
+  const blobs = blobGets(io, runId);
+  let where = stateWhere(io.tails.latest(runId), rev, sk);
+  if (where === 'unknown') {
+    seenRecord(io, await getItem(io, runPk(runId), 'R'));
+    where = stateWhere(io.tails.latest(runId), rev, sk, true);
+  }
+  if (where === 'tail')
+    return stateOf(tailStatesItem(io.tails.latest(runId) as EventTail), runId, rev, sk, blobs);
+  if (where === 'none') return stateOf(undefined, runId, rev, sk, blobs);
+  return stateOf(
+    await getItem(io, runPk(runId), sk, 'state_json, state_blob, state_rev, #states', {
+      '#states': 'states',
+    }),
+    runId,
+    rev,
+    sk,
+    blobs,
+  );
 }
 
 /**
@@ -313,23 +367,14 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     ...(options.afterPage !== undefined ? { afterPage: options.afterPage } : {}),
     metrics: noStoreMetrics(),
     reads: new PendingCharges(),
+    tails: new TailCache(),
   };
   return {
     metrics: io.metrics,
-    getRun: async (runId) => recordOf(await getItem(io, runPk(runId), 'R')),
+    getRun: async (runId) => seenRecord(io, await getItem(io, runPk(runId), 'R')),
     getStatus: (runId) => getStatus(io, runId),
     getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
-    async getState(runId, rev, at) {
-      if (rev === 0) return null;
-      const sk = at ?? stateSk(rev);
-      return stateOf(
-        await getItem(io, runPk(runId), sk, 'state_json, state_blob, state_rev'),
-        runId,
-        rev,
-        sk,
-        blobGets(io, runId),
-      );
-    },
+    getState: (runId, rev, at) => getState(io, runId, rev, at),
     readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
     async getCheckpoint(runId, n) {
       const item = await getItem(io, runPk(runId), checkpointSk(n));
@@ -366,7 +411,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
         return await commitPlanned(
           {
             execute: (plan, c) => execute(io, plan, c),
-            getRun: async (id) => recordOf(await getItem(io, runPk(id), 'R')),
+            readRecord: async (id) => recordAndTailOf(await getItem(io, runPk(id), 'R')),
+            tails: io.tails,
             sleep: io.sleep,
           },
           commit,

@@ -35,9 +35,11 @@ import type { RunRecord } from '../contracts/index.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
 import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import type { PendingCharges } from '../engine/usage-meter.ts';
-import { type CommitPlan, classifyRefusal } from './commit-plan.ts';
+import type { CommitPlan } from './commit-plan.ts';
+import { classifyRefusal } from './commit-refusal.ts';
 import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
-import { recordOf } from './item-codec.ts';
+import type { TailCache } from './event-tail.ts';
+import { recordAndTailOf } from './item-codec.ts';
 import type { Condition, Item, ItemKey, PlannedWrite } from './planned-write.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -158,10 +160,10 @@ function isThrottle(err: unknown): boolean {
 }
 
 /** ALL_OLD comes back in DynamoDB's wire format on the raw exception. */
-function oldRecordOf(item: Record<string, AttributeValue> | undefined): RunRecord | null {
+function oldRecordOf(io: DynamoIo, item: Record<string, AttributeValue> | undefined): RunRecord | null {
   if (item === undefined) return null;
   try {
-    return recordOf(unmarshall(item));
+    return seenRecord(io, unmarshall(item));
   } catch {
     return null;
   }
@@ -178,6 +180,19 @@ export interface DynamoIo {
   /** Read units of each run's partition not yet charged to the run. */
   reads: PendingCharges;
   afterPage?: (runId: string) => void | Promise<void>;
+  /** The inline tails this adapter has seen, by run and version (event-tail.ts). */
+  tails: TailCache;
+}
+
+/**
+ * The run record of a stored record item, its tail remembered in `io.tails` on the way (every
+ * full read of a record item tells the tail of its version). Throws on a corrupt item.
+ */
+export function seenRecord(io: Pick<DynamoIo, 'tails'>, item: Item | undefined): RunRecord | null {
+  const read = recordAndTailOf(item);
+  if (read === null) return null;
+  io.tails.set(read.record.run_id, read.record.version, read.tail);
+  return read.record;
 }
 
 /**
@@ -268,7 +283,7 @@ async function executePlain(
     if (old.commit_token === token) return 'committed';
     if (page !== undefined) await dropPage(io, page.item, token);
     const codes = plan.writes.map((w) => (w === plain.record ? 'ConditionalCheckFailed' : 'None'));
-    throw classifyRefusal(commit, plan, codes, [], recordOf(old), err);
+    throw classifyRefusal(commit, plan, codes, [], seenRecord(io, old), err);
   }
 }
 
@@ -328,7 +343,7 @@ export async function execute(
           plan,
           codes,
           reasons.map((r) => r.Message ?? ''),
-          oldRecordOf(reasons[recordIndex]?.Item),
+          oldRecordOf(io, reasons[recordIndex]?.Item),
           err,
         );
       } else if (err instanceof ConditionalCheckFailedException)

@@ -8,7 +8,8 @@ import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contrac
 import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
-import { unpackRecord } from './record-codec.ts';
+import { emptyTail, type EventTail, parseTail } from './event-tail.ts';
+import { unpackBody, unpackRecord } from './record-codec.ts';
 
 /**
  * The last committed seq of a stored record item (its `last_seq` attribute, or its record's for
@@ -20,21 +21,47 @@ export function committedLastSeq(item: Item | undefined): number {
   return recordOf(item)?.last_seq ?? 0;
 }
 
+/**
+ * The record's and the tail's JSON text of a stored record item: `body_z` (format 2, both),
+ * `record_z` (format 1, record only) or `record` (plain JSON, record only); null for none.
+ */
+function textsOf(item: Item): { record: string; tail: string | null } | null {
+  if (item.body_z instanceof Uint8Array) return unpackBody(item.body_z);
+  if (typeof item.record_z === 'string') return { record: unpackRecord(item.record_z), tail: null };
+  if (typeof item.record === 'string') return { record: item.record, tail: null };
+  return null;
+}
+
 /** The run record of a stored record item, or null when there is none. Throws on a corrupt item. */
 export function recordOf(item: Item | undefined): RunRecord | null {
+  return recordAndTailOf(item)?.record ?? null;
+}
+
+/**
+ * The run record of a stored record item and its inline event tail (event-tail.ts; an item
+ * written before the tail existed has an empty one), or null. Throws on a corrupt item.
+ */
+export function recordAndTailOf(item: Item | undefined): { record: RunRecord; tail: EventTail } | null {
   if (item === undefined) return null;
-  // record_z since the compressed format; `record` (plain JSON text) on items written before.
-  const text =
-    typeof item.record_z === 'string'
-      ? unpackRecord(item.record_z)
-      : typeof item.record === 'string'
-        ? item.record
-        : null;
-  if (text === null) return null;
-  const parsed = RunRecord.safeParse(JSON.parse(text));
+  const texts = textsOf(item);
+  if (texts === null) return null;
+  const parsed = RunRecord.safeParse(JSON.parse(texts.record));
   if (!parsed.success)
     throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
-  return parsed.data;
+  const tail = texts.tail === null ? emptyTail(parsed.data.last_seq) : parseTail(texts.tail);
+  return { record: parsed.data, tail };
+}
+
+/**
+ * The inline event tail of a stored record item and its last committed seq, without parsing the
+ * record by its schema (a reader of events needs only these); null when there is no record.
+ */
+export function tailOf(item: Item | undefined): { tail: EventTail; last_seq: number } | null {
+  if (item === undefined) return null;
+  const texts = textsOf(item);
+  if (texts === null) return null;
+  const lastSeq = committedLastSeq(item);
+  return { tail: texts.tail === null ? emptyTail(lastSeq) : parseTail(texts.tail), last_seq: lastSeq };
 }
 
 /** A payload stored as `{field}_json` (text) or `{field}_blob`; undefined when neither. */
@@ -146,6 +173,11 @@ export async function stateOf(
   blobs: BlobStore,
 ): Promise<unknown> {
   if (item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing (${sk})`);
+  // A flushed tail's page holds several states (event-tail.ts).
+  if (Array.isArray(item.states)) {
+    const held = (item.states as Item[]).find((s) => s.state_rev === rev);
+    if (held !== undefined) return (await bodyOf(held, 'state', blobs)) ?? null;
+  }
   if (item.state_rev !== rev) {
     throw new Error(`item ${sk} of run ${runId} holds domain state ${String(item.state_rev)}, not ${rev}`);
   }

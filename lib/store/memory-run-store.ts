@@ -32,12 +32,10 @@ import {
   type CommitPlan,
   type Condition,
   checkpointSk,
-  classifyRefusal,
   createKeyPk,
   eventSk,
   type Item,
   itemSize,
-  LAST_EVENT_SK,
   type PlannedWrite,
   planEarlyResult,
   quotaPk,
@@ -48,15 +46,18 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
+import { classifyRefusal } from './commit-refusal.ts';
+import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
 import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import {
   checkpointOf,
-  committedLastSeq,
   controlAckOf,
   createKeyItemOf,
   eventsOf,
   quotaUsageOf,
+  recordAndTailOf,
   recordOf,
+  tailOf,
   resumeKeyEntryOf,
   stateOf,
   takeContiguous,
@@ -76,8 +77,18 @@ export interface MemoryRunStoreOptions {
   afterPage?: (runId: string) => void | Promise<void>;
 }
 
-/** An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy. */
-const storable = (item: Item): Item => JSON.parse(JSON.stringify(item)) as Item;
+/**
+ * An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy:
+ * undefined attributes dropped, binary values (Uint8Array) kept as binary.
+ */
+function storable<T>(value: T): T {
+  if (value instanceof Uint8Array) return new Uint8Array(value) as T;
+  if (Array.isArray(value)) return value.filter((v) => v !== undefined).map((v) => storable(v)) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = storable(v);
+  return out as T;
+}
 
 /** One turn of the event loop, as a network round trip would take. */
 const yieldOnce = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -109,6 +120,9 @@ class MemoryTable {
 
   /** Read units of each run's partition not yet charged to the run (metering.ts). */
   readonly reads = new PendingCharges();
+
+  /** The inline tails the adapter has seen, by run and version (event-tail.ts). */
+  readonly tails = new TailCache();
 
   /** Counts `units` read units, charged to the run when `pk` is a run's partition. */
   charge(pk: string, units: number): void {
@@ -192,6 +206,48 @@ class MemoryTable {
       partition.set(sk, next);
     }
   }
+}
+
+/** The run record of a stored record item, its tail remembered in the table's cache on the way. */
+function seenIn(table: MemoryTable, item: Item | undefined): RunRecord | null {
+  const read = recordAndTailOf(item);
+  if (read === null) return null;
+  table.tails.set(read.record.run_id, read.record.version, read.tail);
+  return read.record;
+}
+
+/** The events of `runId` after `after` (the DynamoDB adapter's readEvents, over the maps). */
+function eventEntriesIn(table: MemoryTable, runId: string, after: number, limit: number): Item[] {
+  // The record first: only what its last_seq covers is committed, and its tail holds the newest.
+  const item = table.read(runPk(runId), 'R');
+  const read = tailOf(item);
+  if (read === null || read.last_seq <= after) return [];
+  if (typeof item?.version === 'number') table.tails.set(runId, item.version, read.tail);
+  const paged = pagedSeq(read.tail);
+  const entries: Item[] = [];
+  if (after < paged) {
+    table.metrics.queries += 1;
+    const pages = table.range(runPk(runId), 'E#', eventSk(paged));
+    // Pages are keyed by their first seq: after + 1 is in the last page starting at or below it.
+    const head = pages.findLastIndex((p) => String(p.sk) <= eventSk(after + 1));
+    takeContiguous(pages.slice(Math.max(head, 0)), after, limit, entries, paged);
+    // Charged as the pages taken (the DynamoDB adapter's Query reads about these).
+    table.charge(runPk(runId), itemReadUnits(entries, 'query'));
+  }
+  if (after + entries.length >= paged && entries.length < limit)
+    takeContiguous([{ events: read.tail.events }], after, limit, entries, read.last_seq);
+  return entries;
+}
+
+/** Domain state `rev` at `at` (the DynamoDB adapter's getState, over the maps). */
+function stateItemIn(table: MemoryTable, runId: string, rev: number, sk: string): Item | undefined {
+  let where = stateWhere(table.tails.latest(runId), rev, sk);
+  if (where === 'unknown') {
+    seenIn(table, table.read(runPk(runId), 'R'));
+    where = stateWhere(table.tails.latest(runId), rev, sk, true);
+  }
+  if (where === 'tail') return tailStatesItem(table.tails.latest(runId) as EventTail);
+  return where === 'none' ? undefined : table.read(runPk(runId), sk);
 }
 
 const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
@@ -292,7 +348,7 @@ async function executeIn(
       )
         table.write({ op: 'delete', role: 'page', key: { pk: page.pk, sk: page.sk } }, false);
       const codes = plan.writes.map((w) => (w === plain.record ? 'ConditionalCheckFailed' : 'None'));
-      throw classifyRefusal(commit, plan, codes, [], recordOf(table.get(runPk(runId), 'R')));
+      throw classifyRefusal(commit, plan, codes, [], seenIn(table, table.get(runPk(runId), 'R')));
     }
     table.write(plain.record, false);
     return 'committed';
@@ -300,7 +356,7 @@ async function executeIn(
   const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
   if (codes.some((c) => c !== 'None')) {
     if (pageTaken(plan, codes)) return 'page_taken';
-    throw classifyRefusal(commit, plan, codes, [], recordOf(table.get(runPk(runId), 'R')));
+    throw classifyRefusal(commit, plan, codes, [], seenIn(table, table.get(runPk(runId), 'R')));
   }
   for (const w of plan.writes) table.write(w, true);
   return 'committed';
@@ -322,10 +378,11 @@ async function commitIn(
     return await commitPlanned(
       {
         execute: (plan, c) => executeIn(table, plan, c, afterPage),
-        getRun: async (id) => {
+        readRecord: async (id) => {
           await yieldOnce();
-          return recordOf(table.read(runPk(id), 'R'));
+          return recordAndTailOf(table.read(runPk(id), 'R'));
         },
+        tails: table.tails,
         sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
       },
       commit,
@@ -350,7 +407,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     metrics,
     async getRun(runId) {
       await yieldOnce();
-      return recordOf(table.read(runPk(runId), 'R'));
+      return seenIn(table, table.read(runPk(runId), 'R'));
     },
     async getStatus(runId) {
       await yieldOnce();
@@ -366,7 +423,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       const record = table.get(runPk(runId), 'R');
       table.charge(runPk(runId), itemReadUnits([record, ack], 'batch'));
       return {
-        record: recordOf(record),
+        record: seenIn(table, record),
         ack: ack === undefined ? null : controlAckOf(ack),
       };
     },
@@ -374,22 +431,11 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       if (rev === 0) return null;
       const sk = at ?? stateSk(rev);
-      return stateOf(table.read(runPk(runId), sk), runId, rev, sk, blobGets(runId));
+      return stateOf(stateItemIn(table, runId, rev, sk), runId, rev, sk, blobGets(runId));
     },
     async readEvents(runId, after, limit) {
       await yieldOnce();
-      // The record first: only what its last_seq covers is committed (commit-protocol.ts).
-      const upTo = committedLastSeq(table.read(runPk(runId), 'R'));
-      await yieldOnce();
-      metrics.queries += 1;
-      const pages = table.range(runPk(runId), 'E#', LAST_EVENT_SK);
-      // Pages are keyed by their first seq: after + 1 is in the last page starting at or below it.
-      const from = eventSk(after + 1);
-      const head = pages.findLastIndex((p) => String(p.sk) <= from);
-      const entries: Item[] = [];
-      takeContiguous(pages.slice(Math.max(head, 0)), after, limit, entries, upTo);
-      // Charged as the pages taken (the DynamoDB adapter's Query reads about these).
-      table.charge(runPk(runId), itemReadUnits(entries, 'query'));
+      const entries = eventEntriesIn(table, runId, after, limit);
       return eventsOf(entries, blobGets(runId), (linked, first, count) =>
         this.readEvents(linked, first, count),
       );

@@ -28,6 +28,7 @@ import {
   type PlannedWrite,
   planCommit,
 } from './commit-plan.ts';
+import type { EventTail } from './event-tail.ts';
 import { TABLE_DEFINITION } from './table.ts';
 
 /** The item a write leaves (the record update's attributes are all SET), or null for a delete. */
@@ -122,18 +123,18 @@ export function blobPutsOf(bodies: CommitBodies): number {
   return puts;
 }
 
-/** Rounds of planning before the charge is taken as it stands (see planMetered). */
+/** Rounds of re-packing the record before the charge is taken as it stands (see planMetered). */
 const SETTLE_ROUNDS = 4;
 
 /**
  * The plan of `commit` with the run charged: its record's `metered` is the stored one plus
  * `owed`, the commit's S3 puts and its own write units, and `record_item_bytes` /
  * `record_index_keys` the record item as written. The units and the size depend on the record's
- * own digits, so the plan is made again until both settle (twice, rarely three times); should
- * they still move after SETTLE_ROUNDS (a size oscillating at a KB boundary), the last plan is
- * kept, its charge off by at most that boundary's unit: metering never refuses a commit.
- * `token` is planCommit's (the commit protocol's mark, sized with the items). Throws what
- * planCommit throws.
+ * own digits, so the record item alone is packed again (CommitPlan.withMetered: the layout,
+ * the pages and the schema parse are done once) until both settle (twice, rarely three
+ * times); should they still move after SETTLE_ROUNDS (a size oscillating at a KB boundary),
+ * the last plan is kept, its charge off by at most that boundary's unit: metering never
+ * refuses a commit. `token` and `tail` are planCommit's. Throws what planCommit throws.
  */
 export function planMetered(
   commit: Commit,
@@ -141,6 +142,7 @@ export function planMetered(
   owed: MeterCharge,
   isTransaction: IsTransaction = () => true,
   token?: string,
+  tail?: EventTail,
 ): CommitPlan {
   const carried = commit.record.metered;
   const recordBefore: RecordBefore =
@@ -154,6 +156,7 @@ export function planMetered(
   let units = 0;
   let bytes = recordBefore.bytes;
   let keys = recordBefore.keys;
+  let plan: CommitPlan | undefined;
   for (let round = 1; ; round += 1) {
     const metered: Metered = {
       ...base,
@@ -161,7 +164,10 @@ export function planMetered(
       record_item_bytes: bytes,
       record_index_keys: keys,
     };
-    const plan = planCommit({ ...commit, record: { ...commit.record, metered } }, bodies, token);
+    plan =
+      plan === undefined
+        ? planCommit({ ...commit, record: { ...commit.record, metered } }, bodies, token, tail)
+        : plan.withMetered(metered);
     const recordWrite = plan.writes.find((w) => w.role === 'record');
     const written = recordWrite === undefined ? null : writtenItem(recordWrite);
     const nextBytes = written === null ? 0 : itemSize(written);
