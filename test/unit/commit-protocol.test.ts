@@ -4,6 +4,7 @@
  * on DynamoDB Local): a page whose record update never came is never read, a committed page is
  * never overwritten, and the record's stored form is compressed (lib/store/record-codec.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { createRun } from '../../lib/core/run-machine.ts';
@@ -32,6 +33,17 @@ async function created(store: RunStore, runId: string): Promise<RunRecord> {
   return store.commit({ record: run.record, expectedVersion: null, events: run.events });
 }
 
+/**
+ * A note too large for the record's inline tail (random hex does not compress away): a commit
+ * carrying it writes its own event page (lib/store/event-tail.ts).
+ */
+const paged = (label: string) => `${label}:${randomBytes(1_200).toString('hex')}`;
+
+/** The run after a commit whose event is too large for the tail: its tail is empty again. */
+async function withEmptyTail(store: RunStore, run: RunRecord): Promise<RunRecord> {
+  return store.commit({ ...appended(run, paged('filler')), expectedVersion: run.version });
+}
+
 /** One commit appending one steer_queued event with `note` after the record's last seq. */
 function appended(record: RunRecord, note: string): { record: RunRecord; events: RunEvent[] } {
   const seq = record.last_seq + 1;
@@ -53,14 +65,14 @@ describe('a commit of a page and a record (two plain writes)', () => {
         }
       },
     });
-    const run = await created(store, 'half-made');
-    const lost = appended(run, 'lost');
+    const run = await withEmptyTail(store, await created(store, 'half-made'));
+    const lost = appended(run, paged('lost'));
 
     // Act: the first writer dies between its writes; another commits on the same record.
     await expect(store.commit({ ...lost, expectedVersion: run.version })).rejects.toBeInstanceOf(Died);
     const unchanged = await store.getRun(run.run_id);
     const unread = await store.readEvents(run.run_id, run.last_seq, 10);
-    const next = appended(run, 'kept');
+    const next = appended(run, paged('kept'));
     const stored = await store.commit({ ...next, expectedVersion: run.version });
 
     // Assess: nothing of the dead writer's page was ever visible; the commit stepped the version.
@@ -68,7 +80,7 @@ describe('a commit of a page and a record (two plain writes)', () => {
     expect(unread).toEqual([]);
     expect(stored.version).toBe(run.version + 2);
     const events = await store.readEvents(run.run_id, 0, 10);
-    expect(events.map((e) => e.data)).toEqual([expect.anything(), { note: 'kept' }]);
+    expect(events.map((e) => e.data)).toEqual([expect.anything(), expect.anything(), next.events[0]?.data]);
   });
 
   it('charges the version step to the run: the commit after it carries the units both wrote', async () => {
@@ -82,14 +94,14 @@ describe('a commit of a page and a record (two plain writes)', () => {
         }
       },
     });
-    const run = await created(store, 'step-charged');
+    const run = await withEmptyTail(store, await created(store, 'step-charged'));
     await expect(
-      store.commit({ ...appended(run, 'lost'), expectedVersion: run.version }),
+      store.commit({ ...appended(run, paged('lost')), expectedVersion: run.version }),
     ).rejects.toBeInstanceOf(Died);
     const counted = store.metrics.writeCapacity;
 
     // Act: the next commit steps the version past the dead page, then writes its own.
-    const stored = await store.commit({ ...appended(run, 'kept'), expectedVersion: run.version });
+    const stored = await store.commit({ ...appended(run, paged('kept')), expectedVersion: run.version });
 
     // Assess: charged what the store counted for the step and the commit (plain writes, once
     // each: the step's record update, the page, the record update), no more, no less.
@@ -122,9 +134,11 @@ describe('the record as stored', () => {
     const store = createMemoryRunStore();
     const run = await created(store, 'small-record');
     const item = recordItem(run);
-    const { record_z: packed, ...attributes } = item;
+    const { body_z: packed, ...attributes } = item;
     const plain = { ...attributes, record: JSON.stringify(run) };
-    expect(Buffer.byteLength(String(packed))).toBeLessThan(Buffer.byteLength(JSON.stringify(run)) / 2);
+    expect((packed as Uint8Array).byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(run)) / 2);
+    // Format 1 (record_z, base64 text) still reads back.
+    expect(recordOf({ ...attributes, record_z: packRecord(JSON.stringify(run)) })).toEqual(run);
     expect(itemSize(item)).toBeLessThan(itemSize(plain));
     expect(recordOf(item)).toEqual(run);
     expect(unpackRecord(packRecord(JSON.stringify(run)))).toBe(JSON.stringify(run));
