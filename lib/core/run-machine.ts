@@ -65,6 +65,10 @@ export {
   releaseLease,
   renewLease,
   takeOver,
+  takeOverPredecessor,
+  heldByDeadPredecessor,
+  leaseOwnerOf,
+  type WorkerIncarnation,
 } from './run-machine/lease.ts';
 export { type CreateRunParams, createRun, failRun, pauseRun } from './run-machine/lifecycle.ts';
 export { finishOperation, type OperationResult, startOperation } from './run-machine/operations.ts';

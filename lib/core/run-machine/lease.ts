@@ -125,6 +125,62 @@ export function releaseLease(
 export function takeOver(record: RunRecord, now: number, wakeDelayMs = 0): TransitionResult {
   if (record.lease === null) return reject('no_lease', 'run holds no lease');
   if (record.lease.expires_at > now) return reject('lease_held', 'lease has not expired');
+  return takenOver(record, now, wakeDelayMs);
+}
+
+/**
+ * A worker process of a slot, as it names itself in the leases it takes: `slot` is held by at
+ * most one live process at a time (a supervised worker restarted in place), `startedAt` is when
+ * this process started (ms, by the slot's clock). Lease owners read `<slot>@<startedAt>/<suffix>`.
+ */
+export interface WorkerIncarnation {
+  slot: string;
+  startedAt: number;
+}
+
+/** The lease owner a step of `incarnation` writes: `<slot>@<startedAt>/<suffix>`. */
+export function leaseOwnerOf(incarnation: WorkerIncarnation, suffix: string): string {
+  return `${incarnation.slot}@${incarnation.startedAt}/${suffix}`;
+}
+
+/**
+ * Whether `record`'s lease (expired or not) was taken by an EARLIER process of `self`'s slot:
+ * the owner names the same slot and a start before `self.startedAt`. Since a slot has at most
+ * one live process, that holder is dead and its lease need not be waited out. A lease of any
+ * other owner (another slot, an unslotted worker, a client, a later process of the same slot)
+ * is not. Seed: "Leases, recovery and the sweeper"; issue 24, point 6.
+ */
+export function heldByDeadPredecessor(record: RunRecord, self: WorkerIncarnation): boolean {
+  if (record.lease === null) return false;
+  const prefix = `${self.slot}@`;
+  const owner = record.lease.owner;
+  if (!owner.startsWith(prefix)) return false;
+  const match = /^(\d{1,16})\//.exec(owner.slice(prefix.length));
+  return match?.[1] !== undefined && Number(match[1]) < self.startedAt;
+}
+
+/**
+ * A restarted worker takes over at once, lease unexpired, the run its dead predecessor of the
+ * same slot held: the same transition as the sweeper's takeOver (epoch + 1, which fences the
+ * predecessor out should it be alive after all; a started non-replay-safe operation ends
+ * outcome_unknown), without the lease wait or the clock-skew allowance, which protect only a
+ * live holder. Rejected `lease_held` for any lease that is not a dead predecessor's.
+ */
+export function takeOverPredecessor(
+  record: RunRecord,
+  self: WorkerIncarnation,
+  now: number,
+  wakeDelayMs = 0,
+): TransitionResult {
+  if (record.lease === null) return reject('no_lease', 'run holds no lease');
+  if (!heldByDeadPredecessor(record, self))
+    return reject('lease_held', 'the lease is not held by an earlier process of this slot');
+  return takenOver(record, now, wakeDelayMs);
+}
+
+/** The takeover transition itself, once the caller has judged the lease abandoned. */
+function takenOver(record: RunRecord, now: number, wakeDelayMs: number): TransitionResult {
+  if (record.lease === null) return reject('no_lease', 'run holds no lease');
   const previous = { owner: record.lease.owner, epoch: record.epoch };
   let draft = { ...record, lease: null, epoch: record.epoch + 1, updated_at: now } as Draft;
   const newEvents: NewRunEvent[] = [
