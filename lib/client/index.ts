@@ -41,4 +41,11 @@ export {
   type OperationReport,
 } from './drive.ts';
 export { ApiError } from './errors.ts';
-export { type FollowLiveOptions, followLive, followSse, type LiveTarget } from './live.ts';
+export {
+  type FollowLiveOptions,
+  followLive,
+  followSse,
+  type LiveTarget,
+  seqOrder,
+  TOKEN_EXPIRED_CLOSE,
+} from './live.ts';

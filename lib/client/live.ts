@@ -2,8 +2,8 @@
  * Following a run live: over the WebSocket (the live protocol, lib/contracts/live.ts) or over
  * server-sent events (`GET /runs/{id}/events/stream`), with the same promise: every event after
  * `after`, once, in seq order, then the end when the run settled. Each keeps the last seq it
- * yielded and drops what is not above it (delivery is at least once); on a gap, a dropped
- * connection or a response that ended, it resumes from that seq. Browser-safe: the WebSocket
+ * yielded and drops what is not above it; on a gap, a dropped connection or a response that
+ * ended, it resumes from that seq. Browser-safe: the WebSocket
  * and fetch of the platform (Node 22+, browsers), no `node:*`. Seed: agent-runs, "over HTTP,
  * WebSocket".
  */
@@ -19,6 +19,8 @@ export interface FollowLiveOptions {
   onConnect?: (after: number) => void;
   /** Pause before a reconnect (ms, default 200, doubling to 5 000 while connects fail). */
   reconnectMs?: number;
+  /** How long a seq gap may stay open before the follow subscribes again from the last seq held (ms, default 1 000). */
+  gapMs?: number;
 }
 
 /** What a follow needs of the client: where the API is and the token. */
@@ -28,8 +30,20 @@ export interface LiveTarget {
   /** The live WebSocket (`ws://` / `wss://`). */
   wsUrl?: string;
   token?: string;
+  /**
+   * A fresh token, asked for at each (re)connect; without it `token` is used. The server closes a
+   * socket whose token expired with {@link TOKEN_EXPIRED_CLOSE}; the follow then reconnects with
+   * the provider's token, and throws ApiError token_expired without a provider.
+   */
+  tokenProvider?: () => string | Promise<string>;
   fetch?: (request: Request) => Promise<Response>;
 }
+
+/** The close code of a live socket whose token expired (also announced by an `error` message `token_expired`). */
+export const TOKEN_EXPIRED_CLOSE = 4001;
+
+/** The error codes of the live socket that another try will not change: the follow throws them. */
+const FINAL_CODES = new Set(['run_not_found', 'unauthorized', 'invalid_message', 'cursor_ahead']);
 
 const aborted = (options: FollowLiveOptions) => options.signal?.aborted === true;
 
@@ -52,13 +66,46 @@ function channel<T>() {
 type Signal =
   | { kind: 'message'; message: LiveServerMessage }
   | { kind: 'closed'; reason: string }
+  | { kind: 'gap' }
   | { kind: 'open' };
 
 /**
+ * The events of one follow in seq order, each once: what is not above the last seq yielded is
+ * dropped; an event that comes early (a gap) waits until the gap closes.
+ */
+export function seqOrder(after: number) {
+  let last = after;
+  const early = new Map<number, RunEvent>();
+  return {
+    get last() {
+      return last;
+    },
+    /** Whether events are held behind a gap. */
+    get gapped() {
+      return early.size > 0;
+    },
+    /** The events `event` makes ready, in order (none for a repeat or an early one). */
+    take(event: RunEvent): RunEvent[] {
+      if (event.seq <= last) return [];
+      early.set(event.seq, event);
+      const ready: RunEvent[] = [];
+      for (let next = early.get(last + 1); next !== undefined; next = early.get(last + 1)) {
+        early.delete(next.seq);
+        last = next.seq;
+        ready.push(next);
+      }
+      return ready;
+    },
+  };
+}
+
+/**
  * Follows `runId` over the WebSocket at `target.wsUrl` (token in the `token` query parameter).
- * Yields each event once, in order; returns when the run settled. Throws ApiError for an
- * `error` message that will not go away (run_not_found, unauthorized) or when the socket is
- * refused at connect (unauthenticated).
+ * Yields each event once, in order; returns when the run settled. A gap that stays open for
+ * `gapMs` is closed by subscribing again from the last seq held, on the same socket. Throws
+ * ApiError for an `error` message that will not go away (run_not_found, unauthorized,
+ * cursor_ahead), for an expired token without a `tokenProvider`, or when the socket is refused
+ * at connect (unauthenticated).
  */
 export async function* followLive(
   target: LiveTarget,
@@ -69,16 +116,20 @@ export async function* followLive(
   const Socket = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
   if (Socket === undefined)
     throw new ApiError('unsupported', 0, 'this platform has no WebSocket: use followSse');
-  let last = options.after ?? 0;
+  const order = seqOrder(options.after ?? 0);
   let pause = options.reconnectMs ?? 200;
   while (!aborted(options)) {
     const url = new URL(target.wsUrl);
-    if (target.token !== undefined) url.searchParams.set('token', target.token);
+    const token = target.tokenProvider !== undefined ? await target.tokenProvider() : target.token;
+    if (token !== undefined) url.searchParams.set('token', token);
     const queue = channel<Signal>();
     const ws = new Socket(url);
     const abort = () => ws.close();
     options.signal?.addEventListener('abort', abort, { once: true });
     let opened = false;
+    let gapTimer: ReturnType<typeof setTimeout> | undefined;
+    const subscribe = () =>
+      ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: order.last }));
     ws.onopen = () => {
       opened = true;
       queue.push({ kind: 'open' });
@@ -93,12 +144,19 @@ export async function* followLive(
       for (;;) {
         const signal = await queue.next();
         if (signal.kind === 'open') {
-          options.onConnect?.(last);
+          options.onConnect?.(order.last);
           pause = options.reconnectMs ?? 200;
-          ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: last }));
+          subscribe();
+          continue;
+        }
+        if (signal.kind === 'gap') {
+          gapTimer = undefined;
+          if (order.gapped) subscribe();
           continue;
         }
         if (signal.kind === 'closed') {
+          if (signal.reason === String(TOKEN_EXPIRED_CLOSE) && target.tokenProvider === undefined)
+            throw new ApiError('token_expired', 0, 'the live socket was closed: its token expired');
           if (!opened && signal.reason === '1006' && !aborted(options)) {
             // Refused at the upgrade (401) or unreachable: try again later, up to a point.
             pause = Math.min(5_000, pause * 2);
@@ -107,21 +165,21 @@ export async function* followLive(
         }
         const msg = signal.message;
         if (msg.type === 'error') {
-          if (msg.code === 'run_not_found' || msg.code === 'unauthorized' || msg.code === 'invalid_message')
-            throw new ApiError(msg.code, 0, msg.message);
-          break;
+          if (FINAL_CODES.has(msg.code)) throw new ApiError(msg.code, 0, msg.message);
+          continue; // token_expired: the close follows
         }
         if (msg.type === 'settled') {
-          if (msg.last_seq <= last) return;
-          break; // settled beyond what we hold: a gap; subscribe again from `last`
+          if (msg.last_seq <= order.last) return;
+          subscribe(); // settled beyond what we hold: a gap; subscribe again from the last seq
+          continue;
         }
         if (msg.type !== 'event' || msg.run_id !== runId) continue;
-        if (msg.event.seq <= last) continue;
-        if (msg.event.seq !== last + 1) break; // a gap: resume from the last seq held
-        last = msg.event.seq;
-        yield msg.event;
+        for (const event of order.take(msg.event)) yield event;
+        if (order.gapped && gapTimer === undefined)
+          gapTimer = setTimeout(() => queue.push({ kind: 'gap' }), options.gapMs ?? 1_000);
       }
     } finally {
+      clearTimeout(gapTimer);
       options.signal?.removeEventListener('abort', abort);
       ws.onclose = null;
       ws.onmessage = null;
@@ -152,7 +210,8 @@ export async function* followSse(
     url.searchParams.set('after', String(last));
     if (options.wait !== undefined) url.searchParams.set('wait', String(options.wait));
     const headers = new Headers({ accept: 'text/event-stream', 'last-event-id': String(last) });
-    if (target.token !== undefined) headers.set('authorization', `Bearer ${target.token}`);
+    const token = target.tokenProvider !== undefined ? await target.tokenProvider() : target.token;
+    if (token !== undefined) headers.set('authorization', `Bearer ${token}`);
     options.onConnect?.(last);
     let response: Response;
     try {

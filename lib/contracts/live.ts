@@ -3,8 +3,9 @@
  * WebSocket, and the run lifecycle notification published to EventBridge. A client subscribes
  * to a run from a seq; it then receives every event after it, in order, and `settled` once the
  * run ended and no event will follow. After a reconnect it subscribes again from the last seq it
- * saw. The server may send an event twice (delivery is at least once): a client keeps the seq it
- * saw last and drops what is not above it. Seed: agent-runs, "over HTTP, WebSocket"; the
+ * saw. A subscription receives each seq at most once; a server crash can leave a gap (seq
+ * jumps), closed by subscribing again from the last seq held. A cursor beyond the run's last
+ * seq is refused (`error` code `cursor_ahead`). Seed: agent-runs, "over HTTP, WebSocket"; the
  * sweeper "hands finished runs to the flow instances waiting for them"; deterministic-seams
  * ("publish downstream notifications through an outbox").
  */

@@ -20,6 +20,8 @@ export type EngineErrorCode =
   | 'quota_exceeded'
   | 'checkpoint_not_found'
   | 'invalid_cursor'
+  /** An events cursor (after, Last-Event-ID) beyond the run's last seq (409; details.after, details.last_seq). */
+  | 'cursor_ahead'
   | 'unauthorized'
   | 'reducer_not_found'
   | 'resume_key_not_found'

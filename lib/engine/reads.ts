@@ -111,6 +111,30 @@ export function accessError(code: 'run_not_found' | 'capability_invalid', runId:
       });
 }
 
+/** The refusal of an events cursor beyond the run's last seq: no event with seq > after exists yet. */
+export function cursorAhead(runId: string, after: number, lastSeq: number): EngineError {
+  return new EngineError('cursor_ahead', `cursor ${after} is beyond the run's last seq ${lastSeq}`, {
+    run_id: runId,
+    after,
+    last_seq: lastSeq,
+  });
+}
+
+/** Sleeps `ms`; false at once (and the timer cleared) when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted === true) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (slept: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(slept);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export function createReads(deps: EngineDeps): Reads {
   const { store } = deps;
 
@@ -120,6 +144,7 @@ export function createReads(deps: EngineDeps): Reads {
     // The record is read BEFORE the events: a page whose status is terminal and whose
     // next_after reaches last_seq therefore holds every event the run will have.
     let record = await readRun(deps, runId, caller);
+    if (after > record.last_seq) throw cursorAhead(runId, after, record.last_seq);
     const deadline = deps.clock.now() + (query.waitMs ?? 0);
     for (;;) {
       if (record.last_seq > after) {
@@ -143,7 +168,8 @@ export function createReads(deps: EngineDeps): Reads {
           settled: isSettled(record),
         };
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pollIntervalMs, remaining)));
+      // A client that went away ends the wait now, not at the next poll (issue 25, point 3).
+      if (!(await pause(Math.min(pollIntervalMs, remaining), query.signal))) continue;
       const next = await store.getRun(runId);
       if (next === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });
       record = next;

@@ -68,6 +68,8 @@ export const HTTP_ERROR_STATUS = {
   builtin_readonly: 409,
   /** A fork's subject has a live run (the original's, while it lives): give another `subject`. */
   subject_taken: 409,
+  /** An events cursor (`after`, Last-Event-ID) beyond the run's last seq: no such event exists yet. */
+  cursor_ahead: 409,
   /** The checkpoint cannot be forked from (it waits on external results, or its run had ended). */
   checkpoint_not_forkable: 409,
   /** The body exceeds the size limit. */

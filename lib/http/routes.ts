@@ -83,7 +83,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
   404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
   405: 'method_not_allowed',
-  409: 'run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state, turn_outcome_refused, result_already_delivered (another delivery was applied to the resume key) or result_already_held (another result is held for it)',
+  409: "run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state, turn_outcome_refused, result_already_delivered (another delivery was applied to the resume key) or result_already_held (another result is held for it), cursor_ahead (an events cursor beyond the run's last seq)",
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
@@ -203,7 +203,7 @@ export const eventsRoute = createRoute({
   request: { params: RunIdParams, query: EventsQuery, headers: CapabilityHeaders },
   responses: {
     200: { description: 'A page of events (possibly empty after the wait).', content: json(EventPage) },
-    ...errors(400, 403, 404),
+    ...errors(400, 403, 404, 409),
   },
 });
 
@@ -329,7 +329,7 @@ export const eventStreamRoute = createRoute({
   responses: {
     200: { description: 'An event stream.', content: { 'text/event-stream': { schema: z.string() } } },
     204: { description: 'The run is settled and the client has every event: stop reconnecting.' },
-    ...errors(400, 403, 404),
+    ...errors(400, 403, 404, 409),
   },
 });
 

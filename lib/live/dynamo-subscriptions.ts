@@ -137,6 +137,16 @@ export function createDynamoSubscriptionStore(
         sent_seq: Number(item.sent_seq),
       }));
     },
+    async sentSeq(runId, connectionId) {
+      const out = await doc.send(
+        new GetCommand({
+          TableName: tableName,
+          Key: { pk: runPk(runId), sk: `W#${connectionId}` },
+          ConsistentRead: true,
+        }),
+      );
+      return out.Item === undefined ? null : Number(out.Item.sent_seq);
+    },
     async advance(runId, connectionId, from, to) {
       try {
         await doc.send(

@@ -2,8 +2,9 @@
  * The live fan-out: a run changed, so every connection subscribed to it receives the events it
  * has not been sent yet, in seq order, read from the run's log (the store is the outbox: the
  * table's stream says which run changed, never what to send), then `settled` once the run ended
- * and its log is complete. Each subscription keeps the last seq sent; a cursor moves only
- * forward, after its messages were accepted, so a crash resends (at least once, never a gap).
+ * and its log is complete. Each subscription keeps the last seq sent; a pump claims a page by
+ * moving that cursor (conditionally) before it sends the page, so each seq reaches a
+ * subscription once even while several pumps run (issue 25, point 7).
  * A connection that is gone is dropped. Seed: agent-runs, "over HTTP, WebSocket".
  */
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
@@ -61,7 +62,18 @@ async function catchUp(
   let sent = 0;
   while (cursor < record.last_seq) {
     const events = await deps.store.readEvents(record.run_id, cursor, FAN_OUT_PAGE);
-    if (events.length === 0) break;
+    const next = events[events.length - 1]?.seq;
+    if (next === undefined) break;
+    // Claim the page before sending it: a pump sends only what it moved the cursor over, so two
+    // pumps of one subscription (the subscribe's catch-up and the stream's, or a redelivered
+    // stream record) never send a seq twice. A crash between the claim and the sends leaves a
+    // gap the client sees (seq jumps) and closes by subscribing again from the seq it holds.
+    if (!(await deps.subscriptions.advance(record.run_id, sub.connection_id, cursor, next))) {
+      const moved = await deps.subscriptions.sentSeq(record.run_id, sub.connection_id);
+      if (moved === null) return { sent, state: 'open' }; // unsubscribed meanwhile
+      cursor = moved;
+      continue;
+    }
     for (const event of events) {
       if (
         (await deps.poster.post(sub.connection_id, { type: 'event', run_id: record.run_id, event })) ===
@@ -72,9 +84,6 @@ async function catchUp(
       }
       sent += 1;
     }
-    const next = events[events.length - 1]?.seq ?? cursor;
-    // Another pump moved it first: it sent these too; carry on from ours (the client drops repeats).
-    await deps.subscriptions.advance(record.run_id, sub.connection_id, cursor, next);
     cursor = next;
   }
   if (settledAt(record) && cursor >= record.last_seq) {

@@ -31,6 +31,8 @@ export interface SubscriptionStore {
   unsubscribe(runId: string, connectionId: string): Promise<void>;
   /** The subscriptions of a run (strongly consistent). */
   subscribers(runId: string): Promise<Subscription[]>;
+  /** The cursor of one subscription (strongly consistent), or null when there is none. */
+  sentSeq(runId: string, connectionId: string): Promise<number | null>;
   /** Moves the cursor from `from` to `to` (> from); false when it had moved already. */
   advance(runId: string, connectionId: string, from: number, to: number): Promise<boolean>;
 }

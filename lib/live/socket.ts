@@ -91,6 +91,17 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
     });
     return;
   }
+  // A cursor beyond the log's head is refused, as over HTTP (issue 25, point 7).
+  const head = (await deps.store.getRun(msg.run_id))?.last_seq ?? 0;
+  if (msg.after > head) {
+    await deps.poster.post(connectionId, {
+      type: 'error',
+      code: 'cursor_ahead',
+      message: `cursor ${msg.after} is beyond the run's last seq ${head}`,
+      run_id: msg.run_id,
+    });
+    return;
+  }
   const subscription = { run_id: msg.run_id, connection_id: connectionId, sent_seq: msg.after };
   await deps.subscriptions.subscribe(subscription);
   if (
