@@ -15,7 +15,7 @@ import { AIRLINE_TOOLS, runTool } from '../lib/replay/airline/tools.ts';
 import { groundTruthStore, TauTaskInfo } from '../lib/replay/airline/verdict.ts';
 import { prepareConversation } from '../lib/replay/conversations.ts';
 
-const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '../../shared/data/tau-bench-airline'));
+const dir = resolve(process.argv[2] ?? join(import.meta.dirname, '../data/tau-bench-airline'));
 const CONVERSATIONS = 200;
 
 const gc = (globalThis as { gc?: () => void }).gc;

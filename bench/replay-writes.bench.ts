@@ -5,7 +5,7 @@
  * (model turns and tool calls) beside the payload floor: the bytes the commits had to persist
  * (their events and domain states, JSON), at 1 unit per KB. Target: at most twice the floor.
  * Run: `npx node bench/replay-writes.bench.ts [limit] [file]` (default 20 conversations of
- * ../shared/data/tau-bench-airline/trajectories.json). Writes
+ * data/tau-bench-airline/trajectories.json). Writes
  * reports/bench-replay-writes.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { localReplayStack } from '../lib/replay/local.ts';
 import { runReplay } from '../lib/replay/run-replay.ts';
 
 const LIMIT = Number(process.argv[2] ?? 20);
-const FILE = resolve(process.argv[3] ?? '../shared/data/tau-bench-airline/trajectories.json');
+const FILE = resolve(process.argv[3] ?? 'data/tau-bench-airline/trajectories.json');
 const REPORT = 'reports/bench-replay-writes.json';
 const TARGET_FLOOR_RATIO = 2;
 

@@ -33,7 +33,7 @@ export const replayCommand: CommandModule = {
       .description(
         'replay recorded conversations (tau-bench format) as durable runs and check they reproduce exactly',
       )
-      .argument('<file>', 'trajectories JSON file (e.g. ../shared/data/tau-bench-airline/trajectories.json)')
+      .argument('<file>', 'trajectories JSON file (e.g. data/tau-bench-airline/trajectories.json)')
       .option('--tools <file>', 'tool definitions (OpenAI function format); default: tools.json beside FILE')
       .option(
         '--chaos',

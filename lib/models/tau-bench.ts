@@ -2,7 +2,7 @@
  * Loads the tau-bench airline recordings (sierra-research/tau-bench, MIT: 160 GPT-4o
  * conversations in OpenAI chat format, and the 14 airline tool definitions) and turns them into
  * model-neutral RecordedConversations for the recorded model and the context-compiler tests.
- * Data: /work/shared/data/tau-bench-airline (README there). Files are read with node:fs and
+ * Data: data/tau-bench-airline in this repository (README there). Files are read with node:fs and
  * validated with zod safeParse; a file that does not match throws TauBenchFormatError.
  */
 import { readFile } from 'node:fs/promises';
@@ -19,6 +19,34 @@ export class TauBenchFormatError extends ModelsModuleError {
   override readonly name = 'TauBenchFormatError';
   readonly code = TAU_BENCH_FORMAT;
   readonly retryable = false;
+}
+
+/** Stable code of {@link DataFileMissingError}. */
+export const DATA_FILE_MISSING = 'data_file_missing';
+
+/** A data file the caller named does not exist. Terminal: the message names the file and where the data comes from. */
+export class DataFileMissingError extends ModelsModuleError {
+  override readonly name = 'DataFileMissingError';
+  readonly code = DATA_FILE_MISSING;
+  readonly retryable = false;
+}
+
+/**
+ * Reads a data file as UTF-8 text. A missing file throws DataFileMissingError naming it and how
+ * to get the airline data (it ships in the repository at data/tau-bench-airline/); other fs
+ * errors are thrown as they are.
+ */
+export async function readDataFile(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
+    throw new DataFileMissingError(
+      `data file missing: ${path}. The tau-bench airline data ships in this repository at ` +
+        'data/tau-bench-airline/ (restore it with `git checkout -- data/`, or pass the path of a copy)',
+      { cause },
+    );
+  }
 }
 
 const OpenAiToolCall = z.object({
@@ -147,7 +175,7 @@ function parseArgs(text: string, where: string): Record<string, unknown> {
 }
 
 async function readJson(path: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8');
+  const text = await readDataFile(path);
   try {
     return JSON.parse(text) as unknown;
   } catch (cause) {

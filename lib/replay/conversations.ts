@@ -2,7 +2,7 @@
  * Recorded tau-bench airline conversations prepared for replay: the run each one becomes
  * (subject, instructions, first input, the 14 tools), the people around the agent (customer
  * replies), the world (recorded tool outputs in call order), and what the oracle expects.
- * Data: shared/data/tau-bench-airline (README there describes the format).
+ * Data: data/tau-bench-airline in this repository (README there describes the format).
  */
 import type { ContextMessage } from '../contracts/index.ts';
 import {

@@ -3,12 +3,12 @@
  * reports, per conversation, whether the runtime reproduced it exactly. Output: progress (a bar
  * on a terminal, else plain lines: lib/progress.ts), one line per diverged conversation with its first difference, a summary table, a JSON report.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { UsageCost } from '../contracts/index.ts';
 import { perMillionOperations } from '../core/prices.ts';
 import { createRecordedModel } from '../models/recorded.ts';
-import { loadToolsOffered, loadTrajectories, type TauTrajectory } from '../models/tau-bench.ts';
+import { loadToolsOffered, loadTrajectories, readDataFile, type TauTrajectory } from '../models/tau-bench.ts';
 import type { ModelTurnFunction } from '../models/types.ts';
 import { startProgress } from '../progress.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
@@ -231,7 +231,7 @@ export async function runReplay(options: ReplayOptions): Promise<ReplayReport> {
   const modelConversations = options.modelFile
     ? (await loadTrajectories(options.modelFile)).map((t) => prepareConversation(prepare(t).trajectory))
     : conversations;
-  const toolsJson: unknown = JSON.parse(await readFile(options.toolsFile, 'utf8'));
+  const toolsJson: unknown = JSON.parse(await readDataFile(options.toolsFile));
   const tools = await loadToolsOffered(options.toolsFile);
   const liveWorld = live
     ? createLiveWorld(

@@ -1,22 +1,22 @@
 /**
- * Where the recorded tau-bench airline conversations are (shared/data/tau-bench-airline): the
- * TAU_BENCH_DIR environment variable, else `shared/` beside this checkout, else the machine's
- * shared folder (/work/shared), so that a clone made anywhere on this machine finds them.
+ * Where the recorded tau-bench airline conversations are: the TAU_BENCH_DIR environment
+ * variable, else the copy this repository carries (data/tau-bench-airline). A missing copy
+ * fails with the path and how to restore it.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 function locate(): string {
-  if (process.env.TAU_BENCH_DIR !== undefined) return resolve(process.env.TAU_BENCH_DIR);
-  const candidates = [
-    resolve(import.meta.dirname, '../../../shared/data/tau-bench-airline'),
-    '/work/shared/data/tau-bench-airline',
-  ];
-  const found = candidates.find((dir) => existsSync(resolve(dir, 'trajectories.json')));
-  if (found === undefined) {
-    throw new Error(`tau-bench data not found in ${candidates.join(' or ')}; set TAU_BENCH_DIR`);
+  const dir = resolve(
+    process.env.TAU_BENCH_DIR ?? resolve(import.meta.dirname, '../../data/tau-bench-airline'),
+  );
+  if (!existsSync(resolve(dir, 'trajectories.json'))) {
+    throw new Error(
+      `tau-bench data not found: ${resolve(dir, 'trajectories.json')}; it ships in the repository at ` +
+        'data/tau-bench-airline/ (git checkout -- data/), or set TAU_BENCH_DIR',
+    );
   }
-  return found;
+  return dir;
 }
 
 export const TAU_BENCH_DIR = locate();

@@ -15,10 +15,10 @@
  * output follows insertion order (zod checks their shape; the parsed copy is not used, since it
  * would reorder keys).
  */
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson } from '../../core/canonical.ts';
+import { readDataFile } from '../../models/tau-bench.ts';
 
 const FlightDate = z.looseObject({
   status: z.string(),
@@ -138,7 +138,7 @@ function parseTable<T>(file: string, raw: unknown, schema: z.ZodType<T>): Map<st
  */
 export async function loadAirlineBase(dir: string): Promise<AirlineBase> {
   const read = async (name: string): Promise<unknown> =>
-    JSON.parse(await readFile(join(dir, name), 'utf8')) as unknown;
+    JSON.parse(await readDataFile(join(dir, name))) as unknown;
   const [flights, reservations, users] = await Promise.all([
     read('flights.json'),
     read('reservations.json'),

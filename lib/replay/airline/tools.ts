@@ -1,6 +1,6 @@
 /**
  * The 14 tau-bench airline tools, written after the benchmark's reference implementations
- * (shared/data/tau-bench-airline/reference-tools, the specification of their behaviour and of
+ * (tau_bench/envs/airline/tools of sierra-research/tau-bench, the specification of their behaviour and of
  * every output character): same checks in the same order, same messages, same quirks (a
  * missing reservation reads "Error: user not found"; a one-stop search computes the next day
  * without zero padding and reads the second flight's seats on the first flight's date; a
