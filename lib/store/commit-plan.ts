@@ -69,6 +69,7 @@ import {
   type EventTail,
   eventSk,
   TAIL_ITEM_LIMIT,
+  TAIL_TEXT_LIMIT,
   type TailState,
   tailPageSk,
 } from './event-tail.ts';
@@ -513,7 +514,7 @@ export function planCommit(
     const text = JSON.stringify(candidate);
     const item = recordItem(storedRecord(commit, nextVersion, stateAtOf(at)), candidate, text);
     packed = { tail: candidate, text, item };
-    return itemSize(item) <= TAIL_ITEM_LIMIT;
+    return Buffer.byteLength(text) <= TAIL_TEXT_LIMIT && itemSize(item) <= TAIL_ITEM_LIMIT;
   });
   const parsed = RunRecord.safeParse(storedRecord(commit, nextVersion, stateAtOf(layout.stateAt)));
   if (!parsed.success)

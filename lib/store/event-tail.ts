@@ -36,6 +36,11 @@ export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
 
 /** The record item's largest size (bytes, as DynamoDB counts it) that still takes events inline. */
 export const TAIL_ITEM_LIMIT = 1_536;
+/**
+ * The tail's largest JSON text (bytes) before compression: every read of the record inflates
+ * it, so payloads that compress well (but are large) still go to pages.
+ */
+export const TAIL_TEXT_LIMIT = 32 * 1024;
 
 /** A domain state held by a tail or a flushed page. */
 export interface TailState {

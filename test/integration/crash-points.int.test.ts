@@ -8,6 +8,7 @@
  * the next commit overwrites it (lib/store/commit-protocol.ts).
  * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 6 and 8.
  */
+import { randomBytes } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
@@ -71,15 +72,20 @@ const CASES: { point: CrashPoint; nth: number; abandoned: number | null; what: s
   },
 ];
 
-async function setup(flavor: Flavor, toolDelayMs: number) {
+/**
+ * The engine over DynamoDB Local with a tool loop of `calls` calls. `paged`: each tool result
+ * is too large for the record's inline tail (random hex), so each fused commit after the first
+ * writes an event page and then the record: two writes a worker can die between.
+ */
+async function setup(flavor: Flavor, toolDelayMs: number, { calls = 2, paged = false } = {}) {
   const tools = inProcessTools({
     [flavor.tool]: async (r) => {
       if (toolDelayMs > 0) await sleep(toolDelayMs);
-      return { i: r.args.i };
+      return paged ? { i: r.args.i, blob: randomBytes(1_500).toString('hex') } : { i: r.args.i };
     },
   });
   const t = await makeTestEngine({
-    reducers: inProcessReducers({ '/r/loop': toolLoop(2, flavor.tool, flavor) }),
+    reducers: inProcessReducers({ '/r/loop': toolLoop(calls, flavor.tool, flavor) }),
     tools,
     models: noModel,
   });
@@ -268,7 +274,7 @@ describe('a worker killed between its event page and its record update (a plain 
           throw new SimulatedCrash('dead');
         }
       });
-      const { t, tools, store, fresh } = await setup(REPLAY_SAFE, 0);
+      const { t, tools, store, fresh } = await setup(REPLAY_SAFE, 0, { calls: 4, paged: true });
       const { run } = await fresh.createRun(
         { subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' },
         alice,
@@ -292,7 +298,12 @@ describe('a worker killed between its event page and its record update (a plain 
       expect(record).toMatchObject({ status: 'completed', lease: null });
       const events = await readAll(store, run.run_id);
       const outcomes = expectConvergedLog(events);
-      expect([...outcomes.values()].map((o) => o[0]?.kind)).toEqual(['tool_result', 'tool_result']);
+      expect([...outcomes.values()].map((o) => o[0]?.kind)).toEqual([
+        'tool_result',
+        'tool_result',
+        'tool_result',
+        'tool_result',
+      ]);
       // The page's seq now holds a committed event: the page was overwritten, not skipped.
       expect(events.map((e) => e.seq)).toContain(orphaned.last_seq + 1);
       expect([...tools.executions.keys()].sort()).toEqual([...outcomes.keys()].sort());

@@ -8,6 +8,7 @@
  * before a gap a read-committed Query may show. DESIGN sections 4 and 5; seed agent-runs,
  * "Storage and cluster behaviour".
  */
+import { recordAndTailOf } from '../../lib/store/item-codec.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -156,42 +157,58 @@ const checkpoint = (n: number, stateRev: number): CheckpointItem => ({
 });
 
 describe('the items of a commit on DynamoDB', () => {
-  it('writes a fused commit (three events and the domain state) as two plain writes: the page, then the record update', async () => {
+  it('writes a fused commit (three events and the domain state) as ONE plain write: the record update, its events inline', async () => {
     const { store, transactions, plain } = recordingStore();
     const run = await storedRun(store);
     transactions.length = 0;
     plain.length = 0;
-    const { record } = await append(store, run, [{ a: 1 }, { b: 2 }, { c: 3 }], {
+    const { record, events } = await append(store, run, [{ a: 1 }, { b: 2 }, { c: 3 }], {
       state: { rev: 1, value: { turn: 1 } },
     });
     expect(transactions).toEqual([]);
-    const [page, update] = plain;
-    expect(plain).toHaveLength(2);
+    const [update] = plain;
+    expect(plain).toHaveLength(1);
     expect(update?.Update?.Key).toEqual({ pk: `RUN#${run.run_id}`, sk: 'R' });
     expect(update?.Update?.ConditionExpression).toBe('#version = :expected_version');
     expect(update?.Update?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
-    // Keyed by its first seq, stamped with the version it commits, and never over a committed page.
-    expect(page?.Put?.Item).toMatchObject({
-      sk: 'E#000000000002',
-      first_seq: 2,
-      last_seq: 4,
-      commit_version: run.version + 1,
-      state_rev: 1,
-      state_json: JSON.stringify({ turn: 1 }),
-    });
-    expect(page?.Put?.ConditionExpression).toBe(
+    // The state is located by the page its tail will be flushed to: the tail's first seq.
+    expect(record.state_at).toBe('E#000000000001');
+    expect(await pagesOf(run.run_id)).toEqual([]);
+    expect(await localStore().readEvents(run.run_id, 1, 10)).toEqual(events);
+    expect(await localStore().getState(run.run_id, 1, record.state_at)).toEqual({ turn: 1 });
+  });
+
+  it('flushes a tail that would grow past its limit to one page keyed by its first seq, then updates the record', async () => {
+    const { store, transactions, plain } = recordingStore();
+    let record = await storedRun(store);
+    const data = () => [{ pad: randomBytes(300).toString('hex') }];
+    for (let i = 0; i < 6 && (await pagesOf(record.run_id)).length === 0; i += 1) {
+      transactions.length = 0;
+      plain.length = 0;
+      ({ record } = await append(store, record, data(), { state: { rev: i + 1, value: { i } } }));
+    }
+    const [page] = await pagesOf(record.run_id);
+    expect(transactions).toEqual([]);
+    expect(plain.map((w) => (w.Put !== undefined ? 'page' : 'record'))).toEqual(['page', 'record']);
+    expect(page).toMatchObject({ sk: 'E#000000000001', first_seq: 1, commit_version: record.version });
+    expect(Array.isArray(page?.states)).toBe(true);
+    expect(plain[0]?.Put?.ConditionExpression).toBe(
       'attribute_not_exists(pk) OR #commit_version < :commit_version',
     );
-    expect(((page?.Put?.Item?.events ?? []) as RunEvent[]).map((e) => e.seq)).toEqual([2, 3, 4]);
-    expect(record.state_at).toBe('E#000000000002');
+    // Every event and every state still reads back, from the page and from the new tail alike.
+    const all = await readAll(localStore(), record.run_id);
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: record.last_seq }, (_, i) => i + 1));
+    expect(await localStore().getState(record.run_id, record.state_rev, record.state_at)).toEqual({
+      i: record.state_rev - 1,
+    });
   });
 
   it('renders a lease holder’s fence in the record update’s own condition, and the subject claim of a create', async () => {
     const { store, transactions, plain } = recordingStore();
     const run = await storedRun(store);
     const [create] = transactions;
+    // The record (run_started in its tail) and the subject.
     expect(create?.map((i) => i.Put?.ConditionExpression)).toEqual([
-      'attribute_not_exists(pk)',
       'attribute_not_exists(pk)',
       'attribute_not_exists(pk)',
     ]);
@@ -231,27 +248,21 @@ describe('the items of a commit on DynamoDB', () => {
     expect(record.state_at).toBe('D#2');
     ({ record } = await append(store, record, [{ x: 3 }], { checkpoints: [checkpoint(2, 2)] }));
     const sks = (await itemsOf(record.run_id)).map((i) => String(i.sk));
-    expect(sks.sort()).toEqual([
-      'C#1',
-      'C#2',
-      'D#2',
-      'E#000000000001',
-      'E#000000000002',
-      'E#000000000004',
-      'K#ctl-1',
-      'R',
-    ]);
+    // The events are in the record's inline tail: no page yet.
+    expect(sks.sort()).toEqual(['C#1', 'C#2', 'D#2', 'K#ctl-1', 'R']);
   });
 
-  it('stores a payload above INLINE_LIMIT as a blob attribute of its page entry or page', async () => {
+  it('stores a payload above INLINE_LIMIT as a blob attribute of its tail entry or tail state', async () => {
     const store = localStore();
     const big = { text: 'e'.repeat(450_000), n: [1, 2, 3] };
     const state = { text: 's'.repeat(450_000), nested: { ok: true } };
     const { record } = await append(store, await storedRun(store), [{ small: 1 }, big, { small: 2 }], {
       state: { rev: 1, value: state },
     });
-    const [page] = await pagesOf(record.run_id).then((p) => p.filter((i) => i.sk === 'E#000000000002'));
-    const entries = page?.events as Record<string, unknown>[];
+    const item = (await itemsOf(record.run_id)).find((i) => i.sk === 'R');
+    const tail = recordAndTailOf(item)?.tail;
+    const entries = (tail?.events ?? []).slice(1) as Record<string, unknown>[];
+    const page = tail?.states[0] as Record<string, unknown> | undefined;
     expect(entries[1]?.data_blob).toMatchObject({ size: Buffer.byteLength(JSON.stringify(big)) });
     expect(entries[1]?.data_json).toBeUndefined();
     expect(entries[0]?.data_json).toBe(JSON.stringify({ small: 1 }));
@@ -294,10 +305,10 @@ describe('the items of a commit on DynamoDB', () => {
     const { store, transactions } = recordingStore();
     const run = await storedRun(store);
     transactions.length = 0;
-    const checkpoints = Array.from({ length: 99 }, (_, i) => checkpoint(i + 1, 0));
+    const checkpoints = Array.from({ length: 100 }, (_, i) => checkpoint(i + 1, 0));
     await expect(append(store, run, [{ x: 1 }], { checkpoints })).rejects.toThrow(/transaction limit/);
     expect(transactions).toEqual([]);
-    expect((await itemsOf(run.run_id)).map((i) => i.sk)).toEqual(['E#000000000001', 'R']);
+    expect((await itemsOf(run.run_id)).map((i) => i.sk)).toEqual(['R']);
   });
 });
 
@@ -306,9 +317,10 @@ describe('event pages while a commit is still landing', () => {
     const store = localStore();
     let record = await storedRun(store);
     for (let c = 0; c < 6; c += 1) {
+      // Too large for the inline tail (random hex): each commit writes a page of its own.
       ({ record } = await append(store, record, [
-        { c, i: 0 },
-        { c, i: 1 },
+        { c, i: 0, pad: randomBytes(900).toString('hex') },
+        { c, i: 1, pad: randomBytes(900).toString('hex') },
       ]));
     }
     const all = await readAll(store, record.run_id);
