@@ -66,29 +66,9 @@ export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOu
 }
 
 async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOutcome> {
-  const first = await ctx.store.getRun(runId);
-  if (first === null) return { kind: 'not_found' };
-  if (isTerminalStatus(first.status)) {
-    if (first.inbox.length > 0 && first.reducer !== null) await deliverAfterEnd(ctx, first);
-    return { kind: 'nothing_to_do', status: first.status };
-  }
-  const acquired = acquireLease(
-    first,
-    `${ctx.workerId}/${randomUUID().slice(0, 8)}`,
-    ctx.clock.now(),
-    ctx.leaseTtlMs,
-  );
-  if (!acquired.ok)
-    return acquired.code === 'lease_held'
-      ? { kind: 'busy' }
-      : { kind: 'nothing_to_do', status: first.status };
-  let base: RunRecord;
-  try {
-    base = await commitRun(ctx, { record: acquired.record, expectedVersion: first.version, events: [] });
-  } catch (err) {
-    if (err instanceof CommitRejected && err.reason === 'stale_version') return { kind: 'busy' };
-    throw err;
-  }
+  const taken = await takeLease(ctx, runId);
+  if ('kind' in taken) return taken;
+  const { base } = taken;
   const lease = base.lease;
   if (lease === null) throw new Error('acquired a lease that is not there');
   await ctx.faults('after_lease_acquire', runId);
@@ -96,8 +76,57 @@ async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOu
   try {
     return await worker.run();
   } catch (err) {
-    if (err instanceof LeaseLost) return { kind: 'fenced' };
+    if (err instanceof LeaseLost) {
+      ctx.records.forget(runId);
+      return { kind: 'fenced' };
+    }
     throw err;
+  }
+}
+
+/**
+ * Takes the run's lease in one commit. Starts from the record this process committed last
+ * (ctx.records), when it has one: no read. A guess that is out of date costs nothing more: the
+ * commit is refused `stale_version` with the current record, and the lease is taken on that one;
+ * a guess on which the lease cannot be taken is checked against the store before giving up.
+ */
+async function takeLease(ctx: EngineContext, runId: string): Promise<{ base: RunRecord } | StepOutcome> {
+  const owner = `${ctx.workerId}/${randomUUID().slice(0, 8)}`;
+  const cached = ctx.records.get(runId);
+  let guess = cached !== undefined && !isTerminalStatus(cached.status);
+  let first = guess ? (cached as RunRecord) : await ctx.store.getRun(runId);
+  for (;;) {
+    if (first === null) return { kind: 'not_found' };
+    if (isTerminalStatus(first.status)) {
+      if (first.inbox.length > 0 && first.reducer !== null) await deliverAfterEnd(ctx, first);
+      return { kind: 'nothing_to_do', status: first.status };
+    }
+    const acquired = acquireLease(first, owner, ctx.clock.now(), ctx.leaseTtlMs);
+    if (!acquired.ok) {
+      if (guess) {
+        guess = false;
+        first = await ctx.store.getRun(runId);
+        continue;
+      }
+      return acquired.code === 'lease_held'
+        ? { kind: 'busy' }
+        : { kind: 'nothing_to_do', status: first.status };
+    }
+    try {
+      const base = await commitRun(ctx, {
+        record: acquired.record,
+        expectedVersion: first.version,
+        events: [],
+      });
+      ctx.records.remember(base);
+      return { base };
+    } catch (err) {
+      if (!(err instanceof CommitRejected && err.reason === 'stale_version')) throw err;
+      if (!guess) return { kind: 'busy' };
+      // The guess was out of date: go on from the record the refusal carries.
+      guess = false;
+      first = err.current ?? (await ctx.store.getRun(runId));
+    }
   }
 }
 
@@ -370,6 +399,7 @@ class StepWorker {
 
   /** Takes `stored` as the base after a commit: nothing is staged any more. */
   committed(stored: RunRecord): void {
+    this.ctx.records.remember(stored);
     this.earlyRounds = 0;
     this.base = stored;
     this.staged = stored;
@@ -573,6 +603,7 @@ class StepWorker {
           fence: this.fence,
           events: [],
         });
+        this.ctx.records.remember(this.base);
         this.staged = this.base;
       }
       if (stopping) return 'cancelled';
