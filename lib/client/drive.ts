@@ -10,6 +10,7 @@
 import type { ClientOperationResult, Fence, Operation, RunRecord } from '../contracts/index.ts';
 import type { AgentRunsClient } from './client.ts';
 import { ApiError } from './errors.ts';
+import { operationMustEnd } from '../core/guards.ts';
 
 /** How an operation ended, as the work function reports it. */
 export type OperationReport =
@@ -121,9 +122,8 @@ export async function drive<T>(
 
   const seen = (next: RunRecord) => {
     run = next;
-    const interrupted = (next as { interrupt_requested?: string }).interrupt_requested !== undefined;
-    if (next.status === 'cancelling' || interrupted)
-      operation?.abort(new Error(interrupted ? 'interrupted' : 'stopped'));
+    const end = operationMustEnd(next);
+    if (end !== null) operation?.abort(new Error(end === 'interrupt' ? 'interrupted' : 'stopped'));
     if (!live(next)) {
       ended = next.status === 'stopped' ? 'stopped' : ended;
       session.abort(new Error(`the run is ${next.status}`));

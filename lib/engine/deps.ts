@@ -26,6 +26,7 @@ import type {
   StepQueue,
   ToolHost,
 } from './ports.ts';
+import type { RecordCache } from './record-cache.ts';
 import { createUsageMeter, type UsageMeter } from './usage-meter.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
@@ -246,6 +247,8 @@ export interface Delegation {
 /** The deps plus delegation: what the use cases that may end a run or start a child receive. */
 export interface EngineContext extends EngineDeps {
   delegation: Delegation;
+  /** The records this process committed last, by run id (the next step starts from one). */
+  records: RecordCache;
 }
 
 /**

@@ -21,6 +21,7 @@ import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
 import { type DeliveryAck, deliverResult } from './deliveries.ts';
 import { type EngineContext, type EngineOptions, resolveDeps } from './deps.ts';
+import { createRecordCache } from './record-cache.ts';
 import { forkRun } from './fork.ts';
 import type { CheckpointItem } from './ports.ts';
 import {
@@ -104,6 +105,7 @@ export function createEngine(options: EngineOptions): Engine {
   const deps = resolveDeps(options);
   const ctx: EngineContext = {
     ...deps,
+    records: createRecordCache(),
     delegation: createDelegation(deps, {
       applyControl: (runId, control, caller) => applyControl(ctx, runId, control, caller),
     }),

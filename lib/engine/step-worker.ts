@@ -7,12 +7,10 @@
  * lease (with a wake deadline) and sends the next step message. A fenced-out worker writes
  * nothing more. DESIGN section 6; seed agent-runs, "Leases, recovery and the sweeper".
  */
-import { randomUUID } from 'node:crypto';
 import { childOfResumeKey, isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
-import { nextMove } from '../core/guards.ts';
+import { nextMove, operationMustEnd } from '../core/guards.ts';
 import { applyReducerOutcome } from '../core/reducer-outcome.ts';
 import {
-  acquireLease,
   beginCompaction,
   consumeSteer,
   type Fence,
@@ -29,7 +27,6 @@ import {
   startOperation,
   type TransitionResult,
 } from '../core/run-machine.ts';
-import { deliverAfterEnd } from './after-end.ts';
 import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
 import { compactionCheck, type OperationReads } from './compaction.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
@@ -38,6 +35,7 @@ import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { askReducer } from './reducer-delivery.ts';
 import { watchForStop } from './stop-watch.ts';
+import { takeLease } from './take-lease.ts';
 
 export type StepOutcome =
   | { kind: 'not_found' }
@@ -66,29 +64,9 @@ export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOu
 }
 
 async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOutcome> {
-  const first = await ctx.store.getRun(runId);
-  if (first === null) return { kind: 'not_found' };
-  if (isTerminalStatus(first.status)) {
-    if (first.inbox.length > 0 && first.reducer !== null) await deliverAfterEnd(ctx, first);
-    return { kind: 'nothing_to_do', status: first.status };
-  }
-  const acquired = acquireLease(
-    first,
-    `${ctx.workerId}/${randomUUID().slice(0, 8)}`,
-    ctx.clock.now(),
-    ctx.leaseTtlMs,
-  );
-  if (!acquired.ok)
-    return acquired.code === 'lease_held'
-      ? { kind: 'busy' }
-      : { kind: 'nothing_to_do', status: first.status };
-  let base: RunRecord;
-  try {
-    base = await commitRun(ctx, { record: acquired.record, expectedVersion: first.version, events: [] });
-  } catch (err) {
-    if (err instanceof CommitRejected && err.reason === 'stale_version') return { kind: 'busy' };
-    throw err;
-  }
+  const taken = await takeLease(ctx, runId);
+  if ('kind' in taken) return taken;
+  const { base } = taken;
   const lease = base.lease;
   if (lease === null) throw new Error('acquired a lease that is not there');
   await ctx.faults('after_lease_acquire', runId);
@@ -96,7 +74,10 @@ async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOu
   try {
     return await worker.run();
   } catch (err) {
-    if (err instanceof LeaseLost) return { kind: 'fenced' };
+    if (err instanceof LeaseLost) {
+      ctx.records.forget(runId);
+      return { kind: 'fenced' };
+    }
     throw err;
   }
 }
@@ -370,6 +351,7 @@ class StepWorker {
 
   /** Takes `stored` as the base after a commit: nothing is staged any more. */
   committed(stored: RunRecord): void {
+    this.ctx.records.remember(stored);
     this.earlyRounds = 0;
     this.base = stored;
     this.staged = stored;
@@ -562,9 +544,7 @@ class StepWorker {
       await this.ctx.faults('during_heartbeat', this.base.run_id);
       const current = await this.ctx.store.getRun(this.base.run_id);
       if (current === null || !leaseNamedBy(current, this.fence)) return 'lost';
-      const stopping = current.status === 'cancelling' && interruptible;
-      const interrupted =
-        interruptible && 'interrupt_requested' in current && current.interrupt_requested !== undefined;
+      const end = interruptible ? operationMustEnd(current) : null;
       const renewed = renewLease(current, this.fence, this.ctx.clock.now(), this.ctx.leaseTtlMs);
       if (renewed.ok) {
         this.base = await commitRun(this.ctx, {
@@ -573,14 +553,25 @@ class StepWorker {
           fence: this.fence,
           events: [],
         });
+        this.ctx.records.remember(this.base);
         this.staged = this.base;
       }
-      if (stopping) return 'cancelled';
-      if (interrupted) return 'interrupted';
+      if (end === 'stop') return 'cancelled';
+      if (end === 'interrupt') return 'interrupted';
       return renewed.ok ? 'renewed' : 'skipped';
     } catch (err) {
       if (err instanceof CommitRejected && err.reason === 'stale_version') return 'skipped'; // next beat retries
-      return 'lost';
+      if (err instanceof CommitRejected && err.reason === 'fenced_out') return 'lost';
+      if (err instanceof LeaseLost) return 'lost';
+      // A read or write that failed (the store unreachable, throttled): not a lost lease. The
+      // next beat retries; the lease's own expiry is what ends a worker that cannot reach it.
+      this.ctx.log({
+        level: 'warn',
+        message: 'heartbeat failed; retrying at the next beat',
+        run_id: this.base.run_id,
+        error: String(err),
+      });
+      return 'skipped';
     }
   }
 }

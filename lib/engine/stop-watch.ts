@@ -13,10 +13,11 @@
  * would still need the read for its own loss. Issue 12, item 6 (stop); issue 14, item 5 (a steer
  * that interrupts); seed agent-runs, "Controls" (stop).
  */
+import { type OperationEnd, operationMustEnd } from '../core/guards.ts';
 import type { EngineDeps } from './deps.ts';
 
 /** What the watch saw: the run stopping, or a steer interrupting the operation. */
-export type WatchSignal = 'stop' | 'interrupt';
+export type WatchSignal = OperationEnd;
 
 /**
  * Starts watching `runId` for a stop or an interrupt; `onSignal` is called once, when
@@ -36,15 +37,15 @@ export function watchForStop(
       if (done) return;
       try {
         const view = await deps.store.getStatus(runId);
-        const signal: WatchSignal | null =
-          view?.status === 'cancelling' ? 'stop' : view?.interrupt_requested ? 'interrupt' : null;
+        const signal = view === null ? null : operationMustEnd(view);
         if (signal !== null && !done) {
           done = true;
           clearInterval(timer);
           onSignal(signal);
         }
-      } catch {
+      } catch (err) {
         // skipped: the next read, or the heartbeat, sees it
+        deps.log({ level: 'warn', message: 'stop watch read failed', run_id: runId, error: String(err) });
       }
     });
   }, deps.stopPollMs);

@@ -142,6 +142,15 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
     wasmModules: new Map(),
   };
   const { wasmRunner, starlarkRunner } = r;
+  /** JavaScript sources whose bytes were verified against their hash, by hash (bounded, oldest dropped first). */
+  const verified = new Map<string, string>();
+  const remember = (hash: string, source: string): void => {
+    verified.set(hash, source);
+    if (verified.size > WASM_CACHE_SIZE) {
+      const oldest = verified.keys().next();
+      if (!oldest.done) verified.delete(oldest.value);
+    }
+  };
 
   return {
     limits,
@@ -154,7 +163,10 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
     async reduce(binding: ReducerBinding, request: unknown): Promise<ReducerCallResult> {
       const artifact = await registry.get(binding.function_path);
       if (!artifact) return unavailable('artifact_missing', `no function at ${binding.function_path}`);
-      const hash = hashArtifactBytes(artifact.bytes);
+      // Bytes already verified to hash to `artifact.hash` are reused (content-addressed, so the
+      // cached copy is what that hash names): no sha256 and no decoding per call.
+      const known = verified.get(artifact.hash);
+      const hash = known !== undefined ? artifact.hash : hashArtifactBytes(artifact.bytes);
       if (hash !== artifact.hash) {
         return unavailable(
           'artifact_corrupt',
@@ -177,11 +189,14 @@ export function createSandboxReducerHost(options: SandboxReducerHostOptions): Sa
       const handler = binding.handler ?? DEFAULT_HANDLER;
       let outcome: SandboxOutcome;
       if (artifact.kind === 'js') {
-        let source: string;
-        try {
-          source = new TextDecoder('utf-8', { fatal: true }).decode(artifact.bytes);
-        } catch {
-          return unavailable('artifact_invalid', 'the JavaScript artifact is not UTF-8');
+        let source = known;
+        if (source === undefined) {
+          try {
+            source = new TextDecoder('utf-8', { fatal: true }).decode(artifact.bytes);
+          } catch {
+            return unavailable('artifact_invalid', 'the JavaScript artifact is not UTF-8');
+          }
+          remember(hash, source);
         }
         outcome = await runJsReducer(source, handler, requestJson, limits);
       } else if (artifact.kind === 'star') {

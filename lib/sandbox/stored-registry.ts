@@ -83,14 +83,36 @@ export interface StoredFunctionRegistryOptions {
   itemCacheMs?: number;
 }
 
+/**
+ * The stored registry's own request counters (like RunStore.metrics): every DynamoDB and S3
+ * request it sends, by kind. A lookup answered from its caches counts nothing.
+ */
+export interface StoredRegistryMetrics {
+  /** Consistent GetItem of a path's item (`FN#{path}`). */
+  itemReads: number;
+  /** Query pages of the listing (FNLIST). */
+  listQueries: number;
+  /** GetObject of an artifact's bytes. */
+  objectReads: number;
+  /** PutObject + TransactWriteItems of a `put`. */
+  writes: number;
+}
+
+/** A FunctionRegistry on DynamoDB and S3, with its request counters. */
+export interface StoredFunctionRegistry extends FunctionRegistry {
+  readonly metrics: Readonly<StoredRegistryMetrics>;
+}
+
 /** The artifacts the table lists under FNLIST, by path (every page, strongly consistent). */
 async function storedSummaries(
   doc: StoredFunctionRegistryOptions['doc'],
   TableName: string,
+  metrics: StoredRegistryMetrics,
 ): Promise<Map<string, ArtifactSummary>> {
   const byPath = new Map<string, ArtifactSummary>();
   let startKey: Record<string, unknown> | undefined;
   do {
+    metrics.listQueries += 1;
     const out = await doc.send(
       new QueryCommand({
         TableName,
@@ -120,7 +142,8 @@ async function storedSummaries(
  * StoredRegistryError(`artifact_missing`) when the item's object is gone and (`item_invalid`)
  * when the item is malformed. SDK errors propagate.
  */
-export function createStoredFunctionRegistry(options: StoredFunctionRegistryOptions): FunctionRegistry {
+export function createStoredFunctionRegistry(options: StoredFunctionRegistryOptions): StoredFunctionRegistry {
+  const metrics: StoredRegistryMetrics = { itemReads: 0, listQueries: 0, objectReads: 0, writes: 0 };
   const { doc, tableName: TableName, s3, bucket: Bucket, builtins } = options;
   const now = options.now ?? (() => Date.now());
   const bytesByHash = new Map<string, Uint8Array>();
@@ -131,6 +154,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
   async function readItem(functionPath: string): Promise<z.infer<typeof FunctionItem> | null> {
     const cached = items.get(functionPath);
     if (cached !== undefined && now() - cached.at < itemCacheMs) return cached.item;
+    metrics.itemReads += 1;
     const out = await doc.send(
       new GetCommand({ TableName, Key: functionItemKey(functionPath), ConsistentRead: true }),
     );
@@ -165,6 +189,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
       );
     let bytes: Uint8Array;
     try {
+      metrics.objectReads += 1;
       const out = await s3.send(new GetObjectCommand({ Bucket, Key: artifactObjectKey(hash) }));
       if (out.Body === undefined) throw missing();
       bytes = await out.Body.transformToByteArray();
@@ -181,6 +206,8 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
   }
 
   return {
+    metrics,
+
     async get(functionPath) {
       const builtin = await builtins.get(functionPath);
       if (builtin !== null) return builtin;
@@ -201,6 +228,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
       }
       const copy = bytes.slice();
       const hash = hashArtifactBytes(copy);
+      metrics.writes += 2;
       await s3.send(
         new PutObjectCommand({
           Bucket,
@@ -224,7 +252,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
     },
 
     async list(): Promise<ArtifactSummary[]> {
-      const byPath = await storedSummaries(doc, TableName);
+      const byPath = await storedSummaries(doc, TableName, metrics);
       for (const builtin of await builtins.list()) byPath.set(builtin.function_path, builtin);
       return [...byPath.values()].sort((a, b) =>
         a.function_path < b.function_path ? -1 : a.function_path > b.function_path ? 1 : 0,
@@ -248,7 +276,7 @@ export interface StoredRegistryConfig {
 export function storedFunctionRegistryFor(
   config: StoredRegistryConfig,
   builtins: FunctionRegistry,
-): FunctionRegistry {
+): StoredFunctionRegistry {
   const clients = createAwsClients(config.endpoints ?? {});
   return createStoredFunctionRegistry({
     doc: clients.doc,

@@ -108,6 +108,23 @@ describe('stored function registry', () => {
     expect((await eager.get(path))?.hash).toBe(third.hash);
   });
 
+  it('counts its own requests: a cached item and cached bytes cost none', async () => {
+    const writer = registry();
+    const path = uniquePath();
+    await writer.put(path, 'js', encode('export const v = 1;'));
+    let t = 0;
+    const reader = registry({ now: () => t, itemCacheMs: 5_000 });
+    expect(reader.metrics).toEqual({ itemReads: 0, listQueries: 0, objectReads: 0, writes: 0 });
+
+    await reader.get(path);
+    await reader.get(path);
+    t = 6_000; // the item is read again; the bytes of the same hash are not
+    await reader.get(path);
+
+    expect(reader.metrics).toEqual({ itemReads: 2, listQueries: 0, objectReads: 1, writes: 0 });
+    expect(writer.metrics.writes).toBe(2);
+  });
+
   it('serves built-ins first and refuses to overwrite them', async () => {
     const r = registry();
     expect((await r.get(BUILTIN))?.kind).toBe('js');
