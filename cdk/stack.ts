@@ -239,14 +239,19 @@ const S3_ACCESS_LOGS_USE_BUCKET_POLICY = '@aws-cdk/aws-s3:serverAccessLogsUseBuc
 
 type FunctionName = keyof typeof SERVICE_NAMES;
 
-/** Entry file (in `entryDir`) and memory (MB) of each function. */
-const FUNCTIONS: Record<FunctionName, { entry: string; memorySize: number }> = {
-  control: { entry: 'control.ts', memorySize: 512 },
+/**
+ * Entry file (in `entryDir`), memory (MB) of each function and whether it runs reducers (its
+ * bundle then carries the reducer sandbox, loaded on the first call; cdk/bundling.ts).
+ */
+const FUNCTIONS: Record<FunctionName, { entry: string; memorySize: number; reducers: boolean }> = {
+  // Creates and forks runs (resolves a reducer's hash) but never calls one.
+  control: { entry: 'control.ts', memorySize: 512, reducers: false },
   // Runs reducers in QuickJS / WebAssembly and model turns: more memory, which is also more CPU.
-  step: { entry: 'step.ts', memorySize: 1024 },
-  sweeper: { entry: 'sweeper.ts', memorySize: 512 },
-  live: { entry: 'live.ts', memorySize: 512 },
-  stream: { entry: 'stream.ts', memorySize: 512 },
+  step: { entry: 'step.ts', memorySize: 1024, reducers: true },
+  // Delivers what an ended run still owes its reducer (lib/engine/after-end.ts).
+  sweeper: { entry: 'sweeper.ts', memorySize: 512, reducers: true },
+  live: { entry: 'live.ts', memorySize: 512, reducers: false },
+  stream: { entry: 'stream.ts', memorySize: 512, reducers: false },
 };
 /**
  * Key prefixes in the payload bucket: payloads above the inline limit (lib/blobs/blob-store.ts,
@@ -321,7 +326,6 @@ export class AgentRunsStack extends Stack {
           PAYLOAD_BUCKET: this.payloadBucket.bucketName,
           POWERTOOLS_SERVICE_NAME: SERVICE_NAMES[name],
           POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-          NODE_OPTIONS: '--enable-source-maps',
         },
         logRetention,
         removalPolicy,
@@ -575,7 +579,7 @@ export class AgentRunsStack extends Stack {
         : {}),
       projectRoot: options.projectRoot,
       depsLockFilePath: join(options.projectRoot, 'package-lock.json'),
-      bundling: bundlingOptions({ withConsole: name === 'control' }),
+      bundling: bundlingOptions({ withConsole: name === 'control', reducers: spec.reducers }),
     });
     acknowledge(
       role,

@@ -1,7 +1,7 @@
 /**
  * The composition root: wires the adapters (DynamoDB store, S3 blobs, SQS queue, QuickJS /
- * WebAssembly reducer sandbox, tool dispatcher, model-turn functions) into one engine. The three
- * Lambda handlers, the local stack and the tests build their runtime here, so every entry point
+ * WebAssembly / Starlark reducer sandbox, imported on the first reducer call, tool dispatcher,
+ * model-turn functions) into one engine. The Lambda handlers, the local stack and the tests build their runtime here, so every entry point
  * runs the same code. DESIGN sections 2 and 3 ("functions/ ... Everything they share lives in lib/").
  */
 import type { AwsClients, AwsEndpoints } from './aws-clients.ts';
@@ -25,11 +25,8 @@ import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
-import {
-  createSandboxReducerHost,
-  type FunctionRegistry,
-  InMemoryFunctionRegistry,
-} from './sandbox/index.ts';
+import { type FunctionRegistry, InMemoryFunctionRegistry } from './sandbox/function-registry.ts';
+import { createLazyReducerHost } from './sandbox/lazy-host.ts';
 import { createDynamoRegistryStore } from './store/dynamo-registry-store.ts';
 import { createDynamoRunStore } from './store/dynamo-run-store.ts';
 import { createAuditLog } from './tools/audit-log.ts';
@@ -112,7 +109,9 @@ export function createRuntime(config: RuntimeConfig): Runtime {
   const clock = config.clock ?? { now: () => Date.now() };
   const log = config.log ?? (() => {});
   const functions = config.functions ?? builtInFunctions();
-  const reducers = config.reducers ?? createSandboxReducerHost({ registry: functions });
+  // The sandbox is imported on the first reducer call (lib/sandbox/lazy-host.ts): a function
+  // that runs no reducer neither loads nor, bundled, carries it.
+  const reducers = config.reducers ?? createLazyReducerHost({ registry: functions });
   const registries = createDynamoRegistryStore({ doc: clients.doc, tableName: config.tableName });
   const registry = createToolRegistry();
   config.registerTools?.(registry);
