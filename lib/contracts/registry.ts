@@ -15,7 +15,7 @@ import { Principal } from './run.ts';
 import { SEMVER_PATTERN, ToolMetadata, ToolRisk } from './tool-registration.ts';
 
 /** The registries, as they appear in paths (`/admin/{kind}`) and pins. */
-export const REGISTRY_KINDS = ['tools', 'policy', 'agents'] as const;
+export const REGISTRY_KINDS = ['tools', 'policy', 'agents', 'workspaces'] as const;
 export const RegistryKind = z.enum(REGISTRY_KINDS);
 export type RegistryKind = z.infer<typeof RegistryKind>;
 
@@ -147,6 +147,28 @@ export const AgentEntry = z.strictObject({
   tools: Names,
 });
 export type AgentEntry = z.infer<typeof AgentEntry>;
+
+// ---------------------------------------------------------------- workspaces
+
+/** The workspace every user owns without a grant: `user:{id}`; no grant may name one. */
+export const OWN_WORKSPACE_PREFIX = 'user:';
+
+/**
+ * A workspace grant: who may create runs in the workspace (and so learn that a subject in it
+ * has a live run): user ids, groups of the user (as the verified token names them), and agents
+ * acting for nobody. A workspace `user:{id}` is its user's own and cannot be granted.
+ */
+export const WorkspaceGrant = z.strictObject({
+  workspace: Name.refine(
+    (w) => !w.startsWith(OWN_WORKSPACE_PREFIX),
+    `a ${OWN_WORKSPACE_PREFIX}{id} workspace is its user's own and cannot be granted`,
+  ),
+  description: z.string().max(4000).optional(),
+  users: Names.default([]),
+  groups: Names.default([]),
+  agents: Names.default([]),
+});
+export type WorkspaceGrant = z.infer<typeof WorkspaceGrant>;
 
 // ---------------------------------------------------------------- stored shapes
 

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { RISK_TIERS, type RiskTier, RiskTier as RiskTierSchema } from '../contracts/index.ts';
+import type { WorkspaceMode } from './workspaces.ts';
 
 /** A deployment's admission settings. Every limit is optional: absent means unlimited. */
 export interface AdmissionConfig {
@@ -16,6 +17,12 @@ export interface AdmissionConfig {
   max_creates_per_minute?: number;
   /** The lowest risk tier a run may have (default `standard`). */
   risk_tier_floor?: RiskTier;
+  /** A workspace nobody was granted: refused (`owned`) or open to every caller (`open`, the default). */
+  workspaces?: WorkspaceMode;
+  /** Default bound on the children one run may start, when its budgets set no max_children. */
+  max_children_per_run?: number;
+  /** Default bound on a tree's depth (the root is 0), when a run's budgets set no max_depth. */
+  max_tree_depth?: number;
 }
 
 /** What the principal holds now, as the store read it (strongly consistent). */
@@ -110,12 +117,16 @@ const AdmissionEnv = z.object({
   AGENT_RUNS_MAX_LIVE_RUNS: Limit.optional(),
   AGENT_RUNS_MAX_CREATES_PER_MINUTE: Limit.optional(),
   AGENT_RUNS_RISK_TIER_FLOOR: RiskTierSchema.optional(),
+  AGENT_RUNS_WORKSPACES: z.enum(['owned', 'open']).optional(),
+  AGENT_RUNS_MAX_CHILDREN_PER_RUN: Limit.optional(),
+  AGENT_RUNS_MAX_TREE_DEPTH: Limit.optional(),
 });
 
 /**
  * A deployment's admission settings from its environment: `AGENT_RUNS_MAX_LIVE_RUNS`,
  * `AGENT_RUNS_MAX_CREATES_PER_MINUTE` (positive integers) and `AGENT_RUNS_RISK_TIER_FLOOR`
- * (low | standard | high); unset or empty means unlimited / standard. Throws an Error naming
+ * (low | standard | high), `AGENT_RUNS_WORKSPACES` (owned | open), `AGENT_RUNS_MAX_CHILDREN_PER_RUN` and
+ * `AGENT_RUNS_MAX_TREE_DEPTH` (positive integers); unset or empty means unlimited / standard / open. Throws an Error naming
  * the variable when one is set to something else.
  */
 export function admissionFromEnv(env: Record<string, string | undefined>): AdmissionConfig {
@@ -136,5 +147,10 @@ export function admissionFromEnv(env: Record<string, string | undefined>): Admis
       ? { max_creates_per_minute: e.AGENT_RUNS_MAX_CREATES_PER_MINUTE }
       : {}),
     ...(e.AGENT_RUNS_RISK_TIER_FLOOR !== undefined ? { risk_tier_floor: e.AGENT_RUNS_RISK_TIER_FLOOR } : {}),
+    ...(e.AGENT_RUNS_WORKSPACES !== undefined ? { workspaces: e.AGENT_RUNS_WORKSPACES } : {}),
+    ...(e.AGENT_RUNS_MAX_CHILDREN_PER_RUN !== undefined
+      ? { max_children_per_run: e.AGENT_RUNS_MAX_CHILDREN_PER_RUN }
+      : {}),
+    ...(e.AGENT_RUNS_MAX_TREE_DEPTH !== undefined ? { max_tree_depth: e.AGENT_RUNS_MAX_TREE_DEPTH } : {}),
   };
 }

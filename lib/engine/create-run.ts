@@ -17,6 +17,7 @@ import { commitOf, type EngineDeps, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun, runView } from './reads.ts';
 import { admitRegistries } from './registry-admission.ts';
+import { admitWorkspace } from './workspace-admission.ts';
 
 export interface CreateRunOutput {
   run: RunRecord;
@@ -80,7 +81,7 @@ async function findExisting(
 /**
  * Creates a run for `caller`, or returns the run a replayed create key or the subject's live run
  * names (`created: false`). Throws EngineError validation_failed (the body), unauthorized
- * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), reducer_not_found; CommitRejected when the store refuses
+ * (on_behalf_of by a non-system caller), agent_not_allowed (registry-admission.ts), workspace_not_granted (workspace-admission.ts), reducer_not_found; CommitRejected when the store refuses
  * for another reason.
  */
 export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller): Promise<CreateRunOutput> {
@@ -92,7 +93,10 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const decided = principalFor(caller.principal, input.as_agent, input.on_behalf_of);
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
-  const pinned = await admitRegistries(deps, principal, caller, input.as_agent !== undefined);
+  const [pinned] = await Promise.all([
+    admitRegistries(deps, principal, caller, input.as_agent !== undefined),
+    admitWorkspace(deps, principal, caller, input.subject.workspace),
+  ]);
   const principalKey = principalKeyOf(principal);
   const quotaKey = quotaKeyOf(principal);
   // What a replayed create key must match: the request, without the key itself.
@@ -159,7 +163,8 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
           ...(quotaLimited
             ? {
                 quota: {
-                  principalKey,
+                  // Claimed under the key it is read and released under (the user an agent acts for).
+                  principalKey: quotaKey,
                   ...(admitted.window !== undefined ? { window: admitted.window } : {}),
                 },
               }

@@ -16,6 +16,8 @@ export type EngineErrorCode =
   | 'create_key_reused'
   /** as_agent names an agent that is not registered, or may not act for this user (403). */
   | 'agent_not_allowed'
+  /** The subject's workspace is not granted to the caller (403; nothing of its runs is revealed). */
+  | 'workspace_not_granted'
   /** A per-principal limit of the deployment (live runs, creations per minute) is reached (429). */
   | 'quota_exceeded'
   | 'checkpoint_not_found'

@@ -19,6 +19,7 @@ import { CommitRejected } from './commit-errors.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import type { CreateRunOutput } from './create-run.ts';
 import { type EngineDeps, wake } from './deps.ts';
+import { admitWorkspace } from './workspace-admission.ts';
 import { EngineError } from './errors.ts';
 import { readRun, runView } from './reads.ts';
 
@@ -177,6 +178,8 @@ export async function forkRun(
     throw invalid('state', `the state exceeds ${MAX_STATE_BYTES} bytes as canonical JSON`);
   }
   const original = await readRun(deps, runId, caller);
+  // The fork is the caller's run: its workspace must be granted to the caller, as for a create.
+  await admitWorkspace(deps, caller.principal, caller, (input.subject ?? original.subject).workspace);
   const principalKey = principalKeyOf(caller.principal);
   // What a replayed create key must match: this fork request, without the key itself.
   const { create_key: _key, ...request } = input;

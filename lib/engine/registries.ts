@@ -20,6 +20,7 @@ import {
   type RegistryKind,
   type RegistryListing,
   ToolEntry,
+  WorkspaceGrant,
 } from '../contracts/index.ts';
 import { digestOf } from '../core/canonical.ts';
 import { contentionPause } from './commit-loop.ts';
@@ -52,6 +53,11 @@ const KINDS: Record<RegistryKind, KindRules> = {
   agents: {
     schema: AgentEntry as unknown as z.ZodType<Record<string, unknown>>,
     nameOf: (b) => String(b.agent_id),
+    ownVersion: () => null,
+  },
+  workspaces: {
+    schema: WorkspaceGrant as unknown as z.ZodType<Record<string, unknown>>,
+    nameOf: (b) => String(b.workspace),
     ownVersion: () => null,
   },
 };

@@ -80,7 +80,7 @@ type Tag = keyof typeof TAGS;
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json, invalid_unicode or invalid_artifact',
   401: 'unauthenticated',
-  403: 'unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability) or agent_not_allowed',
+  403: "unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability), agent_not_allowed or workspace_not_granted (the subject's workspace is not granted to the caller; nothing of its runs is revealed)",
   404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
   405: 'method_not_allowed',
   409: "run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state, turn_outcome_refused, result_already_delivered (another delivery was applied to the resume key) or result_already_held (another result is held for it), cursor_ahead (an events cursor beyond the run's last seq)",
@@ -499,6 +499,12 @@ const REGISTRY_OPERATIONS: Record<
     get: 'getAgent',
     what: 'an agent (id, whom it may act for, its tool rights)',
   },
+  workspaces: {
+    publish: 'publishWorkspaceGrant',
+    list: 'listWorkspaceGrants',
+    get: 'getWorkspaceGrant',
+    what: 'a workspace grant (the users, groups and agents that may create runs in a workspace)',
+  },
 };
 
 /**
@@ -554,6 +560,7 @@ export const REGISTRY_ROUTES = {
   tools: registryRoutes('tools'),
   policy: registryRoutes('policy'),
   agents: registryRoutes('agents'),
+  workspaces: registryRoutes('workspaces'),
 } as const;
 
 /** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */

@@ -18,6 +18,7 @@ import {
   RegistryListing as RegistryListingContract,
   RunEvent as RunEventContract,
   RunRecord as RunRecordContract,
+  WorkspaceGrant as WorkspaceGrantContract,
   RunStatus,
   Subject,
   ToolDescriptor as ToolDescriptorContract,
@@ -40,12 +41,18 @@ export const ForkRunInput = named('ForkRunInput', ForkRunInputContract);
 export const ToolEntry = named('ToolEntry', ToolEntryContract);
 export const PolicyDocument = named('PolicyDocument', PolicyDocumentContract);
 export const AgentEntry = named('AgentEntry', AgentEntryContract);
+export const WorkspaceGrant = named('WorkspaceGrant', WorkspaceGrantContract);
 export const PublishResult = named('PublishResult', PublishResultContract);
 export const RegistryEntry = named('RegistryEntry', RegistryEntryContract);
 export const RegistryListing = named('RegistryListing', RegistryListingContract);
 
 /** The document each registry publishes. */
-export const RegistryDocuments = { tools: ToolEntry, policy: PolicyDocument, agents: AgentEntry } as const;
+export const RegistryDocuments = {
+  tools: ToolEntry,
+  policy: PolicyDocument,
+  agents: AgentEntry,
+  workspaces: WorkspaceGrant,
+} as const;
 
 /** `GET /admin/{kind}/entry?name=&version=`: the version defaults to the current one. */
 export const RegistryEntryQuery = z.object({
