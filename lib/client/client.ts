@@ -154,13 +154,6 @@ export interface FollowParams extends EventsParams {
   onPage?: (page: EventPage) => void;
 }
 
-export interface WaitForEndParams extends RunCallOptions {
-  /** Seconds each long poll waits (1..20, default 20): one request per `wait` while the run goes on. */
-  wait?: number;
-  /** Stops waiting (between long polls): the call rejects with ApiError `aborted`. */
-  signal?: AbortSignal;
-}
-
 export interface ClientOptions {
   /** e.g. `http://127.0.0.1:8787` or the API Gateway URL (a path prefix such as a stage is kept). */
   baseUrl: string;
@@ -182,13 +175,6 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   events(runId: string, params?: EventsParams): Promise<EventPage>;
   /** Yields every event after `after`, long-polling, until the run has settled (ended, its reducer answered every event) and all its events were yielded. */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
-  /**
-   * Resolves with the run's record once it has settled (ended, its reducer answered every
-   * event). Long-polls `GET /runs/{id}/events` past any seq (so no event is ever sent back):
-   * one request per `wait` seconds however many steps the run takes, never a re-read of the log.
-   * Rejects with ApiError `aborted` when `signal` aborts, or the API's error (run_not_found, ...).
-   */
-  waitForEnd(runId: string, params?: WaitForEndParams): Promise<RunRecord>;
   checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
   /** The child runs `runId` delegated to, oldest first. */
@@ -324,9 +310,6 @@ export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
   };
 }
 
-/** An `after` no run's seq reaches (the API takes up to 15 digits): a long poll that only ends at settlement. */
-export const PAST_ANY_SEQ = 10 ** 15 - 1;
-
 const enc = encodeURIComponent;
 const runPath = (runId: string) => `/runs/${enc(runId)}`;
 
@@ -369,7 +352,6 @@ function runMethods(
   | 'listRuns'
   | 'events'
   | 'followEvents'
-  | 'waitForEnd'
   | 'checkpoints'
   | 'children'
   | 'checkpoint'
@@ -412,24 +394,6 @@ function runMethods(
         // An older server sends no `settled`: the terminal status is then the end.
         const ended = page.settled ?? isTerminalStatus(page.status);
         if (ended && after >= page.last_seq) return;
-      }
-    },
-    async waitForEnd(runId, params = {}) {
-      const wait = params.wait ?? 20;
-      if (!(wait >= 1 && wait <= 20))
-        throw new ApiError('validation_failed', 0, `wait: expected 1..20 seconds, got ${wait}`, {
-          field: 'wait',
-        });
-      const capability = params.capability !== undefined ? { capability: params.capability } : {};
-      for (;;) {
-        if (params.signal?.aborted === true)
-          throw new ApiError('aborted', 0, `stopped waiting for run ${runId} to end`);
-        // `after` past any seq: the server answers at settlement or after `wait`, with no events.
-        const page = await events()(runId, { after: PAST_ANY_SEQ, limit: 1, wait, ...capability });
-        // An older server sends no `settled`: the terminal status is then the end.
-        if (page.settled ?? isTerminalStatus(page.status)) {
-          return call({ method: 'GET', path: runPath(runId), ...capability, schema: RunRecord });
-        }
       }
     },
     checkpoints: async (runId, opts = {}) =>

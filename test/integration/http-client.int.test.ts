@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import { PAST_ANY_SEQ } from '../../lib/client/client.ts';
 import { type AgentRunsClient, ApiError, createClient } from '../../lib/client/index.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -101,40 +100,6 @@ describe('the typed client', () => {
     expect(done).toMatchObject({ status: 'completed', summary: 'HAT001' });
     expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: done.last_seq }, (_, i) => i + 1));
     expect(statuses.at(-1)).toBe('completed');
-  });
-
-  it('waits for a run to end with long polls that carry no events, then returns its record', async () => {
-    const { run } = await waitingRun();
-    const seenAfter: string[] = [];
-    const counting = createClient({
-      baseUrl: 'http://api.test/',
-      token: TOKEN,
-      fetch: (req) => {
-        const url = new URL(req.url);
-        if (url.pathname.endsWith('/events')) seenAfter.push(url.searchParams.get('after') ?? '');
-        return app.fetch(req);
-      },
-    });
-    const ended = counting.waitForEnd(run.run_id, { wait: 1 });
-    await new Promise((r) => setTimeout(r, 200));
-    const request = run.open_requests[0];
-    await client.answer(run.run_id, request?.request_id ?? '', 'HAT002');
-    await runtime.engine.stepRun(run.run_id);
-
-    const record = await ended;
-    expect(record).toMatchObject({ run_id: run.run_id, status: 'completed', summary: 'HAT002' });
-    expect(seenAfter.length).toBeGreaterThan(0);
-    expect(seenAfter.every((a) => a === String(PAST_ANY_SEQ))).toBe(true);
-  });
-
-  it('refuses a wait outside 1..20 s and stops waiting when aborted', async () => {
-    const { run } = await waitingRun();
-    expect((await rejection(client.waitForEnd(run.run_id, { wait: 0 }))).code).toBe('validation_failed');
-    const stop = new AbortController();
-    const waiting = rejection(client.waitForEnd(run.run_id, { wait: 1, signal: stop.signal }));
-    stop.abort();
-    expect((await waiting).code).toBe('aborted');
-    expect((await rejection(client.waitForEnd('run_missing', { wait: 1 }))).code).toBe('run_not_found');
   });
 
   it('generates a control_id when none is given, and a reused one returns the duplicate ack', async () => {
