@@ -5,6 +5,7 @@
  * on real DynamoDB may show part of a commit still landing), and a DynamoDB RunStore on the
  * local services built over such a client (issue 3, "Real services in every test").
  */
+import { unpackBody } from '../../lib/store/record-codec.ts';
 import {
   ProvisionedThroughputExceededException,
   TransactionCanceledException,
@@ -15,6 +16,7 @@ import {
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
@@ -41,7 +43,17 @@ export function faultyDoc(
 ): DynamoDBDocumentClient & { readonly injected: number } {
   let n = 0;
   let injected = 0;
+  // The last seq each run record item was written with: a record update's NEW events are its
+  // tail's events past it (lib/store/event-tail.ts), shown to `plan` as a page of them.
+  const written = new Map<string, number>();
   const send = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
+  const plainFault = (code: Exclude<TransactFault, null>) => {
+    injected += 1;
+    const fault = { $metadata: {}, message: `injected ${code}` };
+    return code === 'TransactionConflict'
+      ? new TransactionConflictException(fault)
+      : new ProvisionedThroughputExceededException(fault);
+  };
   const proxy = new Proxy(doc, {
     get(target, prop, receiver) {
       if (prop === 'injected') return injected;
@@ -49,7 +61,8 @@ export function faultyDoc(
       return async (command: unknown) => {
         if (command instanceof TransactWriteCommand) {
           n += 1;
-          const code = plan(command.input.TransactItems ?? [], n);
+          const items = command.input.TransactItems ?? [];
+          const code = plan([...items, ...items.flatMap((i) => tailPage(written, i.Update))], n);
           if (code !== null) {
             injected += 1;
             throw new TransactionCanceledException({
@@ -58,6 +71,9 @@ export function faultyDoc(
               CancellationReasons: [{ Code: code, Message: `injected ${code}` }],
             });
           }
+          const out = await send(command);
+          for (const i of items) remember(written, i.Put?.Item, i.Update);
+          return out;
         }
         if (command instanceof PutCommand) {
           n += 1;
@@ -65,19 +81,46 @@ export function faultyDoc(
             [{ Put: command.input }] as NonNullable<TransactWriteCommandInput['TransactItems']>,
             n,
           );
-          if (code !== null) {
-            injected += 1;
-            const fault = { $metadata: {}, message: `injected ${code}` };
-            throw code === 'TransactionConflict'
-              ? new TransactionConflictException(fault)
-              : new ProvisionedThroughputExceededException(fault);
-          }
+          if (code !== null) throw plainFault(code);
+        }
+        if (command instanceof UpdateCommand) {
+          n += 1;
+          const update = command.input as Update;
+          const code = plan(
+            [{ Update: update }, ...tailPage(written, update)] as NonNullable<
+              TransactWriteCommandInput['TransactItems']
+            >,
+            n,
+          );
+          if (code !== null) throw plainFault(code);
+          const out = await send(command);
+          remember(written, undefined, update);
+          return out;
         }
         return send(command);
       };
     },
   });
   return proxy as DynamoDBDocumentClient & { readonly injected: number };
+}
+
+type Update = { Key?: Record<string, unknown>; ExpressionAttributeValues?: Record<string, unknown> };
+
+/** The record update's new tail events (past the last seq written), as a page item, or none. */
+function tailPage(written: Map<string, number>, update: Update | undefined) {
+  const body = update?.ExpressionAttributeValues?.[':body_z'];
+  if (!(body instanceof Uint8Array)) return [];
+  const pk = String(update?.Key?.pk);
+  const tail = JSON.parse(unpackBody(body).tail) as { events: { seq: number; kind: string }[] };
+  const fresh = tail.events.filter((e) => e.seq > (written.get(pk) ?? 0));
+  return [{ Put: { TableName: 'tail', Item: { pk, sk: 'tail', events: fresh } } }];
+}
+
+/** Remembers the last seq a landed write gave a run record item. */
+function remember(written: Map<string, number>, put: Record<string, unknown> | undefined, update?: Update) {
+  if (put?.sk === 'R' && typeof put.last_seq === 'number') written.set(String(put.pk), put.last_seq);
+  const seq = update?.ExpressionAttributeValues?.[':last_seq'];
+  if (typeof seq === 'number') written.set(String(update?.Key?.pk), seq);
 }
 
 /**
