@@ -12,6 +12,7 @@ import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
+import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { modelsFromEnv } from '../lib/models/configured.ts';
 import { acknowledge } from './nag.ts';
 
@@ -35,6 +36,8 @@ export interface ModelsProps {
   readonly openAi?: OpenAiModelProps;
   /** `bedrock`, `openai` or a model path: what a run gets when it names none (AGENT_RUNS_DEFAULT_MODEL). */
   readonly defaultModel?: string;
+  /** AI SDK models as data (AGENT_RUNS_MODELS): the step function may read each `api_key_secret` and invoke each amazon-bedrock model. */
+  readonly aiSdkModels?: readonly AiSdkModelEntry[];
   readonly removalPolicy: RemovalPolicy;
 }
 
@@ -64,6 +67,23 @@ export class Models extends Construct {
       env.OPENAI_API_KEY_SECRET = props.openAi.apiKeySecret ?? secret.secretArn;
       secret.grantRead(stepFunction);
     }
+    const aiSdk = props.aiSdkModels ?? [];
+    if (aiSdk.length > 0) env.AGENT_RUNS_MODELS = JSON.stringify(aiSdk);
+    for (const [i, entry] of aiSdk.entries()) {
+      if (entry.api_key_secret === undefined) continue;
+      const given = entry.api_key_secret;
+      const read = given.startsWith('arn:')
+        ? Secret.fromSecretCompleteArn(this, `AiSdkKey${i}`, given)
+        : Secret.fromSecretNameV2(this, `AiSdkKey${i}`, given);
+      if (!given.startsWith('arn:')) {
+        acknowledge(
+          this.grantee,
+          `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${given}-??????]`,
+          'A secret named (not given by full ARN) is matched with the six-character suffix Secrets Manager appends; the grant names that one secret.',
+        );
+      }
+      read.grantRead(stepFunction);
+    }
     if (props.defaultModel !== undefined) env.AGENT_RUNS_DEFAULT_MODEL = props.defaultModel;
     // The same checks the step function runs at start (no I/O).
     modelsFromEnv(env);
@@ -73,6 +93,7 @@ export class Models extends Construct {
 
     const arns = [
       ...ids.flatMap((modelId) => this.bedrockArnsOf(modelId)),
+      ...aiSdk.filter((e) => e.provider === 'amazon-bedrock').flatMap((e) => this.bedrockArnsOf(e.model)),
       ...(props.bedrockModelArns ?? []),
     ];
     if (arns.length > 0) {

@@ -55,6 +55,7 @@ import type { ConfiguredTool } from '../lib/tools/configured.ts';
 import { ApiAuth } from './auth.ts';
 import { bundlingOptions, REPO_ROOT } from './bundling.ts';
 import { Live } from './live.ts';
+import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
 import { Operations, type OperationsAlarms } from './operations.ts';
@@ -165,6 +166,8 @@ export interface AgentRunsStackProps extends StackProps {
   readonly openAi?: OpenAiModelProps;
   /** `bedrock`, `openai` or a model path: the model of a run that names none. Default: Bedrock if configured. */
   readonly defaultModel?: string;
+  /** AI SDK models as data (AGENT_RUNS_MODELS, lib/models/ai-sdk-config.ts); IAM for their secrets and Bedrock ids. */
+  readonly aiSdkModels?: readonly AiSdkModelEntry[];
   /** Tools registered in every container (AGENT_RUNS_TOOLS); Lambda tools get invoke rights. Default none. */
   readonly tools?: readonly ConfiguredTool[];
   /**
@@ -355,6 +358,7 @@ export class AgentRunsStack extends Stack {
       ...(props.bedrockModelArns !== undefined ? { bedrockModelArns: props.bedrockModelArns } : {}),
       ...(props.openAi !== undefined ? { openAi: props.openAi } : {}),
       ...(props.defaultModel !== undefined ? { defaultModel: props.defaultModel } : {}),
+      ...(props.aiSdkModels !== undefined ? { aiSdkModels: props.aiSdkModels } : {}),
     });
     configureTools(props.tools ?? [], { control: this.controlFunction, step: this.stepFunction });
     grantDataTools(props.dataTools ?? {}, this.stepFunction);

@@ -13,8 +13,12 @@
  *   ARN of a Secrets Manager secret read through Powertools Parameters on the first model turn
  *   and cached for OPENAI_API_KEY_MAX_AGE_SECONDS (default 300). The secret is the key itself,
  *   or a JSON object with an `api_key` field.
+ * - `AGENT_RUNS_MODELS`: AI SDK models as data, a JSON array of `{provider, model, path?,
+ *   base_url?, api_key_secret?, ...}` (providers amazon-bedrock, anthropic, openai,
+ *   openai-compatible; see ai-sdk-config.ts), each at its `path`.
  * - `AGENT_RUNS_DEFAULT_MODEL`: `bedrock`, `openai` or a path above: the function a run gets
- *   when it names none (default: Bedrock when configured, else OpenAI). The default is also
+ *   when it names none (default: Bedrock when configured, else OpenAI, else the first
+ *   AGENT_RUNS_MODELS entry). The default is also
  *   served at the contract's default path.
  *
  * A run chooses among the configured functions with `executor_config.model_turn_function`
@@ -28,23 +32,26 @@
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
 import { createBedrockModel } from './bedrock.ts';
-import { ModelsModuleError } from './errors.ts';
+import { type AiSdkProvider, aiSdkModels, parseAiSdkModels } from './ai-sdk-config.ts';
+import { maxAgeOf, type SecretReader, secretApiKey } from './api-key.ts';
+import { ModelConfigError } from './errors.ts';
 import { createOpenAiCompatibleModel } from './openai-compatible.ts';
 import type { ModelTurnFunction } from './types.ts';
+
+export { ApiKeyUnavailable, DEFAULT_API_KEY_MAX_AGE_SECONDS, type SecretReader } from './api-key.ts';
+export { ModelConfigError } from './errors.ts';
 
 /** Where the configured providers are served. */
 export const MODEL_PATHS = { bedrock: '/lib/models/bedrock', openai: '/lib/models/openai' } as const;
 
-/** How long a secret API key is cached, in seconds, unless OPENAI_API_KEY_MAX_AGE_SECONDS says otherwise. */
-export const DEFAULT_API_KEY_MAX_AGE_SECONDS = 300;
-
 /** One configured model-turn function, as the start banner and the tests describe it. */
 export interface ConfiguredModel {
   path: string;
-  provider: 'bedrock' | 'openai-compatible';
+  /** Our adapters (`bedrock`, `openai-compatible`) or an AI SDK provider of AGENT_RUNS_MODELS. */
+  provider: 'bedrock' | 'openai-compatible' | AiSdkProvider;
   /** The provider's model id. */
   model: string;
-  /** Where the API key comes from (OpenAI-compatible only): `secret <id>`, `environment` or `none`. */
+  /** Where the API key comes from: `secret <id>`, `environment[ NAME]`, `aws` or `none`. */
   key?: string;
 }
 
@@ -55,23 +62,6 @@ export interface ConfiguredModels {
   models: ConfiguredModel[];
   /** The path a run gets when it names none; undefined when nothing is configured. */
   defaultPath: string | undefined;
-}
-
-/** A configuration the environment cannot mean: names the variable. */
-export class ModelConfigError extends ModelsModuleError {
-  override name = 'ModelConfigError';
-  readonly code = 'model_config_invalid';
-  readonly retryable = false;
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super(`${variable}: ${message}`);
-    this.variable = variable;
-  }
-}
-
-/** Reads one secret (a cached read; Powertools' SecretsProvider fits). */
-export interface SecretReader {
-  get(name: string, options: { maxAge: number }): Promise<unknown>;
 }
 
 export interface ModelsFromEnvOptions {
@@ -143,6 +133,22 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     });
   }
 
+  const listed = value('AGENT_RUNS_MODELS');
+  if (listed !== undefined) {
+    const entries = parseAiSdkModels(listed);
+    const more = aiSdkModels(entries, { env, secrets: () => options.secrets ?? new SecretsProvider() });
+    for (const m of more.models) {
+      if (m.path in functions) {
+        throw new ModelConfigError(
+          'AGENT_RUNS_MODELS',
+          `${m.path} is already configured by another variable`,
+        );
+      }
+      models.push(m);
+    }
+    Object.assign(functions, more.functions);
+  }
+
   const defaultPath = defaultPathOf(value('AGENT_RUNS_DEFAULT_MODEL'), functions);
   if (defaultPath !== undefined) {
     const fn = functions[defaultPath];
@@ -157,7 +163,8 @@ function defaultPathOf(
 ): string | undefined {
   if (chosen === undefined) {
     if (MODEL_PATHS.bedrock in functions) return MODEL_PATHS.bedrock;
-    return MODEL_PATHS.openai in functions ? MODEL_PATHS.openai : undefined;
+    if (MODEL_PATHS.openai in functions) return MODEL_PATHS.openai;
+    return Object.keys(functions)[0];
   }
   const path = chosen === 'bedrock' || chosen === 'openai' ? MODEL_PATHS[chosen] : chosen;
   if (!(path in functions)) {
@@ -168,77 +175,4 @@ function defaultPathOf(
     );
   }
   return path;
-}
-
-function maxAgeOf(text: string | undefined): number {
-  if (text === undefined) return DEFAULT_API_KEY_MAX_AGE_SECONDS;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new ModelConfigError('OPENAI_API_KEY_MAX_AGE_SECONDS', `not a whole number of seconds: ${text}`);
-  }
-  return n;
-}
-
-/** Secrets Manager errors that another attempt will not cure. */
-const PERMANENT_SECRET_ERRORS = new Set([
-  'ResourceNotFoundException',
-  'AccessDeniedException',
-  'DecryptionFailure',
-  'InvalidRequestException',
-  'InvalidParameterException',
-]);
-
-/** An error reading the API key; `retryable` tells the model adapter how to classify the turn. */
-export class ApiKeyUnavailable extends ModelsModuleError {
-  override name = 'ApiKeyUnavailable';
-  readonly code = 'api_key_unavailable';
-  readonly retryable: boolean;
-  constructor(message: string, retryable: boolean, options?: ErrorOptions) {
-    super(message, options);
-    this.retryable = retryable;
-  }
-}
-
-/** A key provider over a cached secret read: the secret string, or its JSON `api_key` field. */
-function secretApiKey(secretId: string, maxAge: number, secrets: SecretReader): () => Promise<string> {
-  return async () => {
-    let raw: unknown;
-    try {
-      raw = await secrets.get(secretId, { maxAge });
-    } catch (error) {
-      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-      const name = cause instanceof Error ? cause.name : 'Error';
-      const message = cause instanceof Error ? cause.message : String(cause);
-      throw new ApiKeyUnavailable(
-        `secret ${secretId}: ${name}: ${message}`,
-        !PERMANENT_SECRET_ERRORS.has(name),
-        {
-          cause: error,
-        },
-      );
-    }
-    const key = apiKeyOf(raw);
-    if (key === undefined) {
-      throw new ApiKeyUnavailable(
-        `secret ${secretId} holds no API key (a string, or JSON with api_key)`,
-        false,
-      );
-    }
-    return key;
-  };
-}
-
-function apiKeyOf(raw: unknown): string | undefined {
-  if (typeof raw !== 'string') return undefined;
-  const text = raw.trim();
-  if (text.startsWith('{')) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      const field = (parsed as { api_key?: unknown } | null)?.api_key;
-      return typeof field === 'string' && field !== '' ? field : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  return text === '' ? undefined : text;
 }

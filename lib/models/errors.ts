@@ -13,3 +13,15 @@ export abstract class ModelsModuleError extends Error {
   abstract readonly code: string;
   abstract readonly retryable: boolean;
 }
+
+/** A configuration the environment cannot mean: names the variable. */
+export class ModelConfigError extends ModelsModuleError {
+  override name = 'ModelConfigError';
+  readonly code = 'model_config_invalid';
+  readonly retryable = false;
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.variable = variable;
+  }
+}

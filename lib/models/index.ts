@@ -1,4 +1,5 @@
-/** Model-turn functions (recorded, Bedrock Converse, OpenAI-compatible) and the ModelHost adapter. DESIGN section 9. */
+/** Model-turn functions (recorded, Bedrock Converse, OpenAI-compatible, any AI SDK model) and the ModelHost adapter. DESIGN section 9. */
+export * from './ai-sdk.ts';
 export * from './bedrock.ts';
 export * from './errors.ts';
 export * from './host.ts';

@@ -53,7 +53,8 @@ export type UsageFidelity = 'reported' | 'estimated';
  * number of HTTP attempts made for this turn (1 unless a client retried, which is then visible).
  */
 export interface ProviderCallInfo {
-  provider: 'bedrock' | 'openai-compatible' | 'recorded';
+  /** Ours (`bedrock`, `openai-compatible`, `recorded`) or an AI SDK model's `provider` (e.g. `anthropic.messages`). */
+  provider: 'bedrock' | 'openai-compatible' | 'recorded' | (string & {});
   model_id: string;
   response_id?: string | undefined;
   latency_ms?: number | undefined;

@@ -747,6 +747,25 @@ describe('models', () => {
     expect(nagFindings(built.stack)).toEqual([]);
   });
 
+  it('hands the step function AI SDK models as data, with IAM for their secret and Bedrock model', () => {
+    const models = [
+      { provider: 'anthropic' as const, model: 'claude-sonnet-4-5', api_key_secret: 'prod/anthropic' },
+      { provider: 'amazon-bedrock' as const, model: SONNET },
+    ];
+    const built = build({ aiSdkModels: models }, { bundle: false });
+    const env = envOf(built, built.stack.stepFunction);
+    expect(JSON.parse(String(env.AGENT_RUNS_MODELS))).toEqual(models);
+    const [grant, ...more] = bedrockGrants(built);
+    expect(more).toEqual([]);
+    expect(JSON.stringify(grant?.Resource)).toContain(`::foundation-model/${SONNET}`);
+    const readers = ofType(built.resources, 'AWS::IAM::Policy').filter(([, p]) =>
+      JSON.stringify(p.PolicyDocument).includes('secretsmanager:GetSecretValue'),
+    );
+    expect(readers).toHaveLength(1);
+    expect(JSON.stringify(readers[0]?.[1].PolicyDocument)).toContain('secret:prod/anthropic');
+    expect(nagFindings(built.stack)).toEqual([]);
+  });
+
   it('reads the OpenAI-compatible key from a secret only the step function may read', () => {
     const built = build(
       { openAi: { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini' }, defaultModel: 'openai' },
