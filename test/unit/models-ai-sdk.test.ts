@@ -134,9 +134,7 @@ describe('AI SDK openai-compatible model-turn function', () => {
   });
 
   it('classifies 429 as rate_limited with Retry-After, and the host retries it visibly', async () => {
-    server.reply(
-      { status: 429, headers: { 'retry-after': '0' }, body: 'fixture:openai-rate-limit.json' },
-    );
+    server.reply({ status: 429, headers: { 'retry-after': '0' }, body: 'fixture:openai-rate-limit.json' });
     const first = await model()(input, context, signal());
     expect(first).toMatchObject({
       error_class: 'rate_limited',
