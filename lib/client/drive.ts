@@ -10,7 +10,7 @@
 import type { ClientOperationResult, Fence, Operation, RunRecord } from '../contracts/index.ts';
 import type { AgentRunsClient } from './client.ts';
 import { ApiError } from './errors.ts';
-import { operationMustEnd } from '../core/guards.ts';
+import { operationMustEnd } from '../core/operation-end.ts';
 
 /** How an operation ended, as the work function reports it. */
 export type OperationReport =
