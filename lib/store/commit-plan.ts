@@ -74,7 +74,7 @@ import {
   tailPageSk,
 } from './event-tail.ts';
 import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
-import { packBody } from './record-codec.ts';
+import { packBody, packPageBody } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -454,9 +454,12 @@ function pageItemOf(
     last_seq: Number(page.entries.at(-1)?.seq),
     commit_version: version,
     ...(token !== undefined ? { commit_token: token } : {}),
-    events: page.entries,
   };
-  if (page.states !== undefined && page.states.length > 0) item.states = page.states;
+  // A flushed tail (it has `states`, maybe none) is stored compressed as it was in the record;
+  // a commit's own pages (large payloads, sized against the item limit) stay plain.
+  if (page.states !== undefined)
+    item.events_z = packPageBody(JSON.stringify(page.entries), JSON.stringify(page.states));
+  else item.events = page.entries;
   if (page.state !== undefined) Object.assign(item, page.state);
   return item;
 }

@@ -186,7 +186,7 @@ async function queryPages(
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       ExpressionAttributeValues: { ':pk': runPk(runId), ':from': range.from, ':to': range.to },
       // Only the events and where they start: a page's domain state is read by getState.
-      ProjectionExpression: '#events, first_seq',
+      ProjectionExpression: '#events, events_z, first_seq',
       ExpressionAttributeNames: { '#events': 'events' },
       ConsistentRead: true,
       ScanIndexForward: range.backward !== true,
@@ -263,7 +263,7 @@ async function getState(io: DynamoIo, runId: string, rev: number, at: string | u
     return stateOf(tailStatesItem(io.tails.latest(runId) as EventTail), runId, rev, sk, blobs);
   if (where === 'none') return stateOf(undefined, runId, rev, sk, blobs);
   return stateOf(
-    await getItem(io, runPk(runId), sk, 'state_json, state_blob, state_rev, #states', {
+    await getItem(io, runPk(runId), sk, 'state_json, state_blob, state_rev, #states, events_z', {
       '#states': 'states',
     }),
     runId,

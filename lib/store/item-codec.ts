@@ -9,7 +9,7 @@ import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import type { Item } from './commit-plan.ts';
 import { emptyTail, type EventTail, parseTail } from './event-tail.ts';
-import { unpackBody, unpackRecord } from './record-codec.ts';
+import { unpackBody, unpackPageBody, unpackRecord } from './record-codec.ts';
 
 /**
  * The last committed seq of a stored record item (its `last_seq` attribute, or its record's for
@@ -83,6 +83,24 @@ export async function eventOf(entry: Item, blobs: BlobStore): Promise<RunEvent> 
 }
 
 /**
+ * A page item's entries: from `events_z` (a flushed tail, compressed: record-codec.ts
+ * packPageBody) or its plain `events` list. Throws on a corrupt `events_z`.
+ */
+export function pageEntries(page: Item): Item[] {
+  if (page.events_z instanceof Uint8Array) return JSON.parse(unpackPageBody(page.events_z).events) as Item[];
+  return (page.events as Item[] | undefined) ?? [];
+}
+
+/** A page item's states (a flushed tail's, event-tail.ts), or undefined when it holds none. */
+function pageStates(item: Item): Item[] | undefined {
+  if (item.events_z instanceof Uint8Array) {
+    const states = JSON.parse(unpackPageBody(item.events_z).states) as Item[];
+    return states.length > 0 ? states : undefined;
+  }
+  return Array.isArray(item.states) ? (item.states as Item[]) : undefined;
+}
+
+/**
  * Appends to `into` the entries of `pages` (in sort-key order) with after < seq <= upTo, up to
  * `limit`, stopping before the first gap. Returns false once it stopped (gap, upTo or limit), true
  * when the caller may read further pages. `upTo` is the record's last_seq, read before the pages:
@@ -97,7 +115,7 @@ export function takeContiguous(
   upTo: number,
 ): boolean {
   for (const page of pages) {
-    for (const entry of (page.events as Item[] | undefined) ?? []) {
+    for (const entry of pageEntries(page)) {
       for (const one of entriesOf(entry)) {
         const seq = Number(one.seq);
         if (seq <= after) continue;
@@ -174,8 +192,9 @@ export async function stateOf(
 ): Promise<unknown> {
   if (item === undefined) throw new Error(`domain state ${rev} of run ${runId} is missing (${sk})`);
   // A flushed tail's page holds several states (event-tail.ts).
-  if (Array.isArray(item.states)) {
-    const held = (item.states as Item[]).find((s) => s.state_rev === rev);
+  const states = pageStates(item);
+  if (states !== undefined) {
+    const held = states.find((s) => s.state_rev === rev);
     if (held !== undefined) return (await bodyOf(held, 'state', blobs)) ?? null;
   }
   if (item.state_rev !== rev) {

@@ -30,6 +30,7 @@ import { INLINE_LIMIT, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/com
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
 import { planMetered, writtenItem } from '../../lib/store/metering.ts';
+import { unpackPageBody } from '../../lib/store/record-codec.ts';
 import { createTableInput } from '../../lib/store/table.ts';
 import { recordingBlobs, runStoreContract } from '../contract/run-store.contract.ts';
 import { editedQueries, localStore } from '../support/dynamo-faults.ts';
@@ -191,7 +192,11 @@ describe('the items of a commit on DynamoDB', () => {
     expect(transactions).toEqual([]);
     expect(plain.map((w) => (w.Put !== undefined ? 'page' : 'record'))).toEqual(['page', 'record']);
     expect(page).toMatchObject({ sk: 'E#000000000001', first_seq: 1, commit_version: record.version });
-    expect(Array.isArray(page?.states)).toBe(true);
+    // Stored compressed, as it was in the record: its events and the states their commits wrote.
+    expect(page?.events).toBeUndefined();
+    const flushed = unpackPageBody(page?.events_z as Uint8Array);
+    expect((JSON.parse(flushed.events) as { seq: number }[]).map((e) => e.seq)[0]).toBe(1);
+    expect((JSON.parse(flushed.states) as { state_rev: number }[]).length).toBeGreaterThan(0);
     expect(plain[0]?.Put?.ConditionExpression).toBe(
       'attribute_not_exists(pk) OR #commit_version < :commit_version',
     );

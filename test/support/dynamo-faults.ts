@@ -6,6 +6,7 @@
  * local services built over such a client (issue 3, "Real services in every test").
  */
 import { unpackBody } from '../../lib/store/record-codec.ts';
+import { pageEntries } from '../../lib/store/item-codec.ts';
 import {
   ProvisionedThroughputExceededException,
   TransactionCanceledException,
@@ -151,8 +152,9 @@ export function editedQueries(
 /** The event kinds a transaction puts, in order, from its event pages (for a `faultyDoc` plan). */
 export function eventKindsOf(items: NonNullable<TransactWriteCommandInput['TransactItems']>): string[] {
   return items.flatMap((i) => {
-    const events = i.Put?.Item?.events as { kind?: string }[] | undefined;
-    return (events ?? []).flatMap((e) => (e.kind === undefined ? [] : [e.kind]));
+    const page = i.Put?.Item;
+    const events = page === undefined ? [] : (pageEntries(page) as { kind?: string }[]);
+    return events.flatMap((e) => (e.kind === undefined ? [] : [e.kind]));
   });
 }
 
