@@ -55,6 +55,7 @@ import { startLocalServices } from '../lib/local/services.ts';
 import { type Progress, startProgress } from '../lib/progress.ts';
 import { createSqsStepQueue } from '../lib/queue/step-queue.ts';
 import { createDynamoRunStore } from '../lib/store/dynamo-run-store.ts';
+import { pageEntries } from '../lib/store/item-codec.ts';
 import { toolLoop } from '../test/support/reducers.ts';
 
 const RUNS = Number(process.argv[2] ?? 20);
@@ -239,7 +240,9 @@ type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 /** The event kinds a transaction's event pages carry, in order. */
 function eventKinds(items: TransactItems): string[] {
   return items.flatMap((i) =>
-    ((i.Put?.Item?.events as { kind?: string }[] | undefined) ?? []).map((e) => String(e.kind)),
+    (i.Put?.Item === undefined ? [] : (pageEntries(i.Put.Item) as { kind?: string }[])).map((e) =>
+      String(e.kind),
+    ),
   );
 }
 
@@ -550,9 +553,11 @@ try {
   const fused = fusedCommit;
   const eventPages = fused.filter((i) => String(i.Put?.Item?.sk ?? '').startsWith('E#'));
   const resultPage = eventPages.find((i) => eventKinds([i]).includes('tool_result'))?.Put;
-  const resultEvent = (resultPage?.Item?.events as { kind?: string; seq?: number }[] | undefined)?.find(
-    (e) => e.kind === 'tool_result',
-  );
+  const resultEvent = (
+    resultPage?.Item === undefined
+      ? undefined
+      : (pageEntries(resultPage.Item) as { kind?: string; seq?: number }[])
+  )?.find((e) => e.kind === 'tool_result');
   const recordUpdate = fused.find((i) => i.Update !== undefined);
   if (resultPage === undefined || resultEvent === undefined || recordUpdate === undefined)
     throw new Error('unexpected fused commit');
