@@ -13,7 +13,8 @@
  *
  * Where a commit puts its events (layoutOf):
  *   - into the tail when the record item stays within TAIL_ITEM_LIMIT: one plain write;
- *   - else the old tail is FLUSHED: its events and states become one page keyed E#{first_seq}
+ *   - else the old tail is FLUSHED: its events and states become one page keyed E#{first_seq},
+ *     stored compressed as they were in the record (`events_z`, record-codec.ts packPageBody)
  *     (they are committed already, so the page's content is final whoever writes it), and the
  *     commit's own events start the new tail: a page Put, then the record's UpdateItem;
  *   - a commit whose own events do not fit a tail at all (large payloads) writes them as pages
