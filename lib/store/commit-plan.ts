@@ -508,22 +508,33 @@ export function planCommit(
 ): CommitPlan {
   const nextVersion = commit.expectedVersion === null ? 1 : commit.expectedVersion + 1;
   const pk = runPk(commit.record.run_id);
-  // state_at names the item holding the state of the record's state_rev: this commit's place
-  // for it when it wrote that revision, else whatever the record already pointed at.
-  const stateAtOf = (own: string | undefined) =>
-    commit.state !== undefined && commit.state.rev === commit.record.state_rev ? own : commit.record.state_at;
-  let packed: { tail: EventTail; text: string; item: Item & ItemKey } | undefined;
-  const layout = layoutOf(commit, bodies, tail, (candidate, at) => {
-    const text = JSON.stringify(candidate);
-    const item = recordItem(storedRecord(commit, nextVersion, stateAtOf(at)), candidate, text);
-    packed = { tail: candidate, text, item };
-    return Buffer.byteLength(text) <= TAIL_TEXT_LIMIT && itemSize(item) <= TAIL_ITEM_LIMIT;
-  });
-  const parsed = RunRecord.safeParse(storedRecord(commit, nextVersion, stateAtOf(layout.stateAt)));
+  // Parsed once, without state_at: where the state lives (a plain optional string) is the
+  // layout's to say, and each candidate layout's record is this one with it set.
+  const parsed = RunRecord.safeParse(storedRecord(commit, nextVersion, undefined));
   if (!parsed.success)
     throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
-  const record = parsed.data;
-  const tailText = packed?.tail === layout.tail ? packed.text : JSON.stringify(layout.tail);
+  const base = parsed.data;
+  // state_at names the item holding the state of the record's state_rev: this commit's place
+  // for it when it wrote that revision, else whatever the record already pointed at.
+  const recordAt = (own: string | undefined): RunRecord => {
+    const at =
+      commit.state !== undefined && commit.state.rev === commit.record.state_rev
+        ? own
+        : commit.record.state_at;
+    return at === undefined ? base : { ...base, state_at: at };
+  };
+  // The last candidate packed (fits): the layout it chose reuses its item, one DEFLATE less.
+  let packed: { record: RunRecord; tail: EventTail; text: string; item: Item & ItemKey } | undefined;
+  const layout = layoutOf(commit, bodies, tail, (candidate, at) => {
+    const text = JSON.stringify(candidate);
+    const record = recordAt(at);
+    const item = recordItem(record, candidate, text);
+    packed = { record, tail: candidate, text, item };
+    return Buffer.byteLength(text) <= TAIL_TEXT_LIMIT && itemSize(item) <= TAIL_ITEM_LIMIT;
+  });
+  const chosen = packed?.tail === layout.tail ? packed : undefined;
+  const record = chosen?.record ?? recordAt(layout.stateAt);
+  const tailText = chosen?.text ?? JSON.stringify(layout.tail);
   const pageItems = layout.pages.map((page) => pageItemOf(pk, page, nextVersion, token));
   const rest: PlannedWrite[] = [];
   for (const item of pageItems)
@@ -555,7 +566,7 @@ export function planCommit(
   rest.push(...bookkeepingWrites(commit, record, pk));
 
   const assemble = (stored: RunRecord): CommitPlan => {
-    const item = recordItem(stored, layout.tail, tailText);
+    const item = chosen?.record === stored ? { ...chosen.item } : recordItem(stored, layout.tail, tailText);
     const writes =
       commit.expectedVersion === null
         ? [...createWrites(commit, stored, item), ...rest]
