@@ -109,9 +109,11 @@ async function measure(): Promise<PeerReport> {
   try {
     say(`starting the three systems in ${root}`);
     const ours = await startOurs(join(root, 'ours'));
-    // The crash phase's stack: its wake grace, like the worker's timers, is shortened (default 60 s).
+    // The crash phase's stack: its wake grace and lease, like the worker's timers, are shortened
+    // (default 60 s and 90 s); its sweeper's skew allowance is a third of that lease.
     const oursCrash = await startOurs(join(root, 'ours-crash'), {
       wakeGraceMs: OURS_CRASH_TIMERS.wakeGraceMs,
+      leaseTtlMs: OURS_CRASH_TIMERS.leaseTtlMs,
     });
     const restate = await startRestate(join(root, 'restate'));
     const pg = await startPostgres(join(root, 'pg'));
@@ -145,7 +147,7 @@ async function measure(): Promise<PeerReport> {
 
       say(`crash phase: ${CRASH.kills} SIGKILLs of each system's worker process`);
       crash.push(
-        await runOurs(ours, {
+        await runOurs(oursCrash, {
           phase: 'crash',
           runs: RUNS,
           steps: STEPS,

@@ -55,6 +55,8 @@ export interface OursOptions {
   inMemory?: boolean;
   /** The stack's wake grace (ms, default 60 000): how long a queued run's lost step message goes unnoticed. */
   wakeGraceMs?: number;
+  /** The stack's lease (ms, default 90 000): its sweeper's clock-skew allowance is a third of it. */
+  leaseTtlMs?: number;
 }
 
 /** Starts the local stack (no step poller in it) and the sweeper loop; registers the reducer over HTTP. */
@@ -67,6 +69,7 @@ export async function startOurs(dir: string, options: OursOptions = {}): Promise
     port: 0,
     ...(options.inMemory === true ? {} : { persistDir: join(dir, 'data') }),
     ...(options.wakeGraceMs !== undefined && { wakeGraceMs: options.wakeGraceMs }),
+    ...(options.leaseTtlMs !== undefined && { leaseTtlMs: options.leaseTtlMs }),
     stateDir: false,
     logger: SILENT_LOG,
     pollerConcurrency: 0,
