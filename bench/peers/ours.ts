@@ -200,13 +200,20 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     const w = answer.store;
     const s = ours.stack.runtime.store.metrics;
     const d = (k: keyof StoreMetrics) => w[k] - workerBefore.store[k] + (s[k] - storeBefore[k]);
+    // Who sent them: the step worker (the hot path), and the local control plane in this
+    // process (the driver's creates and its GET /runs/{id} polls, the sweeper's passes).
+    const requests = (m: StoreMetrics) => m.writeRequests + m.reads + m.queries;
+    const functionReads = answer.functionReads - workerBefore.functionReads;
     storage = perStep(
       {
-        transact_write_items: d('transactions'),
+        step_worker_requests: requests(w) - requests(workerBefore.store) + functionReads,
+        control_plane_requests: requests(s) - requests(storeBefore),
+        commits: d('transactions'),
+        write_requests: d('writeRequests'),
         transaction_retries: d('transactionRetries'),
         get_item: d('reads'),
         query: d('queries'),
-        function_registry_get_item: answer.functionReads - workerBefore.functionReads,
+        function_registry_get_item: functionReads,
         write_capacity_units: d('writeCapacity'),
         read_capacity_units: d('readCapacity'),
       },
