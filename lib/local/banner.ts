@@ -1,7 +1,8 @@
 /**
  * What `npm start` prints once the local stack serves: where to reach it (URL, live socket,
  * console), who the token is and where it is kept, the data folder, the model-turn functions and
- * the tools it serves, and a first command. Issue 20, item 3; issue 5 ("npm start").
+ * the tools it serves (the scripted local model when no provider is configured), and a first
+ * command. Issue 20, item 3; issue 5 ("npm start"); issue 26, point 3.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
