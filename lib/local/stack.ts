@@ -64,6 +64,8 @@ export interface LocalStackOptions {
   registerTools?: RuntimeConfig['registerTools'];
   /** Model-turn functions by path (e.g. a scripted model at the default path). */
   modelFunctions?: RuntimeConfig['modelFunctions'];
+  /** What the banner says of each `modelFunctions` path (default: `(given in code)`). */
+  modelDescriptions?: Record<string, string>;
   toolPolicy?: RuntimeConfig['toolPolicy'];
   /** Reducer sandbox limits (default 200 ms, 64 MiB, 256 KiB stack, as in AWS). */
   sandboxLimits?: Partial<SandboxLimits>;

@@ -3,14 +3,20 @@
  * `agent-runs start` (a CommandModule for bin/agent-runs.ts's list): options --port, --persist,
  * --log-level; prints the URL, token, state file and start-up time (or, with the CLI's --json,
  * one JSON object); stops cleanly on Ctrl-C. Exit code 1 with a clear message when the stack
- * cannot start (Java missing, port taken, ...). Issue 5 ("lib/local: npm start").
+ * cannot start (Java missing, port taken, a model variable wrong, ...). When the environment
+ * configures no model provider (lib/models/configured.ts), the stack serves the scripted local
+ * model (lib/models/scripted.ts) at the contract's default path, so a first run works offline.
+ * Issue 5 ("lib/local: npm start"); issue 26, point 3.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
+import { ModelConfigError, modelsFromEnv } from '../models/configured.ts';
+import { createScriptedModel, SCRIPTED_MODEL_DESCRIPTION } from '../models/scripted.ts';
 import { toolsFromEnv } from '../tools/configured.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { registerSampleTools } from './sample-tools.ts';
-import { type LocalStack, LocalStackError, runLocalStack } from './stack.ts';
+import { type LocalStack, LocalStackError, type LocalStackOptions, runLocalStack } from './stack.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -54,6 +60,21 @@ export function addStartOptions(command: Command): Command {
 }
 
 /**
+ * The scripted local model at the contract's default path when `env` configures no provider
+ * (else nothing: the environment's models serve). Throws ModelConfigError for a wrong model
+ * configuration, as the runtime would.
+ */
+export function offlineModelOptions(
+  env: NodeJS.ProcessEnv,
+): Pick<LocalStackOptions, 'modelFunctions' | 'modelDescriptions'> {
+  if (modelsFromEnv(env).models.length > 0) return {};
+  return {
+    modelFunctions: { [DEFAULT_MODEL_TURN_FUNCTION]: createScriptedModel() },
+    modelDescriptions: { [DEFAULT_MODEL_TURN_FUNCTION]: SCRIPTED_MODEL_DESCRIPTION },
+  };
+}
+
+/**
  * Starts the stack in the foreground and prints how to reach it. Resolves once it serves (the
  * process then stays up until SIGINT/SIGTERM, which stop it and exit 0); resolves null after
  * printing the reason to `io.err` when it cannot start. `json` prints `{url, token, state_file,
@@ -76,6 +97,7 @@ export async function startFromOptions(
       ...(options.persist !== undefined ? { persistDir: options.persist } : {}),
       stateDir: io.cwd,
       registerTools,
+      ...offlineModelOptions(process.env),
       logger: new Logger({
         serviceName: 'agent-runs-local',
         logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
@@ -99,7 +121,7 @@ export async function startFromOptions(
         : {}),
     });
   } catch (err) {
-    if (err instanceof LocalStackError) {
+    if (err instanceof LocalStackError || err instanceof ModelConfigError) {
       io.err(`agent-runs: the local stack did not start [${err.code}]\n${err.message}`);
       return null;
     }
