@@ -230,6 +230,70 @@ describe('HTTP API: control bodies are checked as strictly as create bodies', ()
   });
 });
 
+describe('HTTP API: a budget_increase past a safe integer', () => {
+  async function pausedRun(budgets: Record<string, number>): Promise<RunRecord> {
+    const response = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: { function_path: '/r/ask' },
+      budgets,
+    });
+    const { run } = (await response.json()) as { run: RunRecord };
+    await runtime.engine.stepRun(run.run_id);
+    const paused = await post(`/runs/${run.run_id}/controls`, { control_id: 'p', command: 'pause' });
+    expect(await paused.json()).toMatchObject({ ack: 'applied' });
+    const record = await runtime.store.getRun(run.run_id);
+    expect(record?.status).toBe('paused');
+    return record as RunRecord;
+  }
+
+  it('refuses a resume whose sum with the limit overflows with 400 validation_failed naming the field, changing nothing', async () => {
+    const run = await pausedRun({ max_turns: 10, max_operations: 5 });
+    for (const [i, increase] of [
+      { max_turns: Number.MAX_SAFE_INTEGER },
+      { max_operations: 1, max_turns: Number.MAX_SAFE_INTEGER - 9 },
+    ].entries()) {
+      const error = await errorOf(
+        await post(`/runs/${run.run_id}/controls`, {
+          control_id: `r${i}`,
+          command: 'resume',
+          budget_increase: increase,
+        }),
+      );
+      expect(error).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: 'budget_increase.max_turns', code: 'too_big' }),
+      ]);
+      expect(error.message).toMatch(/budget_increase\.max_turns/);
+    }
+    await unchanged(run);
+    expect((await runtime.store.getRun(run.run_id))?.budgets).toEqual({ max_turns: 10, max_operations: 5 });
+    // The largest increase that still fits is applied.
+    const fits = await post(`/runs/${run.run_id}/controls`, {
+      control_id: 'fits',
+      command: 'resume',
+      budget_increase: { max_turns: Number.MAX_SAFE_INTEGER - 10 },
+    });
+    expect(await fits.json()).toMatchObject({ ack: 'applied' });
+    expect((await runtime.store.getRun(run.run_id))?.budgets.max_turns).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('refuses 1e308 and an unlimited limit raised past a safe integer alike', async () => {
+    const run = await pausedRun({});
+    for (const raw of [
+      '{"control_id":"big","command":"resume","budget_increase":{"max_wall_ms":1e308}}',
+      '{"control_id":"inf","command":"resume","budget_increase":{"max_wall_ms":1e999}}',
+      `{"control_id":"unsafe","command":"resume","budget_increase":{"max_wall_ms":${2 ** 53}}}`,
+    ]) {
+      const error = await errorOf(await post(`/runs/${run.run_id}/controls`, null, raw));
+      expect(error, raw).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues, raw).toEqual([
+        expect.objectContaining({ path: 'budget_increase.max_wall_ms' }),
+      ]);
+    }
+    await unchanged(run);
+  });
+});
+
 describe('HTTP API: sizes', () => {
   it(`refuses at create a context over ${MAX_CONTEXT_BYTES} bytes (a 300 KB instructions) with 400 naming context, creating nothing`, async () => {
     const subject = uniqueSubject();
