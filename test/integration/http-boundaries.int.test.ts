@@ -197,6 +197,62 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
   });
 });
 
+describe('HTTP API: control characters in a create body', () => {
+  it('refuses NUL, ESC, DEL, a C1 control, tab and newline in the subject with 400 naming the field, creating nothing', async () => {
+    for (const [field, char] of [
+      ['workspace', '\u0000'],
+      ['workspace', '\u001b'],
+      ['path', '\u001b[2J'],
+      ['path', '\u007f'],
+      ['path', '\u009b'],
+      ['path', '\t'],
+      ['path', '\n'],
+      ['path', '\r'],
+    ] as const) {
+      const subject = uniqueSubject();
+      const bad = { ...subject, [field]: `${subject[field]}${char}` };
+      const error = await errorOf(await post('/runs', { subject: bad, reducer: null }));
+      expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: `subject.${field}`, code: 'control_character' }),
+      ]);
+      expect(await runtime.store.findBySubject(bad)).toBeNull();
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+  });
+
+  it('refuses control characters in the objective but tab and newline, and in a fork subject', async () => {
+    for (const char of ['\u0000', '\u001b', '\r', '\u0085']) {
+      const subject = uniqueSubject();
+      const error = await errorOf(await post('/runs', { subject, reducer: null, objective: `do${char}it` }));
+      expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: 'objective', code: 'control_character' }),
+      ]);
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+    const created = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: null,
+      objective: 'line 1\n\tline 2',
+    });
+    expect(created.status).toBe(201);
+    const { run } = (await created.json()) as { run: RunRecord };
+    expect(run.objective).toBe('line 1\n\tline 2');
+    const fork = await errorOf(
+      await post(`/runs/${run.run_id}/fork`, {
+        checkpoint: 0,
+        subject: { workspace: 'w', path: '/f\u001b' },
+      }),
+    );
+    expect(fork).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(fork.details.issues).toEqual([
+      expect.objectContaining({ path: 'subject.path', code: 'control_character' }),
+    ]);
+    expect(await runtime.store.findBySubject({ workspace: 'w', path: '/f\u001b' })).toBeNull();
+  });
+});
+
 describe('HTTP API: control bodies are checked as strictly as create bodies', () => {
   it('refuses a resume with a misspelt field (budget_incrase), naming it, and applies nothing', async () => {
     const run = await waitingRun();
