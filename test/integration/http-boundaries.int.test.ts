@@ -179,6 +179,50 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
     await unchanged(run);
   });
 
+  it('refuses a body that is not valid UTF-8 with 400 invalid_unicode, creating and changing nothing', async () => {
+    const bytes = (text: string, bad: number[]) => {
+      const [head = '', tail = ''] = text.split('@');
+      const enc = new TextEncoder();
+      return new Uint8Array([...enc.encode(head), ...bad, ...enc.encode(tail)]);
+    };
+    const postBytes = (path: string, body: Uint8Array) =>
+      app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json; charset=utf-8' },
+        body,
+      });
+    // A lone continuation byte, a truncated sequence, an overlong encoding, an encoded surrogate.
+    for (const bad of [[0x80], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff]]) {
+      const subject = uniqueSubject();
+      const body = bytes(`{"subject":{"workspace":"${subject.workspace}","path":"${subject.path}@"}}`, bad);
+      const error = await errorOf(await postBytes('/runs', body));
+      expect(error, JSON.stringify(bad)).toMatchObject({
+        status: 400,
+        code: 'invalid_unicode',
+        details: { target: 'json' },
+      });
+      expect(await runtime.store.findBySubject({ ...subject, path: `${subject.path}\uFFFD` })).toBeNull();
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+    const run = await waitingRun();
+    const steer = await postBytes(
+      `/runs/${run.run_id}/controls`,
+      bytes('{"control_id":"s-bad","command":"steer","input":"hi @"}', [0xc3]),
+    );
+    expect(await errorOf(steer)).toMatchObject({ status: 400, code: 'invalid_unicode' });
+    await unchanged(run);
+    // Valid UTF-8 outside ASCII is read as sent.
+    const subject = uniqueSubject();
+    const ok = await postBytes(
+      '/runs',
+      new TextEncoder().encode(
+        JSON.stringify({ subject: { ...subject, path: `${subject.path}/ä😀` }, reducer: null }),
+      ),
+    );
+    expect(ok.status).toBe(201);
+    expect(((await ok.json()) as { run: RunRecord }).run.subject.path).toBe(`${subject.path}/ä😀`);
+  });
+
   it('refuses invalid UTF-8 percent-encoding in a path or query with 400 invalid_unicode', async () => {
     expect(await errorOf(await get('/runs/run_%ED%A0%80'))).toMatchObject({
       status: 400,
