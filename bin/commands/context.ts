@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
 import { readLocalState } from '../../lib/client/state-file.ts';
+import { printableLines } from './format.ts';
 
 /** Where the CLI reads and writes. The real one is process-bound; tests pass their own. */
 export interface CliIo {
@@ -52,7 +53,7 @@ export interface CliContext {
   liveTarget(cmd: Command): LiveTarget;
   /** Whether --json was given. */
   json(cmd: Command): boolean;
-  /** Prints `data` as JSON with --json, `human` otherwise. */
+  /** Prints `data` as JSON with --json, `human` otherwise (its control characters but newlines escaped). */
   print(cmd: Command, human: () => string, data: unknown): void;
   /** The process exit code after the command (0 unless a command sets it, e.g. 2 for a rejected control). */
   exitCode: number;
@@ -114,7 +115,7 @@ export function createCliContext(io: CliIo): CliContext {
     },
     json: (cmd) => cmd.optsWithGlobals<GlobalOptions>().json === true,
     print(cmd, human, data) {
-      io.out(ctx.json(cmd) ? JSON.stringify(data, null, 2) : human());
+      io.out(ctx.json(cmd) ? JSON.stringify(data, null, 2) : printableLines(human()));
     },
   };
   return ctx;

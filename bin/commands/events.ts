@@ -12,7 +12,7 @@ import type { AgentRunsClient, EventPage } from '../../lib/client/client.ts';
 import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError, type CommandModule, parseIntArg } from './context.ts';
-import { formatEvent } from './format.ts';
+import { formatEvent, printable } from './format.ts';
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -142,7 +142,9 @@ export async function follow(
     view?.stop();
   }
   if (!json)
-    ctx.io.out(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`);
+    ctx.io.out(
+      printable(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`),
+    );
   return run;
 }
 

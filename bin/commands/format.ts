@@ -1,6 +1,8 @@
 /**
  * Human-readable output of the CLI: runs, run lists, events, acks, tools. Pure functions of the
- * API's shapes (the `--json` output is the API's JSON as is).
+ * API's shapes (the `--json` output is the API's JSON as is). Every string that came from the
+ * API is passed through `printable` before it is shown, so that what a run stores cannot clear
+ * the terminal or forge a line of the output (issue 25, item c).
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
 import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
@@ -11,6 +13,26 @@ import type {
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
+
+/** C0 controls (tab and newline too), DEL and C1 controls. */
+const CONTROL_CHARS = /\p{Cc}/gu;
+
+/**
+ * `text` with every control character (U+0000-U+001F, U+007F-U+009F) replaced by its escape
+ * `\uXXXX` (lower-case hex, as JSON writes it), so that it shows as one line of plain text: an
+ * ESC cannot start a terminal sequence, a CR or LF cannot forge a line. Other text is kept.
+ */
+export function printable(text: string): string {
+  return text.replace(CONTROL_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A block of lines made printable line by line: like `printable`, but the newlines between the
+ * lines stay. For output that is already laid out (the CLI's last line of defence).
+ */
+export function printableLines(text: string): string {
+  return text.split('\n').map(printable).join('\n');
+}
 
 /** `HH:MM:SS.mmm` (UTC) of a ms epoch. */
 export function clockTime(ms: number): string {
@@ -23,7 +45,8 @@ export function brief(value: unknown, max = 100): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
-function table(rows: string[][]): string {
+function table(cells: string[][]): string {
+  const rows = cells.map((r) => r.map(printable));
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows
     .map((r) =>
@@ -61,6 +84,10 @@ export function formatCost(c: UsageCost): string {
 
 /** One open request, with what a person needs to answer it (the commands are under "waiting"). */
 export function formatRequest(r: RunRecord['open_requests'][number]): string {
+  return printable(requestLine(r));
+}
+
+function requestLine(r: RunRecord['open_requests'][number]): string {
   switch (r.kind) {
     case 'approval':
       return `approval ${r.request_id}: ${r.subject.summary}  (digest ${r.subject.digest})`;
@@ -82,8 +109,8 @@ export function formatWaiting(
 ): string[] {
   const lines: string[] = [];
   for (const reason of reasons) {
-    lines.push(`${indent}${reason.text}`);
-    for (const command of reason.commands) lines.push(`${indent}  $ ${command}`);
+    lines.push(`${indent}${printable(reason.text)}`);
+    for (const command of reason.commands) lines.push(`${indent}  $ ${printable(command)}`);
     const child = reason.child_run_id === undefined ? undefined : children.get(reason.child_run_id);
     if (child !== undefined && child.length > 0) {
       lines.push(`${indent}  the child run:`);
@@ -141,8 +168,9 @@ export function formatRun(
   if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {
-    text += `\nplan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
-    for (const item of run.projection.items) text += `\n  [${item.status}] ${item.title}`;
+    text += `\nplan${run.projection.summary ? `: ${printable(run.projection.summary)}` : ''}`;
+    for (const item of run.projection.items)
+      text += `\n  [${printable(item.status)}] ${printable(item.title)}`;
   }
   return text;
 }
@@ -165,7 +193,7 @@ export function formatRunList(runs: RunRecord[], cursor?: string): string {
 /** One event line: `#seq  time  kind  detail`. */
 export function formatEvent(event: RunEvent): string {
   const head = `#${String(event.seq).padStart(4)}  ${clockTime(event.at)}  ${event.kind.padEnd(22)}`;
-  return `${head}  ${eventDetail(event)}`.trimEnd();
+  return printable(`${head}  ${eventDetail(event)}`.trimEnd());
 }
 
 function eventDetail(event: RunEvent): string {
@@ -194,7 +222,7 @@ export function formatAck(ack: ControlAck): string {
     case 'duplicate':
       return `duplicate (original seq ${ack.original_seq})`;
     case 'rejected':
-      return `rejected: ${ack.reason} (seq ${ack.seq})`;
+      return `rejected: ${printable(ack.reason)} (seq ${ack.seq})`;
   }
 }
 
@@ -228,5 +256,5 @@ export function formatCheckpoints(checkpoints: Checkpoint[]): string {
 }
 
 export function formatArtifact(a: FunctionArtifact): string {
-  return `${a.function_path}  ${a.kind}  ${a.size} bytes  sha256 ${a.hash}`;
+  return printable(`${a.function_path}  ${a.kind}  ${a.size} bytes  sha256 ${a.hash}`);
 }

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { ApiError } from '../../lib/client/errors.ts';
 import { LocalStateError } from '../../lib/client/state-file.ts';
 import { type CliContext, CliError, type CliIo, type CommandModule, createCliContext } from './context.ts';
+import { printable, printableLines } from './format.ts';
 
 /** The program with every module's commands registered. */
 export function buildProgram(modules: readonly CommandModule[], ctx: CliContext, version: string): Command {
@@ -59,17 +60,19 @@ export async function runCli(
           ? JSON.stringify({
               error: { code: err.code, status: err.status, message: err.message, details: err.details },
             })
-          : `error: ${err.code}: ${err.message}${detailLine(err.details)}`,
+          : printableLines(`error: ${err.code}: ${err.message}${detailLine(err.details)}`),
       );
       return 1;
     }
     if (err instanceof CliError || err instanceof LocalStateError) {
       io.err(
-        json ? JSON.stringify({ error: { code: err.code, message: err.message } }) : `error: ${err.message}`,
+        json
+          ? JSON.stringify({ error: { code: err.code, message: err.message } })
+          : `error: ${printable(err.message)}`,
       );
       return 1;
     }
-    io.err(`error: ${err instanceof Error ? err.message : String(err)}`);
+    io.err(`error: ${printable(err instanceof Error ? err.message : String(err))}`);
     return 1;
   }
 }
@@ -80,6 +83,9 @@ function detailLine(details: Record<string, unknown>): string {
   if (!Array.isArray(issues) || issues.length === 0) return '';
   return issues
     .slice(0, 10)
-    .map((i: { path?: string; message?: string }) => `\n  ${i.path || '(body)'}: ${i.message ?? ''}`)
+    .map(
+      (i: { path?: string; message?: string }) =>
+        `\n  ${printable(i.path || '(body)')}: ${printable(i.message ?? '')}`,
+    )
     .join('');
 }

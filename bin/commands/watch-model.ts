@@ -4,7 +4,7 @@
  */
 import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type { ControlAck, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
-import { formatAck, formatEvent, formatRequest, formatWaiting } from './format.ts';
+import { formatAck, formatEvent, formatRequest, formatWaiting, printable } from './format.ts';
 
 /** How many of the last events the view keeps. */
 export const EVENT_LINES = 12;
@@ -50,7 +50,7 @@ export function withRun(state: WatchState, run: RunRecord): WatchState {
 
 /** The state with one more ack line (`what: applied (seq 12)`), or an error line. */
 export function withAck(state: WatchState, what: string, ack: ControlAck | { error: string }): WatchState {
-  const line = 'error' in ack ? `${what}: error: ${ack.error}` : `${what}: ${formatAck(ack)}`;
+  const line = printable('error' in ack ? `${what}: error: ${ack.error}` : `${what}: ${formatAck(ack)}`);
   return { ...state, acks: [...state.acks, line].slice(-ACK_LINES) };
 }
 
@@ -64,10 +64,10 @@ export function statusLine(state: WatchState): string {
       : 'terminal_reason' in run
         ? ` (${run.terminal_reason})`
         : '';
-  return (
+  return printable(
     `${run.run_id}  ${run.status.toUpperCase()}${extra}  ` +
-    `turns ${u.turns} · ops ${u.operations} · model ${u.model_calls} · tools ${u.tool_calls} · ` +
-    `tokens ${u.input_tokens + u.output_tokens} · seq ${run.last_seq}  [${state.via}]`
+      `turns ${u.turns} · ops ${u.operations} · model ${u.model_calls} · tools ${u.tool_calls} · ` +
+      `tokens ${u.input_tokens + u.output_tokens} · seq ${run.last_seq}  [${state.via}]`,
   );
 }
 
@@ -75,7 +75,7 @@ export function statusLine(state: WatchState): string {
 export function planLines(run: RunRecord): string[] {
   if (run.projection === null) return [];
   const head = `plan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
-  return [head, ...run.projection.items.map((item) => `  [${item.status}] ${item.title}`)];
+  return [head, ...run.projection.items.map((item) => `  [${item.status}] ${item.title}`)].map(printable);
 }
 
 /** The open requests, the selected one marked `>`, numbered for the keys 1..9. */
