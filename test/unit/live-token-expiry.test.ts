@@ -11,6 +11,7 @@ import { handle } from 'hono/aws-lambda';
 import { importJWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { followLive } from '../../lib/client/live.ts';
 import type { LiveServerMessage, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { EngineError } from '../../lib/engine/errors.ts';
 import { createSocketHandler } from '../../lib/handlers/live-socket.ts';
@@ -43,6 +44,9 @@ const events: RunEvent[] = [];
 const record = { run_id: RUN, status: 'running', inbox: [], last_seq: 0 } as unknown as RunRecord;
 const subscriptions = createMemorySubscriptionStore();
 let deps: SocketDeps;
+/** The close code the server uses instead of the one asked for (API Gateway's DeleteConnection picks its own), or null. */
+let closeAs: number | null = null;
+
 function grow(by: number) {
   for (let i = 0; i < by; i += 1)
     events.push({ seq: events.length + 1, kind: 'steer_queued', at: 0, data: {} });
@@ -68,7 +72,11 @@ beforeAll(async () => {
       readEvents: async (_id, after, limit) => events.filter((e) => e.seq > after).slice(0, limit),
     },
     subscriptions,
-    poster: sockets.poster,
+    poster: {
+      post: (id, message) => sockets.poster.post(id, message),
+      close: (id, code, reason) =>
+        sockets.poster.close(id, closeAs ?? code, closeAs === null ? reason : 'deleted'),
+    },
     authenticate: (token) => identityOfToken(issuer, token),
     authorizeRead: async () => {},
     now: () => clock.ms,
@@ -170,6 +178,53 @@ describe('a live socket whose token expired', { timeout: 5_000 }, () => {
     expect(report).toMatchObject({ sent: 0, expired: 1 });
     expect(await socket.closed).toEqual({ code: 4001, reason: 'token_expired' });
     expect(socket.received.map((m) => m.type)).toEqual(['subscribed', 'error']);
+  });
+});
+
+describe('the client following a run', { timeout: 5_000 }, () => {
+  /** Follows RUN with a 60 s token; once it holds the last event, the log grows past the token's exp. */
+  async function followUntilExpired() {
+    clock.ms = Date.now();
+    const token = await issuer.sign({ sub: 'alice', ttlSeconds: 60 });
+    const exp = (await issuer.verify(token))?.exp ?? 0;
+    const connects: number[] = [];
+    const seen: number[] = [];
+    const follow = (async () => {
+      for await (const event of followLive({ baseUrl: gateway.url, wsUrl: sockets.url, token }, RUN, {
+        onConnect: (after) => connects.push(after),
+        reconnectMs: 10,
+      })) {
+        seen.push(event.seq);
+        if (event.seq === record.last_seq) {
+          grow(1);
+          clock.ms = exp * 1000;
+          void pumpRun(deps, RUN);
+        }
+      }
+    })();
+    const outcome = await follow.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    return { outcome, connects, seen };
+  }
+
+  it('throws ApiError token_expired on close 4001, without reconnecting', async () => {
+    const { outcome, connects, seen } = await followUntilExpired();
+    expect(outcome).toMatchObject({ code: 'token_expired' });
+    expect(seen).toEqual(Array.from({ length: record.last_seq - 1 }, (_, i) => i + 1));
+    expect(connects).toEqual([0]);
+  });
+
+  it("throws token_expired on the error message alone, when the close code is the gateway's", async () => {
+    closeAs = 1000;
+    try {
+      const { outcome, connects } = await followUntilExpired();
+      expect(outcome).toMatchObject({ code: 'token_expired' });
+      expect(connects).toEqual([0]);
+    } finally {
+      closeAs = null;
+    }
   });
 });
 
