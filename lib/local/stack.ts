@@ -34,7 +34,7 @@ import { bannerLines } from './banner.ts';
 import { type Gateway, GatewayError, startGateway } from './gateway.ts';
 import {
   agentRunsDirOf,
-  callerOfToken,
+  identityOfToken,
   type DefaultIdentity,
   defaultIdentity,
   localIssuer,
@@ -249,10 +249,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       runtime,
       services,
       tableName: resources.tableName,
-      authenticate: async (presented) => {
-        const caller = await callerOfToken(issuer, presented);
-        return caller === null ? null : { principal: caller.principal };
-      },
+      authenticate: (presented) => identityOfToken(issuer, presented),
       notificationsFile: options.notificationsFile ?? join(agentRunsDirOf(stateDir), 'notifications.jsonl'),
       ...(options.livePort !== undefined ? { port: options.livePort } : {}),
       logger,
