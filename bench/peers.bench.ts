@@ -378,6 +378,15 @@ function renderMarkdown(r: Report): string {
     );
   }
   lines.push('');
+  const split = find(r.crash, 'ours')?.crash?.recovery_breakdown;
+  if (split !== undefined) {
+    const t = split.taken_over;
+    const part = (x: Series) => `p50 ${seconds(x.p50_ms)} / max ${seconds(x.max_ms)} s`;
+    lines.push(
+      `Ours, where the recovery time went (s): ${t.kill_to_takeover.n} stalled runs had their lease taken over by the sweeper, kill → takeover ${part(t.kill_to_takeover)} (what was left of the dead worker's ${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s lease, renewed every ${OURS_CRASH_TIMERS.heartbeatMs / 1000} s, + the ${(OURS_CRASH_TIMERS.leaseTtlMs / 3000).toFixed(2)} s clock-skew allowance + up to ${OURS_CRASH_TIMERS.sweepEveryMs / 1000} s to the next sweep pass), takeover → next step ${part(t.takeover_to_step)} (wake message, queue, restarted worker); ${split.no_lease.kill_to_step.n} held no lease at the kill (their step message was in the dead worker's hands or queued behind it), kill → next step ${part(split.no_lease.kill_to_step)}.`,
+    );
+    lines.push('');
+  }
   lines.push('## Temporal (published figures, not measured here)');
   lines.push('');
   lines.push(r.temporal.note);

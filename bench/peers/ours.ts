@@ -28,6 +28,7 @@ import {
   perStep,
   preciseNow,
   readStepLog,
+  recoveryBreakdown,
   recoveryGaps,
   runLabels,
   type Series,
@@ -225,12 +226,17 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
 
   const lines = readStepLog(p.logPath);
   let outcomeUnknown = 0;
+  const takeovers = new Map<string, number[]>();
   if (crashed !== null) {
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const page = await ours.client.events(id, { limit: 1000 });
       outcomeUnknown += page.events.filter(
         (e) => e.kind === 'operation_failed' && e.data.outcome_unknown === true,
       ).length;
+      takeovers.set(
+        labels[i] ?? id,
+        page.events.filter((e) => e.kind === 'lease_taken_over').map((e) => e.at),
+      );
     }
   }
   return {
@@ -250,6 +256,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
             kills: crashed.kills.length,
             restart_ms: crashed.restart_ms,
             recovery: recoveryGaps(lines, crashed.kills),
+            recovery_breakdown: recoveryBreakdown(lines, crashed.kills, takeovers),
             outcome_unknown: outcomeUnknown,
           },
     load: { before: loadBefore, after: loadAfter },
