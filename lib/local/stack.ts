@@ -403,13 +403,19 @@ export interface RunLocalStackOptions extends LocalStackOptions {
   progressTty?: NodeJS.WritableStream;
   /** Exit the process after a signal-triggered stop (default true; exit code 0). */
   exitOnStop?: boolean;
+  /**
+   * How often to check that the parent process is still there, in ms (default 1 000; 0: no
+   * check). Once this process is orphaned (its parent, e.g. npm, was killed: `process.ppid`
+   * changes), the stack stops as on SIGTERM, so that it does not linger without its parent.
+   */
+  parentCheckMs?: number;
 }
 
 /**
  * The foreground form for `npm start` and `agent-runs start`: starts the stack, prints its URL,
  * token, state file and start-up time, and stops it cleanly on SIGINT or SIGTERM (poller,
  * gateway, sweeper timer, services), then exits 0. A second signal during the stop exits 1 at
- * once. Throws LocalStackError when the stack cannot start (print `error.message` and exit 1).
+ * once. It stops the same way when its parent process dies (see `parentCheckMs`). Throws LocalStackError when the stack cannot start (print `error.message` and exit 1).
  */
 export async function runLocalStack(options: RunLocalStackOptions = {}): Promise<LocalStack> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -420,6 +426,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
       () => {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
+        clearInterval(parentCheck);
         print('stopped');
         if (options.exitOnStop ?? true) process.exit(0);
       },
@@ -442,6 +449,12 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const parentCheck = watchParent(options.parentCheckMs ?? 1_000, () => {
+    if (signalled !== undefined) return;
+    signalled = 'SIGHUP';
+    print(`parent process gone: stopping the local stack...`);
+    if (stack !== undefined) finish(stack);
+  });
   const progress = options.progress
     ? startProgress({
         label: 'start',
@@ -462,6 +475,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    clearInterval(parentCheck);
     throw err;
   } finally {
     progress?.stop();
@@ -472,4 +486,21 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   for (const line of await bannerLines(stack, options)) print(line);
   return stack;
+}
+
+/**
+ * Calls `onOrphaned` once when `process.ppid` is no longer the parent this process started
+ * with (the parent died and the process was re-parented to init or a subreaper). Checks every
+ * `everyMs` on an unref'd timer; returns the timer (undefined when `everyMs` is 0).
+ */
+function watchParent(everyMs: number, onOrphaned: () => void): NodeJS.Timeout | undefined {
+  if (everyMs <= 0) return undefined;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onOrphaned();
+  }, everyMs);
+  timer.unref();
+  return timer;
 }
