@@ -26,6 +26,11 @@ export interface BannerStack {
 export interface BannerOptions {
   persistDir?: string;
   modelFunctions?: Record<string, unknown>;
+  /**
+   * How the user runs the CLI, the start of the `try:` commands (`agent-runs start` passes its
+   * cliInvocation); default `npx agent-runs`, which works in the checkout `npm start` runs in.
+   */
+  cli?: string;
 }
 
 /** The banner's lines for a stack that serves, started with `options`. */
@@ -54,10 +59,11 @@ export async function bannerLines(stack: BannerStack, options: BannerOptions): P
   lines.push(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
   lines.push(...modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})));
   lines.push(...toolBannerLines(await stack.runtime.tools.list()));
+  const cli = options.cli ?? 'npx agent-runs';
   lines.push(
-    "  try:    npx agent-runs runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input 'Say hello.'",
+    `  try:    ${cli} runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input 'Say hello.'`,
   );
-  lines.push('          npx agent-runs watch RUN_ID   (the run_id printed by runs create; q quits)');
+  lines.push(`          ${cli} watch RUN_ID   (the run_id printed by runs create; q quits)`);
   lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   lines.push('Press Ctrl-C to stop.');
   return lines;

@@ -396,6 +396,8 @@ function removeOwnState(dir: string, pid: number): void {
 }
 
 export interface RunLocalStackOptions extends LocalStackOptions {
+  /** How the user runs the CLI, for the banner's commands (default `npx agent-runs`). */
+  cli?: string;
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
   /** Report the start-up steps as they end (lib/progress.ts: a bar on `progressTty`, else lines). */
