@@ -14,6 +14,8 @@
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -408,7 +410,8 @@ export interface RunLocalStackOptions extends LocalStackOptions {
   /**
    * How often to check that the parent process is still there, in ms (default 1 000; 0: no
    * check). Once this process is orphaned (its parent, e.g. npm, was killed: `process.ppid`
-   * changes), the stack stops as on SIGTERM, so that it does not linger without its parent.
+   * changes; under an npm script, also once npm itself is gone), the stack stops as on SIGTERM,
+   * so that it does not linger without its parent.
    */
   parentCheckMs?: number;
 }
@@ -492,17 +495,52 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
 
 /**
  * Calls `onOrphaned` once when `process.ppid` is no longer the parent this process started
- * with (the parent died and the process was re-parented to init or a subreaper). Checks every
- * `everyMs` on an unref'd timer; returns the timer (undefined when `everyMs` is 0).
+ * with (the parent died and the process was re-parented to init or a subreaper). Under an npm
+ * script (env npm_lifecycle_event) the parent may be the script's `sh -c`, which outlives a
+ * killed npm: then npm, the grandparent, is watched too (gone: kill(pid, 0) fails ESRCH).
+ * Checks every `everyMs` on an unref'd timer; returns the timer (undefined when `everyMs` is 0).
  */
 function watchParent(everyMs: number, onOrphaned: () => void): NodeJS.Timeout | undefined {
   if (everyMs <= 0) return undefined;
   const parent = process.ppid;
+  const npm = process.env.npm_lifecycle_event ? parentOf(parent) : undefined;
   const timer = setInterval(() => {
-    if (process.ppid === parent) return;
+    if (process.ppid === parent && (npm === undefined || exists(npm))) return;
     clearInterval(timer);
     onOrphaned();
   }, everyMs);
   timer.unref();
   return timer;
+}
+
+/** The parent pid of `pid` (Linux /proc, else `ps`); undefined when unknown or init. */
+function parentOf(pid: number): number | undefined {
+  let ppid: number;
+  try {
+    if (process.platform === 'linux') {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } else if (process.platform !== 'win32') {
+      ppid = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+    } else return undefined;
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;
+}
+
+/** Whether `pid` is a live process (on Linux, a zombie not yet reaped counts as gone). */
+function exists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH'; // EPERM: there, another user's
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false; // gone between the two looks
+  }
 }

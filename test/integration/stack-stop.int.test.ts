@@ -56,10 +56,12 @@ async function gone(pid: number): Promise<void> {
 async function startStack(
   command: string,
   args: string[],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ child: ChildProcess; pid: number; dynamoPid: number }> {
+  const { npm_lifecycle_event: _event, npm_command: _command, ...outside } = process.env;
   const child = spawn(command, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, PARENT_CHECK_MS: '200' },
+    env: { ...outside, PARENT_CHECK_MS: '200', ...env },
   });
   spawned.push(child);
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -111,6 +113,18 @@ describe('the foreground local stack stops as a whole', { timeout: 90_000 }, () 
       // `; :` keeps sh as the stack's parent (no exec of the last command), like npm's sh -c.
       const stack = await startStack('sh', ['-c', `"${process.execPath}" "${FIXTURE}"; :`]);
       expect(stack.pid).not.toBe(stack.child.pid);
+      stack.child.kill('SIGKILL');
+      await gone(stack.pid);
+      await gone(stack.dynamoPid);
+    },
+  );
+
+  it.skipIf(process.platform === 'win32')(
+    'a stack under an npm script stops once npm is SIGKILLed, though the script shell lives on',
+    async () => {
+      // The outer sh stands for npm, the inner one for the script's `sh -c`, which outlives it.
+      const script = `"${process.execPath}" "${FIXTURE}"; :`;
+      const stack = await startStack('sh', ['-c', `sh -c '${script}'; :`], { npm_lifecycle_event: 'start' });
       stack.child.kill('SIGKILL');
       await gone(stack.pid);
       await gone(stack.dynamoPid);
