@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
 import { readLocalState } from '../../lib/client/state-file.ts';
+import { cliInvocation } from '../../lib/client/waiting.ts';
 import { printableLines } from './format.ts';
 
 /** Where the CLI reads and writes. The real one is process-bound; tests pass their own. */
@@ -44,6 +45,11 @@ export class CliError extends Error {
 
 export interface CliContext {
   io: CliIo;
+  /**
+   * How the user runs this CLI (`agent-runs`, `npx agent-runs`, `npm run agent-runs --`), from
+   * `io.env` once at start (cliInvocation): every command line a hint prints starts with it.
+   */
+  cli: string;
   /** The client for `cmd`'s global options: --url / AGENT_RUNS_URL / the state file. Throws CliError(no_url). */
   client(cmd: Command): AgentRunsClient;
   /**
@@ -73,6 +79,7 @@ export interface CommandModule {
 export function createCliContext(io: CliIo): CliContext {
   const ctx: CliContext = {
     io,
+    cli: cliInvocation(io.env),
     exitCode: 0,
     client(cmd) {
       const opts = cmd.optsWithGlobals<GlobalOptions>();

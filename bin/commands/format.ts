@@ -5,7 +5,7 @@
  * the terminal or forge a line of the output (issue 25, item c).
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
-import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
+import { DEFAULT_CLI, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type {
   ControlAck,
   RunEvent,
@@ -100,7 +100,9 @@ function requestLine(r: RunRecord['open_requests'][number]): string {
 
 /**
  * The "waiting:" lines: each reason in words, then each command that moves it on (`$ agent-runs
- * ...`, ready to paste); a child's own reasons indented under it. Empty when nothing waits.
+ * ...`, ready to paste); a child's own reasons indented under it. A reason said already (same
+ * text and commands, e.g. one child waited for by two requests) is said once, and so is a child's
+ * explanation. Empty when nothing waits.
  */
 export function formatWaiting(
   reasons: readonly WaitingReason[],
@@ -108,11 +110,18 @@ export function formatWaiting(
   indent = '  ',
 ): string[] {
   const lines: string[] = [];
+  const said = new Set<string>();
+  const explained = new Set<string>();
   for (const reason of reasons) {
+    const key = JSON.stringify([reason.text, reason.commands]);
+    if (said.has(key)) continue;
+    said.add(key);
     lines.push(`${indent}${printable(reason.text)}`);
     for (const command of reason.commands) lines.push(`${indent}  $ ${printable(command)}`);
-    const child = reason.child_run_id === undefined ? undefined : children.get(reason.child_run_id);
-    if (child !== undefined && child.length > 0) {
+    const childId = reason.child_run_id;
+    const child = childId === undefined || explained.has(childId) ? undefined : children.get(childId);
+    if (childId !== undefined && child !== undefined && child.length > 0) {
+      explained.add(childId);
       lines.push(`${indent}  the child run:`);
       lines.push(...formatWaiting(child, new Map(), `${indent}    `));
     }
@@ -122,12 +131,13 @@ export function formatWaiting(
 
 /**
  * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
- * and the waiting reasons of the children it waits for, by run id.
+ * and the waiting reasons of the children it waits for, by run id; hints start with `cli`.
  */
 export function formatRun(
   run: RunRecord,
   now: number,
   children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
+  cli: string = DEFAULT_CLI,
 ): string {
   const lines = [
     ['run', run.run_id],
@@ -164,7 +174,7 @@ export function formatRun(
   if (run.open_requests.length > 0) {
     text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   }
-  const waiting = formatWaiting(waitingReasons(run, now), children);
+  const waiting = formatWaiting(waitingReasons(run, now, undefined, cli), children);
   if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {

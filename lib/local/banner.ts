@@ -29,14 +29,19 @@ export interface BannerOptions {
   modelFunctions?: Record<string, unknown>;
   /** What to say of each `modelFunctions` path (default: `(given in code)`). */
   modelDescriptions?: Record<string, string>;
+  /**
+   * How the user runs the CLI, the start of the `try:` commands (`agent-runs start` passes its
+   * cliInvocation); default `npx agent-runs`, which works in the checkout `npm start` runs in.
+   */
+  cli?: string;
 }
 
 /**
- * The banner's first command: a task-mode default-reducer run offered the sample `echo` tool, so
+ * The banner's first command after the CLI's name: a task-mode default-reducer run offered the sample `echo` tool, so
  * it calls a tool and completes (on the scripted local model as on a real one).
  */
 export const TRY_COMMAND =
-  'npx agent-runs runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input \'Echo hello.\' --context \'{"mode":"task","tools":[{"name":"echo","mutating":false}]}\'';
+  'runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input \'Echo hello.\' --context \'{"mode":"task","tools":[{"name":"echo","mutating":false}]}\'';
 
 /** The banner's lines for a stack that serves, started with `options`. */
 export async function bannerLines(stack: BannerStack, options: BannerOptions): Promise<string[]> {
@@ -70,8 +75,9 @@ export async function bannerLines(stack: BannerStack, options: BannerOptions): P
     ),
   );
   lines.push(...toolBannerLines(await stack.runtime.tools.list()));
-  lines.push(`  try:    ${TRY_COMMAND}`);
-  lines.push('          npx agent-runs watch RUN_ID   (the run_id printed by runs create; q quits)');
+  const cli = options.cli ?? 'npx agent-runs';
+  lines.push(`  try:    ${cli} ${TRY_COMMAND}`);
+  lines.push(`          ${cli} watch RUN_ID   (the run_id printed by runs create; q quits)`);
   lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   lines.push('Press Ctrl-C to stop.');
   return lines;

@@ -66,6 +66,8 @@ export interface LocalServices {
   s3Endpoint: string;
   region: string;
   credentials: StaticCredentials;
+  /** The process id of DynamoDB Local's Java process (fauxqs runs inside this process). */
+  dynamoPid: number;
   /** Stops both services; idempotent. In-memory data is gone afterwards. */
   stop(): Promise<void>;
 }
@@ -117,6 +119,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
   let stopping: Promise<void> | undefined;
   return {
     dynamoEndpoint: dynamo.value.endpoint,
+    dynamoPid: dynamo.value.pid,
     sqsEndpoint: fauxqsEndpoint,
     s3Endpoint: fauxqsEndpoint,
     region,
@@ -132,6 +135,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
 
 interface RunningDynamo {
   endpoint: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -215,7 +219,13 @@ async function spawnDynamoDbLocal(
   ];
   const child = spawn(java, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = captureOutput(child, (line) => log('dynamodb', line));
-  const killOnExit = () => child.kill('SIGKILL');
+  // Java cannot notice its parent's death: the reaper stops it when this process dies anyway.
+  const reaper = child.pid === undefined ? undefined : spawnReaper(child.pid);
+  child.once('exit', () => reaper?.kill('SIGKILL'));
+  const killOnExit = () => {
+    reaper?.kill('SIGKILL');
+    child.kill('SIGKILL');
+  };
   process.once('exit', killOnExit);
 
   const exited = new Promise<never>((_, reject) => {
@@ -259,6 +269,7 @@ async function spawnDynamoDbLocal(
   let stopping: Promise<void> | undefined;
   return {
     endpoint,
+    pid: child.pid as number, // set: the child answered requests
     stop() {
       stopping ??= new Promise<void>((done) => {
         process.removeListener('exit', killOnExit);
@@ -273,6 +284,29 @@ async function spawnDynamoDbLocal(
       return stopping;
     },
   };
+}
+
+/**
+ * A watchdog for a child that cannot watch its parent (DynamoDB Local's Java): a `sh` whose
+ * stdin is a pipe from this process. A pipe's write end closes when its process dies, however it
+ * dies (SIGKILL included), so `read` returns and the shell sends the child SIGTERM, then SIGKILL
+ * after 5 s if it is still there. While this process lives the reaper only waits; kill it
+ * (SIGKILL) once the child has exited, so that it never signals a reused pid. None on Windows.
+ */
+function spawnReaper(pid: number): ChildProcess | undefined {
+  if (process.platform === 'win32') return undefined;
+  const script = [
+    'read -r _',
+    `kill -TERM ${pid} 2>/dev/null || exit 0`,
+    'i=0',
+    `while kill -0 ${pid} 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL ${pid} 2>/dev/null`,
+  ].join('\n');
+  const reaper = spawn('sh', ['-c', script], { stdio: ['pipe', 'ignore', 'ignore'] });
+  reaper.on('error', () => {}); // no sh: the 'exit' hook and stop() remain
+  reaper.unref();
+  (reaper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return reaper;
 }
 
 function classifyJavaExit(

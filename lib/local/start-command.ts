@@ -35,6 +35,8 @@ export interface StartIo {
   cwd: string;
   /** The terminal, when output is one (a progress bar instead of lines). */
   tty?: NodeJS.WritableStream | undefined;
+  /** How the user runs the CLI, for the banner's commands (default `npx agent-runs`). */
+  cli?: string;
 }
 
 function portArg(value: string): number {
@@ -103,6 +105,7 @@ export async function startFromOptions(
         logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
       }),
       print: json ? () => {} : io.out,
+      ...(io.cli !== undefined ? { cli: io.cli } : {}),
       progress: !json,
       ...(io.tty !== undefined ? { progressTty: io.tty } : {}),
       ...(json
@@ -132,6 +135,7 @@ export async function startFromOptions(
 /** Structural match of bin/commands/context.ts's CliContext (what this command uses of it). */
 interface StartCliContext {
   io: StartIo;
+  cli: string;
   json(cmd: Command): boolean;
   exitCode: number;
 }
@@ -150,7 +154,7 @@ export const startCommand = {
           'run the local stack: DynamoDB Local, fauxqs (SQS, S3), the HTTP API, poller and sweeper',
         ),
     ).action(async (opts: StartOptions, cmd: Command) => {
-      const stack = await startFromOptions(opts, ctx.io, ctx.json(cmd));
+      const stack = await startFromOptions(opts, { ...ctx.io, cli: ctx.cli }, ctx.json(cmd));
       if (stack === null) ctx.exitCode = 1;
     });
   },

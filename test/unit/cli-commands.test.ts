@@ -158,6 +158,59 @@ describe('agent-runs runs', () => {
     expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
   });
 
+  it('runs get writes its hints the way the CLI was run: npx, npm run agent-runs --, or installed', async () => {
+    const digest = 'd'.repeat(64);
+    const hint = async (env: NodeJS.ProcessEnv) =>
+      (await cli(['runs', 'get', 'run_1'], () => [200, waitingRun()], { env })).out
+        .split('\n')
+        .find((line) => line.includes(`approve run_1 run_1/req/1 --digest ${digest}`))
+        ?.trim();
+    expect(await hint({ npm_command: 'exec', npm_lifecycle_event: 'npx' })).toBe(
+      `$ npx agent-runs approve run_1 run_1/req/1 --digest ${digest}`,
+    );
+    expect(await hint({ npm_command: 'run', npm_lifecycle_event: 'agent-runs' })).toBe(
+      `$ npm run agent-runs -- approve run_1 run_1/req/1 --digest ${digest}`,
+    );
+    expect(await hint({})).toBe(`$ agent-runs approve run_1 run_1/req/1 --digest ${digest}`);
+  });
+
+  it('runs get explains a child waited for by two requests once, with one read of the child', async () => {
+    const parent = newRun({ run_id: 'run_p' }, 1_700_000_000_000);
+    const childWait = (n: number) => ({
+      kind: 'result',
+      request_id: `run_p/req/${n}`,
+      effect_id: `${n}:0`,
+      resume_key: 'child:run_c',
+      op_id: `run_p/op/${n}`,
+      tool: '/lib/raisin/agent-runs/delegate',
+      opened_at: 1_700_000_000_000,
+      expires_at: null,
+    });
+    const waitingParent = {
+      ...parent,
+      status: 'waiting',
+      lease: null,
+      operation: null,
+      open_requests: [childWait(1), childWait(2)],
+    } as unknown as RunRecord;
+    // The child's worker crashed: its lease was last renewed long ago.
+    const child = {
+      ...newRun({ run_id: 'run_c' }, 1_700_000_000_000),
+      status: 'running',
+      lease: { owner: 'worker-9', expires_at: Date.now() - 5_000 },
+      operation: null,
+    } as unknown as RunRecord;
+    const r = await cli(['runs', 'get', 'run_p'], (sent) => [
+      200,
+      sent.path === '/runs/run_c' ? child : waitingParent,
+    ]);
+    expect(r.sent.map((s) => s.path)).toEqual(['/runs/run_p', '/runs/run_c']);
+    const count = (text: string) => r.out.split(text).length - 1;
+    expect(count('waiting for child run run_c to end')).toBe(1);
+    expect(count('lease held by worker worker-9')).toBe(1);
+    expect(count('the child run:')).toBe(1);
+  });
+
   it('runs get prints the run cost: total, model and AWS parts, and the date of the prices', async () => {
     const run = withCost(
       {
