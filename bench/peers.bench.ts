@@ -13,10 +13,19 @@
  * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below;
  * `--render reports/bench-peers.json` only writes the Markdown again from a report.
  * Writes reports/bench-peers.json and reports/bench-peers.md; `--record` also writes the
- * Markdown to bench/results/peers.md (the file the README links to) and the report beside it.
+ * Markdown to bench/results/peers.md (the file the README links to) and the report beside it,
+ * first moving the previous record to bench/results/history/peers-{its date}.{md,json}.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -236,6 +245,26 @@ async function measure(): Promise<PeerReport> {
   };
 }
 
+/**
+ * Keeps the record being replaced: bench/results/peers.{md,json} are copied to
+ * bench/results/history/peers-{the date they were measured}.{md,json}, so a new record never
+ * loses the table it is compared against. Nothing to keep when there is no record yet, or when
+ * `next` is that same record rendered again.
+ */
+function keepPreviousRecord(next: PeerReport): void {
+  let previous: PeerReport;
+  try {
+    previous = JSON.parse(readFileSync('bench/results/peers.json', 'utf8')) as PeerReport;
+  } catch {
+    return;
+  }
+  if (previous.machine.date === next.machine.date) return;
+  const stamp = previous.machine.date.slice(0, 16).replace(':', '');
+  mkdirSync('bench/results/history', { recursive: true });
+  copyFileSync('bench/results/peers.json', `bench/results/history/peers-${stamp}.json`);
+  copyFileSync('bench/results/peers.md', `bench/results/history/peers-${stamp}.md`);
+}
+
 const report =
   args.render !== undefined ? (JSON.parse(readFileSync(args.render, 'utf8')) as PeerReport) : await measure();
 mkdirSync('reports', { recursive: true });
@@ -245,6 +274,7 @@ const markdown = renderMarkdown(report);
 writeFileSync('reports/bench-peers.md', markdown);
 if (args.record) {
   mkdirSync('bench/results', { recursive: true });
+  keepPreviousRecord(report);
   writeFileSync('bench/results/peers.md', markdown);
   // The figures behind it, so `--render bench/results/peers.json` writes the same Markdown again.
   if (args.render === undefined)
