@@ -76,6 +76,8 @@ const admission = {
     ? { maxCreatesPerMinute: limit('maxCreatesPerMinute') }
     : {}),
   ...(riskTierFloor !== undefined ? { riskTierFloor: riskTierFloor as 'low' | 'standard' | 'high' } : {}),
+  ...(integer('maxChildrenPerRun') !== undefined ? { maxChildrenPerRun: integer('maxChildrenPerRun') } : {}),
+  ...(integer('maxTreeDepth') !== undefined ? { maxTreeDepth: integer('maxTreeDepth') } : {}),
 };
 /** The console's hosted-UI sign-in, when all three context values are given. */
 function consoleOAuth(): AgentRunsStackProps['consoleOAuth'] {
