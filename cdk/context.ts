@@ -103,6 +103,10 @@ export function stackPropsFromContext(read: ContextReader, cwd: string = process
       ? { maxCreatesPerMinute: limit('maxCreatesPerMinute') }
       : {}),
     ...(riskTierFloor !== undefined ? { riskTierFloor: riskTierFloor as 'low' | 'standard' | 'high' } : {}),
+    ...(integer('maxChildrenPerRun') !== undefined
+      ? { maxChildrenPerRun: integer('maxChildrenPerRun') }
+      : {}),
+    ...(integer('maxTreeDepth') !== undefined ? { maxTreeDepth: integer('maxTreeDepth') } : {}),
   };
   const issuer = context('consoleOAuthIssuer');
   const domainUrl = context('consoleOAuthDomain');

@@ -227,9 +227,13 @@ export interface AdmissionProps {
   readonly maxCreatesPerMinute?: number | null;
   /** Lowest risk tier a run gets. Default `standard`. */
   readonly riskTierFloor?: 'low' | 'standard' | 'high';
+  /** Most children one run may start (AGENT_RUNS_MAX_CHILDREN_PER_RUN). Default: the runtime's, 16. */
+  readonly maxChildrenPerRun?: number;
+  /** Deepest a delegation tree may grow, the root being 0 (AGENT_RUNS_MAX_TREE_DEPTH). Default: the runtime's, 4. */
+  readonly maxTreeDepth?: number;
 }
 
-/** The control function's environment for `admission` (defaults applied). */
+/** The control and step functions' environment for `admission` (defaults applied). */
 export function admissionEnvironment(admission: AdmissionProps = {}): Record<string, string> {
   const env: Record<string, string> = { AGENT_RUNS_RISK_TIER_FLOOR: admission.riskTierFloor ?? 'standard' };
   const live = admission.maxLiveRuns === undefined ? 100 : admission.maxLiveRuns;
@@ -237,8 +241,10 @@ export function admissionEnvironment(admission: AdmissionProps = {}): Record<str
   for (const [name, value] of [
     ['AGENT_RUNS_MAX_LIVE_RUNS', live],
     ['AGENT_RUNS_MAX_CREATES_PER_MINUTE', rate],
+    ['AGENT_RUNS_MAX_CHILDREN_PER_RUN', admission.maxChildrenPerRun],
+    ['AGENT_RUNS_MAX_TREE_DEPTH', admission.maxTreeDepth],
   ] as const) {
-    if (value === null) continue;
+    if (value === null || value === undefined) continue;
     if (!Number.isInteger(value) || value < 1)
       throw new Error(`admission: ${name} must be a positive integer`);
     env[name] = String(value);
@@ -347,9 +353,12 @@ export class AgentRunsStack extends Stack {
         ...(name === 'sweeper' ? { reservedConcurrency: reserved === undefined ? 1 : reserved } : {}),
       });
     this.controlFunction = makeFunction('control', CONTROL_TIMEOUT);
-    for (const [name, value] of Object.entries(admissionEnvironment(props.admission)))
-      this.controlFunction.addEnvironment(name, value);
     this.stepFunction = makeFunction('step', stepTimeout);
+    // Creates are admitted by the control function, delegated children by the step function.
+    for (const [name, value] of Object.entries(admissionEnvironment(props.admission))) {
+      this.controlFunction.addEnvironment(name, value);
+      this.stepFunction.addEnvironment(name, value);
+    }
     this.sweeperFunction = makeFunction('sweeper', SWEEPER_TIMEOUT, props.sweeperReservedConcurrency);
 
     this.grantRuntimeAccess(this.controlFunction, 'control');

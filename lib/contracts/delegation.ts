@@ -15,6 +15,15 @@ import { Budgets, OnExceeded, TreeAmounts } from './run.ts';
 /** The reserved tool path a reducer calls to start a child run. */
 export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
 
+/**
+ * The codes of a delegation refused before anything was written (the deployment's bounds and the
+ * root principal's live-run quota): the parent's `counters.children` does not count it, and no
+ * child, create key or quota slot exists for it. Answered as a `failed` tool result whose first
+ * diagnostic has the code. Issue 25 item 2.
+ */
+export const DELEGATION_REFUSALS = ['quota_exceeded', 'child_limit_reached', 'tree_depth_exceeded'] as const;
+export type DelegationRefusal = (typeof DELEGATION_REFUSALS)[number];
+
 /** The resume key a parent waits on for its child `runId`. */
 export function childResumeKey(runId: string): string {
   return `child:${runId}`;

@@ -9,7 +9,10 @@ import { z } from 'zod';
 import { RISK_TIERS, type RiskTier, RiskTier as RiskTierSchema } from '../contracts/index.ts';
 import type { WorkspaceMode } from './workspaces.ts';
 
-/** A deployment's admission settings. Every limit is optional: absent means unlimited. */
+/**
+ * A deployment's admission settings. Every limit is optional: absent means unlimited, except the
+ * two tree bounds, whose absence means their defaults (16 children per run, depth 4).
+ */
 export interface AdmissionConfig {
   /** Most runs one principal may have that have not ended (queued, running, waiting, paused, cancelling). */
   max_live_runs?: number;
@@ -19,9 +22,16 @@ export interface AdmissionConfig {
   risk_tier_floor?: RiskTier;
   /** A workspace nobody was granted: refused (`owned`) or open to every caller (`open`, the default). */
   workspaces?: WorkspaceMode;
-  /** Default bound on the children one run may start, when its budgets set no max_children. */
+  /**
+   * Most children one run may start (default 16, core/delegation.ts); past it a delegation is
+   * refused `child_limit_reached` as its tool result. Applies whatever the run's budgets say
+   * (`max_children` can only be tighter).
+   */
   max_children_per_run?: number;
-  /** Default bound on a tree's depth (the root is 0), when a run's budgets set no max_depth. */
+  /**
+   * Deepest a tree may grow (the root is 0; default 4); a delegation whose child would be deeper
+   * is refused `tree_depth_exceeded` as its tool result. Applies whatever `max_depth` says.
+   */
   max_tree_depth?: number;
 }
 
@@ -126,7 +136,8 @@ const AdmissionEnv = z.object({
  * A deployment's admission settings from its environment: `AGENT_RUNS_MAX_LIVE_RUNS`,
  * `AGENT_RUNS_MAX_CREATES_PER_MINUTE` (positive integers) and `AGENT_RUNS_RISK_TIER_FLOOR`
  * (low | standard | high), `AGENT_RUNS_WORKSPACES` (owned | open), `AGENT_RUNS_MAX_CHILDREN_PER_RUN` and
- * `AGENT_RUNS_MAX_TREE_DEPTH` (positive integers); unset or empty means unlimited / standard / open. Throws an Error naming
+ * `AGENT_RUNS_MAX_TREE_DEPTH` (positive integers); unset or empty means unlimited / standard / open
+ * (the two tree bounds: 16 and 4). Throws an Error naming
  * the variable when one is set to something else.
  */
 export function admissionFromEnv(env: Record<string, string | undefined>): AdmissionConfig {

@@ -126,6 +126,54 @@ export function planChildRun(
   };
 }
 
+/** Default bound on the children one run may start (AdmissionConfig.max_children_per_run). */
+export const DEFAULT_MAX_CHILDREN_PER_RUN = 16;
+/** Default bound on a tree's depth, the root being 0 (AdmissionConfig.max_tree_depth). */
+export const DEFAULT_MAX_TREE_DEPTH = 4;
+
+/** The deployment's tree bounds (absent: the defaults above). */
+export interface TreeBounds {
+  max_children_per_run?: number;
+  max_tree_depth?: number;
+}
+
+/** A delegation past a deployment tree bound. */
+export interface TreeBoundRefusal {
+  code: 'child_limit_reached' | 'tree_depth_exceeded';
+  message: string;
+  /** The bound that refused it. */
+  max: number;
+}
+
+/**
+ * Whether `parent` may start the child of the delegate operation now in flight, under the
+ * deployment's `bounds` (which apply whatever the run's budgets say; a budget can only be
+ * tighter, and is checked before the operation starts): refused `child_limit_reached` when the
+ * parent already started `max_children_per_run` children (`counters.children` counts the one in
+ * flight too, and no refused delegation), `tree_depth_exceeded` when the child's depth
+ * (`parent.depth + 1`) would pass `max_tree_depth`. Null when both allow it. Pure.
+ */
+export function treeBoundOf(parent: RunRecord, bounds: TreeBounds): TreeBoundRefusal | null {
+  const maxDepth = bounds.max_tree_depth ?? DEFAULT_MAX_TREE_DEPTH;
+  if (parent.depth + 1 > maxDepth) {
+    return {
+      code: 'tree_depth_exceeded',
+      message: `a child of this run would be at depth ${parent.depth + 1}; the deployment allows ${maxDepth}`,
+      max: maxDepth,
+    };
+  }
+  const maxChildren = bounds.max_children_per_run ?? DEFAULT_MAX_CHILDREN_PER_RUN;
+  const before = Math.max(0, parent.counters.children - 1);
+  if (before >= maxChildren) {
+    return {
+      code: 'child_limit_reached',
+      message: `this run already started ${before} children; the deployment allows ${maxChildren} per run`,
+      max: maxChildren,
+    };
+  }
+  return null;
+}
+
 function envelope(
   opId: string | undefined,
   status: ToolResultEnvelope['status'],

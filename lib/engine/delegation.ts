@@ -14,7 +14,7 @@
  * operation is still in flight, and the parent, once it rests waiting, collects every child that
  * has already ended.
  */
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import {
   type Control,
@@ -28,6 +28,7 @@ import {
   type RunRecord,
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
+import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import type { Caller } from '../core/authority.ts';
 import {
   childContextOf,
@@ -36,20 +37,13 @@ import {
   delegationFailedEnvelope,
   messageSentEnvelope,
   planChildRun,
+  treeBoundOf,
 } from '../core/delegation.ts';
-import { runtimeKeyOf } from '../core/principal.ts';
+import { quotaKeyOf, runtimeKeyOf } from '../core/principal.ts';
 import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
 import { CommitRejected } from './commit-errors.ts';
 import { readDecideCommit } from './commit-loop.ts';
-import {
-  commitOf,
-  commitRun,
-  type Delegation,
-  type EngineDeps,
-  needsStep,
-  type OwedReport,
-  wake,
-} from './deps.ts';
+import { commitOf, type Delegation, type EngineDeps, needsStep, type OwedReport, wake } from './deps.ts';
 import { handBackOf, schemaProblem } from './hand-back.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
@@ -143,6 +137,10 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
   const principalKey = runtimeKeyOf(parent.principal);
   const existing = await dc.store.findByCreateKey(principalKey, plan.create_key);
   if (existing !== null) return adopt(dc, parent, op, existing.run_id, plan.wait);
+  // The deployment's tree bounds, then the root principal's quota: a refusal writes nothing.
+  const bound = treeBoundOf(parent, dc.admission);
+  if (bound !== null)
+    return delegationFailedEnvelope(op.op_id, 'permission_denied', bound.code, bound.message);
   const resolved = await dc.reducers.resolve(plan.reducer);
   if (resolved === null) {
     return delegationFailedEnvelope(
@@ -152,46 +150,97 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
       `no reducer at ${plan.reducer.function_path}`,
     );
   }
-  const now = dc.clock.now();
-  const created = createRunRecord(
-    {
-      run_id: `run_${randomUUID().replaceAll('-', '')}`,
-      principal: parent.principal,
-      subject: plan.subject,
-      reducer: { ...plan.reducer, artifact_hash: resolved.artifact_hash },
-      input: plan.input,
-      ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
-      ...(plan.context !== undefined ? { context: plan.context } : {}),
-      budgets: plan.budgets,
-      reserved: plan.reserved,
-      ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
-      on_exceeded: plan.on_exceeded,
-      executor_config: plan.executor_config,
-      // A child runs under the registries its parent was admitted with.
-      ...(parent.pinned !== undefined ? { pinned: parent.pinned } : {}),
-      parent_run_id: plan.parent_run_id,
-      parent_op_id: op.op_id,
-      depth: plan.depth,
-      wake_delay_ms: dc.wakeGraceMs,
-      // A child never runs at a lower tier than the run that delegated to it.
-      risk_tier: parent.risk_tier,
-    },
-    now,
-  );
+  const reducer = { ...plan.reducer, artifact_hash: resolved.artifact_hash };
+  const runId = `run_${randomUUID().replaceAll('-', '')}`;
+  // A child holds a live-run slot of its tree's principal (the user who started the tree, for
+  // an agent the user it acts for), as a top-level create does; a system principal's tree is exempt.
+  const maxLive = dc.admission.max_live_runs;
+  const quotaKey =
+    maxLive !== undefined && parent.principal.kind !== 'system' ? quotaKeyOf(parent.principal) : null;
+  const childRecord = (now: number, slot: number | undefined) =>
+    createRunRecord(
+      {
+        run_id: runId,
+        principal: parent.principal,
+        subject: plan.subject,
+        reducer,
+        input: plan.input,
+        ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
+        ...(plan.context !== undefined ? { context: plan.context } : {}),
+        budgets: plan.budgets,
+        reserved: plan.reserved,
+        ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
+        on_exceeded: plan.on_exceeded,
+        executor_config: plan.executor_config,
+        // A child runs under the registries its parent was admitted with.
+        ...(parent.pinned !== undefined ? { pinned: parent.pinned } : {}),
+        parent_run_id: plan.parent_run_id,
+        parent_op_id: op.op_id,
+        depth: plan.depth,
+        wake_delay_ms: dc.wakeGraceMs,
+        // A child never runs at a lower tier than the run that delegated to it.
+        risk_tier: parent.risk_tier,
+        ...(slot !== undefined ? { quota_slot: slot } : {}),
+      },
+      now,
+    );
   try {
-    const child = await commitRun(dc, {
-      ...commitOf(created, null),
-      createKey: { principalKey, key: plan.create_key },
-      parentLink: parent.run_id,
+    return await readDecideCommit<QuotaUsage | null, ToolResultEnvelope>(dc, {
+      read: () =>
+        quotaKey === null
+          ? Promise.resolve(null)
+          : dc.store.readQuota(quotaKey, quotaWindowOf(dc.clock.now())),
+      decide(usage) {
+        const now = dc.clock.now();
+        let slot: number | undefined;
+        if (usage !== null && maxLive !== undefined) {
+          // Only the live-run limit: the creation rate bounds clients' creates, not the runtime's.
+          const admitted = admit(
+            { max_live_runs: maxLive },
+            usage,
+            parent.risk_tier,
+            now,
+            false,
+            randomInt(1 << 30),
+          );
+          if (!admitted.ok) {
+            return {
+              done: delegationFailedEnvelope(
+                op.op_id,
+                'permission_denied',
+                admitted.code,
+                `the child would take a live-run slot of ${quotaKey}: ${admitted.message}`,
+              ),
+            };
+          }
+          slot = admitted.slot;
+        }
+        return {
+          commit: {
+            ...commitOf(childRecord(now, slot), null),
+            createKey: { principalKey, key: plan.create_key },
+            parentLink: parent.run_id,
+            ...(quotaKey !== null ? { quota: { principalKey: quotaKey } } : {}),
+          },
+          async after(child: RunRecord): Promise<ToolResultEnvelope> {
+            await wake(dc, child.run_id);
+            dc.log({
+              level: 'info',
+              message: 'child run started',
+              run_id: parent.run_id,
+              child_run_id: child.run_id,
+            });
+            return childStartedEnvelope(op.op_id, child.run_id, { reserved: plan.reserved, wait: plan.wait });
+          },
+        };
+      },
+      // Another create of the principal took the slot first: read the quota again and retry.
+      // Exhausted, the loop throws store_unavailable (retryable): the operation is dispatched again.
+      retryOn: ['quota_moved'],
+      attempts: quotaKey !== null ? 8 : 1,
+      jitter: true,
+      runId: parent.run_id,
     });
-    await wake(dc, child.run_id);
-    dc.log({
-      level: 'info',
-      message: 'child run started',
-      run_id: parent.run_id,
-      child_run_id: child.run_id,
-    });
-    return childStartedEnvelope(op.op_id, child.run_id, { reserved: plan.reserved, wait: plan.wait });
   } catch (err) {
     if (!(err instanceof CommitRejected)) throw err;
     if (err.reason === 'create_key_taken') {

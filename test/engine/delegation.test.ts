@@ -7,8 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import type { AdmissionConfig } from '../../lib/core/admission.ts';
+import { quotaWindowOf } from '../../lib/core/admission.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
+import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { scopedStore, shardOfRun, wrapStore } from '../support/faults.ts';
@@ -19,11 +22,14 @@ import { delegator } from '../support/reducers.ts';
 const noModel = scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' }));
 const REDUCER = '/r/delegator';
 
-async function setup(options: { replay_safe?: boolean; store?: (s: RunStore) => RunStore } = {}) {
+async function setup(
+  options: { replay_safe?: boolean; store?: (s: RunStore) => RunStore; admission?: AdmissionConfig } = {},
+) {
   const t = await makeMemoryTestEngine({
     reducers: inProcessReducers({ [REDUCER]: delegator(DELEGATE_TOOL, options) }),
     tools: inProcessTools({}),
     models: noModel,
+    ...(options.admission !== undefined ? { admission: options.admission } : {}),
   });
   const scoped = scopedStore(t.store);
   const store = options.store ? options.store(scoped) : scoped;
@@ -46,6 +52,16 @@ async function sweepRuns(engine: Engine, ids: string[]) {
 
 async function eventsOf(engine: Engine, runId: string): Promise<RunEvent[]> {
   return engine.readEvents(runId, alice, 0, 1000);
+}
+
+/** The first diagnostic code of each delegate tool_result of `runId`, in order. */
+async function resultCodes(engine: Engine, runId: string): Promise<string[]> {
+  return (await eventsOf(engine, runId))
+    .filter((e) => e.kind === 'tool_result')
+    .map((e) => {
+      const env = e.data.envelope as { status: string; diagnostics?: { code: string }[] };
+      return env.diagnostics?.[0]?.code ?? env.status;
+    });
 }
 
 async function record(store: RunStore, runId: string): Promise<RunRecord> {
@@ -409,5 +425,185 @@ describe('delegation', () => {
     expect((await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result')).toHaveLength(1);
     const child = await record(store, childId);
     expect('owed' in child && child.owed).toEqual([]);
+  });
+
+  describe('tree bounds and the live-run quota (issue 25 item 2)', () => {
+    const background = { input: { leaf: 'ask' }, wait: false };
+
+    it("refuses a child past the root principal's live-run quota as quota_exceeded, counting and writing nothing; a child's end frees its slot", async () => {
+      // Prepare: alice may hold 4 live runs; the parent holds one, three background children the rest.
+      const { t, store, engine } = await setup({ admission: { max_live_runs: 4 } });
+      const { run } = await engine.createRun(
+        {
+          subject: uniqueSubject(),
+          reducer: { function_path: REDUCER },
+          input: { children: [background, background, background, background, 'pause', background] },
+        },
+        alice,
+      );
+
+      // Act
+      await settle(t, engine);
+
+      // Assert: the 4th child is refused as the call's tool result; nothing of it exists.
+      expect(await resultCodes(engine, run.run_id)).toEqual([
+        'succeeded',
+        'succeeded',
+        'succeeded',
+        'quota_exceeded',
+      ]);
+      const refused = (await eventsOf(engine, run.run_id)).filter((e) => e.kind === 'tool_result')[3];
+      expect(refused?.data.envelope).toMatchObject({ status: 'failed', retry_policy: { retryable: false } });
+      const parent = await record(store, run.run_id);
+      expect(parent.status).toBe('waiting'); // asks "continue?"
+      expect(parent.counters.children).toBe(3);
+      expect(parent.live_children).toHaveLength(3);
+      const children = await engine.listChildren(run.run_id, alice);
+      expect(children).toHaveLength(3);
+      expect(children.every((c) => c.status === 'waiting')).toBe(true);
+      const quota = await store.readQuota('user:alice', quotaWindowOf(t.clock.now()));
+      expect([...quota.held_slots].sort()).toEqual([0, 1, 2, 3]);
+      // A top-level create is refused too: the children hold alice's slots.
+      await expect(
+        engine.createRun({ subject: uniqueSubject(), reducer: null, input: 'x' }, alice),
+      ).rejects.toMatchObject({ code: 'quota_exceeded', details: { limit: 'max_live_runs' } });
+
+      // Act: one child ends (stopped); then alice lets the parent go on.
+      const ended = children[0]?.run_id ?? '';
+      await engine.applyControl(ended, { control_id: 'stop-child', command: 'stop' }, alice);
+      await settle(t, engine);
+      const freed = await store.readQuota('user:alice', quotaWindowOf(t.clock.now()));
+      expect(freed.held_slots).toHaveLength(3);
+      const asked = (await record(store, run.run_id)).open_requests.find((r) => r.kind === 'input');
+      await engine.applyControl(
+        run.run_id,
+        { control_id: 'go-on', command: 'provide_input', request_id: asked?.request_id ?? '', value: 'yes' },
+        alice,
+      );
+      await settle(t, engine);
+
+      // Assert: the next delegation takes the freed slot.
+      expect(await resultCodes(engine, run.run_id)).toEqual([
+        'succeeded',
+        'succeeded',
+        'succeeded',
+        'quota_exceeded',
+        'succeeded',
+      ]);
+      const after = await record(store, run.run_id);
+      expect(after.counters.children).toBe(4);
+      expect(await engine.listChildren(run.run_id, alice)).toHaveLength(4);
+      // The fourth child's subject is /children/4: the refused delegation took no number.
+      const kids = await Promise.all(
+        (await engine.listChildren(run.run_id, alice)).map((c) => record(store, c.run_id)),
+      );
+      const fourth = kids.find((k) => k.subject.path.endsWith('/children/4'));
+      expect(fourth?.quota_slot).toBeTypeOf('number');
+      expect(kids.filter((k) => k.subject.path.endsWith('/children/5'))).toEqual([]);
+      // The parent then ended and stopped its children: every slot of alice's is free again.
+      expect(after.status).toBe('completed');
+      expect(kids.every((k) => k.status === 'stopped')).toBe(true);
+      expect((await store.readQuota('user:alice', quotaWindowOf(t.clock.now()))).held_slots).toEqual([]);
+    });
+
+    it('reads the quota again when another create took the slot first (quota_moved), instead of failing the call', async () => {
+      // Prepare: the first commit of a child loses its slot to a concurrent create.
+      let moved = 0;
+      const { t, store, engine } = await setup({
+        admission: { max_live_runs: 3 },
+        store: (s) =>
+          wrapStore(s, {
+            async commit(c) {
+              if (moved === 0 && c.parentLink !== undefined && c.quota !== undefined) {
+                moved += 1;
+                throw new CommitRejected('quota_moved', 'injected: another create took the slot');
+              }
+              return s.commit(c);
+            },
+          }),
+      });
+      const { run } = await engine.createRun(
+        {
+          subject: uniqueSubject(),
+          reducer: { function_path: REDUCER },
+          input: { children: [{ input: { leaf: 'complete' } }] },
+        },
+        alice,
+      );
+      await settle(t, engine);
+
+      expect(moved).toBe(1);
+      expect(await resultCodes(engine, run.run_id)).toEqual(['succeeded']);
+      const [child] = await engine.listChildren(run.run_id, alice);
+      expect((await record(store, child?.run_id ?? '')).quota_slot).toBeTypeOf('number');
+      expect((await record(store, run.run_id)).counters.children).toBe(1);
+    });
+
+    it('refuses the 17th child of a run as child_limit_reached, by default', async () => {
+      const { t, store, engine } = await setup();
+      const leaf = { input: { leaf: 'complete' } };
+      const { run } = await engine.createRun(
+        {
+          subject: uniqueSubject(),
+          reducer: { function_path: REDUCER },
+          input: { children: Array.from({ length: 17 }, () => leaf) },
+        },
+        alice,
+      );
+      await settle(t, engine, 200);
+
+      const codes = await resultCodes(engine, run.run_id);
+      expect(codes).toHaveLength(17);
+      expect(codes.slice(0, 16).every((c) => c === 'succeeded')).toBe(true);
+      expect(codes[16]).toBe('child_limit_reached');
+      const parent = await record(store, run.run_id);
+      expect(parent.status).toBe('completed');
+      expect(parent.counters.children).toBe(16);
+      expect(await engine.listChildren(run.run_id, alice)).toHaveLength(16);
+    });
+
+    it('takes the bounds from the deployment: max_children_per_run 2 refuses the 3rd', async () => {
+      const { t, engine } = await setup({ admission: { max_children_per_run: 2 } });
+      const leaf = { input: { leaf: 'complete' } };
+      const { run } = await engine.createRun(
+        {
+          subject: uniqueSubject(),
+          reducer: { function_path: REDUCER },
+          input: { children: [leaf, leaf, leaf] },
+        },
+        alice,
+      );
+      await settle(t, engine);
+      expect(await resultCodes(engine, run.run_id)).toEqual([
+        'succeeded',
+        'succeeded',
+        'child_limit_reached',
+      ]);
+    });
+
+    it('refuses a child at depth 5 as tree_depth_exceeded, by default', async () => {
+      const { t, store, engine } = await setup();
+      // Six nested levels: runs at depths 0..4 each delegate once; the one at depth 4 is refused.
+      let input: unknown = { leaf: 'complete' };
+      for (let d = 0; d < 6; d += 1) input = { children: [{ input }] };
+      const { run } = await engine.createRun(
+        { subject: uniqueSubject(), reducer: { function_path: REDUCER }, input },
+        alice,
+      );
+      await settle(t, engine, 100);
+
+      let current = await record(store, run.run_id);
+      for (let depth = 1; depth <= 4; depth += 1) {
+        const kids = await engine.listChildren(current.run_id, alice);
+        expect(kids).toHaveLength(1);
+        current = await record(store, kids[0]?.run_id ?? '');
+        expect(current.depth).toBe(depth);
+      }
+      expect(await engine.listChildren(current.run_id, alice)).toEqual([]);
+      expect(await resultCodes(engine, current.run_id)).toEqual(['tree_depth_exceeded']);
+      expect(current.counters.children).toBe(0);
+      expect(current.status).toBe('completed');
+      expect((await record(store, run.run_id)).status).toBe('completed');
+    });
   });
 });

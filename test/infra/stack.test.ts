@@ -370,6 +370,16 @@ describe('functions', () => {
     expect(() => admissionEnvironment({ maxCreatesPerMinute: 0 })).toThrow(
       /AGENT_RUNS_MAX_CREATES_PER_MINUTE/,
     );
+    // The step function admits delegated children: it reads the same limits.
+    const step = plain.resources[logicalId(s, s.stepFunction)]?.Properties ?? {};
+    expect((step.Environment as { Variables: Record<string, string> }).Variables).toMatchObject({
+      AGENT_RUNS_MAX_LIVE_RUNS: '100',
+    });
+    expect(admissionEnvironment({ maxChildrenPerRun: 8, maxTreeDepth: 2 })).toMatchObject({
+      AGENT_RUNS_MAX_CHILDREN_PER_RUN: '8',
+      AGENT_RUNS_MAX_TREE_DEPTH: '2',
+    });
+    expect(() => admissionEnvironment({ maxTreeDepth: 0 })).toThrow(/AGENT_RUNS_MAX_TREE_DEPTH/);
   });
 
   it('feeds the step queue to the step function in batches of 10 with partial batch responses', () => {

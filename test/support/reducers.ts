@@ -118,6 +118,7 @@ export function askOnce() {
  * Delegation (issue 3): with input `{children: [args…]}` calls the delegate tool once per entry,
  * one after the other (each waits for its child's hand-back), then completes with a summary that
  * lists each hand-back as `status:payload.status`; a steer withdraws its wait and ends it (partial).
+ * A background child's hand-back (`user_input` `{from_child}`) changes nothing. An entry `'pause'` instead asks the user `continue?` and goes on with the next entry once answered.
  * With input `{leaf: 'complete' | 'fail' | 'ask'}`
  * it is a child: completes, fails, or asks a question (and completes with the answer).
  */
@@ -128,13 +129,16 @@ export function delegator(delegateTool: string, flags: { replay_safe?: boolean }
     const st: State = req.state ?? { seen: 0, children: [], i: 0, results: [] };
     if (req.event.seq <= st.seen) return unchanged(req);
     const next = (patch: Partial<State>) => ({ ...st, seen: req.event.seq, ...patch });
-    const delegate = (args: unknown) => ({
-      kind: 'call_tool',
-      tool: delegateTool,
-      args,
-      mutating: false,
-      replay_safe: flags.replay_safe ?? true,
-    });
+    const delegate = (args: unknown) =>
+      args === 'pause'
+        ? { kind: 'ask_user', question: 'continue?' }
+        : {
+            kind: 'call_tool',
+            tool: delegateTool,
+            args,
+            mutating: false,
+            replay_safe: flags.replay_safe ?? true,
+          };
     switch (req.event.kind) {
       case 'run_started': {
         const input = (req.event.data.input ?? {}) as { children?: unknown[]; leaf?: string };
@@ -149,10 +153,16 @@ export function delegator(delegateTool: string, flags: { replay_safe?: boolean }
         return respond(req, next({ children, i: 1 }), [delegate(children[0])]);
       }
       case 'request_resolved':
+        if (st.i > 0 && st.i < st.children.length)
+          return respond(req, next({ i: st.i + 1 }), [delegate(st.children[st.i])]);
         return respond(req, next({}), [
           { kind: 'complete', outcome: 'succeeded', summary: String(req.event.data.value) },
         ]);
       case 'user_input': {
+        // A background child's hand-back: noted, the parent goes on as it was.
+        const steer = req.event.data.input as { from_child?: unknown } | null | undefined;
+        if (typeof steer === 'object' && steer !== null && steer.from_child !== undefined)
+          return { ...unchanged(req), state: next({}), state_rev: req.state_rev + 1 };
         // A steer: stop waiting for any child, and end.
         const open = ((req.run as { open_requests?: { kind: string; request_id: string }[] }).open_requests ??
           []) as { kind: string; request_id: string }[];

@@ -67,5 +67,9 @@ describe('admission', () => {
     expect(() => admissionFromEnv({ AGENT_RUNS_RISK_TIER_FLOOR: 'extreme' })).toThrow(
       /AGENT_RUNS_RISK_TIER_FLOOR/,
     );
+    expect(
+      admissionFromEnv({ AGENT_RUNS_MAX_CHILDREN_PER_RUN: '8', AGENT_RUNS_MAX_TREE_DEPTH: '2' }),
+    ).toEqual({ max_children_per_run: 8, max_tree_depth: 2 });
+    expect(() => admissionFromEnv({ AGENT_RUNS_MAX_TREE_DEPTH: '0' })).toThrow(/AGENT_RUNS_MAX_TREE_DEPTH/);
   });
 });

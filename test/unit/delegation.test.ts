@@ -10,8 +10,10 @@ import { controlDigest } from '../../lib/core/controls.ts';
 import {
   childContextOf,
   childStartedEnvelope,
+  delegationFailedEnvelope,
   handBackEnvelope,
   planChildRun,
+  treeBoundOf,
 } from '../../lib/core/delegation.ts';
 import {
   acquireLease,
@@ -102,6 +104,51 @@ describe('delegation budgets', () => {
     const { record } = delegating({ budgets: { max_children: 1 } });
     const counted = { ...record, counters: { ...record.counters, children: 1 } } as RunRecord;
     expect(checkBudgets(counted, { ...opOf(record), attempt: 2 }, 2_001)).toBeNull();
+  });
+});
+
+describe('tree bounds (issue 25 item 2)', () => {
+  const withChildren = (record: RunRecord, children: number) =>
+    ({ ...record, counters: { ...record.counters, children } }) as RunRecord;
+
+  it('allows 16 children per run and depth 4 by default, refusing the next with a stable code', () => {
+    const { record } = delegating();
+    // counters.children counts the delegation in flight: 16 means 15 started before it.
+    expect(treeBoundOf(withChildren(record, 16), {})).toBeNull();
+    expect(treeBoundOf(withChildren(record, 17), {})).toMatchObject({ code: 'child_limit_reached', max: 16 });
+    expect(treeBoundOf({ ...withChildren(record, 1), depth: 3 } as RunRecord, {})).toBeNull();
+    expect(treeBoundOf({ ...withChildren(record, 1), depth: 4 } as RunRecord, {})).toMatchObject({
+      code: 'tree_depth_exceeded',
+      max: 4,
+    });
+  });
+
+  it('takes the bounds the deployment sets, whatever the run’s budgets say', () => {
+    const { record } = delegating({ budgets: { max_children: 100, max_depth: 10 } });
+    const bounds = { max_children_per_run: 2, max_tree_depth: 1 };
+    expect(treeBoundOf(withChildren(record, 2), bounds)).toBeNull();
+    expect(treeBoundOf(withChildren(record, 3), bounds)?.code).toBe('child_limit_reached');
+    expect(treeBoundOf({ ...withChildren(record, 1), depth: 1 } as RunRecord, bounds)?.code).toBe(
+      'tree_depth_exceeded',
+    );
+  });
+
+  it('takes back the count of a refused delegation, and keeps that of one that failed otherwise', () => {
+    for (const [code, children] of [
+      ['quota_exceeded', 0],
+      ['child_limit_reached', 0],
+      ['tree_depth_exceeded', 0],
+      ['reducer_not_found', 1],
+    ] as const) {
+      const { record, fence } = delegating();
+      const started = ok(startOperation(record, 2_001));
+      expect(started.counters.children).toBe(1);
+      const envelope = delegationFailedEnvelope('run-1/op/1', 'permission_denied', code, 'refused');
+      const done = ok(finishOperation(started, fence, { kind: 'tool_result', envelope }, 2_002));
+      expect(done.counters.children, code).toBe(children);
+      expect(done.counters.consecutive_op_failures, code).toBe(1);
+      expect(done.live_children).toEqual([]);
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import {
   childResumeKey,
   DELEGATE_MESSAGE_TOOL,
   DELEGATE_TOOL,
+  DELEGATION_REFUSALS,
   HandBackPayload,
   isTerminalStatus,
   type Operation,
@@ -41,16 +42,28 @@ function addAmounts(into: TreeAmounts, amounts: TreeAmounts): TreeAmounts {
   return sum;
 }
 
+/** Whether a delegation's failed `envelope` is a refusal that wrote nothing (DELEGATION_REFUSALS). */
+function isRefusal(envelope: ToolResultEnvelope): boolean {
+  const code = envelope.diagnostics?.[0]?.code;
+  return code !== undefined && (DELEGATION_REFUSALS as readonly string[]).includes(code);
+}
+
 /**
  * The draft after a delegation's result `envelope`: a created child joins `live_children` with its
  * terms (its reservation, whether the parent waits on it); a hand-back answered at once (a child
- * that had already ended when a re-dispatch found it) charges its usage. Other results change
- * nothing. Seed: agent-runs, "Budgets" (children reserve against the parent).
+ * that had already ended when a re-dispatch found it) charges its usage; a refusal that wrote
+ * nothing (DELEGATION_REFUSALS: quota, tree bounds) takes back the `counters.children` its start
+ * counted. Other results change nothing. Seed: agent-runs, "Budgets" (children reserve against the parent).
  */
 export function noteDelegationResult(draft: Draft, envelope: ToolResultEnvelope): Draft {
   const handBack = HandBackPayload.safeParse(envelope.payload);
   if (handBack.success) {
     return { ...draft, tree_usage: addAmounts(draft.tree_usage, handBack.data.tree_usage ?? {}) } as Draft;
+  }
+  if (envelope.status === 'failed' && isRefusal(envelope)) {
+    // Refused before anything was written: the delegation begun is not a child started.
+    const children = Math.max(0, draft.counters.children - 1);
+    return { ...draft, counters: { ...draft.counters, children } } as Draft;
   }
   if (envelope.status !== 'waiting' && envelope.status !== 'succeeded') return draft;
   const started = ChildStartedPayload.safeParse(envelope.payload);

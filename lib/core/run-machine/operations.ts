@@ -225,7 +225,10 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
       const env = result.envelope;
       const failed = env.status === 'failed' || env.status === 'retryable' || env.status === 'blocked';
       const base = isDelegation(op) ? noteDelegationResult(draft, env) : draft;
-      const counted = { ...base, counters: withFailures(failed ? failures + 1 : 0) } as Draft;
+      const counted = {
+        ...base,
+        counters: { ...base.counters, consecutive_op_failures: failed ? failures + 1 : 0 },
+      } as Draft;
       const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
       if (env.status === 'waiting' && env.resume_key !== undefined && record.status !== 'cancelling') {
         const parked = parkOn(counted, record, op, env.resume_key, tool, now, result.result_expires_in_ms);
