@@ -35,7 +35,7 @@ import { startPostgres } from './peers/postgres.ts';
 import { killPoints } from './peers/processes.ts';
 import { runRestate, startRestate } from './peers/restate.ts';
 import { runScale, type ScaleReport } from './peers/scale.ts';
-import { load, type PhaseResult } from './peers/workload.ts';
+import { load, type PhaseResult, type Series } from './peers/workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -408,7 +408,7 @@ function renderMarkdown(r: Report): string {
     );
   }
   lines.push('');
-  const split = find(r.crash, 'ours')?.crash?.recovery_breakdown;
+  const split = r.crash.find((p) => p.system === 'ours')?.crash?.recovery_breakdown;
   if (split !== undefined) {
     const t = split.taken_over;
     const part = (x: Series) => `p50 ${seconds(x.p50_ms)} / max ${seconds(x.max_ms)} s`;
