@@ -5,12 +5,8 @@
  * one JSON object); stops cleanly on Ctrl-C. Exit code 1 with a clear message when the stack
  * cannot start (Java missing, port taken, ...). Issue 5 ("lib/local: npm start").
  */
-import { Logger } from '@aws-lambda-powertools/logger';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { toolsFromEnv } from '../tools/configured.ts';
-import type { ToolRegistry } from '../tools/registry.ts';
-import { registerSampleTools } from './sample-tools.ts';
-import { type LocalStack, LocalStackError, runLocalStack } from './stack.ts';
+import type { LocalStack } from './stack.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -57,54 +53,16 @@ export function addStartOptions(command: Command): Command {
  * Starts the stack in the foreground and prints how to reach it. Resolves once it serves (the
  * process then stays up until SIGINT/SIGTERM, which stop it and exit 0); resolves null after
  * printing the reason to `io.err` when it cannot start. `json` prints `{url, token, state_file,
- * startup_ms, pid}` instead of the banner.
+ * startup_ms, pid}` instead of the banner. The stack's modules (AWS SDK, DynamoDB Local, the
+ * handlers) load here, from ./start-run.ts, so that registering the command loads none of them.
  */
 export async function startFromOptions(
   options: StartOptions,
   io: StartIo,
   json = false,
 ): Promise<LocalStack | null> {
-  try {
-    // The sample tools, plus those of AGENT_RUNS_TOOLS (as a deployment configures them).
-    const configuredTools = toolsFromEnv(process.env);
-    const registerTools = (registry: ToolRegistry) => {
-      registerSampleTools(registry);
-      configuredTools?.(registry);
-    };
-    return await runLocalStack({
-      ...(options.port !== undefined ? { port: options.port } : {}),
-      ...(options.persist !== undefined ? { persistDir: options.persist } : {}),
-      stateDir: io.cwd,
-      registerTools,
-      logger: new Logger({
-        serviceName: 'agent-runs-local',
-        logLevel: options.logLevel.toUpperCase() as Uppercase<LogLevel>,
-      }),
-      print: json ? () => {} : io.out,
-      progress: !json,
-      ...(io.tty !== undefined ? { progressTty: io.tty } : {}),
-      ...(json
-        ? {
-            onReady: (stack: LocalStack) =>
-              io.out(
-                JSON.stringify({
-                  url: stack.url,
-                  token: stack.token,
-                  state_file: stack.stateFile,
-                  startup_ms: stack.startupMs,
-                  pid: process.pid,
-                }),
-              ),
-          }
-        : {}),
-    });
-  } catch (err) {
-    if (err instanceof LocalStackError) {
-      io.err(`agent-runs: the local stack did not start [${err.code}]\n${err.message}`);
-      return null;
-    }
-    throw err;
-  }
+  const { startStack } = await import('./start-run.ts');
+  return startStack(options, io, json);
 }
 
 /** Structural match of bin/commands/context.ts's CliContext (what this command uses of it). */
