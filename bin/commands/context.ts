@@ -1,7 +1,7 @@
 /**
  * What every CLI command module gets: the I/O to write to, the client for the global options
  * (`--url`, `--token`, `--json`), and the output helpers. A command module registers its
- * subcommands on the program; bin/agent-runs.ts lists the modules. Issue 5, "the CLI".
+ * subcommands on the program; bin/commands/all.ts lists the modules. Issue 5, "the CLI".
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -86,7 +86,8 @@ export interface CliContext {
 
 /**
  * A command module: registers one or more commands on the program. To add a command, write a
- * module and add it to the list in bin/agent-runs.ts.
+ * module and add it to the list in bin/commands/all.ts. Keep its top-level imports light (commander,
+ * lib/contracts/names.ts): `import()` what an action runs inside the action, so `--help` stays fast.
  */
 export interface CommandModule {
   /** For listings and tests, e.g. `runs`, `events`, `controls`. */

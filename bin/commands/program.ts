@@ -1,7 +1,7 @@
 /**
  * Builds and runs the commander program from a list of command modules. Errors become one
  * line on stderr (`error: <code>: <message>`, or a JSON object with --json) and exit code 1;
- * a rejected control exits 2. Nothing here touches `process`: bin/agent-runs.ts passes it in.
+ * a rejected control exits 2. Nothing here touches `process`: bin/commands/all.ts (main) passes it in.
  */
 import { Command, CommanderError } from 'commander';
 import { ApiError } from '../../lib/client/errors.ts';

@@ -1,6 +1,6 @@
 /**
  * The command line of the local stack, shared by `npm start` (bin/start.ts) and the CLI's
- * `agent-runs start` (a CommandModule for bin/agent-runs.ts's list): options --port, --persist,
+ * `agent-runs start` (a CommandModule for bin/commands/all.ts's list): options --port, --persist,
  * --log-level; prints the URL, token, state file and start-up time (or, with the CLI's --json,
  * one JSON object); stops cleanly on Ctrl-C. Exit code 1 with a clear message when the stack
  * cannot start (Java missing, port taken, ...). Issue 5 ("lib/local: npm start").
@@ -73,7 +73,7 @@ interface StartCliContext {
 }
 
 /**
- * `agent-runs start`: a CommandModule for bin/agent-runs.ts (add `startCommand` to COMMANDS).
+ * `agent-runs start`: a CommandModule for bin/commands/all.ts (`startCommand` in COMMANDS).
  * Sets the exit code to 1 when the stack cannot start.
  */
 export const startCommand = {

@@ -51,7 +51,7 @@ export async function tokenFromOptions(options: TokenOptions, io: TokenIo, json:
   io.out(json ? JSON.stringify({ token, ...shown }) : token);
 }
 
-/** The `token` command for the CLI's list (bin/agent-runs.ts). */
+/** The `token` command for the CLI's list (bin/commands/all.ts). */
 export const tokenCommand = {
   name: 'token',
   register(program: Command, ctx: { io: TokenIo; json(cmd: Command): boolean }): void {
