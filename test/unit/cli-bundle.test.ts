@@ -64,6 +64,37 @@ describe('the bundled CLI', () => {
   });
 });
 
+/** Preloaded into a CLI process: prints on exit, to stderr, every module URL it loaded. */
+const RECORD_LOADS = `data:text/javascript,${encodeURIComponent(`
+import { registerHooks } from 'node:module';
+const seen = [];
+registerHooks({ load(url, context, next) { seen.push(url); return next(url, context); } });
+process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(seen) + '\\n'));
+`)}`;
+
+describe('lazy loading (the CLI from source)', () => {
+  it('loads only commander and the command registrations for --help', async () => {
+    const { stderr } = await run(
+      process.execPath,
+      ['--import', RECORD_LOADS, join(ROOT, 'bin/agent-runs.ts'), '--help'],
+      { cwd: ROOT },
+    );
+    const line = stderr.split('\n').find((l) => l.startsWith('LOADED '));
+    const loaded = JSON.parse(line?.slice('LOADED '.length) ?? '[]') as string[];
+    const files = loaded.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u).slice(ROOT.length));
+    expect(files).toContain('bin/commands/runs.ts');
+    const packages = new Set(files.filter((f) => f.startsWith('node_modules/')).map((f) => f.split('/')[1]));
+    expect([...packages]).toEqual(['commander']);
+    // Of lib/, only what registration needs: no zod contracts, client, local stack or replay.
+    expect(files.filter((f) => f.startsWith('lib/')).sort()).toEqual([
+      'lib/client/errors.ts',
+      'lib/contracts/names.ts',
+      'lib/local/start-command.ts',
+      'lib/local/token-command.ts',
+    ]);
+  });
+});
+
 describe('the launcher (bin/agent-runs.mjs)', () => {
   it('runs the bundle, and rebuilds it first when it is older than a source file', async () => {
     const old = new Date('2001-01-01T00:00:00Z');
