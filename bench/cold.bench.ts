@@ -29,8 +29,8 @@ const newest = (path: string): number => {
 const template = join(OUT, 'AgentRuns.template.json');
 const sources = ['cdk', 'lib', 'functions', 'console', 'package-lock.json'].map((p) => join(ROOT, p));
 if (!existsSync(template) || statSync(template).mtimeMs < Math.max(...sources.map(newest))) {
-  console.log('synthesizing the stack (npx cdk synth --quiet) ...');
-  execFileSync('npx', ['cdk', 'synth', '--quiet'], { cwd: ROOT, stdio: 'inherit' });
+  console.log('synthesizing the stack (npx cdk synth --quiet -c model=none) ...');
+  execFileSync('npx', ['cdk', 'synth', '--quiet', '-c', 'model=none'], { cwd: ROOT, stdio: 'inherit' });
 } else console.log('reusing cdk.out (newer than its sources)');
 
 interface Resource {

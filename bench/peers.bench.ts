@@ -13,10 +13,19 @@
  * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below;
  * `--render reports/bench-peers.json` only writes the Markdown again from a report.
  * Writes reports/bench-peers.json and reports/bench-peers.md; `--record` also writes the
- * Markdown to bench/results/peers.md (the file the README links to) and the report beside it.
+ * Markdown to bench/results/peers.md (the file the README links to) and the report beside it,
+ * first moving the previous record to bench/results/history/peers-{its date}.{md,json}.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -236,6 +245,26 @@ async function measure(): Promise<PeerReport> {
   };
 }
 
+/**
+ * Keeps the record being replaced: bench/results/peers.{md,json} are copied to
+ * bench/results/history/peers-{the date they were measured}.{md,json}, so a new record never
+ * loses the table it is compared against. Nothing to keep when there is no record yet, or when
+ * `next` is that same record rendered again.
+ */
+function keepPreviousRecord(next: PeerReport): void {
+  let previous: PeerReport;
+  try {
+    previous = JSON.parse(readFileSync('bench/results/peers.json', 'utf8')) as PeerReport;
+  } catch {
+    return;
+  }
+  if (previous.machine.date === next.machine.date) return;
+  const stamp = previous.machine.date.slice(0, 16).replace(':', '');
+  mkdirSync('bench/results/history', { recursive: true });
+  copyFileSync('bench/results/peers.json', `bench/results/history/peers-${stamp}.json`);
+  copyFileSync('bench/results/peers.md', `bench/results/history/peers-${stamp}.md`);
+}
+
 const report =
   args.render !== undefined ? (JSON.parse(readFileSync(args.render, 'utf8')) as PeerReport) : await measure();
 mkdirSync('reports', { recursive: true });
@@ -245,6 +274,7 @@ const markdown = renderMarkdown(report);
 writeFileSync('reports/bench-peers.md', markdown);
 if (args.record) {
   mkdirSync('bench/results', { recursive: true });
+  keepPreviousRecord(report);
   writeFileSync('bench/results/peers.md', markdown);
   // The figures behind it, so `--render bench/results/peers.json` writes the same Markdown again.
   if (args.render === undefined)
@@ -378,6 +408,15 @@ function renderMarkdown(r: Report): string {
     );
   }
   lines.push('');
+  const split = find(r.crash, 'ours')?.crash?.recovery_breakdown;
+  if (split !== undefined) {
+    const t = split.taken_over;
+    const part = (x: Series) => `p50 ${seconds(x.p50_ms)} / max ${seconds(x.max_ms)} s`;
+    lines.push(
+      `Ours, where the recovery time went (s): ${t.kill_to_takeover.n} stalled runs had their lease taken over by the sweeper, kill → takeover ${part(t.kill_to_takeover)} (what was left of the dead worker's ${OURS_CRASH_TIMERS.leaseTtlMs / 1000} s lease, renewed every ${OURS_CRASH_TIMERS.heartbeatMs / 1000} s, + the ${(OURS_CRASH_TIMERS.leaseTtlMs / 3000).toFixed(2)} s clock-skew allowance + up to ${OURS_CRASH_TIMERS.sweepEveryMs / 1000} s to the next sweep pass), takeover → next step ${part(t.takeover_to_step)} (wake message, queue, restarted worker); ${split.no_lease.kill_to_step.n} held no lease at the kill (their step message was in the dead worker's hands or queued behind it), kill → next step ${part(split.no_lease.kill_to_step)}.`,
+    );
+    lines.push('');
+  }
   lines.push('## Temporal (published figures, not measured here)');
   lines.push('');
   lines.push(r.temporal.note);
@@ -446,10 +485,10 @@ function verdict(r: Report): string[] {
   const s = ours.storage_per_step ?? {};
   const out = ['## Where we are ahead or behind, and why', ''];
   out.push(
-    `- **Behind on speed on one machine.** ${ours.steps_per_second} steps/s against Restate's ${restate.steps_per_second} (${x(restate.steps_per_second, ours.steps_per_second)}) and DBOS's ${dbos.steps_per_second} (${x(dbos.steps_per_second, ours.steps_per_second)}); step gap p50 ${ours.log.step_gap.p50_ms} ms against ${restate.log.step_gap.p50_ms} and ${dbos.log.step_gap.p50_ms} ms. The machine is CPU-bound and a step of ours costs ${cpu(ours)} ms of CPU (DynamoDB Local ${parts.dynamodb_local} ms, the step worker ${parts.step_worker} ms) against ${cpu(restate)} ms for Restate and ${cpu(dbos)} ms for DBOS. Each of our steps is about ${((s.transact_write_items ?? 0) + (s.get_item ?? 0) + (s.query ?? 0) + (s.function_registry_get_item ?? 0)).toFixed(1)} HTTP requests to DynamoDB Local (a Java emulator started with the C1 JIT only, for start-up time) plus SQS requests to fauxqs, each signed and marshalled by the AWS SDK, and the run record parsed by its zod schema on every transition; Restate appends journal entries over one HTTP/2 stream to a log embedded in its Rust server, and DBOS writes a row per step over a pooled PostgreSQL connection. In memory DynamoDB Local does not close the gap (${find(r.steady, 'ours', true)?.steps_per_second ?? '-'} steps/s): the cost is per request, not the disk.`,
+    `- **Behind on speed on one machine.** ${ours.steps_per_second} steps/s against Restate's ${restate.steps_per_second} (${x(restate.steps_per_second, ours.steps_per_second)}) and DBOS's ${dbos.steps_per_second} (${x(dbos.steps_per_second, ours.steps_per_second)}); step gap p50 ${ours.log.step_gap.p50_ms} ms against ${restate.log.step_gap.p50_ms} and ${dbos.log.step_gap.p50_ms} ms. The machine is CPU-bound and a step of ours costs ${cpu(ours)} ms of CPU (DynamoDB Local ${parts.dynamodb_local} ms, the step worker ${parts.step_worker} ms) against ${cpu(restate)} ms for Restate and ${cpu(dbos)} ms for DBOS. Each of our steps is about ${((s.write_requests ?? s.transact_write_items ?? 0) + (s.get_item ?? 0) + (s.query ?? 0) + (s.function_registry_get_item ?? 0)).toFixed(1)} HTTP requests to DynamoDB Local (a Java emulator started with the C1 JIT only, for start-up time) plus SQS requests to fauxqs, each signed and marshalled by the AWS SDK, and the run record parsed by its zod schema on every transition; Restate appends journal entries over one HTTP/2 stream to a log embedded in its Rust server, and DBOS writes a row per step over a pooled PostgreSQL connection. In memory DynamoDB Local does not close the gap (${find(r.steady, 'ours', true)?.steps_per_second ?? '-'} steps/s): the cost is per request, not the disk.`,
   );
   out.push(
-    `- **Storage writes per step:** ours ${s.transact_write_items} TransactWriteItems (${s.write_capacity_units} WCU as DynamoDB Local counts them) plus ${s.function_registry_get_item} GetItem of the reducer's function item, which the stored function registry reads on every reducer call (an avoidable request: a follow-up); Restate ${restate.storage_per_step?.log_records_committed} log records; DBOS ${dbos.storage_per_step?.transactions_committed} PostgreSQL transactions and ${dbos.storage_per_step?.wal_bytes} WAL bytes. On AWS the figure that matters for ours is this request count (the bill), not the emulator's CPU.`,
+    `- **Storage writes per step:** ours ${s.write_requests ?? s.transact_write_items} write requests for ${s.commits ?? s.transact_write_items} commits (${s.write_capacity_units} WCU as DynamoDB Local counts them) and ${s.get_item} GetItem, ${s.function_registry_get_item} of them the reducer's function item; of all these requests the step worker (the hot path) sent ${s.step_worker_requests} per step and the local control plane ${s.control_plane_requests} (the driver's creates and status polls, the sweeper); Restate ${restate.storage_per_step?.log_records_committed} log records; DBOS ${dbos.storage_per_step?.transactions_committed} PostgreSQL transactions and ${dbos.storage_per_step?.wal_bytes} WAL bytes. On AWS the figure that matters for ours is this request count (the bill), not the emulator's CPU.`,
   );
   const mine = oursCrash.log.duplicate_side_effects;
   const peers = [

@@ -3,7 +3,8 @@
  * AwsSolutions pack during synthesis (a violation that is not acknowledged fails `cdk synth`).
  * Environment-agnostic: no account, region or lookups, so `cdk synth` runs without credentials.
  *
- * Options come from context (`cdk synth -c key=value` or cdk.json):
+ * Options come from context (`cdk synth -c key=value` or cdk.json; read by cdk/context.ts).
+ * A model is required: without one (and without `model=none`) the app refuses to synthesize.
  * - `stackName`            CloudFormation stack name (default `AgentRuns`)
  * - `jwtIssuer`            an existing JWT issuer URL (with `jwtAudience`) instead of the Cognito
  *                          user pool the stack creates by default
@@ -13,8 +14,10 @@
  * - `bedrockModelArns`     comma-separated further Bedrock model ARNs the step function may invoke
  * - `openAiBaseUrl`, `openAiModel`  an OpenAI-compatible endpoint; `openAiApiKeySecret` the
  *                          Secrets Manager secret (name or full ARN) of its key, else one is created
+ * - `model`                `none`: deploy without a model on purpose (else one of the above is required)
  * - `defaultModel`         `bedrock`, `openai` or a model path
- * - `toolsFile`            a JSON file with the tools to register (lib/tools/configured.ts)
+ * - `toolsFile`            a JSON file with the tools to register (lib/tools/configured.ts); a
+ *                          Lambda tool's `target.code` is a handler file the stack deploys
  * - `stepMaxConcurrency`   maximum concurrent step functions (default 10)
  * - `sweeperReservedConcurrency`  `none` to reserve no concurrency for the sweeper (default 1)
  * - `alarmTopicArn`        SNS topic ARN the alarms notify (default: a topic the stack creates)
@@ -27,104 +30,21 @@
  * - `deletionProtection`   `false` to turn deletion protection off and let the table, buckets,
  *                          user pool and keys go with the stack (default on, retained)
  */
-import { readFileSync } from 'node:fs';
-import { App, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { DeployContextError, stackPropsFromContext } from './context.ts';
 import { AgentRunsStack, type AgentRunsStackProps } from './stack.ts';
 
 const app = new App();
-const context = (key: string): string | undefined => {
-  const value: unknown = app.node.tryGetContext(key);
-  if (value === undefined || value === null || value === '') return undefined;
-  return String(value);
-};
-const list = (key: string): string[] | undefined =>
-  context(key)
-    ?.split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-
-const integer = (key: string): number | undefined => {
-  const text = context(key);
-  if (text === undefined) return undefined;
-  const n = Number(text);
-  if (!Number.isInteger(n)) throw new Error(`context ${key} must be a whole number: ${text}`);
-  return n;
-};
-const optional = <K extends keyof AgentRunsStackProps>(key: K, value: AgentRunsStackProps[K] | undefined) =>
-  value === undefined ? {} : { [key]: value };
-
-const stackName = context('stackName') ?? 'AgentRuns';
-const protect = context('deletionProtection') !== 'false';
-const openAiBaseUrl = context('openAiBaseUrl');
-const openAiModel = context('openAiModel');
-if ((openAiBaseUrl === undefined) !== (openAiModel === undefined)) {
-  throw new Error('context openAiBaseUrl and openAiModel go together');
+let props: AgentRunsStackProps;
+try {
+  props = stackPropsFromContext((key) => app.node.tryGetContext(key));
+} catch (error) {
+  if (!(error instanceof DeployContextError)) throw error;
+  // One readable line instead of a stack trace: the refusal is the message.
+  console.error(`agent-runs: ${error.code} (context ${error.key}): ${error.message}`);
+  process.exit(1);
 }
-const openAiApiKeySecret = context('openAiApiKeySecret');
-const toolsFile = context('toolsFile');
-const reserved = context('sweeperReservedConcurrency');
-/** A limit from context: a whole number, `none` for unlimited, absent for the default. */
-const limit = (key: string): number | null | undefined => (context(key) === 'none' ? null : integer(key));
-const riskTierFloor = context('riskTierFloor');
-if (riskTierFloor !== undefined && !['low', 'standard', 'high'].includes(riskTierFloor)) {
-  throw new Error(`context riskTierFloor must be low, standard or high: ${riskTierFloor}`);
-}
-const admission = {
-  ...(limit('maxLiveRuns') !== undefined ? { maxLiveRuns: limit('maxLiveRuns') } : {}),
-  ...(limit('maxCreatesPerMinute') !== undefined
-    ? { maxCreatesPerMinute: limit('maxCreatesPerMinute') }
-    : {}),
-  ...(riskTierFloor !== undefined ? { riskTierFloor: riskTierFloor as 'low' | 'standard' | 'high' } : {}),
-};
-/** The console's hosted-UI sign-in, when all three context values are given. */
-function consoleOAuth(): AgentRunsStackProps['consoleOAuth'] {
-  const issuer = context('consoleOAuthIssuer');
-  const domainUrl = context('consoleOAuthDomain');
-  const clientId = context('consoleOAuthClientId');
-  return issuer !== undefined && domainUrl !== undefined && clientId !== undefined
-    ? { issuer, domainUrl, clientId }
-    : undefined;
-}
-const props: AgentRunsStackProps = {
-  stackName,
-  description: 'Agent Runs on AWS: durable, crash-safe runtime for AI agent runs',
-  deletionProtection: protect,
-  removalPolicy: protect ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-  ...optional('jwtIssuer', context('jwtIssuer')),
-  ...optional('jwtAudience', list('jwtAudience')),
-  ...optional('iamAuth', context('iamAuth') === 'true' ? true : undefined),
-  ...optional('bedrockModelIds', list('bedrockModelId')),
-  ...optional('bedrockModelArns', list('bedrockModelArns')),
-  ...optional(
-    'openAi',
-    openAiBaseUrl !== undefined && openAiModel !== undefined
-      ? {
-          baseUrl: openAiBaseUrl,
-          model: openAiModel,
-          ...(openAiApiKeySecret !== undefined ? { apiKeySecret: openAiApiKeySecret } : {}),
-        }
-      : undefined,
-  ),
-  ...optional('defaultModel', context('defaultModel')),
-  ...optional('tools', toolsFile !== undefined ? JSON.parse(readFileSync(toolsFile, 'utf8')) : undefined),
-  dataTools: {
-    ...(list('toolFunctionArns') !== undefined ? { functionArns: list('toolFunctionArns') } : {}),
-    ...(context('taggedToolFunctions') === 'true' ? { taggedFunctions: true } : {}),
-    ...(list('toolSecretArns') !== undefined ? { secretArns: list('toolSecretArns') } : {}),
-    ...(list('toolParameterNames') !== undefined ? { parameterNames: list('toolParameterNames') } : {}),
-  },
-  ...optional('stepMaxConcurrency', integer('stepMaxConcurrency')),
-  ...optional(
-    'sweeperReservedConcurrency',
-    reserved === 'none' ? null : reserved !== undefined ? integer('sweeperReservedConcurrency') : undefined,
-  ),
-  ...optional('alarmTopicArn', context('alarmTopicArn')),
-  ...optional('alarmEmail', context('alarmEmail')),
-  ...optional('consoleOAuth', consoleOAuth()),
-  ...optional('consoleDomainPrefix', context('consoleDomainPrefix')),
-  admission,
-};
-new AgentRunsStack(app, stackName, props);
+new AgentRunsStack(app, props.stackName ?? 'AgentRuns', props);
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

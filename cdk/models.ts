@@ -29,7 +29,7 @@ export interface OpenAiModelProps {
 }
 
 export interface ModelsProps {
-  /** Bedrock model or inference-profile ids (e.g. `anthropic.claude-3-5-sonnet-20240620-v1:0`, `us.anthropic...`); the first is `/lib/models/bedrock`. */
+  /** Bedrock model or inference-profile ids (e.g. `us.anthropic.claude-sonnet-4-6`, an inference profile, or `anthropic.claude-...` a foundation model); the first is `/lib/models/bedrock`. */
   readonly bedrockModelIds?: readonly string[];
   /** Further model ARNs the step function may invoke (beyond those derived from the ids). */
   readonly bedrockModelArns?: readonly string[];

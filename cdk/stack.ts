@@ -51,7 +51,6 @@ import { METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
 import type { ConsoleConfigInput } from '../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
 import { TABLE_DEFINITION } from '../lib/store/table.ts';
-import type { ConfiguredTool } from '../lib/tools/configured.ts';
 import { ApiAuth } from './auth.ts';
 import { bundlingOptions, REPO_ROOT } from './bundling.ts';
 import { Live } from './live.ts';
@@ -59,7 +58,13 @@ import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
 import { Operations, type OperationsAlarms } from './operations.ts';
-import { configureTools, type DataToolAccess, grantDataTools } from './tools.ts';
+import {
+  configureTools,
+  type DataToolAccess,
+  deployToolFunctions,
+  grantDataTools,
+  type StackTool,
+} from './tools.ts';
 
 /**
  * Powertools service name of each function (POWERTOOLS_SERVICE_NAME). The handlers pass the
@@ -168,8 +173,12 @@ export interface AgentRunsStackProps extends StackProps {
   readonly defaultModel?: string;
   /** AI SDK models as data (AGENT_RUNS_MODELS, lib/models/ai-sdk-config.ts); IAM for their secrets and Bedrock ids. */
   readonly aiSdkModels?: readonly AiSdkModelEntry[];
-  /** Tools registered in every container (AGENT_RUNS_TOOLS); Lambda tools get invoke rights. Default none. */
-  readonly tools?: readonly ConfiguredTool[];
+  /**
+   * Tools registered in every container (AGENT_RUNS_TOOLS); Lambda tools get invoke rights. A
+   * Lambda tool with `target.code` (a handler file) gets a function the stack builds from it
+   * (`toolFunctions`). Default none.
+   */
+  readonly tools?: readonly StackTool[];
   /**
    * What tools registered as data (POST /admin/tools) may reach: Lambda function ARNs, functions
    * tagged `agent-runs-tool = <stack name>`, and the secrets / SSM parameters holding HTTP and MCP
@@ -293,6 +302,8 @@ export class AgentRunsStack extends Stack {
   readonly serviceApi: HttpApi | undefined;
   readonly auth: ApiAuth;
   readonly models: Models;
+  /** The functions the stack built for tools that gave their `code`, by tool name. */
+  readonly toolFunctions = new Map<string, NodejsFunction>();
   readonly sweeperSchedule: Schedule;
   readonly operations: Operations;
   readonly alarms: OperationsAlarms;
@@ -360,7 +371,12 @@ export class AgentRunsStack extends Stack {
       ...(props.defaultModel !== undefined ? { defaultModel: props.defaultModel } : {}),
       ...(props.aiSdkModels !== undefined ? { aiSdkModels: props.aiSdkModels } : {}),
     });
-    configureTools(props.tools ?? [], { control: this.controlFunction, step: this.stepFunction });
+    const tools = deployToolFunctions(this, props.tools ?? [], {
+      logRetention,
+      removalPolicy,
+      functions: this.toolFunctions,
+    });
+    configureTools(tools, { control: this.controlFunction, step: this.stepFunction });
     grantDataTools(props.dataTools ?? {}, this.stepFunction);
 
     this.stepFunction.addEventSource(

@@ -28,6 +28,7 @@ import {
   perStep,
   preciseNow,
   readStepLog,
+  recoveryBreakdown,
   recoveryGaps,
   runLabels,
   type Series,
@@ -200,13 +201,20 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     const w = answer.store;
     const s = ours.stack.runtime.store.metrics;
     const d = (k: keyof StoreMetrics) => w[k] - workerBefore.store[k] + (s[k] - storeBefore[k]);
+    // Who sent them: the step worker (the hot path), and the local control plane in this
+    // process (the driver's creates and its GET /runs/{id} polls, the sweeper's passes).
+    const requests = (m: StoreMetrics) => m.writeRequests + m.reads + m.queries;
+    const functionReads = answer.functionReads - workerBefore.functionReads;
     storage = perStep(
       {
-        transact_write_items: d('transactions'),
+        step_worker_requests: requests(w) - requests(workerBefore.store) + functionReads,
+        control_plane_requests: requests(s) - requests(storeBefore),
+        commits: d('transactions'),
+        write_requests: d('writeRequests'),
         transaction_retries: d('transactionRetries'),
         get_item: d('reads'),
         query: d('queries'),
-        function_registry_get_item: answer.functionReads - workerBefore.functionReads,
+        function_registry_get_item: functionReads,
         write_capacity_units: d('writeCapacity'),
         read_capacity_units: d('readCapacity'),
       },
@@ -218,12 +226,17 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
 
   const lines = readStepLog(p.logPath);
   let outcomeUnknown = 0;
+  const takeovers = new Map<string, number[]>();
   if (crashed !== null) {
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const page = await ours.client.events(id, { limit: 1000 });
       outcomeUnknown += page.events.filter(
         (e) => e.kind === 'operation_failed' && e.data.outcome_unknown === true,
       ).length;
+      takeovers.set(
+        labels[i] ?? id,
+        page.events.filter((e) => e.kind === 'lease_taken_over').map((e) => e.at),
+      );
     }
   }
   return {
@@ -243,6 +256,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
             kills: crashed.kills.length,
             restart_ms: crashed.restart_ms,
             recovery: recoveryGaps(lines, crashed.kills),
+            recovery_breakdown: recoveryBreakdown(lines, crashed.kills, takeovers),
             outcome_unknown: outcomeUnknown,
           },
     load: { before: loadBefore, after: loadAfter },

@@ -162,6 +162,46 @@ export function recoveryGaps(lines: StepLine[], kills: number[]): Series {
   return summarize(stalls);
 }
 
+/**
+ * Where the time from a kill to a run's next step went, per run the kill stalled (the gaps
+ * recoveryGaps measures): a run whose lease the sweeper took over (its `lease_taken_over` event
+ * between the kill and that step) splits into kill → takeover (what is left of the dead
+ * worker's lease, the sweeper's clock-skew allowance, the wait for the next sweep pass) and
+ * takeover → step (the wake message, the queue, the restarted worker); a run that held no lease
+ * at the kill (a step message in the dead worker's hands, or queued behind it) is kill → step.
+ */
+export function recoveryBreakdown(
+  lines: StepLine[],
+  kills: number[],
+  takeovers: Map<string, number[]>,
+): {
+  taken_over: { kill_to_takeover: Series; takeover_to_step: Series };
+  no_lease: { kill_to_step: Series };
+} {
+  const byRun = new Map<string, number[]>();
+  for (const l of lines) byRun.set(l.run, [...(byRun.get(l.run) ?? []), l.t]);
+  const toTakeover: number[] = [];
+  const toStep: number[] = [];
+  const unleased: number[] = [];
+  for (const [run, times] of byRun) {
+    times.sort((a, b) => a - b);
+    for (const k of kills) {
+      const after = times.find((t) => t > k);
+      if (after === undefined || !times.some((t) => t <= k)) continue;
+      const taken = (takeovers.get(run) ?? []).find((t) => t > k && t <= after);
+      if (taken === undefined) unleased.push(after - k);
+      else {
+        toTakeover.push(taken - k);
+        toStep.push(after - taken);
+      }
+    }
+  }
+  return {
+    taken_over: { kill_to_takeover: summarize(toTakeover), takeover_to_step: summarize(toStep) },
+    no_lease: { kill_to_step: summarize(unleased) },
+  };
+}
+
 // ---------------------------------------------------------------- the machine
 
 /** The 1-, 5- and 15-minute load averages, rounded, as `uptime` prints them. */
@@ -204,6 +244,11 @@ export interface PhaseResult {
     restart_ms: number[];
     /** Kill to each affected run's next step execution. */
     recovery: Series;
+    /** Ours: the recovery split at the sweeper's takeover (ours.ts recoveryBreakdown). */
+    recovery_breakdown?: {
+      taken_over: { kill_to_takeover: Series; takeover_to_step: Series };
+      no_lease: { kill_to_step: Series };
+    };
     /** Operations the system closed as outcome unknown instead of running them again (ours). */
     outcome_unknown: number | null;
   };

@@ -5,8 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { cliInvocation } from '../../lib/client/cli-invocation.ts';
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
+import { printableLines } from './printable.ts';
 
 /** The client modules (zod and the contracts), loaded before the first action, never for --help. */
 interface ClientDeps {
@@ -69,6 +71,11 @@ export class CliError extends Error {
 
 export interface CliContext {
   io: CliIo;
+  /**
+   * How the user runs this CLI (`agent-runs`, `npx agent-runs`, `npm run agent-runs --`), from
+   * `io.env` once at start (cliInvocation): every command line a hint prints starts with it.
+   */
+  cli: string;
   /** The client for `cmd`'s global options: --url / AGENT_RUNS_URL / the state file. Throws CliError(no_url). */
   client(cmd: Command): AgentRunsClient;
   /**
@@ -78,7 +85,7 @@ export interface CliContext {
   liveTarget(cmd: Command): LiveTarget;
   /** Whether --json was given. */
   json(cmd: Command): boolean;
-  /** Prints `data` as JSON with --json, `human` otherwise. */
+  /** Prints `data` as JSON with --json, `human` otherwise (its control characters but newlines escaped). */
   print(cmd: Command, human: () => string, data: unknown): void;
   /** The process exit code after the command (0 unless a command sets it, e.g. 2 for a rejected control). */
   exitCode: number;
@@ -99,6 +106,7 @@ export interface CommandModule {
 export function createCliContext(io: CliIo): CliContext {
   const ctx: CliContext = {
     io,
+    cli: cliInvocation(io.env),
     exitCode: 0,
     client(cmd) {
       const { createClient, readLocalState } = loaded();
@@ -142,7 +150,7 @@ export function createCliContext(io: CliIo): CliContext {
     },
     json: (cmd) => cmd.optsWithGlobals<GlobalOptions>().json === true,
     print(cmd, human, data) {
-      io.out(ctx.json(cmd) ? JSON.stringify(data, null, 2) : human());
+      io.out(ctx.json(cmd) ? JSON.stringify(data, null, 2) : printableLines(human()));
     },
   };
   return ctx;

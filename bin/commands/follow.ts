@@ -10,7 +10,7 @@ import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import type { CliContext } from './context.ts';
 import type { FollowVia } from './events.ts';
-import { formatEvent } from './format.ts';
+import { formatEvent, printable } from './format.ts';
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -116,6 +116,8 @@ export async function follow(
     view?.stop();
   }
   if (!json)
-    ctx.io.out(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`);
+    ctx.io.out(
+      printable(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`),
+    );
   return run;
 }

@@ -1,9 +1,11 @@
 /**
  * Human-readable output of the CLI: runs, run lists, events, acks, tools. Pure functions of the
- * API's shapes (the `--json` output is the API's JSON as is).
+ * API's shapes (the `--json` output is the API's JSON as is). Every string that came from the
+ * API is passed through `printable` before it is shown, so that what a run stores cannot clear
+ * the terminal or forge a line of the output (issue 25, item c).
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
-import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
+import { DEFAULT_CLI, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type {
   ControlAck,
   RunEvent,
@@ -11,6 +13,9 @@ import type {
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
+import { printable, printableLines } from './printable.ts';
+
+export { printable, printableLines };
 
 /** `HH:MM:SS.mmm` (UTC) of a ms epoch. */
 export function clockTime(ms: number): string {
@@ -23,7 +28,8 @@ export function brief(value: unknown, max = 100): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
-function table(rows: string[][]): string {
+function table(cells: string[][]): string {
+  const rows = cells.map((r) => r.map(printable));
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
   return rows
     .map((r) =>
@@ -61,6 +67,10 @@ export function formatCost(c: UsageCost): string {
 
 /** One open request, with what a person needs to answer it (the commands are under "waiting"). */
 export function formatRequest(r: RunRecord['open_requests'][number]): string {
+  return printable(requestLine(r));
+}
+
+function requestLine(r: RunRecord['open_requests'][number]): string {
   switch (r.kind) {
     case 'approval':
       return `approval ${r.request_id}: ${r.subject.summary}  (digest ${r.subject.digest})`;
@@ -73,7 +83,9 @@ export function formatRequest(r: RunRecord['open_requests'][number]): string {
 
 /**
  * The "waiting:" lines: each reason in words, then each command that moves it on (`$ agent-runs
- * ...`, ready to paste); a child's own reasons indented under it. Empty when nothing waits.
+ * ...`, ready to paste); a child's own reasons indented under it. A reason said already (same
+ * text and commands, e.g. one child waited for by two requests) is said once, and so is a child's
+ * explanation. Empty when nothing waits.
  */
 export function formatWaiting(
   reasons: readonly WaitingReason[],
@@ -81,11 +93,18 @@ export function formatWaiting(
   indent = '  ',
 ): string[] {
   const lines: string[] = [];
+  const said = new Set<string>();
+  const explained = new Set<string>();
   for (const reason of reasons) {
-    lines.push(`${indent}${reason.text}`);
-    for (const command of reason.commands) lines.push(`${indent}  $ ${command}`);
-    const child = reason.child_run_id === undefined ? undefined : children.get(reason.child_run_id);
-    if (child !== undefined && child.length > 0) {
+    const key = JSON.stringify([reason.text, reason.commands]);
+    if (said.has(key)) continue;
+    said.add(key);
+    lines.push(`${indent}${printable(reason.text)}`);
+    for (const command of reason.commands) lines.push(`${indent}  $ ${printable(command)}`);
+    const childId = reason.child_run_id;
+    const child = childId === undefined || explained.has(childId) ? undefined : children.get(childId);
+    if (childId !== undefined && child !== undefined && child.length > 0) {
+      explained.add(childId);
       lines.push(`${indent}  the child run:`);
       lines.push(...formatWaiting(child, new Map(), `${indent}    `));
     }
@@ -95,12 +114,13 @@ export function formatWaiting(
 
 /**
  * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
- * and the waiting reasons of the children it waits for, by run id.
+ * and the waiting reasons of the children it waits for, by run id; hints start with `cli`.
  */
 export function formatRun(
   run: RunRecord,
   now: number,
   children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
+  cli: string = DEFAULT_CLI,
 ): string {
   const lines = [
     ['run', run.run_id],
@@ -137,12 +157,13 @@ export function formatRun(
   if (run.open_requests.length > 0) {
     text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   }
-  const waiting = formatWaiting(waitingReasons(run, now), children);
+  const waiting = formatWaiting(waitingReasons(run, now, undefined, cli), children);
   if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {
-    text += `\nplan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
-    for (const item of run.projection.items) text += `\n  [${item.status}] ${item.title}`;
+    text += `\nplan${run.projection.summary ? `: ${printable(run.projection.summary)}` : ''}`;
+    for (const item of run.projection.items)
+      text += `\n  [${printable(item.status)}] ${printable(item.title)}`;
   }
   return text;
 }
@@ -165,7 +186,7 @@ export function formatRunList(runs: RunRecord[], cursor?: string): string {
 /** One event line: `#seq  time  kind  detail`. */
 export function formatEvent(event: RunEvent): string {
   const head = `#${String(event.seq).padStart(4)}  ${clockTime(event.at)}  ${event.kind.padEnd(22)}`;
-  return `${head}  ${eventDetail(event)}`.trimEnd();
+  return printable(`${head}  ${eventDetail(event)}`.trimEnd());
 }
 
 function eventDetail(event: RunEvent): string {
@@ -194,7 +215,7 @@ export function formatAck(ack: ControlAck): string {
     case 'duplicate':
       return `duplicate (original seq ${ack.original_seq})`;
     case 'rejected':
-      return `rejected: ${ack.reason} (seq ${ack.seq})`;
+      return `rejected: ${printable(ack.reason)} (seq ${ack.seq})`;
   }
 }
 
@@ -228,5 +249,5 @@ export function formatCheckpoints(checkpoints: Checkpoint[]): string {
 }
 
 export function formatArtifact(a: FunctionArtifact): string {
-  return `${a.function_path}  ${a.kind}  ${a.size} bytes  sha256 ${a.hash}`;
+  return printable(`${a.function_path}  ${a.kind}  ${a.size} bytes  sha256 ${a.hash}`);
 }

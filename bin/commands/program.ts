@@ -13,6 +13,7 @@ import {
   createCliContext,
   loadClientDeps,
 } from './context.ts';
+import { printable, printableLines } from './printable.ts';
 
 /** The program with every module's commands registered. */
 export function buildProgram(modules: readonly CommandModule[], ctx: CliContext, version: string): Command {
@@ -69,7 +70,7 @@ export async function runCli(
           ? JSON.stringify({
               error: { code: err.code, status: err.status, message: err.message, details: err.details },
             })
-          : `error: ${err.code}: ${err.message}${detailLine(err.details)}`,
+          : printableLines(`error: ${err.code}: ${err.message}${detailLine(err.details)}`),
       );
       return 1;
     }
@@ -78,11 +79,11 @@ export async function runCli(
       io.err(
         json
           ? JSON.stringify({ error: { code: coded.code, message: coded.message } })
-          : `error: ${coded.message}`,
+          : `error: ${printable(coded.message)}`,
       );
       return 1;
     }
-    io.err(`error: ${err instanceof Error ? err.message : String(err)}`);
+    io.err(`error: ${printable(err instanceof Error ? err.message : String(err))}`);
     return 1;
   }
 }
@@ -100,6 +101,9 @@ function detailLine(details: Record<string, unknown>): string {
   if (!Array.isArray(issues) || issues.length === 0) return '';
   return issues
     .slice(0, 10)
-    .map((i: { path?: string; message?: string }) => `\n  ${i.path || '(body)'}: ${i.message ?? ''}`)
+    .map(
+      (i: { path?: string; message?: string }) =>
+        `\n  ${printable(i.path || '(body)')}: ${printable(i.message ?? '')}`,
+    )
     .join('');
 }

@@ -123,13 +123,14 @@ export const runsCommand: CommandModule = {
         const now = Date.now();
         // A child the run waits for explains itself too (one read per child waited for).
         const children = new Map<string, WaitingReason[]>();
-        for (const reason of ctx.json(cmd) ? [] : waitingReasons(run, now)) {
-          if (reason.child_run_id === undefined) continue;
+        for (const reason of ctx.json(cmd) ? [] : waitingReasons(run, now, undefined, ctx.cli)) {
+          if (reason.child_run_id === undefined || children.has(reason.child_run_id)) continue;
           // The child's view is extra: if it cannot be read, the parent's reason still stands.
           const child = await client.getRun(reason.child_run_id).catch(() => null);
-          if (child !== null) children.set(reason.child_run_id, waitingReasons(child, now));
+          if (child !== null)
+            children.set(reason.child_run_id, waitingReasons(child, now, undefined, ctx.cli));
         }
-        ctx.print(cmd, () => formatRun(run, now, children), run);
+        ctx.print(cmd, () => formatRun(run, now, children, ctx.cli), run);
       });
 
     runs

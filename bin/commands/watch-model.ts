@@ -3,8 +3,8 @@
  * events and the acks so far (the Ink view in watch-view.ts only lays them out). Issue 20, item 5.
  */
 import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
-import type { ControlAck, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
-import { formatAck, formatEvent, formatRequest, formatWaiting } from './format.ts';
+import type { ControlAck, RunEvent, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
+import { formatAck, formatEvent, formatRequest, formatWaiting, printable } from './format.ts';
 
 /** How many of the last events the view keeps. */
 export const EVENT_LINES = 12;
@@ -50,7 +50,7 @@ export function withRun(state: WatchState, run: RunRecord): WatchState {
 
 /** The state with one more ack line (`what: applied (seq 12)`), or an error line. */
 export function withAck(state: WatchState, what: string, ack: ControlAck | { error: string }): WatchState {
-  const line = 'error' in ack ? `${what}: error: ${ack.error}` : `${what}: ${formatAck(ack)}`;
+  const line = printable('error' in ack ? `${what}: error: ${ack.error}` : `${what}: ${formatAck(ack)}`);
   return { ...state, acks: [...state.acks, line].slice(-ACK_LINES) };
 }
 
@@ -64,10 +64,10 @@ export function statusLine(state: WatchState): string {
       : 'terminal_reason' in run
         ? ` (${run.terminal_reason})`
         : '';
-  return (
+  return printable(
     `${run.run_id}  ${run.status.toUpperCase()}${extra}  ` +
-    `turns ${u.turns} · ops ${u.operations} · model ${u.model_calls} · tools ${u.tool_calls} · ` +
-    `tokens ${u.input_tokens + u.output_tokens} · seq ${run.last_seq}  [${state.via}]`
+      `turns ${u.turns} · ops ${u.operations} · model ${u.model_calls} · tools ${u.tool_calls} · ` +
+      `tokens ${u.input_tokens + u.output_tokens} · seq ${run.last_seq}  [${state.via}]`,
   );
 }
 
@@ -75,7 +75,7 @@ export function statusLine(state: WatchState): string {
 export function planLines(run: RunRecord): string[] {
   if (run.projection === null) return [];
   const head = `plan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
-  return [head, ...run.projection.items.map((item) => `  [${item.status}] ${item.title}`)];
+  return [head, ...run.projection.items.map((item) => `  [${item.status}] ${item.title}`)].map(printable);
 }
 
 /** The open requests, the selected one marked `>`, numbered for the keys 1..9. */
@@ -95,7 +95,45 @@ export function eventLines(state: WatchState): string[] {
   return state.events.map(formatEvent);
 }
 
-/** The keys that apply now, as the help line shows them. */
+/** The run controls the keys s, p, u and x send. */
+export type ControlKey = 'steer' | 'pause' | 'resume' | 'stop';
+
+/**
+ * The run controls that can apply to a run in `status` (what core would not refuse outright):
+ * an ended run takes none; a stopping one none (it stops anyway); a paused one steer, resume,
+ * stop; any other (queued, running, waiting) steer, pause, stop.
+ */
+export function controlKeys(status: RunStatus): ControlKey[] {
+  switch (status) {
+    case 'completed':
+    case 'failed':
+    case 'stopped':
+    case 'cancelling':
+      return [];
+    case 'paused':
+      return ['steer', 'resume', 'stop'];
+    case 'queued':
+    case 'running':
+    case 'waiting':
+      return ['steer', 'pause', 'stop'];
+  }
+}
+
+const CONTROL_KEY_HELP: Record<ControlKey, string> = {
+  steer: 's steer',
+  pause: 'p pause',
+  resume: 'u resume',
+  stop: 'x stop',
+};
+
+const CONTROL_OF_KEY: Partial<Record<string, ControlKey>> = {
+  s: 'steer',
+  p: 'pause',
+  u: 'resume',
+  x: 'stop',
+};
+
+/** The keys that apply now, as the help line shows them (the controls per controlKeys). */
 export function keyHelp(state: WatchState): string {
   if (state.mode.kind === 'text') return `type the ${state.mode.purpose}, Enter to send, Esc to cancel`;
   if (state.mode.kind === 'confirm_stop') return 'stop the run? y to stop, any other key to keep it';
@@ -104,10 +142,7 @@ export function keyHelp(state: WatchState): string {
     ...(state.run.open_requests.length > 1 ? ['1-9 select'] : []),
     ...(selected?.kind === 'approval' ? ['a approve', 'r reject'] : []),
     ...(selected?.kind === 'input' ? ['n answer'] : []),
-    's steer',
-    'p pause',
-    'u resume',
-    'x stop',
+    ...controlKeys(state.run.status).map((key) => CONTROL_KEY_HELP[key]),
     'q quit',
   ];
   return keys.join(' · ');
@@ -124,12 +159,20 @@ export type KeyAction =
   | { kind: 'select'; index: number }
   | { kind: 'none' };
 
-/** The action of `key` pressed in the keys or confirm mode (text mode keys go to the text input). */
+/**
+ * The action of `key` pressed in the keys or confirm mode (text mode keys go to the text input).
+ * A control key that does not apply to the run's status (controlKeys) does nothing.
+ */
 export function actionOfKey(state: WatchState, key: string): KeyAction {
+  const controls = controlKeys(state.run.status);
   if (state.mode.kind === 'confirm_stop') {
-    return key === 'y' ? { kind: 'stop' } : { kind: 'mode', mode: { kind: 'keys' } };
+    if (key !== 'y') return { kind: 'mode', mode: { kind: 'keys' } };
+    // The run may have ended while the question was asked.
+    return controls.includes('stop') ? { kind: 'stop' } : { kind: 'mode', mode: { kind: 'keys' } };
   }
   const selected = state.run.open_requests[state.selected];
+  const control = CONTROL_OF_KEY[key];
+  if (control !== undefined && !controls.includes(control)) return { kind: 'none' };
   if (/^[1-9]$/.test(key)) {
     const index = Number(key) - 1;
     return index < state.run.open_requests.length ? { kind: 'select', index } : { kind: 'none' };

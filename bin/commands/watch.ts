@@ -7,6 +7,7 @@
  * Issue 20, item 5.
  */
 import type { Command } from 'commander';
+import { shellQuote } from '../../lib/client/cli-invocation.ts';
 import { CliError, type CommandModule } from './context.ts';
 import { followVia } from './events.ts';
 
@@ -23,7 +24,7 @@ export const watchCommand: CommandModule = {
         if (ctx.io.tty === undefined || process.stdin.isTTY !== true) {
           throw new CliError(
             'not_a_terminal',
-            `watch needs a terminal; without one, follow the events with: agent-runs events ${runId} --follow`,
+            `watch needs a terminal; without one, follow the events with: ${ctx.cli} events ${shellQuote(runId)} --follow`,
           );
         }
         const client = ctx.client(cmd);

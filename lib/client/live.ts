@@ -8,7 +8,7 @@
  * WebSocket".
  */
 import { createParser } from 'eventsource-parser';
-import { LiveServerMessage, RunEvent } from '../contracts/index.ts';
+import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
 import { ApiError } from './errors.ts';
 
 export interface FollowLiveOptions {
@@ -31,16 +31,18 @@ export interface LiveTarget {
   wsUrl?: string;
   token?: string;
   /**
-   * A fresh token, asked for at each (re)connect; without it `token` is used. The server closes a
-   * socket whose token expired with {@link TOKEN_EXPIRED_CLOSE}; the follow then reconnects with
-   * the provider's token, and throws ApiError token_expired without a provider.
+   * A fresh token, asked for at each (re)connect; without it `token` is used. The server ends a
+   * socket whose token expired with an `error` message `token_expired` and close code
+   * {@link TOKEN_EXPIRED_CLOSE} (in AWS the close code is API Gateway's, the message tells);
+   * the follow then reconnects with the provider's token, and throws ApiError token_expired
+   * without a provider rather than reconnecting with the same expired token.
    */
   tokenProvider?: () => string | Promise<string>;
   fetch?: (request: Request) => Promise<Response>;
 }
 
 /** The close code of a live socket whose token expired (also announced by an `error` message `token_expired`). */
-export const TOKEN_EXPIRED_CLOSE = 4001;
+export { TOKEN_EXPIRED_CLOSE };
 
 /** The error codes of the live socket that another try will not change: the follow throws them. */
 const FINAL_CODES = new Set(['run_not_found', 'unauthorized', 'invalid_message', 'cursor_ahead']);
@@ -127,6 +129,8 @@ export async function* followLive(
     const abort = () => ws.close();
     options.signal?.addEventListener('abort', abort, { once: true });
     let opened = false;
+    /** The server said the token expired: the close that follows is the token's end. */
+    let expired = false;
     let gapTimer: ReturnType<typeof setTimeout> | undefined;
     const subscribe = () =>
       ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: order.last }));
@@ -155,8 +159,11 @@ export async function* followLive(
           continue;
         }
         if (signal.kind === 'closed') {
-          if (signal.reason === String(TOKEN_EXPIRED_CLOSE) && target.tokenProvider === undefined)
-            throw new ApiError('token_expired', 0, 'the live socket was closed: its token expired');
+          if (
+            (expired || signal.reason === String(TOKEN_EXPIRED_CLOSE)) &&
+            target.tokenProvider === undefined
+          )
+            throw new ApiError(TOKEN_EXPIRED, 0, 'the live socket was closed: its token expired');
           if (!opened && signal.reason === '1006' && !aborted(options)) {
             // Refused at the upgrade (401) or unreachable: try again later, up to a point.
             pause = Math.min(5_000, pause * 2);
@@ -166,7 +173,8 @@ export async function* followLive(
         const msg = signal.message;
         if (msg.type === 'error') {
           if (FINAL_CODES.has(msg.code)) throw new ApiError(msg.code, 0, msg.message);
-          continue; // token_expired: the close follows
+          if (msg.code === TOKEN_EXPIRED) expired = true; // the close follows
+          continue;
         }
         if (msg.type === 'settled') {
           if (msg.last_seq <= order.last) return;

@@ -2,18 +2,22 @@
  * Why a run is not moving, in plain words, with the exact CLI command that moves it on: what
  * `agent-runs runs get` and `agent-runs watch` print under "waiting". A pure function of the run
  * record the API returns and the reader's clock; it decides nothing (core does), it explains.
- * Every command it returns is a complete `agent-runs ...` line that works when pasted (quoted
- * for a POSIX shell); a line that is only advice carries no command. Issue 20, item 4; seed
+ * Every command it returns is a complete line that works when pasted (quoted for a POSIX shell),
+ * starting the way the user runs the CLI (`agent-runs`, `npx agent-runs`, `npm run agent-runs --`:
+ * cliInvocation); a line that is only advice carries no command. Issue 20, item 4; seed
  * agent-runs ("Controls", "Leases", "Budgets").
  */
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
 import { budgetUsed } from './budget-use.ts';
+import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
+
+export { cliInvocation, DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 
 /** One reason a run is not moving, and the commands that move it on (none when it moves by itself). */
 export interface WaitingReason {
   /** One sentence: what the run waits for. */
   text: string;
-  /** Complete `agent-runs ...` command lines, each working when pasted. */
+  /** Complete command lines (`agent-runs ...`, or as cliInvocation says), each working when pasted. */
   commands: string[];
   /** The child run waited for, when the reason is a child (its own reasons explain the rest). */
   child_run_id?: string;
@@ -36,34 +40,37 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   clockSkewMs: 30_000,
 };
 
-/** Quotes `value` for a POSIX shell when it holds anything but safe characters. */
-export function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
 /** How long a queued run is left unexplained (ms): a step worker normally picks it up sooner. */
 const QUEUED_QUIET_MS = 5_000;
 
-const cmd = (...parts: string[]) => ['agent-runs', ...parts.map(shellQuote)].join(' ');
+/** Builds complete command lines that start with `cli` (each part quoted for a POSIX shell). */
+type Cmd = (...parts: string[]) => string;
+const commandsOf =
+  (cli: string): Cmd =>
+  (...parts) =>
+    [cli, ...parts.map(shellQuote)].join(' ');
 const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
 
 /**
  * The reasons `run` is not moving at `now` (ms epoch), most important first; empty when it is
- * moving by itself right now (a fresh lease, a step queued a moment ago) or has ended.
+ * moving by itself right now (a fresh lease, a step queued a moment ago) or has ended. Commands
+ * start with `cli` (default {@link DEFAULT_CLI}; the CLI passes cliInvocation(env)).
  */
 export function waitingReasons(
   run: RunRecord,
   now: number,
   timing: LeaseTiming = DEFAULT_LEASE_TIMING,
+  cli: string = DEFAULT_CLI,
 ): WaitingReason[] {
   const id = run.run_id;
+  const cmd = commandsOf(cli);
   switch (run.status) {
     case 'completed':
     case 'failed':
     case 'stopped':
       return [];
     case 'paused':
-      return [pausedReason(run, now)];
+      return [pausedReason(run, now, cmd)];
     case 'cancelling':
       return [
         {
@@ -72,7 +79,7 @@ export function waitingReasons(
         },
       ];
     case 'waiting':
-      return [...run.open_requests.map((r) => requestReason(id, r)), ...wakeReason(run, now)];
+      return [...run.open_requests.map((r) => requestReason(id, r, cmd)), ...wakeReason(run, now)];
     case 'running':
       return run.reducer === null ? clientLeaseReason(run, now) : leaseReason(run, now, timing);
     case 'queued':
@@ -82,7 +89,7 @@ export function waitingReasons(
   }
 }
 
-function requestReason(runId: string, r: RunRecord['open_requests'][number]): WaitingReason {
+function requestReason(runId: string, r: RunRecord['open_requests'][number], cmd: Cmd): WaitingReason {
   const expires = r.expires_at === null ? '' : ` (closes ${new Date(r.expires_at).toISOString()})`;
   switch (r.kind) {
     case 'approval':
@@ -134,7 +141,7 @@ function wakeReason(run: RunRecord, now: number): WaitingReason[] {
   ];
 }
 
-function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number): WaitingReason {
+function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number, cmd: Cmd): WaitingReason {
   const id = run.run_id;
   const reason = run.pause_reason;
   if (reason.startsWith('budget_exceeded:')) {

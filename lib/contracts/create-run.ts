@@ -7,14 +7,58 @@ import { Count, JsonObject, Subject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
 
+/**
+ * The first C0 control (U+0000-U+001F), DEL (U+007F) or C1 control (U+0080-U+009F) of `text`
+ * that `allowed` does not hold, with its UTF-16 index, or null. Such a character in a subject or
+ * an objective could clear a terminal or forge a line where the run is shown (issue 25, item b).
+ */
+export function firstControlChar(text: string, allowed = ''): { index: number; char: string } | null {
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if ((c <= 0x1f || (c >= 0x7f && c <= 0x9f)) && !allowed.includes(text[i] as string)) {
+      return { index: i, char: `U+${c.toString(16).toUpperCase().padStart(4, '0')}` };
+    }
+  }
+  return null;
+}
+
+/** Adds a `control_character` issue at `path` when `text` holds a control character not in `allowed`. */
+function refuseControlChars(
+  ctx: z.RefinementCtx,
+  path: string[],
+  text: string | undefined,
+  allowed = '',
+): void {
+  const found = text === undefined ? null : firstControlChar(text, allowed);
+  if (found === null) return;
+  ctx.addIssue({
+    code: 'custom',
+    path,
+    params: { code: 'control_character' },
+    message: `holds the control character ${found.char} at index ${found.index}${allowed === '' ? '' : ' (only tab and newline are allowed)'}`,
+  });
+}
+
+/** A subject whose workspace, path and node_id hold no control character (tab and newline neither). */
+const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
+  refuseControlChars(ctx, ['workspace'], subject.workspace);
+  refuseControlChars(ctx, ['path'], subject.path);
+  refuseControlChars(ctx, ['node_id'], subject.node_id);
+});
+
 export const CreateRunInput = z
   .strictObject({
-    /** Strict here: an unknown key in a client's subject is a typo, never silently kept. */
-    subject: Subject.strict(),
+    /** Strict here: an unknown key in a client's subject is a typo, never silently kept. No control characters. */
+    subject: CleanSubject,
     reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
     /** The run's first input (run_started.data.input); null when absent. */
     input: z.unknown().default(null),
-    objective: z.string().max(10_000).optional(),
+    /** No control characters but tab and newline. */
+    objective: z
+      .string()
+      .max(10_000)
+      .superRefine((text, ctx) => refuseControlChars(ctx, [], text, '\t\n'))
+      .optional(),
     context: z.unknown().optional(),
     budgets: Budgets.default({}),
     on_exceeded: OnExceeded.default('pause'),
@@ -56,7 +100,7 @@ export const ForkRunInput = z.strictObject({
   input: z.unknown().optional(),
   budgets: Budgets.optional(),
   on_exceeded: OnExceeded.optional(),
-  subject: Subject.optional(),
+  subject: CleanSubject.optional(),
   create_key: z.string().min(1).max(256).optional(),
 });
 export type ForkRunInput = z.input<typeof ForkRunInput>;

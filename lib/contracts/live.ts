@@ -42,6 +42,17 @@ export const LiveServerMessage = z.discriminatedUnion('type', [
 ]);
 export type LiveServerMessage = z.infer<typeof LiveServerMessage>;
 
+/**
+ * A socket whose token expired (its `exp` passed) is served no more: the server sends an
+ * `error` message with code `token_expired`, then closes the socket with close code 4001 and
+ * reason `token_expired` (in AWS, API Gateway's DeleteConnection closes it with a code of its
+ * own choosing, so the `error` message is what a client can rely on there). Connect again with a
+ * fresh token.
+ */
+export const TOKEN_EXPIRED_CLOSE = 4001;
+/** The `error` code and close reason of a socket whose token expired. */
+export const TOKEN_EXPIRED = 'token_expired';
+
 /** The EventBridge `source` and `detail-type` of a run lifecycle notification. */
 export const NOTIFICATION_SOURCE = 'agent-runs';
 export const NOTIFICATION_DETAIL_TYPE = 'Agent Run Status Changed';

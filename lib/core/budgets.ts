@@ -108,3 +108,30 @@ export function reserveChildBudgets(parent: RunRecord, requested: Budgets, now: 
   }
   return { ok: true, budgets, reserved };
 }
+
+/** A budget_increase that would raise a limit past Number.MAX_SAFE_INTEGER. */
+export interface BudgetOverflow {
+  which: BudgetLimit;
+  /** The run's limit now (0 when unlimited). */
+  limit: number;
+  increase: number;
+}
+
+/**
+ * The first limit of `increase` whose sum with `budgets` (an absent limit counts as 0) is not a
+ * safe integer, or null when every sum is one. A resume that raises a limit adds the two, and
+ * a run record's limits are safe integers: such a resume is refused as invalid before it is
+ * decided (issue 25, item a).
+ */
+export function budgetIncreaseOverflow(
+  budgets: Budgets,
+  increase: Partial<Record<BudgetLimit, number>>,
+): BudgetOverflow | null {
+  for (const [key, inc] of Object.entries(increase)) {
+    if (typeof inc !== 'number') continue;
+    const which = key as BudgetLimit;
+    const limit = budgets[which] ?? 0;
+    if (!Number.isSafeInteger(limit + inc)) return { which, limit, increase: inc };
+  }
+  return null;
+}

@@ -3,8 +3,9 @@
  * retried on a concurrent commit. A rejected control is an ack, never an error. Delivered
  * results are in deliveries.ts. Seed: agent-runs, "Controls"; DESIGN section 7.
  */
-import { type ControlAck, Control as ControlSchema } from '../contracts/index.ts';
+import { type Budgets, type ControlAck, Control as ControlSchema } from '../contracts/index.ts';
 import { accessOf, type Caller } from '../core/authority.ts';
+import { budgetIncreaseOverflow } from '../core/budgets.ts';
 import { controlDigest } from '../core/controls.ts';
 import { decideControl } from '../core/run-machine.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
@@ -15,7 +16,9 @@ import { accessError } from './reads.ts';
 /**
  * Applies one control to a run in one commit (its events and its ack `K#{control_id}`). Returns
  * the ack: applied, duplicate (same control_id and command) or rejected (logged as event seq N).
- * Throws EngineError validation_failed (the body), run_not_found, store_unavailable (the run
+ * Throws EngineError validation_failed (the body; or a resume's budget_increase that would raise a
+ * limit past Number.MAX_SAFE_INTEGER, naming `budget_increase.<limit>`, nothing written),
+ * run_not_found, store_unavailable (the run
  * kept losing to concurrent commits: retry with the same control_id). Seed: agent-runs, "Controls".
  */
 export async function applyControl(
@@ -35,6 +38,9 @@ export async function applyControl(
       // A caller who may not see the run gets the answer of an unknown run, and nothing is written.
       const access = accessOf(record, caller);
       if (!access.ok || record === null) throw accessError(access.ok ? 'run_not_found' : access.code, runId);
+      // A control id seen before is answered by its ack (duplicate, or control_id_reused) as is.
+      if (ack === null && control.command === 'resume')
+        refuseOverflow(record.budgets, control.budget_increase);
       const decision = decideControl(
         record,
         control,
@@ -69,5 +75,15 @@ export async function applyControl(
     // A concurrent commit, or a concurrent duplicate of this control: read again.
     retryOn: ['stale_version', 'control_ack_exists'],
     runId,
+  });
+}
+
+/** Throws validation_failed when a resume's budget_increase would raise a limit past a safe integer. */
+function refuseOverflow(budgets: Budgets, increase: Budgets | undefined): void {
+  const over = increase === undefined ? null : budgetIncreaseOverflow(budgets, increase);
+  if (over === null) return;
+  const message = `raises ${over.which} from ${over.limit} by ${over.increase}, past ${Number.MAX_SAFE_INTEGER}`;
+  throw new EngineError('validation_failed', `invalid control: budget_increase.${over.which} ${message}`, {
+    issues: [{ path: ['budget_increase', over.which], code: 'too_big', message }],
   });
 }

@@ -183,11 +183,17 @@ export interface Commit {
   charge?: MeterCharge;
 }
 
-/** Request counters, for the benchmark (DynamoDB requests and consumed capacity). */
+/**
+ * Request counters, for the benchmark (DynamoDB requests and consumed capacity): `reads`
+ * (GetItem, BatchGetItem), `queries`, `transactions` (commits executed, each one plan),
+ * `writeRequests` (write requests sent for them: a TransactWriteItems, or a commit's plain
+ * Put and UpdateItem each, a refused attempt's page delete), retries, units.
+ */
 export interface StoreMetrics {
   reads: number;
   queries: number;
   transactions: number;
+  writeRequests: number;
   transactionRetries: number;
   readCapacity: number;
   writeCapacity: number;
@@ -195,7 +201,15 @@ export interface StoreMetrics {
 
 /** Metrics of a store that has not been used yet (every count 0), for an adapter to count into. */
 export function noStoreMetrics(): StoreMetrics {
-  return { reads: 0, queries: 0, transactions: 0, transactionRetries: 0, readCapacity: 0, writeCapacity: 0 };
+  return {
+    reads: 0,
+    queries: 0,
+    transactions: 0,
+    writeRequests: 0,
+    transactionRetries: 0,
+    readCapacity: 0,
+    writeCapacity: 0,
+  };
 }
 
 /** What a create key names: the run it created and the digest of the request that created it. */

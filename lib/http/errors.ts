@@ -16,7 +16,7 @@ export const HTTP_ERROR_STATUS = {
   validation_failed: 400,
   /** The body is not JSON. */
   invalid_json: 400,
-  /** A string in the body, path or query holds a lone UTF-16 surrogate (or invalid UTF-8 percent-encoding). */
+  /** A JSON body that is not valid UTF-8, or a string in the body, path or query that holds a lone UTF-16 surrogate (or invalid UTF-8 percent-encoding). */
   invalid_unicode: 400,
   /** A function artifact is not registrable (empty bytes, bad path). */
   invalid_artifact: 400,

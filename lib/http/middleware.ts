@@ -100,7 +100,28 @@ export function installAuthAndLimits(
   const defaultLimit = bodyLimit({ maxSize: bodyLimitBytes, onError: tooLarge(bodyLimitBytes) });
   const functionLimit = bodyLimit({ maxSize: functionLimitBytes, onError: tooLarge(functionLimitBytes) });
   app.use('*', (c, next) => (c.req.path.startsWith('/functions/') ? functionLimit : defaultLimit)(c, next));
+  app.use('*', refuseInvalidUtf8Body);
 }
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * 400 invalid_unicode (details.target `json`) when a JSON body (by its Content-Type) is not valid
+ * UTF-8, rather than reading it with U+FFFD in place of the bad bytes. Runs inside the body
+ * limit; later reads of the body get the bytes it read (hono caches them).
+ */
+const refuseInvalidUtf8Body: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.raw.body === null || !JSON_MEDIA_TYPE.test(mediaTypeOf(c.req.header('content-type')))) {
+    return next();
+  }
+  const bytes = await c.req.arrayBuffer();
+  try {
+    UTF8.decode(bytes);
+  } catch (err) {
+    throw new HttpError('invalid_unicode', 'the body is not valid UTF-8', { target: 'json' }, { cause: err });
+  }
+  return next();
+};
 
 export /** Route middleware of JSON-body routes: 415 unless JSON, 400 when empty or not JSON. */
 const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -1,6 +1,7 @@
 /**
  * The live fan-out's adapters outside the table: API Gateway's management API (PostToConnection
- * on a WebSocket API connection; a GoneException means the client left), EventBridge
+ * on a WebSocket API connection, a GoneException means the client left; DeleteConnection to
+ * close one, with a close code API Gateway chooses), EventBridge
  * (PutEvents, ten entries per call, a failed entry fails the batch so that the stream record is
  * retried), and the local stack's notification file (one JSON line per notification, appended).
  */
@@ -8,6 +9,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   type ApiGatewayManagementApiClient,
+  DeleteConnectionCommand,
   PostToConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
@@ -25,6 +27,15 @@ export function apiGatewayPoster(client: ApiGatewayManagementApiClient): Connect
         return 'sent';
       } catch (err) {
         if ((err as { name?: string }).name === 'GoneException') return 'gone';
+        throw err;
+      }
+    },
+    /** DeleteConnection: API Gateway cannot be told a close code, so `code` and `reason` are not sent. */
+    async close(connectionId, _code, _reason) {
+      try {
+        await client.send(new DeleteConnectionCommand({ ConnectionId: connectionId }));
+      } catch (err) {
+        if ((err as { name?: string }).name === 'GoneException') return;
         throw err;
       }
     },

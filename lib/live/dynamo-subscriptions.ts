@@ -3,8 +3,10 @@
  * index item per subscribed run `WSC#{id} / S#{run_id}`, and the subscription itself in the
  * run's partition `RUN#{run_id} / W#{id}` with its cursor `sent_seq`, so that the fan-out finds
  * a run's subscribers with one strongly consistent Query. Every item expires (TTL) three hours
- * after it was written: API Gateway closes a connection after two. The stream's consumer skips
- * these items (it reads run records only).
+ * after it was written: API Gateway closes a connection after two. The connection and each
+ * subscription keep the `exp` of the connection's token (`token_exp`, seconds since epoch); an
+ * item written without one reads as expired (0), so it is served nothing. The stream's consumer
+ * skips these items (it reads run records only).
  */
 import {
   DeleteCommand,
@@ -51,6 +53,12 @@ async function deleteConnectionItems(
   }
 }
 
+/** The item's `token_exp`, or 0 (expired) for an item written without one. */
+function tokenExpOf(item: Record<string, unknown>): number {
+  const exp = Number(item.token_exp);
+  return Number.isFinite(exp) ? exp : 0;
+}
+
 export function createDynamoSubscriptionStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
@@ -67,6 +75,7 @@ export function createDynamoSubscriptionStore(
             sk: 'C',
             caller_json: JSON.stringify(connection.caller),
             connected_at: connection.connected_at,
+            token_exp: connection.token_exp,
             [ATTR.expiresAtTtl]: ttl(),
           },
         }),
@@ -88,6 +97,7 @@ export function createDynamoSubscriptionStore(
         caller:
           caller.capability !== undefined ? { principal, capability: caller.capability } : { principal },
         connected_at: Number(out.Item.connected_at),
+        token_exp: tokenExpOf(out.Item),
       };
     },
     deleteConnection: (connectionId) => deleteConnectionItems(doc, tableName, connectionId),
@@ -106,6 +116,7 @@ export function createDynamoSubscriptionStore(
             sk: `W#${sub.connection_id}`,
             connection_id: sub.connection_id,
             sent_seq: sub.sent_seq,
+            token_exp: sub.token_exp,
             [ATTR.expiresAtTtl]: ttl(),
           },
         }),
@@ -135,6 +146,7 @@ export function createDynamoSubscriptionStore(
         run_id: runId,
         connection_id: String(item.connection_id),
         sent_seq: Number(item.sent_seq),
+        token_exp: tokenExpOf(item),
       }));
     },
     async sentSeq(runId, connectionId) {

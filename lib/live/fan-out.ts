@@ -5,10 +5,13 @@
  * and its log is complete. Each subscription keeps the last seq sent; a pump claims a page by
  * moving that cursor (conditionally) before it sends the page, so each seq reaches a
  * subscription once even while several pumps run (issue 25, point 7).
- * A connection that is gone is dropped. Seed: agent-runs, "over HTTP, WebSocket".
+ * A connection that is gone is dropped; one whose token expired (the subscription's
+ * `token_exp`) is sent nothing more and ended (lib/live/expiry.ts). Seed: agent-runs, "over
+ * HTTP, WebSocket"; issue 25.
  */
-import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
+import { isTerminalStatus, type LiveServerMessage, type RunRecord } from '../contracts/index.ts';
 import type { RunStore } from '../engine/ports.ts';
+import { expireConnection, tokenExpired } from './expiry.ts';
 import type { ConnectionPoster, Subscription, SubscriptionStore } from './ports.ts';
 
 /** Events read per page while catching a subscription up. */
@@ -18,6 +21,8 @@ export interface FanOutDeps {
   store: Pick<RunStore, 'getRun' | 'readEvents'>;
   subscriptions: SubscriptionStore;
   poster: ConnectionPoster;
+  /** The clock against the tokens' `exp` (ms since epoch; default Date.now). */
+  now?: () => number;
 }
 
 /** What one pump of a run did. */
@@ -26,6 +31,8 @@ export interface PumpReport {
   sent: number;
   settled: number;
   gone: number;
+  /** Connections ended because their token expired. */
+  expired: number;
 }
 
 /** An ended run whose reducer has received every event: its log will not grow. */
@@ -38,7 +45,7 @@ function settledAt(record: RunRecord): boolean {
  * when the store or the subscriptions cannot be read (the stream record is then retried).
  */
 export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscription): Promise<PumpReport> {
-  const report: PumpReport = { subscribers: 0, sent: 0, settled: 0, gone: 0 };
+  const report: PumpReport = { subscribers: 0, sent: 0, settled: 0, gone: 0, expired: 0 };
   const subs = only !== undefined ? [only] : await deps.subscriptions.subscribers(runId);
   if (subs.length === 0) return report;
   const record = await deps.store.getRun(runId);
@@ -49,6 +56,7 @@ export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscripti
     report.sent += outcome.sent;
     if (outcome.state === 'settled') report.settled += 1;
     if (outcome.state === 'gone') report.gone += 1;
+    if (outcome.state === 'expired') report.expired += 1;
   }
   return report;
 }
@@ -57,10 +65,26 @@ async function catchUp(
   deps: FanOutDeps,
   record: RunRecord,
   sub: Subscription,
-): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' }> {
+): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' | 'expired' }> {
+  const now = deps.now ?? Date.now;
+  /** Sends one message unless the token expired (the connection is then ended). */
+  const push = async (message: LiveServerMessage): Promise<'sent' | 'gone' | 'expired'> => {
+    if (tokenExpired(sub.token_exp, now())) {
+      await expireConnection(deps, sub.connection_id);
+      return 'expired';
+    }
+    const result = await deps.poster.post(sub.connection_id, message);
+    if (result === 'gone') await deps.subscriptions.deleteConnection(sub.connection_id);
+    return result;
+  };
   let cursor = sub.sent_seq;
   let sent = 0;
   while (cursor < record.last_seq) {
+    if (tokenExpired(sub.token_exp, now())) {
+      // Before the claim: the cursor does not move over events this connection is not sent.
+      await expireConnection(deps, sub.connection_id);
+      return { sent, state: 'expired' };
+    }
     const events = await deps.store.readEvents(record.run_id, cursor, FAN_OUT_PAGE);
     const next = events[events.length - 1]?.seq;
     if (next === undefined) break;
@@ -75,13 +99,8 @@ async function catchUp(
       continue;
     }
     for (const event of events) {
-      if (
-        (await deps.poster.post(sub.connection_id, { type: 'event', run_id: record.run_id, event })) ===
-        'gone'
-      ) {
-        await deps.subscriptions.deleteConnection(sub.connection_id);
-        return { sent, state: 'gone' };
-      }
+      const result = await push({ type: 'event', run_id: record.run_id, event });
+      if (result !== 'sent') return { sent, state: result };
       sent += 1;
     }
     cursor = next;
@@ -93,10 +112,8 @@ async function catchUp(
       last_seq: record.last_seq,
       status: record.status,
     };
-    if ((await deps.poster.post(sub.connection_id, settled)) === 'gone') {
-      await deps.subscriptions.deleteConnection(sub.connection_id);
-      return { sent, state: 'gone' };
-    }
+    const result = await push(settled);
+    if (result !== 'sent') return { sent, state: result };
     await deps.subscriptions.unsubscribe(record.run_id, sub.connection_id);
     return { sent, state: 'settled' };
   }

@@ -7,18 +7,26 @@
 import type { LiveServerMessage, RunNotification } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 
-/** One connection's subscription to one run: the last seq sent to it. */
+/**
+ * One connection's subscription to one run: the last seq sent to it, and the `exp` of the
+ * connection's token (seconds since epoch), copied from the connection at subscribe so that the
+ * fan-out stops pushing once it passed without reading the connection.
+ */
 export interface Subscription {
   run_id: string;
   connection_id: string;
   sent_seq: number;
+  token_exp: number;
 }
 
 /** An open connection and who opened it (authenticated at connect). */
 export interface LiveConnection {
   connection_id: string;
   caller: Caller;
+  /** ms since epoch. */
   connected_at: number;
+  /** The `exp` of the token the connection was opened with (seconds since epoch): no message is served, nothing pushed, at or after it. */
+  token_exp: number;
 }
 
 export interface SubscriptionStore {
@@ -37,9 +45,15 @@ export interface SubscriptionStore {
   advance(runId: string, connectionId: string, from: number, to: number): Promise<boolean>;
 }
 
-/** Sends one message to a connection. `gone`: the connection no longer exists. */
+/** Sends one message to a connection, or closes it. `gone`: the connection no longer exists. */
 export interface ConnectionPoster {
   post(connectionId: string, message: LiveServerMessage): Promise<'sent' | 'gone'>;
+  /**
+   * Closes the connection from the server side with `code` and `reason` where the transport lets
+   * the server choose them (the local socket server); API Gateway's DeleteConnection picks its
+   * own close code. A connection already gone is no error.
+   */
+  close(connectionId: string, code: number, reason: string): Promise<void>;
 }
 
 /** Publishes run lifecycle notifications (at least once). Throws when they could not be published. */

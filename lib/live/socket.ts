@@ -4,17 +4,28 @@
  * parameter or the Authorization header, since a browser cannot set headers on a WebSocket),
  * a message (subscribe to a run from a seq, unsubscribe), disconnect. A subscription is
  * authorized like a read of the run; it is caught up at once (pumpRun for it alone), then kept
- * up by the stream's fan-out. Seed: agent-runs, "over HTTP, WebSocket".
+ * up by the stream's fan-out. A socket lives no longer than its token: the connection keeps
+ * the token's `exp`, and the first message received or event pushed at or after it ends the
+ * socket (lib/live/expiry.ts: an `error` message `token_expired`, then close code 4001). Seed:
+ * agent-runs, "over HTTP, WebSocket"; issue 25.
  */
 import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import { expireConnection, tokenExpired } from './expiry.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
 
+/** Who a verified token stands for, and until when: its `exp` (seconds since epoch). */
+export interface TokenIdentity {
+  caller: Caller;
+  exp: number;
+}
+
 export interface SocketDeps extends FanOutDeps {
-  /** The caller a connect request's token stands for, or null (refused 401). */
-  authenticate(token: string | null): Promise<Caller | null>;
+  /** Who a connect request's token stands for, or null (refused 401; a token without `exp` too). */
+  authenticate(token: string | null): Promise<TokenIdentity | null>;
   /** Whether `caller` may read the run (throws EngineError run_not_found / unauthorized otherwise). */
   authorizeRead(runId: string, caller: Caller): Promise<void>;
+  /** The clock, ms since epoch (also the fan-out's, for the token's expiry). */
   now(): number;
 }
 
@@ -30,20 +41,47 @@ export function connectToken(
   return match?.[1] ?? null;
 }
 
-/** Authenticates and records the connection. Returns false (refuse with 401) for bad credentials. */
+/**
+ * Authenticates and records the connection with its token's `exp`. Returns false (refuse with
+ * 401) for bad credentials, a token without `exp` or one already expired by `deps.now()`.
+ */
 export async function connect(
   deps: SocketDeps,
   connectionId: string,
   token: string | null,
 ): Promise<boolean> {
-  const caller = await deps.authenticate(token);
-  if (caller === null) return false;
-  await deps.subscriptions.putConnection({ connection_id: connectionId, caller, connected_at: deps.now() });
+  const identity = await deps.authenticate(token);
+  if (identity === null || !Number.isFinite(identity.exp)) return false;
+  const now = deps.now();
+  if (tokenExpired(identity.exp, now)) return false;
+  await deps.subscriptions.putConnection({
+    connection_id: connectionId,
+    caller: identity.caller,
+    connected_at: now,
+    token_exp: identity.exp,
+  });
   return true;
 }
 
-/** Handles one text frame. Never throws for a bad message: the client gets an `error` message. */
+/**
+ * Handles one text frame. Never throws for a bad message: the client gets an `error` message.
+ * A frame of a connection whose token expired is not served: the connection is ended
+ * (expireConnection), whatever the frame holds.
+ */
 export async function receive(deps: SocketDeps, connectionId: string, body: string): Promise<void> {
+  const connection = await deps.subscriptions.getConnection(connectionId);
+  if (connection === null) {
+    await deps.poster.post(connectionId, {
+      type: 'error',
+      code: 'unauthenticated',
+      message: 'connect again',
+    });
+    return;
+  }
+  if (tokenExpired(connection.token_exp, deps.now())) {
+    await expireConnection(deps, connectionId);
+    return;
+  }
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -63,15 +101,6 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
     return;
   }
   const msg = parsed.data;
-  const connection = await deps.subscriptions.getConnection(connectionId);
-  if (connection === null) {
-    await deps.poster.post(connectionId, {
-      type: 'error',
-      code: 'unauthenticated',
-      message: 'connect again',
-    });
-    return;
-  }
   if (msg.action === 'unsubscribe') {
     await deps.subscriptions.unsubscribe(msg.run_id, connectionId);
     return;
@@ -102,7 +131,12 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
     });
     return;
   }
-  const subscription = { run_id: msg.run_id, connection_id: connectionId, sent_seq: msg.after };
+  const subscription = {
+    run_id: msg.run_id,
+    connection_id: connectionId,
+    sent_seq: msg.after,
+    token_exp: connection.token_exp,
+  };
   await deps.subscriptions.subscribe(subscription);
   if (
     (await deps.poster.post(connectionId, { type: 'subscribed', run_id: msg.run_id, after: msg.after })) ===

@@ -1,7 +1,8 @@
 /**
  * What `npm start` prints once the local stack serves: where to reach it (URL, live socket,
  * console), who the token is and where it is kept, the data folder, the model-turn functions and
- * the tools it serves, and a first command. Issue 20, item 3; issue 5 ("npm start").
+ * the tools it serves (the scripted local model when no provider is configured), and a first
+ * command. Issue 20, item 3; issue 5 ("npm start"); issue 26, point 3.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -26,7 +27,21 @@ export interface BannerStack {
 export interface BannerOptions {
   persistDir?: string;
   modelFunctions?: Record<string, unknown>;
+  /** What to say of each `modelFunctions` path (default: `(given in code)`). */
+  modelDescriptions?: Record<string, string>;
+  /**
+   * How the user runs the CLI, the start of the `try:` commands (`agent-runs start` passes its
+   * cliInvocation); default `npx agent-runs`, which works in the checkout `npm start` runs in.
+   */
+  cli?: string;
 }
+
+/**
+ * The banner's first command after the CLI's name: a task-mode default-reducer run offered the sample `echo` tool, so
+ * it calls a tool and completes (on the scripted local model as on a real one).
+ */
+export const TRY_COMMAND =
+  'runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input \'Echo hello.\' --context \'{"mode":"task","tools":[{"name":"echo","mutating":false}]}\'';
 
 /** The banner's lines for a stack that serves, started with `options`. */
 export async function bannerLines(stack: BannerStack, options: BannerOptions): Promise<string[]> {
@@ -52,12 +67,17 @@ export async function bannerLines(stack: BannerStack, options: BannerOptions): P
   }
   if (stack.stateFile !== null) lines.push(`  state:  ${stack.stateFile}`);
   lines.push(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
-  lines.push(...modelBannerLines(stack.runtime.modelCatalog, Object.keys(options.modelFunctions ?? {})));
-  lines.push(...toolBannerLines(await stack.runtime.tools.list()));
   lines.push(
-    "  try:    npx agent-runs runs create --workspace demo --path /first --reducer /lib/raisin/ai/agent-run-reducer --input 'Say hello.'",
+    ...modelBannerLines(
+      stack.runtime.modelCatalog,
+      Object.keys(options.modelFunctions ?? {}),
+      options.modelDescriptions,
+    ),
   );
-  lines.push('          npx agent-runs watch RUN_ID   (the run_id printed by runs create; q quits)');
+  lines.push(...toolBannerLines(await stack.runtime.tools.list()));
+  const cli = options.cli ?? 'npx agent-runs';
+  lines.push(`  try:    ${cli} ${TRY_COMMAND}`);
+  lines.push(`          ${cli} watch RUN_ID   (the run_id printed by runs create; q quits)`);
   lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   lines.push('Press Ctrl-C to stop.');
   return lines;
@@ -80,27 +100,32 @@ export function toolBannerLines(tools: readonly { name: string }[]): string[] {
   return lines.map((l, i) => `${i === 0 ? '  tools:  ' : '          '}${l}`);
 }
 
+const CONFIGURE_HINT = 'BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.';
+
 /**
  * The banner's `models:` lines: each configured model-turn function (the environment's, see
- * lib/models/configured.ts, and `extraPaths` given in code) and the default a run gets when it
- * names none, or how to configure one when there is none.
+ * lib/models/configured.ts, and `extraPaths` given in code, described by `descriptions[path]`,
+ * else `(given in code)`) and the default a run gets when it names none; how to configure a
+ * provider when the environment configures none.
  */
 export function modelBannerLines(
   catalog: Runtime['modelCatalog'],
   extraPaths: readonly string[] = [],
+  descriptions: Readonly<Record<string, string>> = {},
 ): string[] {
   const lines = catalog.models.map(
     (m) => `${m.path}  ${m.provider} ${m.model}${m.key !== undefined ? ` (key: ${m.key})` : ''}`,
   );
-  for (const path of extraPaths) lines.push(`${path}  (given in code)`);
+  for (const path of extraPaths) lines.push(`${path}  ${descriptions[path] ?? '(given in code)'}`);
   if (lines.length === 0) {
     return [
       '  models: none configured: default-reducer runs end model_turn_function_not_found.',
-      '          Set BEDROCK_MODEL_ID, or OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY), and restart.',
+      `          Set ${CONFIGURE_HINT}`,
     ];
   }
   return [
     ...lines.map((line, i) => `${i === 0 ? '  models: ' : '          '}${line}`),
     `          default (a run that names no executor_config.model_turn_function): ${catalog.defaultPath}`,
+    ...(catalog.models.length === 0 ? [`          For a real model set ${CONFIGURE_HINT}`] : []),
   ];
 }

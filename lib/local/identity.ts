@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { z } from 'zod';
-import { type HttpCaller, jwtClaimsAuth } from '../http/auth.ts';
+import { jwtClaimsAuth } from '../http/auth.ts';
+import type { TokenIdentity } from '../live/socket.ts';
 import type { ApiHandler } from './gateway.ts';
 import { claimsAsApiGateway, type LocalIssuer, loadOrCreateIssuer } from './issuer.ts';
 
@@ -59,12 +60,20 @@ export function withJwtAuthorizer(issuer: LocalIssuer, handler: ApiHandler): Api
   };
 }
 
-/** The caller a local token stands for (as the HTTP API would decide), or null. For the live socket. */
-export async function callerOfToken(issuer: LocalIssuer, token: string | null): Promise<HttpCaller | null> {
-  const claims = await verifiedClaims(issuer, token);
-  if (claims === null) return null;
-  const event = { requestContext: { authorizer: { jwt: { claims } } } };
-  return jwtClaimsAuth()(new Request('http://local/'), { event });
+/**
+ * Who a local token stands for on the live socket and until when (its `exp`, seconds since
+ * epoch), or null when it is not a valid token of `issuer` (expired, no `exp`, ...).
+ */
+export async function identityOfToken(
+  issuer: LocalIssuer,
+  token: string | null,
+): Promise<TokenIdentity | null> {
+  if (token === null) return null;
+  const payload = await issuer.verify(token);
+  if (payload === null || typeof payload.exp !== 'number') return null;
+  const event = { requestContext: { authorizer: { jwt: { claims: claimsAsApiGateway(payload) } } } };
+  const caller = await jwtClaimsAuth()(new Request('http://local/'), { event });
+  return caller === null ? null : { caller: { principal: caller.principal }, exp: payload.exp };
 }
 
 /** The issuer of the stack whose state directory is `stateDir` (its key is created on first use). */

@@ -26,14 +26,20 @@ export interface TokenRequest {
   groups?: string[];
   system?: boolean;
   admin?: boolean;
-  /** Seconds the token is valid (default DEFAULT_TOKEN_TTL_SECONDS). */
+  /** Seconds the token is valid: a positive integer (default DEFAULT_TOKEN_TTL_SECONDS). Every token has an `exp`. */
   ttlSeconds?: number;
 }
 
 export interface LocalIssuer {
-  /** Signs a token for `request`. Throws IssuerError `token_invalid_request` for a blank sub. */
+  /**
+   * Signs a token for `request`, always with an `exp`. Throws IssuerError
+   * `token_invalid_request` for a blank sub or a `ttlSeconds` that is not a positive integer.
+   */
   sign(request: TokenRequest): Promise<string>;
-  /** The verified claims of `token`, or null when it is not one of this issuer's valid tokens. */
+  /**
+   * The verified claims of `token` (with a numeric `exp`), or null when it is not one of this
+   * issuer's valid tokens: a bad signature, issuer or audience, expired, or without `exp`.
+   */
   verify(token: string): Promise<JWTPayload | null>;
 }
 
@@ -110,6 +116,9 @@ async function issuerOf(privateJwk: JWK): Promise<LocalIssuer> {
   return {
     async sign(request) {
       if (request.sub.trim() === '') throw new IssuerError('token_invalid_request', 'sub must not be blank');
+      const ttl = request.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
+      if (!Number.isSafeInteger(ttl) || ttl <= 0)
+        throw new IssuerError('token_invalid_request', `ttlSeconds must be a positive integer, got ${ttl}`);
       const groups = [
         ...(request.groups ?? []),
         ...(request.admin === true ? [CALLER_GROUPS.admin] : []),
@@ -121,7 +130,7 @@ async function issuerOf(privateJwk: JWK): Promise<LocalIssuer> {
         .setIssuer(LOCAL_ISSUER)
         .setAudience(LOCAL_AUDIENCE)
         .setIssuedAt()
-        .setExpirationTime(`${request.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS}s`)
+        .setExpirationTime(`${ttl}s`)
         .sign(privateKey);
     },
     async verify(token) {
@@ -130,8 +139,9 @@ async function issuerOf(privateJwk: JWK): Promise<LocalIssuer> {
           issuer: LOCAL_ISSUER,
           audience: LOCAL_AUDIENCE,
           algorithms: ['ES256'],
+          requiredClaims: ['exp'],
         });
-        return payload;
+        return typeof payload.exp === 'number' ? payload : null;
       } catch {
         return null;
       }

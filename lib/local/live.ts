@@ -6,12 +6,12 @@
  * EventBridge notifications appended to a file a test or a person can read. DESIGN section 10.
  */
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import type { Caller } from '../core/authority.ts';
 import { createSocketHandler } from '../handlers/live-socket.ts';
 import type { LogSink } from '../handlers/observability.ts';
 import { createStreamBatchHandler } from '../handlers/stream-batch.ts';
 import { fileNotificationPublisher } from '../live/adapters.ts';
 import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
+import type { TokenIdentity } from '../live/socket.ts';
 import type { Runtime } from '../runtime.ts';
 import type { LocalServices } from './services.ts';
 import { type SocketServer, startSocketServer } from './socket-server.ts';
@@ -21,8 +21,8 @@ export interface LocalLiveOptions {
   runtime: Runtime;
   services: Pick<LocalServices, 'dynamoEndpoint' | 'region' | 'credentials'>;
   tableName: string;
-  /** The caller a WebSocket token stands for (as the HTTP API authenticates a bearer token). */
-  authenticate(token: string | null): Promise<Caller | null>;
+  /** Who a WebSocket token stands for (as the HTTP API authenticates a bearer token) and its `exp`. */
+  authenticate(token: string | null): Promise<TokenIdentity | null>;
   /** Where lifecycle notifications are appended, one JSON line each. */
   notificationsFile: string;
   /** WebSocket port on 127.0.0.1 (default: a free one). */
@@ -46,7 +46,8 @@ export async function startLocalLive(options: LocalLiveOptions): Promise<LocalLi
     ...(options.port !== undefined ? { port: options.port } : {}),
     logger,
   });
-  const fanOut = { store: runtime.store, subscriptions, poster: sockets.poster };
+  const now = () => Date.now();
+  const fanOut = { store: runtime.store, subscriptions, poster: sockets.poster, now };
   sockets.setHandler(
     createSocketHandler({
       ...fanOut,
@@ -54,7 +55,7 @@ export async function startLocalLive(options: LocalLiveOptions): Promise<LocalLi
       authorizeRead: async (runId, caller) => {
         await runtime.engine.getRun(runId, caller);
       },
-      now: () => Date.now(),
+      now,
       logger,
     }),
   );

@@ -66,6 +66,8 @@ export interface LocalServices {
   s3Endpoint: string;
   region: string;
   credentials: StaticCredentials;
+  /** The process id of DynamoDB Local's Java process (fauxqs runs inside this process). */
+  dynamoPid: number;
   /** Stops both services; idempotent. In-memory data is gone afterwards. */
   stop(): Promise<void>;
 }
@@ -117,6 +119,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
   let stopping: Promise<void> | undefined;
   return {
     dynamoEndpoint: dynamo.value.endpoint,
+    dynamoPid: dynamo.value.pid,
     sqsEndpoint: fauxqsEndpoint,
     s3Endpoint: fauxqsEndpoint,
     region,
@@ -132,6 +135,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
 
 interface RunningDynamo {
   endpoint: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -189,6 +193,17 @@ async function startDynamoDbLocal(
   }
 }
 
+/**
+ * The JVM flags DynamoDB Local runs with: AGENT_RUNS_DYNAMODB_JAVA_OPTS (whitespace-separated)
+ * when set, else C1 only and the serial GC (about 1.5 s faster start-up, ample for a test
+ * database).
+ */
+function dynamoJvmFlags(): string[] {
+  const given = process.env.AGENT_RUNS_DYNAMODB_JAVA_OPTS;
+  if (given !== undefined) return given.split(/\s+/).filter((f) => f !== '');
+  return ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'];
+}
+
 async function spawnDynamoDbLocal(
   jar: string,
   libDir: string,
@@ -201,9 +216,7 @@ async function spawnDynamoDbLocal(
   signal.throwIfAborted();
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
   const args = [
-    // C1 only and the serial GC: about 1.5 s faster start-up, ample for a test database.
-    '-XX:TieredStopAtLevel=1',
-    '-XX:+UseSerialGC',
+    ...dynamoJvmFlags(),
     `-Djava.library.path=${libDir}`,
     '-jar',
     jar,
@@ -215,7 +228,13 @@ async function spawnDynamoDbLocal(
   ];
   const child = spawn(java, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output = captureOutput(child, (line) => log('dynamodb', line));
-  const killOnExit = () => child.kill('SIGKILL');
+  // Java cannot notice its parent's death: the reaper stops it when this process dies anyway.
+  const reaper = child.pid === undefined ? undefined : spawnReaper(child.pid);
+  child.once('exit', () => reaper?.kill('SIGKILL'));
+  const killOnExit = () => {
+    reaper?.kill('SIGKILL');
+    child.kill('SIGKILL');
+  };
   process.once('exit', killOnExit);
 
   const exited = new Promise<never>((_, reject) => {
@@ -259,6 +278,7 @@ async function spawnDynamoDbLocal(
   let stopping: Promise<void> | undefined;
   return {
     endpoint,
+    pid: child.pid as number, // set: the child answered requests
     stop() {
       stopping ??= new Promise<void>((done) => {
         process.removeListener('exit', killOnExit);
@@ -273,6 +293,29 @@ async function spawnDynamoDbLocal(
       return stopping;
     },
   };
+}
+
+/**
+ * A watchdog for a child that cannot watch its parent (DynamoDB Local's Java): a `sh` whose
+ * stdin is a pipe from this process. A pipe's write end closes when its process dies, however it
+ * dies (SIGKILL included), so `read` returns and the shell sends the child SIGTERM, then SIGKILL
+ * after 5 s if it is still there. While this process lives the reaper only waits; kill it
+ * (SIGKILL) once the child has exited, so that it never signals a reused pid. None on Windows.
+ */
+function spawnReaper(pid: number): ChildProcess | undefined {
+  if (process.platform === 'win32') return undefined;
+  const script = [
+    'read -r _',
+    `kill -TERM ${pid} 2>/dev/null || exit 0`,
+    'i=0',
+    `while kill -0 ${pid} 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL ${pid} 2>/dev/null`,
+  ].join('\n');
+  const reaper = spawn('sh', ['-c', script], { stdio: ['pipe', 'ignore', 'ignore'] });
+  reaper.on('error', () => {}); // no sh: the 'exit' hook and stop() remain
+  reaper.unref();
+  (reaper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return reaper;
 }
 
 function classifyJavaExit(

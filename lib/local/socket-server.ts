@@ -4,7 +4,8 @@
  * live handler (functions/live.ts) receives in AWS, refuses the upgrade with 401 when $connect
  * answers it, handles one connection's frames in order, and plays the management API's
  * PostToConnection for the fan-out (a closed connection is `gone`, as GoneException says in
- * AWS). DESIGN section 10.
+ * AWS) and its DeleteConnection (here with the close code and reason asked for, e.g. 4001
+ * `token_expired`). DESIGN section 10.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -121,6 +122,11 @@ export async function startSocketServer(
         return new Promise((resolve) =>
           ws.send(JSON.stringify(message), (err) => resolve(err ? 'gone' : 'sent')),
         );
+      },
+      async close(connectionId, code, reason) {
+        const ws = sockets.get(connectionId);
+        if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
+        ws.close(code, reason);
       },
     },
     setHandler(next) {

@@ -14,6 +14,8 @@
  * registered over HTTP and tools registered in-process are seen by the step worker.
  * DESIGN section 10; issue 5 ("lib/local: npm start").
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -34,7 +36,7 @@ import { bannerLines } from './banner.ts';
 import { type Gateway, GatewayError, startGateway } from './gateway.ts';
 import {
   agentRunsDirOf,
-  callerOfToken,
+  identityOfToken,
   type DefaultIdentity,
   defaultIdentity,
   localIssuer,
@@ -64,6 +66,8 @@ export interface LocalStackOptions {
   registerTools?: RuntimeConfig['registerTools'];
   /** Model-turn functions by path (e.g. a scripted model at the default path). */
   modelFunctions?: RuntimeConfig['modelFunctions'];
+  /** What the banner says of each `modelFunctions` path (default: `(given in code)`). */
+  modelDescriptions?: Record<string, string>;
   toolPolicy?: RuntimeConfig['toolPolicy'];
   /** Reducer sandbox limits (default 200 ms, 64 MiB, 256 KiB stack, as in AWS). */
   sandboxLimits?: Partial<SandboxLimits>;
@@ -247,10 +251,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       runtime,
       services,
       tableName: resources.tableName,
-      authenticate: async (presented) => {
-        const caller = await callerOfToken(issuer, presented);
-        return caller === null ? null : { principal: caller.principal };
-      },
+      authenticate: (presented) => identityOfToken(issuer, presented),
       notificationsFile: options.notificationsFile ?? join(agentRunsDirOf(stateDir), 'notifications.jsonl'),
       ...(options.livePort !== undefined ? { port: options.livePort } : {}),
       logger,
@@ -396,6 +397,8 @@ function removeOwnState(dir: string, pid: number): void {
 }
 
 export interface RunLocalStackOptions extends LocalStackOptions {
+  /** How the user runs the CLI, for the banner's commands (default `npx agent-runs`). */
+  cli?: string;
   /** Where the banner and shutdown lines go (default: stdout). */
   print?: (line: string) => void;
   /** Report the start-up steps as they end (lib/progress.ts: a bar on `progressTty`, else lines). */
@@ -403,13 +406,20 @@ export interface RunLocalStackOptions extends LocalStackOptions {
   progressTty?: NodeJS.WritableStream;
   /** Exit the process after a signal-triggered stop (default true; exit code 0). */
   exitOnStop?: boolean;
+  /**
+   * How often to check that the parent process is still there, in ms (default 1 000; 0: no
+   * check). Once this process is orphaned (its parent, e.g. npm, was killed: `process.ppid`
+   * changes; under an npm script, also once npm itself is gone), the stack stops as on SIGTERM,
+   * so that it does not linger without its parent.
+   */
+  parentCheckMs?: number;
 }
 
 /**
  * The foreground form for `npm start` and `agent-runs start`: starts the stack, prints its URL,
  * token, state file and start-up time, and stops it cleanly on SIGINT or SIGTERM (poller,
  * gateway, sweeper timer, services), then exits 0. A second signal during the stop exits 1 at
- * once. Throws LocalStackError when the stack cannot start (print `error.message` and exit 1).
+ * once. It stops the same way when its parent process dies (see `parentCheckMs`). Throws LocalStackError when the stack cannot start (print `error.message` and exit 1).
  */
 export async function runLocalStack(options: RunLocalStackOptions = {}): Promise<LocalStack> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -420,6 +430,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
       () => {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
+        clearInterval(parentCheck);
         print('stopped');
         if (options.exitOnStop ?? true) process.exit(0);
       },
@@ -442,6 +453,12 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const parentCheck = watchParent(options.parentCheckMs ?? 1_000, () => {
+    if (signalled !== undefined) return;
+    signalled = 'SIGHUP';
+    print(`parent process gone: stopping the local stack...`);
+    if (stack !== undefined) finish(stack);
+  });
   const progress = options.progress
     ? startProgress({
         label: 'start',
@@ -462,6 +479,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   } catch (err) {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    clearInterval(parentCheck);
     throw err;
   } finally {
     progress?.stop();
@@ -472,4 +490,56 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
   }
   for (const line of await bannerLines(stack, options)) print(line);
   return stack;
+}
+
+/**
+ * Calls `onOrphaned` once when `process.ppid` is no longer the parent this process started
+ * with (the parent died and the process was re-parented to init or a subreaper). Under an npm
+ * script (env npm_lifecycle_event) the parent may be the script's `sh -c`, which outlives a
+ * killed npm: then npm, the grandparent, is watched too (gone: kill(pid, 0) fails ESRCH).
+ * Checks every `everyMs` on an unref'd timer; returns the timer (undefined when `everyMs` is 0).
+ */
+function watchParent(everyMs: number, onOrphaned: () => void): NodeJS.Timeout | undefined {
+  if (everyMs <= 0) return undefined;
+  const parent = process.ppid;
+  const npm = process.env.npm_lifecycle_event ? parentOf(parent) : undefined;
+  const timer = setInterval(() => {
+    if (process.ppid === parent && (npm === undefined || exists(npm))) return;
+    clearInterval(timer);
+    onOrphaned();
+  }, everyMs);
+  timer.unref();
+  return timer;
+}
+
+/** The parent pid of `pid` (Linux /proc, else `ps`); undefined when unknown or init. */
+function parentOf(pid: number): number | undefined {
+  let ppid: number;
+  try {
+    if (process.platform === 'linux') {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } else if (process.platform !== 'win32') {
+      ppid = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+    } else return undefined;
+  } catch {
+    return undefined;
+  }
+  return Number.isInteger(ppid) && ppid > 1 ? ppid : undefined;
+}
+
+/** Whether `pid` is a live process (on Linux, a zombie not yet reaped counts as gone). */
+function exists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH'; // EPERM: there, another user's
+  }
+  if (process.platform !== 'linux') return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false; // gone between the two looks
+  }
 }

@@ -3,29 +3,22 @@
  * `agent-runs start` (a CommandModule for bin/commands/all.ts's list): options --port, --persist,
  * --log-level; prints the URL, token, state file and start-up time (or, with the CLI's --json,
  * one JSON object); stops cleanly on Ctrl-C. Exit code 1 with a clear message when the stack
- * cannot start (Java missing, port taken, ...). Issue 5 ("lib/local: npm start").
+ * cannot start (Java missing, port taken, a model variable wrong, ...). When the environment
+ * configures no model provider (lib/models/configured.ts), the stack serves the scripted local
+ * model (lib/models/scripted.ts) at the contract's default path, so a first run works offline.
+ * (That choice is start-run.ts's offlineModelOptions.) Issue 5 ("lib/local: npm start"); issue
+ * 26, point 3.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { LocalStack } from './stack.ts';
+import type { LogLevel, StartIo, StartOptions } from './start-run.ts';
 
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+// The types live in ./start-run.ts (a type-only import loads nothing), so that the two modules
+// import each other in one direction only.
+export type { LogLevel, StartIo, StartOptions };
 
-/** The parsed options of the start command. */
-export interface StartOptions {
-  port?: number;
-  persist?: string;
-  logLevel: LogLevel;
-}
-
-/** Where the command writes (the CLI's CliIo fits). */
-export interface StartIo {
-  out(text: string): void;
-  err(text: string): void;
-  cwd: string;
-  /** The terminal, when output is one (a progress bar instead of lines). */
-  tty?: NodeJS.WritableStream | undefined;
-}
+/** The levels --log-level takes (LogLevel, in ./start-run.ts, is their union). */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const satisfies readonly LogLevel[];
 
 function portArg(value: string): number {
   const n = Number(value);
@@ -68,6 +61,7 @@ export async function startFromOptions(
 /** Structural match of bin/commands/context.ts's CliContext (what this command uses of it). */
 interface StartCliContext {
   io: StartIo;
+  cli: string;
   json(cmd: Command): boolean;
   exitCode: number;
 }
@@ -86,7 +80,7 @@ export const startCommand = {
           'run the local stack: DynamoDB Local, fauxqs (SQS, S3), the HTTP API, poller and sweeper',
         ),
     ).action(async (opts: StartOptions, cmd: Command) => {
-      const stack = await startFromOptions(opts, ctx.io, ctx.json(cmd));
+      const stack = await startFromOptions(opts, { ...ctx.io, cli: ctx.cli }, ctx.json(cmd));
       if (stack === null) ctx.exitCode = 1;
     });
   },

@@ -11,7 +11,10 @@
  *                           inline event tail, compressed together as body_z (record-codec.ts
  *                           format 2; event-tail.ts): the newest events and the domain states
  *                           they wrote, seq tail.first_seq..last_seq; and beside them its
- *                           version, epoch, status, last_seq and the index attributes
+ *                           version, epoch, status, last_seq, the index attributes and the
+ *                           record's charge counters (`metered`, record-codec.ts
+ *                           METERED_COUNTERS: outside the body, so metering.ts settles a
+ *                           commit's own charge without compressing the record again)
  *   RUN#{id} / E#{seq:12}   one event page, keyed by the seq of its FIRST event, stamped with
  *                           the record version that wrote it (commit_version), read only below
  *                           the record's tail (seq < tail.first_seq):
@@ -74,7 +77,7 @@ import {
   tailPageSk,
 } from './event-tail.ts';
 import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
-import { packBody, packPageBody } from './record-codec.ts';
+import { packBody, packMetered, packPageBody } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -154,7 +157,8 @@ export interface CommitPlan {
   tail: EventTail;
   /**
    * The same plan with the record's `metered` replaced (metering.ts settles the charge in a few
-   * rounds): only the record item is packed again, the layout and everything else kept.
+   * rounds): only the record item's `metered` attribute is written again, its body (compressed
+   * without the charge), the layout and everything else kept.
    */
   withMetered(metered: Metered): CommitPlan;
 }
@@ -188,7 +192,10 @@ export function recordItem(
   tail: EventTail = emptyTail(record.last_seq),
   tailText: string = JSON.stringify(tail),
 ): Item & ItemKey {
-  const text = JSON.stringify(record);
+  // The charge lives beside the body (record-codec.ts METERED_COUNTERS): settling it never
+  // compresses the record again.
+  const { metered, ...rest } = record;
+  const text = JSON.stringify(rest);
   const bytes = Buffer.byteLength(text);
   if (bytes > RECORD_LIMIT) {
     throw new CommitTooLarge(
@@ -207,6 +214,7 @@ export function recordItem(
     [ATTR.statusShard]: statusShardKey(record.status, record.run_id),
     [ATTR.principalShard]: principalShardKey(principalKeyOf(record.principal), record.run_id),
   };
+  if (metered !== undefined) item.metered = packMetered(metered);
   if (record.lease !== null) item.lease_owner = record.lease.owner;
   // Beside status, for the stop watch's projected read (RunStore.getStatus).
   if (
@@ -226,6 +234,7 @@ export function recordItem(
 /** Attributes of the record item that are absent when they do not apply (REMOVEd by an update). */
 const OPTIONAL_RECORD_ATTRS = [
   'lease_owner',
+  'metered',
   'interrupt_requested',
   ATTR.sweepShard,
   ATTR.sweepDue,
@@ -565,8 +574,7 @@ export function planCommit(
     });
   rest.push(...bookkeepingWrites(commit, record, pk));
 
-  const assemble = (stored: RunRecord): CommitPlan => {
-    const item = chosen?.record === stored ? { ...chosen.item } : recordItem(stored, layout.tail, tailText);
+  const assemble = (stored: RunRecord, item: Item & ItemKey): CommitPlan => {
     const writes =
       commit.expectedVersion === null
         ? [...createWrites(commit, stored, item), ...rest]
@@ -576,8 +584,11 @@ export function planCommit(
       writes,
       record: stored,
       tail: layout.tail,
-      withMetered: (metered) => assemble({ ...record, metered }),
+      withMetered: (metered) => assemble({ ...stored, metered }, { ...item, metered: packMetered(metered) }),
     };
   };
-  return assemble(record);
+  return assemble(
+    record,
+    chosen?.record === record ? { ...chosen.item } : recordItem(record, layout.tail, tailText),
+  );
 }

@@ -252,6 +252,7 @@ async function executePlain(
   if (page !== undefined) {
     const put = toTransactItem(page, io.table).Put as PutCommandInput;
     try {
+      io.metrics.writeRequests += 1;
       const out = await io.doc.send(
         new PutCommand({
           ...put,
@@ -269,6 +270,7 @@ async function executePlain(
   }
   const record = { ...plain.record, set: { ...plain.record.set, commit_token: token } };
   try {
+    io.metrics.writeRequests += 1;
     const out = await io.doc.send(
       new UpdateCommand({
         ...(toTransactItem(record, io.table).Update as UpdateCommandInput),
@@ -293,6 +295,7 @@ async function executePlain(
  */
 async function dropPage(io: DynamoIo, page: Item & ItemKey, token: string): Promise<void> {
   try {
+    io.metrics.writeRequests += 1;
     const out = await io.doc.send(
       new DeleteCommand({
         TableName: io.table,
@@ -325,6 +328,7 @@ export async function execute(
     try {
       if (plain !== null) return await executePlain(io, plan, commit, plain);
       io.metrics.transactions += 1;
+      io.metrics.writeRequests += 1;
       const out = await io.doc.send(
         new TransactWriteCommand({ TransactItems: items, ReturnConsumedCapacity: 'TOTAL' }),
       );

@@ -7,9 +7,10 @@ import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
-import type { Item } from './commit-plan.ts';
+import { type Item, itemSize } from './commit-plan.ts';
 import { emptyTail, type EventTail, parseTail } from './event-tail.ts';
-import { unpackBody, unpackPageBody, unpackRecord } from './record-codec.ts';
+import { indexKeysOf } from './metering.ts';
+import { unpackBody, unpackMetered, unpackPageBody, unpackRecord } from './record-codec.ts';
 
 /**
  * The last committed seq of a stored record item (its `last_seq` attribute, or its record's for
@@ -39,7 +40,11 @@ export function recordOf(item: Item | undefined): RunRecord | null {
 
 /**
  * The run record of a stored record item and its inline event tail (event-tail.ts; an item
- * written before the tail existed has an empty one), or null. Throws on a corrupt item.
+ * written before the tail existed has an empty one), or null. The record's `metered` is the
+ * item's `metered` counters (record-codec.ts METERED_COUNTERS) with the item's own size and
+ * index keys as `record_item_bytes` / `record_index_keys`; an item written before the counters
+ * moved out of the body keeps the body's. The item must be read whole (no projection). Throws
+ * on a corrupt item.
  */
 export function recordAndTailOf(item: Item | undefined): { record: RunRecord; tail: EventTail } | null {
   if (item === undefined) return null;
@@ -48,8 +53,19 @@ export function recordAndTailOf(item: Item | undefined): { record: RunRecord; ta
   const parsed = RunRecord.safeParse(JSON.parse(texts.record));
   if (!parsed.success)
     throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
-  const tail = texts.tail === null ? emptyTail(parsed.data.last_seq) : parseTail(texts.tail);
-  return { record: parsed.data, tail };
+  const record =
+    typeof item.metered === 'string'
+      ? {
+          ...parsed.data,
+          metered: {
+            ...unpackMetered(item.metered),
+            record_item_bytes: itemSize(item),
+            record_index_keys: indexKeysOf(item),
+          },
+        }
+      : parsed.data;
+  const tail = texts.tail === null ? emptyTail(record.last_seq) : parseTail(texts.tail);
+  return { record, tail };
 }
 
 /**

@@ -330,6 +330,7 @@ async function executeIn(
   const runId = commit.record.run_id;
   const plain = plainCommitOf(plan);
   if (plain !== null) {
+    table.metrics.writeRequests += plain.page === undefined ? 1 : 2;
     if (plain.page !== undefined) {
       if (!table.holds(plain.page)) return 'page_taken';
       table.write(plain.page, false);
@@ -353,6 +354,7 @@ async function executeIn(
     table.write(plain.record, false);
     return 'committed';
   }
+  table.metrics.writeRequests += 1;
   const codes = plan.writes.map((w) => (table.holds(w) ? 'None' : 'ConditionalCheckFailed'));
   if (codes.some((c) => c !== 'None')) {
     if (pageTaken(plan, codes)) return 'page_taken';

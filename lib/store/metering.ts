@@ -10,7 +10,7 @@
  * may be made by another process.
  *
  * Before-sizes: the record item's is carried in the record itself (`metered.record_item_bytes`,
- * the size its last commit wrote), every new item (condition `absent`, or an event page whose
+ * the size its last commit wrote, or, read back, the item's own size: item-codec.ts), every new item (condition `absent`, or an event page whose
  * key is free, `page_open`: an uncommitted page left there is taken to be absent) has none, and the small
  * index items a commit overwrites or deletes (subject, quota slot, resume key) are taken to be
  * under 1 KB. The estimate is checked against DynamoDB's own ConsumedCapacity by the store
@@ -123,18 +123,19 @@ export function blobPutsOf(bodies: CommitBodies): number {
   return puts;
 }
 
-/** Rounds of re-packing the record before the charge is taken as it stands (see planMetered). */
+/** Rounds of settling the charge before it is taken as it stands (see planMetered). */
 const SETTLE_ROUNDS = 4;
 
 /**
  * The plan of `commit` with the run charged: its record's `metered` is the stored one plus
  * `owed`, the commit's S3 puts and its own write units, and `record_item_bytes` /
- * `record_index_keys` the record item as written. The units and the size depend on the record's
- * own digits, so the record item alone is packed again (CommitPlan.withMetered: the layout,
- * the pages and the schema parse are done once) until both settle (twice, rarely three
- * times); should they still move after SETTLE_ROUNDS (a size oscillating at a KB boundary),
- * the last plan is kept, its charge off by at most that boundary's unit: metering never
- * refuses a commit. `token` and `tail` are planCommit's. Throws what planCommit throws.
+ * `record_index_keys` the record item as written (kept in memory for the next commit; the item
+ * stores neither, item-codec.ts reads them off the item). The units depend on the size of the
+ * record item, which holds them: the record is planned and compressed once, then only its short
+ * `metered` attribute is written again (CommitPlan.withMetered) until the units settle (once,
+ * rarely twice); should they still move after SETTLE_ROUNDS (a size oscillating at a KB
+ * boundary), the last plan is kept, its charge off by at most that boundary's unit: metering
+ * never refuses a commit. `token` and `tail` are planCommit's. Throws what planCommit throws.
  */
 export function planMetered(
   commit: Commit,
@@ -153,36 +154,31 @@ export function planMetered(
     ...owed,
     s3_put_requests: (owed.s3_put_requests ?? 0) + blobPutsOf(bodies),
   });
+  const charged = (units: number): Metered => ({
+    ...base,
+    dynamodb_write_units: addCharge(base, { dynamodb_write_units: units }).dynamodb_write_units,
+  });
   let units = 0;
-  let bytes = recordBefore.bytes;
-  let keys = recordBefore.keys;
-  let plan: CommitPlan | undefined;
-  for (let round = 1; ; round += 1) {
-    const metered: Metered = {
-      ...base,
-      dynamodb_write_units: addCharge(base, { dynamodb_write_units: units }).dynamodb_write_units,
-      record_item_bytes: bytes,
-      record_index_keys: keys,
-    };
-    plan =
-      plan === undefined
-        ? planCommit({ ...commit, record: { ...commit.record, metered } }, bodies, token, tail)
-        : plan.withMetered(metered);
-    const recordWrite = plan.writes.find((w) => w.role === 'record');
-    const written = recordWrite === undefined ? null : writtenItem(recordWrite);
-    const nextBytes = written === null ? 0 : itemSize(written);
-    const nextKeys = indexKeysOf(written);
-    const nextUnits = plannedWriteUnits(plan, recordBefore, isTransaction(plan));
-    const settled = nextUnits === units && nextBytes === bytes && sameKeys(nextKeys, keys);
-    if (settled || round >= SETTLE_ROUNDS) return plan;
-    units = nextUnits;
-    bytes = nextBytes;
-    keys = nextKeys;
+  let plan = planCommit(
+    { ...commit, record: { ...commit.record, metered: charged(0) } },
+    bodies,
+    token,
+    tail,
+  );
+  for (let round = 1; round <= SETTLE_ROUNDS; round += 1) {
+    const next = plannedWriteUnits(plan, recordBefore, isTransaction(plan));
+    if (next === units) break;
+    units = next;
+    plan = plan.withMetered(charged(units));
   }
+  const recordWrite = plan.writes.find((w) => w.role === 'record');
+  const written = recordWrite === undefined ? null : writtenItem(recordWrite);
+  return plan.withMetered({
+    ...charged(units),
+    record_item_bytes: written === null ? 0 : itemSize(written),
+    record_index_keys: indexKeysOf(written),
+  });
 }
-
-const sameKeys = (a: Record<string, unknown>, b: Record<string, unknown>) =>
-  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, v]) => b[k] === v);
 
 /**
  * Read units of items read, by DynamoDB's rules: a GetItem per item (at least 1), a Query over the

@@ -113,3 +113,37 @@ function unpackPair(packed: Uint8Array): { first: string; second: string } {
   if (cut < 0) throw new Error('a stored body without its second part');
   return { first: text.slice(0, cut), second: text.slice(cut + 1) };
 }
+
+/**
+ * The order of the record's charge counters in its item's `metered` attribute: a JSON array of
+ * numbers, not part of the compressed body, so that a commit can settle its own charge (the
+ * units depend on the item's size, metering.ts) by rewriting this one short attribute instead of
+ * compressing the record again. A counter added later goes at the end; a shorter array reads
+ * the missing counters as 0. `record_item_bytes` and `record_index_keys` are not stored: they
+ * are the item's own size and index keys, read from the item itself (item-codec.ts).
+ */
+export const METERED_COUNTERS = [
+  'dynamodb_write_units',
+  'dynamodb_read_units',
+  'sqs_requests',
+  'lambda_invocations',
+  'lambda_ms',
+  'lambda_gb_seconds',
+  's3_put_requests',
+  's3_get_requests',
+] as const;
+
+export type MeteredCounters = Record<(typeof METERED_COUNTERS)[number], number>;
+
+/** The stored text of a record's charge counters (see METERED_COUNTERS). */
+export function packMetered(counters: MeteredCounters): string {
+  return JSON.stringify(METERED_COUNTERS.map((name) => counters[name]));
+}
+
+/** The counters of a stored `metered` attribute. Throws on a value that is not a list of numbers ≥ 0. */
+export function unpackMetered(text: string): MeteredCounters {
+  const values: unknown = JSON.parse(text);
+  if (!Array.isArray(values) || values.some((v) => typeof v !== 'number' || !(v >= 0)))
+    throw new Error('stored run record: metered is not a list of non-negative numbers');
+  return Object.fromEntries(METERED_COUNTERS.map((name, i) => [name, values[i] ?? 0])) as MeteredCounters;
+}

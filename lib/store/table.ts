@@ -135,9 +135,27 @@ export function timeToLiveInput(tableName: string = DEFAULT_TABLE_NAME): UpdateT
   };
 }
 
+/**
+ * Digests a process computed lately, by input: every commit of a run derives its shard keys
+ * from the same run id and principal, and a worker commits the same few runs again and again.
+ * Bounded (a Map in insertion order, the oldest dropped first).
+ */
+const DIGEST_MEMORY = 1_024;
+const digests = new Map<string, Buffer>();
+
+function sha256Of(text: string): Buffer {
+  let digest = digests.get(text);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(text).digest();
+    if (digests.size >= DIGEST_MEMORY) digests.delete(digests.keys().next().value as string);
+    digests.set(text, digest);
+  }
+  return digest;
+}
+
 /** Stable shard of a run id in `[0, shards)`: first 4 bytes of sha256(run_id), modulo shards. */
 export function shardOf(runId: string, shards: number): number {
-  return createHash('sha256').update(runId).digest().readUInt32BE(0) % shards;
+  return sha256Of(runId).readUInt32BE(0) % shards;
 }
 
 /** `sweep_shard` value of a run: `{shard}` in `[0, SWEEP_SHARDS)`, as a decimal string. */
@@ -156,6 +174,5 @@ export function statusShardKey(status: RunStatus, runId: string): string {
  * itself never becomes a key. A listing by principal queries all LISTING_SHARDS shards.
  */
 export function principalShardKey(principalKey: string, runId: string): string {
-  const digest = createHash('sha256').update(principalKey).digest('hex');
-  return `${digest}#${shardOf(runId, LISTING_SHARDS)}`;
+  return `${sha256Of(principalKey).toString('hex')}#${shardOf(runId, LISTING_SHARDS)}`;
 }

@@ -104,6 +104,13 @@ describe('the local stack’s identity', () => {
       const banner = (await bannerLines(memory, options())).join('\n');
       expect(banner).toContain('a new token each start: pass --persist DIR to keep it');
       expect(banner).toContain('  data:   in memory');
+      // Its commands as `npm start` users type them, or as the CLI that started it was run.
+      expect(banner).toContain('          npx agent-runs watch RUN_ID');
+      const viaScript = (await bannerLines(memory, { ...options(), cli: 'npm run agent-runs --' })).join(
+        '\n',
+      );
+      expect(viaScript).toContain('  try:    npm run agent-runs -- runs create --workspace demo');
+      expect(viaScript).toContain('          npm run agent-runs -- watch RUN_ID');
       expect(printed[0]).toBe(`start: 0/${START_STEPS} steps`);
       expect(printed).toContainEqual(
         expect.stringMatching(

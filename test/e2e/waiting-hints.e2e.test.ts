@@ -116,12 +116,18 @@ afterAll(async () => {
   rmSync(bin, { recursive: true, force: true });
 });
 
+function withoutNpmInvocation(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { npm_command: _command, npm_lifecycle_event: _event, ...rest } = env;
+  return rest;
+}
+
 /** Runs one shell line as a person would paste it; resolves with its output, rejects on a non-zero exit. */
 async function paste(line: string): Promise<string> {
   const { stdout } = await run('sh', ['-c', line], {
     cwd: bin,
     env: {
-      ...process.env,
+      // Not under npm (`npm test` sets these): the hints then start with a plain `agent-runs`.
+      ...withoutNpmInvocation(process.env),
       PATH: `${bin}:${process.env.PATH}`,
       AGENT_RUNS_URL: stack.url,
       AGENT_RUNS_TOKEN: stack.token,

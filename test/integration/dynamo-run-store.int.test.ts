@@ -13,6 +13,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
+  GetCommand,
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
@@ -26,11 +27,11 @@ import { createMemoryBlobStore } from '../../lib/blobs/memory-blob-store.ts';
 import type { RunEvent, RunEventKind, RunRecord } from '../../lib/contracts/index.ts';
 import { acquireLease, createRun } from '../../lib/core/run-machine.ts';
 import type { CheckpointItem, Commit, RunStore } from '../../lib/engine/ports.ts';
-import { INLINE_LIMIT, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/commit-plan.ts';
+import { INLINE_LIMIT, itemSize, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/commit-plan.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
 import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
 import { planMetered, writtenItem } from '../../lib/store/metering.ts';
-import { unpackPageBody } from '../../lib/store/record-codec.ts';
+import { METERED_COUNTERS, packBody, unpackBody, unpackPageBody } from '../../lib/store/record-codec.ts';
 import { createTableInput } from '../../lib/store/table.ts';
 import { recordingBlobs, runStoreContract } from '../contract/run-store.contract.ts';
 import { editedQueries, localStore } from '../support/dynamo-faults.ts';
@@ -177,6 +178,41 @@ describe('the items of a commit on DynamoDB', () => {
     expect(await pagesOf(run.run_id)).toEqual([]);
     expect(await localStore().readEvents(run.run_id, 1, 10)).toEqual(events);
     expect(await localStore().getState(run.run_id, 1, record.state_at)).toEqual({ turn: 1 });
+  });
+
+  it('stores the charge beside the compressed body, and reads the item’s own size back; an older item keeps its body’s', async () => {
+    const store = localStore();
+    const run = await storedRun(store);
+    const { record } = await append(store, run, [{ a: 1 }]);
+    const key = { pk: `RUN#${run.run_id}`, sk: 'R' };
+    const item = (
+      await raw.send(new GetCommand({ TableName: local.tableName, Key: key, ConsistentRead: true }))
+    ).Item as Record<string, unknown>;
+    // The counters in their fixed order (record-codec.ts METERED_COUNTERS); not in the body.
+    const counters = JSON.parse(item.metered as string) as number[];
+    expect(counters[0]).toBe(record.metered?.dynamodb_write_units);
+    expect(counters).toHaveLength(METERED_COUNTERS.length);
+    expect(unpackBody(item.body_z as Uint8Array).record).not.toContain('"metered"');
+    // Read back, the size and index keys are the item's own: what the commit said it wrote.
+    const read = await store.getRun(run.run_id);
+    expect(read?.metered).toEqual(record.metered);
+    expect(read?.metered?.record_item_bytes).toBe(itemSize(item));
+    // An item written before the counters moved out of the body reads its body's charge.
+    const { record: text, tail } = unpackBody(item.body_z as Uint8Array);
+    const carried = { ...record.metered, record_item_bytes: 777 };
+    const { metered: _counters, ...rest } = item;
+    const older = {
+      ...rest,
+      body_z: packBody(JSON.stringify({ ...JSON.parse(text), metered: carried }), tail),
+    };
+    await raw.send(new PutCommand({ TableName: local.tableName, Item: older }));
+    expect((await localStore().getRun(run.run_id))?.metered).toEqual(carried);
+    // A stored charge that is not a list of counters is a corrupt item, refused by name.
+    await raw.send(new PutCommand({ TableName: local.tableName, Item: { ...item, metered: '{"x":1}' } }));
+    await expect(localStore().getRun(run.run_id)).rejects.toThrow(/metered is not a list/);
+    // The table is shared: the run goes back as it was, for every listing after this test.
+    await raw.send(new PutCommand({ TableName: local.tableName, Item: item }));
+    expect((await localStore().getRun(run.run_id))?.metered).toEqual(record.metered);
   });
 
   it('flushes a tail that would grow past its limit to one page keyed by its first seq, then updates the record', async () => {

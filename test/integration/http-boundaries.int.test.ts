@@ -179,6 +179,50 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
     await unchanged(run);
   });
 
+  it('refuses a body that is not valid UTF-8 with 400 invalid_unicode, creating and changing nothing', async () => {
+    const bytes = (text: string, bad: number[]) => {
+      const [head = '', tail = ''] = text.split('@');
+      const enc = new TextEncoder();
+      return new Uint8Array([...enc.encode(head), ...bad, ...enc.encode(tail)]);
+    };
+    const postBytes = (path: string, body: Uint8Array) =>
+      app.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json; charset=utf-8' },
+        body,
+      });
+    // A lone continuation byte, a truncated sequence, an overlong encoding, an encoded surrogate.
+    for (const bad of [[0x80], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff]]) {
+      const subject = uniqueSubject();
+      const body = bytes(`{"subject":{"workspace":"${subject.workspace}","path":"${subject.path}@"}}`, bad);
+      const error = await errorOf(await postBytes('/runs', body));
+      expect(error, JSON.stringify(bad)).toMatchObject({
+        status: 400,
+        code: 'invalid_unicode',
+        details: { target: 'json' },
+      });
+      expect(await runtime.store.findBySubject({ ...subject, path: `${subject.path}\uFFFD` })).toBeNull();
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+    const run = await waitingRun();
+    const steer = await postBytes(
+      `/runs/${run.run_id}/controls`,
+      bytes('{"control_id":"s-bad","command":"steer","input":"hi @"}', [0xc3]),
+    );
+    expect(await errorOf(steer)).toMatchObject({ status: 400, code: 'invalid_unicode' });
+    await unchanged(run);
+    // Valid UTF-8 outside ASCII is read as sent.
+    const subject = uniqueSubject();
+    const ok = await postBytes(
+      '/runs',
+      new TextEncoder().encode(
+        JSON.stringify({ subject: { ...subject, path: `${subject.path}/ä😀` }, reducer: null }),
+      ),
+    );
+    expect(ok.status).toBe(201);
+    expect(((await ok.json()) as { run: RunRecord }).run.subject.path).toBe(`${subject.path}/ä😀`);
+  });
+
   it('refuses invalid UTF-8 percent-encoding in a path or query with 400 invalid_unicode', async () => {
     expect(await errorOf(await get('/runs/run_%ED%A0%80'))).toMatchObject({
       status: 400,
@@ -194,6 +238,62 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
     expect((await get(`/runs?subject_workspace=w&subject_path=${encodeURIComponent('/ä/😀')}`)).status).toBe(
       200,
     );
+  });
+});
+
+describe('HTTP API: control characters in a create body', () => {
+  it('refuses NUL, ESC, DEL, a C1 control, tab and newline in the subject with 400 naming the field, creating nothing', async () => {
+    for (const [field, char] of [
+      ['workspace', '\u0000'],
+      ['workspace', '\u001b'],
+      ['path', '\u001b[2J'],
+      ['path', '\u007f'],
+      ['path', '\u009b'],
+      ['path', '\t'],
+      ['path', '\n'],
+      ['path', '\r'],
+    ] as const) {
+      const subject = uniqueSubject();
+      const bad = { ...subject, [field]: `${subject[field]}${char}` };
+      const error = await errorOf(await post('/runs', { subject: bad, reducer: null }));
+      expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: `subject.${field}`, code: 'control_character' }),
+      ]);
+      expect(await runtime.store.findBySubject(bad)).toBeNull();
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+  });
+
+  it('refuses control characters in the objective but tab and newline, and in a fork subject', async () => {
+    for (const char of ['\u0000', '\u001b', '\r', '\u0085']) {
+      const subject = uniqueSubject();
+      const error = await errorOf(await post('/runs', { subject, reducer: null, objective: `do${char}it` }));
+      expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: 'objective', code: 'control_character' }),
+      ]);
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+    const created = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: null,
+      objective: 'line 1\n\tline 2',
+    });
+    expect(created.status).toBe(201);
+    const { run } = (await created.json()) as { run: RunRecord };
+    expect(run.objective).toBe('line 1\n\tline 2');
+    const fork = await errorOf(
+      await post(`/runs/${run.run_id}/fork`, {
+        checkpoint: 0,
+        subject: { workspace: 'w', path: '/f\u001b' },
+      }),
+    );
+    expect(fork).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(fork.details.issues).toEqual([
+      expect.objectContaining({ path: 'subject.path', code: 'control_character' }),
+    ]);
+    expect(await runtime.store.findBySubject({ workspace: 'w', path: '/f\u001b' })).toBeNull();
   });
 });
 
@@ -225,6 +325,70 @@ describe('HTTP API: control bodies are checked as strictly as create bodies', ()
       const error = await errorOf(await post(`/runs/${run.run_id}/controls`, body));
       expect(error.status, body.command).toBe(400);
       expect(JSON.stringify(error.details)).toMatch(/reasn|extra|inputs|decison|valeu/);
+    }
+    await unchanged(run);
+  });
+});
+
+describe('HTTP API: a budget_increase past a safe integer', () => {
+  async function pausedRun(budgets: Record<string, number>): Promise<RunRecord> {
+    const response = await post('/runs', {
+      subject: uniqueSubject(),
+      reducer: { function_path: '/r/ask' },
+      budgets,
+    });
+    const { run } = (await response.json()) as { run: RunRecord };
+    await runtime.engine.stepRun(run.run_id);
+    const paused = await post(`/runs/${run.run_id}/controls`, { control_id: 'p', command: 'pause' });
+    expect(await paused.json()).toMatchObject({ ack: 'applied' });
+    const record = await runtime.store.getRun(run.run_id);
+    expect(record?.status).toBe('paused');
+    return record as RunRecord;
+  }
+
+  it('refuses a resume whose sum with the limit overflows with 400 validation_failed naming the field, changing nothing', async () => {
+    const run = await pausedRun({ max_turns: 10, max_operations: 5 });
+    for (const [i, increase] of [
+      { max_turns: Number.MAX_SAFE_INTEGER },
+      { max_operations: 1, max_turns: Number.MAX_SAFE_INTEGER - 9 },
+    ].entries()) {
+      const error = await errorOf(
+        await post(`/runs/${run.run_id}/controls`, {
+          control_id: `r${i}`,
+          command: 'resume',
+          budget_increase: increase,
+        }),
+      );
+      expect(error).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues).toEqual([
+        expect.objectContaining({ path: 'budget_increase.max_turns', code: 'too_big' }),
+      ]);
+      expect(error.message).toMatch(/budget_increase\.max_turns/);
+    }
+    await unchanged(run);
+    expect((await runtime.store.getRun(run.run_id))?.budgets).toEqual({ max_turns: 10, max_operations: 5 });
+    // The largest increase that still fits is applied.
+    const fits = await post(`/runs/${run.run_id}/controls`, {
+      control_id: 'fits',
+      command: 'resume',
+      budget_increase: { max_turns: Number.MAX_SAFE_INTEGER - 10 },
+    });
+    expect(await fits.json()).toMatchObject({ ack: 'applied' });
+    expect((await runtime.store.getRun(run.run_id))?.budgets.max_turns).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('refuses 1e308 and an unlimited limit raised past a safe integer alike', async () => {
+    const run = await pausedRun({});
+    for (const raw of [
+      '{"control_id":"big","command":"resume","budget_increase":{"max_wall_ms":1e308}}',
+      '{"control_id":"inf","command":"resume","budget_increase":{"max_wall_ms":1e999}}',
+      `{"control_id":"unsafe","command":"resume","budget_increase":{"max_wall_ms":${2 ** 53}}}`,
+    ]) {
+      const error = await errorOf(await post(`/runs/${run.run_id}/controls`, null, raw));
+      expect(error, raw).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues, raw).toEqual([
+        expect.objectContaining({ path: 'budget_increase.max_wall_ms' }),
+      ]);
     }
     await unchanged(run);
   });

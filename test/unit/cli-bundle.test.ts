@@ -87,6 +87,7 @@ describe('lazy loading (the CLI from source)', () => {
     expect([...packages]).toEqual(['commander']);
     // Of lib/, only what registration needs: no zod contracts, client, local stack or replay.
     expect(files.filter((f) => f.startsWith('lib/')).sort()).toEqual([
+      'lib/client/cli-invocation.ts',
       'lib/client/errors.ts',
       'lib/contracts/names.ts',
       'lib/local/start-command.ts',

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
+import { formatEvent, printable, printableLines } from '../../bin/commands/format.ts';
 import { formatLease } from '../../bin/commands/lease.ts';
+import { planLines } from '../../bin/commands/watch-model.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
@@ -156,6 +158,59 @@ describe('agent-runs runs', () => {
     expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
   });
 
+  it('runs get writes its hints the way the CLI was run: npx, npm run agent-runs --, or installed', async () => {
+    const digest = 'd'.repeat(64);
+    const hint = async (env: NodeJS.ProcessEnv) =>
+      (await cli(['runs', 'get', 'run_1'], () => [200, waitingRun()], { env })).out
+        .split('\n')
+        .find((line) => line.includes(`approve run_1 run_1/req/1 --digest ${digest}`))
+        ?.trim();
+    expect(await hint({ npm_command: 'exec', npm_lifecycle_event: 'npx' })).toBe(
+      `$ npx agent-runs approve run_1 run_1/req/1 --digest ${digest}`,
+    );
+    expect(await hint({ npm_command: 'run', npm_lifecycle_event: 'agent-runs' })).toBe(
+      `$ npm run agent-runs -- approve run_1 run_1/req/1 --digest ${digest}`,
+    );
+    expect(await hint({})).toBe(`$ agent-runs approve run_1 run_1/req/1 --digest ${digest}`);
+  });
+
+  it('runs get explains a child waited for by two requests once, with one read of the child', async () => {
+    const parent = newRun({ run_id: 'run_p' }, 1_700_000_000_000);
+    const childWait = (n: number) => ({
+      kind: 'result',
+      request_id: `run_p/req/${n}`,
+      effect_id: `${n}:0`,
+      resume_key: 'child:run_c',
+      op_id: `run_p/op/${n}`,
+      tool: '/lib/raisin/agent-runs/delegate',
+      opened_at: 1_700_000_000_000,
+      expires_at: null,
+    });
+    const waitingParent = {
+      ...parent,
+      status: 'waiting',
+      lease: null,
+      operation: null,
+      open_requests: [childWait(1), childWait(2)],
+    } as unknown as RunRecord;
+    // The child's worker crashed: its lease was last renewed long ago.
+    const child = {
+      ...newRun({ run_id: 'run_c' }, 1_700_000_000_000),
+      status: 'running',
+      lease: { owner: 'worker-9', expires_at: Date.now() - 5_000 },
+      operation: null,
+    } as unknown as RunRecord;
+    const r = await cli(['runs', 'get', 'run_p'], (sent) => [
+      200,
+      sent.path === '/runs/run_c' ? child : waitingParent,
+    ]);
+    expect(r.sent.map((s) => s.path)).toEqual(['/runs/run_p', '/runs/run_c']);
+    const count = (text: string) => r.out.split(text).length - 1;
+    expect(count('waiting for child run run_c to end')).toBe(1);
+    expect(count('lease held by worker worker-9')).toBe(1);
+    expect(count('the child run:')).toBe(1);
+  });
+
   it('runs get prints the run cost: total, model and AWS parts, and the date of the prices', async () => {
     const run = withCost(
       {
@@ -204,6 +259,87 @@ describe('agent-runs runs', () => {
     ]);
     expect(r.sent[0]?.query).toEqual({ status: 'waiting', limit: '5', cursor: 'c0' });
     expect(r.out).toContain('next page: --cursor c1');
+  });
+});
+
+describe('control characters in human output (issue 25, item c)', () => {
+  /** Any C0 or C1 control or DEL but the newline. */
+  const CONTROL_BUT_NEWLINE = /(?!\n)\p{Cc}/u;
+
+  it('printable escapes every C0 and C1 control and DEL as \\uXXXX, and keeps other text', () => {
+    expect(printable('a\u001b[2Jb')).toBe('a\\u001b[2Jb');
+    expect(printable('x\r\ny\tz\u0000')).toBe('x\\u000d\\u000ay\\u0009z\\u0000');
+    expect(printable('\u007f\u0080\u009b\u009f')).toBe('\\u007f\\u0080\\u009b\\u009f');
+    expect(printable('ä 😀 \u00a0 plain')).toBe('ä 😀 \u00a0 plain');
+    for (let c = 0; c <= 0xa0; c += 1) {
+      const out = printable(String.fromCharCode(c));
+      const control = c <= 0x1f || (c >= 0x7f && c <= 0x9f);
+      expect(out, `U+${c.toString(16)}`).toBe(
+        control ? `\\u${c.toString(16).padStart(4, '0')}` : String.fromCharCode(c),
+      );
+    }
+    expect(printableLines('one\u001b\ntwo\r')).toBe('one\\u001b\ntwo\\u000d');
+  });
+
+  it('runs get escapes what the run stores (subject, objective, plan, request) so no line is forged; --json keeps it', async () => {
+    const base = waitingRun();
+    const run = {
+      ...base,
+      subject: { workspace: 'ai\u001b]0;owned\u0007', path: '/x\u001b[2J' },
+      objective: 'fine\r\nstatus    completed',
+      projection: { items: [{ key: 'a', title: 'step\u009b1m', status: 'waiting' }], summary: 'p\u0000' },
+      open_requests: [
+        {
+          kind: 'approval',
+          request_id: 'run_1/req/1',
+          effect_id: '2:0',
+          subject: { kind: 'plan', digest: 'd', digest_alg: 'sha256', summary: 'ok\u001b[1A\u007f' },
+          opened_at: 0,
+          expires_at: null,
+        },
+      ],
+    } as RunRecord;
+    const r = await cli(['runs', 'get', 'run_1'], () => [200, run]);
+    expect(r.code).toBe(0);
+    expect(r.out).not.toMatch(CONTROL_BUT_NEWLINE);
+    expect(r.out).toContain('ai\\u001b]0;owned\\u0007:/x\\u001b[2J');
+    expect(r.out).toContain('fine\\u000d\\u000astatus    completed');
+    expect(r.out.split('\n').filter((l) => l.startsWith('status'))).toEqual(['status     waiting']);
+    expect(r.out).toContain('step\\u009b1m');
+    expect(r.out).toContain('ok\\u001b[1A\\u007f');
+    const json = await cli(['--json', 'runs', 'get', 'run_1'], () => [200, run]);
+    expect((JSON.parse(json.out) as RunRecord).subject).toEqual(run.subject);
+  });
+
+  it('runs list, an event line and an API error message are escaped too', async () => {
+    const run = {
+      ...newRun({ run_id: 'run_2' }),
+      subject: { workspace: 'w', path: '/p\u001b[K' },
+    } as RunRecord;
+    const list = await cli(['runs', 'list', '--status', 'running'], () => [200, { runs: [run] }]);
+    expect(list.out).toContain('w:/p\\u001b[K');
+    expect(list.out).not.toMatch(CONTROL_BUT_NEWLINE);
+    // JSON.stringify leaves DEL and C1 controls as they are; the event line does not.
+    const line = formatEvent({ seq: 3, at: 0, kind: 'steered', data: { input: 'a\u009b2J\u007f' } } as never);
+    expect(line).toContain('a\\u009b2J\\u007f');
+    expect(line).not.toMatch(CONTROL_BUT_NEWLINE);
+    const plan = planLines({
+      ...run,
+      projection: { items: [{ key: 'k', title: 't\n[done] x', status: 'pending' }] },
+    });
+    expect(plan).toEqual(['plan', '  [pending] t\\u000a[done] x']);
+    const error = await cli(['runs', 'get', 'run_1'], () => [
+      400,
+      {
+        code: 'validation_failed',
+        message: 'bad \u001b[2J',
+        details: { issues: [{ path: 'a\u001b', message: 'm\r' }] },
+      },
+    ]);
+    expect(error.code).toBe(1);
+    expect(error.err).toContain('bad \\u001b[2J');
+    expect(error.err).toContain('a\\u001b: m\\u000d');
+    expect(error.err).not.toMatch(CONTROL_BUT_NEWLINE);
   });
 });
 

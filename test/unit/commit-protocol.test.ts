@@ -134,13 +134,18 @@ describe('the record as stored', () => {
     const store = createMemoryRunStore();
     const run = await created(store, 'small-record');
     const item = recordItem(run);
-    const { body_z: packed, ...attributes } = item;
+    // Formats 1 and plain kept the charge in the record's text, not beside it.
+    const { body_z: packed, metered: _metered, ...attributes } = item;
     const plain = { ...attributes, record: JSON.stringify(run) };
     expect((packed as Uint8Array).byteLength).toBeLessThan(Buffer.byteLength(JSON.stringify(run)) / 2);
     // Format 1 (record_z, base64 text) still reads back.
     expect(recordOf({ ...attributes, record_z: packRecord(JSON.stringify(run)) })).toEqual(run);
     expect(itemSize(item)).toBeLessThan(itemSize(plain));
-    expect(recordOf(item)).toEqual(run);
+    // Format 2 reads the charge beside the body, and the item's own size.
+    expect(recordOf(item)).toEqual({
+      ...run,
+      metered: { ...run.metered, record_item_bytes: itemSize(item) },
+    });
     expect(unpackRecord(packRecord(JSON.stringify(run)))).toBe(JSON.stringify(run));
   });
 

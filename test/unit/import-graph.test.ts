@@ -82,4 +82,14 @@ describe('import graph of lib/', () => {
     }
     expect(upward).toEqual([]);
   });
+
+  it('lets only lib/local import the scripted local model (a deployed stack never serves it)', () => {
+    const importers: string[] = [];
+    for (const [file, imports] of importGraph()) {
+      const from = relative(lib, file);
+      if (imports.some((i) => relative(lib, i) === 'models/scripted.ts')) importers.push(from);
+    }
+    expect(importers.length).toBeGreaterThan(0);
+    expect(importers.filter((from) => !from.startsWith('local/'))).toEqual([]);
+  });
 });

@@ -1,8 +1,8 @@
 /**
  * The live fan-out and socket (lib/live/fan-out.ts, socket.ts) over an in-memory log and
  * subscription store: each seq reaches a subscription once while several pumps run, a cursor
- * beyond the log's head is refused, and the client's ordering keeps each seq once, in order.
- * Issue 25, point 7.
+ * beyond the log's head is refused, the client's ordering keeps each seq once, in order
+ * (issue 25, point 7), and a socket is served nothing after its token's `exp` (issue 25).
  */
 import { describe, expect, it } from 'vitest';
 import { seqOrder } from '../../lib/client/live.ts';
@@ -12,8 +12,10 @@ import { createMemorySubscriptionStore } from '../../lib/live/memory-subscriptio
 import { connect, receive, type SocketDeps } from '../../lib/live/socket.ts';
 
 const RUN = 'run-fan-out';
+/** A token `exp` (s) far from every clock of these tests. */
+const FAR = 4_000_000_000;
 
-/** A run whose log holds seq 1..n (only the fields the fan-out reads). */
+/** A run whose log holds seq 1..n (only the fields the fan-out reads); `grow` appends to it. */
 function logOf(n: number, status: RunRecord['status'] = 'running') {
   const events = Array.from(
     { length: n },
@@ -22,6 +24,10 @@ function logOf(n: number, status: RunRecord['status'] = 'running') {
   const record = { run_id: RUN, status, inbox: [], last_seq: n } as unknown as RunRecord;
   return {
     events,
+    grow(by: number) {
+      for (let i = 0; i < by; i += 1) events.push({ seq: events.length + 1, kind: 'steer_queued' } as never);
+      record.last_seq = events.length;
+    },
     store: {
       getRun: async (id: string) => (id === RUN ? structuredClone(record) : null),
       readEvents: async (_id: string, after: number, limit: number) =>
@@ -30,11 +36,13 @@ function logOf(n: number, status: RunRecord['status'] = 'running') {
   };
 }
 
-/** A poster that yields to other pumps before each send and records what it sent. */
+/** A poster that yields to other pumps before each send and records what it sent and closed. */
 function recordingPoster() {
   const sent: { connection: string; message: LiveServerMessage }[] = [];
+  const closed: { connection: string; code: number; reason: string }[] = [];
   return {
     sent,
+    closed,
     seqs: (connection: string) =>
       sent.flatMap((s) =>
         s.connection === connection && s.message.type === 'event' ? [s.message.event.seq] : [],
@@ -44,6 +52,9 @@ function recordingPoster() {
         await new Promise((r) => setImmediate(r));
         sent.push({ connection, message });
         return 'sent' as const;
+      },
+      async close(connection: string, code: number, reason: string) {
+        closed.push({ connection, code, reason });
       },
     },
   };
@@ -55,7 +66,7 @@ describe('the live fan-out', () => {
     const subscriptions = createMemorySubscriptionStore();
     const out = recordingPoster();
     const deps = { store, subscriptions, poster: out.poster };
-    const sub = { run_id: RUN, connection_id: 'c1', sent_seq: 0 };
+    const sub = { run_id: RUN, connection_id: 'c1', sent_seq: 0, token_exp: FAR };
     await subscriptions.subscribe(sub);
 
     const reports = await Promise.all([pumpRun(deps, RUN), pumpRun(deps, RUN, sub), pumpRun(deps, RUN)]);
@@ -70,9 +81,9 @@ describe('the live fan-out', () => {
     const subscriptions = createMemorySubscriptionStore();
     const out = recordingPoster();
     const deps = { store, subscriptions, poster: out.poster };
-    await subscriptions.subscribe({ run_id: RUN, connection_id: 'c1', sent_seq: 0 });
+    await subscriptions.subscribe({ run_id: RUN, connection_id: 'c1', sent_seq: 0, token_exp: FAR });
     await pumpRun(deps, RUN);
-    const again = { run_id: RUN, connection_id: 'c1', sent_seq: 20 };
+    const again = { run_id: RUN, connection_id: 'c1', sent_seq: 20, token_exp: FAR };
     await subscriptions.subscribe(again);
 
     await Promise.all([pumpRun(deps, RUN, again), pumpRun(deps, RUN)]);
@@ -83,23 +94,29 @@ describe('the live fan-out', () => {
   });
 });
 
-describe('the live socket', () => {
-  function socketDeps(n: number) {
-    const { store } = logOf(n);
-    const subscriptions = createMemorySubscriptionStore();
-    const out = recordingPoster();
-    const deps: SocketDeps = {
-      store,
-      subscriptions,
-      poster: out.poster,
-      authenticate: async (token) =>
-        token === 'alice' ? { principal: { kind: 'user', id: 'alice' } } : null,
-      authorizeRead: async () => {},
-      now: () => 0,
-    };
-    return { deps, out, subscriptions };
-  }
+/** Socket deps on a log of n events: `alice` is a token valid until 100 s, `no-exp` one without `exp`; the clock starts at 0 ms. */
+function socketDeps(n: number) {
+  const log = logOf(n);
+  const subscriptions = createMemorySubscriptionStore();
+  const out = recordingPoster();
+  const clock = { ms: 0 };
+  const deps: SocketDeps = {
+    store: log.store,
+    subscriptions,
+    poster: out.poster,
+    authenticate: async (token) =>
+      token === 'alice'
+        ? { caller: { principal: { kind: 'user', id: 'alice' } }, exp: 100 }
+        : token === 'no-exp'
+          ? ({ caller: { principal: { kind: 'user', id: 'alice' } } } as never)
+          : null,
+    authorizeRead: async () => {},
+    now: () => clock.ms,
+  };
+  return { deps, out, subscriptions, clock, log };
+}
 
+describe('the live socket', () => {
   it('refuses a subscribe from a cursor beyond the log head with cursor_ahead, and holds no subscription', async () => {
     const { deps, out, subscriptions } = socketDeps(5);
     expect(await connect(deps, 'c1', 'alice')).toBe(true);
@@ -120,6 +137,70 @@ describe('the live socket', () => {
 
     expect(out.sent.map((s) => s.message.type)).toEqual(['subscribed']);
     expect(await subscriptions.sentSeq(RUN, 'c1')).toBe(5);
+  });
+});
+
+describe('the live socket after its token expired', () => {
+  const subscribe = (after = 0) => JSON.stringify({ action: 'subscribe', run_id: RUN, after });
+
+  it('refuses a connect with a token already expired by the clock, or without exp', async () => {
+    const { deps, clock, subscriptions } = socketDeps(1);
+    expect(await connect(deps, 'c0', 'no-exp')).toBe(false);
+    clock.ms = 100_000; // exactly exp: expired, as jose decides
+    expect(await connect(deps, 'c1', 'alice')).toBe(false);
+    expect(await subscriptions.getConnection('c0')).toBeNull();
+    expect(await subscriptions.getConnection('c1')).toBeNull();
+  });
+
+  it('answers a frame after exp with token_expired and close 4001, and forgets the connection', async () => {
+    const { deps, out, subscriptions, clock } = socketDeps(2);
+    expect(await connect(deps, 'c1', 'alice')).toBe(true);
+    expect((await subscriptions.getConnection('c1'))?.token_exp).toBe(100);
+    clock.ms = 99_999;
+    await receive(deps, 'c1', subscribe());
+    expect(out.seqs('c1')).toEqual([1, 2]);
+
+    clock.ms = 100_000;
+    await receive(deps, 'c1', subscribe(2));
+    await receive(deps, 'c1', 'not json either');
+
+    expect(out.sent.slice(3).map((s) => s.message)).toEqual([
+      expect.objectContaining({ type: 'error', code: 'token_expired' }),
+      expect.objectContaining({ type: 'error', code: 'unauthenticated' }), // the record is gone
+    ]);
+    expect(out.closed).toEqual([{ connection: 'c1', code: 4001, reason: 'token_expired' }]);
+    expect(await subscriptions.getConnection('c1')).toBeNull();
+    expect(await subscriptions.subscribers(RUN)).toEqual([]);
+  });
+
+  it('stops the fan-out at the first push after exp and closes the socket, leaving the cursor', async () => {
+    const { deps, out, subscriptions, clock, log } = socketDeps(2);
+    await connect(deps, 'c1', 'alice');
+    await receive(deps, 'c1', subscribe());
+    expect((await subscriptions.subscribers(RUN)).map((s) => s.token_exp)).toEqual([100]);
+    log.grow(3);
+
+    clock.ms = 100_001;
+    const report = await pumpRun(deps, RUN);
+
+    expect(report).toMatchObject({ subscribers: 1, sent: 0, expired: 1 });
+    expect(out.seqs('c1')).toEqual([1, 2]);
+    expect(out.sent.at(-1)?.message).toEqual(
+      expect.objectContaining({ type: 'error', code: 'token_expired' }),
+    );
+    expect(out.closed).toEqual([{ connection: 'c1', code: 4001, reason: 'token_expired' }]);
+    expect(await subscriptions.subscribers(RUN)).toEqual([]);
+  });
+
+  it('keeps pushing before exp', async () => {
+    const { deps, out, clock, log } = socketDeps(2);
+    await connect(deps, 'c1', 'alice');
+    await receive(deps, 'c1', subscribe());
+    log.grow(3);
+    clock.ms = 99_999;
+    expect(await pumpRun(deps, RUN)).toMatchObject({ sent: 3, expired: 0 });
+    expect(out.seqs('c1')).toEqual([1, 2, 3, 4, 5]);
+    expect(out.closed).toEqual([]);
   });
 });
 

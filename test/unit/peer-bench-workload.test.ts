@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { killPoints } from '../../bench/peers/processes.ts';
-import { analyzeSteps, recoveryGaps, type StepLine, stepKind } from '../../bench/peers/workload.ts';
+import {
+  analyzeSteps,
+  recoveryBreakdown,
+  recoveryGaps,
+  type StepLine,
+  stepKind,
+} from '../../bench/peers/workload.ts';
 
 const line = (run: string, n: number, t: number): StepLine => ({ run, n, kind: stepKind(n), t, pid: 1 });
 
@@ -45,6 +51,17 @@ describe('peer bench step log', () => {
     ];
     const gaps = recoveryGaps(lines, [1_000]);
     expect(gaps).toMatchObject({ n: 2, p50_ms: 100, max_ms: 500 });
+  });
+
+  it('splits a stalled run at its takeover, and counts a run that held no lease apart', () => {
+    // Run a stalled across the kill at 1000 and was taken over at 7000, stepping at 8000; run b
+    // had no takeover and stepped at 3000; run c was not stalled by that kill (nothing before it).
+    const lines = [line('a', 1, 900), line('a', 2, 8_000), line('b', 1, 950), line('b', 2, 3_000)];
+    lines.push(line('c', 1, 2_000));
+    const split = recoveryBreakdown(lines, [1_000], new Map([['a', [500, 7_000]]]));
+    expect(split.taken_over.kill_to_takeover).toMatchObject({ n: 1, p50_ms: 6_000 });
+    expect(split.taken_over.takeover_to_step).toMatchObject({ n: 1, p50_ms: 1_000 });
+    expect(split.no_lease.kill_to_step).toMatchObject({ n: 1, p50_ms: 2_000 });
   });
 });
 

@@ -4,9 +4,9 @@
  * command against the local stack.
  */
 import { describe, expect, it } from 'vitest';
-import { formatRun } from '../../bin/commands/format.ts';
+import { formatRun, formatWaiting } from '../../bin/commands/format.ts';
 import { budgetUsed } from '../../lib/client/budget-use.ts';
-import { DEFAULT_LEASE_TIMING, shellQuote, waitingReasons } from '../../lib/client/waiting.ts';
+import { cliInvocation, DEFAULT_LEASE_TIMING, shellQuote, waitingReasons } from '../../lib/client/waiting.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { treeUsed } from '../../lib/core/budgets.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine/draft.ts';
@@ -93,6 +93,56 @@ describe('why a run is not moving', () => {
         commands: [`agent-runs resume run-1 --budget-increase '{"max_turns":3}'`],
       },
     ]);
+  });
+
+  it('starts each command the way the CLI was run', () => {
+    expect(cliInvocation({ npm_command: 'exec', npm_lifecycle_event: 'npx' })).toBe('npx agent-runs');
+    // npx inside an npm script: exec wins over the script's name.
+    expect(cliInvocation({ npm_command: 'exec', npm_lifecycle_event: 'demo' })).toBe('npx agent-runs');
+    expect(cliInvocation({ npm_command: 'run', npm_lifecycle_event: 'agent-runs' })).toBe(
+      'npm run agent-runs --',
+    );
+    expect(cliInvocation({ npm_command: 'run-script', npm_lifecycle_event: 'agent-runs' })).toBe(
+      'npm run agent-runs --',
+    );
+    // Another npm script (npm run demo): the bin is in node_modules/.bin, reached by npx.
+    expect(cliInvocation({ npm_command: 'run', npm_lifecycle_event: 'demo' })).toBe('npx agent-runs');
+    expect(cliInvocation({})).toBe('agent-runs');
+    expect(cliInvocation({ npm_lifecycle_event: '' })).toBe('agent-runs');
+
+    const paused = as({
+      status: 'paused',
+      lease: null,
+      operation: null,
+      open_requests: [],
+      pause_reason: 'provider_outage:bedrock',
+      paused_from: 'queued',
+    });
+    expect(waitingReasons(paused, T, undefined, 'npm run agent-runs --')[0]?.commands).toEqual([
+      'npm run agent-runs -- resume run-1',
+    ]);
+    expect(formatRun(paused, T, new Map(), 'npx agent-runs')).toContain('    $ npx agent-runs resume run-1');
+  });
+
+  it('says a reason, and a child’s explanation, once when two requests wait for the same child', () => {
+    const wait = { text: 'waiting for child run run_c to end', commands: ['agent-runs runs get run_c'] };
+    const lease = { text: 'lease held by worker w, which stopped renewing it 60 s ago', commands: [] };
+    const lines = formatWaiting(
+      [
+        { ...wait, child_run_id: 'run_c' },
+        { ...wait, child_run_id: 'run_c' },
+      ],
+      new Map([['run_c', [lease]]]),
+    );
+    expect(lines).toEqual([
+      '  waiting for child run run_c to end',
+      '    $ agent-runs runs get run_c',
+      '    the child run:',
+      `      ${lease.text}`,
+    ]);
+    // Different reasons stay, each with its own commands.
+    const other = { text: 'waiting for approval req/1', commands: ['agent-runs approve x'] };
+    expect(formatWaiting([other, wait])).toHaveLength(4);
   });
 
   it('quotes for a POSIX shell only what needs it', () => {

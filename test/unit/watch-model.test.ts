@@ -61,9 +61,48 @@ describe('agent-runs watch: keys and lines', () => {
       '  1. approval run-1/req/1: Call charge  (digest d1)',
       '> 2. question run-1/req/2: Which color?',
     ]);
-    expect(keyHelp(state)).toBe(
-      '1-9 select · a approve · r reject · s steer · p pause · u resume · x stop · q quit',
-    );
+    expect(keyHelp(state)).toBe('1-9 select · a approve · r reject · s steer · p pause · x stop · q quit');
+  });
+
+  it('offers only the controls that apply to the run’s status, and ignores the others', () => {
+    const inStatus = (status: string, extra: Record<string, unknown> = {}) =>
+      initialState({ ...waiting, open_requests: [], status, ...extra } as unknown as RunRecord, 'ws');
+    const help: Record<string, string> = {};
+    for (const status of [
+      'queued',
+      'running',
+      'waiting',
+      'paused',
+      'cancelling',
+      'completed',
+      'failed',
+      'stopped',
+    ]) {
+      help[status] = keyHelp(inStatus(status));
+    }
+    expect(help).toEqual({
+      queued: 's steer · p pause · x stop · q quit',
+      running: 's steer · p pause · x stop · q quit',
+      waiting: 's steer · p pause · x stop · q quit',
+      paused: 's steer · u resume · x stop · q quit',
+      cancelling: 'q quit',
+      completed: 'q quit',
+      failed: 'q quit',
+      stopped: 'q quit',
+    });
+    const ended = inStatus('completed');
+    for (const key of ['s', 'p', 'u', 'x']) expect(actionOfKey(ended, key)).toEqual({ kind: 'none' });
+    expect(actionOfKey(ended, 'q')).toEqual({ kind: 'quit' });
+    // A stop confirmed after the run ended sends nothing.
+    expect(actionOfKey({ ...ended, mode: { kind: 'confirm_stop' } }, 'y')).toEqual({
+      kind: 'mode',
+      mode: { kind: 'keys' },
+    });
+    const paused = inStatus('paused');
+    expect(actionOfKey(paused, 'p')).toEqual({ kind: 'none' });
+    expect(actionOfKey(paused, 'u')).toEqual({ kind: 'resume' });
+    expect(actionOfKey(inStatus('running'), 'u')).toEqual({ kind: 'none' });
+    expect(actionOfKey(inStatus('running'), 'p')).toEqual({ kind: 'pause' });
   });
 
   it('asks before it stops, and keeps anything but y from stopping', () => {
