@@ -1,38 +1,14 @@
 #!/usr/bin/env node
-import { startCommand } from '../lib/local/start-command.ts';
-import { tokenCommand } from '../lib/local/token-command.ts';
 /**
- * The `agent-runs` CLI (package.json "bin"): a commander program built from the command modules
- * listed below, over the typed client (lib/client). The default URL and token come from the
- * local stack's `.agent-runs/local.json`. Needs Node 24 (it runs this .ts file directly): npm
- * scripts and `npx agent-runs` inside the checkout use the pinned one. Issue 5.
+ * The `agent-runs` CLI from source: a commander program built from the command modules of
+ * bin/commands/all.ts, over the typed client (lib/client). The default URL and token come from
+ * the local stack's `.agent-runs/local.json`. Run directly it needs Node 24 (type stripping).
+ * The package's bin is bin/agent-runs.mjs, which runs the bundle of bin/cli-entry.ts
+ * (dist/cli/agent-runs.mjs, built by bin/build-cli.mjs) and falls back to this file. Issue 5;
+ * issue 26, point 4.
  */
-import type { CommandModule } from './commands/context.ts';
-import { ALL_HTTP_COMMANDS } from './commands/http-commands.ts';
-import { runCli } from './commands/program.ts';
-import { replayCommand } from './commands/replay.ts';
-import { watchCommand } from './commands/watch.ts';
+import { main } from './commands/all.ts';
 
-/**
- * Every command of the CLI, in help order: `start`, `token` (a local stack's bearer token for
- * any caller), the HTTP commands (also the packaged CLI's, bin/client-cli.ts), `watch` (a
- * terminal UI: not in the package), `replay`. Adding an HTTP command is one line in
- * commands/http-commands.ts.
- */
-export const COMMANDS: readonly CommandModule[] = [
-  startCommand,
-  tokenCommand,
-  ...ALL_HTTP_COMMANDS,
-  watchCommand,
-  replayCommand,
-];
+export { COMMANDS } from './commands/all.ts';
 
-if (import.meta.main) {
-  process.exitCode = await runCli(COMMANDS, process.argv.slice(2), {
-    out: (text) => process.stdout.write(`${text}\n`),
-    err: (text) => process.stderr.write(`${text}\n`),
-    tty: process.stdout.isTTY ? process.stdout : undefined,
-    cwd: process.cwd(),
-    env: process.env,
-  });
-}
+if (import.meta.main) await main();

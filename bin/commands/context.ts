@@ -1,15 +1,41 @@
 /**
  * What every CLI command module gets: the I/O to write to, the client for the global options
  * (`--url`, `--token`, `--json`), and the output helpers. A command module registers its
- * subcommands on the program; bin/agent-runs.ts lists the modules. Issue 5, "the CLI".
+ * subcommands on the program; bin/commands/all.ts lists the modules. Issue 5, "the CLI".
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { type AgentRunsClient, createClient } from '../../lib/client/client.ts';
+import { cliInvocation } from '../../lib/client/cli-invocation.ts';
+import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
-import { readLocalState } from '../../lib/client/state-file.ts';
-import { cliInvocation } from '../../lib/client/waiting.ts';
-import { printableLines } from './format.ts';
+import { printableLines } from './printable.ts';
+
+/** The client modules (zod and the contracts), loaded before the first action, never for --help. */
+interface ClientDeps {
+  createClient: typeof import('../../lib/client/client.ts').createClient;
+  readLocalState: typeof import('../../lib/client/state-file.ts').readLocalState;
+}
+let deps: ClientDeps | undefined;
+
+/**
+ * Loads the client modules that `CliContext.client` and `liveTarget` use. bin/commands/program.ts
+ * awaits it in a preAction hook, so that `--help` and usage errors never load them.
+ */
+export async function loadClientDeps(): Promise<ClientDeps> {
+  if (deps === undefined) {
+    const [client, stateFile] = await Promise.all([
+      import('../../lib/client/client.ts'),
+      import('../../lib/client/state-file.ts'),
+    ]);
+    deps = { createClient: client.createClient, readLocalState: stateFile.readLocalState };
+  }
+  return deps;
+}
+
+function loaded(): ClientDeps {
+  if (deps === undefined) throw new Error('internal: loadClientDeps() was not awaited before the action');
+  return deps;
+}
 
 /** Where the CLI reads and writes. The real one is process-bound; tests pass their own. */
 export interface CliIo {
@@ -67,7 +93,8 @@ export interface CliContext {
 
 /**
  * A command module: registers one or more commands on the program. To add a command, write a
- * module and add it to the list in bin/agent-runs.ts.
+ * module and add it to the list in bin/commands/all.ts. Keep its top-level imports light (commander,
+ * lib/contracts/names.ts): `import()` what an action runs inside the action, so `--help` stays fast.
  */
 export interface CommandModule {
   /** For listings and tests, e.g. `runs`, `events`, `controls`. */
@@ -82,6 +109,7 @@ export function createCliContext(io: CliIo): CliContext {
     cli: cliInvocation(io.env),
     exitCode: 0,
     client(cmd) {
+      const { createClient, readLocalState } = loaded();
       const opts = cmd.optsWithGlobals<GlobalOptions>();
       const explicitUrl = opts.url ?? io.env.AGENT_RUNS_URL;
       const state = explicitUrl === undefined || opts.token === undefined ? readLocalState(io.cwd) : null;
@@ -108,7 +136,7 @@ export function createCliContext(io: CliIo): CliContext {
       const opts = cmd.optsWithGlobals<GlobalOptions>();
       let wsUrl = opts.wsUrl ?? io.env.AGENT_RUNS_WS_URL;
       if (wsUrl === undefined) {
-        const state = readLocalState(io.cwd);
+        const state = loaded().readLocalState(io.cwd);
         if (state !== null && state.url === client.baseUrl) wsUrl = state.ws_url;
       }
       return {

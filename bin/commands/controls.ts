@@ -6,9 +6,9 @@
  */
 import type { Command } from 'commander';
 import type { ControlOptions, Delivery } from '../../lib/client/client.ts';
-import { type ControlAck, STEER_WHEN_BUSY, type SteerWhenBusy } from '../../lib/contracts/index.ts';
+import type { ControlAck, SteerWhenBusy } from '../../lib/contracts/index.ts';
+import { STEER_WHEN_BUSY } from '../../lib/contracts/names.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
-import { formatAck } from './format.ts';
 
 const isWhenBusy = (v: string): v is SteerWhenBusy => (STEER_WHEN_BUSY as readonly string[]).includes(v);
 
@@ -33,7 +33,8 @@ function withCommon(cmd: Command): Command {
     .option('--capability <secret>', "the run's control capability (from runs create)");
 }
 
-function report(ctx: CliContext, cmd: Command, ack: ControlAck): void {
+async function report(ctx: CliContext, cmd: Command, ack: ControlAck): Promise<void> {
+  const { formatAck } = await import('./format.ts');
   ctx.print(cmd, () => formatAck(ack), ack);
   if (ack.ack === 'rejected') ctx.exitCode = REJECTED_EXIT_CODE;
 }
@@ -49,7 +50,7 @@ export const controlsCommand: CommandModule = {
           ...common(opts),
           ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
         });
-        report(ctx, cmd, ack);
+        await report(ctx, cmd, ack);
       });
 
     withCommon(program.command('pause <run>'))
@@ -60,7 +61,7 @@ export const controlsCommand: CommandModule = {
           ...common(opts),
           ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
         });
-        report(ctx, cmd, ack);
+        await report(ctx, cmd, ack);
       });
 
     withCommon(program.command('resume <run>'))
@@ -88,7 +89,7 @@ export const controlsCommand: CommandModule = {
             ...(increase !== undefined ? { budget_increase: increase as Record<string, number> } : {}),
             ...(opts.acceptReducerChange === true ? { accept_reducer_change: true } : {}),
           });
-          report(ctx, cmd, ack);
+          await report(ctx, cmd, ack);
         },
       );
 
@@ -107,7 +108,7 @@ export const controlsCommand: CommandModule = {
             ...common(opts),
             ...(whenBusy !== undefined ? { when_busy: whenBusy } : {}),
           });
-          report(ctx, cmd, ack);
+          await report(ctx, cmd, ack);
         },
       );
 
@@ -128,7 +129,7 @@ export const controlsCommand: CommandModule = {
             decision: opts.reject === true ? 'rejected' : 'approved',
             ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
           });
-          report(ctx, cmd, ack);
+          await report(ctx, cmd, ack);
         },
       );
 
@@ -138,7 +139,7 @@ export const controlsCommand: CommandModule = {
         const ack = await ctx
           .client(cmd)
           .answer(runId, requestId, parseJsonArg('value', value, true), common(opts));
-        report(ctx, cmd, ack);
+        await report(ctx, cmd, ack);
       });
 
     program

@@ -13,26 +13,9 @@ import type {
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
+import { printable, printableLines } from './printable.ts';
 
-/** C0 controls (tab and newline too), DEL and C1 controls. */
-const CONTROL_CHARS = /\p{Cc}/gu;
-
-/**
- * `text` with every control character (U+0000-U+001F, U+007F-U+009F) replaced by its escape
- * `\uXXXX` (lower-case hex, as JSON writes it), so that it shows as one line of plain text: an
- * ESC cannot start a terminal sequence, a CR or LF cannot forge a line. Other text is kept.
- */
-export function printable(text: string): string {
-  return text.replace(CONTROL_CHARS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-/**
- * A block of lines made printable line by line: like `printable`, but the newlines between the
- * lines stay. For output that is already laid out (the CLI's last line of defence).
- */
-export function printableLines(text: string): string {
-  return text.split('\n').map(printable).join('\n');
-}
+export { printable, printableLines };
 
 /** `HH:MM:SS.mmm` (UTC) of a ms epoch. */
 export function clockTime(ms: number): string {

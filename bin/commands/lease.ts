@@ -4,7 +4,7 @@
  * runs above all (GET /runs/{id}/lease). Seed: agent-runs, "Leases"; issue 14.
  */
 import type { LeaseView } from '../../lib/client/client-driven.ts';
-import { isTerminalStatus } from '../../lib/contracts/index.ts';
+import { isTerminalStatus } from '../../lib/contracts/names.ts';
 import type { CommandModule } from './context.ts';
 
 /** What an unleased run waits for: a client, a step of the server, or nothing once it ended. */

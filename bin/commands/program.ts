@@ -1,13 +1,19 @@
 /**
  * Builds and runs the commander program from a list of command modules. Errors become one
  * line on stderr (`error: <code>: <message>`, or a JSON object with --json) and exit code 1;
- * a rejected control exits 2. Nothing here touches `process`: bin/agent-runs.ts passes it in.
+ * a rejected control exits 2. Nothing here touches `process`: bin/commands/all.ts (main) passes it in.
  */
 import { Command, CommanderError } from 'commander';
 import { ApiError } from '../../lib/client/errors.ts';
-import { LocalStateError } from '../../lib/client/state-file.ts';
-import { type CliContext, CliError, type CliIo, type CommandModule, createCliContext } from './context.ts';
-import { printable, printableLines } from './format.ts';
+import {
+  type CliContext,
+  CliError,
+  type CliIo,
+  type CommandModule,
+  createCliContext,
+  loadClientDeps,
+} from './context.ts';
+import { printable, printableLines } from './printable.ts';
 
 /** The program with every module's commands registered. */
 export function buildProgram(modules: readonly CommandModule[], ctx: CliContext, version: string): Command {
@@ -25,6 +31,10 @@ export function buildProgram(modules: readonly CommandModule[], ctx: CliContext,
     )
     .option('--json', 'print JSON (one object, or one event per line with events --follow)')
     .showHelpAfterError()
+    // The client modules load only when a command runs: --help and usage errors need none.
+    .hook('preAction', async () => {
+      await loadClientDeps();
+    })
     .exitOverride()
     .configureOutput({
       writeOut: (s) => ctx.io.out(s.replace(/\n$/, '')),
@@ -64,17 +74,25 @@ export async function runCli(
       );
       return 1;
     }
-    if (err instanceof CliError || err instanceof LocalStateError) {
+    if (err instanceof CliError || (await localStateError(err)) !== null) {
+      const coded = err as Error & { code: string };
       io.err(
         json
-          ? JSON.stringify({ error: { code: err.code, message: err.message } })
-          : `error: ${printable(err.message)}`,
+          ? JSON.stringify({ error: { code: coded.code, message: coded.message } })
+          : `error: ${printable(coded.message)}`,
       );
       return 1;
     }
     io.err(`error: ${printable(err instanceof Error ? err.message : String(err))}`);
     return 1;
   }
+}
+
+/** `err` when it is a LocalStateError, else null (its module is loaded here only for such an error). */
+async function localStateError(err: unknown): Promise<Error | null> {
+  if (!(err instanceof Error) || err.name !== 'LocalStateError') return null;
+  const { LocalStateError } = await import('../../lib/client/state-file.ts');
+  return err instanceof LocalStateError ? err : null;
 }
 
 /** The validation issues of an API error, one per line. */

@@ -4,7 +4,8 @@
  * Issue 13 items 1-2, issue 11 item 4.
  */
 import type { Command } from 'commander';
-import { REGISTRY_KINDS, type RegistryKind } from '../../lib/contracts/index.ts';
+import type { RegistryKind } from '../../lib/contracts/index.ts';
+import { REGISTRY_KINDS } from '../../lib/contracts/names.ts';
 import { CliError, type CommandModule, parseJsonArg } from './context.ts';
 
 function kindOf(text: string): RegistryKind {

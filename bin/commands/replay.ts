@@ -5,8 +5,6 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { localReplayStack } from '../../lib/replay/local.ts';
-import { runReplay } from '../../lib/replay/run-replay.ts';
 import { CliError, type CommandModule, parseIntArg } from './context.ts';
 
 interface ReplayOptions {
@@ -74,6 +72,11 @@ export const replayCommand: CommandModule = {
         if (world !== 'live' && (opts.finalDb !== undefined || opts.db !== undefined)) {
           throw new CliError('invalid_argument', '--db and --final-db need --world live');
         }
+        // The replay's modules (the local stack, the models, the airline world) load only here.
+        const [{ localReplayStack }, { runReplay }] = await Promise.all([
+          import('../../lib/replay/local.ts'),
+          import('../../lib/replay/run-replay.ts'),
+        ]);
         const path = resolve(ctx.io.cwd, file);
         const report = await runReplay({
           file: path,

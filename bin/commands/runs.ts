@@ -4,16 +4,13 @@
  */
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/client.ts';
-import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
-import {
-  type CreateRunInput,
-  RUN_STATUSES,
-  type RunRecord,
-  type RunStatus,
-  TERMINAL_STATUSES,
-} from '../../lib/contracts/index.ts';
+import type { WaitingReason } from '../../lib/client/waiting.ts';
+import type { CreateRunInput, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
+import { RUN_STATUSES, TERMINAL_STATUSES } from '../../lib/contracts/names.ts';
 import { CliError, type CommandModule, parseIntArg, parseJsonArg } from './context.ts';
-import { formatCheckpoints, formatRun, formatRunList } from './format.ts';
+
+// Registration stays light (no zod, no formatting): each action imports what it uses.
+const format = () => import('./format.ts');
 
 const LIVE_STATUSES = RUN_STATUSES.filter((s) => !(TERMINAL_STATUSES as readonly string[]).includes(s));
 
@@ -118,6 +115,10 @@ export const runsCommand: CommandModule = {
       )
       .action(async (runId: string, _opts: unknown, cmd: Command) => {
         const client = ctx.client(cmd);
+        const [{ formatRun }, { waitingReasons }] = await Promise.all([
+          format(),
+          import('../../lib/client/waiting.ts'),
+        ]);
         const run = await client.getRun(runId);
         const now = Date.now();
         // A child the run waits for explains itself too (one read per child waited for).
@@ -170,6 +171,7 @@ export const runsCommand: CommandModule = {
             const all: RunRecord[] = pages.flatMap((p) => p.runs);
             page = { runs: all.sort((a, b) => b.created_at - a.created_at).slice(0, limit) };
           }
+          const { formatRunList } = await format();
           ctx.print(cmd, () => formatRunList(page.runs, page.cursor), page);
         },
       );
@@ -181,6 +183,7 @@ export const runsCommand: CommandModule = {
         const client = ctx.client(cmd);
         if (n === undefined) {
           const checkpoints = await client.checkpoints(runId);
+          const { formatCheckpoints } = await format();
           ctx.print(cmd, () => formatCheckpoints(checkpoints), checkpoints);
         } else {
           const checkpoint = await client.checkpoint(runId, parseIntArg('n', n));

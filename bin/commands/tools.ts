@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import type { FunctionArtifact } from '../../lib/client/index.ts';
 import type { CommandModule } from './context.ts';
-import { formatArtifact, formatTools } from './format.ts';
 
 export const toolsCommand: CommandModule = {
   name: 'tools',
@@ -13,6 +12,7 @@ export const toolsCommand: CommandModule = {
       .description('list the registered tools (metadata only)')
       .action(async (_opts: unknown, cmd: Command) => {
         const tools = await ctx.client(cmd).tools();
+        const { formatTools } = await import('./format.ts');
         ctx.print(cmd, () => formatTools(tools), tools);
       });
   },
@@ -45,6 +45,7 @@ export const functionsCommand: CommandModule = {
           const artifact = await ctx
             .client(cmd)
             .putFunction(functionPath, new Uint8Array(readFileSync(file)), kind);
+          const { formatArtifact } = await import('./format.ts');
           ctx.print(cmd, () => `registered ${formatArtifact(artifact)}`, artifact);
         },
       );

@@ -12,7 +12,8 @@ import { createElement as h, type ReactElement, useEffect, useRef, useState } fr
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
 import type { ControlAck, RunRecord } from '../../lib/contracts/index.ts';
-import { eventsOver, type FollowVia } from './events.ts';
+import type { FollowVia } from './events.ts';
+import { eventsOver } from './follow.ts';
 import {
   actionOfKey,
   eventLines,

@@ -7,7 +7,7 @@
  * Issue 20, item 5.
  */
 import type { Command } from 'commander';
-import { shellQuote } from '../../lib/client/waiting.ts';
+import { shellQuote } from '../../lib/client/cli-invocation.ts';
 import { CliError, type CommandModule } from './context.ts';
 import { followVia } from './events.ts';
 

@@ -9,6 +9,9 @@
  */
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
 import { budgetUsed } from './budget-use.ts';
+import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
+
+export { cliInvocation, DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 
 /** One reason a run is not moving, and the commands that move it on (none when it moves by itself). */
 export interface WaitingReason {
@@ -37,31 +40,8 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = {
   clockSkewMs: 30_000,
 };
 
-/** Quotes `value` for a POSIX shell when it holds anything but safe characters. */
-export function shellQuote(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
 /** How long a queued run is left unexplained (ms): a step worker normally picks it up sooner. */
 const QUEUED_QUIET_MS = 5_000;
-
-/** The words a hint starts with when nothing says otherwise: an installed `agent-runs` on PATH. */
-export const DEFAULT_CLI = 'agent-runs';
-
-/**
- * How the user runs the CLI, read from the variables npm gives the processes it starts, so that
- * hints can be pasted as typed: `npx agent-runs` under npx / `npm exec` (npm_command `exec`);
- * `npm run agent-runs --` under the repository's `agent-runs` script (npm_lifecycle_event
- * `agent-runs`); `npx agent-runs` under any other npm script (the bin is in node_modules/.bin,
- * not necessarily on PATH); else {@link DEFAULT_CLI}.
- */
-export function cliInvocation(env: Readonly<Record<string, string | undefined>>): string {
-  if (env.npm_command === 'exec') return 'npx agent-runs';
-  const script = env.npm_lifecycle_event;
-  if (script === 'agent-runs') return 'npm run agent-runs --';
-  if (script !== undefined && script !== '') return 'npx agent-runs';
-  return DEFAULT_CLI;
-}
 
 /** Builds complete command lines that start with `cli` (each part quoted for a POSIX shell). */
 type Cmd = (...parts: string[]) => string;

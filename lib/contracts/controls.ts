@@ -4,6 +4,7 @@
  * rejection reasons. Seed: agent-runs, "Controls".
  */
 import { z } from 'zod';
+import { STEER_WHEN_BUSY } from './names.ts';
 import { Budgets } from './run.ts';
 
 const controlBase = { control_id: z.string().min(1).max(200) };
@@ -31,7 +32,7 @@ export const ResumeControl = z.strictObject({
  * at the boundary that follows (a non-interruptible one runs to its end, as with `enqueue`).
  * Between operations all three queue the steer. Issue 14, item 5.
  */
-export const STEER_WHEN_BUSY = ['enqueue', 'reject', 'interrupt'] as const;
+export { STEER_WHEN_BUSY } from './names.ts';
 export const SteerWhenBusy = z.enum(STEER_WHEN_BUSY);
 export type SteerWhenBusy = z.infer<typeof SteerWhenBusy>;
 

@@ -11,11 +11,12 @@
  */
 import { z } from 'zod';
 import { Count, JsonObject } from './common.ts';
+import { REGISTRY_KINDS } from './names.ts';
 import { Principal } from './run.ts';
 import { SEMVER_PATTERN, ToolMetadata, ToolRisk } from './tool-registration.ts';
 
 /** The registries, as they appear in paths (`/admin/{kind}`) and pins. */
-export const REGISTRY_KINDS = ['tools', 'policy', 'agents', 'workspaces'] as const;
+export { REGISTRY_KINDS } from './names.ts';
 export const RegistryKind = z.enum(REGISTRY_KINDS);
 export type RegistryKind = z.infer<typeof RegistryKind>;
 

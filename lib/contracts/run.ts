@@ -8,27 +8,13 @@ import { Count, JsonObject, Subject } from './common.ts';
 import { CompactionRef, LargeResultRef } from './compaction.ts';
 import { ForkOrigin } from './fork.ts';
 import { ApprovalSubject, Effect, Projection } from './reducer.ts';
+import { RUN_STATUSES } from './names.ts';
 
 // ---------------------------------------------------------------- statuses
 
-export const RUN_STATUSES = [
-  'queued',
-  'running',
-  'waiting',
-  'paused',
-  'cancelling',
-  'completed',
-  'failed',
-  'stopped',
-] as const;
+export { isTerminalStatus, RUN_STATUSES, TERMINAL_STATUSES, type TerminalStatus } from './names.ts';
 export const RunStatus = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatus>;
-
-export const TERMINAL_STATUSES = ['completed', 'failed', 'stopped'] as const;
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
-export function isTerminalStatus(status: RunStatus): status is TerminalStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
 
 // ---------------------------------------------------------------- budgets and usage
 

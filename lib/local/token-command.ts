@@ -7,7 +7,6 @@
  * --json: `{token, sub, groups, system, admin}`. Issue 11, item 1.
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import { localIssuer } from './identity.ts';
 
 /** Where the command writes and which directory the stack runs in (the CLI's CliIo fits). */
 export interface TokenIo {
@@ -38,6 +37,7 @@ function secondsArg(value: string): number {
 
 /** Signs the token `options` ask for with the issuer of the stack in `io.cwd`. Throws IssuerError. */
 export async function tokenFromOptions(options: TokenOptions, io: TokenIo, json: boolean): Promise<void> {
+  const { localIssuer } = await import('./identity.ts');
   const issuer = await localIssuer(io.cwd);
   const request = {
     sub: options.sub,
@@ -51,7 +51,7 @@ export async function tokenFromOptions(options: TokenOptions, io: TokenIo, json:
   io.out(json ? JSON.stringify({ token, ...shown }) : token);
 }
 
-/** The `token` command for the CLI's list (bin/agent-runs.ts). */
+/** The `token` command for the CLI's list (bin/commands/all.ts). */
 export const tokenCommand = {
   name: 'token',
   register(program: Command, ctx: { io: TokenIo; json(cmd: Command): boolean }): void {

@@ -1,6 +1,6 @@
 /**
  * The scripted local model: a deterministic model-turn function the local stack serves when no
- * provider is configured (lib/local/start-command.ts), so a first run works offline. It calls
+ * provider is configured (lib/local/start-run.ts), so a first run works offline. It calls
  * no network and reads nothing but its input; only lib/local wires it, never a deployed stack.
  *
  * Seed: deterministic-seams (a fixed policy output in place of a model); agent-run-contracts,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../../lib/contracts/index.ts';
 import { modelBannerLines, TRY_COMMAND } from '../../lib/local/banner.ts';
 import { registerSampleTools } from '../../lib/local/sample-tools.ts';
-import { offlineModelOptions } from '../../lib/local/start-command.ts';
+import { offlineModelOptions } from '../../lib/local/start-run.ts';
 import { AgentLoopContext } from '../../lib/reducers/index.ts';
 import { createToolRegistry } from '../../lib/tools/registry.ts';
 
