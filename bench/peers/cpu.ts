@@ -44,18 +44,6 @@ export function descendants(pid: number): number[] {
   return out;
 }
 
-/** The first descendant of this process whose command line contains `needle`, or null. */
-export function childWhoseCommandHas(needle: string): number | null {
-  for (const pid of descendants(process.pid)) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(needle)) return pid;
-    } catch {
-      // gone
-    }
-  }
-  return null;
-}
-
 /** CPU of this process (the bench driver, and whatever runs in it) in ms. */
 export function selfCpuMs(): number {
   const u = process.cpuUsage();

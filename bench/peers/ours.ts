@@ -1,22 +1,19 @@
 /**
  * Our runtime in the peer bench, driven as a user drives it: the local stack (`startLocalStack`:
- * DynamoDB Local persisted to a temporary folder, fauxqs, the HTTP API) with its step poller
- * moved into a separate worker process (bench/peers/ours-worker.ts) that the crash phase kills
- * with SIGKILL, the sweeper run from here, and the workload submitted through the HTTP client
+ * DynamoDB Local persisted to a temporary folder, fauxqs, the HTTP API) and the sweeper in a
+ * control-plane process of their own (bench/peers/ours-stack.ts, so that its CPU is the system's,
+ * not the driver's), the step poller in a separate worker process (bench/peers/ours-worker.ts)
+ * that the crash phase kills with SIGKILL, and the workload submitted through the HTTP client
  * (lib/client): the reducer registered with `PUT /functions/...`, one `POST /runs` per run, each
  * run's completion read with `GET /runs/{id}`. Issue 19.
  */
 import { spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import { isTerminalStatus } from '../../lib/contracts/index.ts';
 import type { StoreMetrics } from '../../lib/engine/ports.ts';
-import { SILENT_LOG } from '../../lib/handlers/observability.ts';
-import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
-import { childWhoseCommandHas, cpuMeter } from './cpu.ts';
+import { cpuMeter } from './cpu.ts';
+import type { OursStackOptions, OursStackReady, StorageFloor } from './ours-stack.ts';
 import type { OursWorkerConfig } from './ours-worker.ts';
 import { aptGetInstall, type CrashPlan, killRepeatedly, WorkerProcess } from './processes.ts';
 import {
@@ -31,9 +28,8 @@ import {
   recoveryBreakdown,
   recoveryGaps,
   runLabels,
-  type Series,
+  StepLogTail,
   stepsPerSecond,
-  summarize,
 } from './workload.ts';
 
 const REDUCER_PATH = '/bench/agent-steps';
@@ -41,13 +37,16 @@ const REDUCER_PATH = '/bench/agent-steps';
 const VISIBILITY_S = 60;
 
 export interface Ours {
-  stack: LocalStack;
+  /** The control plane's process (bench/peers/ours-stack.ts): the local stack and the sweeper. */
+  stack: WorkerProcess;
   client: AgentRunsClient;
   config: OursWorkerConfig;
-  /** Time between sweeper passes (ms); changed per phase. */
-  sweepEveryMs: number;
+  /** DynamoDB Local's JVM. */
+  dynamoPid: number;
   inMemory: boolean;
   version: string;
+  /** Sets the time between sweeper passes (ms); changed per phase. */
+  setSweepEveryMs(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,78 +59,52 @@ export interface OursOptions {
   leaseTtlMs?: number;
 }
 
-/** Starts the local stack (no step poller in it) and the sweeper loop; registers the reducer over HTTP. */
+/**
+ * Starts the control plane's process (the local stack without its step poller, and the sweeper
+ * loop) and registers the reducer over HTTP.
+ */
 export async function startOurs(dir: string, options: OursOptions = {}): Promise<Ours> {
   // DynamoDB Local needs a Java 17+ runtime.
   if (process.env.JAVA_HOME === undefined && spawnSync('java', ['-version']).error !== undefined) {
     aptGetInstall('openjdk-17-jre-headless', 'java not found (DynamoDB Local needs it)');
   }
-  const stack = await startLocalStack({
-    port: 0,
-    ...(options.inMemory === true ? {} : { persistDir: join(dir, 'data') }),
+  const stackOptions: OursStackOptions = {
+    dir,
+    inMemory: options.inMemory === true,
     ...(options.wakeGraceMs !== undefined && { wakeGraceMs: options.wakeGraceMs }),
     ...(options.leaseTtlMs !== undefined && { leaseTtlMs: options.leaseTtlMs }),
-    stateDir: false,
-    logger: SILENT_LOG,
-    pollerConcurrency: 0,
-    sweepIntervalMs: 0,
     visibilityTimeoutSeconds: VISIBILITY_S,
-    sandboxLimits: { timeoutMs: 5_000 },
+  };
+  const stack = new WorkerProcess({
+    name: 'our control plane',
+    args: [new URL('./ours-stack.ts', import.meta.url).pathname],
+    env: { OURS_STACK: JSON.stringify(stackOptions) },
+    readyPrefix: 'ready',
+    readyTimeoutMs: 120_000,
   });
-  const client = createClient({ baseUrl: stack.url, token: stack.token });
+  await stack.start();
+  const ready = JSON.parse(stack.readyLine) as OursStackReady;
+  const client = createClient({ baseUrl: ready.url, token: ready.token });
   await client.putFunction(
     REDUCER_PATH,
     new Uint8Array(readFileSync(new URL('./agent-steps.js', import.meta.url))),
     'js',
   );
-  const s = stack.services;
-  const config: OursWorkerConfig = {
-    runtime: {
-      endpoints: {
-        region: s.region,
-        credentials: s.credentials,
-        dynamoEndpoint: s.dynamoEndpoint,
-        sqsEndpoint: s.sqsEndpoint,
-        s3Endpoint: s.s3Endpoint,
-      },
-      tableName: stack.resources.tableName,
-      queueUrl: stack.resources.queueUrl,
-      bucketName: stack.resources.bucketName,
-    },
-    queueArn: stack.resources.queueArn,
-    region: s.region,
-    visibilityTimeoutSeconds: VISIBILITY_S,
-  };
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     version: string;
   };
-  let stopped = false;
-  const ours: Ours = {
+  return {
     stack,
     client,
-    config,
-    sweepEveryMs: 10_000,
+    config: ready.config,
+    dynamoPid: ready.dynamoPid,
     inMemory: options.inMemory === true,
     version: pkg.version,
-    async stop() {
-      stopped = true;
-      await sweeping;
-      await stack.stop();
+    async setSweepEveryMs(ms) {
+      await stack.ask({ sweepEveryMs: ms });
     },
+    stop: () => stack.stop(30_000),
   };
-  // The sweeper, as the local stack's timer runs it, at the interval the phase sets.
-  const sweeping = (async () => {
-    while (!stopped) {
-      const started = Date.now();
-      try {
-        await stack.runtime.engine.sweep();
-      } catch {
-        // a pass that fails is retried at the next one, as the sweeper timer does
-      }
-      while (!stopped && Date.now() - started < ours.sweepEveryMs) await sleep(100);
-    }
-  })();
-  return ours;
 }
 
 export interface OursPhase {
@@ -149,7 +122,7 @@ export interface OursPhase {
 
 /** Runs one phase of the workload on our runtime. */
 export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
-  ours.sweepEveryMs = p.sweepEveryMs;
+  await ours.setSweepEveryMs(p.sweepEveryMs);
   const timers: Record<string, string> = {};
   if (p.leaseTtlMs !== undefined) timers.LEASE_TTL_MS = String(p.leaseTtlMs);
   if (p.heartbeatMs !== undefined) timers.HEARTBEAT_MS = String(p.heartbeatMs);
@@ -163,11 +136,15 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   await worker.start();
   const labels = runLabels(`ours-${p.phase}`, p.runs);
   const loadBefore = load();
-  const storeBefore = { ...ours.stack.runtime.store.metrics };
+  const storeBefore = await ours.stack.ask<StoreMetrics>('metrics');
   const workerBefore = await worker.ask<WorkerMetrics>('metrics');
-  const dynamoPort = new URL(ours.stack.services.dynamoEndpoint).port;
-  const jvm = childWhoseCommandHas(`-port ${dynamoPort}`);
-  const cpu = p.crash ? null : cpuMeter({ dynamodb_local: () => [jvm], step_worker: () => [worker.pid] });
+  const cpu = p.crash
+    ? null
+    : cpuMeter({
+        dynamodb_local: () => [ours.dynamoPid],
+        control_plane: () => [ours.stack.pid],
+        step_worker: () => [worker.pid],
+      });
   const started = preciseNow();
   const ids = await Promise.all(
     labels.map(async (run) => {
@@ -199,7 +176,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
   if (crashed === null) {
     const answer = await worker.ask<WorkerMetrics>('metrics');
     const w = answer.store;
-    const s = ours.stack.runtime.store.metrics;
+    const s = await ours.stack.ask<StoreMetrics>('metrics');
     const d = (k: keyof StoreMetrics) => w[k] - workerBefore.store[k] + (s[k] - storeBefore[k]);
     // Who sent them: the step worker (the hot path), and the local control plane in this
     // process (the driver's creates and its GET /runs/{id} polls, the sweeper's passes).
@@ -222,7 +199,7 @@ export async function runOurs(ours: Ours, p: OursPhase): Promise<PhaseResult> {
     );
   }
   await worker.stop();
-  const floor = crashed === null ? await dynamoFloor(ours) : null;
+  const floor = crashed === null ? await ours.stack.ask<StorageFloor>('floor', 120_000) : null;
 
   const lines = readStepLog(p.logPath);
   let outcomeUnknown = 0;
@@ -282,33 +259,6 @@ interface WorkerMetrics {
 }
 
 /**
- * The storage floor right after the phase, on the same DynamoDB Local: sequential raw requests
- * from this process, one at a time (ms each): a consistent GetItem of a 1 KB item and a
- * TransactWriteItems of one 1 KB Put.
- */
-async function dynamoFloor(ours: Ours): Promise<{ get_item: Series; transact_write_one_put: Series }> {
-  const doc = ours.stack.runtime.clients.doc;
-  const TableName = ours.stack.resources.tableName;
-  const pk = `FLOOR#${randomUUID()}`;
-  const body = 'x'.repeat(1_000);
-  const gets: number[] = [];
-  const writes: number[] = [];
-  for (let i = 0; i < 100; i += 1) {
-    let t = performance.now();
-    await doc.send(
-      new TransactWriteCommand({
-        TransactItems: [{ Put: { TableName, Item: { pk, sk: String(i), body } } }],
-      }),
-    );
-    writes.push(performance.now() - t);
-    t = performance.now();
-    await doc.send(new GetCommand({ TableName, Key: { pk, sk: String(i) }, ConsistentRead: true }));
-    gets.push(performance.now() - t);
-  }
-  return { get_item: summarize(gets), transact_write_one_put: summarize(writes) };
-}
-
-/**
  * Resolves with the time (epoch ms) the last run was seen terminal through `GET /runs/{id}`.
  * A run is read every 50 ms once its last step is in the step log, and every `slowMs` anyway
  * (a run whose last step ended outcome_unknown, or never ran, finishes without that line).
@@ -323,12 +273,10 @@ async function untilAllComplete(
 ): Promise<number> {
   const open = new Map(labels.map((label, i) => [label, { id: ids[i] ?? '', checked: Date.now() }]));
   let last = preciseNow();
+  const log = new StepLogTail(logPath);
+  const lastSteps = new Set<string>();
   while (open.size > 0) {
-    const lastSteps = new Set(
-      readStepLog(logPath)
-        .filter((l) => l.n === steps)
-        .map((l) => l.run),
-    );
+    for (const l of log.next()) if (l.n === steps) lastSteps.add(l.run);
     const now = Date.now();
     const due = [...open].filter(
       ([label, r]) => (lastSteps.has(label) && now - r.checked >= 50) || now - r.checked >= slowMs,

@@ -6,7 +6,7 @@
  * system, appends one line to that system's step log (the side effect that is counted): a
  * (run, step) logged twice ran twice. Issue 19, "One workload, three runtimes, one run".
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 /** Every `CHARGE_EVERY`-th step is the non-idempotent `charge`. */
@@ -53,6 +53,41 @@ export function countSteps(logPath: string): number {
     return lines;
   } catch {
     return 0;
+  }
+}
+
+/**
+ * A step log read as it grows: each `next()` returns only the lines appended since the last
+ * call (whole lines; a line being written is kept for the next call). A waiter that looks every
+ * few ms reads each byte once instead of the whole log each time.
+ */
+export class StepLogTail {
+  private offset = 0;
+  private partial = '';
+  private readonly logPath: string;
+  constructor(logPath: string) {
+    this.logPath = logPath;
+  }
+
+  next(): StepLine[] {
+    let fd: number;
+    try {
+      fd = openSync(this.logPath, 'r');
+    } catch {
+      return [];
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size <= this.offset) return [];
+      const buffer = Buffer.alloc(size - this.offset);
+      const read = readSync(fd, buffer, 0, buffer.length, this.offset);
+      this.offset += read;
+      const lines = (this.partial + buffer.subarray(0, read).toString('utf8')).split('\n');
+      this.partial = lines.pop() ?? '';
+      return lines.filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as StepLine);
+    } finally {
+      closeSync(fd);
+    }
   }
 }
 
@@ -255,7 +290,8 @@ export interface PhaseResult {
   /**
    * CPU per step (ms, steady phase): `system`, the system's own processes (ours: DynamoDB Local's
    * JVM and the step worker; Restate: server and endpoint; DBOS: PostgreSQL and the application);
-   * `driver`, the bench process (the clients; for ours also fauxqs and the HTTP API it hosts).
+   * `driver`, the bench process (the clients and their waiting; ours' control plane, fauxqs and
+   * the HTTP API run in a process of their own, counted as `control_plane`).
    */
   cpu_ms_per_step: { system: number; driver: number; parts: Record<string, number> } | null;
   /** The storage's own latency right after the phase (ours: raw DynamoDB Local requests). */

@@ -3,6 +3,9 @@
  * (bench/peers/processes.ts): what the crash table counts must be right before its figures mean
  * anything. Issue 19.
  */
+import { appendFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { killPoints } from '../../bench/peers/processes.ts';
 import {
@@ -10,6 +13,7 @@ import {
   recoveryBreakdown,
   recoveryGaps,
   type StepLine,
+  StepLogTail,
   stepKind,
 } from '../../bench/peers/workload.ts';
 
@@ -62,6 +66,22 @@ describe('peer bench step log', () => {
     expect(split.taken_over.kill_to_takeover).toMatchObject({ n: 1, p50_ms: 6_000 });
     expect(split.taken_over.takeover_to_step).toMatchObject({ n: 1, p50_ms: 1_000 });
     expect(split.no_lease.kill_to_step).toMatchObject({ n: 1, p50_ms: 2_000 });
+  });
+});
+
+describe('peer bench step log tail', () => {
+  it('returns each appended line once, keeping a line being written for the next read', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'step-log-')), 'steps.log');
+    const tail = new StepLogTail(path);
+    expect(tail.next()).toEqual([]);
+    appendFileSync(
+      path,
+      `${JSON.stringify(line('a', 1, 1))}\n${JSON.stringify(line('a', 2, 2)).slice(0, 10)}`,
+    );
+    expect(tail.next().map((l) => l.n)).toEqual([1]);
+    appendFileSync(path, `${JSON.stringify(line('a', 2, 2)).slice(10)}\n`);
+    expect(tail.next().map((l) => l.n)).toEqual([2]);
+    expect(tail.next()).toEqual([]);
   });
 });
 
