@@ -159,10 +159,15 @@ export function createCliContext(io: CliIo): CliContext {
 /**
  * Parses a JSON argument. `@path` reads the JSON from that file (relative to the working
  * directory); a string that starts with `@` itself is written as JSON (`'"@x"'`). A value that
- * is not JSON is taken as a plain string when `lenient` (never for a file). Throws CliError
- * (invalid_argument) naming the option.
+ * is not JSON is taken as a plain string when `lenient` (never for a file); with
+ * `'unless-json-like'` only when it does not open like JSON (`{`, `[` or `"`), so that a typo
+ * in a structured option is refused. Throws CliError (invalid_argument) naming the option.
  */
-export function parseJsonArg(name: string, text: string, lenient = false): unknown {
+export function parseJsonArg(
+  name: string,
+  text: string,
+  lenient: boolean | 'unless-json-like' = false,
+): unknown {
   if (text.startsWith('@')) {
     const path = text.slice(1);
     let content: string;
@@ -180,8 +185,12 @@ export function parseJsonArg(name: string, text: string, lenient = false): unkno
   try {
     return JSON.parse(text);
   } catch {
-    if (lenient) return text;
-    throw new CliError('invalid_argument', `${name} must be JSON (or @file): ${text.slice(0, 80)}`);
+    // 'unless-json-like' (structured options such as --context): a plain string is taken as
+    // it is, but text that opens like JSON was meant as JSON, and a typo in it is refused
+    // rather than sent as a string.
+    if (lenient === true || (lenient === 'unless-json-like' && !/^\s*[[{"]/.test(text))) return text;
+    const also = lenient === 'unless-json-like' ? ', or a plain string not starting with {, [ or "' : '';
+    throw new CliError('invalid_argument', `${name} must be JSON (or @file${also}): ${text.slice(0, 80)}`);
   }
 }
 

@@ -151,7 +151,11 @@ export function formatRun(
   if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
     const outcome = run.status === 'completed' ? ` (${run.outcome})` : '';
     lines.push(['ended', `${run.terminal_reason}${outcome}`]);
-    if (run.status === 'completed' && run.summary !== undefined) lines.push(['summary', run.summary]);
+    // One row per line of the summary, the rest under an empty key: a newline in it shows as
+    // the summary's next line, never as a line of the CLI's own.
+    if (run.status === 'completed' && run.summary !== undefined)
+      for (const [i, line] of run.summary.split(/\r?\n/).entries())
+        lines.push([i === 0 ? 'summary' : '', line]);
   }
   let text = table(lines.map(([k, v]) => [k ?? '', v ?? '']));
   if (run.open_requests.length > 0) {

@@ -55,7 +55,7 @@ export function createInputOf(opts: CreateOptions): CreateRunInput {
   }
   if (opts.input !== undefined) input.input = parseJsonArg('--input', opts.input, true);
   if (opts.objective !== undefined) input.objective = opts.objective;
-  if (opts.context !== undefined) input.context = parseJsonArg('--context', opts.context, true);
+  if (opts.context !== undefined) input.context = parseJsonArg('--context', opts.context, 'unless-json-like');
   if (opts.budgets !== undefined) input.budgets = parseJsonArg('--budgets', opts.budgets);
   if (opts.onExceeded !== undefined) input.on_exceeded = opts.onExceeded;
   if (opts.asAgent !== undefined) input.as_agent = opts.asAgent;

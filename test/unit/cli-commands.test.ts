@@ -343,6 +343,36 @@ describe('control characters in human output (issue 25, item c)', () => {
   });
 });
 
+describe('structured options that open like JSON', () => {
+  it('refuses a --context with a typo in its JSON, sending nothing, and takes a plain string', async () => {
+    const bad = await cli([
+      'runs',
+      'create',
+      '--workspace',
+      'w',
+      '--path',
+      '/p',
+      '--context',
+      '{"mode":"task",',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('--context must be JSON');
+    expect(bad.sent).toEqual([]);
+    const run = newRun({ run_id: 'run_c' });
+    const plain = await cli(
+      ['runs', 'create', '--workspace', 'w', '--path', '/p', '--context', 'be brief'],
+      () => [201, { run, created: true }],
+    );
+    expect(plain.sent[0]?.body).toMatchObject({ context: 'be brief' });
+    // --input stays lenient: natural text may open with a bracket.
+    const input = await cli(
+      ['runs', 'create', '--workspace', 'w', '--path', '/p', '--input', '[draft] fix it'],
+      () => [201, { run, created: true }],
+    );
+    expect(input.sent[0]?.body).toMatchObject({ input: '[draft] fix it' });
+  });
+});
+
 describe('@file for every JSON option', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cli-at-file-'));
   const file = (name: string, value: unknown) => {

@@ -124,6 +124,23 @@ describe('why a run is not moving', () => {
     expect(formatRun(paused, T, new Map(), 'npx agent-runs')).toContain('    $ npx agent-runs resume run-1');
   });
 
+  it('shows a summary of several lines as rows under its key, a control character escaped', () => {
+    const done = as({
+      status: 'completed',
+      lease: null,
+      operation: null,
+      open_requests: [],
+      outcome: 'succeeded',
+      terminal_reason: 'completed:succeeded',
+      summary: 'The echo tool returned: x\nDone.\u001b[2J',
+    });
+    const lines = formatRun(done, T, new Map(), 'npx agent-runs').split('\n');
+    const at = lines.findIndex((l) => l.startsWith('summary'));
+    expect(lines[at]).toMatch(/^summary +The echo tool returned: x$/);
+    expect(lines[at + 1]).toMatch(/^ +Done\.\\u001b\[2J$/);
+    expect(lines.join('\n')).not.toContain('\\u000a');
+  });
+
   it('says a reason, and a child’s explanation, once when two requests wait for the same child', () => {
     const wait = { text: 'waiting for child run run_c to end', commands: ['agent-runs runs get run_c'] };
     const lease = { text: 'lease held by worker w, which stopped renewing it 60 s ago', commands: [] };
