@@ -11,7 +11,8 @@
 import { builtInFunctions, createRuntime, type Runtime, runtimeConfigFromEnv } from '../runtime.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
 import { toolsFromEnv } from '../tools/configured.ts';
-import { createObservability, engineLog, type Observability, traceClients } from './observability.ts';
+import { engineLog } from './observability.ts';
+import { createObservability, type Observability, traceClients } from './powertools.ts';
 
 export interface Container extends Observability {
   runtime: Runtime;

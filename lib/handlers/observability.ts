@@ -2,16 +2,17 @@
  * Logging, metrics and tracing of the Lambda handlers, on AWS Lambda Powertools: a structured
  * JSON Logger (run_id, op_id, epoch as attributes where known), Metrics in the `AgentRuns`
  * namespace (CloudWatch embedded metric format on stdout), and a Tracer that captures the AWS
- * SDK clients (active only inside Lambda with tracing on; a no-op elsewhere).
+ * SDK clients (active only inside Lambda with tracing on; a no-op elsewhere). The Powertools
+ * classes themselves are made in powertools.ts, which only the Lambda containers import: the
+ * Tracer loads the X-Ray SDK, whose automatic mode installs an async hook on every promise of
+ * the process (cls-hooked), a cost the local stack and the tests must not pay for tracing they
+ * never do.
  *
  * The handler logic depends on the narrow {@link LogSink} and {@link MetricSink} ports, which
  * the Powertools classes satisfy, so the local stack and the tests can plug in their own.
  * DESIGN section 2 ("All three handlers are thin"); issue 5 ("Powertools Logger, Metrics, Tracer").
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
-import type { AwsClients } from '../aws-clients.ts';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 
 /** The CloudWatch namespace of every metric the handlers emit. */
 export const METRICS_NAMESPACE = 'AgentRuns';
@@ -79,34 +80,6 @@ export const SILENT_LOG: LogSink = { debug() {}, info() {}, warn() {}, error() {
 /** Adds `value` (if > 0) to a Count metric. */
 export function count(metrics: MetricSink, name: MetricName, value = 1): void {
   if (value > 0) metrics.addMetric(name, MetricUnit.Count, value);
-}
-
-/** The logger, metrics and tracer of one Lambda container. */
-export interface Observability {
-  logger: Logger;
-  metrics: Metrics;
-  tracer: Tracer;
-}
-
-/**
- * Creates the Powertools utilities for one handler. The log level comes from
- * POWERTOOLS_LOG_LEVEL (default INFO); metrics can be turned off with
- * POWERTOOLS_METRICS_DISABLED=true; tracing is on only inside Lambda (POWERTOOLS_TRACE_ENABLED).
- */
-export function createObservability(serviceName: string): Observability {
-  return {
-    logger: new Logger({ serviceName }),
-    metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName }),
-    tracer: new Tracer({ serviceName }),
-  };
-}
-
-/** Captures the SDK clients of a runtime in X-Ray subsegments (a no-op when tracing is off). */
-export function traceClients(tracer: Tracer, clients: AwsClients): void {
-  tracer.captureAWSv3Client(clients.dynamo);
-  tracer.captureAWSv3Client(clients.sqs);
-  tracer.captureAWSv3Client(clients.s3);
-  tracer.captureAWSv3Client(clients.lambda);
 }
 
 /**

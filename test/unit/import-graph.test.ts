@@ -92,4 +92,17 @@ describe('import graph of lib/', () => {
     expect(importers.length).toBeGreaterThan(0);
     expect(importers.filter((from) => !from.startsWith('local/'))).toEqual([]);
   });
+
+  it('lets only the Lambda container import the Powertools Tracer (its X-Ray SDK hooks every promise)', () => {
+    const importers: string[] = [];
+    for (const [file, imports] of importGraph()) {
+      if (imports.some((i) => relative(lib, i) === 'handlers/powertools.ts'))
+        importers.push(relative(lib, file));
+    }
+    expect(importers).toEqual(['handlers/container.ts']);
+    const tracer = [...importGraph()]
+      .filter(([file]) => readFileSync(file, 'utf8').includes("'@aws-lambda-powertools/tracer'"))
+      .map(([file]) => relative(lib, file));
+    expect(tracer).toEqual(['handlers/powertools.ts']);
+  });
 });
