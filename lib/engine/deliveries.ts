@@ -43,6 +43,13 @@ const KEY_RACE_ATTEMPTS = 4;
  * request is closed, or the caller may not see its run), result_already_delivered /
  * result_already_held (another delivery took the key), run_terminal, payload_too_large (an
  * early result above EARLY_RESULT_LIMIT), store_unavailable.
+ *
+ * No oracle: the caller's authority over the key's run is checked before any answer that
+ * depends on the key's state, so a caller who may not see that run gets resume_key_not_found
+ * (the same error as for an unknown key) whether the key is unused, used or holds an early
+ * result, and its envelope is not validated. A key no run waits on yet (nothing, or a held
+ * result) names no run: only a system caller learns anything of it (held, duplicate_held,
+ * result_already_held).
  */
 export async function deliverResult(
   ctx: EngineContext,
@@ -60,12 +67,18 @@ export async function deliverResult(
   const mayHold = caller.principal.kind === 'system';
   for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
     const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
+    // A held result names no run, and only system callers have results held: to anyone else
+    // a key holding one is as unknown as a key holding nothing.
+    if (!mayHold && entry?.kind === 'early') throw keyNotFound(resumeKey);
     const decision = decideDelivery(entry, deliveryId, mayHold);
+    // An answer that depends on the key's use (duplicate, already delivered) goes only to a
+    // caller who may deliver to its run; an unused key's run is checked in applyToWait.
+    if ((decision.kind === 'duplicate' || decision.kind === 'refused') && entry?.kind === 'wait') {
+      await assertMayDeliver(ctx, resumeKey, entry.run_id, caller);
+    }
     switch (decision.kind) {
       case 'unknown_key':
-        throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
-          resume_key: resumeKey,
-        });
+        throw keyNotFound(resumeKey);
       case 'duplicate':
         return { ack: 'duplicate', original_seq: decision.original_seq };
       case 'duplicate_held':
@@ -89,6 +102,32 @@ export async function deliverResult(
       retryable: true,
     },
   );
+}
+
+/**
+ * The answer for a key no run waits on, and for a key whose run the caller may not see: the
+ * same error (code, message, details) for both, so that nothing of another user's key shows.
+ */
+function keyNotFound(resumeKey: string): EngineError {
+  return new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
+    resume_key: resumeKey,
+  });
+}
+
+/**
+ * Throws keyNotFound unless `caller` may see (and so deliver to) the run `runId`, or
+ * capability_invalid when a caller who may see it presented a wrong capability.
+ */
+async function assertMayDeliver(
+  ctx: EngineContext,
+  resumeKey: string,
+  runId: string,
+  caller: Caller,
+): Promise<void> {
+  const access = accessOf(await ctx.store.getRun(runId), caller);
+  if (access.ok) return;
+  if (access.code === 'capability_invalid') throw accessError(access.code, runId);
+  throw keyNotFound(resumeKey);
 }
 
 function refusedMessage(decision: Extract<DeliveryDecision, { kind: 'refused' }>): string {
@@ -152,11 +191,7 @@ async function applyToWait(
   deliveryId: string | undefined,
   wait: { run_id: string; op_id: string },
 ): Promise<DeliveryAck> {
-  // A refused envelope is the deliverer's to fix: nothing is recorded, the request stays open.
-  const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
-  if (refusal !== undefined) throw refusalError(refusal);
-  const notFound = () =>
-    new EngineError('resume_key_not_found', 'no run waits for that resume_key', { resume_key: resumeKey });
+  const notFound = () => keyNotFound(resumeKey);
   return readDecideCommit(ctx, {
     async read(): Promise<{ record: RunRecord; entry: ResumeKeyEntry | null }> {
       // The key first: a concurrent repeat of this delivery that won shows as applied there.
@@ -173,6 +208,11 @@ async function applyToWait(
       if (again.kind === 'duplicate') return { done: { ack: 'duplicate', original_seq: again.original_seq } };
       if (again.kind === 'refused')
         throw new EngineError(again.code, refusedMessage(again), { resume_key: resumeKey });
+      // Validated only once the caller may deliver: a refusal to anyone else would show the key
+      // is in use. A refused envelope is the deliverer's to fix: nothing is recorded, the
+      // request stays open.
+      const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
+      if (refusal !== undefined) throw refusalError(refusal);
       const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now(), {
         ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
       });
