@@ -299,7 +299,8 @@ export const deliverRoute = createRoute({
   ...op('deliverResult', 'results'),
   method: 'post',
   path: '/results/{resume_key}',
-  summary: 'Deliver the result a waiting operation parked under resume_key.',
+  summary:
+    "Deliver the result a waiting operation parked under resume_key. A caller who may not see the key's run gets 404 resume_key_not_found whether the key is unused, used, holds an early result or is unknown.",
   request: {
     params: ResumeKeyParams,
     query: DeliveryQuery,

@@ -70,33 +70,38 @@ async function call(
   path: string,
   body?: unknown,
   contentType = 'application/json',
+  capability?: string,
 ): Promise<Answer> {
   const response = await app.request(path, {
     method,
     headers: {
       authorization: `Bearer tok-${who}`,
       ...(body !== undefined ? { 'content-type': contentType } : {}),
+      ...(capability !== undefined ? { 'x-control-capability': capability } : {}),
     },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
   return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
 }
 
-/** Alice's run, waiting on its own fresh resume key (returned). */
-async function aliceWaiting(): Promise<{ run: RunRecord; key: string }> {
+/** Alice's run, waiting on its own fresh resume key (returned), and its control capability. */
+async function aliceWaiting(): Promise<{ run: RunRecord; key: string; capability: string }> {
   const created = await call('alice', 'POST', '/runs', {
     subject: uniqueSubject(),
     reducer: { function_path: '/r/wait' },
     input: 'secret input',
   });
   expect(created.status, created.text).toBe(201);
-  const { run } = JSON.parse(created.text) as { run: RunRecord };
+  const { run, control_capability: capability } = JSON.parse(created.text) as {
+    run: RunRecord;
+    control_capability: string;
+  };
   const key = `cb-${randomUUID()}`;
   keys.set(run.run_id, key);
   await runtime.engine.stepRun(run.run_id);
   const stored = await runtime.store.getRun(run.run_id);
   expect(stored?.open_requests).toEqual([expect.objectContaining({ kind: 'result', resume_key: key })]);
-  return { run, key };
+  return { run, key, capability };
 }
 
 const succeeded = (text: string) => ({
@@ -152,8 +157,8 @@ describe('resume keys are no oracle', () => {
     expect(after[1]?.open_requests).toEqual([expect.objectContaining({ resume_key: unused.key })]);
   });
 
-  it('keeps the answers of a caller who may deliver: alice and the system caller', async () => {
-    const { run, key } = await aliceWaiting();
+  it('keeps the answers of a caller who may deliver: alice, a capability holder, the system caller', async () => {
+    const { run, key, capability } = await aliceWaiting();
     // Alice's envelope is still checked and refused with the field; nothing is recorded.
     const refused = await call('alice', 'POST', `/results/${key}?delivery_id=a1`, invalidEnvelope);
     expect(refused.status, refused.text).toBe(400);
@@ -173,6 +178,32 @@ describe('resume keys are no oracle', () => {
     const system = await call('ops', 'POST', `/results/${key}?delivery_id=a2`, succeeded('done'));
     expect(system.status).toBe(409);
     expect(JSON.parse(system.text)).toMatchObject({ code: 'result_already_delivered' });
+
+    // Whoever else may see the run gets the same answers: bob, with its capability.
+    const withCapability = await call(
+      'bob',
+      'POST',
+      `/results/${key}?delivery_id=a1`,
+      succeeded('done'),
+      'application/json',
+      capability,
+    );
+    expect(JSON.parse(withCapability.text)).toEqual({ ack: 'duplicate', original_seq: seq });
+    // A wrong capability: alice is told it is wrong, bob only that the key is unknown.
+    const wrong = 'not-the-capability';
+    const aliceWrong = await call(
+      'alice',
+      'POST',
+      `/results/${key}`,
+      succeeded('x'),
+      'application/json',
+      wrong,
+    );
+    expect(aliceWrong.status).toBe(403);
+    expect(JSON.parse(aliceWrong.text)).toMatchObject({ code: 'capability_invalid' });
+    const bobWrong = await call('bob', 'POST', `/results/${key}`, succeeded('x'), 'application/json', wrong);
+    expect(bobWrong.status).toBe(404);
+    expect(JSON.parse(bobWrong.text)).toMatchObject({ code: 'resume_key_not_found' });
 
     // Early results stay the system caller's: a repeat is a held duplicate, another one refused.
     const heldKey = `cb-${randomUUID()}`;
