@@ -47,7 +47,7 @@ const KEY_RACE_ATTEMPTS = 4;
  * No oracle: the caller's authority over the key's run is checked before any answer that
  * depends on the key's state, so a caller who may not see that run gets resume_key_not_found
  * (the same error as for an unknown key) whether the key is unused, used or holds an early
- * result, and its envelope is not validated. A key no run waits on yet (nothing, or a held
+ * result, after the same store reads (the key, then one run), and its envelope is not validated. A key no run waits on yet (nothing, or a held
  * result) names no run: only a system caller learns anything of it (held, duplicate_held,
  * result_already_held).
  */
@@ -67,14 +67,20 @@ export async function deliverResult(
   const mayHold = caller.principal.kind === 'system';
   for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
     const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
-    // A held result names no run, and only system callers have results held: to anyone else
-    // a key holding one is as unknown as a key holding nothing.
-    if (!mayHold && entry?.kind === 'early') throw keyNotFound(resumeKey);
+    // Authority before any answer that depends on the key. A key no run waits on (nothing, or
+    // a held result: only system callers have results held) names no run, so it is unknown to
+    // anyone else; a wait's run is read and checked. Every answer a non-system caller gets costs
+    // one key read and one run read, so that its timing does not tell key states apart either.
+    let known: { record: RunRecord; entry: ResumeKeyEntry } | undefined;
+    if (!mayHold) {
+      const record = await ctx.store.getRun(entry?.kind === 'wait' ? entry.run_id : NO_SUCH_RUN);
+      if (entry?.kind !== 'wait') throw keyNotFound(resumeKey);
+      known = { record: mayDeliverTo(record, entry.run_id, resumeKey, caller), entry };
+    }
     const decision = decideDelivery(entry, deliveryId, mayHold);
-    // An answer that depends on the key's use (duplicate, already delivered) goes only to a
-    // caller who may deliver to its run; an unused key's run is checked in applyToWait.
-    if ((decision.kind === 'duplicate' || decision.kind === 'refused') && entry?.kind === 'wait') {
-      await assertMayDeliver(ctx, resumeKey, entry.run_id, caller);
+    // A system caller sees every run, but a capability it presents must still match.
+    if (mayHold && (decision.kind === 'duplicate' || decision.kind === 'refused') && entry?.kind === 'wait') {
+      mayDeliverTo(await ctx.store.getRun(entry.run_id), entry.run_id, resumeKey, caller);
     }
     switch (decision.kind) {
       case 'unknown_key':
@@ -91,7 +97,7 @@ export async function deliverResult(
         continue; // a wait or another hold took the key meanwhile: decide again
       }
       case 'deliver':
-        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision);
+        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision, known);
     }
   }
   throw new EngineError(
@@ -114,19 +120,18 @@ function keyNotFound(resumeKey: string): EngineError {
   });
 }
 
+/** The run id read for a key that names none: no run has it (run ids are the runtime's). */
+const NO_SUCH_RUN = 'no-such-run';
+
 /**
- * Throws keyNotFound unless `caller` may see (and so deliver to) the run `runId`, or
- * capability_invalid when a caller who may see it presented a wrong capability.
+ * `record` (the run `runId` of the key, null when gone) when `caller` may see it, and so
+ * deliver to it; else throws keyNotFound, or capability_invalid when a caller who may see it
+ * presented a wrong capability.
  */
-async function assertMayDeliver(
-  ctx: EngineContext,
-  resumeKey: string,
-  runId: string,
-  caller: Caller,
-): Promise<void> {
-  const access = accessOf(await ctx.store.getRun(runId), caller);
-  if (access.ok) return;
-  if (access.code === 'capability_invalid') throw accessError(access.code, runId);
+function mayDeliverTo(record: RunRecord | null, runId: string, resumeKey: string, caller: Caller): RunRecord {
+  const access = accessOf(record, caller);
+  if (access.ok && record !== null) return record;
+  if (!access.ok && access.code === 'capability_invalid') throw accessError(access.code, runId);
   throw keyNotFound(resumeKey);
 }
 
@@ -182,7 +187,10 @@ async function hold(
   return held ? { ack: 'held', resume_key: resumeKey, expires_at: expiresAt } : null;
 }
 
-/** Applies the delivery to the run waiting on the key, in one commit. */
+/**
+ * Applies the delivery to the run waiting on the key, in one commit; `known`: the key and run
+ * already read and checked for this caller (used by the first attempt only).
+ */
 async function applyToWait(
   ctx: EngineContext,
   resumeKey: string,
@@ -190,10 +198,18 @@ async function applyToWait(
   caller: Caller,
   deliveryId: string | undefined,
   wait: { run_id: string; op_id: string },
+  known?: { record: RunRecord; entry: ResumeKeyEntry },
 ): Promise<DeliveryAck> {
   const notFound = () => keyNotFound(resumeKey);
+  // What the caller's check read (the key, then the run) serves the first attempt.
+  let first = known;
   return readDecideCommit(ctx, {
     async read(): Promise<{ record: RunRecord; entry: ResumeKeyEntry | null }> {
+      if (first !== undefined) {
+        const read = first;
+        first = undefined;
+        return read;
+      }
       // The key first: a concurrent repeat of this delivery that won shows as applied there.
       const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
       const record = await ctx.store.getRun(wait.run_id);

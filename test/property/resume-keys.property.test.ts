@@ -4,7 +4,8 @@
  * used, held (a system caller's early result) or unknown. A caller without authority over a
  * key's run (not its principal, not the user it acts for, not a system caller, not holding its
  * capability) always gets one answer, 404 resume_key_not_found with the key and nothing else,
- * whatever the key holds, its delivery_id and its body; and no run changes. Issue 25 item 5.
+ * whatever the key holds, its delivery_id and its body, after the same store reads; and no run
+ * changes. Issue 25 item 5.
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -127,7 +128,9 @@ describe('resume keys over random callers', () => {
           const body = a.valid ? { ok: true } : { envelope: TOOL_RESULT_ENVELOPE, status: 'bogus' };
           const query = a.deliveryId === undefined ? '' : `?delivery_id=${a.deliveryId}`;
           const before = await Promise.all(runs.map((r) => t.store.getRun(r.record.run_id)));
+          const readsBefore = t.store.metrics.reads;
           const answer = await call(a.caller, `/results/${key}${query}`, body, capability);
+          const reads = t.store.metrics.reads - readsBefore;
           expect(answer.status, answer.text).toBeLessThan(500);
           const caller = CALLERS[a.caller];
           const mayDeliver =
@@ -138,6 +141,8 @@ describe('resume keys over random callers', () => {
             status: 404,
             text: notFound(key),
           });
+          // The same reads for every key state (the key, then a run): the time tells nothing either.
+          expect(reads, `reads for ${a.caller} on ${key}`).toBe(2);
           const after = await Promise.all(runs.map((r) => t.store.getRun(r.record.run_id)));
           expect(after.map((r) => r?.version)).toEqual(before.map((r) => r?.version));
         }
