@@ -43,6 +43,13 @@ const KEY_RACE_ATTEMPTS = 4;
  * request is closed, or the caller may not see its run), result_already_delivered /
  * result_already_held (another delivery took the key), run_terminal, payload_too_large (an
  * early result above EARLY_RESULT_LIMIT), store_unavailable.
+ *
+ * No oracle: the caller's authority over the key's run is checked before any answer that
+ * depends on the key's state, so a caller who may not see that run gets resume_key_not_found
+ * (the same error as for an unknown key) whether the key is unused, used or holds an early
+ * result, after the same store reads (the key, then one run), and its envelope is not validated. A key no run waits on yet (nothing, or a held
+ * result) names no run: only a system caller learns anything of it (held, duplicate_held,
+ * result_already_held).
  */
 export async function deliverResult(
   ctx: EngineContext,
@@ -60,12 +67,24 @@ export async function deliverResult(
   const mayHold = caller.principal.kind === 'system';
   for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
     const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
+    // Authority before any answer that depends on the key. A key no run waits on (nothing, or
+    // a held result: only system callers have results held) names no run, so it is unknown to
+    // anyone else; a wait's run is read and checked. Every answer a non-system caller gets costs
+    // one key read and one run read, so that its timing does not tell key states apart either.
+    let known: { record: RunRecord; entry: ResumeKeyEntry } | undefined;
+    if (!mayHold) {
+      const record = await ctx.store.getRun(entry?.kind === 'wait' ? entry.run_id : NO_SUCH_RUN);
+      if (entry?.kind !== 'wait') throw keyNotFound(resumeKey);
+      known = { record: mayDeliverTo(record, entry.run_id, resumeKey, caller), entry };
+    }
     const decision = decideDelivery(entry, deliveryId, mayHold);
+    // A system caller sees every run, but a capability it presents must still match.
+    if (mayHold && (decision.kind === 'duplicate' || decision.kind === 'refused') && entry?.kind === 'wait') {
+      mayDeliverTo(await ctx.store.getRun(entry.run_id), entry.run_id, resumeKey, caller);
+    }
     switch (decision.kind) {
       case 'unknown_key':
-        throw new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
-          resume_key: resumeKey,
-        });
+        throw keyNotFound(resumeKey);
       case 'duplicate':
         return { ack: 'duplicate', original_seq: decision.original_seq };
       case 'duplicate_held':
@@ -78,7 +97,7 @@ export async function deliverResult(
         continue; // a wait or another hold took the key meanwhile: decide again
       }
       case 'deliver':
-        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision);
+        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision, known);
     }
   }
   throw new EngineError(
@@ -89,6 +108,31 @@ export async function deliverResult(
       retryable: true,
     },
   );
+}
+
+/**
+ * The answer for a key no run waits on, and for a key whose run the caller may not see: the
+ * same error (code, message, details) for both, so that nothing of another user's key shows.
+ */
+function keyNotFound(resumeKey: string): EngineError {
+  return new EngineError('resume_key_not_found', 'no run waits for that resume_key', {
+    resume_key: resumeKey,
+  });
+}
+
+/** The run id read for a key that names none: no run has it (run ids are the runtime's). */
+const NO_SUCH_RUN = 'no-such-run';
+
+/**
+ * `record` (the run `runId` of the key, null when gone) when `caller` may see it, and so
+ * deliver to it; else throws keyNotFound, or capability_invalid when a caller who may see it
+ * presented a wrong capability.
+ */
+function mayDeliverTo(record: RunRecord | null, runId: string, resumeKey: string, caller: Caller): RunRecord {
+  const access = accessOf(record, caller);
+  if (access.ok && record !== null) return record;
+  if (!access.ok && access.code === 'capability_invalid') throw accessError(access.code, runId);
+  throw keyNotFound(resumeKey);
 }
 
 function refusedMessage(decision: Extract<DeliveryDecision, { kind: 'refused' }>): string {
@@ -143,7 +187,10 @@ async function hold(
   return held ? { ack: 'held', resume_key: resumeKey, expires_at: expiresAt } : null;
 }
 
-/** Applies the delivery to the run waiting on the key, in one commit. */
+/**
+ * Applies the delivery to the run waiting on the key, in one commit; `known`: the key and run
+ * already read and checked for this caller (used by the first attempt only).
+ */
 async function applyToWait(
   ctx: EngineContext,
   resumeKey: string,
@@ -151,14 +198,18 @@ async function applyToWait(
   caller: Caller,
   deliveryId: string | undefined,
   wait: { run_id: string; op_id: string },
+  known?: { record: RunRecord; entry: ResumeKeyEntry },
 ): Promise<DeliveryAck> {
-  // A refused envelope is the deliverer's to fix: nothing is recorded, the request stays open.
-  const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
-  if (refusal !== undefined) throw refusalError(refusal);
-  const notFound = () =>
-    new EngineError('resume_key_not_found', 'no run waits for that resume_key', { resume_key: resumeKey });
+  const notFound = () => keyNotFound(resumeKey);
+  // What the caller's check read (the key, then the run) serves the first attempt.
+  let first = known;
   return readDecideCommit(ctx, {
     async read(): Promise<{ record: RunRecord; entry: ResumeKeyEntry | null }> {
+      if (first !== undefined) {
+        const read = first;
+        first = undefined;
+        return read;
+      }
       // The key first: a concurrent repeat of this delivery that won shows as applied there.
       const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
       const record = await ctx.store.getRun(wait.run_id);
@@ -173,6 +224,11 @@ async function applyToWait(
       if (again.kind === 'duplicate') return { done: { ack: 'duplicate', original_seq: again.original_seq } };
       if (again.kind === 'refused')
         throw new EngineError(again.code, refusedMessage(again), { resume_key: resumeKey });
+      // Validated only once the caller may deliver: a refusal to anyone else would show the key
+      // is in use. A refused envelope is the deliverer's to fix: nothing is recorded, the
+      // request stays open.
+      const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
+      if (refusal !== undefined) throw refusalError(refusal);
       const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now(), {
         ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
       });

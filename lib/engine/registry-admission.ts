@@ -4,7 +4,8 @@
  * agent is registered, and may act for the user (its `acts_for` names the user's id or one of
  * the user's groups, as the verified token named them). An agent acting for nobody is only for
  * system callers. Refused: EngineError agent_not_allowed (403), before anything is written or
- * any model is called. Seed: deterministic-seams ("choose a policy and tool-catalogue
+ * any model is called; the same answer (message and details) whether the agent is not
+ * registered or may not act for the user, except to a system caller (who may read the registry). Seed: deterministic-seams ("choose a policy and tool-catalogue
  * version" at admission); agent-runs, "Subject, principal and admission"; issue 11 item 4.
  */
 import { AgentEntry, type Principal, type RunPins } from '../contracts/index.ts';
@@ -39,8 +40,15 @@ export async function admitRegistries(
     reg.head('agents'),
   ]);
   if (asAgent && principal.kind === 'agent') {
+    // Only a caller who may read the agents registry (a system caller) learns why: anyone else
+    // gets one answer for an agent that is not registered and one that may not act for it.
+    const seesRegistry = caller.principal.kind === 'system';
     const refuse = (why: string) =>
-      new EngineError('agent_not_allowed', `as_agent ${principal.id}: ${why}`, { as_agent: principal.id });
+      new EngineError(
+        'agent_not_allowed',
+        `as_agent ${principal.id}: ${seesRegistry ? why : 'not registered, or may not act for this user'}`,
+        { as_agent: principal.id },
+      );
     const version = (await reg.snapshot('agents', agents))?.entries[principal.id];
     const entry = version === undefined ? null : await reg.entry('agents', principal.id, version);
     const agent = entry === null ? null : AgentEntry.safeParse(entry.body);

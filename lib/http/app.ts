@@ -69,6 +69,11 @@ export interface HttpAppOptions {
   pollIntervalMs?: number;
   /** Structured log sink for internal errors (default: one JSON line on stderr). */
   log?: (entry: Record<string, unknown>) => void;
+  /**
+   * A request whose client went away (its signal aborted) and that then failed is logged at
+   * warn, not error: at most one line per this many ms with the count left out (default 10 000).
+   */
+  dropLogIntervalMs?: number;
   /** Serve the web console under /console (no authentication; console.ts). Default: not served. */
   console?: ConsoleSite;
 }
@@ -92,7 +97,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       if (!result.success) throw validationFailed(result.target, result.error.issues);
     },
   });
-  installErrorHandling(app, log);
+  installErrorHandling(
+    app,
+    log,
+    options.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: options.dropLogIntervalMs } : {},
+  );
   // Before authentication: hono runs handlers in registration order, so the console answers first.
   if (options.console !== undefined) mountConsole(app, options.console);
   installAuthAndLimits(app, options.auth, {

@@ -1,10 +1,16 @@
 /**
  * The catalogue routes of the HTTP API: tool discovery (metadata only) and function artifacts
  * (admin): JavaScript, WebAssembly and Starlark reducers, validated before they are stored.
+ * Reserved system paths (RESERVED_FUNCTION_PREFIXES) are refused to every caller: 403 reserved_path.
  * Seed: tool-invocation-contract ("Discovery returns metadata only"); issue 4.
  */
 import type { ToolHost } from '../engine/ports.ts';
-import type { ArtifactKind, FunctionRegistry } from '../sandbox/function-registry.ts';
+import {
+  type ArtifactKind,
+  type FunctionRegistry,
+  isReservedFunctionPath,
+  RESERVED_FUNCTION_PREFIXES,
+} from '../sandbox/function-registry.ts';
 import { DEFAULT_SANDBOX_LIMITS } from '../sandbox/limits.ts';
 import { compileWasmReducer } from '../sandbox/wasm-module.ts';
 import { HttpError, validationFailed } from './errors.ts';
@@ -30,6 +36,14 @@ export function registerCatalogRoutes(
   app.openAPIRegistry.registerPath(putFunctionRoute);
   app.put('/functions/:path{.+}', async (c) => {
     const caller = c.get('caller');
+    const requested = `/${c.req.param('path')}`;
+    // Read-only for everyone, admins and system callers included; the body is not read.
+    if (isReservedFunctionPath(requested)) {
+      throw new HttpError('reserved_path', `${requested} is a reserved system path and cannot be written`, {
+        function_path: requested,
+        reserved_prefixes: RESERVED_FUNCTION_PREFIXES,
+      });
+    }
     if (caller.admin !== true && caller.principal.kind !== 'system') {
       throw new HttpError('unauthorized', 'registering functions needs admin rights', {});
     }

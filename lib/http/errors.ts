@@ -28,6 +28,8 @@ export const HTTP_ERROR_STATUS = {
   capability_invalid: 403,
   /** as_agent names an agent that is not registered, or that may not act for this user. */
   agent_not_allowed: 403,
+  /** A write to a reserved system path (a function under /lib/raisin/ or /lib/models/): refused to every caller, admins included. */
+  reserved_path: 403,
   /** The subject's workspace is not granted to the caller (decided before any run is looked up). */
   workspace_not_granted: 403,
   /** No such run, or one the caller may not see (the same answer: nothing is revealed). */

@@ -8,6 +8,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { overLimitMessage } from '../contracts/index.ts';
+import { rateLimitedLog } from '../core/rate-limited-log.ts';
 import type { Caller } from '../core/authority.ts';
 import { jsonDepth, MAX_JSON_DEPTH } from '../core/canonical.ts';
 import { decodesToWellFormedText, illFormedPath } from '../core/text.ts';
@@ -23,11 +24,34 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 export const mediaTypeOf = (header: string | undefined) =>
   (header ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
 
+/** The warn line of requests whose client went away before they were answered (rate-limited). */
+export const CLIENT_GONE_MESSAGE = 'client went away before its request was answered';
+
 /** Every error becomes `{code, message, details}`; an unknown path is 404, a known path with another method 405. */
-export function installErrorHandling(app: HttpApp, log: (entry: Record<string, unknown>) => void): void {
+export function installErrorHandling(
+  app: HttpApp,
+  log: (entry: Record<string, unknown>) => void,
+  options: { dropLogIntervalMs?: number; now?: () => number } = {},
+): void {
+  // A client that went away (its request signal aborted, e.g. mid-body) is no fault of ours,
+  // and one a client can cause at will: a warn line at most every dropLogIntervalMs.
+  const gone = rateLimitedLog(
+    (message, attributes) => log({ level: 'warn', message, ...attributes }),
+    CLIENT_GONE_MESSAGE,
+    {
+      ...(options.dropLogIntervalMs !== undefined ? { intervalMs: options.dropLogIntervalMs } : {}),
+      now: options.now ?? (() => Date.now()),
+    },
+  );
   app.onError((err, c) => {
     const httpError = err instanceof HTTPException ? fromHttpException(err) : toHttpError(err);
-    if (httpError.code === 'internal') {
+    if (httpError.code === 'internal' && c.req.raw.signal.aborted) {
+      gone.note({
+        method: c.req.method,
+        path: c.req.path,
+        error: err instanceof Error ? err.name : 'unknown',
+      });
+    } else if (httpError.code === 'internal') {
       log({
         level: 'error',
         message: 'unhandled error',

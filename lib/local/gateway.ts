@@ -10,7 +10,8 @@
  * answered 413 `payload_too_large` without invoking the handler; a handler that throws is
  * answered 500 `internal` (as the HTTP API answers unexpected errors); a text
  * body (JSON, text/*, form data) is passed as a string, any other body base64-encoded.
- * Gateway-made errors use the API's error shape `{code, message, details}`.
+ * Gateway-made errors use the API's error shape `{code, message, details}`. A client that drops
+ * its connection mid-body is not an error: one warn line per `dropLogIntervalMs` at most.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -23,6 +24,7 @@ import type {
 } from 'aws-lambda';
 import { overLimitMessage } from '../contracts/limits.ts';
 import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
+import { rateLimitedLog } from '../core/rate-limited-log.ts';
 import { lambdaContext } from './poller.ts';
 
 /** A handler shaped like functions/control.ts's. */
@@ -47,6 +49,14 @@ export interface GatewayOptions {
   /** The invocation time limit reported by the context (default 30 000 ms, API Gateway's limit). */
   timeoutMs?: number;
   logger?: LogSink;
+  /**
+   * A client that goes away before its body is read (a dropped connection) is no error: it is
+   * logged at warn, at most one line per this many ms, each with the count of those left out
+   * (default 10 000; issue 25 item 6).
+   */
+  dropLogIntervalMs?: number;
+  /** The clock of the drop log's rate limit (ms; default Date.now). */
+  now?: () => number;
 }
 
 export interface Gateway {
@@ -85,9 +95,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const logger = options.logger ?? SILENT_LOG;
   let handler = options.handler;
+  const drops = rateLimitedLog((message, attributes) => logger.warn(message, attributes), DROPPED_MESSAGE, {
+    ...(options.dropLogIntervalMs !== undefined ? { intervalMs: options.dropLogIntervalMs } : {}),
+    now: options.now ?? (() => Date.now()),
+  });
 
   const server: Server = createServer((req, res) => {
     serve(req, res).catch((err: unknown) => {
+      if (droppedByClient(req, err)) {
+        // Nobody is left to answer; a client can do this at will, so it must not flood the log.
+        drops.note(describeError(err));
+        res.destroy();
+        return;
+      }
       logger.error('gateway failed to answer a request', describeError(err));
       if (!res.headersSent) sendJson(res, 500, 'internal', 'Internal Server Error');
       else res.destroy();
@@ -159,7 +179,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     stop(graceMs = 2_000) {
       stopping ??= new Promise<void>((done) => {
-        server.close(() => done());
+        server.close(() => {
+          drops.flush();
+          done();
+        });
         server.closeIdleConnections();
         // Long polls (GET /runs/{id}/events?wait=20) would hold the close: cut them after the grace.
         setTimeout(() => server.closeAllConnections(), graceMs).unref();
@@ -167,6 +190,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return stopping;
     },
   };
+}
+
+/** The warn line of connections dropped before their body was read (rate-limited). */
+export const DROPPED_MESSAGE = 'client dropped the connection before its body was read';
+
+/**
+ * Whether `err` is the client going away mid-body (the request incomplete and its stream
+ * aborted: ECONNRESET "aborted", a premature close) rather than a fault of the gateway.
+ */
+function droppedByClient(req: IncomingMessage, err: unknown): boolean {
+  if (req.complete) return false; // the whole request arrived: whatever failed is ours
+  const code = (err as { code?: unknown } | null)?.code;
+  return (
+    code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || req.readableAborted || req.destroyed
+  );
 }
 
 /** Reads the whole body; null once it exceeds `limit` bytes (the rest is drained, not kept). */

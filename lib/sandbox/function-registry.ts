@@ -62,6 +62,18 @@ export class RegistryError extends SandboxModuleError {
   }
 }
 
+/**
+ * The function-path prefixes the runtime keeps for itself: `/lib/raisin/` (the built-in agent
+ * reducer, the default model-turn function, the delegate tools) and `/lib/models/` (the
+ * configured model-turn functions). No caller, admin or system, may register an artifact there.
+ */
+export const RESERVED_FUNCTION_PREFIXES: readonly string[] = ['/lib/raisin/', '/lib/models/'];
+
+/** Whether `functionPath` (with its leading `/`) lies under a {@link RESERVED_FUNCTION_PREFIXES} prefix. */
+export function isReservedFunctionPath(functionPath: string): boolean {
+  return RESERVED_FUNCTION_PREFIXES.some((prefix) => functionPath.startsWith(prefix));
+}
+
 /** Lowercase hex sha256 of `bytes` (64 characters). */
 export function hashArtifactBytes(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');

@@ -219,8 +219,9 @@ describe('PUT /functions/{path} with the stored registry', () => {
         headers: { ...headers, 'content-type': 'application/javascript' },
         body: 'export const evil = 1;',
       });
-      expect(builtin.status).toBe(409);
-      expect(await builtin.json()).toMatchObject({ code: 'builtin_readonly' });
+      // A reserved system path: refused before the registry is asked (issue 25 item 6).
+      expect(builtin.status).toBe(403);
+      expect(await builtin.json()).toMatchObject({ code: 'reserved_path' });
     } finally {
       runtime.close();
     }
