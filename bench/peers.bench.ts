@@ -13,7 +13,8 @@
  * `--wait-load X` waits (up to 30 min) for the 1-minute load average to fall to X or below;
  * `--render reports/bench-peers.json` only writes the Markdown again from a report.
  * Writes reports/bench-peers.json and reports/bench-peers.md; `--record` also writes the
- * Markdown to bench/results/peers.md (the file the README links to) and the report beside it,
+ * Markdown to bench/results/peers.md (the file the README and docs/reference/benchmarks.md
+ * link to) and the report beside it,
  * first moving the previous record to bench/results/history/peers-{its date}.{md,json}.
  */
 import { execFileSync } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
- * Starlark reducers end to end over HTTP, as a user of `npm start` would use them: the README's
- * example (examples/reducers/one-tool.star) registered with `PUT /functions/...` drives a run
+ * Starlark reducers end to end over HTTP, as a user of `npm start` would use them: the Starlark
+ * guide's example (examples/reducers/one-tool.star) registered with `PUT /functions/...` drives a run
  * through a tool call, its approval and completion; a Starlark reducer that loops forever, or
  * that names a builtin the sandbox does not provide, pauses its run with reducer_unavailable;
  * a run whose artifact is replaced (PUT again) pauses with reducer_changed. DESIGN section 10;

@@ -5,7 +5,7 @@
  * ignored, never stored or shown), create keys per acting user, on_behalf_of for system callers
  * only, admission quotas (429 quota_exceeded) and the risk tier recorded at admission.
  * Issue 11; seed agent-runs, "Controls", "Subject, principal and admission"; deterministic-seams,
- * "admission". The README's "Who may do what" states these rules.
+ * "admission". docs/guides/who-may-do-what.md states these rules.
  */
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';

@@ -2,7 +2,7 @@
  * Cost per run (issue 18, point 3) through the HTTP API on DynamoDB Local and fauxqs: a run's
  * view (GET /runs/{id}) carries usage.cost, its model tokens priced at its model and the AWS
  * requests the runtime made for it (metered in its own commits), and that cost grows with the
- * run's work. README "Cost per run".
+ * run's work. docs/guides/cost-per-run.md.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../lib/contracts/index.ts';

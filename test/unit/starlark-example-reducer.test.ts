@@ -1,7 +1,8 @@
 /**
- * The README's Starlark example, examples/reducers/one-tool.star, run in the sandbox: each
- * answer is a valid reducer/1 response (core's own validation), through the paths the README
- * names: the default echo call, a tool from the context, a rejected approval, a redelivery.
+ * The Starlark guide's example (docs/guides/starlark-and-wasm-reducers.md),
+ * examples/reducers/one-tool.star, run in the sandbox: each answer is a valid reducer/1
+ * response (core's own validation), through the paths the guide names: the default echo
+ * call, a tool from the context, a rejected approval, a redelivery.
  * Its end-to-end runs are in test/integration/starlark-run.int.test.ts and
  * test/e2e/starlark.e2e.test.ts.
  */
@@ -46,10 +47,13 @@ const started = (context?: unknown): ReducerEvent => ({
 });
 
 describe('examples/reducers/one-tool.star', () => {
-  it('is the file the README shows, complete', async () => {
-    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  it('is the file the Starlark guide shows, complete', async () => {
+    const guide = await readFile(
+      new URL('../../docs/guides/starlark-and-wasm-reducers.md', import.meta.url),
+      'utf8',
+    );
     const shown = /`examples\/reducers\/one-tool\.star`, complete:\n\n```python\n([\s\S]*?)```/.exec(
-      readme,
+      guide,
     )?.[1];
     expect(shown).toBe(await readFile(EXAMPLE, 'utf8'));
   });
