@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ApiError } from '../../lib/client/errors.ts';
+import { createClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -207,6 +209,48 @@ describe('bounded waiting (issue 25, point 3)', () => {
     const answer = await next.response;
     expect(answer.status).toBe(200);
     expect(await stateOf(held.response)).toBe('pending');
+  });
+});
+
+describe('the client library and too_many_waits', () => {
+  it('calls a 429 with Retry-After retryable, and followEvents waits it out and goes on', async () => {
+    const client = createClient({
+      baseUrl: 'http://api.test',
+      token: 'alice',
+      fetch: (req) => app.fetch(req),
+    });
+    // Two waits of 1 s hold alice's slots: Retry-After is then 1.
+    longPoll('alice', aliceRun, 1);
+    longPoll('alice', aliceRun, 1);
+    await polled(aliceRun.run_id, 4);
+    const refused = await client
+      .events(aliceRun.run_id, { after: aliceRun.last_seq, wait: 5 })
+      .catch((e) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({
+      code: 'too_many_waits',
+      status: 429,
+      retryAfterSeconds: 1,
+      retryable: true,
+    });
+
+    longPoll('alice', aliceRun, 1);
+    longPoll('alice', aliceRun, 1);
+    await polled(aliceRun.run_id, 4);
+    const abort = new AbortController();
+    const started = Date.now();
+    for await (const event of client.followEvents(aliceRun.run_id, { after: 0, signal: abort.signal })) {
+      expect(event.seq).toBe(1);
+      break;
+    }
+    // The first poll was refused, the second (after Retry-After: 1 s) answered.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('does not call a 429 without Retry-After retryable', () => {
+    expect(new ApiError('quota_exceeded', 429, 'no').retryable).toBe(false);
+    expect(new ApiError('quota_exceeded', 429, 'no', {}, { retryAfterSeconds: 30 }).retryable).toBe(true);
   });
 });
 
