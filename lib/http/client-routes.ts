@@ -21,7 +21,7 @@ import {
   takeSteersRoute,
 } from './routes.ts';
 import { MAX_WAIT_SECONDS } from './schemas.ts';
-import { inWaitSlot, type WaitSlots } from './wait-slots.ts';
+import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /** How long an EventSource waits before it reconnects after a response ended (ms). */
 export const SSE_RETRY_MS = 500;
@@ -79,7 +79,7 @@ export function registerClientRoutes(
     const lastEventId = Number(c.req.header('last-event-id') ?? Number.NaN);
     const from = Number.isInteger(lastEventId) && lastEventId > after ? lastEventId : after;
     const caller = callerOf(c);
-    const waitMs = Math.min(wait, MAX_WAIT_SECONDS) * 1000;
+    const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);
     const page = await inWaitSlot(waits, quotaKeyOf(caller.principal), waitMs, () =>
       engine.eventPage(id, caller, { after: from, limit, waitMs, pollIntervalMs, signal: c.req.raw.signal }),
     );

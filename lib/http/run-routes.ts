@@ -19,7 +19,7 @@ import {
   stateRoute,
 } from './routes.ts';
 import { MAX_WAIT_SECONDS } from './schemas.ts';
-import { inWaitSlot, type WaitSlots } from './wait-slots.ts';
+import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /**
  * The run routes: create, list, read, events (long poll), checkpoints, state, fork, children,
@@ -51,7 +51,7 @@ export function registerRunRoutes(
     const { id } = c.req.valid('param');
     const { after, limit, wait } = c.req.valid('query');
     const caller = callerOf(c);
-    const waitMs = Math.min(wait, MAX_WAIT_SECONDS) * 1000;
+    const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);
     const page = await inWaitSlot(waits, quotaKeyOf(caller.principal), waitMs, () =>
       engine.eventPage(id, caller, { after, limit, waitMs, pollIntervalMs, signal: c.req.raw.signal }),
     );

@@ -113,3 +113,20 @@ export async function inWaitSlot<T>(
     release();
   }
 }
+
+/** What a wait leaves of the Lambda invocation's time to answer in (ms). */
+export const ANSWER_MARGIN_MS = 1_000;
+
+/**
+ * The wait a request may have (ms): `requestedMs`, cut so that it ends {@link ANSWER_MARGIN_MS}
+ * before the Lambda invocation's time runs out when the app runs in Lambda (hono's adapter puts
+ * the invocation's context in `env.lambdaContext`). On API Gateway the function never learns that
+ * a client went away, so this and the 20 s cap are what bound a long poll there.
+ */
+export function waitBudgetMs(requestedMs: number, env: unknown): number {
+  const context = (env as { lambdaContext?: { getRemainingTimeInMillis?: () => number } } | undefined)
+    ?.lambdaContext;
+  const remaining = context?.getRemainingTimeInMillis?.();
+  if (typeof remaining !== 'number' || !Number.isFinite(remaining)) return requestedMs;
+  return Math.max(0, Math.min(requestedMs, remaining - ANSWER_MARGIN_MS));
+}

@@ -212,6 +212,28 @@ describe('bounded waiting (issue 25, point 3)', () => {
   });
 });
 
+describe('on Lambda, where the function never learns that a client left', () => {
+  it("ends a long poll and a stream 1 s before the invocation's time runs out, whatever the wait asked", async () => {
+    // hono's Lambda adapter passes the invocation's context as env.lambdaContext.
+    const env = (ms: number) => {
+      const end = Date.now() + ms;
+      return { lambdaContext: { getRemainingTimeInMillis: () => end - Date.now() } };
+    };
+    const headers = { authorization: 'Bearer bob' };
+    for (const path of [
+      `/runs/${bobRun.run_id}/events?after=${bobRun.last_seq}&wait=20`,
+      `/runs/${bobRun.run_id}/events/stream?after=${bobRun.last_seq}&wait=20`,
+    ]) {
+      const started = Date.now();
+      const response = await app.fetch(new Request(`http://api.test${path}`, { headers }), env(1_600));
+      const took = Date.now() - started;
+      expect(response.status).toBe(200);
+      expect(took).toBeGreaterThanOrEqual(400);
+      expect(took).toBeLessThan(1_600);
+    }
+  });
+});
+
 describe('the client library and too_many_waits', () => {
   it('calls a 429 with Retry-After retryable, and followEvents waits it out and goes on', async () => {
     const client = createClient({
