@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../lib/client/errors.ts';
 import { createClient } from '../../lib/client/index.ts';
+import { followRun } from '../../console/src/live/run-feed.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -268,6 +269,38 @@ describe('the client library and too_many_waits', () => {
     // The first poll was refused, the second (after Retry-After: 1 s) answered.
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("the console's feed retries a too_many_waits no sooner than its Retry-After", async () => {
+    // Two waits of 5 s hold alice's slots: Retry-After is then about 5.
+    longPoll('alice', aliceRun, 5);
+    longPoll('alice', aliceRun, 5);
+    await polled(aliceRun.run_id, 4);
+    const abort = new AbortController();
+    const errors: { error: unknown; retryInMs: number | null }[] = [];
+    const pages: number[] = [];
+    await followRun(
+      aliceRun.run_id,
+      {
+        baseUrl: 'http://api.test',
+        token: 'alice',
+        after: 0,
+        signal: abort.signal,
+        fetch: async (r) => app.fetch(r),
+      },
+      {
+        onEvents: () => {},
+        onPage: (page) => pages.push(page.next_after),
+        onError: (error, retryInMs) => {
+          errors.push({ error, retryInMs });
+          abort.abort();
+        },
+      },
+    );
+    // The first page (wait=0) took no slot; the next (wait=20) was refused.
+    expect(pages).toHaveLength(1);
+    expect(errors[0]?.error).toMatchObject({ code: 'too_many_waits' });
+    expect(errors[0]?.retryInMs).toBeGreaterThanOrEqual(4_000);
   });
 
   it('does not call a 429 without Retry-After retryable', () => {
