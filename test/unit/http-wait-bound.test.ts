@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiError } from '../../lib/client/errors.ts';
 import { createClient } from '../../lib/client/index.ts';
+import { followSse } from '../../lib/client/live.ts';
 import { followRun } from '../../console/src/live/run-feed.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
@@ -301,6 +302,28 @@ describe('the client library and too_many_waits', () => {
     expect(pages).toHaveLength(1);
     expect(errors[0]?.error).toMatchObject({ code: 'too_many_waits' });
     expect(errors[0]?.retryInMs).toBeGreaterThanOrEqual(4_000);
+  });
+
+  it('followSse waits a too_many_waits out and goes on', async () => {
+    longPoll('alice', aliceRun, 1);
+    longPoll('alice', aliceRun, 1);
+    await polled(aliceRun.run_id, 4);
+    const statuses: number[] = [];
+    const target = {
+      baseUrl: 'http://api.test',
+      token: 'alice',
+      fetch: async (r: Request) => {
+        const response = await app.fetch(r);
+        statuses.push(response.status);
+        return response;
+      },
+    };
+    for await (const event of followSse(target, aliceRun.run_id, { after: 0, wait: 1 })) {
+      expect(event.seq).toBe(1);
+      break;
+    }
+    expect(statuses[0]).toBe(429);
+    expect(statuses.at(-1)).toBe(200);
   });
 
   it('does not call a 429 without Retry-After retryable', () => {
