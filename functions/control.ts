@@ -4,14 +4,18 @@
  * with `PUT /functions/...` reach every container and the step function) and the app are built
  * once per container, on the first invocation. Auth: authFromEnv (JWT authorizer claims in AWS;
  * the bearer token of `AGENT_RUNS_LOCAL_TOKEN` when set). It also serves the web console under
- * /console (its configuration from CONSOLE_CONFIG). DESIGN section 2; issues 5 and 17.
+ * /console (its configuration from CONSOLE_CONFIG). Open long polls and streams per caller:
+ * AGENT_RUNS_MAX_OPEN_WAITS (default 8, per container). API Gateway does not tell the function
+ * that a client went away, so a long poll runs on until its wait (at most 20 s) ends; that cap
+ * is under the function's timeout (29 s) and API Gateway's 30 s integration limit.
+ * DESIGN section 2; issues 5 and 17.
  */
 import { fileURLToPath } from 'node:url';
 import { handle } from 'hono/aws-lambda';
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { engineLog } from '../lib/handlers/observability.ts';
 import { type ConsoleSite, consoleFromEnv } from '../lib/http/console.ts';
-import { authFromEnv, createHttpApp } from '../lib/http/index.ts';
+import { authFromEnv, createHttpApp, maxOpenWaitsFromEnv } from '../lib/http/index.ts';
 
 /** The bundle carries the built console in `console/` beside this file (cdk/bundling.ts). */
 const CONSOLE_ASSETS = fileURLToPath(new URL('./console/', import.meta.url));
@@ -31,7 +35,14 @@ export const handler: ReturnType<typeof handle> = (event, context) => {
       logger.error('the web console is not served', { error: String(err) });
     }
     lambda = handle(
-      createHttpApp({ ...runtime, auth: authFromEnv(process.env), log, ...(site ? { console: site } : {}) }),
+      createHttpApp({
+        ...runtime,
+        auth: authFromEnv(process.env),
+        // Counted per instance: each container bounds only the waits it serves (wait-slots.ts).
+        maxOpenWaits: maxOpenWaitsFromEnv(process.env),
+        log,
+        ...(site ? { console: site } : {}),
+      }),
     );
   }
   return lambda(event, context);

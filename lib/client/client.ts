@@ -173,7 +173,11 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
   listRuns(params: ListRunsParams): Promise<RunPage>;
   events(runId: string, params?: EventsParams): Promise<EventPage>;
-  /** Yields every event after `after`, long-polling, until the run has settled (ended, its reducer answered every event) and all its events were yielded. */
+  /**
+   * Yields every event after `after`, long-polling, until the run has settled (ended, its reducer
+   * answered every event) and all its events were yielded. A 429 `too_many_waits` (the caller
+   * holds as many open waits as the API allows) is waited out for its Retry-After, then polled again.
+   */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
   checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
@@ -387,7 +391,15 @@ function runMethods(
       let after = params.after ?? 0;
       const wait = params.wait ?? 20;
       while (params.signal?.aborted !== true) {
-        const page = await events()(runId, { ...params, after, wait });
+        let page: EventPage;
+        try {
+          page = await events()(runId, { ...params, after, wait });
+        } catch (err) {
+          // The caller holds as many open waits as the API allows: wait as told, then poll again.
+          if (!(err instanceof ApiError && err.code === 'too_many_waits')) throw err;
+          await pauseFor((err.retryAfterSeconds ?? 1) * 1000, params.signal);
+          continue;
+        }
         params.onPage?.(page);
         yield* page.events;
         after = page.next_after;
@@ -524,6 +536,20 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
 }
 
 /** Builds a client. Does no I/O until a method is called. */
+/** Sleeps `ms`, or less when `signal` aborts first. */
+function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 export function createClient(options: ClientOptions): AgentRunsClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const call = httpCaller(baseUrl, options);

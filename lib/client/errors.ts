@@ -27,8 +27,16 @@ export class ApiError extends Error {
     this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
-  /** Whether retrying the same call later may succeed: unreachable (0) or store_unavailable (503). */
+  /**
+   * Whether retrying the same call later may succeed: unreachable (0), store_unavailable (503),
+   * or a 429 that said when (Retry-After: `too_many_waits`, a rate limit; wait
+   * `retryAfterSeconds` first). A 429 without Retry-After (a live-run quota) is not.
+   */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 503;
+    return (
+      this.status === 0 ||
+      this.status === 503 ||
+      (this.status === 429 && this.retryAfterSeconds !== undefined)
+    );
   }
 }

@@ -201,7 +201,8 @@ export async function* followLive(
 /**
  * Follows `runId` over server-sent events: each response carries the events found within its
  * wait; the next request resumes with Last-Event-ID. Returns when the run settled (an
- * `event: settled`, or 204). Throws ApiError for an error answer (run_not_found, ...).
+ * `event: settled`, or 204). A 429 `too_many_waits` is retried after its Retry-After. Throws
+ * ApiError for any other error answer (run_not_found, ...).
  */
 export async function* followSse(
   target: LiveTarget,
@@ -237,6 +238,12 @@ export async function* followSse(
       const body = (await response.json().catch(() => ({}))) as { code?: string; message?: string };
       if (response.status >= 500) {
         await new Promise((r) => setTimeout(r, pause));
+        continue;
+      }
+      // The caller holds as many open waits as the API allows: come back when it says.
+      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
+      if (body.code === 'too_many_waits' && Number.isFinite(retryAfter)) {
+        await new Promise((r) => setTimeout(r, Math.max(pause, retryAfter * 1000)));
         continue;
       }
       throw new ApiError(

@@ -42,6 +42,7 @@ import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling }
 import { registerRegistryRoutes } from './registry-routes.ts';
 import { healthRoute, openapiRoute, TAGS } from './routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
+import { createWaitSlots, DEFAULT_MAX_OPEN_WAITS } from './wait-slots.ts';
 
 export type { HttpApp } from './middleware.ts';
 
@@ -67,6 +68,12 @@ export interface HttpAppOptions {
   functionBodyLimitBytes?: number;
   /** Long-poll re-read interval in ms (default 250). */
   pollIntervalMs?: number;
+  /**
+   * Open long polls and event streams per principal at once, counted in THIS app (per process:
+   * each Lambda instance counts its own); past it 429 too_many_waits with Retry-After. Default 8
+   * (wait-slots.ts; `maxOpenWaitsFromEnv` reads AGENT_RUNS_MAX_OPEN_WAITS).
+   */
+  maxOpenWaits?: number;
   /** Structured log sink for internal errors (default: one JSON line on stderr). */
   log?: (entry: Record<string, unknown>) => void;
   /**
@@ -121,8 +128,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     return c.json({ ...(document as Record<string, unknown>), servers }, 200);
   });
 
-  registerRunRoutes(app, options.engine, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
-  registerClientRoutes(app, options.engine, options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+  const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const waits = createWaitSlots(options.maxOpenWaits ?? DEFAULT_MAX_OPEN_WAITS);
+  registerRunRoutes(app, options.engine, pollIntervalMs, waits);
+  registerClientRoutes(app, options.engine, pollIntervalMs, waits);
   registerCatalogRoutes(app, options.tools, options.functions);
   registerRegistryRoutes(app, options.engine);
   return app;

@@ -5,6 +5,7 @@
  * WebSocket" (the events as server-sent events).
  */
 import type { RunEvent } from '../contracts/index.ts';
+import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
 import {
@@ -19,6 +20,8 @@ import {
   takeLeaseRoute,
   takeSteersRoute,
 } from './routes.ts';
+import { MAX_WAIT_SECONDS } from './schemas.ts';
+import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /** How long an EventSource waits before it reconnects after a response ended (ms). */
 export const SSE_RETRY_MS = 500;
@@ -28,8 +31,16 @@ export function sseEvent(event: string, data: unknown, id?: number): string {
   return `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-/** The client-driven routes (every write fenced) and `GET /runs/{id}/events/stream`. */
-export function registerClientRoutes(app: HttpApp, engine: Engine, pollIntervalMs: number): void {
+/**
+ * The client-driven routes (every write fenced) and `GET /runs/{id}/events/stream`, whose
+ * response (wait > 0) holds one of the caller's `waits` slots while it waits.
+ */
+export function registerClientRoutes(
+  app: HttpApp,
+  engine: Engine,
+  pollIntervalMs: number,
+  waits: WaitSlots,
+): void {
   // The route validates the body with the contract's schema; the engine parses it again (one
   // schema, and a turn outcome keeps its reason code).
   const c = engine.client;
@@ -67,13 +78,11 @@ export function registerClientRoutes(app: HttpApp, engine: Engine, pollIntervalM
     const { after, limit, wait } = c.req.valid('query');
     const lastEventId = Number(c.req.header('last-event-id') ?? Number.NaN);
     const from = Number.isInteger(lastEventId) && lastEventId > after ? lastEventId : after;
-    const page = await engine.eventPage(id, callerOf(c), {
-      after: from,
-      limit,
-      waitMs: wait * 1000,
-      pollIntervalMs,
-      signal: c.req.raw.signal,
-    });
+    const caller = callerOf(c);
+    const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);
+    const page = await inWaitSlot(waits, quotaKeyOf(caller.principal), waitMs, () =>
+      engine.eventPage(id, caller, { after: from, limit, waitMs, pollIntervalMs, signal: c.req.raw.signal }),
+    );
     const settled = page.settled && page.next_after >= page.last_seq;
     if (settled && page.events.length === 0 && from >= page.last_seq) return c.body(null, 204);
     let text = `retry: ${SSE_RETRY_MS}\n\n`;

@@ -84,6 +84,8 @@ export const HTTP_ERROR_STATUS = {
   reducer_not_found: 422,
   /** A per-principal limit (live runs, creations per minute) is reached: retry after Retry-After seconds. */
   quota_exceeded: 429,
+  /** The caller holds as many open long polls and event streams as it may (per process): retry after Retry-After seconds. */
+  too_many_waits: 429,
   internal: 500,
   /** DynamoDB/S3/SQS could not be reached or throttled: retry after Retry-After seconds. */
   store_unavailable: 503,

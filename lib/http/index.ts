@@ -35,3 +35,4 @@ export {
 } from './errors.ts';
 export { ROUTES } from './routes.ts';
 export { MAX_WAIT_SECONDS } from './schemas.ts';
+export { DEFAULT_MAX_OPEN_WAITS, maxOpenWaitsFromEnv } from './wait-slots.ts';

@@ -116,6 +116,19 @@ const CREATE_429 = {
   content: json(z.union([ErrorBody, ThrottledBody])),
 };
 
+/** The 429 of the waiting reads (long poll, event stream): the caller's open waits, or the stage's throttling. */
+const WAIT_429 = {
+  description:
+    'too_many_waits (the caller holds as many open long polls and event streams as it may, counted per process; Retry-After), or throttled by the API Gateway stage',
+  headers: {
+    'Retry-After': {
+      description: "Seconds until the earliest of the caller's open waits ends (at least 1).",
+      schema: { type: 'integer' as const },
+    },
+  },
+  content: json(z.union([ErrorBody, ThrottledBody])),
+};
+
 /** What a public route can answer besides success: throttling (AWS) and an internal error. */
 const PUBLIC_ERRORS = {
   429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
@@ -204,6 +217,7 @@ export const eventsRoute = createRoute({
   responses: {
     200: { description: 'A page of events (possibly empty after the wait).', content: json(EventPage) },
     ...errors(400, 403, 404, 409),
+    429: WAIT_429,
   },
 });
 
@@ -331,6 +345,7 @@ export const eventStreamRoute = createRoute({
     200: { description: 'An event stream.', content: { 'text/event-stream': { schema: z.string() } } },
     204: { description: 'The run is settled and the client has every event: stop reconnecting.' },
     ...errors(400, 403, 404, 409),
+    429: WAIT_429,
   },
 });
 

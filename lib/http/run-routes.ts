@@ -2,6 +2,7 @@
  * The run routes of the HTTP API: each handler parses its input with the route's schema, calls
  * one engine use case, and maps the result. Seed: agent-runs ("Controls"); DESIGN section 7.
  */
+import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
 import {
@@ -18,9 +19,19 @@ import {
   stateRoute,
 } from './routes.ts';
 import { MAX_WAIT_SECONDS } from './schemas.ts';
+import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
-/** The run routes: create, list, read, events (long poll), checkpoints, state, fork, children, controls, results. */
-export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: number): void {
+/**
+ * The run routes: create, list, read, events (long poll), checkpoints, state, fork, children,
+ * controls, results. A long poll (wait > 0) holds one of the caller's `waits` slots while it
+ * waits (429 too_many_waits past the bound, nothing read).
+ */
+export function registerRunRoutes(
+  app: HttpApp,
+  engine: Engine,
+  pollIntervalMs: number,
+  waits: WaitSlots,
+): void {
   app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
     const out = await engine.createRun(c.req.valid('json'), callerOf(c));
     return c.json(out, out.created ? 201 : 200);
@@ -39,13 +50,11 @@ export function registerRunRoutes(app: HttpApp, engine: Engine, pollIntervalMs: 
   app.openapi(eventsRoute, async (c) => {
     const { id } = c.req.valid('param');
     const { after, limit, wait } = c.req.valid('query');
-    const page = await engine.eventPage(id, callerOf(c), {
-      after,
-      limit,
-      waitMs: Math.min(wait, MAX_WAIT_SECONDS) * 1000,
-      pollIntervalMs,
-      signal: c.req.raw.signal,
-    });
+    const caller = callerOf(c);
+    const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);
+    const page = await inWaitSlot(waits, quotaKeyOf(caller.principal), waitMs, () =>
+      engine.eventPage(id, caller, { after, limit, waitMs, pollIntervalMs, signal: c.req.raw.signal }),
+    );
     return c.json(page, 200);
   });
 

@@ -27,10 +27,15 @@ import { describeError, type LogSink, SILENT_LOG } from '../handlers/observabili
 import { rateLimitedLog } from '../core/rate-limited-log.ts';
 import { lambdaContext } from './poller.ts';
 
-/** A handler shaped like functions/control.ts's. */
+/**
+ * A handler shaped like functions/control.ts's, with one local addition: `signal` aborts when
+ * the client went away before its answer was written (API Gateway never tells a function
+ * that), so that a long poll stops polling the store at once instead of at the end of its wait.
+ */
 export type ApiHandler = (
   event: APIGatewayProxyEventV2,
   context: Context,
+  signal?: AbortSignal,
 ) => Promise<APIGatewayProxyResultV2>;
 
 /** Lambda's synchronous invocation payload limit (bytes). */
@@ -136,9 +141,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     const event = toApiGatewayEvent(req, body);
+    // The client going away (its socket closed before the answer was written) aborts the request.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.once('close', onClose);
     let result: APIGatewayProxyResultV2;
     try {
-      result = await handler(event, lambdaContext('agent-runs-control', timeoutMs));
+      result = await handler(event, lambdaContext('agent-runs-control', timeoutMs), gone.signal);
     } catch (err) {
       logger.error('control handler threw', { path: event.rawPath, ...describeError(err) });
       sendJson(res, 500, 'internal', 'Internal Server Error');

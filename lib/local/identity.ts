@@ -48,7 +48,7 @@ async function verifiedClaims(
  * the request claimed for itself is dropped first.
  */
 export function withJwtAuthorizer(issuer: LocalIssuer, handler: ApiHandler): ApiHandler {
-  return async (event, context) => {
+  return async (event, context, signal) => {
     const { authorizer: _ignored, ...requestContext } =
       event.requestContext as APIGatewayProxyEventV2['requestContext'] & {
         authorizer?: unknown;
@@ -56,7 +56,7 @@ export function withJwtAuthorizer(issuer: LocalIssuer, handler: ApiHandler): Api
     const claims = await verifiedClaims(issuer, bearerOf(event.headers?.authorization));
     const authorized =
       claims === null ? requestContext : { ...requestContext, authorizer: { jwt: { claims, scopes: null } } };
-    return handler({ ...event, requestContext: authorized } as typeof event, context);
+    return handler({ ...event, requestContext: authorized } as typeof event, context, signal);
   };
 }
 

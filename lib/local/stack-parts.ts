@@ -12,7 +12,7 @@ import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
 import type { ConsoleSite } from '../http/console.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
-import { createHttpApp, jwtClaimsAuth } from '../http/index.ts';
+import { createHttpApp, jwtClaimsAuth, maxOpenWaitsFromEnv } from '../http/index.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
@@ -145,14 +145,23 @@ export function controlHandler(
   const app = createHttpApp({
     ...runtime,
     auth: jwtClaimsAuth(),
+    maxOpenWaits: maxOpenWaitsFromEnv(process.env),
     log,
     ...(site !== undefined ? { console: site } : {}),
   });
   const lambda = handle(app);
   // hono declares its own (narrower) copy of the aws-lambda event types.
   type HonoEvent = Parameters<typeof lambda>[0];
-  return async (event, context) =>
-    (await lambda(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
+  return async (event, context, signal) => {
+    if (signal === undefined)
+      return (await lambda(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
+    // The adapter builds a Request without a signal: this one carries the gateway's (the
+    // client went away), which ends a long poll's store polling at once (lib/engine/reads.ts).
+    const withSignal = handle({
+      fetch: (req: Request, env: unknown) => app.fetch(new Request(req, { signal }), env as never),
+    } as unknown as typeof app);
+    return (await withSignal(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
+  };
 }
 
 /** Runs one sweeper pass every `intervalMs`, never two at once; stop() waits for the pass in flight. */

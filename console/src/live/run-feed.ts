@@ -7,7 +7,8 @@
  * after `after` exactly once, in seq order, until the run has settled (ended, its reducer answered every
  * event) or the signal aborts; each request is aborted with the signal, so a page left behind
  * does not keep a long poll (one of the browser's six connections) open. Transient failures
- * (network, 5xx) are retried with backoff; 401, 403 and 404 end the feed.
+ * (network, 5xx, 429) are retried with backoff, never sooner than a Retry-After says; 401, 403
+ * and 404 end the feed.
  */
 import { type AgentRunsClient, createClient, type EventPage } from '../../../lib/client/client.ts';
 import { ApiError } from '../../../lib/client/errors.ts';
@@ -62,7 +63,10 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
       if (signal.aborted) return;
       const final = error instanceof ApiError && [401, 403, 404].includes(error.status);
       failures += 1;
-      const retryInMs = final ? null : Math.min(MAX_BACKOFF_MS, 500 * 2 ** (failures - 1));
+      const backoff = Math.min(MAX_BACKOFF_MS, 500 * 2 ** (failures - 1));
+      // A 429 says when to come back (too_many_waits: the caller's other waits hold every slot).
+      const told = error instanceof ApiError ? error.retryAfterSeconds : undefined;
+      const retryInMs = final ? null : told !== undefined ? Math.max(backoff, told * 1000) : backoff;
       on.onError?.(error, retryInMs);
       if (retryInMs === null) return;
       await sleep(retryInMs, signal);
