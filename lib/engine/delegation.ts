@@ -31,6 +31,7 @@ import {
 import { admit, type QuotaUsage, quotaWindowOf } from '../core/admission.ts';
 import type { Caller } from '../core/authority.ts';
 import {
+  type ChildRunPlan,
   childContextOf,
   childStartedEnvelope,
   childTermsOf,
@@ -111,16 +112,59 @@ function delegateArgsOf(parent: RunRecord, op: Operation): DelegateArgs | ToolRe
   return args;
 }
 
+/** The record of a child run `plan` describes, created at `now`, holding live-run `slot` when one. */
+function childRunRecord(
+  dc: DelegationDeps,
+  parent: RunRecord,
+  op: Operation,
+  plan: ChildRunPlan,
+  at: { runId: string; reducer: NonNullable<ChildRunPlan['reducer']>; now: number; slot: number | undefined },
+): ReturnType<typeof createRunRecord> {
+  const { runId, reducer, now, slot } = at;
+  return createRunRecord(
+    {
+      run_id: runId,
+      principal: parent.principal,
+      subject: plan.subject,
+      reducer,
+      input: plan.input,
+      ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
+      ...(plan.context !== undefined ? { context: plan.context } : {}),
+      budgets: plan.budgets,
+      reserved: plan.reserved,
+      ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
+      on_exceeded: plan.on_exceeded,
+      executor_config: plan.executor_config,
+      // A child runs under the registries its parent was admitted with.
+      ...(parent.pinned !== undefined ? { pinned: parent.pinned } : {}),
+      parent_run_id: plan.parent_run_id,
+      parent_op_id: op.op_id,
+      depth: plan.depth,
+      wake_delay_ms: dc.wakeGraceMs,
+      // A child never runs at a lower tier than the run that delegated to it.
+      risk_tier: parent.risk_tier,
+      ...(slot !== undefined ? { quota_slot: slot } : {}),
+    },
+    now,
+  );
+}
+
+/**
+ * The run context a child inherits when its delegation gives none: the parent's (tools,
+ * instructions, mode) as a task, since a child must end (and hand back) on its own, never wait
+ * for a user; undefined when the parent started without one.
+ */
+async function inheritedContext(dc: DelegationDeps, parent: RunRecord): Promise<unknown> {
+  const [started] = await dc.store.readEvents(parent.run_id, 0, 1);
+  const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
+  return inherited === undefined ? undefined : childContextOf(inherited);
+}
+
 async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation): Promise<ToolResultEnvelope> {
   const args = delegateArgsOf(parent, op);
   if ('envelope' in args) return args;
-  if (args.context === undefined) {
-    // The child inherits the parent's run context (tools, instructions, mode) unless given one.
-    // A child is a task: it must end (and hand back) on its own, never wait for a user.
-    const [started] = await dc.store.readEvents(parent.run_id, 0, 1);
-    const inherited = started?.kind === 'run_started' ? started.data.context : undefined;
-    if (inherited !== undefined) args.context = childContextOf(inherited);
-  }
+  const inherited = args.context === undefined ? await inheritedContext(dc, parent) : undefined;
+  if (inherited !== undefined) args.context = inherited;
   const planned = planChildRun(parent, op.op_id, args, dc.clock.now());
   if ('refused' in planned) {
     return delegationFailedEnvelope(op.op_id, 'permission_denied', planned.refused, planned.message);
@@ -158,32 +202,7 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
   const quotaKey =
     maxLive !== undefined && parent.principal.kind !== 'system' ? quotaKeyOf(parent.principal) : null;
   const childRecord = (now: number, slot: number | undefined) =>
-    createRunRecord(
-      {
-        run_id: runId,
-        principal: parent.principal,
-        subject: plan.subject,
-        reducer,
-        input: plan.input,
-        ...(plan.objective !== undefined ? { objective: plan.objective } : {}),
-        ...(plan.context !== undefined ? { context: plan.context } : {}),
-        budgets: plan.budgets,
-        reserved: plan.reserved,
-        ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
-        on_exceeded: plan.on_exceeded,
-        executor_config: plan.executor_config,
-        // A child runs under the registries its parent was admitted with.
-        ...(parent.pinned !== undefined ? { pinned: parent.pinned } : {}),
-        parent_run_id: plan.parent_run_id,
-        parent_op_id: op.op_id,
-        depth: plan.depth,
-        wake_delay_ms: dc.wakeGraceMs,
-        // A child never runs at a lower tier than the run that delegated to it.
-        risk_tier: parent.risk_tier,
-        ...(slot !== undefined ? { quota_slot: slot } : {}),
-      },
-      now,
-    );
+    childRunRecord(dc, parent, op, plan, { runId, reducer, now, slot });
   try {
     return await readDecideCommit<QuotaUsage | null, ToolResultEnvelope>(dc, {
       read: () =>

@@ -15,8 +15,12 @@
 import { z } from 'zod';
 import { HttpError } from './errors.ts';
 
-/** The default bound on open waits per principal (per process). */
-export const DEFAULT_MAX_OPEN_WAITS = 8;
+/**
+ * The default bound on open waits per principal (per process): room for a client that follows
+ * a few dozen runs at once (the replay follows 8 conversations, each with its event poll and
+ * its status reads), far below the hundreds an abandoned-poll flood opened.
+ */
+export const DEFAULT_MAX_OPEN_WAITS = 32;
 
 /** Frees the slot a wait holds; calling it again does nothing. */
 export type ReleaseSlot = () => void;
@@ -79,7 +83,7 @@ export function createWaitSlots(max: number, now: () => number = Date.now): Wait
 const MaxOpenWaits = z.coerce.number().int().positive();
 
 /**
- * The bound from `AGENT_RUNS_MAX_OPEN_WAITS` (a positive integer; unset or empty: 8). Throws an
+ * The bound from `AGENT_RUNS_MAX_OPEN_WAITS` (a positive integer; unset or empty: 32). Throws an
  * Error naming the variable when it is set to anything else.
  */
 export function maxOpenWaitsFromEnv(env: Record<string, string | undefined>): number {

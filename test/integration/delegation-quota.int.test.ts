@@ -14,9 +14,12 @@ import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { delegator } from '../support/reducers.ts';
 
+// Ids of their own: the table is shared, and other test files leave live runs of a 'bob'
+// holding quota slots under that principal's key.
+const TAG = randomUUID().slice(0, 8);
 const PRINCIPALS: Record<string, Principal> = {
-  alice: { kind: 'user', id: 'alice' },
-  bob: { kind: 'user', id: 'bob' },
+  alice: { kind: 'user', id: `alice-${TAG}` },
+  bob: { kind: 'user', id: `bob-${TAG}` },
 };
 type Who = keyof typeof PRINCIPALS;
 const REDUCER = '/r/delegator';
@@ -114,7 +117,7 @@ describe('delegation against the live-run quota (AGENT_RUNS_MAX_LIVE_RUNS=3)', (
     expect(parent.body).toMatchObject({ status: 'waiting', counters: { children: 2 } });
     const children = await childrenOf('bob', parentId);
     expect(children).toHaveLength(2);
-    expect((await runtime.store.readQuota('user:bob', 0)).held_slots).toHaveLength(3);
+    expect((await runtime.store.readQuota(`user:${PRINCIPALS.bob?.id}`, 0)).held_slots).toHaveLength(3);
     // bob's own create is 429 as before; alice's quota is her own.
     const refused = await call<{ code: string; details: { limit: string } }>(
       'bob',
@@ -138,7 +141,7 @@ describe('delegation against the live-run quota (AGENT_RUNS_MAX_LIVE_RUNS=3)', (
 
     // Assert
     expect((await call<RunRecord>('bob', 'GET', `/runs/${children[0]}`)).body.status).toBe('stopped');
-    expect((await runtime.store.readQuota('user:bob', 0)).held_slots).toHaveLength(2);
+    expect((await runtime.store.readQuota(`user:${PRINCIPALS.bob?.id}`, 0)).held_slots).toHaveLength(2);
     expect((await call('bob', 'POST', '/runs', createBody('x', null))).status).toBe(201);
   });
 });

@@ -387,8 +387,8 @@ describe('the local gateway ends a long poll when its client goes away', () => {
 
 describe('AGENT_RUNS_MAX_OPEN_WAITS and the slot count', () => {
   it('defaults to 8, takes a positive integer and names the variable otherwise', () => {
-    expect(maxOpenWaitsFromEnv({})).toBe(8);
-    expect(maxOpenWaitsFromEnv({ AGENT_RUNS_MAX_OPEN_WAITS: '' })).toBe(8);
+    expect(maxOpenWaitsFromEnv({})).toBe(32);
+    expect(maxOpenWaitsFromEnv({ AGENT_RUNS_MAX_OPEN_WAITS: '' })).toBe(32);
     expect(maxOpenWaitsFromEnv({ AGENT_RUNS_MAX_OPEN_WAITS: '3' })).toBe(3);
     for (const bad of ['0', '-1', '2.5', 'many'])
       expect(() => maxOpenWaitsFromEnv({ AGENT_RUNS_MAX_OPEN_WAITS: bad })).toThrow(
