@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import ts from 'typescript';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = join(root, 'packages/client');
@@ -26,6 +27,40 @@ const step = (text: string) =>
 const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) =>
   execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 let stack: ChildProcess | undefined;
+
+/**
+ * The exports of the declaration files `entries` (and the members of exported interfaces and
+ * classes) that carry no doc comment, as `name` or `name.member`: what an editor would show
+ * without a word.
+ */
+function undocumented(entries: string[]): string[] {
+  const program = ts.createProgram(entries, {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    skipLibCheck: true,
+    noEmit: true,
+  });
+  const checker = program.getTypeChecker();
+  const doc = (symbol: ts.Symbol) => ts.displayPartsToString(symbol.getDocumentationComment(checker)).trim();
+  const missing: string[] = [];
+  for (const entry of entries) {
+    const file = program.getSourceFile(entry);
+    const module = file === undefined ? undefined : checker.getSymbolAtLocation(file);
+    if (module === undefined) throw new Error(`cannot read the declarations ${entry}`);
+    for (const exported of checker.getExportsOfModule(module)) {
+      const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
+      if (doc(symbol) === '') missing.push(exported.name);
+      if (!(symbol.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.Class))) continue;
+      for (const member of checker.getDeclaredTypeOfSymbol(symbol).getProperties()) {
+        // Inherited from the platform (Error's message, stack, cause): documented there.
+        const own = member.declarations?.some((d) => d.getSourceFile().fileName.includes('/dist/'));
+        if (own !== true || member.name === 'name') continue;
+        if (doc(member) === '') missing.push(`${exported.name}.${member.name}`);
+      }
+    }
+  }
+  return missing;
+}
 
 /** The ```ts blocks of a Markdown text, each with the lines its `// prints: ` comments name. */
 function tsBlocks(markdown: string): { code: string; prints: string[] }[] {
@@ -104,6 +139,11 @@ try {
   );
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', project], project);
   step('a consumer type-checks against the declarations');
+
+  const dist = join(project, 'node_modules/@agent-runs/client/dist/lib/client');
+  const bare = undocumented([join(dist, 'index.d.ts'), join(dist, 'node.d.ts')]);
+  if (bare.length > 0) throw new Error(`exports without a doc comment: ${bare.join(', ')}`);
+  step('every export of the two entries has a doc comment in the declarations');
 
   const sampleFiles = samples.map((sample, i) => {
     const file = `readme-${i + 1}.ts`;

@@ -10,6 +10,7 @@ export class ApiError extends Error {
   readonly code: string;
   /** HTTP status; 0 when the API could not be reached. */
   readonly status: number;
+  /** What the API added: the field a validation_failed names, a refusal's reason, a lease's expires_at, ... ({} when nothing). */
   readonly details: Record<string, unknown>;
   /** Seconds the API asked to wait before a retry (Retry-After), when it said so. */
   readonly retryAfterSeconds: number | undefined;
@@ -27,7 +28,11 @@ export class ApiError extends Error {
     this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
-  /** Whether retrying the same call later may succeed: unreachable (0) or store_unavailable (503). */
+  /**
+   * Whether retrying the same call later may succeed: unreachable (0) or store_unavailable
+   * (503). False for every other code, `quota_exceeded` (429) included: retry that one, if at
+   * all, no sooner than `retryAfterSeconds`.
+   */
   get retryable(): boolean {
     return this.status === 0 || this.status === 503;
   }
