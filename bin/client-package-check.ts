@@ -5,14 +5,18 @@
  * packs it with `npm pack`, installs the tarball into a fresh project, type-checks a consumer
  * against its declarations, starts the local stack and runs the smoke script
  * (packages/client/smoke/smoke.mjs) on the machine's Node 20 when there is one and on Node 24.
- * Exits 1 on the first failure. Issue 13, "An installable client and CLI".
+ * The package's README.md must be in the tarball, and every ```ts block of it is written into
+ * the consumer project, type-checked against the installed declarations and run on Node 24
+ * against the local stack: each must exit 0 and print every line its `// prints: ...` comments
+ * name. Exits 1 on the first failure. Issue 13, "An installable client and CLI"; issue 27.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import ts from 'typescript';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = join(root, 'packages/client');
@@ -23,6 +27,49 @@ const step = (text: string) =>
 const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) =>
   execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 let stack: ChildProcess | undefined;
+
+/**
+ * The exports of the declaration files `entries` (and the members of exported interfaces and
+ * classes) that carry no doc comment, as `name` or `name.member`: what an editor would show
+ * without a word.
+ */
+function undocumented(entries: string[]): string[] {
+  const program = ts.createProgram(entries, {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    skipLibCheck: true,
+    noEmit: true,
+  });
+  const checker = program.getTypeChecker();
+  const doc = (symbol: ts.Symbol) => ts.displayPartsToString(symbol.getDocumentationComment(checker)).trim();
+  const missing: string[] = [];
+  for (const entry of entries) {
+    const file = program.getSourceFile(entry);
+    const module = file === undefined ? undefined : checker.getSymbolAtLocation(file);
+    if (module === undefined) throw new Error(`cannot read the declarations ${entry}`);
+    for (const exported of checker.getExportsOfModule(module)) {
+      const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
+      if (doc(symbol) === '') missing.push(exported.name);
+      if (!(symbol.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.Class))) continue;
+      for (const member of checker.getDeclaredTypeOfSymbol(symbol).getProperties()) {
+        // Inherited from the platform (Error's message, stack, cause): documented there.
+        const own = member.declarations?.some((d) => d.getSourceFile().fileName.includes('/dist/'));
+        if (own !== true || member.name === 'name') continue;
+        if (doc(member) === '') missing.push(`${exported.name}.${member.name}`);
+      }
+    }
+  }
+  return missing;
+}
+
+/** The ```ts blocks of a Markdown text, each with the lines its `// prints: ` comments name. */
+function tsBlocks(markdown: string): { code: string; prints: string[] }[] {
+  return [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => {
+    const code = m[1] as string;
+    const prints = [...code.matchAll(/^\/\/ prints: (.*)$/gm)].map((p) => (p[1] as string).trim());
+    return { code, prints };
+  });
+}
 
 try {
   rmSync(join(pkg, 'dist'), { recursive: true, force: true });
@@ -42,6 +89,16 @@ try {
     logLevel: 'silent',
   });
   step('the main entry bundles for the browser');
+
+  const packed = JSON.parse(run('npm', ['pack', '--dry-run', '--json', '--silent'], pkg)) as {
+    files: { path: string }[];
+  }[];
+  const packedFiles = packed[0]?.files.map((f) => f.path) ?? [];
+  if (!packedFiles.includes('README.md'))
+    throw new Error(`the tarball has no README.md (files: ${packedFiles.slice(0, 10).join(', ')}, ...)`);
+  const samples = tsBlocks(readFileSync(join(pkg, 'README.md'), 'utf8'));
+  if (samples.length === 0) throw new Error('packages/client/README.md has no ```ts sample');
+  step(`the tarball holds README.md (${samples.length} TypeScript samples)`);
 
   run('npm', ['pack', '--pack-destination', work, '--silent'], pkg);
   const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'));
@@ -83,6 +140,41 @@ try {
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', project], project);
   step('a consumer type-checks against the declarations');
 
+  const dist = join(project, 'node_modules/@agent-runs/client/dist/lib/client');
+  const bare = undocumented([join(dist, 'index.d.ts'), join(dist, 'node.d.ts')]);
+  if (bare.length > 0) throw new Error(`exports without a doc comment: ${bare.join(', ')}`);
+  step('every export of the two entries has a doc comment in the declarations');
+
+  const sampleFiles = samples.map((sample, i) => {
+    const file = `readme-${i + 1}.ts`;
+    writeFileSync(join(project, file), sample.code);
+    return file;
+  });
+  writeFileSync(
+    join(project, 'tsconfig.readme.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2023',
+        lib: ['ES2023', 'DOM'],
+        // The samples read process.env: Node's types from the repository, not installed here.
+        typeRoots: [join(root, 'node_modules/@types')],
+        types: ['node'],
+        noEmit: true,
+        skipLibCheck: true,
+      },
+      files: sampleFiles,
+    }),
+  );
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(project, 'tsconfig.readme.json')],
+    project,
+  );
+  step(`the README's ${samples.length} samples type-check against the declarations`);
+
   const stackDir = join(work, 'stack');
   run('mkdir', ['-p', stackDir], work);
   stack = spawn(
@@ -113,6 +205,21 @@ try {
     }
   }
   for (const node of nodes) console.log(run(node, ['smoke.mjs'], project, env).trim());
+  for (const [i, sample] of samples.entries()) {
+    const file = sampleFiles[i] as string;
+    const out = execFileSync(process.execPath, ['--no-warnings', file], {
+      cwd: project,
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines = out.split('\n').map((l) => l.trim());
+    const missing = sample.prints.filter((p) => !lines.includes(p));
+    if (missing.length > 0)
+      throw new Error(`README sample ${i + 1} did not print ${JSON.stringify(missing)}; it printed:\n${out}`);
+  }
+  step(`the README's ${samples.length} samples ran against the local stack`);
   step('passed');
 } catch (error) {
   console.error(`client:check failed: ${error instanceof Error ? error.message : String(error)}`);

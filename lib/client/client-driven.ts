@@ -17,7 +17,9 @@ import {
 } from '../contracts/index.ts';
 import type { CallFn } from './call.ts';
 
+/** What every client-driven write answers: the run as it is now, and the lease (null once let go or the run ended). */
 const Write = z.object({ run: RunRecord, lease: LeaseGrant.nullable() });
+/** What every client-driven write answers: `{run, lease}`, the run after the write and the lease (null once let go or the run ended). */
 export type ClientWrite = z.infer<typeof Write>;
 const LeaseAnswer = z.object({ lease: LeaseGrant, run: RunRecord });
 const Begun = Write.extend({ operation: Operation.nullable() });
@@ -26,6 +28,11 @@ const Opened = Write.extend({ request_id: z.string() });
 const Taken = Write.extend({
   steers: z.array(z.object({ steer_id: z.string(), input: z.unknown(), seq: z.number().int() })),
 });
+/**
+ * `GET /runs/{id}/lease`: whether the run is client-driven, its status and epoch, the lease
+ * (`{owner, epoch, expires_at}`, ms epoch) or null, `expires_in_ms` (null without a lease), the
+ * operation in flight, and how many steers are queued and requests open.
+ */
 export const LeaseView = z.object({
   run_id: z.string(),
   client_driven: z.boolean(),
@@ -39,17 +46,44 @@ export const LeaseView = z.object({
 });
 export type LeaseView = z.infer<typeof LeaseView>;
 
+/**
+ * The client-driven routes, on `AgentRunsClient`. Every write but `takeLease` carries the fence
+ * `{owner, epoch}` of the lease taken. Errors common to all: `run_not_found` (404),
+ * `not_client_driven` (409, the run has a reducer), `fenced_out` (409, the lease was lost:
+ * expiry, takeover, stop, pause), `run_terminal` (409), `invalid_state` (409, `details.reason`),
+ * `validation_failed` (400).
+ */
 export interface ClientDrivenMethods {
-  /** Takes the lease as `owner` (or renews `{owner, epoch}`); ttl in ms (default 90 000). */
+  /**
+   * Takes the lease as `owner` (or renews `{owner, epoch}`); `ttl_ms` 1 000..900 000 (default
+   * 90 000). Resolves with `{lease: {owner, epoch, expires_at}, run}`. Errors: `lease_held`
+   * (409, another owner holds it until `details.expires_at`), `fenced_out` (409, a renewal of a
+   * lease that was lost).
+   */
   takeLease(
     runId: string,
     body: { owner: string; epoch?: number; ttl_ms?: number },
   ): Promise<z.infer<typeof LeaseAnswer>>;
+  /** Lets the lease go (the run stays running; another client may take it at once). */
   releaseLease(runId: string, fence: Fence): Promise<ClientWrite>;
+  /**
+   * Begins an operation the client executes itself: `kind` `model_turn`, `tool_call` (with
+   * `request: {tool, args, mutating}` and `replay_safe`), `compaction` or `custom` (with `name`).
+   * Resolves with the operation in flight (`op_id`), the same one when repeated before its
+   * outcome, or `operation: null` when a budget paused or failed the run instead.
+   */
   beginOperation(
     runId: string,
     body: Record<string, unknown> & { fence: Fence; kind: string },
   ): Promise<z.infer<typeof Begun>>;
+  /**
+   * Reports how operation `op_id` ended, exactly one of `result` (`model_turn_completed` with
+   * `usage` {input_tokens, output_tokens}, `tool_result`, `operation_failed`,
+   * `operation_cancelled`) or `turn_outcome` (an agent.external-runtime.turn-outcome.v1
+   * document). Resolves with the seq of the event it recorded. Errors: `turn_outcome_refused`
+   * (409, `details.reason_code`: `binding-mismatch` when binding/ref is not the run id,
+   * `event-stale` when turn/ref is not the operation in flight, `usage-missing`, ...).
+   */
   reportOutcome(
     runId: string,
     body: { fence: Fence; op_id: string } & (
@@ -57,17 +91,21 @@ export interface ClientDrivenMethods {
       | { turn_outcome: Record<string, unknown> }
     ),
   ): Promise<z.infer<typeof Reported>>;
+  /** Opens an approval or a question between operations (the run waits); resolves with its `request_id`. */
   openRequest(
     runId: string,
     fence: Fence,
     request: OpenRequestInput['request'],
   ): Promise<z.infer<typeof Opened>>;
+  /** Takes the queued steers, oldest first (`{steer_id, input, seq}`); none → []. */
   takeSteers(runId: string, fence: Fence): Promise<z.infer<typeof Taken>>;
+  /** Ends the run `completed` (outcome default `succeeded`), with an optional summary; the lease ends with it. */
   completeRun(
     runId: string,
     fence: Fence,
     body?: { outcome?: 'succeeded' | 'partial' | 'blocked'; summary?: string },
   ): Promise<ClientWrite>;
+  /** Ends the run `failed` with the caller's error `code`; the lease ends with it. */
   failRun(runId: string, fence: Fence, code: string): Promise<ClientWrite>;
   /** Who holds the lease of a run, at which epoch, until when (`agent-runs lease RUN`). */
   lease(runId: string): Promise<LeaseView>;
@@ -75,6 +113,7 @@ export interface ClientDrivenMethods {
 
 const path = (runId: string, rest: string) => `/runs/${encodeURIComponent(runId)}${rest}`;
 
+/** The client-driven methods on `call` (mixed into the client by `createClient`). */
 export function clientDrivenMethods(call: CallFn): ClientDrivenMethods {
   const post = <T extends z.ZodType>(runId: string, rest: string, json: unknown, schema: T) =>
     call({ method: 'POST', path: path(runId, rest), json, schema });

@@ -36,6 +36,12 @@ const ErrorBody = z.object({
   details: z.record(z.string(), z.unknown()).default({}),
 });
 
+/**
+ * The answer to `POST /runs` and `POST /runs/{id}/fork`: the run record as created, `created`
+ * (false when a `create_key` replay answered with the run it created before), and
+ * `control_capability`, a token that lets its holder control this one run (sent as
+ * `X-Control-Capability`; `RunCallOptions.capability`), when the API issued one.
+ */
 export const CreateRunResult = z.object({
   run: RunRecord,
   created: z.boolean(),
@@ -43,9 +49,15 @@ export const CreateRunResult = z.object({
 });
 export type CreateRunResult = z.infer<typeof CreateRunResult>;
 
+/** One page of `GET /runs`: run records, newest first; `cursor` (opaque) fetches the next page, absent on the last. */
 export const RunPage = z.object({ runs: z.array(RunRecord), cursor: z.string().optional() });
 export type RunPage = z.infer<typeof RunPage>;
 
+/**
+ * One page of `GET /runs/{id}/events`: `events` in seq order (seq > the `after` asked for);
+ * `next_after`, the `after` of the next page; `last_seq`, the run's last event so far; `status`,
+ * the run's status when the page was read.
+ */
 export const EventPage = z.object({
   events: z.array(RunEvent),
   next_after: z.number().int().min(0),
@@ -56,6 +68,10 @@ export const EventPage = z.object({
 });
 export type EventPage = z.infer<typeof EventPage>;
 
+/**
+ * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, the seq it was taken
+ * at, the state it holds and its digest; what `fork` starts from.
+ */
 export const Checkpoint = CheckpointContract;
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
@@ -69,6 +85,7 @@ export const StateRevision = z.object({
 });
 export type StateRevision = z.infer<typeof StateRevision>;
 
+/** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
 export const ChildRun = z.object({
   run_id: z.string(),
   status: z.string(),
@@ -91,6 +108,10 @@ export const Delivery = z.union([
 ]);
 export type Delivery = z.infer<typeof Delivery>;
 
+/**
+ * A registered function artifact (`PUT /functions/{path}`): its path, kind (`js`, `wasm`,
+ * `star`), content hash and size in bytes.
+ */
 export const FunctionArtifact = z.object({
   function_path: z.string(),
   kind: z.enum(['js', 'wasm', 'star']),
@@ -125,19 +146,28 @@ export interface RunCallOptions {
   capability?: string;
 }
 
+/** Per-call options of a control (stop, pause, resume, steer, approve, answer). */
 export interface ControlOptions extends RunCallOptions {
   /** Reuse an id to retry a control safely; default: a fresh UUID. */
   control_id?: string;
 }
 
+/**
+ * The filters of `listRuns`: `status` (runs in that status, newest first, paged) or `subject`
+ * (its live run); one of the two is required (`validation_failed` naming `status` otherwise).
+ */
 export interface ListRunsParams {
+  /** Only runs in this status. */
   status?: RunStatus;
+  /** Only runs on this subject. */
   subject?: { workspace: string; path: string };
   /** 1..100 (default 20). */
   limit?: number;
+  /** The `cursor` of the previous page. */
   cursor?: string;
 }
 
+/** Which events `events` reads: a page after a seq, optionally long-polling for the first. */
 export interface EventsParams extends RunCallOptions {
   /** Events with seq > after (default 0). */
   after?: number;
@@ -147,6 +177,10 @@ export interface EventsParams extends RunCallOptions {
   wait?: number;
 }
 
+/**
+ * The options of `followEvents`: where to start (`after`), the page size, the long-poll `wait`
+ * per request (seconds, default 20 here), a signal to stop, and a callback per page.
+ */
 export interface FollowParams extends EventsParams {
   /** Stops the iteration (between pages). */
   signal?: AbortSignal;
@@ -154,6 +188,7 @@ export interface FollowParams extends EventsParams {
   onPage?: (page: EventPage) => void;
 }
 
+/** The options of `createClient`: where the API is and how to authenticate. */
 export interface ClientOptions {
   /** e.g. `http://127.0.0.1:8787` or the API Gateway URL (a path prefix such as a stage is kept). */
   baseUrl: string;
@@ -165,13 +200,36 @@ export interface ClientOptions {
   fetch?: (request: Request) => Response | Promise<Response>;
 }
 
+/**
+ * The typed client of the HTTP API, made by `createClient`: one method per route. Every method
+ * resolves with the answer parsed with its documented schema, and rejects with an `ApiError`:
+ * the API's `code` and HTTP `status` (`run_not_found` 404, `validation_failed` 400 naming the
+ * field in `details`, ...), `unreachable` (status 0) when there was no answer, or
+ * `invalid_response` when the answer does not have the documented shape. Methods that name a
+ * run send the client's (or the call's) control capability.
+ */
 export interface AgentRunsClient extends ClientDrivenMethods {
+  /** The API's base URL, without a trailing slash. */
   readonly baseUrl: string;
   /** The token the client sends (the live WebSocket presents it too). */
   readonly token?: string;
+  /**
+   * Creates a run (`POST /runs`): server-driven with a `reducer`, client-driven with `reducer:
+   * null`. Resolves with `{run, created, control_capability?}`; `created: false` with the run
+   * that already was there for a `create_key` replay or a subject with a live run. Errors:
+   * `validation_failed` (400, `details` names the field), `subject_busy` (409, the subject's
+   * live run is one the caller may not see), `create_key_reused` (409, the key was used for
+   * another request), `reducer_not_found` (422), `quota_exceeded` (429, `retryAfterSeconds`).
+   */
   createRun(input: CreateRunInput): Promise<CreateRunResult>;
+  /** The run record (`GET /runs/{id}`). Errors: `run_not_found` (404, also for a run the caller may not see). */
   getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
+  /** One page of runs the caller may read (`GET /runs`): by status, newest first, or a subject's live run. */
   listRuns(params: ListRunsParams): Promise<RunPage>;
+  /**
+   * One page of a run's events (`GET /runs/{id}/events`): seq > `after`, at most `limit`,
+   * waiting up to `wait` seconds for the first when there is none yet.
+   */
   events(runId: string, params?: EventsParams): Promise<EventPage>;
   /**
    * Yields every event after `after`, long-polling, until the run has settled (ended, its reducer
@@ -179,7 +237,9 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * holds as many open waits as the API allows) is waited out for its Retry-After, then polled again.
    */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
+  /** The run's checkpoints, oldest first. */
   checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
+  /** Checkpoint number `n` of the run. Errors: `checkpoint_not_found` (404). */
   checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
   /** The child runs `runId` delegated to, oldest first. */
   children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
@@ -190,9 +250,22 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
    */
   fork(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
+  /**
+   * Sends any control (`POST /runs/{id}/controls`; `command` names it), with a fresh
+   * `control_id` when none is given. Resolves with the ack: `{ack: 'applied', seq}`,
+   * `{ack: 'duplicate', original_seq}` (this control_id was applied before) or
+   * `{ack: 'rejected', reason, seq}` (recorded, not applied: `already_paused`, `run_busy`, ...).
+   * Errors: `run_terminal` (409), `validation_failed` (400).
+   */
   control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
+  /** Stops the run: at once between operations, or once the operation in flight ended (`cancelling`). */
   stop(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
+  /** Pauses the run at its next boundary between operations. */
   pause(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
+  /**
+   * Resumes a paused run; `budget_increase` raises limits by the amounts given (keys are budget
+   * names such as `max_turns`), `accept_reducer_change` accepts a reducer that changed since.
+   */
   resume(
     runId: string,
     options?: ControlOptions & {
@@ -210,6 +283,10 @@ export interface AgentRunsClient extends ClientDrivenMethods {
     input: unknown,
     options?: ControlOptions & { when_busy?: 'enqueue' | 'reject' | 'interrupt' },
   ): Promise<ControlAck>;
+  /**
+   * Decides an open approval: `requestId` and `subjectDigest` as the open request shows them
+   * (`run.open_requests`); `decision` default `approved`.
+   */
   approve(
     runId: string,
     requestId: string,
@@ -218,13 +295,18 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   ): Promise<ControlAck>;
   /** provide_input: answers an open question. */
   answer(runId: string, requestId: string, value: unknown, options?: ControlOptions): Promise<ControlAck>;
-  /** Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key. */
-  /** `delivery_id`: the caller's id of this delivery, so that a repeat is answered as a duplicate. */
+  /**
+   * Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key
+   * (`POST /results/{key}`). `delivery_id`: the caller's id of this delivery, so that a repeat
+   * is answered as a duplicate. Errors: `resume_key_not_found` (404),
+   * `result_already_delivered` (409, another delivery was applied).
+   */
   deliver(
     resumeKey: string,
     result: unknown,
     options?: RunCallOptions & { delivery_id?: string },
   ): Promise<Delivery>;
+  /** The registered tools (`GET /v1/tools`): metadata only, never handlers or credentials. */
   tools(): Promise<ToolDescriptor[]>;
   /** Registers an artifact (admin): `functionPath` starts with `/`; `kind` picks the Content-Type. */
   putFunction(
@@ -232,7 +314,9 @@ export interface AgentRunsClient extends ClientDrivenMethods {
     bytes: Uint8Array,
     kind: FunctionArtifact['kind'],
   ): Promise<FunctionArtifact>;
+  /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
   health(): Promise<{ status: 'ok' }>;
+  /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
   openapi(): Promise<Record<string, unknown>>;
   /**
    * Publishes a tool, the policy or an agent as a new immutable version (admin): `POST
@@ -249,6 +333,7 @@ export interface AgentRunsClient extends ClientDrivenMethods {
 
 export type { Call, CallFn } from './call.ts';
 
+/** The request function of a client at `baseUrl` (no trailing slash): JSON in, the parsed shape out, ApiError on failure. */
 export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
   const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
   return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
@@ -535,7 +620,6 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
   };
 }
 
-/** Builds a client. Does no I/O until a method is called. */
 /** Sleeps `ms`, or less when `signal` aborts first. */
 function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted === true) return Promise.resolve();
@@ -550,6 +634,15 @@ function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+/**
+ * Builds a client of the API at `options.baseUrl` (a trailing slash is dropped; a path prefix is
+ * kept), sending `options.token` as a bearer token. Does no I/O until a method is called; never
+ * throws itself.
+ *
+ * @example
+ * const client = createClient({ baseUrl: 'http://127.0.0.1:8787', token });
+ * const { run } = await client.createRun({ subject: { workspace: 'demo', path: '/a' }, reducer: null });
+ */
 export function createClient(options: ClientOptions): AgentRunsClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const call = httpCaller(baseUrl, options);

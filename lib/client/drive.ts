@@ -18,6 +18,7 @@ export type OperationReport =
   /** An agent.external-runtime.turn-outcome.v1 document; its turn/ref is the op_id. */
   | { turn_outcome: Record<string, unknown> };
 
+/** How `drive` holds the lease: the owner name, its length and how often it is renewed. */
 export interface DriveOptions {
   /** The lease owner name (default `client-{uuid}`). */
   owner?: string;
@@ -27,7 +28,13 @@ export interface DriveOptions {
   renewEveryMs?: number;
 }
 
+/**
+ * What the loop of `drive` is given: the run, the fence, a signal that aborts when the lease is
+ * lost or the run stops, and the fenced writes (operations, steers, questions, the end). Each
+ * write throws ApiError (`fenced_out` once the lease was lost).
+ */
 export interface DriveSession {
+  /** The run being driven. */
   readonly runId: string;
   /** The fence every write carries. */
   readonly fence: Fence;
@@ -50,13 +57,17 @@ export interface DriveSession {
   steers(): Promise<unknown[]>;
   /** Opens a question; returns its request_id. */
   ask(question: string, options?: { choices?: string[] }): Promise<string>;
+  /** Ends the run `completed` (outcome default `succeeded`); returns the ended run. */
   complete(summary?: string, outcome?: 'succeeded' | 'partial' | 'blocked'): Promise<RunRecord>;
+  /** Ends the run `failed` with the error `code`; returns the ended run. */
   fail(code: string): Promise<RunRecord>;
 }
 
 /** The run's state after `drive` returned. */
 export interface DriveResult<T> {
+  /** What the loop returned (undefined when it did not return). */
   value: T | undefined;
+  /** The run as last seen. */
   run: RunRecord;
   /** Why the loop ended: it returned, the lease was lost, or the run stopped. */
   ended: 'returned' | 'lease_lost' | 'stopped';

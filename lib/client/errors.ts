@@ -10,6 +10,7 @@ export class ApiError extends Error {
   readonly code: string;
   /** HTTP status; 0 when the API could not be reached. */
   readonly status: number;
+  /** What the API added: the field a validation_failed names, a refusal's reason, a lease's expires_at, ... ({} when nothing). */
   readonly details: Record<string, unknown>;
   /** Seconds the API asked to wait before a retry (Retry-After), when it said so. */
   readonly retryAfterSeconds: number | undefined;

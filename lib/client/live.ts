@@ -11,9 +11,11 @@ import { createParser } from 'eventsource-parser';
 import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
 import { ApiError } from './errors.ts';
 
+/** The options of `followLive` and `followSse`: where to start, how to stop, reconnect pacing. */
 export interface FollowLiveOptions {
   /** Events with seq > after (default 0). */
   after?: number;
+  /** Stops the follow (the iterator returns). */
   signal?: AbortSignal;
   /** Called when the transport (re)connects, with the seq it resumes from. */
   onConnect?: (after: number) => void;
@@ -29,6 +31,7 @@ export interface LiveTarget {
   baseUrl: string;
   /** The live WebSocket (`ws://` / `wss://`). */
   wsUrl?: string;
+  /** The bearer token (HTTP) or `token` query parameter (WebSocket). */
   token?: string;
   /**
    * A fresh token, asked for at each (re)connect; without it `token` is used. The server ends a
@@ -38,6 +41,7 @@ export interface LiveTarget {
    * without a provider rather than reconnecting with the same expired token.
    */
   tokenProvider?: () => string | Promise<string>;
+  /** Replaces global fetch (server-sent events). */
   fetch?: (request: Request) => Promise<Response>;
 }
 

@@ -23,7 +23,9 @@ export type LocalState = z.infer<typeof LocalState>;
 /** The state file is there but unreadable or malformed. */
 export class LocalStateError extends Error {
   override name = 'LocalStateError';
+  /** Always `local_state_invalid`. */
   readonly code = 'local_state_invalid';
+  /** The state file's path. */
   readonly path: string;
   constructor(path: string, message: string, options?: ErrorOptions) {
     super(message, options);

@@ -110,5 +110,10 @@ export const RejectedAck = z.object({
   reason: z.string(),
   seq: z.number().int().positive(),
 });
+/**
+ * The answer to a control: `{ack: 'applied', seq}` (the seq of the event it recorded),
+ * `{ack: 'duplicate', original_seq}` (a control with this control_id was applied before), or
+ * `{ack: 'rejected', reason, seq}` (recorded and not applied; `reason` a ControlRejectionReason).
+ */
 export const ControlAck = z.discriminatedUnion('ack', [AppliedAck, DuplicateAck, RejectedAck]);
 export type ControlAck = z.infer<typeof ControlAck>;

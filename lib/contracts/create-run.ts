@@ -46,6 +46,14 @@ const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
   refuseControlChars(ctx, ['node_id'], subject.node_id);
 });
 
+/**
+ * What `POST /runs` takes: the `subject` (`{workspace, path, node_id?}`) the run works on; the
+ * `reducer` (`{function_path, handler?}`) that drives it, or null for a client-driven run; the
+ * first `input`; `objective` and `context` (together at most 160 KiB as JSON, `too_large`);
+ * `budgets` (limits such as `max_turns`, `max_total_tokens`, `max_wall_ms` in ms) and what
+ * happens when one is reached (`on_exceeded`, default `pause`); `create_key` (1..256 chars) to
+ * make a retried create answer the same run. Unknown keys are refused (`validation_failed`).
+ */
 export const CreateRunInput = z
   .strictObject({
     /** Strict here: an unknown key in a client's subject is a typo, never silently kept. No control characters. */

@@ -13,6 +13,11 @@ import { RUN_STATUSES } from './names.ts';
 // ---------------------------------------------------------------- statuses
 
 export { isTerminalStatus, RUN_STATUSES, TERMINAL_STATUSES, type TerminalStatus } from './names.ts';
+/**
+ * A run's status: `queued`, `running`, `waiting` (an approval or question is open), `paused`,
+ * `cancelling` (stopping once the operation in flight ends), and the terminal `completed`,
+ * `failed`, `stopped`.
+ */
 export const RunStatus = z.enum(RUN_STATUSES);
 export type RunStatus = z.infer<typeof RunStatus>;
 
