@@ -24,17 +24,11 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
-import type { Call, CallFn } from './call.ts';
+import { type CallerOptions, type CallFn, httpCaller } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 
 // ---------------------------------------------------------------- response shapes
-
-const ErrorBody = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()).default({}),
-});
 
 /**
  * The answer to `POST /runs` and `POST /runs/{id}/fork`: the run record as created, `created`
@@ -189,15 +183,9 @@ export interface FollowParams extends EventsParams {
 }
 
 /** The options of `createClient`: where the API is and how to authenticate. */
-export interface ClientOptions {
+export interface ClientOptions extends CallerOptions {
   /** e.g. `http://127.0.0.1:8787` or the API Gateway URL (a path prefix such as a stage is kept). */
   baseUrl: string;
-  /** Sent as `Authorization: Bearer <token>`. */
-  token?: string;
-  /** Sent as `X-Control-Capability` on every call that names a run. */
-  capability?: string;
-  /** Replaces global fetch (tests: `(req) => app.fetch(req)`). */
-  fetch?: (request: Request) => Response | Promise<Response>;
 }
 
 /**
@@ -333,71 +321,7 @@ export interface AgentRunsClient extends ClientDrivenMethods {
 
 export type { Call, CallFn } from './call.ts';
 
-/** The request function of a client at `baseUrl` (no trailing slash): JSON in, the parsed shape out, ApiError on failure. */
-export function httpCaller(baseUrl: string, options: ClientOptions): CallFn {
-  const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
-  return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
-    const url = new URL(baseUrl + c.path);
-    for (const [k, v] of Object.entries(c.query ?? {}))
-      if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers = new Headers({ accept: 'application/json' });
-    if (options.token !== undefined) headers.set('authorization', `Bearer ${options.token}`);
-    const capability = c.capability ?? options.capability;
-    if (capability !== undefined) headers.set('x-control-capability', capability);
-    let body: string | ArrayBuffer | undefined;
-    if (c.json !== undefined) {
-      headers.set('content-type', 'application/json');
-      body = JSON.stringify(c.json);
-    } else if (c.body !== undefined) {
-      headers.set('content-type', c.body.contentType);
-      body = c.body.bytes.slice().buffer;
-    }
-    let response: Response;
-    try {
-      response = await doFetch(new Request(url, { method: c.method, headers, ...(body ? { body } : {}) }));
-    } catch (err) {
-      throw new ApiError(
-        'unreachable',
-        0,
-        `cannot reach ${baseUrl}: ${(err as Error).message}`,
-        {},
-        { cause: err },
-      );
-    }
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    if (!response.ok) {
-      const error = ErrorBody.safeParse(json);
-      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
-      const retry = Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {};
-      if (error.success) {
-        throw new ApiError(error.data.code, response.status, error.data.message, error.data.details, retry);
-      }
-      throw new ApiError(
-        `http_${response.status}`,
-        response.status,
-        `${c.method} ${c.path}: HTTP ${response.status} ${text.slice(0, 200)}`,
-        {},
-        retry,
-      );
-    }
-    const parsed = c.schema.safeParse(json);
-    if (!parsed.success) {
-      throw new ApiError(
-        'invalid_response',
-        response.status,
-        `${c.method} ${c.path}: the response does not have the documented shape`,
-        { issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) },
-      );
-    }
-    return parsed.data;
-  };
-}
+export { httpCaller } from './call.ts';
 
 const enc = encodeURIComponent;
 const runPath = (runId: string) => `/runs/${enc(runId)}`;

@@ -119,7 +119,9 @@ function unpackPair(packed: Uint8Array): { first: string; second: string } {
  * numbers, not part of the compressed body, so that a commit can settle its own charge (the
  * units depend on the item's size, metering.ts) by rewriting this one short attribute instead of
  * compressing the record again. A counter added later goes at the end; a shorter array reads
- * the missing counters as 0. `record_item_bytes` and `record_index_keys` are not stored: they
+ * the missing counters as 0. The list is the stored format's, written out here rather than taken
+ * from core/prices.ts's arithmetic list: an edit there must never reorder stored data.
+ * `record_item_bytes` and `record_index_keys` are not stored: they
  * are the item's own size and index keys, read from the item itself (item-codec.ts).
  */
 export const METERED_COUNTERS = [
