@@ -58,25 +58,31 @@
  */
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import { overLimitMessage, type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
+import type { Metered } from '../contracts/index.ts';
+import {
+  overLimitMessage,
+  type RunEvent,
+  type RunRecord,
+  type Subject,
+  safeParseRunRecord,
+} from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
-import type { Metered } from '../contracts/index.ts';
 import type { Commit } from '../engine/ports.ts';
-import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
-import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
+import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
 import {
-  emptyTail,
   type EventTail,
+  emptyTail,
   eventSk,
   TAIL_ITEM_LIMIT,
   TAIL_TEXT_LIMIT,
   type TailState,
   tailPageSk,
 } from './event-tail.ts';
-import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
+import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
+import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
 import { packBody, packMetered, packPageBody } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
@@ -519,7 +525,7 @@ export function planCommit(
   const pk = runPk(commit.record.run_id);
   // Parsed once, without state_at: where the state lives (a plain optional string) is the
   // layout's to say, and each candidate layout's record is this one with it set.
-  const parsed = RunRecord.safeParse(storedRecord(commit, nextVersion, undefined));
+  const parsed = safeParseRunRecord(storedRecord(commit, nextVersion, undefined));
   if (!parsed.success)
     throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
   const base = parsed.data;

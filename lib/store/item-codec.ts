@@ -4,11 +4,16 @@
  * is documented in commit-plan.ts.
  */
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
-import { type RunEvent, RunEvent as RunEventSchema, RunRecord } from '../contracts/index.ts';
+import {
+  type RunEvent,
+  RunEvent as RunEventSchema,
+  type RunRecord,
+  safeParseRunRecord,
+} from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
 import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
 import { type Item, itemSize } from './commit-plan.ts';
-import { emptyTail, type EventTail, parseTail } from './event-tail.ts';
+import { type EventTail, emptyTail, parseTail } from './event-tail.ts';
 import { indexKeysOf } from './metering.ts';
 import { unpackBody, unpackMetered, unpackPageBody, unpackRecord } from './record-codec.ts';
 
@@ -50,7 +55,7 @@ export function recordAndTailOf(item: Item | undefined): { record: RunRecord; ta
   if (item === undefined) return null;
   const texts = textsOf(item);
   if (texts === null) return null;
-  const parsed = RunRecord.safeParse(JSON.parse(texts.record));
+  const parsed = safeParseRunRecord(JSON.parse(texts.record));
   if (!parsed.success)
     throw new Error(`stored run record does not parse: ${parsed.error.issues[0]?.message}`);
   const record =

@@ -15,6 +15,7 @@ import {
   RunEvent,
   type RunEventKind,
   RunRecord,
+  safeParseRunRecord,
   type Usage,
 } from '../../lib/contracts/index.ts';
 import { canonicalJson } from '../../lib/core/canonical.ts';
@@ -460,6 +461,40 @@ describe('run state machine under random action sequences', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it('parses every record, and every record given another status, as the union does', () => {
+    // safeParseRunRecord goes to the shapes of the record's status first (the commit path's
+    // seal); its answer, success or refusal with its issues, must be the union's.
+    const statuses = [
+      'queued',
+      'running',
+      'waiting',
+      'paused',
+      'cancelling',
+      'completed',
+      'failed',
+      'stopped',
+    ];
+    let refused = 0;
+    fc.assert(
+      fc.property(scenario, fc.nat(7), ({ start, actions }, shift) => {
+        for (const step of runWorld(start, actions).steps) {
+          const other = statuses[(statuses.indexOf(step.after.status) + 1 + shift) % statuses.length];
+          for (const value of [step.after, { ...step.after, status: other }, { ...step.after, lease: 7 }]) {
+            const union = RunRecord.safeParse(value);
+            const dispatched = safeParseRunRecord(value);
+            expect(dispatched.success).toBe(union.success);
+            if (!union.success) refused += 1;
+            expect(canonicalJson(dispatched.success ? dispatched.data : dispatched.error.issues)).toBe(
+              canonicalJson(union.success ? union.data : union.error.issues),
+            );
+          }
+        }
+      }),
+      { numRuns: RUNS / 10 },
+    );
+    expect(refused).toBeGreaterThan(0);
   });
 
   it('gives byte-identical records and event lists when the same actions are applied twice', () => {

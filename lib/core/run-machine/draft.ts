@@ -15,8 +15,9 @@ import {
   REDUCER_VISIBLE_EVENT_KINDS,
   type RunEvent,
   type RunEventKind,
-  RunRecord,
+  type RunRecord,
   type RunStatus,
+  safeParseRunRecord,
 } from '../../contracts/index.ts';
 import { noteLargeResults } from '../compaction.ts';
 
@@ -57,7 +58,7 @@ export type Draft = Omit<
 
 /** Parses a draft with the closed schema; an illegal combination is an InvariantViolation. */
 export function seal(draft: unknown): RunRecord {
-  const parsed = RunRecord.safeParse(draft);
+  const parsed = safeParseRunRecord(draft);
   if (!parsed.success) {
     throw new InvariantViolation(
       `illegal run record: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
