@@ -62,6 +62,8 @@ export interface RuntimeConfig {
   wrapQueue?: (queue: StepQueue) => StepQueue;
   clock?: Clock;
   workerId?: string;
+  /** The worker slot this process alone fills (EngineOptions.workerSlot); default none. */
+  workerSlot?: string;
   leaseTtlMs?: number;
   heartbeatMs?: number;
   /** Clock-skew allowance of lease takeover (ms; default a third of the lease, 30 000 with the default lease). */
@@ -147,6 +149,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     registries,
     log,
     ...(config.workerId !== undefined ? { workerId: config.workerId } : {}),
+    ...(config.workerSlot !== undefined ? { workerSlot: config.workerSlot } : {}),
     ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
     ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
     ...(config.stopPollMs !== undefined ? { stopPollMs: config.stopPollMs } : {}),

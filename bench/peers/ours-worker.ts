@@ -39,6 +39,9 @@ const functions = storedFunctionRegistryFor(config.runtime, builtInFunctions());
 const reducers = createSandboxReducerHost({ registry: functions, limits: { timeoutMs: 5_000 } });
 const runtime = createRuntime({
   ...config.runtime,
+  // One step worker process at a time fills this slot (the bench restarts it after each kill):
+  // a restarted worker takes over at once the runs its killed predecessor held.
+  workerSlot: 'peer-bench-step-worker',
   functions,
   reducers,
   ...(timers.LEASE_TTL_MS !== undefined && { leaseTtlMs: timers.LEASE_TTL_MS }),
@@ -97,3 +100,8 @@ process.once('SIGTERM', () => {
   });
 });
 console.log('ready');
+// After `ready` (the bench times kill to ready): the poller already runs beside it.
+runtime.engine.recoverPredecessors().then(
+  (report) => console.error(`recovered from the killed predecessor: ${JSON.stringify(report)}`),
+  (err: unknown) => console.error(`predecessor recovery failed: ${String(err)}`),
+);

@@ -14,7 +14,14 @@ import {
 import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
 import { DEFAULT_PRICES, type PriceTables } from '../core/prices.ts';
-import { EARLY_RESULT_TTL_MS, hasWork, LEASE_TTL_MS, RESULT_EXPIRY_MS } from '../core/run-machine.ts';
+import {
+  EARLY_RESULT_TTL_MS,
+  hasWork,
+  LEASE_TTL_MS,
+  leaseOwnerOf,
+  RESULT_EXPIRY_MS,
+  type WorkerIncarnation,
+} from '../core/run-machine.ts';
 import { defaultClockSkewMs } from '../core/sweeper.ts';
 import type {
   Clock,
@@ -50,6 +57,15 @@ export interface EngineOptions {
   registries?: RegistryStore;
   /** Names this process; each step adds a unique suffix so two steps never share a fence. */
   workerId?: string;
+  /**
+   * The worker slot this process fills, when at most one live process fills it at a time (a
+   * container, a systemd unit, the local stack; never Lambda, whose sandboxes share no slot).
+   * Given, the process's leases are owned `<slot>@<start ms>/...` (workerId is ignored), and a
+   * restarted process takes over at once, without waiting the lease out, the runs an earlier
+   * process of the same slot held (core heldByDeadPredecessor; the epoch fence still protects
+   * every write). Default null: no slot, leases are waited out. Issue 24, point 6.
+   */
+  workerSlot?: string | null;
   /** Lease length (ms, default 90 000). */
   leaseTtlMs?: number;
   /** How often a worker renews its lease while an operation runs (ms, default 30 000). */
@@ -114,7 +130,8 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     tools: options.tools,
     models: options.models,
     registries: options.registries ?? NO_REGISTRIES,
-    workerId: options.workerId ?? `worker-${randomUUID().slice(0, 8)}`,
+    workerId: workerIdOf(options),
+    workerSlot: options.workerSlot ?? null,
     leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
     heartbeatMs: options.heartbeatMs ?? 30_000,
     stopPollMs: options.stopPollMs ?? 2_000,
@@ -130,6 +147,25 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     faults: options.faults ?? (() => {}),
     log: options.log ?? (() => {}),
   };
+}
+
+/** The lease owner prefix of this process: its slot and start (`<slot>@<ms>`), else the given or a random id. */
+function workerIdOf(options: EngineOptions): string {
+  if (options.workerSlot != null && !/^[A-Za-z0-9._:-]{1,64}$/.test(options.workerSlot))
+    throw new RangeError(
+      `workerSlot must be 1-64 letters, digits, '.', '_', ':' or '-': ${JSON.stringify(options.workerSlot)}`,
+    );
+  if (options.workerSlot != null)
+    return leaseOwnerOf({ slot: options.workerSlot, startedAt: options.clock.now() }, '').slice(0, -1);
+  return options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * The incarnation of a slotted worker, read back from its id (`<slot>@<ms>`); null without a slot.
+ */
+export function incarnationOf(ctx: Pick<EngineDeps, 'workerId' | 'workerSlot'>): WorkerIncarnation | null {
+  if (ctx.workerSlot === null) return null;
+  return { slot: ctx.workerSlot, startedAt: Number(ctx.workerId.slice(ctx.workerSlot.length + 1)) };
 }
 
 /** The step function's memory in the CDK stack (cdk/stack.ts FUNCTIONS.step), in MB. */

@@ -21,7 +21,6 @@ import { type CreateRunOutput, createRun } from './create-run.ts';
 import { createDelegation } from './delegation.ts';
 import { type DeliveryAck, deliverResult } from './deliveries.ts';
 import { type EngineContext, type EngineOptions, resolveDeps } from './deps.ts';
-import { createRecordCache } from './record-cache.ts';
 import { forkRun } from './fork.ts';
 import type { CheckpointItem } from './ports.ts';
 import {
@@ -32,10 +31,12 @@ import {
   type RunListing,
   type RunListQuery,
 } from './reads.ts';
+import { createRecordCache } from './record-cache.ts';
 import { getEntry, listEntries, publishEntry } from './registries.ts';
 import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
+import { type PredecessorReport, recoverPredecessors } from './take-lease.ts';
 
 export type { ClientWriteResult, LeaseView } from './client-driven.ts';
 export type { CreateRunOutput } from './create-run.ts';
@@ -47,6 +48,7 @@ export { runView } from './reads.ts';
 export type { StateRevision } from './state-reads.ts';
 export type { StepOutcome } from './step-worker.ts';
 export { emptySweepReport, type SweepReport } from './sweep.ts';
+export type { PredecessorReport } from './take-lease.ts';
 
 export interface Engine {
   createRun(input: unknown, caller: Caller): Promise<CreateRunOutput>;
@@ -77,6 +79,12 @@ export interface Engine {
   /** Client-driven runs: the lease, operations, requests and ending a client drives (client-driven.ts). */
   client: ClientDrivenUseCases;
   sweep(shards?: number[]): Promise<SweepReport>;
+  /**
+   * A slotted worker's start (EngineOptions.workerSlot): takes over at once the runs an earlier
+   * process of its slot still holds, and sends their step messages (take-lease.ts). Without a
+   * slot: nothing ({examined: 0, taken_over: 0}).
+   */
+  recoverPredecessors(): Promise<PredecessorReport>;
   /** Registries (admin: the caller checks the rights). See registries.ts. */
   publishEntry(kind: RegistryKind, document: unknown, publisher: Principal): Promise<PublishResult>;
   listEntries(kind: RegistryKind): Promise<RegistryListing>;
@@ -128,6 +136,7 @@ export function createEngine(options: EngineOptions): Engine {
       deliverResult(ctx, resumeKey, result, caller, deliveryId),
     stepRun: (runId) => stepRun(ctx, runId),
     sweep: (shards) => sweep(ctx, shards),
+    recoverPredecessors: () => recoverPredecessors(ctx),
     publishEntry: (kind, document, publisher) => publishEntry(deps, kind, document, publisher),
     listEntries: (kind) => listEntries(deps, kind),
     getEntry: (kind, name, version) => getEntry(deps, kind, name, version),

@@ -4,10 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
-import { acquireLease } from '../core/run-machine.ts';
+import { acquireLease, hasWork, heldByDeadPredecessor, takeOverPredecessor } from '../core/run-machine.ts';
+import { SWEEP_SHARDS } from '../store/table.ts';
 import { deliverAfterEnd } from './after-end.ts';
 import { CommitRejected } from './commit-errors.ts';
-import { commitRun, type EngineContext } from './deps.ts';
+import { commitOf, commitRun, type EngineContext, incarnationOf, wake } from './deps.ts';
 
 /** What a step ends with when it cannot take the lease. */
 export type NoLease = { kind: 'not_found' } | { kind: 'nothing_to_do'; status: string } | { kind: 'busy' };
@@ -36,9 +37,12 @@ export async function takeLease(ctx: EngineContext, runId: string): Promise<{ ba
         first = await ctx.store.getRun(runId);
         continue;
       }
-      return acquired.code === 'lease_held'
-        ? { kind: 'busy' }
-        : { kind: 'nothing_to_do', status: first.status };
+      if (acquired.code !== 'lease_held') return { kind: 'nothing_to_do', status: first.status };
+      // Held by a dead earlier process of this worker's slot: taken over now, not waited out.
+      const predecessor = await takeOverDeadPredecessor(ctx, first);
+      if (predecessor === null) return { kind: 'busy' };
+      first = predecessor;
+      continue;
     }
     try {
       const base = await commitRun(ctx, {
@@ -56,4 +60,75 @@ export async function takeLease(ctx: EngineContext, runId: string): Promise<{ ba
       first = err.current ?? (await ctx.store.getRun(runId));
     }
   }
+}
+
+/**
+ * Takes over `record`'s lease when an earlier process of this worker's slot held it (core
+ * takeOverPredecessor: epoch + 1, a started operation that is not replay-safe ends
+ * outcome_unknown), committed on its own; the stored record, or null when the lease is anyone
+ * else's or the commit lost a race (the lease is then someone's: busy).
+ */
+export async function takeOverDeadPredecessor(
+  ctx: EngineContext,
+  record: RunRecord,
+): Promise<RunRecord | null> {
+  const self = incarnationOf(ctx);
+  if (self === null || !heldByDeadPredecessor(record, self)) return null;
+  const taken = takeOverPredecessor(record, self, ctx.clock.now());
+  if (!taken.ok) return null;
+  try {
+    const stored = await commitRun(ctx, commitOf(taken, record.version));
+    ctx.log({
+      level: 'info',
+      message: "lease of this slot's dead predecessor taken over",
+      run_id: record.run_id,
+      previous_owner: record.lease?.owner,
+      epoch: stored.epoch,
+    });
+    return stored;
+  } catch (err) {
+    if (err instanceof CommitRejected && (err.reason === 'stale_version' || err.reason === 'fenced_out'))
+      return null;
+    throw err;
+  }
+}
+
+/** What a restarted slotted worker found of its dead predecessors' runs. */
+export interface PredecessorReport {
+  examined: number;
+  taken_over: number;
+}
+
+/**
+ * At a slotted worker's start: takes over every run an earlier process of its slot still holds
+ * (lease unexpired, found through the sweep index up to one lease ahead, at most `limit` per
+ * shard) and sends each one with work its step message, so that a killed and restarted worker
+ * goes on with its runs at once instead of after the lease, the skew allowance and a sweep.
+ * Does nothing without a slot. Never throws for one run's failure (logged; the sweeper still
+ * recovers it); throws when the sweep index cannot be queried.
+ */
+export async function recoverPredecessors(ctx: EngineContext, limit = 200): Promise<PredecessorReport> {
+  const report: PredecessorReport = { examined: 0, taken_over: 0 };
+  if (incarnationOf(ctx) === null) return report;
+  const horizon = ctx.clock.now() + ctx.leaseTtlMs + ctx.clockSkewMs;
+  for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+    for (const runId of await ctx.store.sweepCandidates(shard, horizon, limit)) {
+      report.examined += 1;
+      try {
+        const record = await ctx.store.getRun(runId);
+        const stored = record === null ? null : await takeOverDeadPredecessor(ctx, record);
+        if (stored === null) continue;
+        report.taken_over += 1;
+        if (stored.status === 'queued' && hasWork(stored)) await wake(ctx, runId);
+      } catch (err) {
+        ctx.log({
+          level: 'warn',
+          message: "a dead predecessor's run left to the sweeper",
+          run_id: runId,
+          error: String(err),
+        });
+      }
+    }
+  }
+  return report;
 }

@@ -33,6 +33,7 @@ export type RuntimeOptions = Partial<
     | 'clockSkewMs'
     | 'heartbeatMs'
     | 'wakeGraceMs'
+    | 'workerSlot'
   >
 > & { sandboxLimits?: Partial<SandboxLimits> };
 
@@ -73,6 +74,7 @@ export async function runtimeOf(
         'clockSkewMs',
         'heartbeatMs',
         'wakeGraceMs',
+        'workerSlot',
       ]),
     });
   } catch (err) {

@@ -36,9 +36,9 @@ import { bannerLines } from './banner.ts';
 import { type Gateway, GatewayError, startGateway } from './gateway.ts';
 import {
   agentRunsDirOf,
-  identityOfToken,
   type DefaultIdentity,
   defaultIdentity,
+  identityOfToken,
   localIssuer,
   withJwtAuthorizer,
 } from './identity.ts';
@@ -57,11 +57,19 @@ export const DEFAULT_PORT = 8787;
 /** The step queue's visibility timeout on the local stack (s): above a step's 45 s deadline. */
 export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60;
 
+/** The worker slot of a local stack over persisted data (one stack process per data directory). */
+export const LOCAL_WORKER_SLOT = 'local-stack';
+
 export interface LocalStackOptions {
   /** HTTP port on 127.0.0.1: this option, else env PORT, else 8787; 0 picks a free port. */
   port?: number;
   /** Keep DynamoDB, SQS and S3 data under this directory; default: in memory. */
   persistDir?: string;
+  /**
+   * The worker slot of this stack's step poller (EngineOptions.workerSlot): default
+   * LOCAL_WORKER_SLOT with `persistDir`, else none. One live stack per slot and table.
+   */
+  workerSlot?: string;
   /** Registers in-process tools (see RuntimeConfig). */
   registerTools?: RuntimeConfig['registerTools'];
   /** Model-turn functions by path (e.g. a scripted model at the default path). */
@@ -211,7 +219,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const metrics = createCountingMetrics();
   let runtime: Runtime;
   try {
-    ({ runtime, reducers } = await runtimeOf(config, options, engineLog(logger, metrics)));
+    // A stack over persisted data fills one slot: restarted, it goes on at once with the runs
+    // its killed predecessor held (EngineOptions.workerSlot) instead of waiting their leases out.
+    const slot = options.workerSlot ?? (options.persistDir !== undefined ? LOCAL_WORKER_SLOT : undefined);
+    ({ runtime, reducers } = await runtimeOf(
+      config,
+      { ...options, ...(slot !== undefined ? { workerSlot: slot } : {}) },
+      engineLog(logger, metrics),
+    ));
   } catch (err) {
     await abandon();
     throw err;
@@ -243,6 +258,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
+  runtime.engine.recoverPredecessors().then(
+    (report) => {
+      if (report.taken_over > 0) logger.info('runs of the previous stack process taken over', { ...report });
+    },
+    (err: unknown) =>
+      logger.warn("the previous stack process's runs are left to the sweeper", { error: String(err) }),
+  );
   step('runtime, step poller and sweeper running');
 
   let live: LocalLive;
