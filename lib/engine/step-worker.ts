@@ -175,7 +175,19 @@ class StepWorker {
     return true;
   }
 
+  /**
+   * The step: advance the run move by move, then release the lease; a release whose commit was
+   * stale recomputed from a fresh record that may hold new work, so the step advances again;
+   * then the duties after the release.
+   */
   async run(): Promise<StepOutcome> {
+    do await this.advance();
+    while (await this.releaseLease());
+    return this.afterRelease();
+  }
+
+  /** Moves on the staged record (core nextMove) until it rests, ends, or half the lease is used. */
+  async advance(): Promise<void> {
     const { clock } = this.ctx;
     const deadline = clock.now() + this.ctx.leaseTtlMs / 2;
     loop: for (;;) {
@@ -202,7 +214,6 @@ class StepWorker {
           continue;
       }
     }
-    return this.release();
   }
 
   /** Gates, starts, commits, and executes the pending operation. False when nothing could start. */
@@ -230,18 +241,24 @@ class StepWorker {
     return true;
   }
 
-  /** Release: the run rests waiting or queued (with a wake deadline for the sweeper); then the duties after. */
-  async release(): Promise<StepOutcome> {
-    const { clock } = this.ctx;
+  /**
+   * Release: the run rests waiting or queued (with a wake deadline for the sweeper), committed
+   * with what is still staged. True when the run is still running under this lease afterwards
+   * (the commit was stale and recomputed from a fresh record): the step must advance again.
+   */
+  async releaseLease(): Promise<boolean> {
     const needsRelease = this.staged.lease !== null && this.staged.status === 'running';
     if (needsRelease) {
-      const at = clock.now();
+      const at = this.ctx.clock.now();
       if (!this.stage((r) => releaseLease(r, this.fence, at, this.ctx.wakeGraceMs)))
         throw new LeaseLost('lease lost at release');
     }
     if (this.events.length > 0 || needsRelease) await this.commit();
-    // A stale commit recomputes from a fresh record that may have new work: loop again.
-    if (this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner) return this.run();
+    return this.staged.status === 'running' && this.staged.lease?.owner === this.fence.owner;
+  }
+
+  /** After the release: wake a queued run with work, collect ended children, stop detached ones, owed duties. */
+  async afterRelease(): Promise<StepOutcome> {
     const final = this.staged;
     if (final.status === 'queued' && hasWork(final)) await wake(this.ctx, final.run_id);
     if (final.status === 'waiting' || (!isTerminalStatus(final.status) && final.live_children.length > 0))
