@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { acquireLease } from '../core/run-machine.ts';
 import { deliverAfterEnd } from './after-end.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { commitRun, type EngineContext } from './deps.ts';
+import { CommitRejected } from './ports.ts';
 
 /** What a step ends with when it cannot take the lease. */
 export type NoLease = { kind: 'not_found' } | { kind: 'nothing_to_do'; status: string } | { kind: 'busy' };

@@ -58,25 +58,24 @@
  */
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import type { Metered } from '../contracts/index.ts';
 import { overLimitMessage, type RunEvent, RunRecord, type Subject } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
-import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
-import type { Metered } from '../contracts/index.ts';
-import type { Commit } from '../engine/ports.ts';
-import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
-import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
+import { type Commit, CommitRejected, CommitTooLarge } from '../engine/ports.ts';
+import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
 import {
-  emptyTail,
   type EventTail,
+  emptyTail,
   eventSk,
   TAIL_ITEM_LIMIT,
   TAIL_TEXT_LIMIT,
   type TailState,
   tailPageSk,
 } from './event-tail.ts';
-import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
+import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
+import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
 import { packBody, packMetered, packPageBody } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';

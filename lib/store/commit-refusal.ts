@@ -5,8 +5,7 @@
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';
-import { CommitRejected } from '../engine/commit-errors.ts';
-import type { Commit } from '../engine/ports.ts';
+import { type Commit, CommitRejected } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
 
 /**

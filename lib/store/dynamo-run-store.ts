@@ -17,8 +17,13 @@ import {
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunStatus } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import { noStoreMetrics, type RunStatusView, type RunStore } from '../engine/ports.ts';
-import { PendingCharges } from '../engine/usage-meter.ts';
+import {
+  noStoreMetrics,
+  PendingCharges,
+  type RunStatusView,
+  type RunStore,
+  SWEEP_SHARDS,
+} from '../engine/ports.ts';
 import {
   ackSk,
   checkpointSk,
@@ -52,7 +57,7 @@ import {
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets } from './metering.ts';
-import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
+import { ATTR, LISTING_SHARDS } from './table.ts';
 
 export interface DynamoRunStoreOptions {
   doc: DynamoDBDocumentClient;

@@ -32,12 +32,10 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
-import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
-import type { PendingCharges } from '../engine/usage-meter.ts';
+import { CommitRejected, type PendingCharges, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
-import { classifyRefusal } from './commit-refusal.ts';
 import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
+import { classifyRefusal } from './commit-refusal.ts';
 import type { TailCache } from './event-tail.ts';
 import { recordAndTailOf } from './item-codec.ts';
 import type { Condition, Item, ItemKey, PlannedWrite } from './planned-write.ts';
