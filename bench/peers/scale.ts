@@ -19,7 +19,13 @@ import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import type { ReducerBinding, ToolResultEnvelope } from '../../lib/contracts/index.ts';
 import { sha256Hex } from '../../lib/core/canonical.ts';
 import { createEngine, type Engine } from '../../lib/engine/engine.ts';
-import type { ModelHost, ReducerHost, StoreMetrics, ToolHost } from '../../lib/engine/ports.ts';
+import {
+  type ModelHost,
+  type ReducerHost,
+  type StoreMetrics,
+  SWEEP_SHARDS,
+  type ToolHost,
+} from '../../lib/engine/ports.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { startPoller } from '../../lib/local/poller.ts';
@@ -27,7 +33,7 @@ import { ensureResources } from '../../lib/local/resources.ts';
 import { startLocalServices } from '../../lib/local/services.ts';
 import { createSqsStepQueue } from '../../lib/queue/step-queue.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
-import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+import { shardOf } from '../../lib/store/table.ts';
 import { respond, unchanged } from '../../test/support/reducers.ts';
 import { load } from './workload.ts';
 

@@ -5,7 +5,7 @@
  * the run's control capability. Seed agent-runs, "Controls".
  */
 import type { Command } from 'commander';
-import type { ControlOptions, Delivery } from '../../lib/client/client.ts';
+import type { ControlOptions, Delivery } from '../../lib/client/shapes.ts';
 import type { ControlAck, SteerWhenBusy } from '../../lib/contracts/index.ts';
 import { STEER_WHEN_BUSY } from '../../lib/contracts/names.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';

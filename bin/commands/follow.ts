@@ -5,8 +5,9 @@
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import type { AgentRunsClient, EventPage } from '../../lib/client/client.ts';
+import type { AgentRunsClient } from '../../lib/client/client.ts';
 import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts';
+import type { EventPage } from '../../lib/client/shapes.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import type { CliContext } from './context.ts';
 import type { FollowVia } from './events.ts';

@@ -4,7 +4,7 @@
  * API is passed through `printable` before it is shown, so that what a run stores cannot clear
  * the terminal or forge a line of the output (issue 25, item c).
  */
-import type { Checkpoint, FunctionArtifact } from '../../lib/client/client.ts';
+import type { Checkpoint, FunctionArtifact } from '../../lib/client/shapes.ts';
 import { DEFAULT_CLI, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type {
   ControlAck,

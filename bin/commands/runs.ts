@@ -3,7 +3,7 @@
  * status or subject, read its checkpoints, its domain state by revision, its children.
  */
 import { Command, Option } from 'commander';
-import type { RunPage } from '../../lib/client/client.ts';
+import type { RunPage } from '../../lib/client/shapes.ts';
 import type { WaitingReason } from '../../lib/client/waiting.ts';
 import type { CreateRunInput, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
 import { RUN_STATUSES, TERMINAL_STATUSES } from '../../lib/contracts/names.ts';

@@ -9,9 +9,7 @@
  */
 import { z } from 'zod';
 import {
-  Checkpoint as CheckpointContract,
   ControlAck,
-  type Control as ControlSchema,
   type CreateRunInput,
   type ForkRunInput,
   isTerminalStatus,
@@ -19,174 +17,34 @@ import {
   RegistryEntryView,
   type RegistryKind,
   RegistryListing,
-  RunEvent,
+  type RunEvent,
   RunRecord,
-  RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
-import { type CallerOptions, type CallFn, httpCaller } from './call.ts';
+import { type CallFn, httpCaller } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
-
-// ---------------------------------------------------------------- response shapes
-
-/**
- * The answer to `POST /runs` and `POST /runs/{id}/fork`: the run record as created, `created`
- * (false when a `create_key` replay answered with the run it created before), and
- * `control_capability`, a token that lets its holder control this one run (sent as
- * `X-Control-Capability`; `RunCallOptions.capability`), when the API issued one.
- */
-export const CreateRunResult = z.object({
-  run: RunRecord,
-  created: z.boolean(),
-  control_capability: z.string().optional(),
-});
-export type CreateRunResult = z.infer<typeof CreateRunResult>;
-
-/** One page of `GET /runs`: run records, newest first; `cursor` (opaque) fetches the next page, absent on the last. */
-export const RunPage = z.object({ runs: z.array(RunRecord), cursor: z.string().optional() });
-export type RunPage = z.infer<typeof RunPage>;
-
-/**
- * One page of `GET /runs/{id}/events`: `events` in seq order (seq > the `after` asked for);
- * `next_after`, the `after` of the next page; `last_seq`, the run's last event so far; `status`,
- * the run's status when the page was read.
- */
-export const EventPage = z.object({
-  events: z.array(RunEvent),
-  next_after: z.number().int().min(0),
-  last_seq: z.number().int().min(0),
-  status: RunStatus,
-  /** The run ended and its reducer received every event: nothing follows last_seq. */
-  settled: z.boolean().optional(),
-});
-export type EventPage = z.infer<typeof EventPage>;
-
-/**
- * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, the seq it was taken
- * at, the state it holds and its digest; what `fork` starts from.
- */
-export const Checkpoint = CheckpointContract;
-export type Checkpoint = z.infer<typeof Checkpoint>;
-
-/** One domain state revision of a run (`GET /runs/{id}/state`). */
-export const StateRevision = z.object({
-  run_id: z.string(),
-  state_rev: z.number().int().min(0),
-  state: z.unknown(),
-  state_digest: z.string(),
-  state_at: z.string().optional(),
-});
-export type StateRevision = z.infer<typeof StateRevision>;
-
-/** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
-export const ChildRun = z.object({
-  run_id: z.string(),
-  status: z.string(),
-  depth: z.number(),
-  parent_op_id: z.string().optional(),
-  created_at: z.number(),
-});
-export type ChildRun = z.infer<typeof ChildRun>;
-
-/**
- * The answer to a delivery: applied (the seq of the tool_result), duplicate (the delivery_id was
- * applied: original_seq; or is still held: held), or held (no wait recorded yet: kept by the key
- * until expires_at, ms epoch, and applied once the wait is recorded).
- */
-export const Delivery = z.union([
-  z.object({ ack: z.literal('applied'), run_id: z.string(), seq: z.number().int().positive() }),
-  z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() }),
-  z.object({ ack: z.literal('duplicate'), held: z.literal(true), expires_at: z.number() }),
-  z.object({ ack: z.literal('held'), resume_key: z.string(), expires_at: z.number() }),
-]);
-export type Delivery = z.infer<typeof Delivery>;
-
-/**
- * A registered function artifact (`PUT /functions/{path}`): its path, kind (`js`, `wasm`,
- * `star`), content hash and size in bytes.
- */
-export const FunctionArtifact = z.object({
-  function_path: z.string(),
-  kind: z.enum(['js', 'wasm', 'star']),
-  hash: z.string(),
-  size: z.number().int().positive(),
-});
-export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
-
-/** The Content-Type `PUT /functions/{path}` takes for each artifact kind. */
-export const ARTIFACT_MEDIA_TYPES: Readonly<Record<FunctionArtifact['kind'], string>> = {
-  js: 'application/javascript',
-  wasm: 'application/wasm',
-  star: 'text/x-starlark',
-};
+import {
+  ARTIFACT_MEDIA_TYPES,
+  Checkpoint,
+  ChildRun,
+  type ClientOptions,
+  type ControlInput,
+  type ControlOptions,
+  CreateRunResult,
+  Delivery,
+  EventPage,
+  type EventsParams,
+  type FollowParams,
+  FunctionArtifact,
+  type ListRunsParams,
+  type RunCallOptions,
+  RunPage,
+  StateRevision,
+} from './shapes.ts';
 
 const Health = z.object({ status: z.literal('ok') });
 const Document = z.record(z.string(), z.unknown());
-
-// ---------------------------------------------------------------- inputs
-
-/** A control as sent: control_id optional (the client generates a UUID). */
-export type ControlInput =
-  z.input<typeof ControlSchema> extends infer C
-    ? C extends { control_id: string }
-      ? Omit<C, 'control_id'> & { control_id?: string }
-      : never
-    : never;
-
-/** Per-call options of the calls that act on one run. */
-export interface RunCallOptions {
-  /** The run's control capability (overrides the client's). */
-  capability?: string;
-}
-
-/** Per-call options of a control (stop, pause, resume, steer, approve, answer). */
-export interface ControlOptions extends RunCallOptions {
-  /** Reuse an id to retry a control safely; default: a fresh UUID. */
-  control_id?: string;
-}
-
-/**
- * The filters of `listRuns`: `status` (runs in that status, newest first, paged) or `subject`
- * (its live run); one of the two is required (`validation_failed` naming `status` otherwise).
- */
-export interface ListRunsParams {
-  /** Only runs in this status. */
-  status?: RunStatus;
-  /** Only runs on this subject. */
-  subject?: { workspace: string; path: string };
-  /** 1..100 (default 20). */
-  limit?: number;
-  /** The `cursor` of the previous page. */
-  cursor?: string;
-}
-
-/** Which events `events` reads: a page after a seq, optionally long-polling for the first. */
-export interface EventsParams extends RunCallOptions {
-  /** Events with seq > after (default 0). */
-  after?: number;
-  /** 1..1000 (default 100). */
-  limit?: number;
-  /** Seconds to long-poll for the first event (0..20, default 0). */
-  wait?: number;
-}
-
-/**
- * The options of `followEvents`: where to start (`after`), the page size, the long-poll `wait`
- * per request (seconds, default 20 here), a signal to stop, and a callback per page.
- */
-export interface FollowParams extends EventsParams {
-  /** Stops the iteration (between pages). */
-  signal?: AbortSignal;
-  /** Called with every page, before its events are yielded (status and last_seq for live views). */
-  onPage?: (page: EventPage) => void;
-}
-
-/** The options of `createClient`: where the API is and how to authenticate. */
-export interface ClientOptions extends CallerOptions {
-  /** e.g. `http://127.0.0.1:8787` or the API Gateway URL (a path prefix such as a stage is kept). */
-  baseUrl: string;
-}
 
 /**
  * The typed client of the HTTP API, made by `createClient`: one method per route. Every method
@@ -208,21 +66,52 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * `validation_failed` (400, `details` names the field), `subject_busy` (409, the subject's
    * live run is one the caller may not see), `create_key_reused` (409, the key was used for
    * another request), `reducer_not_found` (422), `quota_exceeded` (429, `retryAfterSeconds`).
+   *
+   * @example
+   * const { run, created } = await client.createRun({
+   *   subject: { workspace: 'demo', path: '/notes/today' },
+   *   reducer: { function_path: '/lib/raisin/ai/agent-run-reducer' },
+   *   input: 'Summarize my notes.',
+   *   budgets: { max_turns: 5 },
+   *   create_key: 'notes-2026-12-03', // a retry with the same key answers the same run
+   * });
+   * console.log(created, run.status); // true queued
    */
   createRun(input: CreateRunInput): Promise<CreateRunResult>;
-  /** The run record (`GET /runs/{id}`). Errors: `run_not_found` (404, also for a run the caller may not see). */
+  /**
+   * The run record (`GET /runs/{id}`). Errors: `run_not_found` (404, also for a run the caller may not see).
+   *
+   * @example
+   * const run = await client.getRun(runId);
+   * if (run.status === 'waiting') console.log(run.open_requests);
+   */
   getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
-  /** One page of runs the caller may read (`GET /runs`): by status, newest first, or a subject's live run. */
+  /**
+   * One page of runs the caller may read (`GET /runs`): by status, newest first, or a subject's live run.
+   *
+   * @example
+   * const first = await client.listRuns({ status: 'running', limit: 50 });
+   * if (first.cursor !== undefined) await client.listRuns({ status: 'running', cursor: first.cursor });
+   */
   listRuns(params: ListRunsParams): Promise<RunPage>;
   /**
    * One page of a run's events (`GET /runs/{id}/events`): seq > `after`, at most `limit`,
    * waiting up to `wait` seconds for the first when there is none yet.
+   *
+   * @example
+   * const page = await client.events(runId, { after: 0, limit: 100, wait: 10 });
+   * for (const event of page.events) console.log(event.seq, event.kind);
+   * const next = await client.events(runId, { after: page.next_after });
    */
   events(runId: string, params?: EventsParams): Promise<EventPage>;
   /**
    * Yields every event after `after`, long-polling, until the run has settled (ended, its reducer
    * answered every event) and all its events were yielded. A 429 `too_many_waits` (the caller
    * holds as many open waits as the API allows) is waited out for its Retry-After, then polled again.
+   *
+   * @example
+   * for await (const event of client.followEvents(runId)) console.log(event.seq, event.kind);
+   * // Here the run has ended and its reducer saw every event.
    */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
   /** The run's checkpoints, oldest first. */
@@ -236,6 +125,13 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   /**
    * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
    * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
+   *
+   * @example
+   * const [first] = await client.checkpoints(runId);
+   * if (first !== undefined) {
+   *   const { run } = await client.fork(runId, { checkpoint: first.n, input: 'Try again, shorter.' });
+   *   console.log(run.run_id);
+   * }
    */
   fork(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
   /**
@@ -244,15 +140,33 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * `{ack: 'duplicate', original_seq}` (this control_id was applied before) or
    * `{ack: 'rejected', reason, seq}` (recorded, not applied: `already_paused`, `run_busy`, ...).
    * Errors: `run_terminal` (409), `validation_failed` (400).
+   *
+   * @example
+   * const ack = await client.control(runId, { command: 'pause', reason: 'maintenance' });
+   * if (ack.ack === 'rejected') console.log(ack.reason); // e.g. already_paused
    */
   control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
-  /** Stops the run: at once between operations, or once the operation in flight ended (`cancelling`). */
+  /**
+   * Stops the run: at once between operations, or once the operation in flight ended (`cancelling`).
+   *
+   * @example
+   * await client.stop(runId, { reason: 'the user cancelled' });
+   */
   stop(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
-  /** Pauses the run at its next boundary between operations. */
+  /**
+   * Pauses the run at its next boundary between operations.
+   *
+   * @example
+   * const controlId = crypto.randomUUID(); // kept: a retry with it is answered as a duplicate
+   * await client.pause(runId, { reason: 'review', control_id: controlId });
+   */
   pause(runId: string, options?: ControlOptions & { reason?: string }): Promise<ControlAck>;
   /**
    * Resumes a paused run; `budget_increase` raises limits by the amounts given (keys are budget
    * names such as `max_turns`), `accept_reducer_change` accepts a reducer that changed since.
+   *
+   * @example
+   * await client.resume(runId, { budget_increase: { max_turns: 10 } });
    */
   resume(
     runId: string,
@@ -265,6 +179,9 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * Queues `input` for the run, consumed at its next boundary between operations. `when_busy`
    * (while an operation is in flight): `enqueue` (default), `reject` (ack rejected `run_busy`),
    * `interrupt` (an interruptible operation is cancelled first).
+   *
+   * @example
+   * await client.steer(runId, 'Focus on the failing test.', { when_busy: 'interrupt' });
    */
   steer(
     runId: string,
@@ -274,6 +191,12 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   /**
    * Decides an open approval: `requestId` and `subjectDigest` as the open request shows them
    * (`run.open_requests`); `decision` default `approved`.
+   *
+   * @example
+   * const run = await client.getRun(runId);
+   * for (const request of run.open_requests) {
+   *   if (request.kind === 'approval') await client.approve(runId, request.request_id, request.subject.digest);
+   * }
    */
   approve(
     runId: string,
@@ -281,13 +204,25 @@ export interface AgentRunsClient extends ClientDrivenMethods {
     subjectDigest: string,
     options?: ControlOptions & { decision?: 'approved' | 'rejected'; reason?: string },
   ): Promise<ControlAck>;
-  /** provide_input: answers an open question. */
+  /**
+   * provide_input: answers an open question.
+   *
+   * @example
+   * const run = await client.getRun(runId);
+   * const question = run.open_requests.find((request) => request.kind === 'input');
+   * if (question !== undefined) await client.answer(runId, question.request_id, 'Yes, go ahead.');
+   */
   answer(runId: string, requestId: string, value: unknown, options?: ControlOptions): Promise<ControlAck>;
   /**
    * Delivers an external result (a raisin.tool-result/1 envelope, or any JSON) by resume key
    * (`POST /results/{key}`). `delivery_id`: the caller's id of this delivery, so that a repeat
    * is answered as a duplicate. Errors: `resume_key_not_found` (404),
    * `result_already_delivered` (409, another delivery was applied).
+   *
+   * @example
+   * // The resume key as the run's open result request named it (to a webhook, a queue, ...).
+   * const delivery = await client.deliver('rk-from-the-request', { ok: true }, { delivery_id: 'hook-42' });
+   * if (delivery.ack === 'held') console.log('held until', delivery.expires_at);
    */
   deliver(
     resumeKey: string,
@@ -564,8 +499,16 @@ function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * throws itself.
  *
  * @example
- * const client = createClient({ baseUrl: 'http://127.0.0.1:8787', token });
- * const { run } = await client.createRun({ subject: { workspace: 'demo', path: '/a' }, reducer: null });
+ * import { createClient } from '@agent-runs/client';
+ *
+ * const client = createClient({
+ *   baseUrl: process.env.AGENT_RUNS_URL ?? 'http://127.0.0.1:8787',
+ *   token: process.env.AGENT_RUNS_TOKEN,
+ * });
+ * const { run } = await client.createRun({
+ *   subject: { workspace: 'demo', path: '/notes/today' },
+ *   reducer: null, // client-driven: your code drives it (drive.ts)
+ * });
  */
 export function createClient(options: ClientOptions): AgentRunsClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');

@@ -13,25 +13,7 @@ export type {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
-export {
-  type AgentRunsClient,
-  ARTIFACT_MEDIA_TYPES,
-  type Checkpoint,
-  type ClientOptions,
-  type ControlInput,
-  type ControlOptions,
-  type CreateRunResult,
-  createClient,
-  type Delivery,
-  type EventPage,
-  type EventsParams,
-  type FollowParams,
-  type FunctionArtifact,
-  type ListRunsParams,
-  type RunCallOptions,
-  type RunPage,
-  type StateRevision,
-} from './client.ts';
+export { type AgentRunsClient, createClient } from './client.ts';
 export type { ClientDrivenMethods, ClientWrite, LeaseView } from './client-driven.ts';
 export {
   type DriveOptions,
@@ -49,3 +31,20 @@ export {
   seqOrder,
   TOKEN_EXPIRED_CLOSE,
 } from './live.ts';
+export {
+  ARTIFACT_MEDIA_TYPES,
+  type Checkpoint,
+  type ClientOptions,
+  type ControlInput,
+  type ControlOptions,
+  type CreateRunResult,
+  type Delivery,
+  type EventPage,
+  type EventsParams,
+  type FollowParams,
+  type FunctionArtifact,
+  type ListRunsParams,
+  type RunPage,
+  type RunCallOptions,
+  type StateRevision,
+} from './shapes.ts';

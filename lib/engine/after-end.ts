@@ -5,8 +5,8 @@
  * of terminal runs").
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { commitRun, type EngineDeps } from './deps.ts';
+import { CommitRejected } from './ports.ts';
 import { deliverInboxHead } from './reducer-delivery.ts';
 
 /**

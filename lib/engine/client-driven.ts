@@ -43,10 +43,10 @@ import {
 } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import { turnOutcomeResult } from '../core/turn-outcome.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { afterEnd, commitOf, type EngineContext } from './deps.ts';
 import { EngineError } from './errors.ts';
+import { CommitRejected } from './ports.ts';
 import { readRun, runView } from './reads.ts';
 
 /** What every client-driven write answers with: the run as it now stands (its effective view). */

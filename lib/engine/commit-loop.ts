@@ -6,9 +6,9 @@
  * with a stable, retryable code. DESIGN section 5 ("stale version → re-read and recompute").
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { type CommitFailure, CommitRejected } from './commit-errors.ts';
 import { type CommitParts, commitRun, type EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
+import { type CommitFailure, CommitRejected } from './ports.ts';
 
 /** Attempts of a use case that keeps losing the record to concurrent commits. */
 export const CONTENDED_ATTEMPTS = 16;

@@ -42,10 +42,10 @@ import {
 } from '../core/delegation.ts';
 import { quotaKeyOf, runtimeKeyOf } from '../core/principal.ts';
 import { childEnded, createRun as createRunRecord, settleOwed } from '../core/run-machine.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { readDecideCommit } from './commit-loop.ts';
 import { commitOf, type Delegation, type EngineDeps, needsStep, type OwedReport, wake } from './deps.ts';
 import { handBackOf, schemaProblem } from './hand-back.ts';
+import { CommitRejected } from './ports.ts';
 
 /** The caller delegation acts as when it stops children: a system caller (always authorized). */
 export const DELEGATION_CALLER: Caller = { principal: { kind: 'system', id: 'agent-runs/delegation' } };

@@ -15,10 +15,10 @@ import {
   type ResumeKeyEntry,
 } from '../core/run-machine.ts';
 import { type EnvelopeRefusal, normalizeToolResult } from '../core/tool-result-validation.ts';
-import { CommitTooLarge } from './commit-errors.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { commitOf, type EngineContext, needsStep, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
+import { CommitTooLarge } from './ports.ts';
 import { accessError } from './reads.ts';
 
 /**

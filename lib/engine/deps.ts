@@ -177,7 +177,7 @@ export type CommitParts = Omit<Commit, 'checkpoints'>;
 /**
  * Writes one commit of a run, with the checkpoints its `checkpoint_written` events call for
  * (core decides what each captures). Returns the stored record. Throws CommitRejected or
- * CommitTooLarge (commit-errors.ts).
+ * CommitTooLarge (ports.ts).
  */
 export async function commitRun(deps: EngineDeps, parts: CommitParts): Promise<RunRecord> {
   const checkpoints = checkpointsOf(parts.record, parts.events);

@@ -108,7 +108,44 @@ export interface ClientDrivenUseCases {
   inspectLease(runId: string, caller: Caller): ReturnType<typeof clientDriven.inspectLease>;
 }
 
-/** Wires the use cases over `options`' ports. Does no I/O. */
+/**
+ * Wires the use cases over `options`' ports (EngineOptions: store, queue, clock, reducers,
+ * tools, models, and optional limits). Does no I/O and never throws; each use case throws
+ * EngineError with the API's codes (errors.ts). lib/runtime.ts `createRuntime` wires the deployed
+ * adapters (DynamoDB, SQS, S3) the same way. DESIGN sections 3 and 5.
+ *
+ * @example
+ * import { SQSClient } from '@aws-sdk/client-sqs';
+ * import { createEngine } from './lib/engine/engine.ts';
+ * import { createBedrockModel, createModelHost } from './lib/models/index.ts';
+ * import { createSqsStepQueue } from './lib/queue/step-queue.ts';
+ * import { AGENT_LOOP_PATH } from './lib/reducers/index.ts';
+ * import { builtInFunctions } from './lib/runtime.ts';
+ * import { createLazyReducerHost } from './lib/sandbox/lazy-host.ts';
+ * import { createMemoryRunStore } from './lib/store/memory-run-store.ts';
+ * import { createAuditLog, createPolicyGate, createToolHost, createToolRegistry } from './lib/tools/index.ts';
+ *
+ * const engine = createEngine({
+ *   store: createMemoryRunStore(), // a deployment: createDynamoRunStore
+ *   queue: createSqsStepQueue(new SQSClient({}), 'https://sqs.us-east-1.amazonaws.com/123456789012/steps'),
+ *   clock: { now: () => Date.now() },
+ *   reducers: createLazyReducerHost({ registry: builtInFunctions() }),
+ *   tools: createToolHost({
+ *     registry: createToolRegistry(),
+ *     gate: createPolicyGate(),
+ *     audit: createAuditLog((event) => console.log(event)),
+ *   }),
+ *   models: createModelHost({
+ *     functions: { '/lib/models/bedrock': createBedrockModel({ modelId: 'amazon.nova-lite-v1:0' }) },
+ *     default: '/lib/models/bedrock',
+ *   }),
+ * });
+ * const alice = { principal: { kind: 'user' as const, id: 'alice' } };
+ * const subject = { workspace: 'demo', path: '/notes' };
+ * const { run } = await engine.createRun({ subject, reducer: { function_path: AGENT_LOOP_PATH } }, alice);
+ * // What a step worker does with each step message: advance the run, one commit per operation.
+ * const outcome = await engine.stepRun(run.run_id);
+ */
 export function createEngine(options: EngineOptions): Engine {
   const deps = resolveDeps(options);
   const ctx: EngineContext = {

@@ -15,13 +15,13 @@ import { type Caller, capabilityHash } from '../core/authority.ts';
 import { canonicalByteLength, digestOf } from '../core/canonical.ts';
 import { forkRun as forkRecord, unforkable } from '../core/fork.ts';
 import { principalKeyOf, quotaKeyOf } from '../core/principal.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import type { CreateRunOutput } from './create-run.ts';
 import { type EngineDeps, wake } from './deps.ts';
-import { admitWorkspace } from './workspace-admission.ts';
 import { EngineError } from './errors.ts';
+import { CommitRejected } from './ports.ts';
 import { readRun, runView } from './reads.ts';
+import { admitWorkspace } from './workspace-admission.ts';
 
 /** A validation error naming `field` of the fork request. */
 function invalid(field: string, message: string): EngineError {

@@ -24,7 +24,7 @@ import type {
   ToolResultEnvelope,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
-import type { MeterCharge } from '../core/prices.ts';
+import { type MeterCharge, sumCharges } from '../core/prices.ts';
 import type { Fence, ResumeKeyEntry } from '../core/run-machine.ts';
 import { EngineModuleError } from './module-error.ts';
 
@@ -183,6 +183,117 @@ export interface Commit {
   charge?: MeterCharge;
 }
 
+// ---------------------------------------------------------------- the run store's refusals
+//
+// Thrown by every RunStore adapter (DynamoDB, memory); the engine and the HTTP layer react to
+// these, never to an adapter's own errors. DESIGN section 5 ("Failure reasons are classified").
+
+/** Why a commit was refused, each with one reaction (see {@link CommitRejected}). */
+export type CommitFailure =
+  /** The run record's lease owner or epoch is not the committer's: stop, write nothing more. */
+  | 'fenced_out'
+  /** The run record changed since it was read: re-read and recompute. */
+  | 'stale_version'
+  /** Another transaction touched the same items: retried with backoff here; thrown when exhausted. */
+  | 'transaction_conflict'
+  /** Throttled: retried with backoff here; thrown when exhausted (retryable by the caller). */
+  | 'throttled'
+  /** The subject already has a live run (create only). */
+  | 'subject_taken'
+  /** The create key was already used (create only). */
+  | 'create_key_taken'
+  /** Another create of the same principal took the quota slot or window count first (create only): re-read. */
+  | 'quota_moved'
+  /** The control id already has an ack (a concurrent duplicate): re-read the ack. */
+  | 'control_ack_exists'
+  /**
+   * A wait on a resume key for which a result arrived first (held by the key): read it and
+   * deliver it in the same commit as the wait.
+   */
+  | 'early_result_held'
+  /** The early result a commit applied is no longer held (it expired): recompute without it. */
+  | 'early_result_gone'
+  /** A bug: the request itself is invalid (too many items, a bad expression). Fail loudly. */
+  | 'validation';
+
+/**
+ * A refused commit. Reactions: fenced_out → the worker stops; stale_version → re-read the run
+ * and recompute; transaction_conflict / throttled → already retried with backoff, the caller
+ * treats it as retryable; subject_taken / create_key_taken → return the existing run;
+ * control_ack_exists → answer from the stored ack; validation → a bug, surfaced as is.
+ * `current` is the run record as DynamoDB returned it (ReturnValuesOnConditionCheckFailure).
+ */
+export class CommitRejected extends EngineModuleError {
+  override name = 'CommitRejected';
+  readonly reason: CommitFailure;
+  /** The reason, as every engine error names itself. */
+  readonly code: CommitFailure;
+  /** Whether the same commit may go through later: a conflict or throttling that outlasted the adapter's retries. */
+  readonly retryable: boolean;
+  readonly current: RunRecord | null;
+  constructor(
+    reason: CommitFailure,
+    message: string,
+    current: RunRecord | null = null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.reason = reason;
+    this.code = reason;
+    this.retryable = reason === 'transaction_conflict' || reason === 'throttled';
+    this.current = current;
+  }
+}
+
+/** A commit too large for one transaction: it is refused whole, never truncated. */
+export class CommitTooLarge extends EngineModuleError {
+  override name = 'CommitTooLarge';
+  readonly code = 'commit_too_large';
+  readonly retryable = false;
+}
+
+// ---------------------------------------------------------------- what a run owes between commits
+
+/** Most runs one process keeps charges for; the longest untouched are dropped beyond it. */
+export const MAX_METERED_RUNS = 10_000;
+
+/**
+ * Charges owed to runs, by run id, until a commit of the run carries them: the engine's meter
+ * (usage-meter.ts: step messages, step work) and each store adapter (its reads of the run) keep
+ * one. Taken when a commit is planned, given back with `add` when it fails, so two commits of
+ * one run never carry the same charge. Charges are MeterCharge units (lib/core/prices.ts).
+ * README "Cost per run".
+ */
+export class PendingCharges {
+  readonly #owed = new Map<string, MeterCharge>();
+
+  /** Adds `charge` to what `runId` owes. */
+  add(runId: string, charge: MeterCharge): void {
+    const next = sumCharges(this.#owed.get(runId) ?? {}, charge);
+    this.#owed.delete(runId);
+    this.#owed.set(runId, next);
+    if (this.#owed.size > MAX_METERED_RUNS) {
+      const oldest = this.#owed.keys().next().value;
+      if (oldest !== undefined) this.#owed.delete(oldest);
+    }
+  }
+
+  /** What `runId` owes now (empty when nothing), left owed. */
+  owed(runId: string): MeterCharge {
+    return { ...this.#owed.get(runId) };
+  }
+
+  /**
+   * What `runId` owes now (empty when nothing), taken for a commit about to carry it: a second
+   * commit of the run meanwhile cannot carry it too. Give it back with `add` when the commit fails.
+   */
+  take(runId: string): MeterCharge {
+    const owed = this.#owed.get(runId) ?? {};
+    this.#owed.delete(runId);
+    return owed;
+  }
+}
+
 /**
  * Request counters, for the benchmark (DynamoDB requests and consumed capacity): `reads`
  * (GetItem, BatchGetItem), `queries`, `transactions` (commits executed, each one plan),
@@ -239,6 +350,13 @@ export interface RunStatusView {
   interrupt_requested: string | null;
 }
 
+/**
+ * Number of sweep shards: every run belongs to one shard in `[0, SWEEP_SHARDS)` (lib/store/
+ * table.ts `sweepShardOf`), and a sweeper pass asks {@link RunStore.sweepCandidates} of each.
+ * DESIGN section 8.
+ */
+export const SWEEP_SHARDS = 16;
+
 export interface RunStore {
   getRun(runId: string): Promise<RunRecord | null>;
   /**
@@ -288,7 +406,10 @@ export interface RunStore {
    * Throws CommitTooLarge above EARLY_RESULT_LIMIT bytes.
    */
   holdEarlyResult(hold: EarlyResultHold): Promise<boolean>;
-  /** Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting). */
+  /**
+   * Runs whose sweep_due ≤ now in one shard (GSI, eventually consistent: re-read before acting).
+   * Throws RangeError for a shard outside `[0, SWEEP_SHARDS)`.
+   */
   sweepCandidates(shard: number, now: number, limit: number): Promise<string[]>;
   /** Runs by status (newest first), paged by an opaque cursor. */
   listByStatus(

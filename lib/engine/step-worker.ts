@@ -27,12 +27,12 @@ import {
   startOperation,
   type TransitionResult,
 } from '../core/run-machine.ts';
-import { CommitRejected, CommitTooLarge } from './commit-errors.ts';
 import { compactionCheck, type OperationReads } from './compaction.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
+import { CommitRejected, CommitTooLarge } from './ports.ts';
 import { askReducer } from './reducer-delivery.ts';
 import { watchForStop } from './stop-watch.ts';
 import { takeLease } from './take-lease.ts';

@@ -15,10 +15,9 @@ import {
   takeOver,
 } from '../core/run-machine.ts';
 import { sweepAction } from '../core/sweeper.ts';
-import { SWEEP_SHARDS } from '../store/table.ts';
 import { deliverAfterEnd } from './after-end.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { afterEnd, commitOf, commitRun, type EngineContext, type OwedReport, wake } from './deps.ts';
+import { CommitRejected, SWEEP_SHARDS } from './ports.ts';
 
 export interface SweepReport {
   examined: number;

@@ -5,10 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { acquireLease, hasWork, heldByDeadPredecessor, takeOverPredecessor } from '../core/run-machine.ts';
-import { SWEEP_SHARDS } from '../store/table.ts';
 import { deliverAfterEnd } from './after-end.ts';
-import { CommitRejected } from './commit-errors.ts';
 import { commitOf, commitRun, type EngineContext, incarnationOf, wake } from './deps.ts';
+import { CommitRejected, SWEEP_SHARDS } from './ports.ts';
 
 /** What a step ends with when it cannot take the lease. */
 export type NoLease = { kind: 'not_found' } | { kind: 'nothing_to_do'; status: string } | { kind: 'busy' };

@@ -6,41 +6,8 @@
  * of one run never carry the same charge. A commit that fails leaves the charge owed; a process that dies before the
  * run's next commit loses what it owed (the cost is then a lower bound). README "Cost per run".
  */
-import { gbSeconds, type MeterCharge, sumCharges } from '../core/prices.ts';
-
-/** Most runs one process keeps charges for; the longest untouched are dropped beyond it. */
-export const MAX_METERED_RUNS = 10_000;
-
-/** Charges owed to runs, by run id, until a commit of the run carries them. */
-export class PendingCharges {
-  readonly #owed = new Map<string, MeterCharge>();
-
-  /** Adds `charge` to what `runId` owes. */
-  add(runId: string, charge: MeterCharge): void {
-    const next = sumCharges(this.#owed.get(runId) ?? {}, charge);
-    this.#owed.delete(runId);
-    this.#owed.set(runId, next);
-    if (this.#owed.size > MAX_METERED_RUNS) {
-      const oldest = this.#owed.keys().next().value;
-      if (oldest !== undefined) this.#owed.delete(oldest);
-    }
-  }
-
-  /** What `runId` owes now (empty when nothing), left owed. */
-  owed(runId: string): MeterCharge {
-    return { ...this.#owed.get(runId) };
-  }
-
-  /**
-   * What `runId` owes now (empty when nothing), taken for a commit about to carry it: a second
-   * commit of the run meanwhile cannot carry it too. Give it back with `add` when the commit fails.
-   */
-  take(runId: string): MeterCharge {
-    const owed = this.#owed.get(runId) ?? {};
-    this.#owed.delete(runId);
-    return owed;
-  }
-}
+import { gbSeconds, type MeterCharge } from '../core/prices.ts';
+import { PendingCharges } from './ports.ts';
 
 /** What the engine meters per run: its step messages and its step worker's work. */
 export interface UsageMeter {

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { type Engine, emptySweepReport, type SweepReport } from '../engine/engine.ts';
-import { SWEEP_SHARDS } from '../store/table.ts';
+import { SWEEP_SHARDS } from '../engine/ports.ts';
 import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** The default gap between the two passes (ms). */

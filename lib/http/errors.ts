@@ -5,8 +5,8 @@
  * STYLE "Typed errors with stable codes"; issue 5 ("Errors are JSON {code, message, details}").
  */
 import type { z } from 'zod';
-import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
 import { EngineError } from '../engine/errors.ts';
+import { CommitRejected, CommitTooLarge } from '../engine/ports.ts';
 import { RegistryError } from '../sandbox/function-registry.ts';
 import { StoredRegistryError } from '../sandbox/stored-registry.ts';
 

@@ -69,8 +69,7 @@ import {
 import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
-import { CommitRejected, CommitTooLarge } from '../engine/commit-errors.ts';
-import type { Commit } from '../engine/ports.ts';
+import { type Commit, CommitRejected, CommitTooLarge } from '../engine/ports.ts';
 import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
 import {
   type EventTail,

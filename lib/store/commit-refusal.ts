@@ -1,12 +1,11 @@
 /**
  * Why a planned commit was refused, classified from the role of each write that failed (the
  * plan's writes are data, planned-write.ts), one documented reaction per reason
- * (engine/commit-errors.ts). Shared by both RunStore adapters. DESIGN section 5.
+ * (engine/ports.ts). Shared by both RunStore adapters. DESIGN section 5.
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';
-import { CommitRejected } from '../engine/commit-errors.ts';
-import type { Commit } from '../engine/ports.ts';
+import { type Commit, CommitRejected } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
 
 /**

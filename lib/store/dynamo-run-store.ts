@@ -17,8 +17,13 @@ import {
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunStatus } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import { noStoreMetrics, type RunStatusView, type RunStore } from '../engine/ports.ts';
-import { PendingCharges } from '../engine/usage-meter.ts';
+import {
+  noStoreMetrics,
+  PendingCharges,
+  type RunStatusView,
+  type RunStore,
+  SWEEP_SHARDS,
+} from '../engine/ports.ts';
 import {
   ackSk,
   checkpointSk,
@@ -52,7 +57,7 @@ import {
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets } from './metering.ts';
-import { ATTR, LISTING_SHARDS, SWEEP_SHARDS } from './table.ts';
+import { ATTR, LISTING_SHARDS } from './table.ts';
 
 export interface DynamoRunStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -356,7 +361,25 @@ async function listShard(
   return found;
 }
 
-/** Builds the DynamoDB RunStore. Does no I/O. */
+/**
+ * Builds the DynamoDB RunStore over one table (lib/store/table.ts defines it) with large payloads
+ * in `blobs` (S3). Does no I/O and never throws; its methods throw CommitRejected / CommitTooLarge
+ * (lib/engine/ports.ts) for a refused commit and the SDK's errors when DynamoDB cannot be reached.
+ * DESIGN section 4.
+ *
+ * @example
+ * import { createAwsClients } from './lib/aws-clients.ts';
+ * import { createS3BlobStore } from './lib/blobs/blob-store.ts';
+ * import { createDynamoRunStore } from './lib/store/dynamo-run-store.ts';
+ *
+ * const clients = createAwsClients(); // the default credential chain and region
+ * const store = createDynamoRunStore({
+ *   doc: clients.doc,
+ *   tableName: 'agent-runs',
+ *   blobs: createS3BlobStore(clients.s3, 'agent-runs-payloads'),
+ * });
+ * const record = await store.getRun('run_01J9ZQ3X4V'); // null for an unknown run
+ */
 export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
   const io: DynamoIo = {
     doc: options.doc,

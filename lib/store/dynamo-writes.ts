@@ -3,7 +3,7 @@
  * DynamoDB requests and executed, as two plain writes (the event page Put, then the record's
  * fenced UpdateItem) when commit-protocol.ts allows, else as one TransactWriteItems; refusals
  * classified by the role of the write that failed, one documented reaction per reason
- * (commit-errors.ts). DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ * (engine/ports.ts). DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
  *
  * Conditions are built from named parts (commit-plan.ts `Condition`): the record's update
  * carries `#version = :expected_version` and, for a lease holder, the fence (owner + epoch) in
@@ -32,12 +32,10 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
-import { CommitRejected } from '../engine/commit-errors.ts';
-import type { RunStore, StoreMetrics } from '../engine/ports.ts';
-import type { PendingCharges } from '../engine/usage-meter.ts';
+import { CommitRejected, type PendingCharges, type RunStore, type StoreMetrics } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
-import { classifyRefusal } from './commit-refusal.ts';
 import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
+import { classifyRefusal } from './commit-refusal.ts';
 import type { TailCache } from './event-tail.ts';
 import { recordAndTailOf } from './item-codec.ts';
 import type { Condition, Item, ItemKey, PlannedWrite } from './planned-write.ts';

@@ -24,8 +24,14 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import { type Commit, noStoreMetrics, type RunStore, type StoreMetrics } from '../engine/ports.ts';
-import { PendingCharges } from '../engine/usage-meter.ts';
+import {
+  type Commit,
+  noStoreMetrics,
+  PendingCharges,
+  type RunStore,
+  type StoreMetrics,
+  SWEEP_SHARDS,
+} from '../engine/ports.ts';
 import {
   ackSk,
   type CommitBodies,
@@ -46,9 +52,9 @@ import {
   storeCommitBodies,
   subjectKey,
 } from './commit-plan.ts';
+import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import { classifyRefusal } from './commit-refusal.ts';
 import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
-import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import {
   checkpointOf,
   controlAckOf,
@@ -57,15 +63,15 @@ import {
   quotaUsageOf,
   recordAndTailOf,
   recordOf,
-  tailOf,
   resumeKeyEntryOf,
   stateOf,
+  tailOf,
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
-import { ATTR, SWEEP_SHARDS } from './table.ts';
+import { ATTR } from './table.ts';
 
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */

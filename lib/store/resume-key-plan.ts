@@ -6,8 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { overLimitMessage, type RunEvent, type RunRecord } from '../contracts/index.ts';
-import { CommitTooLarge } from '../engine/commit-errors.ts';
-import type { EarlyResultHold } from '../engine/ports.ts';
+import { CommitTooLarge, type EarlyResultHold } from '../engine/ports.ts';
 import type { Condition, PlannedWrite } from './planned-write.ts';
 import { ATTR } from './table.ts';
 

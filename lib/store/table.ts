@@ -15,6 +15,7 @@ import type {
   UpdateTimeToLiveCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { RunStatus } from '../contracts/run.ts';
+import { SWEEP_SHARDS } from '../engine/ports.ts';
 
 /** Table name used when no other is configured (local stack, tests, default stack prop). */
 export const DEFAULT_TABLE_NAME = 'agent-runs';
@@ -54,8 +55,6 @@ export const GSI = {
   byPrincipal: 'by_principal',
 } as const;
 
-/** Number of sweep shards: the sweeper queries each one per pass. */
-export const SWEEP_SHARDS = 16;
 /** Number of shards of each listing partition (per status, per principal). */
 export const LISTING_SHARDS = 8;
 

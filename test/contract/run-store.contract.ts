@@ -22,10 +22,17 @@ import {
   finishOperation,
   releaseLease,
 } from '../../lib/core/run-machine.ts';
-import { CommitRejected, CommitTooLarge } from '../../lib/engine/commit-errors.ts';
-import type { CheckpointItem, Commit, ControlAckItem, RunStore } from '../../lib/engine/ports.ts';
+import {
+  type CheckpointItem,
+  type Commit,
+  CommitRejected,
+  CommitTooLarge,
+  type ControlAckItem,
+  type RunStore,
+  SWEEP_SHARDS,
+} from '../../lib/engine/ports.ts';
 import { INLINE_LIMIT, MAX_TRANSACT_ITEMS, PAGE_LIMIT, RECORD_LIMIT } from '../../lib/store/commit-plan.ts';
-import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+import { shardOf } from '../../lib/store/table.ts';
 
 /** A store under test. */
 export interface StoreUnderTest {

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
-import { CommitRejected } from '../../lib/engine/commit-errors.ts';
+import { CommitRejected } from '../../lib/engine/ports.ts';
 import { crashAt, expectConvergedLog, readAll, scopedStore, shardOfRun } from '../support/faults.ts';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';

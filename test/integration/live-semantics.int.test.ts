@@ -15,11 +15,12 @@ import {
   type RunRecord,
   TOOL_RESULT_ENVELOPE,
 } from '../../lib/contracts/index.ts';
+import { SWEEP_SHARDS } from '../../lib/engine/ports.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import { createOpenAiCompatibleModel } from '../../lib/models/openai-compatible.ts';
 import { reduce as agentLoop } from '../../lib/reducers/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+import { shardOf } from '../../lib/store/table.ts';
 import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
 import { localRuntime, until } from '../support/local-runtime.ts';

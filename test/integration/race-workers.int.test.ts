@@ -14,7 +14,7 @@ import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
-import { CommitRejected } from '../../lib/engine/commit-errors.ts';
+import { CommitRejected } from '../../lib/engine/ports.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
 import { recordOf } from '../../lib/store/item-codec.ts';

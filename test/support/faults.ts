@@ -10,10 +10,18 @@ import { expect } from 'vitest';
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS, REDUCER_VISIBLE_KINDS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
-import { type CommitFailure, CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
-import type { Commit, ModelHost, RunStore, StepQueue, ToolHost } from '../../lib/engine/ports.ts';
-import { SWEEP_SHARDS, shardOf } from '../../lib/store/table.ts';
+import {
+  type Commit,
+  type CommitFailure,
+  CommitRejected,
+  type ModelHost,
+  type RunStore,
+  type StepQueue,
+  SWEEP_SHARDS,
+  type ToolHost,
+} from '../../lib/engine/ports.ts';
+import { shardOf } from '../../lib/store/table.ts';
 
 /** What a killed worker throws: the process is gone from this point on. */
 export class SimulatedCrash extends Error {

@@ -5,9 +5,9 @@
 import { handle } from 'hono/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import type { Caller } from '../../lib/core/authority.ts';
-import { CommitRejected } from '../../lib/engine/commit-errors.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { EngineError } from '../../lib/engine/errors.ts';
+import { CommitRejected } from '../../lib/engine/ports.ts';
 import { validationFailed } from '../../lib/http/errors.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, jwtClaimsAuth } from '../../lib/http/index.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';

@@ -15,7 +15,8 @@ import {
   readUnits,
   writeUnits,
 } from '../../lib/core/prices.ts';
-import { createUsageMeter, PendingCharges } from '../../lib/engine/usage-meter.ts';
+import { PendingCharges } from '../../lib/engine/ports.ts';
+import { createUsageMeter } from '../../lib/engine/usage-meter.ts';
 import { indexWrites, transactWriteUnits } from '../../lib/store/metering.ts';
 
 describe('DynamoDB capacity rules', () => {

@@ -10,8 +10,9 @@
  * (network, 5xx, 429) are retried with backoff, never sooner than a Retry-After says; 401, 403
  * and 404 end the feed.
  */
-import { type AgentRunsClient, createClient, type EventPage } from '../../../lib/client/client.ts';
+import { type AgentRunsClient, createClient } from '../../../lib/client/client.ts';
 import { ApiError } from '../../../lib/client/errors.ts';
+import type { EventPage } from '../../../lib/client/shapes.ts';
 import type { RunEvent } from '../../../lib/contracts/index.ts';
 
 export interface RunFeedHandlers {

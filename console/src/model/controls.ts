@@ -5,7 +5,7 @@
  * ack is shown with. Seed: agent-runs, "Controls" (control_id, acks, rejection reasons).
  */
 
-import type { ControlInput } from '../../../lib/client/client.ts';
+import type { ControlInput } from '../../../lib/client/shapes.ts';
 import type { ControlAck } from '../../../lib/contracts/index.ts';
 
 /** The action a control stands for: its body without control_id, keys in a fixed order. */

@@ -8,7 +8,7 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useCallback, useId, useRef, useState } from 'react';
-import type { ControlInput } from '../../../lib/client/client.ts';
+import type { ControlInput } from '../../../lib/client/shapes.ts';
 import {
   BUDGET_LIMITS,
   type BudgetLimit,
