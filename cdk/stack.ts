@@ -50,11 +50,11 @@ import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
 import type { ConsoleConfigInput } from '../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
+import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { TABLE_DEFINITION } from '../lib/store/table.ts';
 import { ApiAuth } from './auth.ts';
 import { bundlingOptions, REPO_ROOT } from './bundling.ts';
 import { Live } from './live.ts';
-import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
 import { Operations, type OperationsAlarms } from './operations.ts';
@@ -231,6 +231,8 @@ export interface AdmissionProps {
   readonly maxChildrenPerRun?: number;
   /** Deepest a delegation tree may grow, the root being 0 (AGENT_RUNS_MAX_TREE_DEPTH). Default: the runtime's, 4. */
   readonly maxTreeDepth?: number;
+  /** Most queued steers one run may hold (AGENT_RUNS_MAX_QUEUED_STEERS). Default: the runtime's, 32. */
+  readonly maxQueuedSteers?: number;
 }
 
 /** The control and step functions' environment for `admission` (defaults applied). */
@@ -243,6 +245,7 @@ export function admissionEnvironment(admission: AdmissionProps = {}): Record<str
     ['AGENT_RUNS_MAX_CREATES_PER_MINUTE', rate],
     ['AGENT_RUNS_MAX_CHILDREN_PER_RUN', admission.maxChildrenPerRun],
     ['AGENT_RUNS_MAX_TREE_DEPTH', admission.maxTreeDepth],
+    ['AGENT_RUNS_MAX_QUEUED_STEERS', admission.maxQueuedSteers],
   ] as const) {
     if (value === null || value === undefined) continue;
     if (!Number.isInteger(value) || value < 1)

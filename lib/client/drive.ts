@@ -8,9 +8,9 @@
  * Seed: agent-runs, "Server-driven and client-driven runs", "Leases", "Controls".
  */
 import type { ClientOperationResult, Fence, Operation, RunRecord } from '../contracts/index.ts';
+import { operationMustEnd } from '../core/operation-end.ts';
 import type { AgentRunsClient } from './client.ts';
 import { ApiError } from './errors.ts';
-import { operationMustEnd } from '../core/operation-end.ts';
 
 /** How an operation ended, as the work function reports it. */
 export type OperationReport =

@@ -44,7 +44,7 @@ export {
   type FollowParams,
   type FunctionArtifact,
   type ListRunsParams,
-  type RunPage,
   type RunCallOptions,
+  type RunPage,
   type StateRevision,
 } from './shapes.ts';

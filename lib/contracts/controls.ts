@@ -94,6 +94,8 @@ export const CONTROL_REJECTION_REASONS = [
   'tree_budget_reserved',
   /** steer with when_busy `reject` while an operation is in flight. */
   'run_busy',
+  /** steer while the run already holds its bound of queued steers (EngineOptions.maxQueuedSteers). */
+  'steer_queue_full',
   'invalid_state',
 ] as const;
 export const ControlRejectionReason = z.enum(CONTROL_REJECTION_REASONS);

@@ -33,6 +33,12 @@ export interface AdmissionConfig {
    * is refused `tree_depth_exceeded` as its tool result. Applies whatever `max_depth` says.
    */
   max_tree_depth?: number;
+  /**
+   * Queued steers one run may hold (default 32, core DEFAULT_MAX_QUEUED_STEERS); one more is
+   * rejected `steer_queue_full` (a control_rejected event). Each lives in the run record until
+   * the run consumes it at its next boundary.
+   */
+  max_queued_steers?: number;
 }
 
 /** What the principal holds now, as the store read it (strongly consistent). */
@@ -130,6 +136,7 @@ const AdmissionEnv = z.object({
   AGENT_RUNS_WORKSPACES: z.enum(['owned', 'open']).optional(),
   AGENT_RUNS_MAX_CHILDREN_PER_RUN: Limit.optional(),
   AGENT_RUNS_MAX_TREE_DEPTH: Limit.optional(),
+  AGENT_RUNS_MAX_QUEUED_STEERS: Limit.optional(),
 });
 
 /**
@@ -163,5 +170,8 @@ export function admissionFromEnv(env: Record<string, string | undefined>): Admis
       ? { max_children_per_run: e.AGENT_RUNS_MAX_CHILDREN_PER_RUN }
       : {}),
     ...(e.AGENT_RUNS_MAX_TREE_DEPTH !== undefined ? { max_tree_depth: e.AGENT_RUNS_MAX_TREE_DEPTH } : {}),
+    ...(e.AGENT_RUNS_MAX_QUEUED_STEERS !== undefined
+      ? { max_queued_steers: e.AGENT_RUNS_MAX_QUEUED_STEERS }
+      : {}),
   };
 }

@@ -31,6 +31,8 @@ export {
 } from './run-machine/compaction.ts';
 export {
   type ControlDecision,
+  type ControlLimits,
+  DEFAULT_MAX_QUEUED_STEERS,
   decideControl,
   type StoredControlAck,
   stopRun,
@@ -59,15 +61,15 @@ export {
 export {
   acquireLease,
   type Fence,
+  heldByDeadPredecessor,
   holdsLease,
   leaseNamedBy,
+  leaseOwnerOf,
   postponeWake,
   releaseLease,
   renewLease,
   takeOver,
   takeOverPredecessor,
-  heldByDeadPredecessor,
-  leaseOwnerOf,
   type WorkerIncarnation,
 } from './run-machine/lease.ts';
 export { type CreateRunParams, createRun, failRun, pauseRun } from './run-machine/lifecycle.ts';

@@ -47,6 +47,9 @@ export async function applyControl(
         digest,
         ack === null ? null : { digest: ack.digest, seq: ack.seq },
         ctx.clock.now(),
+        ctx.admission.max_queued_steers !== undefined
+          ? { maxQueuedSteers: ctx.admission.max_queued_steers }
+          : {},
       );
       if (decision.kind === 'duplicate')
         return { done: { ack: 'duplicate', original_seq: decision.original_seq } };

@@ -4,7 +4,6 @@
  * and the behaviour cannot drift. Issue 5, "The HTTP API".
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { CREATE_429, errors, json, op, PUBLIC_ERRORS, WAIT_429 } from './route-parts.ts';
 import type { RegistryKind } from '../contracts/index.ts';
 import {
   BeginOperationInput,
@@ -23,6 +22,7 @@ import {
   StreamQuery,
   TakeSteersResponse,
 } from './client-schemas.ts';
+import { CREATE_429, errors, json, op, PUBLIC_ERRORS, WAIT_429 } from './route-parts.ts';
 import {
   CapabilityHeaders,
   Checkpoint,

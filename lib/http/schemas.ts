@@ -18,11 +18,11 @@ import {
   RegistryListing as RegistryListingContract,
   RunEvent as RunEventContract,
   RunRecord as RunRecordContract,
-  WorkspaceGrant as WorkspaceGrantContract,
   RunStatus,
   Subject,
   ToolDescriptor as ToolDescriptorContract,
   ToolEntry as ToolEntryContract,
+  WorkspaceGrant as WorkspaceGrantContract,
 } from '../contracts/index.ts';
 import { HTTP_ERROR_STATUS } from './errors.ts';
 

@@ -23,8 +23,8 @@ import type {
   Context,
 } from 'aws-lambda';
 import { overLimitMessage } from '../contracts/limits.ts';
-import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
 import { rateLimitedLog } from '../core/rate-limited-log.ts';
+import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
 import { lambdaContext } from './poller.ts';
 
 /**

@@ -27,8 +27,8 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { z } from 'zod';
-import { DEFAULT_API_KEY_MAX_AGE_SECONDS, type SecretReader, secretApiKey } from './api-key.ts';
 import { createAiSdkModel } from './ai-sdk.ts';
+import { DEFAULT_API_KEY_MAX_AGE_SECONDS, type SecretReader, secretApiKey } from './api-key.ts';
 import { ModelConfigError } from './errors.ts';
 import type { ModelTurnFunction } from './types.ts';
 

@@ -31,9 +31,9 @@
  */
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
-import { createBedrockModel } from './bedrock.ts';
 import { type AiSdkProvider, aiSdkModels, parseAiSdkModels } from './ai-sdk-config.ts';
 import { maxAgeOf, type SecretReader, secretApiKey } from './api-key.ts';
+import { createBedrockModel } from './bedrock.ts';
 import { ModelConfigError } from './errors.ts';
 import { createOpenAiCompatibleModel } from './openai-compatible.ts';
 import type { ModelTurnFunction } from './types.ts';

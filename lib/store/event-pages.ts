@@ -3,8 +3,9 @@
  * and the packing of a commit's events into pages of at most PAGE_LIMIT bytes. The layout is
  * documented in commit-plan.ts. DESIGN section 4.
  */
-import type { RunEvent } from '../contracts/index.ts';
+
 import type { BlobRef } from '../blobs/blob-store.ts';
+import type { RunEvent } from '../contracts/index.ts';
 import type { Item } from './planned-write.ts';
 
 /**

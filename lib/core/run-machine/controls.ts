@@ -60,6 +60,7 @@ export function decideControl(
   digest: string,
   previous: StoredControlAck | null,
   now: number,
+  limits: ControlLimits = {},
 ): ControlDecision {
   const ended = isTerminalStatus(record.status);
   if (previous !== null) {
@@ -70,7 +71,7 @@ export function decideControl(
   }
   // An ended run's log is final: a control sent to it is rejected without an event or an ack.
   if (ended) return unlogged(record, 'run_terminal');
-  const result = applyControl(record, control, now);
+  const result = applyControl(record, control, now, limits);
   if (!result.ok) return rejectControl(record, control, result.code, now);
   const first = result.events[0];
   if (first === undefined) throw new InvariantViolation('an applied control appends at least one event', []);
@@ -93,7 +94,21 @@ function rejectControl(record: RunRecord, control: Control, reason: string, now:
   return { kind: 'rejected', reason, record: recordOut, events: appended.events, seq: first.seq };
 }
 
-function applyControl(record: RunRecord, control: Control, now: number): TransitionResult {
+/** Bounds a deployment sets on what controls may queue. */
+export interface ControlLimits {
+  /** Queued steers a run may hold; one more is rejected `steer_queue_full` (default DEFAULT_MAX_QUEUED_STEERS; AdmissionConfig.max_queued_steers). */
+  maxQueuedSteers?: number;
+}
+
+/** Default bound of a run's queued steers: each lives in the run record until consumed. */
+export const DEFAULT_MAX_QUEUED_STEERS = 32;
+
+function applyControl(
+  record: RunRecord,
+  control: Control,
+  now: number,
+  limits: ControlLimits,
+): TransitionResult {
   switch (control.command) {
     case 'stop':
       return stopRun(record, control.reason ?? 'stopped by control', now, control.control_id);
@@ -102,6 +117,11 @@ function applyControl(record: RunRecord, control: Control, now: number): Transit
     case 'resume':
       return resumeRun(record, control, now);
     case 'steer':
+      if (record.queued_steers.length >= (limits.maxQueuedSteers ?? DEFAULT_MAX_QUEUED_STEERS))
+        return reject(
+          'steer_queue_full',
+          `the run already holds ${record.queued_steers.length} queued steers`,
+        );
       return steerRun(record, control, now);
     case 'approve': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
