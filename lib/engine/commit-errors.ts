@@ -1,7 +1,8 @@
 /**
  * Why a commit of the run store was refused, with one documented reaction per reason. Thrown by
- * every RunStore adapter (DynamoDB, memory); the engine and the HTTP layer react to these, never
- * to an adapter's own errors. DESIGN section 5 ("Failure reasons are classified").
+ * every RunStore adapter (DynamoDB, memory); the engine and the HTTP layer react to these (and to
+ * StoreUnavailable, errors.ts, for throttling and an unreachable store), never to an adapter's
+ * own errors. DESIGN section 5 ("Failure reasons are classified").
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { EngineModuleError } from './module-error.ts';
@@ -14,8 +15,6 @@ export type CommitFailure =
   | 'stale_version'
   /** Another transaction touched the same items: retried with backoff here; thrown when exhausted. */
   | 'transaction_conflict'
-  /** Throttled: retried with backoff here; thrown when exhausted (retryable by the caller). */
-  | 'throttled'
   /** The subject already has a live run (create only). */
   | 'subject_taken'
   /** The create key was already used (create only). */
@@ -36,29 +35,27 @@ export type CommitFailure =
 
 /**
  * A refused commit. Reactions: fenced_out → the worker stops; stale_version → re-read the run
- * and recompute; transaction_conflict / throttled → already retried with backoff, the caller
- * treats it as retryable; subject_taken / create_key_taken → return the existing run;
+ * and recompute; transaction_conflict → already retried with backoff, the caller treats it as
+ * retryable (throttling that outlasts the retries is StoreUnavailable instead); subject_taken / create_key_taken → return the existing run;
  * control_ack_exists → answer from the stored ack; validation → a bug, surfaced as is.
  * `current` is the run record as DynamoDB returned it (ReturnValuesOnConditionCheckFailure).
  */
 export class CommitRejected extends EngineModuleError {
   override name = 'CommitRejected';
-  readonly reason: CommitFailure;
-  /** The reason, as every engine error names itself. */
+  /** Why the commit was refused: the reaction to take (see above). */
   readonly code: CommitFailure;
-  /** Whether the same commit may go through later: a conflict or throttling that outlasted the adapter's retries. */
+  /** Whether the same commit may go through later: a conflict that outlasted the adapter's retries. */
   readonly retryable: boolean;
   readonly current: RunRecord | null;
   constructor(
-    reason: CommitFailure,
+    code: CommitFailure,
     message: string,
     current: RunRecord | null = null,
     options?: ErrorOptions,
   ) {
     super(message, options);
-    this.reason = reason;
-    this.code = reason;
-    this.retryable = reason === 'transaction_conflict' || reason === 'throttled';
+    this.code = code;
+    this.retryable = code === 'transaction_conflict';
     this.current = current;
   }
 }

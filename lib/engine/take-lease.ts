@@ -49,7 +49,7 @@ export async function takeLease(ctx: EngineContext, runId: string): Promise<{ ba
       ctx.records.remember(base);
       return { base };
     } catch (err) {
-      if (!(err instanceof CommitRejected && err.reason === 'stale_version')) throw err;
+      if (!(err instanceof CommitRejected && err.code === 'stale_version')) throw err;
       if (!guess) return { kind: 'busy' };
       // The guess was out of date: go on from the record the refusal carries.
       guess = false;

@@ -6,6 +6,7 @@
 import type { RunRecord } from '../contracts/index.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
+import { StoreUnavailable } from '../engine/errors.ts';
 import type { Commit } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
 
@@ -13,7 +14,7 @@ import type { CommitPlan } from './commit-plan.ts';
  * Why a planned commit was refused, from the code of each write (DynamoDB's CancellationReasons
  * codes: 'None', 'ConditionalCheckFailed', 'TransactionConflict', 'ThrottlingError',
  * 'ValidationError', ...), aligned with `plan.writes`. `current` is the run record as it was
- * when the record's condition failed (ALL_OLD), or null.
+ * when the record's condition failed (ALL_OLD), or null. Throttling is StoreUnavailable (retryable).
  */
 export function classifyRefusal(
   commit: Commit,
@@ -22,10 +23,10 @@ export function classifyRefusal(
   messages: string[],
   current: RunRecord | null,
   cause?: unknown,
-): CommitRejected {
+): CommitRejected | StoreUnavailable {
   const options = cause === undefined ? undefined : { cause };
   if (codes.includes('ThrottlingError') || codes.includes('ProvisionedThroughputExceeded')) {
-    return new CommitRejected('throttled', `commit throttled: ${codes.join(',')}`, null, options);
+    return new StoreUnavailable(`DynamoDB throttled the commit: ${codes.join(',')}`, options);
   }
   if (codes.includes('TransactionConflict')) {
     return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, options);

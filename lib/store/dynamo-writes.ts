@@ -33,6 +33,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
 import { CommitRejected } from '../engine/commit-errors.ts';
+import { StoreUnavailable } from '../engine/errors.ts';
 import type { RunStore, StoreMetrics } from '../engine/ports.ts';
 import type { PendingCharges } from '../engine/usage-meter.ts';
 import type { CommitPlan } from './commit-plan.ts';
@@ -315,7 +316,8 @@ async function dropPage(io: DynamoIo, page: Item & ItemKey, token: string): Prom
 /**
  * Executes one plan: as plain writes when plainCommitOf allows, else as one TransactWriteItems;
  * retried on conflicts and throttling. 'page_taken' when only an event page's condition failed
- * (commit-protocol.ts decides what then); throws CommitRejected for every other refusal.
+ * (commit-protocol.ts decides what then); throws CommitRejected for every other refusal, and
+ * StoreUnavailable for throttling that outlasted the retries.
  */
 export async function execute(
   io: DynamoIo,
@@ -335,8 +337,8 @@ export async function execute(
       countCapacity(io, out.ConsumedCapacity, 'write');
       return 'committed';
     } catch (err) {
-      let rejected: CommitRejected;
-      if (err instanceof CommitRejected) rejected = err;
+      let rejected: CommitRejected | StoreUnavailable;
+      if (err instanceof CommitRejected || err instanceof StoreUnavailable) rejected = err;
       else if (err instanceof TransactionCanceledException) {
         const reasons = err.CancellationReasons ?? [];
         const codes = reasons.map((r) => r.Code ?? 'None');
@@ -356,10 +358,10 @@ export async function execute(
         // A plain write to an item a transaction is writing.
         rejected = new CommitRejected('transaction_conflict', err.message, null, { cause: err });
       else if (isThrottle(err))
-        rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+        rejected = new StoreUnavailable('DynamoDB throttled the commit', { cause: err });
       else throw err;
-      const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
-      if (!retryable || attempt >= io.maxAttempts) throw rejected;
+      // A conflict or throttling is retried with backoff; exhausted, it is thrown (retryable).
+      if (!rejected.retryable || attempt >= io.maxAttempts) throw rejected;
       io.metrics.transactionRetries += 1;
       await io.sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
     }
