@@ -40,7 +40,8 @@ export {
   drive,
   type OperationReport,
 } from './drive.ts';
-export { ApiError } from './errors.ts';
+export { ApiError, type ApiErrorCode, type ClientErrorCode } from './errors.ts';
+export type { RetryOptions } from './call.ts';
 export {
   type FollowLiveOptions,
   followLive,

@@ -242,6 +242,8 @@ describe('the client library and too_many_waits', () => {
       baseUrl: 'http://api.test',
       token: 'alice',
       fetch: (req) => app.fetch(req),
+      // The refusal itself is what this test reads: no retry inside the call.
+      retry: { attempts: 1 },
     });
     // Two waits of 1 s hold alice's slots: Retry-After is then 1.
     longPoll('alice', aliceRun, 1);
@@ -326,9 +328,11 @@ describe('the client library and too_many_waits', () => {
     expect(statuses.at(-1)).toBe(200);
   });
 
-  it('does not call a 429 without Retry-After retryable', () => {
-    expect(new ApiError('quota_exceeded', 429, 'no').retryable).toBe(false);
+  it('calls every 429 and 503 retryable, with or without Retry-After, and a 409 not', () => {
+    expect(new ApiError('quota_exceeded', 429, 'no').retryable).toBe(true);
     expect(new ApiError('quota_exceeded', 429, 'no', {}, { retryAfterSeconds: 30 }).retryable).toBe(true);
+    expect(new ApiError('store_unavailable', 503, 'down').retryable).toBe(true);
+    expect(new ApiError('run_terminal', 409, 'ended').retryable).toBe(false);
   });
 });
 
