@@ -65,7 +65,9 @@ export function isUnavailableFault(err: unknown, depth = 0): boolean {
 export function unavailableOr(err: unknown, service: string): unknown {
   // A typed error (a store refusal, StoreUnavailable itself) already says what happened.
   if (err instanceof EngineModuleError || !isUnavailableFault(err)) return err;
-  const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  // The name or network code only: the API answers this message, and an SDK's may hold addresses.
+  const code = (err as { code?: unknown }).code;
+  const why = typeof code === 'string' ? code : err instanceof Error ? err.name : 'unknown';
   return new StoreUnavailable(`${service} is unavailable (${why}); retry`, { cause: err });
 }
 
