@@ -6,7 +6,8 @@
  * now" (503 store_unavailable, 429) as long as its Retry-After says (`CallerOptions.retry`).
  */
 import { z } from 'zod';
-import { ApiError, answeredCode } from './errors.ts';
+import { isErrorCode } from '../contracts/error-codes.ts';
+import { ApiError, type ApiErrorCode } from './errors.ts';
 
 export interface Call<T extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT';
@@ -48,6 +49,11 @@ export interface RetryOptions {
   backoffMs?: number;
   /** Waits `ms` (default: a timer); tests record the waits instead. */
   sleep?: (ms: number) => Promise<void>;
+}
+
+/** The code an error answer of `status` names: the API's when this client knows it, else `http_<status>`. */
+export function answeredCode(code: string | undefined, status: number): ApiErrorCode {
+  return code !== undefined && isErrorCode(code) ? code : `http_${status}`;
 }
 
 const DEFAULT_ATTEMPTS = 3;

@@ -4,7 +4,8 @@
  * HTTP `status` and the `details` the API sent, or one of the client's own codes
  * (ClientErrorCode). STYLE "Typed errors with stable codes"; issue 30.
  */
-import { type ErrorCode, isErrorCode } from '../contracts/error-codes.ts';
+// A type only: the CLI loads this file for --help, and the catalogue is not needed for that.
+import type { ErrorCode } from '../contracts/error-codes.ts';
 
 /**
  * The codes the client itself gives: `unreachable` (status 0: no answer at all),
@@ -23,11 +24,6 @@ export type ClientErrorCode =
 
 /** Every code an ApiError carries. */
 export type ApiErrorCode = ErrorCode | ClientErrorCode;
-
-/** The code an error answer of `status` names: the API's when this client knows it, else `http_<status>`. */
-export function answeredCode(code: string | undefined, status: number): ApiErrorCode {
-  return code !== undefined && isErrorCode(code) ? code : `http_${status}`;
-}
 
 export class ApiError extends Error {
   override name = 'ApiError';

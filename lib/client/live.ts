@@ -9,7 +9,8 @@
  */
 import { createParser } from 'eventsource-parser';
 import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
-import { ApiError, answeredCode } from './errors.ts';
+import { answeredCode } from './call.ts';
+import { ApiError } from './errors.ts';
 
 /** The options of `followLive` and `followSse`: where to start, how to stop, reconnect pacing. */
 export interface FollowLiveOptions {
