@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { raisingStoreUnavailable } from '../aws-faults.ts';
 
 /** What an item keeps instead of a large payload. */
 export interface BlobRef {
@@ -47,27 +48,31 @@ export function matchesRef(body: string, ref: BlobRef): boolean {
   return digestOf(body) === ref.digest;
 }
 
+/** The S3 BlobStore. Throws StoreUnavailable (retryable) when S3 is unreachable, throttles (SlowDown) or fails. */
 export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
-  return {
-    async put(body, mediaType) {
-      const ref = blobRefOf(body, mediaType);
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: `payloads/${ref.digest}`,
-          Body: body,
-          ContentType: mediaType,
-        }),
-      );
-      return ref;
+  return raisingStoreUnavailable<BlobStore>(
+    {
+      async put(body, mediaType) {
+        const ref = blobRefOf(body, mediaType);
+        await s3.send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: `payloads/${ref.digest}`,
+            Body: body,
+            ContentType: mediaType,
+          }),
+        );
+        return ref;
+      },
+      async get(ref) {
+        const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));
+        const body = (await out.Body?.transformToString('utf8')) ?? '';
+        if (!matchesRef(body, ref)) {
+          throw new BlobIntegrityError(`payload ${ref.digest} does not match its digest`);
+        }
+        return body;
+      },
     },
-    async get(ref) {
-      const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));
-      const body = (await out.Body?.transformToString('utf8')) ?? '';
-      if (!matchesRef(body, ref)) {
-        throw new BlobIntegrityError(`payload ${ref.digest} does not match its digest`);
-      }
-      return body;
-    },
-  };
+    'S3',
+  );
 }

@@ -2,10 +2,12 @@
  * The one request function a client is built on: a method, a path, a JSON or bytes body, the
  * run's capability, and the zod schema of the documented answer. Its own module so that the
  * client (client.ts) and the client-driven methods (client-driven.ts) share it without
- * importing each other; `httpCaller` is the one over HTTP.
+ * importing each other; `httpCaller` is the one over HTTP. It retries an answer that says "not
+ * now" (503 store_unavailable, 429) as long as its Retry-After says (`CallerOptions.retry`).
  */
 import { z } from 'zod';
-import { ApiError } from './errors.ts';
+import { isErrorCode } from '../contracts/error-codes.ts';
+import { ApiError, type ApiErrorCode } from './errors.ts';
 
 export interface Call<T extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT';
@@ -28,6 +30,43 @@ export interface CallerOptions {
   capability?: string;
   /** Replaces global fetch (tests: `(req) => app.fetch(req)`). */
   fetch?: (request: Request) => Response | Promise<Response>;
+  /** How answers 503 and 429 are retried (default: 3 tries, Retry-After up to 10 s waited out). */
+  retry?: RetryOptions;
+}
+
+/**
+ * The retry of an answer 503 (store_unavailable) or 429 (too_many_waits, quota_exceeded, the
+ * stage's throttling): the same request again, after Retry-After seconds when the answer said
+ * so, else after a backoff. Writes are safe to resend (control_id, delivery_id, create_key and
+ * the subject make them idempotent). An unreachable API (status 0) is not retried here.
+ */
+export interface RetryOptions {
+  /** Tries in all, the first included (default 3; 1 turns retrying off). */
+  attempts?: number;
+  /** The longest Retry-After waited out, ms (default 10_000): a longer one is thrown at once, for the caller to decide. */
+  maxWaitMs?: number;
+  /** The wait without Retry-After before retry n (from 1): backoffMs * 2^(n-1), ms (default 250). */
+  backoffMs?: number;
+  /** Waits `ms` (default: a timer); tests record the waits instead. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** The code an error answer of `status` names: the API's when this client knows it, else `http_<status>`. */
+export function answeredCode(code: string | undefined, status: number): ApiErrorCode {
+  return code !== undefined && isErrorCode(code) ? code : `http_${status}`;
+}
+
+const DEFAULT_ATTEMPTS = 3;
+const DEFAULT_MAX_WAIT_MS = 10_000;
+const DEFAULT_BACKOFF_MS = 250;
+
+/** Retry-After as seconds (a delay, or an HTTP date from now), or undefined when absent or unreadable. */
+export function retryAfterSeconds(header: string | null, now = Date.now()): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 const ErrorBody = z.object({
@@ -38,6 +77,29 @@ const ErrorBody = z.object({
 
 /** The request function of a client at `baseUrl` (no trailing slash): JSON in, the parsed shape out, ApiError on failure. */
 export function httpCaller(baseUrl: string, options: CallerOptions): CallFn {
+  const once = onceCaller(baseUrl, options);
+  const attempts = Math.max(1, options.retry?.attempts ?? DEFAULT_ATTEMPTS);
+  const maxWaitMs = options.retry?.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+  const backoffMs = options.retry?.backoffMs ?? DEFAULT_BACKOFF_MS;
+  const sleep = options.retry?.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await once(c);
+      } catch (err) {
+        const notNow = err instanceof ApiError && (err.status === 503 || err.status === 429);
+        if (!notNow || attempt >= attempts) throw err;
+        const waitMs =
+          err.retryAfterSeconds !== undefined ? err.retryAfterSeconds * 1000 : backoffMs * 2 ** (attempt - 1);
+        if (waitMs > maxWaitMs) throw err;
+        await sleep(waitMs);
+      }
+    }
+  };
+}
+
+/** One try of a call: the request, then the parsed answer or an ApiError. */
+function onceCaller(baseUrl: string, options: CallerOptions): CallFn {
   const doFetch = options.fetch ?? ((request: Request): Promise<Response> => fetch(request));
   return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
     const url = new URL(baseUrl + c.path);
@@ -76,10 +138,14 @@ export function httpCaller(baseUrl: string, options: CallerOptions): CallFn {
     }
     if (!response.ok) {
       const error = ErrorBody.safeParse(json);
-      const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
-      const retry = Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {};
+      const retryAfter = retryAfterSeconds(response.headers.get('retry-after'));
+      const retry = retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {};
       if (error.success) {
-        throw new ApiError(error.data.code, response.status, error.data.message, error.data.details, retry);
+        const code = answeredCode(error.data.code, response.status);
+        // A code this client does not know (a newer API) is kept in details.code.
+        const details =
+          code === error.data.code ? error.data.details : { ...error.data.details, code: error.data.code };
+        throw new ApiError(code, response.status, error.data.message, details, retry);
       }
       throw new ApiError(
         `http_${response.status}`,

@@ -1,13 +1,34 @@
 /**
  * The client's one error type: every failed call throws an ApiError carrying the API's stable
- * `code`, the HTTP `status` and the `details` the API sent. Codes the client itself produces:
- * `unreachable` (status 0: no answer at all) and `invalid_response` (the answer does not have
- * the documented shape). STYLE "Typed errors with stable codes".
+ * `code` (one of the catalogue's, lib/contracts/error-codes.ts; docs/reference/errors.md), the
+ * HTTP `status` and the `details` the API sent, or one of the client's own codes
+ * (ClientErrorCode). STYLE "Typed errors with stable codes"; issue 30.
  */
+// A type only: the CLI loads this file for --help, and the catalogue is not needed for that.
+import type { ErrorCode } from '../contracts/error-codes.ts';
+
+/**
+ * The codes the client itself gives: `unreachable` (status 0: no answer at all),
+ * `invalid_response` (the answer does not have the documented shape), `http_<status>` (an error
+ * answer without the API's error body, or with a code this client does not know: then
+ * `details.code`), `unsupported` (no WebSocket on this platform), and the live socket's
+ * `token_expired` and `invalid_message`.
+ */
+export type ClientErrorCode =
+  | 'unreachable'
+  | 'invalid_response'
+  | 'unsupported'
+  | 'token_expired'
+  | 'invalid_message'
+  | `http_${number}`;
+
+/** Every code an ApiError carries. */
+export type ApiErrorCode = ErrorCode | ClientErrorCode;
+
 export class ApiError extends Error {
   override name = 'ApiError';
-  /** The API's code (`run_not_found`, `validation_failed`, ...) or `unreachable` / `invalid_response`. */
-  readonly code: string;
+  /** The API's code (`run_not_found`, `validation_failed`, ...) or one of the client's own. */
+  readonly code: ApiErrorCode;
   /** HTTP status; 0 when the API could not be reached. */
   readonly status: number;
   /** What the API added: the field a validation_failed names, a refusal's reason, a lease's expires_at, ... ({} when nothing). */
@@ -15,7 +36,7 @@ export class ApiError extends Error {
   /** Seconds the API asked to wait before a retry (Retry-After), when it said so. */
   readonly retryAfterSeconds: number | undefined;
   constructor(
-    code: string,
+    code: ApiErrorCode,
     status: number,
     message: string,
     details: Record<string, unknown> = {},
@@ -29,15 +50,11 @@ export class ApiError extends Error {
   }
 
   /**
-   * Whether retrying the same call later may succeed: unreachable (0), store_unavailable (503),
-   * or a 429 that said when (Retry-After: `too_many_waits`, a rate limit; wait
-   * `retryAfterSeconds` first). A 429 without Retry-After (a live-run quota) is not.
+   * Whether retrying the same call later may succeed: unreachable (0), 503 (store_unavailable)
+   * or 429 (too_many_waits, quota_exceeded, the stage's throttling); wait `retryAfterSeconds`
+   * first when the API said so. The client's own retries (call.ts) already waited some out.
    */
   get retryable(): boolean {
-    return (
-      this.status === 0 ||
-      this.status === 503 ||
-      (this.status === 429 && this.retryAfterSeconds !== undefined)
-    );
+    return this.status === 0 || this.status === 503 || this.status === 429;
   }
 }

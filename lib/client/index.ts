@@ -13,6 +13,7 @@ export type {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
+export type { RetryOptions } from './call.ts';
 export { type AgentRunsClient, createClient } from './client.ts';
 export type { ClientDrivenMethods, ClientWrite, LeaseView } from './client-driven.ts';
 export {
@@ -22,7 +23,7 @@ export {
   drive,
   type OperationReport,
 } from './drive.ts';
-export { ApiError } from './errors.ts';
+export { ApiError, type ApiErrorCode, type ClientErrorCode } from './errors.ts';
 export {
   type FollowLiveOptions,
   followLive,

@@ -9,6 +9,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
+import { answeredCode } from './call.ts';
 import { ApiError } from './errors.ts';
 
 /** The options of `followLive` and `followSse`: where to start, how to stop, reconnect pacing. */
@@ -49,7 +50,9 @@ export interface LiveTarget {
 export { TOKEN_EXPIRED_CLOSE };
 
 /** The error codes of the live socket that another try will not change: the follow throws them. */
-const FINAL_CODES = new Set(['run_not_found', 'unauthorized', 'invalid_message', 'cursor_ahead']);
+const FINAL_CODES = ['run_not_found', 'unauthorized', 'invalid_message', 'cursor_ahead'] as const;
+const isFinal = (code: string): code is (typeof FINAL_CODES)[number] =>
+  (FINAL_CODES as readonly string[]).includes(code);
 
 const aborted = (options: FollowLiveOptions) => options.signal?.aborted === true;
 
@@ -176,7 +179,7 @@ export async function* followLive(
         }
         const msg = signal.message;
         if (msg.type === 'error') {
-          if (FINAL_CODES.has(msg.code)) throw new ApiError(msg.code, 0, msg.message);
+          if (isFinal(msg.code)) throw new ApiError(msg.code, 0, msg.message);
           if (msg.code === TOKEN_EXPIRED) expired = true; // the close follows
           continue;
         }
@@ -251,9 +254,12 @@ export async function* followSse(
         continue;
       }
       throw new ApiError(
-        body.code ?? `http_${response.status}`,
+        answeredCode(body.code, response.status),
         response.status,
         body.message ?? 'the event stream was refused',
+        body.code !== undefined && answeredCode(body.code, response.status) !== body.code
+          ? { code: body.code }
+          : {},
       );
     }
     const found: { kind: 'event'; event: RunEvent }[] = [];

@@ -37,7 +37,7 @@ export async function deliverAfterEnd(deps: EngineDeps, record: RunRecord): Prom
         ...(state !== undefined ? { state } : {}),
       });
     } catch (err) {
-      if (err instanceof CommitRejected && err.reason === 'stale_version') return current;
+      if (err instanceof CommitRejected && err.code === 'stale_version') return current;
       throw err;
     }
   }

@@ -157,14 +157,14 @@ async function fencedWrite<T>(
       runId,
     });
   } catch (err) {
-    if (err instanceof CommitRejected && err.reason === 'control_ack_exists') {
+    if (err instanceof CommitRejected && err.code === 'control_ack_exists') {
       throw new EngineError('turn_outcome_refused', 'that outcome/ref was already reported', {
         run_id: runId,
         reason_code: 'event-duplicate',
         field: 'outcome/ref',
       });
     }
-    if (err instanceof CommitRejected && err.reason === 'fenced_out') {
+    if (err instanceof CommitRejected && err.code === 'fenced_out') {
       const current = err.current;
       throw new EngineError('fenced_out', 'the lease was lost while this write was being made', {
         run_id: runId,

@@ -53,7 +53,7 @@ export async function readDecideCommit<S, T>(deps: EngineDeps, loop: CommitLoop<
     try {
       stored = await commitRun(deps, decision.commit);
     } catch (err) {
-      if (err instanceof CommitRejected && retryOn.includes(err.reason)) {
+      if (err instanceof CommitRejected && retryOn.includes(err.code)) {
         if (loop.jitter !== false) await contentionPause(attempt);
         continue;
       }

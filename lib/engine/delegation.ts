@@ -262,11 +262,11 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
     });
   } catch (err) {
     if (!(err instanceof CommitRejected)) throw err;
-    if (err.reason === 'create_key_taken') {
+    if (err.code === 'create_key_taken') {
       const again = await dc.store.findByCreateKey(principalKey, plan.create_key);
       if (again !== null) return adopt(dc, parent, op, again.run_id, plan.wait);
     }
-    if (err.reason === 'subject_taken') {
+    if (err.code === 'subject_taken') {
       return delegationFailedEnvelope(
         op.op_id,
         'conflict',

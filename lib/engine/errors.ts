@@ -3,57 +3,11 @@
  * retryable (the infrastructure failed: try again). A rejected control is not an error: it is
  * an ack. STYLE "Typed errors with stable codes".
  */
+import type { EngineErrorCode } from '../contracts/error-codes.ts';
 import { EngineModuleError } from './module-error.ts';
 
-export type EngineErrorCode =
-  | 'validation_failed'
-  | 'run_not_found'
-  /** A caller who may see the run presented a capability that does not match (403). */
-  | 'capability_invalid'
-  /** The subject has a live run the caller may not see (409; nothing of it is revealed). */
-  | 'subject_busy'
-  /** The create key was used for a different request (409). */
-  | 'create_key_reused'
-  /** as_agent names an agent that is not registered, or may not act for this user (403). */
-  | 'agent_not_allowed'
-  /** The subject's workspace is not granted to the caller (403; nothing of its runs is revealed). */
-  | 'workspace_not_granted'
-  /** A per-principal limit of the deployment (live runs, creations per minute) is reached (429). */
-  | 'quota_exceeded'
-  | 'checkpoint_not_found'
-  | 'invalid_cursor'
-  /** An events cursor (after, Last-Event-ID) beyond the run's last seq (409; details.after, details.last_seq). */
-  | 'cursor_ahead'
-  | 'unauthorized'
-  | 'reducer_not_found'
-  | 'resume_key_not_found'
-  /** Another delivery (another delivery_id) was already applied to the resume key (409). */
-  | 'result_already_delivered'
-  /** Another result is held for the resume key until its wait is recorded (409). */
-  | 'result_already_held'
-  /** A body above a size limit (413). */
-  | 'payload_too_large'
-  | 'run_terminal'
-  | 'state_not_found'
-  | 'subject_taken'
-  | 'checkpoint_not_forkable'
-  /** A published registry version never changes: a different document needs a new version (409). */
-  | 'version_immutable'
-  /** A tool published as data may not take the name of a tool registered in code (409). */
-  | 'tool_name_reserved'
-  /** No such registry entry or version (404). */
-  | 'registry_entry_not_found'
-  /** A client-driven write whose fence no longer holds (details.reason_code session-fence-mismatch). */
-  | 'fenced_out'
-  /** Another client holds the run's unexpired lease (details.expires_at). */
-  | 'lease_held'
-  /** A client-driven route on a run that has a reducer: the server drives it. */
-  | 'not_client_driven'
-  /** The run is not in a state that allows this write (details.reason: operation_in_flight, ...). */
-  | 'invalid_state'
-  /** A turn outcome the runtime refused (details.reason_code: event-duplicate, event-stale, ...). */
-  | 'turn_outcome_refused'
-  | 'store_unavailable';
+/** The codes an EngineError carries: the catalogue's (lib/contracts/error-codes.ts) with source `engine`. */
+export type { EngineErrorCode };
 
 export class EngineError extends EngineModuleError {
   override name = 'EngineError';
@@ -70,6 +24,21 @@ export class EngineError extends EngineModuleError {
     this.code = code;
     this.details = details;
     this.retryable = options?.retryable ?? false;
+  }
+}
+
+/**
+ * DynamoDB, S3 or SQS could not answer now: unreachable (a network error, a timeout), throttled
+ * (ProvisionedThroughputExceeded, ThrottlingException, RequestLimitExceeded, a transaction
+ * cancelled for throttling after the adapter's own retries), or failing (InternalServerError,
+ * ServiceUnavailable, any 5xx). Retryable: the same request may succeed later. Raised by the
+ * adapters (lib/store, lib/blobs, lib/queue) so that nothing above them inspects an SDK's error
+ * names; the cause is the SDK's error. The API answers 503 store_unavailable with Retry-After.
+ */
+export class StoreUnavailable extends EngineError {
+  override name = 'StoreUnavailable';
+  constructor(message: string, options?: ErrorOptions) {
+    super('store_unavailable', message, {}, { ...options, retryable: true });
   }
 }
 

@@ -238,7 +238,7 @@ export async function forkRun(
       },
     );
   } catch (err) {
-    if (err instanceof CommitRejected && err.reason === 'subject_taken') {
+    if (err instanceof CommitRejected && err.code === 'subject_taken') {
       throw new EngineError(
         'subject_taken',
         'another run lives on the fork subject (the original, while it lives): give the fork another subject',

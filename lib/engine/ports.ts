@@ -196,8 +196,6 @@ export type CommitFailure =
   | 'stale_version'
   /** Another transaction touched the same items: retried with backoff here; thrown when exhausted. */
   | 'transaction_conflict'
-  /** Throttled: retried with backoff here; thrown when exhausted (retryable by the caller). */
-  | 'throttled'
   /** The subject already has a live run (create only). */
   | 'subject_taken'
   /** The create key was already used (create only). */
@@ -218,29 +216,28 @@ export type CommitFailure =
 
 /**
  * A refused commit. Reactions: fenced_out → the worker stops; stale_version → re-read the run
- * and recompute; transaction_conflict / throttled → already retried with backoff, the caller
- * treats it as retryable; subject_taken / create_key_taken → return the existing run;
- * control_ack_exists → answer from the stored ack; validation → a bug, surfaced as is.
+ * and recompute; transaction_conflict → already retried with backoff, the caller treats it as
+ * retryable (throttling that outlasts the retries is StoreUnavailable instead, errors.ts);
+ * subject_taken / create_key_taken → return the existing run; control_ack_exists → answer from
+ * the stored ack; validation → a bug, surfaced as is.
  * `current` is the run record as DynamoDB returned it (ReturnValuesOnConditionCheckFailure).
  */
 export class CommitRejected extends EngineModuleError {
   override name = 'CommitRejected';
-  readonly reason: CommitFailure;
-  /** The reason, as every engine error names itself. */
+  /** Why the commit was refused: the reaction to take (see above). */
   readonly code: CommitFailure;
-  /** Whether the same commit may go through later: a conflict or throttling that outlasted the adapter's retries. */
+  /** Whether the same commit may go through later: a conflict that outlasted the adapter's retries. */
   readonly retryable: boolean;
   readonly current: RunRecord | null;
   constructor(
-    reason: CommitFailure,
+    code: CommitFailure,
     message: string,
     current: RunRecord | null = null,
     options?: ErrorOptions,
   ) {
     super(message, options);
-    this.reason = reason;
-    this.code = reason;
-    this.retryable = reason === 'transaction_conflict' || reason === 'throttled';
+    this.code = code;
+    this.retryable = code === 'transaction_conflict';
     this.current = current;
   }
 }
@@ -482,3 +479,6 @@ export interface RegistryStore {
    */
   publish(entry: RegistryEntry, snapshot: RegistrySnapshot): Promise<void>;
 }
+
+/** Raised by an adapter for what its service reports as unreachable or throttled (errors.ts). */
+export { StoreUnavailable } from './errors.ts';

@@ -190,10 +190,11 @@ export function createReads(deps: EngineDeps): Reads {
       try {
         page = await store.listByStatus(query.status ?? 'running', query.limit, query.cursor);
       } catch (err) {
-        const name = (err as { name?: string } | null)?.name;
-        if (query.cursor !== undefined && (err instanceof SyntaxError || name === 'ValidationException')) {
-          throw new EngineError('invalid_cursor', 'invalid query cursor: not a cursor this API returned', {
-            cursor: query.cursor,
+        // The stores throw SyntaxError for a cursor they did not issue (listing-order.ts).
+        if (query.cursor !== undefined && err instanceof SyntaxError) {
+          throw new EngineError('validation_failed', 'invalid query cursor: not a cursor this API returned', {
+            target: 'query',
+            issues: [{ path: ['cursor'], code: 'invalid_cursor', message: 'not a cursor this API returned' }],
           });
         }
         throw err;

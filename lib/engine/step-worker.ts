@@ -299,20 +299,20 @@ class StepWorker {
         this.committed(stored);
         return;
       } catch (err) {
-        if (err instanceof CommitTooLarge || (err instanceof CommitRejected && err.reason === 'validation')) {
+        if (err instanceof CommitTooLarge || (err instanceof CommitRejected && err.code === 'validation')) {
           // Storing this outcome will never succeed: retrying would repeat the operation forever.
           await this.refuse(err);
           return;
         }
         if (!(err instanceof CommitRejected)) throw err;
-        if (err.reason === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
-        if (err.reason === 'early_result_held' && (await this.stageEarlyResults())) continue;
-        if (err.reason !== 'stale_version' && err.reason !== 'early_result_gone') throw err;
+        if (err.code === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
+        if (err.code === 'early_result_held' && (await this.stageEarlyResults())) continue;
+        if (err.code !== 'stale_version' && err.code !== 'early_result_gone') throw err;
         // A concurrent commit (a control) took the version: replay the staged moves on it and
         // commit again, without redoing any work.
         // (An early result that is gone is not replayed: recompute without it.)
         const current =
-          err.reason === 'stale_version'
+          err.code === 'stale_version'
             ? (err.current ?? (await this.ctx.store.getRun(this.base.run_id)))
             : null;
         if (current !== null && leaseNamedBy(current, this.fence) && this.rebase(current)) {
@@ -577,8 +577,8 @@ class StepWorker {
       if (end === 'interrupt') return 'interrupted';
       return renewed.ok ? 'renewed' : 'skipped';
     } catch (err) {
-      if (err instanceof CommitRejected && err.reason === 'stale_version') return 'skipped'; // next beat retries
-      if (err instanceof CommitRejected && err.reason === 'fenced_out') return 'lost';
+      if (err instanceof CommitRejected && err.code === 'stale_version') return 'skipped'; // next beat retries
+      if (err instanceof CommitRejected && err.code === 'fenced_out') return 'lost';
       if (err instanceof LeaseLost) return 'lost';
       // A read or write that failed (the store unreachable, throttled): not a lost lease. The
       // next beat retries; the lease's own expiry is what ends a worker that cannot reach it.

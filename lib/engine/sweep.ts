@@ -58,7 +58,7 @@ export async function sweep(ctx: EngineContext, shards?: number[]): Promise<Swee
       try {
         await sweepRun(ctx, id, report);
       } catch (err) {
-        if (err instanceof CommitRejected && (err.reason === 'stale_version' || err.reason === 'fenced_out'))
+        if (err instanceof CommitRejected && (err.code === 'stale_version' || err.code === 'fenced_out'))
           continue;
         ctx.log({ level: 'error', message: 'sweep of a run failed', run_id: id, error: String(err) });
       }

@@ -52,7 +52,7 @@ export async function takeLease(ctx: EngineContext, runId: string): Promise<{ ba
       ctx.records.remember(base);
       return { base };
     } catch (err) {
-      if (!(err instanceof CommitRejected && err.reason === 'stale_version')) throw err;
+      if (!(err instanceof CommitRejected && err.code === 'stale_version')) throw err;
       if (!guess) return { kind: 'busy' };
       // The guess was out of date: go on from the record the refusal carries.
       guess = false;
@@ -86,7 +86,7 @@ export async function takeOverDeadPredecessor(
     });
     return stored;
   } catch (err) {
-    if (err instanceof CommitRejected && (err.reason === 'stale_version' || err.reason === 'fenced_out'))
+    if (err instanceof CommitRejected && (err.code === 'stale_version' || err.code === 'fenced_out'))
       return null;
     throw err;
   }

@@ -1,9 +1,11 @@
 /**
  * The parts every route definition of routes.ts shares: the operation tags, the error
- * responses each status may carry (their descriptions name the stable codes), the 429s of the
+ * responses each status may carry (their descriptions name the stable codes, from the catalogue
+ * lib/contracts/error-codes.ts), the 429s of the
  * creating and waiting routes, and the operationId helper.
  */
 import { z } from '@hono/zod-openapi';
+import { ERROR_CODES, type ErrorCode } from '../contracts/error-codes.ts';
 import { ErrorBody } from './schemas.ts';
 
 export const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
@@ -25,20 +27,32 @@ export const TAGS = {
 } as const;
 export type Tag = keyof typeof TAGS;
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'validation_failed, invalid_json, invalid_unicode or invalid_artifact',
-  401: 'unauthenticated',
-  403: "unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability), agent_not_allowed (the same answer for an agent that is not registered and one that may not act for the caller), workspace_not_granted (the subject's workspace is not granted to the caller; nothing of its runs is revealed) or reserved_path (a function path under /lib/raisin/ or /lib/models/: read-only for every caller, admins included)",
-  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
-  405: 'method_not_allowed',
-  409: "run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state, turn_outcome_refused, result_already_delivered (another delivery was applied to the resume key) or result_already_held (another result is held for it), cursor_ahead (an events cursor beyond the run's last seq)",
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  429: 'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)',
-  422: 'reducer_not_found',
-  500: 'internal',
-  503: 'store_unavailable (see Retry-After)',
-};
+/** The codes answered with `status`, in catalogue order, as `code: meaning; code: meaning`. */
+export function describeStatus(status: number): string {
+  return describeCodes(
+    (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status),
+  );
+}
+
+/** `code: meaning; code: meaning` for the given codes (lib/contracts/error-codes.ts). */
+function describeCodes(codes: readonly ErrorCode[]): string {
+  return codes.map((code) => `${code}: ${ERROR_CODES[code].meaning}`).join('; ');
+}
+
+/** The 429 every route may answer: the stage's throttling, not the API's error body. */
+const STAGE_THROTTLED =
+  'throttled by the API Gateway stage (AWS only; body `{"message": "Too Many Requests"}`)';
+
+/**
+ * The description of each error status of the document, derived from the catalogue (429 is the
+ * stage's: the API's own 429s are CREATE_429 and WAIT_429). Issue 30.
+ */
+export const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = Object.fromEntries(
+  [...new Set(Object.values(ERROR_CODES).map((entry) => entry.status))].map((status) => [
+    status,
+    status === 429 ? STAGE_THROTTLED : describeStatus(status),
+  ]),
+);
 
 /** API Gateway's own throttling answer (not the API's error body). */
 const ThrottledBody = z.object({ message: z.string() }).openapi('Throttled');
@@ -50,14 +64,13 @@ export function errors(...extra: number[]) {
     ...Object.fromEntries(
       statuses.map((s) => [s, { description: ERROR_DESCRIPTIONS[s] ?? 'error', content: json(ErrorBody) }]),
     ),
-    429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
+    429: { description: STAGE_THROTTLED, content: json(ThrottledBody) },
   };
 }
 
 /** The 429 of `POST /runs` and `POST /runs/{id}/fork`: the stage's throttling, or the API's own quota_exceeded (with Retry-After for the rate limit). */
 export const CREATE_429 = {
-  description:
-    'quota_exceeded (details.limit max_live_runs or max_creates_per_minute; Retry-After for the rate limit), or throttled by the API Gateway stage',
+  description: `${describeCodes(['quota_exceeded'])}; or ${STAGE_THROTTLED}`,
   headers: {
     'Retry-After': { description: 'Seconds until the window ends.', schema: { type: 'integer' as const } },
   },
@@ -66,8 +79,7 @@ export const CREATE_429 = {
 
 /** The 429 of the waiting reads (long poll, event stream): the caller's open waits, or the stage's throttling. */
 export const WAIT_429 = {
-  description:
-    'too_many_waits (the caller holds as many open long polls and event streams as it may, counted per process; Retry-After), or throttled by the API Gateway stage',
+  description: `${describeCodes(['too_many_waits'])}; or ${STAGE_THROTTLED}`,
   headers: {
     'Retry-After': {
       description: "Seconds until the earliest of the caller's open waits ends (at least 1).",
@@ -79,7 +91,7 @@ export const WAIT_429 = {
 
 /** What a public route can answer besides success: throttling (AWS) and an internal error. */
 export const PUBLIC_ERRORS = {
-  429: { description: ERROR_DESCRIPTIONS[429] ?? 'throttled', content: json(ThrottledBody) },
+  429: { description: STAGE_THROTTLED, content: json(ThrottledBody) },
   500: { description: ERROR_DESCRIPTIONS[500] ?? 'internal', content: json(ErrorBody) },
 };
 

@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { type AwsEndpoints, createAwsClients } from '../aws-clients.ts';
+import { raisingStoreUnavailable } from '../aws-faults.ts';
 import { SandboxModuleError } from './errors.ts';
 import {
   ARTIFACT_KINDS,
@@ -140,7 +141,8 @@ async function storedSummaries(
  * bytes. `put` throws RegistryError(`invalid_artifact`) for an unregistrable artifact and
  * StoredRegistryError(`builtin_readonly`) for a built-in path; `get` throws
  * StoredRegistryError(`artifact_missing`) when the item's object is gone and (`item_invalid`)
- * when the item is malformed. SDK errors propagate.
+ * when the item is malformed; every method throws StoreUnavailable (retryable) when DynamoDB or
+ * S3 is unreachable or throttles (lib/aws-faults.ts).
  */
 export function createStoredFunctionRegistry(options: StoredFunctionRegistryOptions): StoredFunctionRegistry {
   const metrics: StoredRegistryMetrics = { itemReads: 0, listQueries: 0, objectReads: 0, writes: 0 };
@@ -205,60 +207,62 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
     return bytes;
   }
 
-  return {
-    metrics,
+  return raisingStoreUnavailable<StoredFunctionRegistry>(
+    {
+      metrics,
+      async get(functionPath) {
+        const builtin = await builtins.get(functionPath);
+        if (builtin !== null) return builtin;
+        const item = await readItem(functionPath);
+        if (item === null) return null;
+        const bytes = await readBytes(functionPath, item.hash);
+        return { function_path: functionPath, kind: item.kind, bytes, hash: item.hash };
+      },
 
-    async get(functionPath) {
-      const builtin = await builtins.get(functionPath);
-      if (builtin !== null) return builtin;
-      const item = await readItem(functionPath);
-      if (item === null) return null;
-      const bytes = await readBytes(functionPath, item.hash);
-      return { function_path: functionPath, kind: item.kind, bytes, hash: item.hash };
-    },
-
-    async put(functionPath, kind, bytes): Promise<Artifact> {
-      assertRegistrable(functionPath, kind, bytes);
-      if ((await builtins.get(functionPath)) !== null) {
-        throw new StoredRegistryError(
-          'builtin_readonly',
-          functionPath,
-          `${functionPath} is a built-in function and cannot be replaced`,
+      async put(functionPath, kind, bytes): Promise<Artifact> {
+        assertRegistrable(functionPath, kind, bytes);
+        if ((await builtins.get(functionPath)) !== null) {
+          throw new StoredRegistryError(
+            'builtin_readonly',
+            functionPath,
+            `${functionPath} is a built-in function and cannot be replaced`,
+          );
+        }
+        const copy = bytes.slice();
+        const hash = hashArtifactBytes(copy);
+        metrics.writes += 2;
+        await s3.send(
+          new PutObjectCommand({
+            Bucket,
+            Key: artifactObjectKey(hash),
+            Body: copy,
+            ContentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript',
+          }),
         );
-      }
-      const copy = bytes.slice();
-      const hash = hashArtifactBytes(copy);
-      metrics.writes += 2;
-      await s3.send(
-        new PutObjectCommand({
-          Bucket,
-          Key: artifactObjectKey(hash),
-          Body: copy,
-          ContentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript',
-        }),
-      );
-      const item = { function_path: functionPath, kind, hash, size: copy.byteLength, updated_at: now() };
-      await doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { TableName, Item: { ...functionItemKey(functionPath), ...item } } },
-            { Put: { TableName, Item: { pk: FUNCTION_LIST_PK, sk: functionPath, ...item } } },
-          ],
-        }),
-      );
-      items.delete(functionPath);
-      bytesByHash.set(hash, copy.slice());
-      return { function_path: functionPath, kind, bytes: copy, hash };
-    },
+        const item = { function_path: functionPath, kind, hash, size: copy.byteLength, updated_at: now() };
+        await doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              { Put: { TableName, Item: { ...functionItemKey(functionPath), ...item } } },
+              { Put: { TableName, Item: { pk: FUNCTION_LIST_PK, sk: functionPath, ...item } } },
+            ],
+          }),
+        );
+        items.delete(functionPath);
+        bytesByHash.set(hash, copy.slice());
+        return { function_path: functionPath, kind, bytes: copy, hash };
+      },
 
-    async list(): Promise<ArtifactSummary[]> {
-      const byPath = await storedSummaries(doc, TableName, metrics);
-      for (const builtin of await builtins.list()) byPath.set(builtin.function_path, builtin);
-      return [...byPath.values()].sort((a, b) =>
-        a.function_path < b.function_path ? -1 : a.function_path > b.function_path ? 1 : 0,
-      );
+      async list(): Promise<ArtifactSummary[]> {
+        const byPath = await storedSummaries(doc, TableName, metrics);
+        for (const builtin of await builtins.list()) byPath.set(builtin.function_path, builtin);
+        return [...byPath.values()].sort((a, b) =>
+          a.function_path < b.function_path ? -1 : a.function_path > b.function_path ? 1 : 0,
+        );
+      },
     },
-  };
+    'DynamoDB/S3',
+  );
 }
 
 /** Where a deployment keeps its artifacts: the run table and the payload bucket. */

@@ -5,14 +5,14 @@
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';
-import { type Commit, CommitRejected } from '../engine/ports.ts';
+import { type Commit, CommitRejected, StoreUnavailable } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
 
 /**
  * Why a planned commit was refused, from the code of each write (DynamoDB's CancellationReasons
  * codes: 'None', 'ConditionalCheckFailed', 'TransactionConflict', 'ThrottlingError',
  * 'ValidationError', ...), aligned with `plan.writes`. `current` is the run record as it was
- * when the record's condition failed (ALL_OLD), or null.
+ * when the record's condition failed (ALL_OLD), or null. Throttling is StoreUnavailable (retryable).
  */
 export function classifyRefusal(
   commit: Commit,
@@ -21,10 +21,10 @@ export function classifyRefusal(
   messages: string[],
   current: RunRecord | null,
   cause?: unknown,
-): CommitRejected {
+): CommitRejected | StoreUnavailable {
   const options = cause === undefined ? undefined : { cause };
   if (codes.includes('ThrottlingError') || codes.includes('ProvisionedThroughputExceeded')) {
-    return new CommitRejected('throttled', `commit throttled: ${codes.join(',')}`, null, options);
+    return new StoreUnavailable(`DynamoDB throttled the commit: ${codes.join(',')}`, options);
   }
   if (codes.includes('TransactionConflict')) {
     return new CommitRejected('transaction_conflict', 'commit met a concurrent transaction', null, options);

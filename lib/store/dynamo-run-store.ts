@@ -14,6 +14,7 @@ import {
   GetCommand,
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { raisingStoreUnavailable } from '../aws-faults.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunStatus } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
@@ -363,8 +364,9 @@ async function listShard(
 
 /**
  * Builds the DynamoDB RunStore over one table (lib/store/table.ts defines it) with large payloads
- * in `blobs` (S3). Does no I/O and never throws; its methods throw CommitRejected / CommitTooLarge
- * (lib/engine/ports.ts) for a refused commit and the SDK's errors when DynamoDB cannot be reached.
+ * in `blobs` (S3). Does no I/O. Every method throws StoreUnavailable (retryable) for what the
+ * SDK reports as unreachable, throttled or failing (lib/aws-faults.ts), and the commit refusals
+ * CommitRejected / CommitTooLarge (lib/engine/ports.ts); nothing else of the SDK leaves it.
  * DESIGN section 4.
  *
  * @example
@@ -392,60 +394,63 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     reads: new PendingCharges(),
     tails: new TailCache(),
   };
-  return {
-    metrics: io.metrics,
-    getRun: async (runId) => seenRecord(io, await getItem(io, runPk(runId), 'R')),
-    getStatus: (runId) => getStatus(io, runId),
-    getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
-    getState: (runId, rev, at) => getState(io, runId, rev, at),
-    readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
-    async getCheckpoint(runId, n) {
-      const item = await getItem(io, runPk(runId), checkpointSk(n));
-      return item === undefined ? null : checkpointOf(item);
+  return raisingStoreUnavailable<RunStore>(
+    {
+      metrics: io.metrics,
+      getRun: async (runId) => seenRecord(io, await getItem(io, runPk(runId), 'R')),
+      getStatus: (runId) => getStatus(io, runId),
+      getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
+      getState: (runId, rev, at) => getState(io, runId, rev, at),
+      readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
+      async getCheckpoint(runId, n) {
+        const item = await getItem(io, runPk(runId), checkpointSk(n));
+        return item === undefined ? null : checkpointOf(item);
+      },
+      listCheckpoints: async (runId) =>
+        (await queryPrefix(io, runPk(runId), 'C#')).map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n),
+      findBySubject: async (subject) =>
+        ((await getItem(io, subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null,
+      findByCreateKey: async (principalKey, key) =>
+        createKeyItemOf(await getItem(io, createKeyPk(principalKey, key), 'K')),
+      async readQuota(principalKey, windowStart) {
+        const pk = quotaPk(principalKey);
+        const [slots, window] = await Promise.all([
+          queryPrefix(io, pk, 'L#', 'sk'),
+          getItem(io, pk, quotaWindowSk(windowStart)),
+        ]);
+        return quotaUsageOf(slots, window);
+      },
+      listChildren: async (parentRunId) =>
+        (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
+      findByResumeKey: async (resumeKey) => waitOf(await getItem(io, resumeKeyPk(resumeKey), 'K')),
+      readResumeKey: async (resumeKey, now) =>
+        resumeKeyEntryOf(await getItem(io, resumeKeyPk(resumeKey), 'K'), now),
+      holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
+      sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
+      listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
+      async commit(commit) {
+        const runId = commit.record.run_id;
+        const bodies = await storeCommitBodies(commit, io.blobs);
+        // The run's reads since its last commit ride in this one (given back if it fails).
+        const reads = io.reads.take(runId);
+        try {
+          return await commitPlanned(
+            {
+              execute: (plan, c) => execute(io, plan, c),
+              readRecord: async (id) => recordAndTailOf(await getItem(io, runPk(id), 'R')),
+              tails: io.tails,
+              sleep: io.sleep,
+            },
+            commit,
+            bodies,
+            sumCharges(commit.charge ?? {}, reads),
+          );
+        } catch (err) {
+          io.reads.add(runId, reads);
+          throw err;
+        }
+      },
     },
-    listCheckpoints: async (runId) =>
-      (await queryPrefix(io, runPk(runId), 'C#')).map((i) => checkpointOf(i)).sort((a, b) => a.n - b.n),
-    findBySubject: async (subject) =>
-      ((await getItem(io, subjectKey(subject), 'S'))?.run_id as string | undefined) ?? null,
-    findByCreateKey: async (principalKey, key) =>
-      createKeyItemOf(await getItem(io, createKeyPk(principalKey, key), 'K')),
-    async readQuota(principalKey, windowStart) {
-      const pk = quotaPk(principalKey);
-      const [slots, window] = await Promise.all([
-        queryPrefix(io, pk, 'L#', 'sk'),
-        getItem(io, pk, quotaWindowSk(windowStart)),
-      ]);
-      return quotaUsageOf(slots, window);
-    },
-    listChildren: async (parentRunId) =>
-      (await queryPrefix(io, runPk(parentRunId), 'CH#', 'run_id')).map((i) => i.run_id as string),
-    findByResumeKey: async (resumeKey) => waitOf(await getItem(io, resumeKeyPk(resumeKey), 'K')),
-    readResumeKey: async (resumeKey, now) =>
-      resumeKeyEntryOf(await getItem(io, resumeKeyPk(resumeKey), 'K'), now),
-    holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
-    sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
-    listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
-    async commit(commit) {
-      const runId = commit.record.run_id;
-      const bodies = await storeCommitBodies(commit, io.blobs);
-      // The run's reads since its last commit ride in this one (given back if it fails).
-      const reads = io.reads.take(runId);
-      try {
-        return await commitPlanned(
-          {
-            execute: (plan, c) => execute(io, plan, c),
-            readRecord: async (id) => recordAndTailOf(await getItem(io, runPk(id), 'R')),
-            tails: io.tails,
-            sleep: io.sleep,
-          },
-          commit,
-          bodies,
-          sumCharges(commit.charge ?? {}, reads),
-        );
-      } catch (err) {
-        io.reads.add(runId, reads);
-        throw err;
-      }
-    },
-  };
+    'DynamoDB',
+  );
 }

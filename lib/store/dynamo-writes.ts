@@ -32,7 +32,13 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
-import { CommitRejected, type PendingCharges, type RunStore, type StoreMetrics } from '../engine/ports.ts';
+import {
+  CommitRejected,
+  type PendingCharges,
+  type RunStore,
+  type StoreMetrics,
+  StoreUnavailable,
+} from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
 import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import { classifyRefusal } from './commit-refusal.ts';
@@ -313,7 +319,8 @@ async function dropPage(io: DynamoIo, page: Item & ItemKey, token: string): Prom
 /**
  * Executes one plan: as plain writes when plainCommitOf allows, else as one TransactWriteItems;
  * retried on conflicts and throttling. 'page_taken' when only an event page's condition failed
- * (commit-protocol.ts decides what then); throws CommitRejected for every other refusal.
+ * (commit-protocol.ts decides what then); throws CommitRejected for every other refusal, and
+ * StoreUnavailable for throttling that outlasted the retries.
  */
 export async function execute(
   io: DynamoIo,
@@ -333,8 +340,8 @@ export async function execute(
       countCapacity(io, out.ConsumedCapacity, 'write');
       return 'committed';
     } catch (err) {
-      let rejected: CommitRejected;
-      if (err instanceof CommitRejected) rejected = err;
+      let rejected: CommitRejected | StoreUnavailable;
+      if (err instanceof CommitRejected || err instanceof StoreUnavailable) rejected = err;
       else if (err instanceof TransactionCanceledException) {
         const reasons = err.CancellationReasons ?? [];
         const codes = reasons.map((r) => r.Code ?? 'None');
@@ -354,10 +361,10 @@ export async function execute(
         // A plain write to an item a transaction is writing.
         rejected = new CommitRejected('transaction_conflict', err.message, null, { cause: err });
       else if (isThrottle(err))
-        rejected = new CommitRejected('throttled', 'DynamoDB throttled the commit', null, { cause: err });
+        rejected = new StoreUnavailable('DynamoDB throttled the commit', { cause: err });
       else throw err;
-      const retryable = rejected.reason === 'transaction_conflict' || rejected.reason === 'throttled';
-      if (!retryable || attempt >= io.maxAttempts) throw rejected;
+      // A conflict or throttling is retried with backoff; exhausted, it is thrown (retryable).
+      if (!rejected.retryable || attempt >= io.maxAttempts) throw rejected;
       io.metrics.transactionRetries += 1;
       await io.sleep(Math.min(1_000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
     }

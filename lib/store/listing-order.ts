@@ -39,7 +39,7 @@ export function listingPosition(cursor: string): ListingPosition {
     !isPlainObject(value) ||
     Object.keys(value).length !== 2 ||
     typeof value.created_at !== 'number' ||
-    !Number.isFinite(value.created_at) ||
+    !Number.isSafeInteger(value.created_at) ||
     typeof value.run_id !== 'string' ||
     value.run_id.length === 0
   ) {

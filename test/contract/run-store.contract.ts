@@ -315,7 +315,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             parentLink: parent.run_id,
           }),
         );
-        expect(refused.reason).toBe('subject_taken');
+        expect(refused.code).toBe('subject_taken');
         expect(await s.store.getRun(second.record.run_id)).toBeNull();
         expect(await s.store.readEvents(second.record.run_id, 0, 10)).toEqual([]);
         expect(await s.store.findBySubject(first.subject)).toBe(first.run_id);
@@ -334,7 +334,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             createKey: { principalKey: 'user:alice', key: 'k-2' },
           }),
         );
-        expect(refused.reason).toBe('create_key_taken');
+        expect(refused.code).toBe('create_key_taken');
         expect(await s.store.getRun(second.record.run_id)).toBeNull();
         expect(await s.store.findBySubject(second.record.subject)).toBeNull();
         expect((await s.store.findByCreateKey('user:alice', 'k-2'))?.run_id).toBe(first.run_id);
@@ -358,7 +358,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             createKey: { principalKey: 'user:alice', key: 'k-3' },
           }),
         );
-        expect(refused.reason).toBe('subject_taken');
+        expect(refused.code).toBe('subject_taken');
       });
 
       it('refuses a second create of the same run id as stale_version, and keeps the first', async () => {
@@ -372,7 +372,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const refused = await refusal(
           s.store.commit({ record: again, expectedVersion: null, events: created.events }),
         );
-        expect(refused.reason).toBe('stale_version');
+        expect(refused.code).toBe('stale_version');
         expect(await s.store.getRun(first.run_id)).toEqual(first);
         expect(await s.store.findBySubject(again.subject)).toBeNull();
       });
@@ -389,7 +389,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             checkpoints: [checkpoint(1, 1)],
           }),
         );
-        expect(refused.reason).toBe('stale_version');
+        expect(refused.code).toBe('stale_version');
         expect(refused.current).toEqual(record);
         expect(await s.store.getRun(run.run_id)).toEqual(record);
         expect((await s.store.readEvents(run.run_id, 0, 100)).map((e) => e.data)).toEqual([
@@ -404,7 +404,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const refused = await refusal(
           s.store.commit({ record: { ...never, version: 1 } as RunRecord, expectedVersion: 1, events: [] }),
         );
-        expect(refused.reason).toBe('stale_version');
+        expect(refused.code).toBe('stale_version');
         expect(refused.current).toBeNull();
         expect(await s.store.getRun(never.run_id)).toBeNull();
       });
@@ -414,7 +414,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const refused = await refusal(
           append(s.store, held, [{ zombie: true }], { fence: { owner: 'owner-b', epoch: held.epoch } }),
         );
-        expect(refused.reason).toBe('fenced_out');
+        expect(refused.code).toBe('fenced_out');
         expect(refused.current).toEqual(held);
         expect(await s.store.getRun(held.run_id)).toEqual(held);
         expect(await s.store.readEvents(held.run_id, held.last_seq, 10)).toEqual([]);
@@ -430,7 +430,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const refused = await refusal(
           append(s.store, held, [{ zombie: true }], { fence: { owner: 'owner-a', epoch: held.epoch - 1 } }),
         );
-        expect(refused.reason).toBe('fenced_out');
+        expect(refused.code).toBe('fenced_out');
         expect(await s.store.getRun(held.run_id)).toEqual(held);
       });
 
@@ -447,7 +447,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         });
         expect(released.lease).toBeNull();
         const refused = await refusal(append(s.store, released, [{ zombie: true }], { fence }));
-        expect(refused.reason).toBe('fenced_out');
+        expect(refused.code).toBe('fenced_out');
         expect(await s.store.getRun(held.run_id)).toEqual(released);
       });
 
@@ -456,7 +456,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const fence = { owner: 'owner-a', epoch: held.epoch };
         const { record } = await append(s.store, held, [{ first: true }], { fence });
         const refused = await refusal(append(s.store, held, [{ again: true }], { fence }));
-        expect(refused.reason).toBe('stale_version');
+        expect(refused.code).toBe('stale_version');
         expect(refused.current).toEqual(record);
       });
     });
@@ -650,7 +650,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             state: { rev: 5, value: { rev: 'never' } },
           }),
         );
-        expect(refused.reason).toBe('stale_version');
+        expect(refused.code).toBe('stale_version');
         // Revisions committed into one inline tail share its page key (the key it is flushed to);
         // each still reads back as it was written.
         for (const p of places) expect(await s.store.getState(record.run_id, p.rev, p.at)).toEqual(p.value);
@@ -674,7 +674,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             state: { rev: 1, value: { v: 'second' } },
           }),
         );
-        expect(again.reason).toBe('validation');
+        expect(again.code).toBe('validation');
         expect(await s.store.getState(run.run_id, 1, 'D#1')).toEqual({ v: 'first' });
         expect(await s.store.getRun(run.run_id)).toEqual(first);
       });
@@ -705,7 +705,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const refused = await refusal(
           append(s.store, record, [{ a: 2 }], { checkpoints: [{ ...checkpoint(1, 0), reason: 'again' }] }),
         );
-        expect(refused.reason).toBe('validation');
+        expect(refused.code).toBe('validation');
         expect(await s.store.getRun(record.run_id)).toEqual(record);
         expect(await s.store.readEvents(record.run_id, record.last_seq, 10)).toEqual([]);
         expect((await s.store.getCheckpoint(record.run_id, 1))?.reason).toBe('test');
@@ -744,7 +744,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             controlAck: { ...ack, seq: 4 },
           }),
         );
-        expect(refused.reason).toBe('control_ack_exists');
+        expect(refused.code).toBe('control_ack_exists');
         expect(await s.store.getRun(record.run_id)).toEqual(record);
         expect(await s.store.readEvents(record.run_id, 2, 10)).toEqual([]);
         expect(await s.store.getCheckpoint(record.run_id, 2)).toBeNull();
@@ -807,7 +807,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             events: [opened],
           }),
         );
-        expect(refused.reason).toBe('early_result_held');
+        expect(refused.code).toBe('early_result_held');
         expect(await s.store.getRun(run.run_id)).toEqual(run);
 
         const delivered = [
@@ -923,7 +923,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
                 quota: { principalKey },
               }),
             )
-          ).reason,
+          ).code,
         ).toBe('quota_moved');
         expect(await s.store.getRun(clash.record.run_id)).toBeNull();
         expect(await s.store.findBySubject(clash.record.subject)).toBeNull();
@@ -949,7 +949,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             quota: { principalKey, window: { start: window, count: 2 } },
           }),
         );
-        expect(refused.reason).toBe('quota_moved');
+        expect(refused.code).toBe('quota_moved');
         expect(await s.store.getRun(late.record.run_id)).toBeNull();
         // The next window starts from zero.
         expect((await s.store.readQuota(principalKey, window + 60_000)).window_count).toBe(0);
@@ -1156,7 +1156,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             events,
             checkpoints: [checkpoint(1, 0), checkpoint(1, 0)],
           }),
-        ).rejects.toMatchObject({ name: 'CommitRejected', reason: 'validation' });
+        ).rejects.toMatchObject({ name: 'CommitRejected', code: 'validation' });
         expect(await s.store.getRun(run.run_id)).toEqual(run);
         expect(await s.store.readEvents(run.run_id, 1, 10)).toEqual([]);
         expect(await s.store.getCheckpoint(run.run_id, 1)).toBeNull();

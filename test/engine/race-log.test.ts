@@ -68,7 +68,7 @@ describe('race 8: a reader paging the log while a zombie and the owner commit', 
             zombie.landed += 1;
           } catch (err) {
             if (!(err instanceof CommitRejected)) throw err;
-            zombie.refused.set(err.reason, (zombie.refused.get(err.reason) ?? 0) + 1);
+            zombie.refused.set(err.code, (zombie.refused.get(err.code) ?? 0) + 1);
           }
         }
       }

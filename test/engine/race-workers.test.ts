@@ -217,7 +217,7 @@ describe('race 4: a commit that fails after the operation ran', () => {
     let once = true;
     const ambiguous = failingCommits(
       store,
-      'throttled',
+      'store_unavailable',
       (c) => {
         const hit = once && c.events.some((e) => e.kind === 'tool_result');
         if (hit) once = false;
@@ -229,7 +229,8 @@ describe('race 4: a commit that fails after the operation ran', () => {
       .another({ store })
       .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/loop' }, input: 'go' }, alice);
     await expect(t.another({ store: ambiguous }).stepRun(run.run_id)).rejects.toMatchObject({
-      reason: 'throttled',
+      code: 'store_unavailable',
+      retryable: true,
     });
     // The fused commit landed: op 1's result, the reducer's answer and op 2's start.
     const stuck = await store.getRun(run.run_id);

@@ -8,7 +8,7 @@
  * before a gap a read-committed Query may show. DESIGN sections 4 and 5; seed agent-runs,
  * "Storage and cluster behaviour".
  */
-import { recordAndTailOf } from '../../lib/store/item-codec.ts';
+
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateTableCommand, DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import {
@@ -29,6 +29,7 @@ import { acquireLease, createRun } from '../../lib/core/run-machine.ts';
 import type { CheckpointItem, Commit, RunStore } from '../../lib/engine/ports.ts';
 import { INLINE_LIMIT, itemSize, PAGE_LIMIT, storeCommitBodies } from '../../lib/store/commit-plan.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
+import { recordAndTailOf } from '../../lib/store/item-codec.ts';
 import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
 import { planMetered, writtenItem } from '../../lib/store/metering.ts';
 import { METERED_COUNTERS, packBody, unpackBody, unpackPageBody } from '../../lib/store/record-codec.ts';

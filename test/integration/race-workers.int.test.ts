@@ -14,6 +14,7 @@ import { createAwsClients } from '../../lib/aws-clients.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
+import { StoreUnavailable } from '../../lib/engine/errors.ts';
 import { CommitRejected } from '../../lib/engine/ports.ts';
 import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
@@ -128,10 +129,12 @@ describe('race 4: a commit that fails after the operation ran', () => {
         () => null,
         (e: unknown) => e,
       );
-      expect(err).toBeInstanceOf(CommitRejected);
-      expect((err as CommitRejected).reason).toBe(
-        code === 'TransactionConflict' ? 'transaction_conflict' : 'throttled',
-      );
+      // Exhausted: a conflict stays a refusal, throttling is the store being unavailable.
+      expect(err).toBeInstanceOf(code === 'TransactionConflict' ? CommitRejected : StoreUnavailable);
+      expect(err).toMatchObject({
+        code: code === 'TransactionConflict' ? 'transaction_conflict' : 'store_unavailable',
+        retryable: true,
+      });
       expect(doc.injected()).toBe(5); // the store's own attempts, with backoff
       failing = false;
       const stuck = await store.getRun(run.run_id);

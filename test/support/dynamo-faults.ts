@@ -5,8 +5,7 @@
  * on real DynamoDB may show part of a commit still landing), and a DynamoDB RunStore on the
  * local services built over such a client (issue 3, "Real services in every test").
  */
-import { unpackBody } from '../../lib/store/record-codec.ts';
-import { pageEntries } from '../../lib/store/item-codec.ts';
+
 import {
   ProvisionedThroughputExceededException,
   TransactionCanceledException,
@@ -17,14 +16,16 @@ import {
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
-  UpdateCommand,
   type TransactWriteCommandInput,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
+import { pageEntries } from '../../lib/store/item-codec.ts';
+import { unpackBody } from '../../lib/store/record-codec.ts';
 
 /** Which cancellation a faulty document client injects into a TransactWriteItems, or null to let it through. */
 export type TransactFault = 'TransactionConflict' | 'ThrottlingError' | null;

@@ -11,6 +11,7 @@ import { isTerminalStatus, type RunEvent, type RunRecord } from '../../lib/contr
 import { LEASE_TTL_MS, REDUCER_VISIBLE_KINDS } from '../../lib/core/run-machine.ts';
 import { defaultClockSkewMs } from '../../lib/core/sweeper.ts';
 import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
+import { StoreUnavailable } from '../../lib/engine/errors.ts';
 import {
   type Commit,
   type CommitFailure,
@@ -173,14 +174,14 @@ export function crashAt(point: CrashPoint, options: { nth?: number; runId?: stri
 // ---------------------------------------------------------------- failing commits
 
 /**
- * A store whose commits fail with `reason` (CommitRejected, as the store throws once its own
- * retries are exhausted) when `when(commit, n)` says so (n counts commits from 1). With
+ * A store whose commits fail with `reason` (CommitRejected transaction_conflict or
+ * StoreUnavailable, as the store throws once its own retries are exhausted) when `when(commit, n)` says so (n counts commits from 1). With
  * `afterWrite`, the transaction lands first and the caller still sees the failure (an ambiguous
  * outcome, e.g. a timeout after DynamoDB committed).
  */
 export function failingCommits(
   store: RunStore,
-  reason: Extract<CommitFailure, 'transaction_conflict' | 'throttled'>,
+  reason: 'transaction_conflict' | 'store_unavailable',
   when: (commit: Commit, n: number) => boolean,
   options: { afterWrite?: boolean } = {},
 ): RunStore & { readonly failed: number } {
@@ -192,7 +193,9 @@ export function failingCommits(
       if (!when(c, n)) return store.commit(c);
       failed += 1;
       if (options.afterWrite) await store.commit(c);
-      throw new CommitRejected(reason, `injected ${reason}`);
+      throw reason === 'store_unavailable'
+        ? new StoreUnavailable('injected throttling')
+        : new CommitRejected(reason, `injected ${reason}`);
     },
   });
   return Object.assign(wrapped, {

@@ -122,7 +122,7 @@ describe('a commit of a page and a record (two plain writes)', () => {
     const refused = await store.commit({ ...stale, expectedVersion: run.version }).catch((e: unknown) => e);
 
     expect(refused).toBeInstanceOf(CommitRejected);
-    expect((refused as CommitRejected).reason).toBe('stale_version');
+    expect((refused as CommitRejected).code).toBe('stale_version');
     const events = await store.readEvents(run.run_id, 0, 10);
     expect(events.map((e) => e.data)).toEqual([expect.anything(), { note: 'first' }]);
   });

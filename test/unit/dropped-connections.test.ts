@@ -7,11 +7,11 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { rateLimitedLog } from '../../lib/core/rate-limited-log.ts';
+import type { Engine } from '../../lib/engine/engine.ts';
 import type { LogSink } from '../../lib/handlers/observability.ts';
 import { bearerTokenAuth, createHttpApp } from '../../lib/http/index.ts';
 import { CLIENT_GONE_MESSAGE } from '../../lib/http/middleware.ts';
 import { DROPPED_MESSAGE, startGateway } from '../../lib/local/gateway.ts';
-import type { Engine } from '../../lib/engine/engine.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 
 interface Line {

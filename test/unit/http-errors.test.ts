@@ -6,7 +6,7 @@ import { handle } from 'hono/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import type { Caller } from '../../lib/core/authority.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
-import { EngineError } from '../../lib/engine/errors.ts';
+import { EngineError, StoreUnavailable } from '../../lib/engine/errors.ts';
 import { CommitRejected } from '../../lib/engine/ports.ts';
 import { validationFailed } from '../../lib/http/errors.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, jwtClaimsAuth } from '../../lib/http/index.ts';
@@ -46,10 +46,10 @@ const get = (app: ReturnType<typeof fakeApp>['app'], path: string, headers: Reco
   app.request(path, { headers: { authorization: `Bearer ${ADMIN}`, ...headers } });
 
 describe('HTTP API error mapping', () => {
-  it('answers 503 store_unavailable with Retry-After when DynamoDB cannot be reached', async () => {
+  it('answers 503 store_unavailable with Retry-After and the code when the store is unavailable', async () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED' });
     const { app } = fakeApp(async () => {
-      throw refused;
+      throw new StoreUnavailable('DynamoDB is unavailable; retry', { cause: refused });
     });
     const response = await get(app, '/runs/r1');
     expect(response.status).toBe(503);
@@ -61,7 +61,6 @@ describe('HTTP API error mapping', () => {
     for (const err of [
       new CommitRejected('transaction_conflict', 'conflict'),
       new EngineError('store_unavailable', 'busy', {}, { retryable: true }),
-      Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' }),
     ]) {
       const { app } = fakeApp(async () => {
         throw err;
@@ -69,7 +68,18 @@ describe('HTTP API error mapping', () => {
       const response = await get(app, '/runs/r1');
       expect(response.status).toBe(503);
       expect(response.headers.get('retry-after')).toBe('1');
+      expect(await response.json()).toMatchObject({ code: 'store_unavailable' });
     }
+  });
+
+  it('does not guess from SDK error names: an SDK error that reached it unmapped is internal', async () => {
+    // The adapters raise StoreUnavailable; one that lets an SDK error through is a bug to see.
+    const { app } = fakeApp(async () => {
+      throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+    });
+    const response = await get(app, '/runs/r1');
+    expect(response.status).toBe(500);
+    expect(await response.json()).toMatchObject({ code: 'internal' });
   });
 
   it('answers 500 internal for an unexpected error, logs it, and leaks neither its message nor its stack', async () => {

@@ -9,10 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { followRun } from '../../console/src/live/run-feed.ts';
+import { createMemoryBlobStore } from '../../lib/blobs/memory-blob-store.ts';
 import { ApiError } from '../../lib/client/errors.ts';
 import { createClient } from '../../lib/client/index.ts';
 import { followSse } from '../../lib/client/live.ts';
-import { followRun } from '../../console/src/live/run-feed.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
@@ -22,11 +23,10 @@ import { withJwtAuthorizer } from '../../lib/local/identity.ts';
 import { type LocalIssuer, loadOrCreateIssuer } from '../../lib/local/issuer.ts';
 import { controlHandler } from '../../lib/local/stack-parts.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
-import { createMemoryBlobStore } from '../../lib/blobs/memory-blob-store.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
+import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
 import { inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
-import { makeMemoryTestEngine, type MemoryTestEngine } from '../support/memory-engine.ts';
+import { type MemoryTestEngine, makeMemoryTestEngine } from '../support/memory-engine.ts';
 
 const ALICE = { kind: 'user' as const, id: 'alice' };
 const BOB = { kind: 'user' as const, id: 'bob' };
@@ -242,6 +242,8 @@ describe('the client library and too_many_waits', () => {
       baseUrl: 'http://api.test',
       token: 'alice',
       fetch: (req) => app.fetch(req),
+      // The refusal itself is what this test reads: no retry inside the call.
+      retry: { attempts: 1 },
     });
     // Two waits of 1 s hold alice's slots: Retry-After is then 1.
     longPoll('alice', aliceRun, 1);
@@ -326,9 +328,11 @@ describe('the client library and too_many_waits', () => {
     expect(statuses.at(-1)).toBe(200);
   });
 
-  it('does not call a 429 without Retry-After retryable', () => {
-    expect(new ApiError('quota_exceeded', 429, 'no').retryable).toBe(false);
+  it('calls every 429 and 503 retryable, with or without Retry-After, and a 409 not', () => {
+    expect(new ApiError('quota_exceeded', 429, 'no').retryable).toBe(true);
     expect(new ApiError('quota_exceeded', 429, 'no', {}, { retryAfterSeconds: 30 }).retryable).toBe(true);
+    expect(new ApiError('store_unavailable', 503, 'down').retryable).toBe(true);
+    expect(new ApiError('run_terminal', 409, 'ended').retryable).toBe(false);
   });
 });
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineError, LeaseLost } from '../../lib/engine/errors.ts';
+import { EngineError, LeaseLost, StoreUnavailable } from '../../lib/engine/errors.ts';
 import { EngineModuleError } from '../../lib/engine/module-error.ts';
 import { CommitRejected, CommitTooLarge, RegistryConflictError } from '../../lib/engine/ports.ts';
 import { ApiKeyUnavailable, ModelConfigError } from '../../lib/models/configured.ts';
@@ -87,7 +87,8 @@ describe('each module throws errors under one base with a stable code and retrya
       [new EngineError('run_not_found', 'no run'), 'run_not_found', false],
       [new EngineError('store_unavailable', 'busy', {}, { retryable: true }), 'store_unavailable', true],
       [new CommitRejected('stale_version', 'moved'), 'stale_version', false],
-      [new CommitRejected('throttled', 'slow down'), 'throttled', true],
+      [new CommitRejected('transaction_conflict', 'busy'), 'transaction_conflict', true],
+      [new StoreUnavailable('slow down'), 'store_unavailable', true],
       [new CommitTooLarge('too large'), 'commit_too_large', false],
       [new LeaseLost('fenced out'), 'lease_lost', false],
       [new RegistryConflictError('head_moved', 'moved'), 'head_moved', true],

@@ -47,6 +47,8 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
     baseUrl: options.baseUrl,
     token: options.token,
     fetch: (request) => doFetch(new Request(request, { signal })),
+    // The feed retries on its own, with backoff and never sooner than Retry-After (below).
+    retry: { attempts: 1 },
   });
   let after = options.after;
   let failures = 0;
