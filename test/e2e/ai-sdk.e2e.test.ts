@@ -1,0 +1,148 @@
+/**
+ * End to end over HTTP: the AI SDK example agent (examples/ai-sdk/refund-agent.ts, a real
+ * process on the local stack) is killed with SIGKILL mid-run and started again with the same
+ * key. It resumes the same run, replays the recorded model turns without sending them to the
+ * model again, never runs the not-replay-safe refund twice (the ledger file counts the side
+ * effects), and the model sees the refund's outcome_unknown instead. A crash inside the
+ * replay-safe tool runs that tool again. Seed: agent-runs, "Leases, recovery and the sweeper",
+ * "Operations"; issue 28, point 2.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AgentRunsClient, createClient, type RunEvent } from '../../lib/client/index.ts';
+import { SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
+
+const AGENT = fileURLToPath(new URL('../../examples/ai-sdk/refund-agent.ts', import.meta.url));
+
+let stack: LocalStack;
+let client: AgentRunsClient;
+let work: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  stack = await startLocalStack({
+    port: 0,
+    stateDir: false,
+    logger: SILENT_LOG,
+    sweepIntervalMs: 300,
+    clockSkewMs: 0,
+  });
+  client = createClient({ baseUrl: stack.url, token: stack.token });
+  work = mkdtempSync(join(tmpdir(), 'ai-sdk-e2e-'));
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await stack?.stop();
+});
+
+type Line = Record<string, unknown>;
+
+/** Starts the example agent with `key`; `killAt` SIGKILLs it at the first line that matches. Resolves with its lines. */
+async function runAgent(
+  key: string,
+  files: { ledger: string; modelLog: string },
+  killAt?: (line: Line) => boolean,
+): Promise<{ lines: Line[]; killed: boolean; code: number | null }> {
+  const child = spawn(process.execPath, [AGENT, key], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      ...process.env,
+      AGENT_RUNS_URL: stack.url,
+      AGENT_RUNS_TOKEN: stack.token,
+      REFUND_LEDGER: files.ledger,
+      MODEL_LOG: files.modelLog,
+      REFUND_SETTLE_MS: killAt ? '60000' : '0',
+      AGENT_RUNS_LEASE_MS: '2000',
+    },
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  const lines: Line[] = [];
+  let killed = false;
+  for await (const text of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
+    const line = JSON.parse(text) as Line;
+    lines.push(line);
+    if (killAt?.(line) && !killed) {
+      child.kill('SIGKILL');
+      killed = true;
+    }
+  }
+  return { lines, killed, code: await exited };
+}
+
+const jsonLines = (file: string): Line[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Line)
+    : [];
+
+async function allEvents(runId: string): Promise<RunEvent[]> {
+  return (await client.events(runId, { after: 0, limit: 1000 })).events;
+}
+
+describe('a durable AI SDK agent over HTTP', () => {
+  it('resumes the same run after SIGKILL mid-refund: no second refund, no replayed model call sent, completes', async () => {
+    const key = `refund-${randomUUID()}`;
+    const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
+
+    const first = await runAgent(key, files, (line) => line.step === 'refund_written');
+    expect(first.killed).toBe(true);
+    const runId = first.lines[0]?.run_id;
+    expect(typeof runId).toBe('string');
+    expect(jsonLines(files.ledger)).toHaveLength(1);
+    expect(jsonLines(files.modelLog).map((l) => l.model_call)).toEqual([1, 2]);
+
+    const second = await runAgent(key, files);
+    expect(second.code).toBe(0);
+    const last = second.lines.at(-1);
+    expect(second.lines[0]?.run_id).toBe(runId);
+    // Both tool calls come from the record: the lookup's result, the refund's outcome_unknown.
+    expect(last).toMatchObject({
+      run_id: runId,
+      status: 'completed',
+      replayed: { model_turns: 2, tool_calls: 2 },
+    });
+    expect(String(last?.text)).toContain('may or may not have gone through');
+    // The refund ran once (before the kill), and no recorded model turn reached the model again.
+    expect(second.lines.some((l) => l.step === 'refund_written')).toBe(false);
+    expect(jsonLines(files.ledger)).toHaveLength(1);
+    expect(jsonLines(files.modelLog).map((l) => l.model_call)).toEqual([1, 2, 3]);
+
+    const events = await allEvents(runId as string);
+    const abandoned = events.filter((e) => e.kind === 'operation_failed');
+    expect(abandoned).toHaveLength(1);
+    expect(abandoned[0]?.data).toMatchObject({ outcome_unknown: true });
+    expect(events.filter((e) => e.kind === 'model_turn_completed')).toHaveLength(3);
+    expect(events.filter((e) => e.kind === 'tool_result').map((e) => e.data.tool)).toEqual(['lookup_order']);
+    expect(events.at(-1)?.kind).toBe('run_completed');
+  }, 60_000);
+
+  it('a third start of a completed run replays it all and calls neither the model nor a tool', async () => {
+    const key = `refund-${randomUUID()}`;
+    const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
+    const first = await runAgent(key, files);
+    expect(first.lines.at(-1)).toMatchObject({
+      status: 'completed',
+      text: 'Order 42 was refunded 30.00 EUR.',
+    });
+    const again = await runAgent(key, files);
+    expect(again.lines.at(-1)).toMatchObject({
+      run_id: first.lines[0]?.run_id,
+      status: 'completed',
+      text: 'Order 42 was refunded 30.00 EUR.',
+      replayed: { model_turns: 3, tool_calls: 2 },
+    });
+    expect(jsonLines(files.ledger)).toHaveLength(1);
+    expect(jsonLines(files.modelLog)).toHaveLength(3);
+  }, 60_000);
+});
