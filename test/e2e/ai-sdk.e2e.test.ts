@@ -15,6 +15,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateText, jsonSchema, stepCountIs, tool, wrapLanguageModel } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import { DurableAgentError, durableAgent } from '../../lib/ai-sdk/index.ts';
 import { type AgentRunsClient, createClient, type RunEvent } from '../../lib/client/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
@@ -145,4 +148,115 @@ describe('a durable AI SDK agent over HTTP', () => {
     expect(jsonLines(files.ledger)).toHaveLength(1);
     expect(jsonLines(files.modelLog)).toHaveLength(3);
   }, 60_000);
+
+  it('a budget reached at the next model call stops the loop with budget_exceeded; the run is paused', async () => {
+    const key = `budget-${randomUUID()}`;
+    const durable = durableAgent({
+      client,
+      key,
+      run: {
+        subject: { workspace: 'e2e', path: `/ai-sdk/${key}` },
+        input: 'loop',
+        budgets: { max_model_calls: 1 },
+      },
+      ttlMs: 3_000,
+    });
+    const model = new MockLanguageModelV4({ doGenerate: callTool('note', { text: 'again' }) });
+    const failure = await durable
+      .run(() =>
+        generateText({
+          model: wrapLanguageModel({ model, middleware: durable.middleware }),
+          tools: durable.tools({ note: noteTool(() => undefined) }, { replaySafe: ['note'] }),
+          prompt: 'loop',
+          stopWhen: stepCountIs(5),
+        }),
+      )
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    expect(failure).toBeInstanceOf(DurableAgentError);
+    expect(failure).toMatchObject({ code: 'budget_exceeded', details: { status: 'paused' } });
+    expect(model.doGenerateCalls).toHaveLength(1);
+    const runId = (failure as DurableAgentError).runId as string;
+    expect((await client.getRun(runId)).status).toBe('paused');
+    expect((await allEvents(runId)).map((e) => e.kind)).toContain('budget_exceeded');
+  }, 30_000);
+
+  it("a steer sent during a tool call reaches the agent's next model call as a user message", async () => {
+    const key = `steer-${randomUUID()}`;
+    const durable = durableAgent({
+      client,
+      key,
+      run: { subject: { workspace: 'e2e', path: `/ai-sdk/${key}` }, input: 'note it' },
+      ttlMs: 3_000,
+    });
+    let runId = '';
+    const answer = callTool('note', { text: 'first' });
+    const model = new MockLanguageModelV4({
+      doGenerate: async (options) =>
+        options.prompt.some((m) => m.role === 'tool')
+          ? {
+              content: [{ type: 'text', text: 'noted' }],
+              finishReason: { unified: 'stop', raw: 'stop' },
+              usage: USAGE,
+              warnings: [],
+            }
+          : answer(),
+    });
+    const note = noteTool(async () => {
+      expect((await client.steer(runId, 'also mention the weather')).ack).toBe('applied');
+    });
+    const result = await durable.run(({ runId: id }) => {
+      runId = id;
+      return generateText({
+        model: wrapLanguageModel({ model, middleware: durable.middleware }),
+        tools: durable.tools({ note }),
+        prompt: 'note it',
+        stopWhen: stepCountIs(4),
+      });
+    });
+    expect(result.run.status).toBe('completed');
+    const second = model.doGenerateCalls[1]?.prompt ?? [];
+    expect(second.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'also mention the weather' }],
+    });
+    expect(second.at(-2)?.role).toBe('tool');
+    const kinds = (await allEvents(runId)).map((e) => e.kind);
+    expect(kinds.indexOf('steer_consumed')).toBeGreaterThan(kinds.indexOf('tool_result'));
+    expect(kinds.lastIndexOf('operation_started')).toBeGreaterThan(kinds.indexOf('steer_consumed'));
+  }, 30_000);
 });
+
+const USAGE = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 5, text: 5, reasoning: undefined },
+};
+
+/** A scripted model turn that calls `toolName` with `input` (a fresh call id each time). */
+function callTool(toolName: string, input: unknown) {
+  let n = 0;
+  return async () => {
+    n += 1;
+    return {
+      content: [
+        { type: 'tool-call' as const, toolCallId: `call_${n}`, toolName, input: JSON.stringify(input) },
+      ],
+      finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
+      usage: USAGE,
+      warnings: [],
+    };
+  };
+}
+
+/** A tool `note` that runs `effect` and answers `{noted: true}`. */
+function noteTool(effect: () => unknown) {
+  return tool({
+    inputSchema: jsonSchema<{ text: string }>({ type: 'object', properties: { text: { type: 'string' } } }),
+    execute: async () => {
+      await effect();
+      return { noted: true };
+    },
+  });
+}
