@@ -12,8 +12,9 @@
  * The model is scripted (`MockLanguageModelV4` from `ai/test`): no network, no API key. Env:
  * `AGENT_RUNS_URL` / `AGENT_RUNS_TOKEN` (default: the local stack's `.agent-runs/local.json`),
  * `REFUND_LEDGER` (the ledger file, default `.agent-runs/refund-ledger.jsonl`), `MODEL_LOG` (a file
- * each real model call appends a line to), `REFUND_SETTLE_MS` (how long a refund takes to confirm
- * after its ledger line, default 0), `AGENT_RUNS_LEASE_MS` (the lease, default 10 000). Prints JSON lines.
+ * each real model call appends a line to), `SLOW_TOOL` (`lookup_order` or `issue_refund`: that
+ * tool takes a minute after its effect, time to kill the process), `AGENT_RUNS_LEASE_MS` (the
+ * lease, default 10 000). Prints JSON lines: the run id, each tool run, the outcome.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -78,6 +79,10 @@ const model = new MockLanguageModelV4({
   },
 });
 
+/** The tool SLOW_TOOL names takes a minute after its effect: time to kill the process while it runs. */
+const slow = (name: string) =>
+  new Promise((done) => setTimeout(done, process.env.SLOW_TOOL === name ? 60_000 : 0));
+
 const tools = {
   lookup_order: tool({
     description: 'Reads an order.',
@@ -85,7 +90,11 @@ const tools = {
       type: 'object',
       properties: { order_id: { type: 'string' } },
     }),
-    execute: async ({ order_id }) => ({ order_id, total_cents: 3000, currency: 'EUR', status: 'delivered' }),
+    execute: async ({ order_id }) => {
+      print({ step: 'tool', tool: 'lookup_order' });
+      await slow('lookup_order');
+      return { order_id, total_cents: 3000, currency: 'EUR', status: 'delivered' };
+    },
   }),
   issue_refund: tool({
     description: 'Refunds an order (not replay-safe: each call moves money).',
@@ -95,8 +104,8 @@ const tools = {
     }),
     execute: async ({ order_id, amount_cents }) => {
       append(ledger, { refund: order_id, amount_cents, key, pid: process.pid });
-      print({ step: 'refund_written', order_id });
-      await new Promise((done) => setTimeout(done, Number(process.env.REFUND_SETTLE_MS ?? 0)));
+      print({ step: 'tool', tool: 'issue_refund' });
+      await slow('issue_refund');
       return { refunded: true, order_id, amount_cents };
     },
   }),

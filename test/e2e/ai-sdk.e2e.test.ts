@@ -53,6 +53,7 @@ async function runAgent(
   key: string,
   files: { ledger: string; modelLog: string },
   killAt?: (line: Line) => boolean,
+  slowTool?: string,
 ): Promise<{ lines: Line[]; killed: boolean; code: number | null }> {
   const child = spawn(process.execPath, [AGENT, key], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -62,7 +63,7 @@ async function runAgent(
       AGENT_RUNS_TOKEN: stack.token,
       REFUND_LEDGER: files.ledger,
       MODEL_LOG: files.modelLog,
-      REFUND_SETTLE_MS: killAt ? '60000' : '0',
+      SLOW_TOOL: slowTool ?? '',
       AGENT_RUNS_LEASE_MS: '2000',
     },
   });
@@ -81,6 +82,8 @@ async function runAgent(
   return { lines, killed, code: await exited };
 }
 
+const ranTool = (tool: string) => (line: Line) => line.step === 'tool' && line.tool === tool;
+
 const jsonLines = (file: string): Line[] =>
   existsSync(file)
     ? readFileSync(file, 'utf8')
@@ -98,7 +101,7 @@ describe('a durable AI SDK agent over HTTP', () => {
     const key = `refund-${randomUUID()}`;
     const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
 
-    const first = await runAgent(key, files, (line) => line.step === 'refund_written');
+    const first = await runAgent(key, files, ranTool('issue_refund'), 'issue_refund');
     expect(first.killed).toBe(true);
     const runId = first.lines[0]?.run_id;
     expect(typeof runId).toBe('string');
@@ -117,7 +120,7 @@ describe('a durable AI SDK agent over HTTP', () => {
     });
     expect(String(last?.text)).toContain('may or may not have gone through');
     // The refund ran once (before the kill), and no recorded model turn reached the model again.
-    expect(second.lines.some((l) => l.step === 'refund_written')).toBe(false);
+    expect(second.lines.filter((l) => l.step === 'tool')).toEqual([]);
     expect(jsonLines(files.ledger)).toHaveLength(1);
     expect(jsonLines(files.modelLog).map((l) => l.model_call)).toEqual([1, 2, 3]);
 
@@ -128,6 +131,40 @@ describe('a durable AI SDK agent over HTTP', () => {
     expect(events.filter((e) => e.kind === 'model_turn_completed')).toHaveLength(3);
     expect(events.filter((e) => e.kind === 'tool_result').map((e) => e.data.tool)).toEqual(['lookup_order']);
     expect(events.at(-1)?.kind).toBe('run_completed');
+  }, 60_000);
+
+  it('runs a replay-safe tool again when the process died while it ran', async () => {
+    const key = `lookup-${randomUUID()}`;
+    const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
+
+    const first = await runAgent(key, files, ranTool('lookup_order'), 'lookup_order');
+    expect(first.killed).toBe(true);
+    const runId = first.lines[0]?.run_id as string;
+    expect(jsonLines(files.modelLog)).toHaveLength(1);
+
+    const second = await runAgent(key, files);
+    expect(second.lines.filter((l) => l.step === 'tool').map((l) => l.tool)).toEqual([
+      'lookup_order',
+      'issue_refund',
+    ]);
+    expect(second.lines.at(-1)).toMatchObject({
+      run_id: runId,
+      status: 'completed',
+      text: 'Order 42 was refunded 30.00 EUR.',
+      replayed: { model_turns: 1, tool_calls: 0 },
+    });
+    expect(jsonLines(files.ledger)).toHaveLength(1);
+    expect(jsonLines(files.modelLog).map((l) => l.model_call)).toEqual([1, 2, 3]);
+    const events = await allEvents(runId);
+    // The lookup was kept for the next client and begun again under the same op_id.
+    const lookupStarts = events.filter(
+      (e) => e.kind === 'operation_started' && e.data.tool === 'lookup_order',
+    );
+    expect(lookupStarts.map((e) => [e.operation_id, e.data.attempt])).toEqual([
+      [`${runId}/op/2`, 1],
+      [`${runId}/op/2`, 2],
+    ]);
+    expect(events.some((e) => e.kind === 'operation_failed')).toBe(false);
   }, 60_000);
 
   it('a third start of a completed run replays it all and calls neither the model nor a tool', async () => {
