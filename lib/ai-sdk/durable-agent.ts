@@ -7,7 +7,7 @@
  * record. Seed: agent-runs, "Server-driven and client-driven runs", "Leases, recovery and the
  * sweeper", "Operations", "Budgets", "Controls" (steer); issue 28, point 2.
  */
-import type { LanguageModelMiddleware, ToolSet } from 'ai';
+import { APICallError, type LanguageModelMiddleware, RetryError, type ToolSet } from 'ai';
 import {
   type AgentRunsClient,
   ApiError,
@@ -74,7 +74,9 @@ export interface DurableAgent {
    * `budget_exceeded` (the run paused or failed at a budget), `run_stopped`, `replay_mismatch`,
    * `run_terminal`; ApiError `lease_held` when another holder kept the lease past `leaseWaitMs`,
    * and ApiError of the API (`create_key_reused`, `invalid_state` for a paused run, ...). A
-   * throw of `agent` itself fails the run (code `agent_error`) and is rethrown.
+   * throw of `agent` itself fails the run (code `agent_error`) and is rethrown, unless it may
+   * pass (a retryable ApiError, an AI SDK RetryError or retryable APICallError): the run is then
+   * left queued for a restart.
    */
   run<T>(agent: (context: DurableAgentContext) => Promise<T>): Promise<DurableAgentResult<T>>;
 }
@@ -89,6 +91,15 @@ async function allEvents(client: AgentRunsClient, runId: string): Promise<RunEve
     if (page.events.length === 0 || page.next_after >= page.last_seq) return events;
     after = page.next_after;
   }
+}
+
+/**
+ * Whether the agent's error may pass (the API or the provider unreachable for a while, AI SDK
+ * retries exhausted): the run is then left for a restart (lease released) rather than failed.
+ */
+function isTransient(err: unknown): boolean {
+  if (err instanceof ApiError) return err.retryable;
+  return RetryError.isInstance(err) || (APICallError.isInstance(err) && err.isRetryable);
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -143,7 +154,13 @@ export function durableAgent(options: DurableAgentOptions): DurableAgent {
       value = await agent({ runId });
     } catch (err) {
       if (runner.halted !== null) throw runner.halted;
-      if (session !== null && !session.signal.aborted) await session.fail('agent_error');
+      if (session !== null && !session.signal.aborted && !isTransient(err)) {
+        try {
+          await session.fail('agent_error');
+        } catch (failure) {
+          throw new AggregateError([err, failure], 'the agent threw, and failing its run failed too');
+        }
+      }
       throw err;
     } finally {
       current = null;

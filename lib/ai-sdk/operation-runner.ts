@@ -104,10 +104,13 @@ export class OperationRunner {
         return { result: recorded.result, replayed: true, steers: recorded.steersBefore };
       }
     }
+    if (recorded !== undefined)
+      // Begun again as it was: with the steers it had, none newer (they wait for the next turn).
+      return { ...(await this.#live(spec, work, recorded.steersBefore, false)), replayed: false };
     // Steers taken by a process that died before its next operation are this turn's too.
     const first = this.#cursor === this.#journal.operations.length + 1;
-    const steers = recorded?.steersBefore ?? (first ? this.#journal.steersAfter : []);
-    return { ...(await this.#live(spec, work, steers)), replayed: false };
+    const steers = first ? this.#journal.steersAfter : [];
+    return { ...(await this.#live(spec, work, steers, true)), replayed: false };
   }
 
   #check(recorded: RecordedOperation, spec: OperationSpec): void {
@@ -125,6 +128,7 @@ export class OperationRunner {
     spec: OperationSpec,
     work: OperationWork,
     recordedSteers: readonly unknown[],
+    takeQueued: boolean,
   ): Promise<{ result: RecordedResult; steers: readonly unknown[] }> {
     const session = this.#session;
     if (session === null)
@@ -132,7 +136,8 @@ export class OperationRunner {
         runId: this.#runId,
       });
     if (session.signal.aborted) throw this.#halt(this.#stopped(session));
-    const steers = spec.kind === 'model_turn' ? [...recordedSteers, ...(await session.steers())] : [];
+    const queued = spec.kind === 'model_turn' && takeQueued ? await session.steers() : [];
+    const steers = spec.kind === 'model_turn' ? [...recordedSteers, ...queued] : [];
     // work reports its own failures; a throw is an abort (drive reports operation_cancelled).
     const report = await session.operation(spec.begin, async (signal) => ({
       result: await work(signal, steers),
