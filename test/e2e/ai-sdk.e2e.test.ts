@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateText, jsonSchema, stepCountIs, tool, wrapLanguageModel } from 'ai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { DurableAgentError, durableAgent } from '../../lib/ai-sdk/index.ts';
 import { type AgentRunsClient, createClient, type RunEvent } from '../../lib/client/index.ts';
@@ -185,6 +185,51 @@ describe('a durable AI SDK agent over HTTP', () => {
     expect(jsonLines(files.ledger)).toHaveLength(1);
     expect(jsonLines(files.modelLog)).toHaveLength(3);
   }, 60_000);
+
+  it('streamText works the same: the recorded turns are streamed, and a second start replays them', async () => {
+    const key = `stream-${randomUUID()}`;
+    const answer = callTool('note', { text: 'streamed' });
+    const model = new MockLanguageModelV4({
+      doGenerate: async (options) =>
+        options.prompt.some((m) => m.role === 'tool')
+          ? {
+              content: [{ type: 'text', text: 'streamed and noted' }],
+              finishReason: { unified: 'stop', raw: 'stop' },
+              usage: USAGE,
+              warnings: [],
+            }
+          : answer(),
+    });
+    let notes = 0;
+    const starts = [];
+    for (let start = 0; start < 2; start += 1) {
+      const durable = durableAgent({
+        client,
+        key,
+        run: { subject: { workspace: 'e2e', path: `/ai-sdk/${key}` }, input: 'stream it' },
+        ttlMs: 3_000,
+      });
+      starts.push(
+        await durable.run(async () => {
+          const result = streamText({
+            model: wrapLanguageModel({ model, middleware: durable.middleware }),
+            tools: durable.tools({ note: noteTool(() => (notes += 1)) }),
+            prompt: 'stream it',
+            stopWhen: stepCountIs(4),
+          });
+          let text = '';
+          for await (const delta of result.textStream) text += delta;
+          return { text };
+        }),
+      );
+    }
+    expect(starts.map((s) => [s.value.text, s.run.status, s.replayed])).toEqual([
+      ['streamed and noted', 'completed', { model_turns: 0, tool_calls: 0 }],
+      ['streamed and noted', 'completed', { model_turns: 2, tool_calls: 1 }],
+    ]);
+    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(notes).toBe(1);
+  }, 30_000);
 
   it('a budget reached at the next model call stops the loop with budget_exceeded; the run is paused', async () => {
     const key = `budget-${randomUUID()}`;
