@@ -146,6 +146,7 @@ export function durableAgent(options: DurableAgentOptions): DurableAgent {
     session: DriveSession | null,
     agent: (c: DurableAgentContext) => Promise<T>,
   ) {
+    if (current !== null) throw new Error('durableAgent: one run at a time per instance');
     const runner = new OperationRunner(runId, journalOf(await allEvents(client, runId)), session);
     if (current !== null) throw new Error('durableAgent: one run at a time per instance');
     current = { run: { runner, steers: new SteerInsertions() }, runId };
