@@ -125,6 +125,22 @@ describe('import graph of lib/', () => {
     expect(upward).toEqual([]);
   });
 
+  it('lets lib/ai-sdk import lib/client only through its index (the package build makes that the peer)', () => {
+    const outside: string[] = [];
+    let throughIndex = 0;
+    for (const [file, imports] of importGraph()) {
+      const from = relative(lib, file);
+      if (!from.startsWith('ai-sdk/')) continue;
+      for (const imported of imports) {
+        const to = relative(lib, imported);
+        if (to === 'client/index.ts') throughIndex += 1;
+        else if (!to.startsWith('ai-sdk/') && !to.startsWith('contracts/')) outside.push(`${from} -> ${to}`);
+      }
+    }
+    expect(throughIndex).toBeGreaterThan(0);
+    expect(outside).toEqual([]);
+  });
+
   it('lets only lib/local import the scripted local model (a deployed stack never serves it)', () => {
     const importers: string[] = [];
     for (const [file, imports] of importGraph()) {
