@@ -1,0 +1,191 @@
+/**
+ * OpenTelemetry traces of a run (issue 28, point 3): a default-reducer run on the scripted model
+ * calls echo and completes, with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT pointing at a real OTLP/HTTP
+ * receiver in this process. The received tree: the run span (ids derived from the run id), its
+ * step spans, and under them the model turns and the tool call with the GenAI attributes; no
+ * payload text unless AGENT_RUNS_OTEL_CAPTURE_CONTENT=true.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_MODEL_TURN_FUNCTION } from '../../lib/contracts/index.ts';
+import { registerSampleTools } from '../../lib/local/sample-tools.ts';
+import { createModelHost } from '../../lib/models/host.ts';
+import { createScriptedModel } from '../../lib/models/scripted.ts';
+import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import { builtInFunctions } from '../../lib/runtime.ts';
+import { createSandboxReducerHost } from '../../lib/sandbox/index.ts';
+import { createMemoryRegistryStore } from '../../lib/store/memory-registry-store.ts';
+import { flushTraces, runTraceIds, shutdownTraces } from '../../lib/telemetry/otel.ts';
+import { createAuditLog } from '../../lib/tools/audit-log.ts';
+import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';
+import { createToolRegistry } from '../../lib/tools/registry.ts';
+import { alice, uniqueSubject } from '../support/hosts.ts';
+import { makeMemoryTestEngine } from '../support/memory-engine.ts';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
+
+const reducers = createSandboxReducerHost({ registry: builtInFunctions() });
+let receiver: OtlpReceiver;
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = receiver.url;
+});
+afterEach(async () => {
+  await shutdownTraces();
+  delete process.env.AGENT_RUNS_OTEL_CAPTURE_CONTENT;
+});
+afterAll(async () => {
+  delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  await Promise.all([receiver.close(), reducers.close()]);
+});
+
+const INPUT = 'Echo hello from the trace test.';
+
+/** Runs one echo run to its end on the scripted model; returns its id and final record. */
+async function echoRun() {
+  const code = createToolRegistry();
+  registerSampleTools(code);
+  const registries = createMemoryRegistryStore();
+  const tools = createCatalogueToolHost({
+    code,
+    codePolicy: [],
+    registries,
+    audit: createAuditLog(() => {}),
+    secrets: async () => 'unused',
+  });
+  const models = createModelHost({
+    functions: { [DEFAULT_MODEL_TURN_FUNCTION]: createScriptedModel() },
+    default: DEFAULT_MODEL_TURN_FUNCTION,
+  });
+  const t = await makeMemoryTestEngine({ reducers, tools, models, registries });
+  const { run } = await t.engine.createRun(
+    {
+      subject: uniqueSubject(),
+      reducer: { function_path: AGENT_LOOP_PATH },
+      input: INPUT,
+      context: { mode: 'task', tools: [{ name: 'echo', mutating: false }] },
+    },
+    alice,
+  );
+  for (let i = 0; i < 10; i++) {
+    const ids = await t.drainMessages();
+    if (ids.length === 0) break;
+    for (const id of ids) await t.engine.stepRun(id);
+  }
+  const done = await t.engine.getRun(run.run_id, alice);
+  expect(done.status).toBe('completed');
+  await flushTraces();
+  return { runId: run.run_id, done };
+}
+
+/** The spans of one trace, by kind. */
+function treeOf(runId: string) {
+  const ids = runTraceIds(runId);
+  const spans = receiver.spans.filter((s) => s.attributes['agent_runs.run_id'] === runId);
+  const named = (prefix: string) => spans.filter((s) => s.name.startsWith(prefix));
+  return {
+    ids,
+    spans,
+    run: named('invoke_agent'),
+    steps: named('agent_runs.step'),
+    chats: named('chat'),
+    tools: named('execute_tool'),
+  };
+}
+
+const childOf = (span: ReceivedSpan, parents: ReceivedSpan[]) =>
+  parents.some((p) => p.spanId === span.parentSpanId);
+
+describe('OpenTelemetry traces of a run', () => {
+  it('exports the run span, its steps, and the model turns and tool call under them', async () => {
+    const { runId, done } = await echoRun();
+    const tree = treeOf(runId);
+    expect(receiver.refused).toEqual([]);
+    expect(receiver.services).toContain('agent-runs');
+
+    // One trace, its id derived from the run id; one run span with its derived span id.
+    expect(tree.spans.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(tree.spans.map((s) => s.traceId))).toEqual(new Set([tree.ids.traceId]));
+    expect(tree.run).toHaveLength(1);
+    const run = tree.run[0] as ReceivedSpan;
+    expect(run).toMatchObject({
+      spanId: tree.ids.spanId,
+      parentSpanId: undefined,
+      name: `invoke_agent ${AGENT_LOOP_PATH}`,
+    });
+    expect(run.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': AGENT_LOOP_PATH,
+      'agent_runs.outcome': 'succeeded',
+      'agent_runs.seq': done.last_seq,
+      'gen_ai.usage.input_tokens': done.usage.input_tokens,
+      'gen_ai.usage.output_tokens': done.usage.output_tokens,
+      'agent_runs.usage.tool_calls': 1,
+    });
+    expect(run.startMs).toBe(done.created_at);
+
+    // Every step hangs from the run span; every operation from a step.
+    expect(tree.steps.length).toBeGreaterThanOrEqual(1);
+    for (const step of tree.steps) {
+      expect(step.parentSpanId).toBe(tree.ids.spanId);
+      expect(step.attributes['agent_runs.epoch']).toEqual(expect.any(Number));
+    }
+    expect(tree.steps.some((s) => s.attributes['agent_runs.outcome'] === 'progressed')).toBe(true);
+
+    expect(tree.chats).toHaveLength(2);
+    for (const chat of tree.chats) {
+      expect(childOf(chat, tree.steps)).toBe(true);
+      expect(chat.name).toBe('chat local/scripted');
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.request.model': 'local/scripted',
+        'gen_ai.provider.name': 'local',
+        'gen_ai.usage.input_tokens': expect.any(Number),
+        'gen_ai.usage.output_tokens': expect.any(Number),
+        'agent_runs.outcome': 'model_turn_completed',
+      });
+    }
+    const chatTokens = tree.chats.reduce((n, c) => n + Number(c.attributes['gen_ai.usage.input_tokens']), 0);
+    expect(chatTokens).toBe(done.usage.input_tokens);
+    expect(tree.chats.map((c) => c.attributes['gen_ai.response.finish_reasons'])).toEqual(
+      expect.arrayContaining([['tool_calls'], ['stop']]),
+    );
+
+    expect(tree.tools).toHaveLength(1);
+    const tool = tree.tools[0] as ReceivedSpan;
+    expect(childOf(tool, tree.steps)).toBe(true);
+    expect(tool.name).toBe('execute_tool echo');
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'echo',
+      'gen_ai.tool.call.id': expect.stringMatching(/^scripted-/),
+      'agent_runs.outcome': 'succeeded',
+    });
+  });
+
+  it('carries no payload text by default', async () => {
+    const { runId, done } = await echoRun();
+    const tree = treeOf(runId);
+    // The premise: the run's payloads hold the text, and spans were received.
+    expect(done).toMatchObject({ summary: expect.stringContaining(INPUT) });
+    expect(tree.spans.length).toBeGreaterThanOrEqual(5);
+    const text = JSON.stringify(tree.spans.map((s) => s.attributes));
+    expect(text).not.toContain('Echo hello');
+    expect(text).not.toContain('gen_ai.input.messages');
+    expect(text).not.toContain('gen_ai.tool.call.arguments');
+  });
+
+  it('carries the messages, tool arguments and results with AGENT_RUNS_OTEL_CAPTURE_CONTENT=true', async () => {
+    process.env.AGENT_RUNS_OTEL_CAPTURE_CONTENT = 'true';
+    const { runId } = await echoRun();
+    const tree = treeOf(runId);
+    const tool = tree.tools[0] as ReceivedSpan;
+    expect(JSON.parse(String(tool.attributes['gen_ai.tool.call.arguments']))).toEqual({ text: INPUT });
+    expect(String(tool.attributes['gen_ai.tool.call.result'])).toContain(INPUT);
+    const first = tree.chats.find(
+      (c) => c.attributes['gen_ai.response.finish_reasons']?.toString() === 'tool_calls',
+    );
+    expect(String(first?.attributes['gen_ai.input.messages'])).toContain(INPUT);
+    expect(String(first?.attributes['gen_ai.output.messages'])).toContain('tool_call');
+    expect(String(tree.run[0]?.attributes['agent_runs.summary'])).toContain(INPUT);
+  });
+});
