@@ -82,12 +82,28 @@ function finish(span: Span, end: SpanEnd): void {
   span.end();
 }
 
-/** Starts the provider. `serviceName`: the resource's service.name unless OTEL_SERVICE_NAME says otherwise. */
+/** In a Lambda function: the resource attributes naming it (faas.name, cloud.region). */
+function lambdaResource(env: NodeJS.ProcessEnv): Attributes {
+  const name = env.AWS_LAMBDA_FUNCTION_NAME;
+  if (name === undefined) return {};
+  return {
+    'cloud.provider': 'aws',
+    'cloud.platform': 'aws_lambda',
+    'faas.name': name,
+    ...(env.AWS_REGION !== undefined ? { 'cloud.region': env.AWS_REGION } : {}),
+  };
+}
+
+/**
+ * Starts the provider. `serviceName`: the resource's service.name (OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES, read by the SDK's env detector, take precedence).
+ */
 export function createTracing(serviceName: string): Tracing {
   const ids = new RunSpanIds();
-  const resource = resourceFromAttributes({ 'service.name': serviceName }).merge(
-    detectResources({ detectors: [envDetector] }),
-  );
+  const resource = resourceFromAttributes({
+    'service.name': serviceName,
+    ...lambdaResource(process.env),
+  }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({
     resource,
     idGenerator: ids,
