@@ -14,6 +14,9 @@ import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
 import { builtInFunctions } from '../../lib/runtime.ts';
 import { createSandboxReducerHost } from '../../lib/sandbox/index.ts';
 import { createMemoryRegistryStore } from '../../lib/store/memory-registry-store.ts';
+import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
+import { toRecord } from '../../lib/local/poller.ts';
 import { flushTraces, runTraceIds, shutdownTraces } from '../../lib/telemetry/otel.ts';
 import { createAuditLog } from '../../lib/tools/audit-log.ts';
 import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';
@@ -40,8 +43,8 @@ afterAll(async () => {
 
 const INPUT = 'Echo hello from the trace test.';
 
-/** Runs one echo run to its end on the scripted model; returns its id and final record. */
-async function echoRun() {
+/** An engine on the scripted model and the sample tools, with one echo run created. */
+async function createEchoRun() {
   const code = createToolRegistry();
   registerSampleTools(code);
   const registries = createMemoryRegistryStore();
@@ -66,15 +69,21 @@ async function echoRun() {
     },
     alice,
   );
+  return { t, runId: run.run_id };
+}
+
+/** Runs one echo run to its end on the scripted model; returns its id and final record. */
+async function echoRun() {
+  const { t, runId } = await createEchoRun();
   for (let i = 0; i < 10; i++) {
     const ids = await t.drainMessages();
     if (ids.length === 0) break;
     for (const id of ids) await t.engine.stepRun(id);
   }
-  const done = await t.engine.getRun(run.run_id, alice);
+  const done = await t.engine.getRun(runId, alice);
   expect(done.status).toBe('completed');
   await flushTraces();
-  return { runId: run.run_id, done };
+  return { runId, done };
 }
 
 /** The spans of one trace, by kind. */
@@ -187,5 +196,31 @@ describe('OpenTelemetry traces of a run', () => {
     expect(String(first?.attributes['gen_ai.input.messages'])).toContain(INPUT);
     expect(String(first?.attributes['gen_ai.output.messages'])).toContain('tool_call');
     expect(String(tree.run[0]?.attributes['agent_runs.summary'])).toContain(INPUT);
+  });
+
+  it('exports the spans of a step batch before the Lambda handler returns', async () => {
+    // The batch processor's own delay is far beyond the test: only the handler's flush exports.
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '600000';
+    try {
+      const { t, runId } = await createEchoRun();
+      const handler = createStepBatchHandler({
+        engine: t.engine,
+        logger: SILENT_LOG,
+        metrics: createCountingMetrics(),
+      });
+      const body = JSON.stringify({ run_id: runId });
+      await t.drainMessages();
+      const response = await handler({
+        Records: [
+          toRecord({ MessageId: 'm1', ReceiptHandle: 'h1', Body: body }, 'arn:aws:sqs:local:0:q', 'local'),
+        ],
+      });
+      expect(response.batchItemFailures).toEqual([]);
+      const steps = treeOf(runId).steps;
+      expect(steps).toHaveLength(1);
+      expect(steps[0]?.attributes['agent_runs.outcome']).toBe('progressed');
+    } finally {
+      delete process.env.OTEL_BSP_SCHEDULE_DELAY;
+    }
   });
 });
