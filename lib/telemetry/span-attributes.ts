@@ -189,8 +189,8 @@ export interface RunSpanPlan extends SpanPlan {
 /**
  * The run span, emitted once, by the commit that ended the run: `invoke_agent {agent}`.
  * `agent_runs.outcome` is `succeeded`, `partial` or `blocked` for a completed run, else the
- * status (`failed`, `stopped`); a failed run's `error.type` is its terminal reason (a code). A
- * stop's reason is a user's words: captured content only.
+ * status (`failed`, `stopped`); `agent_runs.terminal_reason` is the record's reason code (a
+ * failed run's is also its `error.type`); the summary is captured content only.
  */
 export function runSpan(record: RunRecord, capture: boolean): RunSpanPlan | null {
   if (record.status !== 'completed' && record.status !== 'failed' && record.status !== 'stopped') return null;
@@ -208,12 +208,10 @@ export function runSpan(record: RunRecord, capture: boolean): RunSpanPlan | null
     'agent_runs.usage.model_calls': record.usage.model_calls,
     'agent_runs.usage.tool_calls': record.usage.tool_calls,
     ...(record.parent_run_id !== undefined ? { 'agent_runs.parent_run_id': record.parent_run_id } : {}),
+    'agent_runs.terminal_reason': record.terminal_reason,
   };
-  if (capture) {
-    attributes['agent_runs.terminal_reason'] = record.terminal_reason;
-    if (record.status === 'completed' && record.summary !== undefined)
-      attributes['agent_runs.summary'] = record.summary;
-  }
+  if (capture && record.status === 'completed' && record.summary !== undefined)
+    attributes['agent_runs.summary'] = record.summary;
   const failed = record.status === 'failed';
   if (failed) attributes['error.type'] = record.terminal_reason;
   return {
