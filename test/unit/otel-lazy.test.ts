@@ -9,6 +9,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { tracingBannerLines } from '../../lib/local/banner.ts';
 import { TracingConfigError, tracingConfigFromEnv } from '../../lib/telemetry/otel.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -84,6 +85,13 @@ describe('tracingConfigFromEnv', () => {
         AGENT_RUNS_OTEL_CAPTURE_CONTENT: 'TRUE',
       }),
     ).toEqual({ endpoint: 'http://traces:4318/v1/traces', captureContent: true, serviceName: 'my-agents' });
+  });
+
+  it("is named on the local stack's banner only when it is on", () => {
+    expect(tracingBannerLines({})).toEqual([]);
+    expect(tracingBannerLines({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' })).toEqual([
+      '  traces: OTLP/HTTP to http://localhost:4318/v1/traces (no payload text)',
+    ]);
   });
 
   it('refuses a capture setting that is neither true nor false, naming the variable', () => {
