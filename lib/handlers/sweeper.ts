@@ -16,8 +16,8 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { type Engine, emptySweepReport, type SweepReport } from '../engine/engine.ts';
 import { SWEEP_SHARDS } from '../store/table.ts';
-import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 import { flushTraces } from '../telemetry/otel.ts';
+import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** The default gap between the two passes (ms). */
 export const SWEEP_PASS_GAP_MS = 30_000;
