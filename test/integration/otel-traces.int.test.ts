@@ -3,10 +3,11 @@
  * calls echo and completes, with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT pointing at a real OTLP/HTTP
  * receiver in this process. The received tree: the run span (ids derived from the run id), its
  * step spans, and under them the model turns and the tool call with the GenAI attributes; no
- * payload text unless AGENT_RUNS_OTEL_CAPTURE_CONTENT=true.
+ * payload text unless AGENT_RUNS_OTEL_CAPTURE_CONTENT=true; the step handler's flush; a child
+ * run's span linked to its parent's.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_MODEL_TURN_FUNCTION } from '../../lib/contracts/index.ts';
+import { DEFAULT_MODEL_TURN_FUNCTION, DELEGATE_TOOL } from '../../lib/contracts/index.ts';
 import { registerSampleTools } from '../../lib/local/sample-tools.ts';
 import { createModelHost } from '../../lib/models/host.ts';
 import { createScriptedModel } from '../../lib/models/scripted.ts';
@@ -21,9 +22,10 @@ import { flushTraces, runTraceIds, shutdownTraces } from '../../lib/telemetry/ot
 import { createAuditLog } from '../../lib/tools/audit-log.ts';
 import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';
 import { createToolRegistry } from '../../lib/tools/registry.ts';
-import { alice, uniqueSubject } from '../support/hosts.ts';
+import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
+import { delegator } from '../support/reducers.ts';
 
 const reducers = createSandboxReducerHost({ registry: builtInFunctions() });
 let receiver: OtlpReceiver;
@@ -222,5 +224,46 @@ describe('OpenTelemetry traces of a run', () => {
     } finally {
       delete process.env.OTEL_BSP_SCHEDULE_DELAY;
     }
+  });
+
+  it("links a child run's span to its parent's, and marks a failed run an error", async () => {
+    const t = await makeMemoryTestEngine({
+      reducers: inProcessReducers({ '/r/delegator': delegator(DELEGATE_TOOL) }),
+      tools: inProcessTools({}),
+      models: scriptedModel(async () => ({ error_class: 'unsupported', message: 'no model' })),
+    });
+    const { run } = await t.engine.createRun(
+      {
+        subject: uniqueSubject(),
+        reducer: { function_path: '/r/delegator' },
+        input: { children: [{ input: { leaf: 'complete' } }, { input: { leaf: 'fail' } }] },
+      },
+      alice,
+    );
+    for (let i = 0; i < 40; i++) {
+      const ids = await t.drainMessages();
+      if (ids.length === 0) break;
+      for (const id of new Set(ids)) await t.engine.stepRun(id);
+    }
+    expect((await t.engine.getRun(run.run_id, alice)).status).toBe('completed');
+    await flushTraces();
+
+    const parent = runTraceIds(run.run_id);
+    const delegations = treeOf(run.run_id).tools;
+    expect(delegations.map((s) => s.attributes['gen_ai.tool.name'])).toEqual([DELEGATE_TOOL, DELEGATE_TOOL]);
+    const children = receiver.spans.filter(
+      (s) => s.attributes['agent_runs.parent_run_id'] === run.run_id && s.name.startsWith('invoke_agent'),
+    );
+    expect(children).toHaveLength(2);
+    for (const child of children) {
+      expect(child.traceId).not.toBe(parent.traceId);
+      expect(child.links).toEqual([
+        expect.objectContaining({ traceId: parent.traceId, spanId: parent.spanId }),
+      ]);
+    }
+    const failed = children.find((c) => c.attributes['agent_runs.outcome'] === 'failed');
+    expect(failed?.statusCode).toBe(2); // STATUS_CODE_ERROR
+    expect(failed?.attributes['error.type']).toBe(failed?.attributes['agent_runs.terminal_reason']);
+    expect(children.find((c) => c.attributes['agent_runs.outcome'] === 'succeeded')?.statusCode).toBe(0);
   });
 });
