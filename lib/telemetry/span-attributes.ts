@@ -5,7 +5,7 @@
  * (`agent_runs.*`). Payload text (messages, tool arguments and results, reasons a user wrote)
  * appears only when `capture` is true (AGENT_RUNS_OTEL_CAPTURE_CONTENT). Issue 28, point 3.
  */
-import type { CompiledContext, Operation, RunRecord } from '../contracts/index.ts';
+import type { CompiledContext, ContextMessage, Operation, RunRecord } from '../contracts/index.ts';
 import type { OperationResult } from '../core/run-machine.ts';
 
 /** A span attribute value as OTLP carries it. */
@@ -135,6 +135,32 @@ function outputMessage(result: Extract<OperationResult, { kind: 'model_turn_comp
   return { role: 'assistant', parts, finish_reason: result.finish_reason };
 }
 
+/** A transcript message in the GenAI conventions' message shape (`{role, parts}`; captured content only). */
+function inputMessage(message: ContextMessage): unknown {
+  switch (message.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        parts: [
+          ...(message.content !== null ? [{ type: 'text', content: message.content }] : []),
+          ...message.tool_calls.map((c) => ({
+            type: 'tool_call',
+            id: c.call_id,
+            name: c.name,
+            arguments: c.args,
+          })),
+        ],
+      };
+    case 'tool':
+      return {
+        role: 'tool',
+        parts: [{ type: 'tool_call_response', id: message.call_id, response: message.content }],
+      };
+    default:
+      return { role: message.role, parts: [{ type: 'text', content: message.content }] };
+  }
+}
+
 /** What the model host says about the provider call it made (ModelTurnResult.call). */
 export interface ModelCallInfo {
   provider?: string;
@@ -168,7 +194,7 @@ export function modelCall(
   capture: boolean,
 ): { name?: string; attributes: SpanAttributes } {
   const attributes: SpanAttributes = {};
-  if (capture) attributes['gen_ai.input.messages'] = JSON.stringify(context.messages);
+  if (capture) attributes['gen_ai.input.messages'] = JSON.stringify(context.messages.map(inputMessage));
   if (call?.model_id === undefined) return { attributes };
   attributes['gen_ai.request.model'] = call.model_id;
   attributes['gen_ai.response.model'] = call.model_id;

@@ -195,7 +195,12 @@ describe('OpenTelemetry traces of a run', () => {
     const first = tree.chats.find(
       (c) => c.attributes['gen_ai.response.finish_reasons']?.toString() === 'tool_calls',
     );
-    expect(String(first?.attributes['gen_ai.input.messages'])).toContain(INPUT);
+    // The GenAI conventions' message shape: {role, parts}.
+    expect(JSON.parse(String(first?.attributes['gen_ai.input.messages']))).toEqual(
+      expect.arrayContaining([
+        { role: 'user', parts: [{ type: 'text', content: expect.stringContaining(INPUT) }] },
+      ]),
+    );
     expect(String(first?.attributes['gen_ai.output.messages'])).toContain('tool_call');
     expect(String(tree.run[0]?.attributes['agent_runs.summary'])).toContain(INPUT);
   });
