@@ -34,12 +34,14 @@ export interface RunTraceIds {
 /** What otel.ts asks of the SDK. */
 export interface Tracing {
   /**
-   * Runs `fn` inside a span: a child of the run span of `parent`, or of the active span when
-   * `parent` is null. `end` maps fn's value to the span's last attributes. A throw from fn is
-   * recorded as `error.type` (its name, never its message) and rethrown.
+   * Runs `fn` inside a span of the run of `run`: a child of the active span when `nested` and
+   * that span is in the run's trace (an operation in its step), else of the run span. `end` maps
+   * fn's value to the span's last attributes. A throw from fn is recorded as `error.type` (its
+   * name, never its message) and rethrown.
    */
   within<T>(
-    parent: RunTraceIds | null,
+    run: RunTraceIds,
+    nested: boolean,
     plan: SpanPlan,
     fn: () => Promise<T>,
     end: (value: T) => SpanEnd,
@@ -113,8 +115,9 @@ export function createTracing(serviceName: string): Tracing {
   const tracer = provider.getTracer('agent-runs');
 
   return {
-    async within(parent, plan, fn, end) {
-      const ctx = parent === null ? context.active() : runParent(parent);
+    async within(run, nested, plan, fn, end) {
+      const active = trace.getSpan(context.active())?.spanContext();
+      const ctx = nested && active?.traceId === run.traceId ? context.active() : runParent(run);
       const span = tracer.startSpan(plan.name, { attributes: plan.attributes }, ctx);
       let value: Awaited<ReturnType<typeof fn>>;
       try {

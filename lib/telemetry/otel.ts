@@ -162,7 +162,7 @@ export function traceStep<T extends { kind: string; status?: string; operations?
   runId: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return traced(fn, (on) => on.tracing.within(runTraceIds(runId), stepSpan(runId), fn, stepEnd));
+  return traced(fn, (on) => on.tracing.within(runTraceIds(runId), false, stepSpan(runId), fn, stepEnd));
 }
 
 /** Notes on the active step span the lease's epoch and the seq the step starts from. */
@@ -172,8 +172,8 @@ export function noteStepLeased(record: Pick<RunRecord, 'epoch' | 'last_seq'>): v
 
 /**
  * Runs the execution of operation `op` of `record` in its span (a child of the active step
- * span): `chat`, `execute_tool {tool}` or `agent_runs.{kind}`, ended with the result's outcome,
- * usage and error type.
+ * span, else of the run span): `chat`, `execute_tool {tool}` or `agent_runs.{kind}`, ended with
+ * the result's outcome, usage and error type.
  */
 export function traceOperation(
   record: RunRecord,
@@ -181,7 +181,9 @@ export function traceOperation(
   fn: () => Promise<OperationResult>,
 ): Promise<OperationResult> {
   return traced(fn, (on) =>
-    on.tracing.within(null, operationSpan(record, op, on.capture), fn, (r) => operationEnd(r, on.capture)),
+    on.tracing.within(runTraceIds(record.run_id), true, operationSpan(record, op, on.capture), fn, (r) =>
+      operationEnd(r, on.capture),
+    ),
   );
 }
 
