@@ -152,7 +152,46 @@ export function stackPropsFromContext(read: ContextReader, cwd: string = process
     ...optional('alarmEmail', context('alarmEmail')),
     ...optional('consoleOAuth', consoleOAuth),
     ...optional('consoleDomainPrefix', context('consoleDomainPrefix')),
+    ...optional('environment', tracingEnvironment(context)),
     admission,
+  };
+}
+
+/**
+ * The tracing variables of every function (lib/telemetry/otel.ts): `otelEndpoint` becomes
+ * OTEL_EXPORTER_OTLP_ENDPOINT (an http(s) URL: a collector, or the collector extension of the
+ * ADOT Lambda layer at http://localhost:4318), `otelCaptureContent=true`
+ * AGENT_RUNS_OTEL_CAPTURE_CONTENT. Undefined without an endpoint. Throws DeployContextError.
+ */
+function tracingEnvironment(
+  context: (key: string) => string | undefined,
+): Record<string, string> | undefined {
+  const endpoint = context('otelEndpoint');
+  const capture = context('otelCaptureContent');
+  if (capture !== undefined && capture !== 'true' && capture !== 'false')
+    throw new DeployContextError(
+      'deploy_context_invalid',
+      'otelCaptureContent',
+      `context otelCaptureContent must be true or false: ${capture}`,
+    );
+  if (endpoint === undefined) {
+    if (capture === 'true')
+      throw new DeployContextError(
+        'deploy_context_invalid',
+        'otelEndpoint',
+        'context otelCaptureContent=true needs otelEndpoint (where the spans go)',
+      );
+    return undefined;
+  }
+  if (!URL.canParse(endpoint) || !['http:', 'https:'].includes(new URL(endpoint).protocol))
+    throw new DeployContextError(
+      'deploy_context_invalid',
+      'otelEndpoint',
+      `context otelEndpoint must be an http(s) URL: ${endpoint}`,
+    );
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    ...(capture === 'true' ? { AGENT_RUNS_OTEL_CAPTURE_CONTENT: 'true' } : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import { lambdaContainer } from '../lib/handlers/container.ts';
 import { engineLog } from '../lib/handlers/observability.ts';
 import { type ConsoleSite, consoleFromEnv } from '../lib/http/console.ts';
 import { authFromEnv, createHttpApp, maxOpenWaitsFromEnv } from '../lib/http/index.ts';
+import { flushTraces } from '../lib/telemetry/otel.ts';
 
 /** The bundle carries the built console in `console/` beside this file (cdk/bundling.ts). */
 const CONSOLE_ASSETS = fileURLToPath(new URL('./console/', import.meta.url));
@@ -45,5 +46,6 @@ export const handler: ReturnType<typeof handle> = (event, context) => {
       }),
     );
   }
-  return lambda(event, context);
+  // A control that ended a run emitted its run span: exported before Lambda freezes the container.
+  return lambda(event, context).finally(flushTraces);
 };

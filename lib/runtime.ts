@@ -21,6 +21,7 @@ import type {
   ToolHost,
 } from './engine/ports.ts';
 import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
+import { tracingConfigFromEnv } from './telemetry/otel.ts';
 import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
@@ -133,6 +134,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(environment ? { environment } : {}),
   });
   const configured = modelsFromEnv(env);
+  tracingConfigFromEnv(env); // a wrong tracing variable fails the container at start (TracingConfigError)
   const defaultPath = config.defaultModelFunction ?? configured.defaultPath ?? DEFAULT_MODEL_TURN_FUNCTION;
   const models = createModelHost({
     functions: { ...configured.functions, ...(config.modelFunctions ?? {}) },

@@ -23,6 +23,7 @@ import {
   type WorkerIncarnation,
 } from '../core/run-machine.ts';
 import { defaultClockSkewMs } from '../core/sweeper.ts';
+import { noteCommitted } from '../telemetry/otel.ts';
 import type {
   Clock,
   Commit,
@@ -185,7 +186,13 @@ export async function commitRun(deps: EngineDeps, parts: CommitParts): Promise<R
   const runId = parts.record.run_id;
   const charge = deps.meter.take(runId);
   try {
-    return await deps.store.commit({ ...parts, ...(checkpoints.length > 0 ? { checkpoints } : {}), charge });
+    const stored = await deps.store.commit({
+      ...parts,
+      ...(checkpoints.length > 0 ? { checkpoints } : {}),
+      charge,
+    });
+    noteCommitted(stored, parts.events); // the run span, when this commit ended the run
+    return stored;
   } catch (err) {
     deps.meter.giveBack(runId, charge);
     throw err;

@@ -10,6 +10,7 @@ import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '.
 import { treeUsed } from '../core/budgets.ts';
 import { storedManifest } from '../core/context-compiler.ts';
 import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
+import { noteModelCall, traceOperation } from '../telemetry/otel.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
 import type { ToolCallRequest } from './ports.ts';
@@ -63,10 +64,21 @@ export function deniedEnvelope(
 }
 
 /**
- * Executes the started operation `op` of `record` with `signal` (cancellation). `reads` supplies
- * the log and the domain state (a model turn's transcript, a compaction's plan).
+ * Executes the started operation `op` of `record` with `signal` (cancellation), in its span
+ * when tracing is on (lib/telemetry/otel.ts). `reads` supplies the log and the domain state (a
+ * model turn's transcript, a compaction's plan).
  */
-export async function executeOperation(
+export function executeOperation(
+  ctx: EngineContext,
+  record: RunRecord,
+  op: Operation,
+  signal: AbortSignal,
+  reads: OperationReads,
+): Promise<OperationResult> {
+  return traceOperation(record, op, () => execute(ctx, record, op, signal, reads));
+}
+
+async function execute(
   ctx: EngineContext,
   record: RunRecord,
   op: Operation,
@@ -133,6 +145,7 @@ async function executeModelTurn(
   const limits =
     limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) };
   const out = await ctx.models.turn(input, compiled, signal, limits);
+  noteModelCall(out, compiled);
   const { provider_calls, host_attempts: _attempts, ...answer } = out as typeof out & Record<string, unknown>;
   const calls = typeof provider_calls === 'number' && provider_calls >= 1 ? { calls: provider_calls } : {};
   if ('error_class' in out) {

@@ -27,6 +27,7 @@ import {
   startOperation,
   type TransitionResult,
 } from '../core/run-machine.ts';
+import { noteStepLeased, traceStep } from '../telemetry/otel.ts';
 import { compactionCheck, type OperationReads } from './compaction.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
@@ -57,7 +58,7 @@ export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOu
   // One invocation's work on the run, its duration charged in the run's commits (usage-meter.ts).
   ctx.meter.beginStep(runId);
   try {
-    return await stepRunMetered(ctx, runId);
+    return await traceStep(runId, () => stepRunMetered(ctx, runId));
   } finally {
     ctx.meter.endStep(runId);
   }
@@ -69,6 +70,7 @@ async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOu
   const { base } = taken;
   const lease = base.lease;
   if (lease === null) throw new Error('acquired a lease that is not there');
+  noteStepLeased(base);
   await ctx.faults('after_lease_acquire', runId);
   const worker = new StepWorker(ctx, base, { owner: lease.owner, epoch: base.epoch });
   try {

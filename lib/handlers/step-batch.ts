@@ -25,6 +25,7 @@ import type { z } from 'zod';
 import type { Engine, StepOutcome } from '../engine/engine.ts';
 import type { StoreMetrics } from '../engine/ports.ts';
 import { StepMessage } from '../queue/step-queue.ts';
+import { flushTraces } from '../telemetry/otel.ts';
 import { count, describeError, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** What the step handler needs; built once per container (functions/step.ts) or per local stack. */
@@ -137,6 +138,7 @@ export function createStepBatchHandler(deps: StepBatchDeps | (() => StepBatchDep
         retriesSeen = now;
       }
       flush(metrics);
+      await flushTraces(); // the spans of this invocation, before Lambda freezes the container
     }
   };
 }

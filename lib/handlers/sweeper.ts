@@ -16,6 +16,7 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { type Engine, emptySweepReport, type SweepReport } from '../engine/engine.ts';
 import { SWEEP_SHARDS } from '../engine/ports.ts';
+import { flushTraces } from '../telemetry/otel.ts';
 import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** The default gap between the two passes (ms). */
@@ -130,6 +131,7 @@ export function createSweeperHandler(deps: SweeperDeps | (() => SweeperDeps)): S
       count(d.metrics, METRIC.handedBack, totals.handed_back);
       count(d.metrics, METRIC.childrenStopped, totals.children_stopped);
       flush(d.metrics);
+      await flushTraces(); // a run the sweeper ended: its run span, before Lambda freezes the container
     }
     return { passes, totals: sum(passes) };
   };

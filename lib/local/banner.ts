@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Runtime } from '../runtime.ts';
+import { tracingConfigFromEnv } from '../telemetry/otel.ts';
 import type { DefaultIdentity } from './identity.ts';
 
 /** What the banner reads of a running stack (LocalStack fits; no import of stack.ts, which imports this). */
@@ -67,6 +68,7 @@ export async function bannerLines(stack: BannerStack, options: BannerOptions): P
   }
   if (stack.stateFile !== null) lines.push(`  state:  ${stack.stateFile}`);
   lines.push(`  data:   ${options.persistDir !== undefined ? resolve(options.persistDir) : 'in memory'}`);
+  lines.push(...tracingBannerLines(process.env));
   lines.push(
     ...modelBannerLines(
       stack.runtime.modelCatalog,
@@ -81,6 +83,16 @@ export async function bannerLines(stack: BannerStack, options: BannerOptions): P
   lines.push(`          curl -H "Authorization: Bearer ${stack.token}" "${stack.url}/runs?status=running"`);
   lines.push('Press Ctrl-C to stop.');
   return lines;
+}
+
+/** The banner's `traces:` line when an OTLP endpoint is set (docs/guides/tracing.md); none when off. */
+export function tracingBannerLines(env: NodeJS.ProcessEnv): string[] {
+  const config = tracingConfigFromEnv(env);
+  if (config === null) return [];
+  const content = config.captureContent
+    ? 'with payload text (AGENT_RUNS_OTEL_CAPTURE_CONTENT=true)'
+    : 'no payload text';
+  return [`  traces: OTLP/HTTP to ${config.endpoint} (${content})`];
 }
 
 /** The banner's `tools:` lines: the tools a run may call here, by name. */

@@ -47,6 +47,7 @@ import { type LocalLive, startLocalLive } from './live.ts';
 import type { Poller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
+import { flushTraces } from '../telemetry/otel.ts';
 import { consoleSiteOf, controlHandler, runtimeOf, startSweeperTimer, stepPollerOf } from './stack-parts.ts';
 
 /** Where `npm run console:build` writes the web console (served at /console). */
@@ -317,7 +318,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         await gateway.stop();
         await Promise.all([poller.stop(), sweeperTimer.stop(), live.stop()]);
         runtime.close();
-        await Promise.all([services.stop(), reducers?.close()]);
+        await Promise.all([services.stop(), reducers?.close(), flushTraces()]);
         if (stateDir !== null) removeOwnState(stateDir, process.pid);
       })();
       return stopping;

@@ -87,6 +87,38 @@ describe('a synth without a model', () => {
     ).toBeUndefined();
   });
 
+  it('sets the tracing variables of every function from otelEndpoint and otelCaptureContent', () => {
+    const model = { bedrockModelId: 'us.anthropic.claude-sonnet-4-6' };
+    const props = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
+    expect(props(model).environment).toBeUndefined();
+    expect(
+      props({ ...model, otelEndpoint: 'http://localhost:4318', otelCaptureContent: 'true' }).environment,
+    ).toEqual({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318',
+      AGENT_RUNS_OTEL_CAPTURE_CONTENT: 'true',
+    });
+    const refusal = (context: Record<string, unknown>) => {
+      try {
+        props({ ...model, ...context });
+      } catch (error) {
+        return error instanceof DeployContextError ? { code: error.code, key: error.key } : error;
+      }
+      return undefined;
+    };
+    expect(refusal({ otelEndpoint: 'localhost:4318' })).toEqual({
+      code: 'deploy_context_invalid',
+      key: 'otelEndpoint',
+    });
+    expect(refusal({ otelCaptureContent: 'true' })).toEqual({
+      code: 'deploy_context_invalid',
+      key: 'otelEndpoint',
+    });
+    expect(refusal({ otelEndpoint: 'http://localhost:4318', otelCaptureContent: 'yes' })).toEqual({
+      code: 'deploy_context_invalid',
+      key: 'otelCaptureContent',
+    });
+  });
+
   it('refuses a tools file whose Lambda tool names a handler file that does not exist', () => {
     const dir = tempDir();
     const file = join(dir, 'tools.json');
