@@ -61,6 +61,27 @@ export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60;
 /** The worker slot of a local stack over persisted data (one stack process per data directory). */
 export const LOCAL_WORKER_SLOT = 'local-stack';
 
+/**
+ * The options with the stack's worker slot: a stack over persisted data fills one slot, so that,
+ * restarted, it goes on at once with the runs its killed predecessor held (EngineOptions.workerSlot)
+ * instead of waiting their leases out.
+ */
+function slotted(options: LocalStackOptions): LocalStackOptions {
+  const slot = options.workerSlot ?? (options.persistDir !== undefined ? LOCAL_WORKER_SLOT : undefined);
+  return slot === undefined ? options : { ...options, workerSlot: slot };
+}
+
+/** Takes over, in the background, the runs the previous stack process of the slot held. */
+function recoverPredecessorRuns(runtime: Runtime, logger: LogSink): void {
+  runtime.engine.recoverPredecessors().then(
+    (report) => {
+      if (report.taken_over > 0) logger.info('runs of the previous stack process taken over', { ...report });
+    },
+    (err: unknown) =>
+      logger.warn("the previous stack process's runs are left to the sweeper", { error: String(err) }),
+  );
+}
+
 export interface LocalStackOptions {
   /** HTTP port on 127.0.0.1: this option, else env PORT, else 8787; 0 picks a free port. */
   port?: number;
@@ -220,14 +241,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const metrics = createCountingMetrics();
   let runtime: Runtime;
   try {
-    // A stack over persisted data fills one slot: restarted, it goes on at once with the runs
-    // its killed predecessor held (EngineOptions.workerSlot) instead of waiting their leases out.
-    const slot = options.workerSlot ?? (options.persistDir !== undefined ? LOCAL_WORKER_SLOT : undefined);
-    ({ runtime, reducers } = await runtimeOf(
-      config,
-      { ...options, ...(slot !== undefined ? { workerSlot: slot } : {}) },
-      engineLog(logger, metrics),
-    ));
+    ({ runtime, reducers } = await runtimeOf(config, slotted(options), engineLog(logger, metrics)));
   } catch (err) {
     await abandon();
     throw err;
@@ -259,13 +273,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
-  runtime.engine.recoverPredecessors().then(
-    (report) => {
-      if (report.taken_over > 0) logger.info('runs of the previous stack process taken over', { ...report });
-    },
-    (err: unknown) =>
-      logger.warn("the previous stack process's runs are left to the sweeper", { error: String(err) }),
-  );
+  recoverPredecessorRuns(runtime, logger);
   step('runtime, step poller and sweeper running');
 
   let live: LocalLive;
