@@ -14,12 +14,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Architecture, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundlingOptions, REPO_ROOT } from '../../cdk/bundling.ts';
+import { functionCode, REPO_ROOT } from '../../cdk/bundling.ts';
 import {
   AgentRunsStack,
   type AgentRunsStackProps,
@@ -150,13 +149,11 @@ beforeAll(() => {
       bundle: true,
       extra: (app) => {
         const probeStack = new Stack(app, 'BundleProbe');
-        const probe = new NodejsFunction(probeStack, 'Probe', {
-          entry: join(repoRoot, 'test/infra/bundle-probe.ts'),
+        const probe = new LambdaFunction(probeStack, 'Probe', {
+          code: functionCode({ entry: join(repoRoot, 'test/infra/bundle-probe.ts') }),
+          handler: 'index.handler',
           runtime: Runtime.NODEJS_24_X,
           architecture: Architecture.ARM_64,
-          projectRoot: repoRoot,
-          depsLockFilePath: join(repoRoot, 'package-lock.json'),
-          bundling: bundlingOptions(),
         });
         const probeTemplate = Template.fromStack(probeStack).toJSON() as { Resources: Resources };
         const code = probeTemplate.Resources[logicalId(probeStack, probe)]?.Properties?.Code as {
@@ -727,7 +724,7 @@ describe('operations', () => {
 describe('models', () => {
   const SONNET = 'anthropic.claude-3-5-sonnet-20240620-v1:0';
   const PROFILE = 'us.anthropic.claude-3-7-sonnet-20250219-v1:0';
-  const envOf = (built: Built, fn: NodejsFunction) =>
+  const envOf = (built: Built, fn: LambdaFunction) =>
     ((
       built.resources[logicalId(built.stack, fn)]?.Properties?.Environment as {
         Variables: Record<string, unknown>;
@@ -851,7 +848,7 @@ describe('tools', () => {
 });
 
 describe('live events and notifications', () => {
-  const envOf = (fn: NodejsFunction): Record<string, unknown> => {
+  const envOf = (fn: LambdaFunction): Record<string, unknown> => {
     const props = plain.resources[logicalId(plain.stack, fn)]?.Properties;
     return (props?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
   };
@@ -913,7 +910,7 @@ describe('live events and notifications', () => {
 
   it('lets only the stream function publish to the event bus; live and stream post to this WebSocket API only', () => {
     const s = plain.stack;
-    const allowed = (fn: NodejsFunction, action: string) =>
+    const allowed = (fn: LambdaFunction, action: string) =>
       statementsOf(plain.resources, logicalId(s, fn.role as IConstruct)).filter(
         (st) => st.Effect === 'Allow' && asArray(st.Action).includes(action),
       );
@@ -995,7 +992,7 @@ describe('IAM', () => {
   });
 
   /** Every (action, resource) pair a function's role is allowed, resources as JSON. */
-  function grants(fn: NodejsFunction): Set<string> {
+  function grants(fn: LambdaFunction): Set<string> {
     const out = new Set<string>();
     for (const st of statementsOf(plain.resources, logicalId(plain.stack, fn.role as IConstruct))) {
       if (st.Effect !== 'Allow') continue;
@@ -1046,7 +1043,7 @@ describe('IAM', () => {
         ...(canWriteFunctions ? [`s3:PutObject ${under('functions/')}`] : []),
         `s3:ListBucket ${JSON.stringify(bucketArn)}`,
       ].sort();
-    const s3Grants = (fn: NodejsFunction) => [...grants(fn)].filter((x) => x.startsWith('s3:')).sort();
+    const s3Grants = (fn: LambdaFunction) => [...grants(fn)].filter((x) => x.startsWith('s3:')).sort();
     expect(s3Grants(s.controlFunction)).toEqual(expected(true));
     expect(s3Grants(s.stepFunction)).toEqual(expected(false));
     expect(s3Grants(s.sweeperFunction)).toEqual(expected(false));
@@ -1232,7 +1229,7 @@ describe('bundles', () => {
 
   it('ship the web console, built from console/, in the control function only', () => {
     const s = plain.stack;
-    const dirOf = (fn: NodejsFunction) => {
+    const dirOf = (fn: LambdaFunction) => {
       const code = plain.resources[logicalId(s, fn)]?.Properties?.Code as { S3Key: string };
       return join(plain.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
     };
