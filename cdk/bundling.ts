@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { AssetHashType, DockerImage } from 'aws-cdk-lib';
 import { Code } from 'aws-cdk-lib/aws-lambda';
 import { buildSync } from 'esbuild';
-import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/index.ts';
+import { AGENT_LOOP_ARTIFACT_URL } from '../lib/reducers/artifact.ts';
 import { REDUCER_HOST_MODULE } from '../lib/sandbox/lazy-host.ts';
 import { GO_WASM_EXEC_URL, STARLARK_RUNTIME_URL } from '../lib/sandbox/starlark/runtime-files.ts';
 
@@ -51,6 +51,12 @@ export const ESM_REQUIRE_BANNER =
  * matched against resolved paths). Nothing else in a bundle built with it may import that path.
  */
 export const REDUCER_SANDBOX_EXTERNAL = REDUCER_HOST_MODULE;
+
+/**
+ * The module that stands for `node:http` in the bundles (cdk/node-http.cjs): the built-in's
+ * CommonJS exports, so that no ESM import makes Node build its facade, which loads undici.
+ */
+const NODE_HTTP_SHIM = fileURLToPath(new URL('node-http.cjs', import.meta.url));
 
 /** What one function's bundle is built from. */
 export interface FunctionBundleOptions {
@@ -120,6 +126,7 @@ export function bundleFunction(options: FunctionBundleOptions, outputDir: string
     sourcesContent: false,
     banner: { js: ESM_REQUIRE_BANNER },
     external: reducers ? [] : [REDUCER_SANDBOX_EXTERNAL],
+    alias: { 'node:http': NODE_HTTP_SHIM, http: NODE_HTTP_SHIM },
     logLevel: 'warning',
   });
   for (const f of runtimeFiles({ reducers })) copyFileSync(f.source, join(outputDir, f.name));
