@@ -4,7 +4,9 @@
  * each function's asset (index.mjs), N times: a fresh Node process imports the bundle (init time)
  * and calls its handler once with a minimal event of its kind (first-call time) against the local
  * services (DynamoDB Local + fauxqs, started here). Beside it, `node -e 0` in the same run.
- * Prints medians and the targets: import <= 100 ms over `node -e 0`; a function that runs no
+ * Also printed: the JS the import loads (index.mjs and the chunks it imports statically; the
+ * chunks of dynamic imports load on the call that needs them) and the import's CPU time (user +
+ * system, less sensitive than wall time to a loaded machine). Prints medians and the targets: import <= 100 ms over `node -e 0`; a function that runs no
  * reducer carries no reducer runtime (QuickJS wasm, Starlark). Asserts nothing.
  * Run: `npm run bench:cold [-- N]` (N = 5 default).
  */
@@ -67,19 +69,33 @@ const dirSize = (path: string): number => {
   const s = statSync(path);
   return s.isDirectory() ? readdirSync(path).reduce((n, f) => n + dirSize(join(path, f)), 0) : s.size;
 };
+/** Bytes of `index.mjs` and the chunks it imports statically (`import ... from "./x.mjs"`), transitively. */
+const loadedAtImport = (dir: string): number => {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(join(dir, file), 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom|\bimport)\s*["']\.\/([^"']+\.mjs)["']/g)) if (m[1]) visit(m[1]);
+  };
+  visit('index.mjs');
+  return [...seen].reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+};
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
 
 /** Child: import the bundle, call its handler once, print both times (ms) as JSON. */
 const CHILD = `
+const c0 = process.cpuUsage();
 const t0 = performance.now();
 const m = await import(process.env.BENCH_MODULE);
 const t1 = performance.now();
+const cpu = process.cpuUsage(c0);
 let error = null;
 try { await m.handler(JSON.parse(process.env.BENCH_EVENT), { functionName: 'bench', awsRequestId: 'bench', getRemainingTimeInMillis: () => 60000 }); }
 catch (e) { error = String(e?.message ?? e).slice(0, 120); }
 const t2 = performance.now();
-process.stdout.write(JSON.stringify({ importMs: t1 - t0, callMs: t2 - t1, error }) + '\\n');
+process.stdout.write(JSON.stringify({ importMs: t1 - t0, importCpuMs: (cpu.user + cpu.system) / 1000, callMs: t2 - t1, error }) + '\\n');
 process.exit(0);
 `;
 
@@ -116,7 +132,7 @@ try {
   const baseline = median(Array.from({ length: N }, () => wall(['-e', '0']).ms));
   console.log(`\nnode ${process.version}, N=${N}, \`node -e 0\` median ${baseline.toFixed(1)} ms (wall)\n`);
   console.log(
-    'function  asset      index.mjs  reducer-rt  import(ms)  over -e 0 (target<=100)  first call(ms)  note',
+    'function  asset      loaded JS  reducer-rt           import(ms)  cpu(ms)  over -e 0 (target<=100)  first call(ms)  note',
   );
   for (const f of functions) {
     const module = join(f.dir, 'index.mjs');
@@ -127,10 +143,16 @@ try {
       try {
         return {
           wallMs: ms,
-          ...(JSON.parse(line) as { importMs: number; callMs: number; error: string | null }),
+          ...(JSON.parse(line) as {
+            importMs: number;
+            importCpuMs: number;
+            callMs: number;
+            error: string | null;
+          }),
         };
       } catch {
-        return { wallMs: ms, importMs: Number.NaN, callMs: Number.NaN, error: r.stderr.trim().slice(-120) };
+        const error = r.stderr.trim().slice(-120);
+        return { wallMs: ms, importMs: Number.NaN, importCpuMs: Number.NaN, callMs: Number.NaN, error };
       }
     });
     const importMs = median(runs.map((r) => r.importMs));
@@ -144,9 +166,12 @@ try {
       [
         f.name.padEnd(9),
         mb(dirSize(f.dir)).padEnd(10),
-        mb(statSync(module).size).padEnd(10),
-        reducerTarget.padEnd(11),
+        mb(loadedAtImport(f.dir)).padEnd(10),
+        reducerTarget.padEnd(20),
         importMs.toFixed(1).padEnd(11),
+        median(runs.map((r) => r.importCpuMs))
+          .toFixed(1)
+          .padEnd(8),
         `${over.toFixed(1)} ${over <= TARGET_MS ? 'met' : 'NOT MET'}`.padEnd(24),
         median(runs.map((r) => r.callMs))
           .toFixed(1)

@@ -14,9 +14,8 @@ import { LogGroupLogDestination, WebSocketApi, WebSocketStage } from 'aws-cdk-li
 import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus } from 'aws-cdk-lib/aws-events';
-import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { FilterCriteria, type Function as LambdaFunction, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -34,9 +33,9 @@ const STREAM_RETRY_ATTEMPTS = 10;
 export interface LiveProps {
   readonly table: Table;
   /** $connect / $disconnect / $default: authenticates, subscribes, replies. */
-  readonly liveFunction: NodejsFunction;
+  readonly liveFunction: LambdaFunction;
   /** The table's stream consumer: notifications and the fan-out. */
-  readonly streamFunction: NodejsFunction;
+  readonly streamFunction: LambdaFunction;
   /** Who may connect: the HTTP API's JWT issuer and audiences. */
   readonly jwtIssuer: string;
   readonly jwtAudience: readonly string[];

@@ -38,9 +38,15 @@ import {
   TableEncryption,
 } from 'aws-cdk-lib/aws-dynamodb';
 import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import {
+  Architecture,
+  Function as LambdaFunction,
+  LoggingFormat,
+  Runtime,
+  Tracing,
+} from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
@@ -53,7 +59,7 @@ import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
 import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { TABLE_DEFINITION } from '../lib/store/table.ts';
 import { ApiAuth } from './auth.ts';
-import { bundlingOptions, REPO_ROOT } from './bundling.ts';
+import { functionCode, REPO_ROOT } from './bundling.ts';
 import { Live } from './live.ts';
 import { Models, type OpenAiModelProps } from './models.ts';
 import { acknowledge } from './nag.ts';
@@ -299,11 +305,11 @@ export class AgentRunsStack extends Stack {
   readonly stepQueue: Queue;
   readonly stepDeadLetterQueue: Queue;
   readonly payloadBucket: Bucket;
-  readonly controlFunction: NodejsFunction;
-  readonly stepFunction: NodejsFunction;
-  readonly sweeperFunction: NodejsFunction;
-  readonly liveFunction: NodejsFunction;
-  readonly streamFunction: NodejsFunction;
+  readonly controlFunction: LambdaFunction;
+  readonly stepFunction: LambdaFunction;
+  readonly sweeperFunction: LambdaFunction;
+  readonly liveFunction: LambdaFunction;
+  readonly streamFunction: LambdaFunction;
   /** The WebSocket API, the stream consumer and the lifecycle notifications' event bus. */
   readonly live: Live;
   readonly httpApi: HttpApi;
@@ -338,7 +344,7 @@ export class AgentRunsStack extends Stack {
     this.stepDeadLetterQueue = queues.dlq;
     this.payloadBucket = this.createPayloadBucket(props, removalPolicy);
 
-    const makeFunction = (name: FunctionName, timeout: Duration, reserved?: number | null): NodejsFunction =>
+    const makeFunction = (name: FunctionName, timeout: Duration, reserved?: number | null): LambdaFunction =>
       this.createFunction(name, {
         entryDir,
         projectRoot,
@@ -580,7 +586,7 @@ export class AgentRunsStack extends Stack {
       /** Reserved concurrency; null or absent reserves none. */
       reservedConcurrency?: number | null;
     },
-  ): NodejsFunction {
+  ): LambdaFunction {
     const spec = FUNCTIONS[name];
     const id = `${capitalize(name)}Function`;
     const logGroup = new LogGroup(this, `${id}Logs`, {
@@ -592,9 +598,14 @@ export class AgentRunsStack extends Stack {
       description: `Execution role of the ${name} function`,
     });
     logGroup.grantWrite(role);
-    const fn = new NodejsFunction(this, id, {
-      entry: join(options.entryDir, spec.entry),
-      handler: 'handler',
+    const fn = new LambdaFunction(this, id, {
+      code: functionCode({
+        entry: join(options.entryDir, spec.entry),
+        projectRoot: options.projectRoot,
+        withConsole: name === 'control',
+        reducers: spec.reducers,
+      }),
+      handler: 'index.handler',
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: spec.memorySize,
@@ -609,9 +620,6 @@ export class AgentRunsStack extends Stack {
       ...(typeof options.reservedConcurrency === 'number'
         ? { reservedConcurrentExecutions: options.reservedConcurrency }
         : {}),
-      projectRoot: options.projectRoot,
-      depsLockFilePath: join(options.projectRoot, 'package-lock.json'),
-      bundling: bundlingOptions({ withConsole: name === 'control', reducers: spec.reducers }),
     });
     acknowledge(
       role,
@@ -629,7 +637,7 @@ export class AgentRunsStack extends Stack {
    * `functions/`, written only by control (`PUT /functions/...`); ListBucket, so that a missing
    * object reads as 404 NoSuchKey rather than 403 (the stored registry tells the two apart).
    */
-  private grantRuntimeAccess(fn: NodejsFunction, name: FunctionName): void {
+  private grantRuntimeAccess(fn: LambdaFunction, name: FunctionName): void {
     const indexArns = TABLE_DEFINITION.globalSecondaryIndexes.map(
       (g) => `${this.table.tableArn}/index/${g.indexName}`,
     );

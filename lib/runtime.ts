@@ -25,7 +25,7 @@ import { tracingConfigFromEnv } from './telemetry/otel.ts';
 import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
-import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/index.ts';
+import { AGENT_LOOP_PATH, readAgentLoopSource } from './reducers/artifact.ts';
 import { type FunctionRegistry, InMemoryFunctionRegistry } from './sandbox/function-registry.ts';
 import { createLazyReducerHost } from './sandbox/lazy-host.ts';
 import { createDynamoRegistryStore } from './store/dynamo-registry-store.ts';
@@ -128,7 +128,8 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     codePolicy: config.toolPolicy ?? [],
     registries,
     secrets: config.secrets ?? powertoolsSecrets(),
-    lambdaClient: clients.lambda,
+    // The Lambda package is imported on the first Lambda tool call (lib/aws-clients.ts).
+    lambdaClient: { send: async (command, options) => (await clients.lambda.get()).send(command, options) },
     audit: createAuditLog((event) => audit({ ...event })),
     clock,
     ...(environment ? { environment } : {}),

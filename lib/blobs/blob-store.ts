@@ -4,7 +4,8 @@
  * DESIGN section 4 ("Payloads above an inline threshold ... go to S3 keyed by sha256").
  */
 import { createHash } from 'node:crypto';
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { LazyClient } from '../aws-clients.ts';
 import { raisingStoreUnavailable } from '../aws-faults.ts';
 
 /** What an item keeps instead of a large payload. */
@@ -48,12 +49,18 @@ export function matchesRef(body: string, ref: BlobRef): boolean {
   return digestOf(body) === ref.digest;
 }
 
-/** The S3 BlobStore. Throws StoreUnavailable (retryable) when S3 is unreachable, throttles (SlowDown) or fails. */
-export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
+/**
+ * The blob store over S3 (`payloads/{sha256}` in `bucket`). The S3 package is imported on the
+ * first put or get (the client is lazy, lib/aws-clients.ts). Rejects with StoreUnavailable
+ * (retryable) when S3 is unreachable, throttles (SlowDown) or fails, or BlobIntegrityError when a
+ * read body does not match its digest.
+ */
+export function createS3BlobStore(client: LazyClient<S3Client>, bucket: string): BlobStore {
   return raisingStoreUnavailable<BlobStore>(
     {
       async put(body, mediaType) {
         const ref = blobRefOf(body, mediaType);
+        const [s3, { PutObjectCommand }] = await Promise.all([client.get(), import('@aws-sdk/client-s3')]);
         await s3.send(
           new PutObjectCommand({
             Bucket: bucket,
@@ -65,6 +72,7 @@ export function createS3BlobStore(s3: S3Client, bucket: string): BlobStore {
         return ref;
       },
       async get(ref) {
+        const [s3, { GetObjectCommand }] = await Promise.all([client.get(), import('@aws-sdk/client-s3')]);
         const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `payloads/${ref.digest}` }));
         const body = (await out.Body?.transformToString('utf8')) ?? '';
         if (!matchesRef(body, ref)) {

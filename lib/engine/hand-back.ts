@@ -4,19 +4,14 @@
  * schema says so, draft-07 otherwise, formats checked). Issue 16 ("checked hand-backs"); seed
  * agent-runs ("child runs with a durable mailbox").
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { RunEvent, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
 import { checkedHandBackEnvelope, handBackFactsOf } from '../core/delegation.ts';
+import { lazySchemaDialects } from '../json-schema-dialects.ts';
 import type { RunStore } from './ports.ts';
 
-// As the tool registry's: addUsedSchema false, so a schema with an $id compiles again after the cache clears.
-const ajvOptions = { strict: false, allErrors: true, addUsedSchema: false } as const;
-const draft07 = new Ajv(ajvOptions);
-const draft2020 = new Ajv2020(ajvOptions);
-addFormats.default(draft07);
-addFormats.default(draft2020);
+// As the tool registry's (built on the first schema; lib/json-schema-dialects.ts).
+const dialectOf = lazySchemaDialects();
 /** Compiled schemas by their JSON text: a parent's children usually share one `returns`. */
 const compiled = new Map<string, ValidateFunction>();
 const MAX_COMPILED = 256;
@@ -26,9 +21,7 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
   const key = JSON.stringify(schema);
   const hit = compiled.get(key);
   if (hit !== undefined) return hit;
-  const dialect =
-    typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07;
-  const validate = dialect.compile(structuredClone(schema));
+  const validate = dialectOf(schema).compile(structuredClone(schema));
   if (compiled.size >= MAX_COMPILED) compiled.clear();
   compiled.set(key, validate);
   return validate;

@@ -31,10 +31,13 @@ export function createObservability(serviceName: string): Observability {
   };
 }
 
-/** Captures the SDK clients of a runtime in X-Ray subsegments (a no-op when tracing is off). */
+/**
+ * Captures the SDK clients of a runtime in X-Ray subsegments (a no-op when tracing is off): the
+ * lazy ones (S3, Lambda) when they are built.
+ */
 export function traceClients(tracer: Tracer, clients: AwsClients): void {
   tracer.captureAWSv3Client(clients.dynamo);
   tracer.captureAWSv3Client(clients.sqs);
-  tracer.captureAWSv3Client(clients.s3);
-  tracer.captureAWSv3Client(clients.lambda);
+  clients.s3.onBuilt((c) => tracer.captureAWSv3Client(c));
+  clients.lambda.onBuilt((c) => tracer.captureAWSv3Client(c));
 }

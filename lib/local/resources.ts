@@ -143,7 +143,8 @@ async function createQueue(
   return { url, arn };
 }
 
-async function ensureBucket(s3: AwsClients['s3'], bucketName: string): Promise<void> {
+async function ensureBucket(client: AwsClients['s3'], bucketName: string): Promise<void> {
+  const s3 = await client.get();
   try {
     await s3.send(new CreateBucketCommand({ Bucket: bucketName }));
   } catch (error) {

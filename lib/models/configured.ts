@@ -29,12 +29,12 @@
  * naming the offending variable) for a half or contradictory configuration, so a container
  * with a wrong environment fails at start, not at its first turn.
  */
-import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
 import { type AiSdkProvider, aiSdkModels, parseAiSdkModels } from './ai-sdk-config.ts';
 import { maxAgeOf, type SecretReader, secretApiKey } from './api-key.ts';
 import { createBedrockModel } from './bedrock.ts';
 import { ModelConfigError } from './errors.ts';
+import { lazyModelTurn } from './lazy.ts';
 import { createOpenAiCompatibleModel } from './openai-compatible.ts';
 import type { ModelTurnFunction } from './types.ts';
 
@@ -89,7 +89,13 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     if (!BEDROCK_ID.test(modelId)) {
       throw new ModelConfigError('BEDROCK_MODEL_ID', `not a model id: ${JSON.stringify(modelId)}`);
     }
-    const fn = createBedrockModel({ modelId, ...(region !== undefined ? { region } : {}) });
+    // The Bedrock runtime client is imported on the first turn (lazy.ts).
+    const fn = lazyModelTurn(async () =>
+      (await import('./bedrock.ts')).createBedrockModel({
+        modelId,
+        ...(region !== undefined ? { region } : {}),
+      }),
+    );
     const paths = [`${MODEL_PATHS.bedrock}/${modelId}`, ...(i === 0 ? [MODEL_PATHS.bedrock] : [])];
     for (const path of paths) {
       functions[path] = fn;
@@ -118,7 +124,7 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     const maxAge = maxAgeOf(value('OPENAI_API_KEY_MAX_AGE_SECONDS'));
     const apiKey =
       secretId !== undefined
-        ? secretApiKey(secretId, maxAge, options.secrets ?? new SecretsProvider())
+        ? secretApiKey(secretId, maxAge, options.secrets ?? lazySecretsProvider())
         : plainKey;
     functions[MODEL_PATHS.openai] = createOpenAiCompatibleModel({
       baseUrl,
@@ -136,7 +142,7 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
   const listed = value('AGENT_RUNS_MODELS');
   if (listed !== undefined) {
     const entries = parseAiSdkModels(listed);
-    const more = aiSdkModels(entries, { env, secrets: () => options.secrets ?? new SecretsProvider() });
+    const more = aiSdkModels(entries, { env, secrets: () => options.secrets ?? lazySecretsProvider() });
     for (const m of more.models) {
       if (m.path in functions) {
         throw new ModelConfigError(
@@ -175,4 +181,24 @@ function defaultPathOf(
     );
   }
   return path;
+}
+
+/**
+ * Powertools' SecretsProvider (the Secrets Manager client with it), imported and built on the
+ * first read, so a container whose models need no secret never loads it.
+ */
+function lazySecretsProvider(): SecretReader {
+  let provider: Promise<SecretReader> | undefined;
+  return {
+    async get(name, options) {
+      provider ??= import('@aws-lambda-powertools/parameters/secrets').then(
+        (m) => new m.SecretsProvider(),
+        (error: unknown) => {
+          provider = undefined;
+          throw error;
+        },
+      );
+      return (await provider).get(name, options);
+    },
+  };
 }

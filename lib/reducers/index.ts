@@ -7,7 +7,6 @@
  * `reduce` from the sources for direct use in Node (tests, local tools).
  * Seed: agent-runs, "Where runs are used" (the default reducer); DESIGN section 3 ("reducers/").
  */
-import { readFileSync } from 'node:fs';
 import type { Effect } from '../contracts/index.ts';
 import { reduce as reduceAgentLoop } from './agent-loop/reduce.ts';
 import type { AgentLoopAnswer } from './agent-loop/response.ts';
@@ -21,19 +20,7 @@ export {
 export type { AgentLoopDiagnostic } from './agent-loop/response.ts';
 export type { AgentLoopCall, AgentLoopState, AgentLoopTool } from './agent-loop/state.ts';
 
-/** The function path the default agent reducer is registered at. */
-export const AGENT_LOOP_PATH = '/lib/raisin/ai/agent-run-reducer';
-
-/** Where the artifact file lives (next to this module). */
-export const AGENT_LOOP_ARTIFACT_URL: URL = new URL('./agent-loop.js', import.meta.url);
-
-/**
- * The artifact's source text (UTF-8), exactly the bytes the sandbox evaluates and the registry
- * hashes. Throws the fs error (ENOENT) when the file is missing from the deployment bundle.
- */
-export function readAgentLoopSource(): string {
-  return readFileSync(AGENT_LOOP_ARTIFACT_URL, 'utf8');
-}
+export { AGENT_LOOP_ARTIFACT_URL, AGENT_LOOP_PATH, readAgentLoopSource } from './artifact.ts';
 
 /**
  * The agent loop's response with its effects typed as core holds them once parsed (`Effect`):

@@ -8,7 +8,7 @@
  * (reducer_changed: a run pins the hash it bound, so replacing a path never changes a live run
  * silently).
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
@@ -16,7 +16,7 @@ import {
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { type AwsEndpoints, createAwsClients } from '../aws-clients.ts';
+import { type AwsEndpoints, createAwsClients, type LazyClient } from '../aws-clients.ts';
 import { raisingStoreUnavailable } from '../aws-faults.ts';
 import { SandboxModuleError } from './errors.ts';
 import {
@@ -69,7 +69,8 @@ const FunctionItem = z.object({
 export interface StoredFunctionRegistryOptions {
   doc: DynamoDBDocumentClient;
   tableName: string;
-  s3: S3Client;
+  /** The S3 package is imported on the first object read or write (lib/aws-clients.ts). */
+  s3: LazyClient<S3Client>;
   bucket: string;
   /** Built-in artifacts: read first, never overwritten. */
   builtins: FunctionRegistry;
@@ -192,7 +193,8 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
     let bytes: Uint8Array;
     try {
       metrics.objectReads += 1;
-      const out = await s3.send(new GetObjectCommand({ Bucket, Key: artifactObjectKey(hash) }));
+      const [client, { GetObjectCommand }] = await Promise.all([s3.get(), import('@aws-sdk/client-s3')]);
+      const out = await client.send(new GetObjectCommand({ Bucket, Key: artifactObjectKey(hash) }));
       if (out.Body === undefined) throw missing();
       bytes = await out.Body.transformToByteArray();
     } catch (err) {
@@ -210,6 +212,7 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
   return raisingStoreUnavailable<StoredFunctionRegistry>(
     {
       metrics,
+
       async get(functionPath) {
         const builtin = await builtins.get(functionPath);
         if (builtin !== null) return builtin;
@@ -231,7 +234,8 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
         const copy = bytes.slice();
         const hash = hashArtifactBytes(copy);
         metrics.writes += 2;
-        await s3.send(
+        const [client, { PutObjectCommand }] = await Promise.all([s3.get(), import('@aws-sdk/client-s3')]);
+        await client.send(
           new PutObjectCommand({
             Bucket,
             Key: artifactObjectKey(hash),

@@ -4,15 +4,14 @@
  * sealed once the catalogue is complete. Discovery returns descriptors only. Seed:
  * tool-invocation-contract, "Tool registration"; DESIGN section 9.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
-import semver from 'semver';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import validVersion from 'semver/functions/valid.js';
 import type { z } from 'zod';
 import { type ToolDescriptor, ToolMetadata, ToolRegistration } from '../contracts/index.ts';
 import { ToolRegistrationError } from './errors.ts';
 import type { ToolHandler } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
+import { lazySchemaDialects } from '../json-schema-dialects.ts';
 
 /** Metadata as written at registration (defaults: risk low, timeout 30 s, 256 KiB output, approval never). */
 export type ToolMetadataInput = z.input<typeof ToolMetadata>;
@@ -70,11 +69,8 @@ export interface ToolRegistry {
 const MAX_ARGUMENT_ERRORS = 20;
 
 export function createToolRegistry(): ToolRegistry {
-  const ajvOptions = { strict: false, allErrors: true, addUsedSchema: false } as const;
-  const draft07 = new Ajv(ajvOptions);
-  const draft2020 = new Ajv2020(ajvOptions);
-  addFormats.default(draft07);
-  addFormats.default(draft2020);
+  // Built on the first registration (lib/json-schema-dialects.ts): the live and stream functions register none.
+  const dialectOf = lazySchemaDialects();
 
   const tools = new Map<string, RegisteredTool>();
   let sealed = false;
@@ -88,8 +84,7 @@ export function createToolRegistry(): ToolRegistry {
       throw new ToolRegistrationError('invalid_schema', name, 'input_schema must be a JSON object');
     }
     const copy = json.value;
-    const dialect =
-      typeof copy.$schema === 'string' && copy.$schema.includes('2020-12') ? draft2020 : draft07;
+    const dialect = dialectOf(copy);
     try {
       // ajv compiles from its own copy so the frozen descriptor schema is never touched.
       const validate = dialect.compile(structuredClone(copy));
@@ -119,7 +114,7 @@ export function createToolRegistry(): ToolRegistry {
       if (
         typeof version !== 'string' ||
         !ToolRegistration.shape.version.safeParse(version).success ||
-        semver.valid(version) !== version
+        validVersion(version) !== version
       ) {
         throw new ToolRegistrationError(
           'invalid_version',

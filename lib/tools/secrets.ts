@@ -4,8 +4,8 @@
  * seconds), so a rotated secret reaches calls without a redeploy and no secret is ever stored
  * in the table, an environment variable, a view or a log. Issue 13 item 1.
  */
-import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
-import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
+import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import type { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
 import type { SecretRef } from '../contracts/index.ts';
 import { ToolError } from './errors.ts';
 
@@ -15,7 +15,11 @@ export type SecretResolver = (ref: SecretRef) => Promise<string>;
 /** How long a secret is cached, in seconds. */
 export const SECRET_MAX_AGE_SECONDS = 300;
 
-/** The resolver over Powertools' providers (created on first use, with the SDK's default configuration). */
+/**
+ * The resolver over Powertools' providers, each imported (with its SDK client) and created on
+ * its first read, with the SDK's default configuration: a process that reads no tool secret
+ * never loads them (issue 24, point 7). A failed import rejects like a failed read.
+ */
 export function powertoolsSecrets(maxAge = SECRET_MAX_AGE_SECONDS): SecretResolver {
   let secrets: SecretsProvider | undefined;
   let ssm: SSMProvider | undefined;
@@ -23,10 +27,10 @@ export function powertoolsSecrets(maxAge = SECRET_MAX_AGE_SECONDS): SecretResolv
     let value: unknown;
     try {
       if (ref.source === 'secrets_manager') {
-        secrets ??= new SecretsProvider();
+        secrets ??= new (await import('@aws-lambda-powertools/parameters/secrets')).SecretsProvider();
         value = await secrets.get(ref.name, { maxAge });
       } else {
-        ssm ??= new SSMProvider();
+        ssm ??= new (await import('@aws-lambda-powertools/parameters/ssm')).SSMProvider();
         value = await ssm.get(ref.name, { maxAge, decrypt: true });
       }
     } catch (err) {

@@ -7,19 +7,18 @@
  * run time). DESIGN sections 2, 4, 10, 11; issue 5 ("cdk/: the stack"); issue 13.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Architecture, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundlingOptions, REPO_ROOT } from '../../cdk/bundling.ts';
+import { functionCode, REPO_ROOT } from '../../cdk/bundling.ts';
 import {
   AgentRunsStack,
   type AgentRunsStackProps,
@@ -28,6 +27,7 @@ import {
   SERVICE_NAMES,
   VISIBILITY_TIMEOUT_FACTOR,
 } from '../../cdk/stack.ts';
+import { lazyClient } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { admissionFromEnv } from '../../lib/core/admission.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
@@ -150,13 +150,11 @@ beforeAll(() => {
       bundle: true,
       extra: (app) => {
         const probeStack = new Stack(app, 'BundleProbe');
-        const probe = new NodejsFunction(probeStack, 'Probe', {
-          entry: join(repoRoot, 'test/infra/bundle-probe.ts'),
+        const probe = new LambdaFunction(probeStack, 'Probe', {
+          code: functionCode({ entry: join(repoRoot, 'test/infra/bundle-probe.ts') }),
+          handler: 'index.handler',
           runtime: Runtime.NODEJS_24_X,
           architecture: Architecture.ARM_64,
-          projectRoot: repoRoot,
-          depsLockFilePath: join(repoRoot, 'package-lock.json'),
-          bundling: bundlingOptions(),
         });
         const probeTemplate = Template.fromStack(probeStack).toJSON() as { Resources: Resources };
         const code = probeTemplate.Resources[logicalId(probeStack, probe)]?.Properties?.Code as {
@@ -727,7 +725,7 @@ describe('operations', () => {
 describe('models', () => {
   const SONNET = 'anthropic.claude-3-5-sonnet-20240620-v1:0';
   const PROFILE = 'us.anthropic.claude-3-7-sonnet-20250219-v1:0';
-  const envOf = (built: Built, fn: NodejsFunction) =>
+  const envOf = (built: Built, fn: LambdaFunction) =>
     ((
       built.resources[logicalId(built.stack, fn)]?.Properties?.Environment as {
         Variables: Record<string, unknown>;
@@ -851,7 +849,7 @@ describe('tools', () => {
 });
 
 describe('live events and notifications', () => {
-  const envOf = (fn: NodejsFunction): Record<string, unknown> => {
+  const envOf = (fn: LambdaFunction): Record<string, unknown> => {
     const props = plain.resources[logicalId(plain.stack, fn)]?.Properties;
     return (props?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
   };
@@ -913,7 +911,7 @@ describe('live events and notifications', () => {
 
   it('lets only the stream function publish to the event bus; live and stream post to this WebSocket API only', () => {
     const s = plain.stack;
-    const allowed = (fn: NodejsFunction, action: string) =>
+    const allowed = (fn: LambdaFunction, action: string) =>
       statementsOf(plain.resources, logicalId(s, fn.role as IConstruct)).filter(
         (st) => st.Effect === 'Allow' && asArray(st.Action).includes(action),
       );
@@ -995,7 +993,7 @@ describe('IAM', () => {
   });
 
   /** Every (action, resource) pair a function's role is allowed, resources as JSON. */
-  function grants(fn: NodejsFunction): Set<string> {
+  function grants(fn: LambdaFunction): Set<string> {
     const out = new Set<string>();
     for (const st of statementsOf(plain.resources, logicalId(plain.stack, fn.role as IConstruct))) {
       if (st.Effect !== 'Allow') continue;
@@ -1046,7 +1044,7 @@ describe('IAM', () => {
         ...(canWriteFunctions ? [`s3:PutObject ${under('functions/')}`] : []),
         `s3:ListBucket ${JSON.stringify(bucketArn)}`,
       ].sort();
-    const s3Grants = (fn: NodejsFunction) => [...grants(fn)].filter((x) => x.startsWith('s3:')).sort();
+    const s3Grants = (fn: LambdaFunction) => [...grants(fn)].filter((x) => x.startsWith('s3:')).sort();
     expect(s3Grants(s.controlFunction)).toEqual(expected(true));
     expect(s3Grants(s.stepFunction)).toEqual(expected(false));
     expect(s3Grants(s.sweeperFunction)).toEqual(expected(false));
@@ -1055,7 +1053,10 @@ describe('IAM', () => {
   it('scopes the prefixes to the keys the blob store and the stored registry write', async () => {
     const keys: string[] = [];
     const s3 = { send: async (command: { input: { Key?: string } }) => keys.push(command.input.Key ?? '') };
-    await createS3BlobStore(s3 as never, 'bucket').put('payload', 'text/plain');
+    await createS3BlobStore(
+      lazyClient(async () => s3 as never),
+      'bucket',
+    ).put('payload', 'text/plain');
     expect(keys).toHaveLength(1);
     expect(keys[0]?.startsWith(OBJECT_PREFIXES.payloads)).toBe(true);
     expect(artifactObjectKey('0'.repeat(64)).startsWith(OBJECT_PREFIXES.functions)).toBe(true);
@@ -1177,7 +1178,7 @@ describe('CloudFormation schema check', () => {
 });
 
 describe('bundles', () => {
-  it('ship each function as one ESM file, with the QuickJS module and the Starlark runtime only where reducers run', () => {
+  it('ship each function as ESM chunks, with the QuickJS module and the Starlark runtime only where reducers run', () => {
     const s = plain.stack;
     const artifact = readFileSync(AGENT_LOOP_ARTIFACT_URL);
     const runsReducers = new Set([s.stepFunction, s.sweeperFunction]);
@@ -1191,9 +1192,11 @@ describe('bundles', () => {
       const code = plain.resources[logicalId(s, fn)]?.Properties?.Code as { S3Key: string };
       const dir = join(plain.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
       expect(existsSync(join(dir, 'index.mjs'))).toBe(true);
-      expect(existsSync(join(dir, 'index.mjs.map'))).toBe(true);
-      // The map is not linked: a cold start never reads it.
-      expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain('sourceMappingURL');
+      const chunks = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
+      const bundled = chunks.map((f) => readFileSync(join(dir, f), 'utf8')).join('\n');
+      for (const f of chunks) expect(existsSync(join(dir, `${f}.map`))).toBe(true);
+      // The maps are not linked: a cold start never reads them.
+      expect(bundled).not.toContain('sourceMappingURL');
       expect(readFileSync(join(dir, 'agent-loop.js')).equals(artifact)).toBe(true);
       if (runsReducers.has(fn)) {
         expect(existsSync(join(dir, 'emscripten-module.wasm'))).toBe(true);
@@ -1204,7 +1207,7 @@ describe('bundles', () => {
       } else {
         expect(existsSync(join(dir, 'emscripten-module.wasm'))).toBe(false);
         expect(existsSync(join(dir, 'starlark-runtime.wasm'))).toBe(false);
-        expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain('quickjs-emscripten');
+        expect(bundled).not.toContain('quickjs-emscripten');
       }
       // Loading the module runs its top level (runtime built from the environment, no I/O).
       const exported = execFileSync(
@@ -1232,7 +1235,7 @@ describe('bundles', () => {
 
   it('ship the web console, built from console/, in the control function only', () => {
     const s = plain.stack;
-    const dirOf = (fn: NodejsFunction) => {
+    const dirOf = (fn: LambdaFunction) => {
       const code = plain.resources[logicalId(s, fn)]?.Properties?.Code as { S3Key: string };
       return join(plain.outdir, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
     };

@@ -49,7 +49,7 @@ describe('stored function registry', () => {
     const artifact = await registry().put(path, 'js', bytes);
     expect(artifact).toMatchObject({ function_path: path, kind: 'js', hash: hashArtifactBytes(bytes) });
 
-    const object = await clients.s3.send(
+    const object = await (await clients.s3.get()).send(
       new GetObjectCommand({ Bucket: local.bucketName, Key: artifactObjectKey(artifact.hash) }),
     );
     expect(await object.Body?.transformToString()).toBe(new TextDecoder().decode(bytes));
@@ -80,7 +80,7 @@ describe('stored function registry', () => {
     const v2 = await r.put(path, 'js', encode('export const v = 2;'));
     expect(v2.hash).not.toBe(v1.hash);
     expect((await registry().get(path))?.hash).toBe(v2.hash);
-    const old = await clients.s3.send(
+    const old = await (await clients.s3.get()).send(
       new GetObjectCommand({ Bucket: local.bucketName, Key: artifactObjectKey(v1.hash) }),
     );
     expect(await old.Body?.transformToString()).toBe('export const v = 1;');

@@ -230,7 +230,7 @@ describe('fauxqs S3', () => {
     const payload = randomBytes(450 * 1024);
     const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-    await clients.s3.send(
+    await (await clients.s3.get()).send(
       new PutObjectCommand({
         Bucket: local.bucketName,
         Key: key,
@@ -238,7 +238,9 @@ describe('fauxqs S3', () => {
         ContentType: 'application/octet-stream',
       }),
     );
-    const got = await clients.s3.send(new GetObjectCommand({ Bucket: local.bucketName, Key: key }));
+    const got = await (await clients.s3.get()).send(
+      new GetObjectCommand({ Bucket: local.bucketName, Key: key }),
+    );
     const bytes = await got.Body?.transformToByteArray();
 
     expect(got.ContentLength).toBe(450 * 1024);

@@ -16,7 +16,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { type AwsClients, createAwsClients } from '../../lib/aws-clients.ts';
+import { type AwsClients, createAwsClients, lazyClient } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { StoreUnavailable } from '../../lib/engine/errors.ts';
 import { EngineModuleError } from '../../lib/engine/module-error.ts';
@@ -135,7 +135,10 @@ describe('the DynamoDB store raises StoreUnavailable for what the SDK reports as
     const s3 = new S3Client({ ...common, forcePathStyle: true });
     const sqs = new SQSClient(common);
     try {
-      const blobs = createS3BlobStore(s3, local.bucketName);
+      const blobs = createS3BlobStore(
+        lazyClient(async () => s3),
+        local.bucketName,
+      );
       const store = createDynamoRunStore({
         doc: DynamoDBDocumentClient.from(dynamo),
         tableName: local.tableName,

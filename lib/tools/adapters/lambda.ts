@@ -12,7 +12,7 @@
  *   TooManyRequestsException / throttling → rate_limited; ResourceConflictException → conflict;
  *   InvalidRequestContentException / RequestTooLargeException → invalid_input; 5xx → transient.
  */
-import { InvokeCommand, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
+import type { InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import { isToolErrorClass, ToolError } from '../errors.ts';
 import type { InvokeOptions, LambdaHandler, ToolInvocationContext } from '../handler-types.ts';
 import { wireContext } from './wire-context.ts';
@@ -30,6 +30,8 @@ export async function invokeLambda(
     });
   }
   const payload = new TextEncoder().encode(JSON.stringify({ args, context: wireContext(ctx) }));
+  // Imported here, on the first call: a process that invokes no Lambda tool never loads it.
+  const { InvokeCommand } = await import('@aws-sdk/client-lambda');
   const command = new InvokeCommand({
     FunctionName: handler.function_name,
     InvocationType: 'RequestResponse',

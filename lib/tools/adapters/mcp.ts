@@ -11,9 +11,10 @@
  * class ("Tool <name> not found" → not_found); otherwise tool_error. The server's text is never
  * forwarded. Protocol errors: InvalidParams →
  * invalid_input, MethodNotFound → unsupported, RequestTimeout → timeout, ConnectionClosed →
- * transient, others → tool_error. Seed: agent-run-contracts, "Tool calls".
+ * transient, others → tool_error. The SDK's McpError is recognized by its shape (a numeric `code`
+ * and the SDK's "MCP error <code>:" message), not by importing the SDK's types module, which
+ * builds its zod schemas at import (issue 24, point 7). Seed: agent-run-contracts, "Tool calls".
  */
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { isToolErrorClass, ToolError } from '../errors.ts';
 import type { McpHandler, ToolInvocationContext } from '../handler-types.ts';
 import { wireContext } from './wire-context.ts';
@@ -33,7 +34,7 @@ export async function invokeMcp(
     );
   } catch (error) {
     if (ctx.signal.aborted) throw error;
-    throw classifyProtocolError(error);
+    throw classifyProtocolError(mcpErrorCode(error), error);
   }
   const structured = (result as { structuredContent?: unknown }).structuredContent;
   const content = Array.isArray(result.content) ? result.content : [];
@@ -52,7 +53,7 @@ export async function invokeMcp(
       if (/^Tool .* not found$/.test(protocol[2] ?? '')) {
         throw new ToolError('not_found', 'the MCP server has no such tool', { code: 'mcp_tool_not_found' });
       }
-      throw classifyProtocolError(new McpError(Number(protocol[1]), 'protocol error'));
+      throw classifyProtocolError(Number(protocol[1]), new Error(`MCP error ${protocol[1]}: protocol error`));
     }
     throw new ToolError('tool_error', 'the MCP tool reported tool_error', { code: 'mcp_tool_error' });
   }
@@ -69,12 +70,27 @@ export async function invokeMcp(
 
 const SDK_PROTOCOL_ERROR = /^MCP error (-\d+): (.*)$/s;
 
-function classifyProtocolError(error: unknown): ToolError {
-  if (!(error instanceof McpError)) {
+/** The JSON-RPC codes the SDK's ErrorCode enum names (@modelcontextprotocol/sdk/types.js). */
+const ErrorCode = {
+  ConnectionClosed: -32000,
+  RequestTimeout: -32001,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+} as const;
+
+/** The code of an SDK McpError (or a subclass), else undefined. */
+function mcpErrorCode(error: unknown): number | undefined {
+  if (!(error instanceof Error) || !error.message.startsWith('MCP error ')) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function classifyProtocolError(code: number | undefined, error: unknown): ToolError {
+  if (code === undefined) {
     return new ToolError('tool_error', 'calling the MCP tool failed', { cause: error });
   }
-  const options = { cause: error, code: `mcp_protocol_${Math.abs(error.code)}` };
-  switch (error.code) {
+  const options = { cause: error, code: `mcp_protocol_${Math.abs(code)}` };
+  switch (code) {
     case ErrorCode.InvalidParams:
       return new ToolError('invalid_input', 'the MCP server refused the arguments', options);
     case ErrorCode.MethodNotFound:
