@@ -234,23 +234,10 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
         const copy = bytes.slice();
         const hash = hashArtifactBytes(copy);
         metrics.writes += 2;
-        const [client, { PutObjectCommand }] = await Promise.all([s3.get(), import('@aws-sdk/client-s3')]);
-        await client.send(
-          new PutObjectCommand({
-            Bucket,
-            Key: artifactObjectKey(hash),
-            Body: copy,
-            ContentType: kind === 'wasm' ? 'application/wasm' : 'application/javascript',
-          }),
-        );
-        const item = { function_path: functionPath, kind, hash, size: copy.byteLength, updated_at: now() };
-        await doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Put: { TableName, Item: { ...functionItemKey(functionPath), ...item } } },
-              { Put: { TableName, Item: { pk: FUNCTION_LIST_PK, sk: functionPath, ...item } } },
-            ],
-          }),
+        await writeArtifact(
+          options,
+          { function_path: functionPath, kind, hash, size: copy.byteLength, updated_at: now() },
+          copy,
         );
         items.delete(functionPath);
         bytesByHash.set(hash, copy.slice());
@@ -266,6 +253,32 @@ export function createStoredFunctionRegistry(options: StoredFunctionRegistryOpti
       },
     },
     'DynamoDB/S3',
+  );
+}
+
+/** Writes an artifact: its bytes to the bucket (by hash), then its path's item and listing row. */
+async function writeArtifact(
+  options: StoredFunctionRegistryOptions,
+  item: { function_path: string; kind: string; hash: string; size: number; updated_at: number },
+  bytes: Uint8Array,
+): Promise<void> {
+  const { doc, tableName: TableName, s3, bucket: Bucket } = options;
+  const [client, { PutObjectCommand }] = await Promise.all([s3.get(), import('@aws-sdk/client-s3')]);
+  await client.send(
+    new PutObjectCommand({
+      Bucket,
+      Key: artifactObjectKey(item.hash),
+      Body: bytes,
+      ContentType: item.kind === 'wasm' ? 'application/wasm' : 'application/javascript',
+    }),
+  );
+  await doc.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        { Put: { TableName, Item: { ...functionItemKey(item.function_path), ...item } } },
+        { Put: { TableName, Item: { pk: FUNCTION_LIST_PK, sk: item.function_path, ...item } } },
+      ],
+    }),
   );
 }
 
