@@ -75,6 +75,7 @@ import {
   type EventTail,
   emptyTail,
   eventSk,
+  LARGE_TAIL_ITEM_LIMIT,
   TAIL_ITEM_LIMIT,
   TAIL_TEXT_LIMIT,
   type TailState,
@@ -397,17 +398,25 @@ function stateOfCommit(commit: Commit, bodies: CommitBodies): TailState | undefi
     : { state_rev: commit.state.rev, state_json: bodies.state.inline };
 }
 
+/** The page a flush of `base` writes (none for an empty tail): its events and states as they were. */
+function flushOf(base: EventTail): Layout['pages'] {
+  return base.events.length === 0
+    ? []
+    : [{ entries: base.events, seqs: [base.first_seq], states: base.states }];
+}
+
 /**
  * The layout of a commit's events and state over the record's tail `base` (event-tail.ts):
- * inline when `fits` says the record item stays small enough, else the old tail flushed to its
- * page and the events starting a new tail, else (too large for any tail, or a fork's create
+ * inline when the record item (`sizeOf`, bytes; Infinity for a tail text past TAIL_TEXT_LIMIT)
+ * stays within TAIL_ITEM_LIMIT, else the old tail flushed to its page and the events starting a
+ * new tail (LARGE_TAIL_ITEM_LIMIT for a record too large for either), else (too large for any tail, or a fork's create
  * with its link page) pages of their own.
  */
 function layoutOf(
   commit: Commit,
   bodies: CommitBodies,
   base: EventTail,
-  fits: (tail: EventTail, stateAt: string | undefined) => boolean,
+  sizeOf: (tail: EventTail, stateAt: string | undefined) => number,
 ): Layout {
   const state = stateOfCommit(commit, bodies);
   if (commit.events.length === 0) {
@@ -435,15 +444,25 @@ function layoutOf(
       states: state === undefined ? base.states : [...base.states, state],
     };
     const grownAt = state === undefined ? undefined : tailPageSk(base);
-    if (fits(grown, grownAt)) return { tail: grown, pages: [], ...(grownAt ? { stateAt: grownAt } : {}) };
+    const inGrown = { tail: grown, pages: [], ...(grownAt ? { stateAt: grownAt } : {}) };
+    const grownSize = sizeOf(grown, grownAt);
+    if (grownSize <= TAIL_ITEM_LIMIT) return inGrown;
+    // The old tail's events and states are committed: flushed to the page its states point at.
+    const fresh: EventTail = {
+      first_seq: first,
+      events: entries,
+      states: state === undefined ? [] : [state],
+    };
+    const freshAt = state === undefined ? undefined : tailPageSk(fresh);
+    const inFresh = { tail: fresh, pages: flushOf(base), ...(freshAt ? { stateAt: freshAt } : {}) };
+    // An empty tail grown is the fresh one: nothing to flush, nothing else to try.
+    const freshSize = base.events.length === 0 ? Number.POSITIVE_INFINITY : sizeOf(fresh, freshAt);
+    if (freshSize <= TAIL_ITEM_LIMIT) return inFresh;
+    // A record too large for one unit: its tail grows to the larger limit before a flush.
+    if (grownSize <= LARGE_TAIL_ITEM_LIMIT) return inGrown;
+    if (freshSize <= LARGE_TAIL_ITEM_LIMIT) return inFresh;
   }
-  // The old tail's events and states are committed: flushed to the page its states point at.
-  const flush =
-    base.events.length === 0 ? [] : [{ entries: base.events, seqs: [base.first_seq], states: base.states }];
-  const fresh: EventTail = { first_seq: first, events: entries, states: state === undefined ? [] : [state] };
-  const freshAt = state === undefined ? undefined : tailPageSk(fresh);
-  if (inlineAllowed && fits(fresh, freshAt))
-    return { tail: fresh, pages: flush, ...(freshAt ? { stateAt: freshAt } : {}) };
+  const flush = flushOf(base);
   const own = packPages(events, bodies, state === undefined ? 0 : Buffer.byteLength(JSON.stringify(state)));
   const last = own.at(-1);
   if (last !== undefined && state !== undefined) Object.assign(last, { state });
@@ -537,16 +556,17 @@ export function planCommit(
         : commit.record.state_at;
     return at === undefined ? base : { ...base, state_at: at };
   };
-  // The last candidate packed (fits): the layout it chose reuses its item, one DEFLATE less.
-  let packed: { record: RunRecord; tail: EventTail; text: string; item: Item & ItemKey } | undefined;
+  // The candidates packed to be sized: the layout chosen reuses its item, one DEFLATE less.
+  const packed: { record: RunRecord; tail: EventTail; text: string; item: Item & ItemKey }[] = [];
   const layout = layoutOf(commit, bodies, tail, (candidate, at) => {
     const text = JSON.stringify(candidate);
+    if (Buffer.byteLength(text) > TAIL_TEXT_LIMIT) return Number.POSITIVE_INFINITY;
     const record = recordAt(at);
     const item = recordItem(record, candidate, text);
-    packed = { record, tail: candidate, text, item };
-    return Buffer.byteLength(text) <= TAIL_TEXT_LIMIT && itemSize(item) <= TAIL_ITEM_LIMIT;
+    packed.push({ record, tail: candidate, text, item });
+    return itemSize(item);
   });
-  const chosen = packed?.tail === layout.tail ? packed : undefined;
+  const chosen = packed.find((p) => p.tail === layout.tail);
   const record = chosen?.record ?? recordAt(layout.stateAt);
   const tailText = chosen?.text ?? JSON.stringify(layout.tail);
   const pageItems = layout.pages.map((page) => pageItemOf(pk, page, nextVersion, token));

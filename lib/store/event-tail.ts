@@ -12,8 +12,10 @@
  * reads pages only up to first_seq - 1 and the rest from the tail, never past last_seq.
  *
  * Where a commit puts its events (layoutOf):
- *   - into the tail when the record item stays within TAIL_ITEM_LIMIT: one plain write;
- *   - else the old tail is FLUSHED: its events and states become one page keyed E#{first_seq},
+ *   - into the tail when the record item stays within TAIL_ITEM_LIMIT (one write unit): one
+ *     plain write;
+ *   - else the old tail is FLUSHED (when the commit's own events then fit TAIL_ITEM_LIMIT, or,
+ *     for a record too large for that, once the tail passes LARGE_TAIL_ITEM_LIMIT): its events and states become one page keyed E#{first_seq},
  *     stored compressed as they were in the record (`events_z`, record-codec.ts packPageBody)
  *     (they are committed already, so the page's content is final whoever writes it), and the
  *     commit's own events start the new tail: a page Put, then the record's UpdateItem;
@@ -35,8 +37,20 @@ import type { Item } from './planned-write.ts';
 /** The sort key of the event page whose first event is `seq`. */
 export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
 
-/** The record item's largest size (bytes, as DynamoDB counts it) that still takes events inline. */
-export const TAIL_ITEM_LIMIT = 1_536;
+/**
+ * The record item's largest size (bytes, as DynamoDB counts it) that takes events inline: one
+ * write unit (1 KB) per commit, less room for the charge counters the commit settles after its
+ * item is sized (`metered`, metering.ts), whose numbers grow. Past it the tail is flushed to a page and the commit's own
+ * events start a new tail.
+ */
+export const TAIL_ITEM_LIMIT = 1_024 - 64;
+/**
+ * The limit for a record too large to hold even one commit's events within TAIL_ITEM_LIMIT (its
+ * own fields pass about 1 KB compressed: a model turn's instructions and tool list, many open
+ * requests): such a record costs two units per commit anyway, and its tail grows to this size
+ * before it is flushed, rather than every commit writing its events to a page of their own.
+ */
+export const LARGE_TAIL_ITEM_LIMIT = 1_536;
 /**
  * The tail's largest JSON text (bytes) before compression: every read of the record inflates
  * it, so payloads that compress well (but are large) still go to pages.

@@ -517,6 +517,25 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.readEvents('store-never-created', 0, 100)).toEqual([]);
       });
 
+      it('keeps a record too large for one write unit taking small commits inline, not a page per commit', async () => {
+        // An objective that does not compress: the record item alone passes 1 KB.
+        const objective = Array.from({ length: 40 }, () => randomUUID()).join(' ');
+        let record = await storedRun(s.store, { objective });
+        const all: RunEvent[] = (await s.store.readEvents(record.run_id, 0, 10)).slice();
+        const writes: number[] = [];
+        for (let c = 0; c < 6; c++) {
+          const before = s.store.metrics.writeRequests;
+          const out = await append(s.store, record, [{ c }]);
+          writes.push(s.store.metrics.writeRequests - before);
+          record = out.record;
+          all.push(...out.events);
+        }
+        // The tail takes the first commits (one record write each) before a flush adds a page.
+        expect(writes.slice(0, 2)).toEqual([1, 1]);
+        expect(writes.reduce((a, b) => a + b, 0)).toBeLessThan(12);
+        expect(await s.store.readEvents(record.run_id, 0, 100)).toEqual(all);
+      });
+
       it('reads a commit larger than one page back whole, from inside a page and up to a limit inside another', async () => {
         const filler = 'p'.repeat(INLINE_LIMIT - 1_024);
         // More serialized bytes than one page holds.
