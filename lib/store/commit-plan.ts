@@ -70,20 +70,12 @@ import { canonicalJson } from '../core/canonical.ts';
 import { principalKeyOf } from '../core/principal.ts';
 import { sweepDue } from '../core/sweeper.ts';
 import { type Commit, CommitRejected, CommitTooLarge } from '../engine/ports.ts';
-import { type CommitBodies, packPages, pageEntry, type StoredBody } from './event-pages.ts';
-import {
-  type EventTail,
-  emptyTail,
-  eventSk,
-  LARGE_TAIL_ITEM_LIMIT,
-  TAIL_ITEM_LIMIT,
-  TAIL_TEXT_LIMIT,
-  type TailState,
-  tailPageSk,
-} from './event-tail.ts';
+import { layoutOf, pageItemOf, stateSk } from './commit-layout.ts';
+import type { CommitBodies, StoredBody } from './event-pages.ts';
+import { type EventTail, emptyTail, eventSk, TAIL_TEXT_LIMIT } from './event-tail.ts';
 import type { Item, ItemKey, PlannedWrite } from './planned-write.ts';
 import { quotaReleaseWrites, quotaWrites } from './quota-plan.ts';
-import { packBody, packMetered, packPageBody } from './record-codec.ts';
+import { packBody, packMetered } from './record-codec.ts';
 import { eventIndexWrites } from './resume-key-plan.ts';
 import { ATTR, principalShardKey, statusShardKey, sweepShardKey } from './table.ts';
 
@@ -137,7 +129,8 @@ export { eventSk };
 export const LAST_EVENT_SK = 'E#999999999999';
 export const ackSk = (controlId: string) => `K#${controlId}`;
 export const checkpointSk = (n: number) => `C#${n}`;
-export const stateSk = (rev: number) => `D#${rev}`;
+export { stateSk };
+
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const subjectKey = (subject: Subject) =>
   `SUBJ#${sha(canonicalJson({ workspace: subject.workspace, path: subject.path }))}`;
@@ -378,123 +371,6 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
     writes.push(...quotaReleaseWrites(record));
   }
   return writes;
-}
-
-/** Where a commit's events and domain state go (event-tail.ts): the tail, pages, or a D# item. */
-interface Layout {
-  tail: EventTail;
-  pages: { entries: Item[]; seqs: number[]; states?: TailState[]; state?: TailState }[];
-  /** The D# item's state: a state written without events. */
-  bare?: TailState;
-  /** Where the commit's own state lies (state_at), when it writes one. */
-  stateAt?: string;
-}
-
-/** The state attributes a commit writes, or undefined. */
-function stateOfCommit(commit: Commit, bodies: CommitBodies): TailState | undefined {
-  if (commit.state === undefined || bodies.state === undefined) return undefined;
-  return 'blob' in bodies.state
-    ? { state_rev: commit.state.rev, state_blob: bodies.state.blob }
-    : { state_rev: commit.state.rev, state_json: bodies.state.inline };
-}
-
-/** The page a flush of `base` writes (none for an empty tail): its events and states as they were. */
-function flushOf(base: EventTail): Layout['pages'] {
-  return base.events.length === 0
-    ? []
-    : [{ entries: base.events, seqs: [base.first_seq], states: base.states }];
-}
-
-/**
- * The layout of a commit's events and state over the record's tail `base` (event-tail.ts):
- * inline when the record item (`sizeOf`, bytes; Infinity for a tail text past TAIL_TEXT_LIMIT)
- * stays within TAIL_ITEM_LIMIT, else the old tail flushed to its page and the events starting a
- * new tail (LARGE_TAIL_ITEM_LIMIT for a record too large for either), else (too large for any tail, or a fork's create
- * with its link page) pages of their own.
- */
-function layoutOf(
-  commit: Commit,
-  bodies: CommitBodies,
-  base: EventTail,
-  sizeOf: (tail: EventTail, stateAt: string | undefined) => number,
-): Layout {
-  const state = stateOfCommit(commit, bodies);
-  if (commit.events.length === 0) {
-    // A record-only commit keeps the tail; a state without events gets its own D# item.
-    return state === undefined
-      ? { tail: base, pages: [] }
-      : { tail: base, pages: [], bare: state, stateAt: stateSk(state.state_rev) };
-  }
-  const events = [...commit.events].sort((a, b) => a.seq - b.seq);
-  const first = events[0]?.seq as number;
-  const entries = events.map((e) => {
-    const body = bodies.events.get(e.seq);
-    if (body === undefined) throw new Error(`no stored body for event ${e.seq}`);
-    return pageEntry(e, body).entry;
-  });
-  const inlineAllowed = commit.eventLink === undefined;
-  if (inlineAllowed) {
-    if (first !== base.first_seq + base.events.length)
-      throw new Error(
-        `event ${first} does not follow the tail ending at ${base.first_seq + base.events.length - 1}`,
-      );
-    const grown: EventTail = {
-      first_seq: base.first_seq,
-      events: [...base.events, ...entries],
-      states: state === undefined ? base.states : [...base.states, state],
-    };
-    const grownAt = state === undefined ? undefined : tailPageSk(base);
-    const inGrown = { tail: grown, pages: [], ...(grownAt ? { stateAt: grownAt } : {}) };
-    const grownSize = sizeOf(grown, grownAt);
-    if (grownSize <= TAIL_ITEM_LIMIT) return inGrown;
-    // The old tail's events and states are committed: flushed to the page its states point at.
-    const fresh: EventTail = {
-      first_seq: first,
-      events: entries,
-      states: state === undefined ? [] : [state],
-    };
-    const freshAt = state === undefined ? undefined : tailPageSk(fresh);
-    const inFresh = { tail: fresh, pages: flushOf(base), ...(freshAt ? { stateAt: freshAt } : {}) };
-    // An empty tail grown is the fresh one: nothing to flush, nothing else to try.
-    const freshSize = base.events.length === 0 ? Number.POSITIVE_INFINITY : sizeOf(fresh, freshAt);
-    if (freshSize <= TAIL_ITEM_LIMIT) return inFresh;
-    // A record too large for one unit: its tail grows to the larger limit before a flush.
-    if (grownSize <= LARGE_TAIL_ITEM_LIMIT) return inGrown;
-    if (freshSize <= LARGE_TAIL_ITEM_LIMIT) return inFresh;
-  }
-  const flush = flushOf(base);
-  const own = packPages(events, bodies, state === undefined ? 0 : Buffer.byteLength(JSON.stringify(state)));
-  const last = own.at(-1);
-  if (last !== undefined && state !== undefined) Object.assign(last, { state });
-  return {
-    tail: emptyTail(commit.record.last_seq),
-    pages: [...flush, ...own],
-    ...(state !== undefined && last !== undefined ? { stateAt: eventSk(last.seqs[0] as number) } : {}),
-  };
-}
-
-/** A layout page as its item: keyed by its first seq, stamped with the version that writes it. */
-function pageItemOf(
-  pk: string,
-  page: Layout['pages'][number],
-  version: number,
-  token?: string,
-): Item & ItemKey {
-  const item: Item & ItemKey = {
-    pk,
-    sk: eventSk(page.seqs[0] as number),
-    first_seq: page.seqs[0],
-    last_seq: Number(page.entries.at(-1)?.seq),
-    commit_version: version,
-    ...(token !== undefined ? { commit_token: token } : {}),
-  };
-  // A flushed tail (it has `states`, maybe none) is stored compressed as it was in the record;
-  // a commit's own pages (large payloads, sized against the item limit) stay plain.
-  if (page.states !== undefined)
-    item.events_z = packPageBody(JSON.stringify(page.entries), JSON.stringify(page.states));
-  else item.events = page.entries;
-  if (page.state !== undefined) Object.assign(item, page.state);
-  return item;
 }
 
 /** The record's update (or, on create, nothing: createWrites puts it) for `stored`. */
