@@ -24,7 +24,7 @@ import {
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';
-import { type CallerOptions, type CallFn, httpCaller } from './call.ts';
+import { type CallerOptions, type CallFn, httpCaller, pauseFor } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 
@@ -113,6 +113,8 @@ export const FunctionArtifact = z.object({
   size: z.number().int().positive(),
 });
 export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
+
+const FunctionSource = FunctionArtifact.extend({ bytes_base64: z.string() });
 
 /** The Content-Type `PUT /functions/{path}` takes for each artifact kind. */
 export const ARTIFACT_MEDIA_TYPES: Readonly<Record<FunctionArtifact['kind'], string>> = {
@@ -302,6 +304,8 @@ export interface AgentRunsClient extends ClientDrivenMethods {
     bytes: Uint8Array,
     kind: FunctionArtifact['kind'],
   ): Promise<FunctionArtifact>;
+  /** The artifact at `functionPath` now, with its bytes (admin, `GET /functions/{path}`). Errors: `function_not_found` (404). */
+  getFunction(functionPath: string): Promise<FunctionArtifact & { bytes: Uint8Array }>;
   /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
   health(): Promise<{ status: 'ok' }>;
   /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
@@ -505,7 +509,11 @@ function controlMethods(
 }
 
 /** The catalogue methods (tools, function artifacts) and the public routes. */
-function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'health' | 'openapi'> {
+function catalogMethods(
+  call: CallFn,
+): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'getFunction' | 'health' | 'openapi'> {
+  const functionRoute = (functionPath: string) =>
+    `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
   return {
     tools: async () =>
       (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
@@ -516,13 +524,19 @@ function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunct
           new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`),
         );
       }
-      const path = functionPath.slice(1).split('/').map(enc).join('/');
       return call({
         method: 'PUT',
-        path: `/functions/${path}`,
+        path: functionRoute(functionPath),
         body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
         schema: FunctionArtifact,
       });
+    },
+    getFunction: async (functionPath) => {
+      if (!functionPath.startsWith('/'))
+        throw new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`);
+      const found = await call({ method: 'GET', path: functionRoute(functionPath), schema: FunctionSource });
+      const { bytes_base64, ...artifact } = found;
+      return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
     },
     health: () => call({ method: 'GET', path: '/health', schema: Health }),
     openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
@@ -542,20 +556,6 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
         schema: RegistryEntryView,
       }),
   };
-}
-
-/** Sleeps `ms`, or less when `signal` aborts first. */
-function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted === true) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**

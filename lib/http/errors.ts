@@ -40,6 +40,8 @@ export const HTTP_ERROR_STATUS = {
   resume_key_not_found: 404,
   /** The run holds no stored domain state of that revision (or none it references). */
   state_not_found: 404,
+  /** No function artifact is registered at that path (`GET /functions/{path}`). */
+  function_not_found: 404,
   /** No route has this path. */
   not_found: 404,
   /** A route has this path, but not with this method (see the Allow header). */

@@ -49,7 +49,9 @@ export function parseRunLog(value: unknown, source = 'run log'): RunLog {
   const parsed = RunLog.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new RunLogError(`${source}: ${issue?.path.join('.') || '(document)'}: ${issue?.message ?? 'invalid'}`);
+    throw new RunLogError(
+      `${source}: ${issue?.path.join('.') || '(document)'}: ${issue?.message ?? 'invalid'}`,
+    );
   }
   for (const [i, e] of parsed.data.events.entries()) {
     if (e.seq !== i + 1) throw new RunLogError(`${source}: events.${i}: seq ${e.seq}, expected ${i + 1}`);
@@ -74,4 +76,40 @@ export function runLogOf(parts: {
     checkpoints: parts.checkpoints,
     states: parts.states,
   };
+}
+
+/** What exportRunLog reads: the client's read calls (lib/client's AgentRunsClient fits). */
+export interface RunLogReader {
+  getRun(runId: string): Promise<Record<string, unknown> & { state_rev: number; last_seq: number }>;
+  events(runId: string, params: { after: number; limit: number }): Promise<{ events: RunEvent[] }>;
+  checkpoints(runId: string): Promise<Checkpoint[]>;
+  state(runId: string, options: { rev: number }): Promise<{ state_rev: number; state: unknown }>;
+}
+
+/**
+ * Reads a whole run through the API (`GET /runs/{id}`, the events route page by page, the
+ * checkpoints, and the state revisions the API serves: the current one and each checkpoint's)
+ * and returns its `raisin.run-log/1` document. `now`: ms epoch for `exported_at`. Rejects with
+ * the client's ApiError (e.g. run_not_found).
+ */
+export async function exportRunLog(
+  reader: RunLogReader,
+  runId: string,
+  now: number,
+): Promise<Record<string, unknown>> {
+  const run = await reader.getRun(runId);
+  const events: RunEvent[] = [];
+  for (;;) {
+    const page = await reader.events(runId, { after: events.length, limit: 1000 });
+    events.push(...page.events);
+    if (page.events.length === 0 || events.length >= run.last_seq) break;
+  }
+  const checkpoints = await reader.checkpoints(runId);
+  const revs = [...new Set([run.state_rev, ...checkpoints.map((c) => c.state_rev)])].filter((r) => r > 0);
+  const states = [];
+  for (const rev of revs.sort((a, b) => a - b)) {
+    const s = await reader.state(runId, { rev });
+    states.push({ state_rev: s.state_rev, state: s.state });
+  }
+  return runLogOf({ run, events, checkpoints, states, exportedAt: now });
 }
