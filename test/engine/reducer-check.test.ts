@@ -32,6 +32,24 @@ function jsHost(source: string): SandboxReducerHost {
   return host;
 }
 
+/**
+ * The agent loop with one deliberate change: every answer to a tool_result that moves the state
+ * also writes a checkpoint (a valid answer, so the check sees a different decision, not a fault).
+ */
+function withCheckpointOnToolResult(source: string): string {
+  const renamed = source.replace('export function reduce(request) {', 'function reduceV1(request) {');
+  expect(renamed).not.toBe(source);
+  return `${renamed}
+export function reduce(request) {
+  const answer = reduceV1(request);
+  if (request.event.kind === 'tool_result' && answer.refused == null && answer.state_rev !== request.state_rev) {
+    answer.effects = [...answer.effects, { effect_id: answer.state_rev + ':' + answer.effects.length, kind: 'checkpoint', reason: 'upgrade' }];
+  }
+  return answer;
+}
+`;
+}
+
 beforeAll(async () => {
   stack = memoryReplayStack();
   const report = await runReplay({
@@ -99,5 +117,88 @@ describe('reducer check over recorded airline conversations', () => {
     const totals = checkTotals(checks);
     expect(totals).toMatchObject({ runs: CONVERSATIONS, identical: CONVERSATIONS, diverged: 0 });
     expect(totals.deliveries).toBeGreaterThan(CONVERSATIONS * 5);
+    // Per decision: each delivery given the state the run stored for it, not the check's own.
+    for (const log of logs) {
+      const check = await checkRunLog(host, { ...log, states: everyState(log.run.run_id) });
+      expect(check).toMatchObject({
+        result: 'identical',
+        deliveries: totals.deliveries > 0 ? expect.any(Number) : 0,
+      });
+    }
+  });
+
+  it('reports a changed JavaScript artifact at the first delivery it answers differently', async () => {
+    const host = jsHost(withCheckpointOnToolResult(readAgentLoopSource()));
+    let diverged = 0;
+    for (const log of logs) {
+      const deliveries = deliveriesOf(log.run, log.events);
+      const first = deliveries.findIndex(
+        (d) => d.event.kind === 'tool_result' && d.recorded.kind === 'answered',
+      );
+      const check = await checkRunLog(host, log);
+      if (first === -1) {
+        expect(check.result).toBe('identical');
+        continue;
+      }
+      diverged += 1;
+      const expected = deliveries[first];
+      expect(check).toMatchObject({
+        result: 'diverged',
+        event_seq: expected?.event.seq,
+        answer_seq: expected?.recorded.seq,
+        deliveries: first + 1,
+      });
+      if (check.result !== 'diverged') continue;
+      expect(check.new.outcome === 'answered' && check.new.effects.at(-1)?.kind).toBe('checkpoint');
+      expect(check.diff.join('\n')).toMatch(
+        /^effects\.\d+: \(absent\) → \{"effect_id":"\d+:\d+","kind":"checkpoint"\}$/m,
+      );
+    }
+    // The premise: some runs called tools, so the change had something to change.
+    expect(diverged).toBeGreaterThan(0);
+  });
+
+  it('with every state revision in the log, catches a change to the state alone at its delivery', async () => {
+    const host = jsHost(withStateMarkOnToolResult(readAgentLoopSource()));
+    let diverged = 0;
+    for (const log of logs) {
+      const full = { ...log, states: everyState(log.run.run_id) };
+      expect(full.states.length).toBeGreaterThan(log.states.length);
+      const deliveries = deliveriesOf(full.run, full.events);
+      const first = deliveries.findIndex(
+        (d) =>
+          d.event.kind === 'tool_result' &&
+          d.recorded.kind === 'answered' &&
+          d.recorded.data.state_rev !== d.state_rev,
+      );
+      const check = await checkRunLog(host, full);
+      if (first === -1) continue;
+      diverged += 1;
+      expect(check).toMatchObject({ result: 'diverged', event_seq: deliveries[first]?.event.seq });
+      if (check.result === 'diverged') expect(check.diff).toEqual(['state.upgraded: (absent) → true']);
+    }
+    expect(diverged).toBeGreaterThan(0);
   });
 });
+
+/** Every state revision the engine sent a reducer of `runId` (what the store wrote, commit by commit). */
+function everyState(runId: string): { state_rev: number; state: unknown }[] {
+  const byRev = new Map<number, unknown>();
+  for (const r of stack.requests.values()) if (r.run.run_id === runId) byRev.set(r.state_rev, r.state);
+  const final = logs.find((l) => l.run.run_id === runId)?.states ?? [];
+  for (const s of final) byRev.set(s.state_rev, s.state);
+  return [...byRev.entries()].filter(([rev]) => rev > 0).map(([state_rev, state]) => ({ state_rev, state }));
+}
+
+/** The agent loop marking its state (`upgraded: true`) in each answer to a tool_result that moves it. */
+function withStateMarkOnToolResult(source: string): string {
+  return `${source.replace('export function reduce(request) {', 'function reduceV1(request) {')}
+export function reduce(request) {
+  const answer = reduceV1(request);
+  if (request.event.kind === 'tool_result' && answer.refused == null && answer.state_rev !== request.state_rev) {
+    answer.state = { ...answer.state, upgraded: true };
+  }
+  return answer;
+}
+`;
+}
