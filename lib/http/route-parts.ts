@@ -29,7 +29,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'validation_failed, invalid_json, invalid_unicode or invalid_artifact',
   401: 'unauthenticated',
   403: "unauthorized (e.g. on_behalf_of by a non-system caller, a registry route without admin rights), capability_invalid (a caller who may see the run presented a wrong X-Control-Capability), agent_not_allowed (the same answer for an agent that is not registered and one that may not act for the caller), workspace_not_granted (the subject's workspace is not granted to the caller; nothing of its runs is revealed) or reserved_path (a function path under /lib/raisin/ or /lib/models/: read-only for every caller, admins included)",
-  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found or not_found',
+  404: 'run_not_found (also for a run the caller may not see), checkpoint_not_found, state_not_found, resume_key_not_found, registry_entry_not_found, function_not_found or not_found',
   405: 'method_not_allowed',
   409: "run_terminal, subject_busy (the subject has a live run the caller may not see), create_key_reused (the key was used for another request), builtin_readonly, subject_taken (a fork subject with a live run), checkpoint_not_forkable, version_immutable (a published registry version never changes), tool_name_reserved, fenced_out, lease_held, not_client_driven, invalid_state, turn_outcome_refused, result_already_delivered (another delivery was applied to the resume key) or result_already_held (another result is held for it), cursor_ahead (an events cursor beyond the run's last seq)",
   413: 'payload_too_large',
