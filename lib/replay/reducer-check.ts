@@ -14,6 +14,7 @@ import type { ReducerHost } from '../engine/ports.ts';
 import { type ArtifactKind, InMemoryFunctionRegistry } from '../sandbox/function-registry.ts';
 import { createSandboxReducerHost, type SandboxReducerHost } from '../sandbox/reducer-host.ts';
 import type { SandboxLimits } from '../sandbox/limits.ts';
+import { detailOfEffect, type EffectDetail, recordedDetails } from './effect-details.ts';
 import { type Delivery, deliveriesOf, type RunSummary } from './run-at-delivery.ts';
 import type { RunLog } from './run-log.ts';
 
@@ -26,7 +27,8 @@ export type ComparedAnswer =
   | {
       outcome: 'answered';
       state_rev: number;
-      effects: { effect_id: string; kind: string }[];
+      /** Each effect's id and kind, and `detail`: its fields the log shows (effect-details.ts). */
+      effects: { effect_id: string; kind: string; detail?: EffectDetail }[];
       diagnostics?: unknown[];
       state?: unknown;
     }
@@ -64,16 +66,23 @@ export function createCheckHost(
 }
 
 /** The recorded answer of a delivery, with the stored state of its revision when known. */
-function recordedAnswer(d: Delivery, states: ReadonlyMap<number, unknown>): ComparedAnswer {
+function recordedAnswer(d: Delivery, log: RunLog, states: ReadonlyMap<number, unknown>): ComparedAnswer {
   if (d.recorded.kind === 'refused') return { outcome: 'refused', code: d.recorded.code };
   const data = d.recorded.data;
   const stateRev = Number(data.state_rev);
   const effects = (Array.isArray(data.effects) ? data.effects : []) as { effect_id: string; kind: string }[];
+  // parseRunLog checked that seqs run from 1: the answer is at index seq - 1.
+  const details = recordedDetails(log.events, d.recorded.seq - 1, effects);
   return {
     outcome: 'answered',
     state_rev: stateRev,
-    effects: effects.map((e) => ({ effect_id: e.effect_id, kind: e.kind })),
-    ...(Array.isArray(data.diagnostics) && data.diagnostics.length > 0 ? { diagnostics: data.diagnostics } : {}),
+    effects: effects.map((e) => {
+      const detail = details.get(e.effect_id);
+      return { effect_id: e.effect_id, kind: e.kind, ...(detail !== undefined ? { detail } : {}) };
+    }),
+    ...(Array.isArray(data.diagnostics) && data.diagnostics.length > 0
+      ? { diagnostics: data.diagnostics }
+      : {}),
     ...(stateRev !== d.state_rev && states.has(stateRev) ? { state: states.get(stateRev) } : {}),
   };
 }
@@ -105,7 +114,10 @@ async function newAnswer(
         answer: {
           outcome: 'answered',
           state_rev: r.state_rev,
-          effects: effects.map((e) => ({ effect_id: e.effect_id, kind: e.kind })),
+          effects: effects.map((e) => {
+            const detail = detailOfEffect(e);
+            return { effect_id: e.effect_id, kind: e.kind, ...(detail !== undefined ? { detail } : {}) };
+          }),
           ...(r.diagnostics.length > 0 ? { diagnostics: r.diagnostics } : {}),
           ...(moved ? { state: r.state } : {}),
         },
@@ -122,7 +134,11 @@ export function jsonDiff(a: unknown, b: unknown, path = '', max = 5): string[] {
   const walk = (x: unknown, y: unknown, at: string): void => {
     if (out.length >= max || canonicalJson(x ?? null) === canonicalJson(y ?? null)) return;
     const bothObjects =
-      typeof x === 'object' && x !== null && typeof y === 'object' && y !== null && Array.isArray(x) === Array.isArray(y);
+      typeof x === 'object' &&
+      x !== null &&
+      typeof y === 'object' &&
+      y !== null &&
+      Array.isArray(x) === Array.isArray(y);
     if (!bothObjects) {
       out.push(`${at || '(answer)'}: ${short(x)} → ${short(y)}`);
       return;
@@ -139,16 +155,23 @@ export function jsonDiff(a: unknown, b: unknown, path = '', max = 5): string[] {
 function short(value: unknown): string {
   if (value === undefined) return '(absent)';
   const text = JSON.stringify(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
-/** Whether an answer's state is compared: only when both sides know it (a stored revision). */
+/**
+ * The new answer with what the log does not know of the old one left out: the state when its
+ * revision is not stored, an effect's detail when its events are not in the log.
+ */
 function comparable(old: ComparedAnswer, fresh: ComparedAnswer): [ComparedAnswer, ComparedAnswer] {
-  if (old.outcome === 'answered' && fresh.outcome === 'answered' && !('state' in old)) {
-    const { state: _unknown, ...rest } = fresh;
-    return [old, rest];
-  }
-  return [old, fresh];
+  if (old.outcome !== 'answered' || fresh.outcome !== 'answered') return [old, fresh];
+  const { state, ...rest } = fresh;
+  const effects = fresh.effects.map((e, i) => {
+    const recorded = old.effects[i];
+    if (recorded === undefined || recorded.detail !== undefined || e.detail === undefined) return e;
+    const { detail: _unknown, ...bare } = e;
+    return bare;
+  });
+  return [old, { ...rest, effects, ...('state' in old ? { state } : {}) }];
 }
 
 /**
@@ -158,14 +181,23 @@ function comparable(old: ComparedAnswer, fresh: ComparedAnswer): [ComparedAnswer
  */
 export async function checkRunLog(host: ReducerHost, log: RunLog): Promise<RunCheck> {
   const runId = log.run.run_id;
-  if (log.run.reducer === null) return { run_id: runId, result: 'skipped', deliveries: 0, reason: 'no reducer' };
+  if (log.run.reducer === null)
+    return { run_id: runId, result: 'skipped', deliveries: 0, reason: 'no reducer' };
   if (log.run.origin !== undefined)
-    return { run_id: runId, result: 'skipped', deliveries: 0, reason: 'a fork: its reducer starts from a checkpoint' };
+    return {
+      run_id: runId,
+      result: 'skipped',
+      deliveries: 0,
+      reason: 'a fork: its reducer starts from a checkpoint',
+    };
   const binding: ReducerBinding = {
     function_path: CHECK_PATH,
     ...(log.run.reducer.handler !== undefined ? { handler: log.run.reducer.handler } : {}),
   };
-  const states = new Map<number, unknown>([[0, null], ...log.states.map((s) => [s.state_rev, s.state] as const)]);
+  const states = new Map<number, unknown>([
+    [0, null],
+    ...log.states.map((s) => [s.state_rev, s.state] as const),
+  ]);
   let count = 0;
   for (const d of deliveriesOf(log.run, log.events)) {
     // A revision replaced inside one commit was never stored: the new answer that wrote it stands in.
@@ -175,7 +207,7 @@ export async function checkRunLog(host: ReducerHost, log: RunLog): Promise<RunCh
     const ended = d.run.status === 'completed' || d.run.status === 'failed' || d.run.status === 'stopped';
     const fresh = await newAnswer(host, binding, request, ended);
     count += 1;
-    const [old, got] = comparable(recordedAnswer(d, states), fresh.answer);
+    const [old, got] = comparable(recordedAnswer(d, log, states), fresh.answer);
     if (canonicalJson(old) !== canonicalJson(got)) {
       return {
         run_id: runId,

@@ -24,7 +24,15 @@ import { toReducerEvent } from '../core/reducer-request.ts';
 /** The record fields a reducer request copies, as they stood when an event was delivered. */
 export type RunSummary = Pick<
   RunRecord,
-  'run_id' | 'status' | 'turn' | 'last_seq' | 'usage' | 'budgets' | 'open_requests' | 'unanswered_calls' | 'subject'
+  | 'run_id'
+  | 'status'
+  | 'turn'
+  | 'last_seq'
+  | 'usage'
+  | 'budgets'
+  | 'open_requests'
+  | 'unanswered_calls'
+  | 'subject'
 >;
 
 /** One delivery found in the log: the event delivered, and what the run looked like then. */
@@ -144,7 +152,8 @@ function commitStart(events: readonly RunEvent[], i: number): number {
     const prev = events[j - 1];
     const closing =
       prev !== undefined &&
-      ((prev.kind === 'request_closed' && prev.data.reason === 'run_ended') || prev.kind === 'steers_discarded');
+      ((prev.kind === 'request_closed' && prev.data.reason === 'run_ended') ||
+        prev.kind === 'steers_discarded');
     if (!closing) return j;
     j -= 1;
   }
@@ -156,7 +165,10 @@ function commitStart(events: readonly RunEvent[], i: number): number {
  * order. A `reducer_answered` names the event it answered; a refusal (`run_failed`
  * reducer_refused:*, `paused` reducer_unavailable / reducer_changed) answers the inbox head.
  */
-export function deliveriesOf(run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>, events: readonly RunEvent[]): Delivery[] {
+export function deliveriesOf(
+  run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>,
+  events: readonly RunEvent[],
+): Delivery[] {
   const f: Fold = {
     status: 'running',
     turn: 0,

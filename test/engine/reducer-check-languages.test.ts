@@ -131,6 +131,18 @@ describe('reducer check across JavaScript, Starlark and WebAssembly', () => {
     });
   });
 
+  it('reports a twin that only words its summary differently, from the run_completed the log holds', async () => {
+    const starText = await fixture('tally.star');
+    const reworded = starText.replace('"tallied %d events"', '"counted %d events"');
+    expect(reworded).not.toBe(starText);
+    const star = await checkHost('star', new TextEncoder().encode(reworded));
+    const log = logs[0] as RunLog;
+    const check = await checkRunLog(star, log);
+    expect(check).toMatchObject({ result: 'diverged', event_seq: toolResultSeq(log) });
+    if (check.result === 'diverged')
+      expect(check.diff).toEqual(['effects.0.detail.summary: "tallied 2 events" → "counted 2 events"']);
+  });
+
   it('reports a Starlark or WebAssembly twin that misses tool results at each tool_result delivery', async () => {
     const starText = await fixture('tally.star');
     const watText = await fixture('tally.wat');
@@ -145,7 +157,9 @@ describe('reducer check across JavaScript, Starlark and WebAssembly', () => {
         const check = await checkRunLog(host, log);
         expect(check).toMatchObject({ result: 'diverged', event_seq: toolResultSeq(log), deliveries: 2 });
         if (check.result === 'diverged')
-          expect(check.diff).toEqual(['effects.0: {"effect_id":"2:0","kind":"complete"} → (absent)']);
+          expect(check.diff).toEqual([
+            'effects.0: {"effect_id":"2:0","kind":"complete","detail":{"outcome":"succeeded","summary":"tallied 2 events"}} → (absent)',
+          ]);
       }
       // The stopped run never delivered a tool result: still identical.
       expect((await checkRunLog(host, logs[2] as RunLog)).result).toBe('identical');

@@ -156,7 +156,7 @@ describe('reducer check over recorded airline conversations', () => {
       if (check.result !== 'diverged') continue;
       expect(check.new.outcome === 'answered' && check.new.effects.at(-1)?.kind).toBe('checkpoint');
       expect(check.diff.join('\n')).toMatch(
-        /^effects\.\d+: \(absent\) → \{"effect_id":"\d+:\d+","kind":"checkpoint"\}$/m,
+        /^effects\.\d+: \(absent\) → \{"effect_id":"\d+:\d+","kind":"checkpoint","detail":\{"reason":"upgrade"\}\}$/m,
       );
     }
     // The premise: some runs called tools, so the change had something to change.
