@@ -50,7 +50,7 @@ export interface Delivery {
 /** The recorded outcome of one delivery. */
 export type RecordedAnswer =
   | { kind: 'answered'; seq: number; data: Record<string, unknown> }
-  /** `run_failed` with `reducer_refused:<code>`, or `paused` with `reducer_unavailable` / `reducer_changed`. */
+  /** `run_failed` with `reducer_refused:<code>`, or `paused` with `reducer_unavailable`. */
   | { kind: 'refused'; seq: number; code: string };
 
 const OPERATION_ENDS = new Set([
@@ -140,9 +140,9 @@ function step(f: Fold, e: RunEvent): void {
 function refusalOf(e: RunEvent): string | null {
   const code = e.kind === 'run_failed' ? e.data.code : e.kind === 'paused' ? e.data.reason : undefined;
   if (typeof code !== 'string') return null;
-  return code.startsWith('reducer_refused:') || code === 'reducer_unavailable' || code === 'reducer_changed'
-    ? code
-    : null;
+  // A `reducer_changed` pause is no decision: the artifact was swapped, and the event is
+  // delivered again once the change is accepted.
+  return code.startsWith('reducer_refused:') || code === 'reducer_unavailable' ? code : null;
 }
 
 /** The first index of the commit that ends at `i`: the run_ended closes and discards failRun writes first. */
@@ -163,7 +163,7 @@ function commitStart(events: readonly RunEvent[], i: number): number {
  * Every delivery of `events` (the whole log, seq 1 upward, as the store returns it) to the
  * reducer of `run` (the exported record: run_id, subject and budgets are read from it), in log
  * order. A `reducer_answered` names the event it answered; a refusal (`run_failed`
- * reducer_refused:*, `paused` reducer_unavailable / reducer_changed) answers the inbox head.
+ * reducer_refused:*, `paused` reducer_unavailable) answers the inbox head.
  */
 export function deliveriesOf(
   run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>,

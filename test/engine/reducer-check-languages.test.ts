@@ -7,7 +7,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../lib/contracts/index.ts';
+import type { ReducerRequest, RunEvent } from '../../lib/contracts/index.ts';
+import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
+import type { ReducerHost } from '../../lib/engine/ports.ts';
+import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
 import { checkRunLog, createCheckHost } from '../../lib/replay/reducer-check.ts';
 import { parseRunLog, type RunLog, runLogOf } from '../../lib/replay/run-log.ts';
 import {
@@ -27,6 +30,8 @@ const LIMITS = { timeoutMs: 10_000 };
 const hosts: SandboxReducerHost[] = [];
 /** Two completed tally runs, one stopped before its first step, one its reducer refused. */
 const logs: RunLog[] = [];
+/** Every request the engine sent, by `run_id#seq`. */
+const sent = new Map<string, ReducerRequest>();
 
 /** A tally twin that refuses a tool result (as tally refuses a failed operation). */
 const refusingJs = (text: string) =>
@@ -48,8 +53,16 @@ beforeAll(async () => {
     { function_path: '/tally', kind: 'js', bytes: encode(tallyJs) },
     { function_path: '/tally-refusing', kind: 'js', bytes: encode(refusingJs(tallyJs)) },
   ]);
-  const reducers = createSandboxReducerHost({ registry, limits: LIMITS });
-  hosts.push(reducers);
+  const sandbox = createSandboxReducerHost({ registry, limits: LIMITS });
+  hosts.push(sandbox);
+  const reducers: ReducerHost = {
+    resolve: (binding) => sandbox.resolve(binding),
+    reduce: (binding, request) => {
+      const r = request as ReducerRequest;
+      sent.set(`${r.run.run_id}#${r.event.seq}`, structuredClone(r));
+      return sandbox.reduce(binding, request);
+    },
+  };
   const tools = inProcessTools({ count: async () => ({ counted: true }) });
   const t = await makeMemoryTestEngine({ reducers, tools, models: scriptedModel(async () => ({}) as never) });
   const ids: string[] = [];
@@ -100,6 +113,26 @@ describe('reducer check across JavaScript, Starlark and WebAssembly', () => {
     expect(logs.map((l) => l.run.status)).toEqual(['completed', 'completed', 'stopped', 'failed']);
     expect(logs[3]?.events.find((e) => e.kind === 'run_failed')?.data.code).toBe(
       'reducer_refused:tally_operation_failed',
+    );
+  });
+
+  it('rebuilds the request the engine sent at every delivery, the refusal and those after the end included', () => {
+    let compared = 0;
+    for (const log of logs) {
+      for (const d of deliveriesOf(log.run, log.events)) {
+        const request = sent.get(`${log.run.run_id}#${d.event.seq}`);
+        const rebuilt = reducerRequestFor(
+          { ...d.run, state_rev: d.state_rev } as never,
+          request?.state,
+          d.event,
+        );
+        expect(rebuilt).toEqual(request);
+        compared += 1;
+      }
+    }
+    expect(compared).toBe(8);
+    expect(deliveriesOf(logs[3]?.run as RunLog['run'], logs[3]?.events ?? []).at(-1)?.recorded.kind).toBe(
+      'refused',
     );
   });
 
