@@ -75,6 +75,7 @@ export function formatRunCheck(c: RunCheck): string {
       return [
         `${c.run_id}  diverged at seq ${c.event_seq} (answer seq ${c.answer_seq}, delivery ${c.deliveries})`,
         ...c.diff.map((d) => `    ${d}`),
+        ...(c.reason !== undefined ? [`    (the new artifact: ${c.reason})`] : []),
       ].join('\n');
   }
 }

@@ -49,6 +49,8 @@ export type RunCheck =
       new: ComparedAnswer;
       /** What differs, one line per difference (path: old → new), at most 5. */
       diff: string[];
+      /** Why the new artifact did not answer validly (the sandbox's or the validation's message), when it did not. */
+      reason?: string;
     }
   /** Not checkable: a fork (its reducer starts from a checkpoint's state), or no reducer bound. */
   | { run_id: string; result: 'skipped'; deliveries: 0; reason: string };
@@ -96,17 +98,26 @@ async function newAnswer(
   binding: ReducerBinding,
   request: ReducerRequest,
   ended: boolean,
-): Promise<{ answer: ComparedAnswer; state?: unknown }> {
+): Promise<{ answer: ComparedAnswer; state?: unknown; reason?: string }> {
   const res = await host.reduce(binding, request);
   const empty: ComparedAnswer = { outcome: 'answered', state_rev: request.state_rev, effects: [] };
-  let refused: string | null = null;
-  if (res.kind === 'unavailable' || res.kind === 'changed') refused = 'reducer_unavailable';
-  else if (res.kind === 'threw') refused = `reducer_refused:${res.code}`;
-  else {
+  let refused: string;
+  let reason: string;
+  if (res.kind === 'unavailable' || res.kind === 'changed') {
+    refused = 'reducer_unavailable';
+    reason = res.kind === 'unavailable' ? res.reason : 'the artifact changed';
+  } else if (res.kind === 'threw') {
+    refused = `reducer_refused:${res.code}`;
+    reason = res.message;
+  } else {
     const v = validateAnswer(request, res.response);
-    if (!v.ok) refused = `reducer_refused:${v.code}`;
-    else if (v.response.refused !== null) refused = `reducer_refused:${v.response.refused.code}`;
-    else {
+    if (!v.ok) {
+      refused = `reducer_refused:${v.code}`;
+      reason = `${v.path !== undefined ? `${v.path}: ` : ''}${v.message}`;
+    } else if (v.response.refused !== null) {
+      refused = `reducer_refused:${v.response.refused.code}`;
+      reason = v.response.refused.message;
+    } else {
       const r = v.response;
       const effects = ended ? r.effects.filter((e) => e.kind === 'checkpoint') : r.effects;
       const moved = r.state_rev !== request.state_rev;
@@ -125,7 +136,7 @@ async function newAnswer(
       };
     }
   }
-  return { answer: ended ? empty : { outcome: 'refused', code: refused } };
+  return { answer: ended ? empty : { outcome: 'refused', code: refused }, reason };
 }
 
 /** Up to `max` differences between two JSON values, as `path: old → new` lines. */
@@ -218,6 +229,7 @@ export async function checkRunLog(host: ReducerHost, log: RunLog): Promise<RunCh
         old,
         new: got,
         diff: jsonDiff(old, got),
+        ...(fresh.reason !== undefined ? { reason: fresh.reason } : {}),
       };
     }
     if (got.outcome === 'answered' && !states.has(got.state_rev)) states.set(got.state_rev, fresh.state);
