@@ -14,7 +14,7 @@ import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import { createHttpApp, type HttpApp } from '../../lib/http/app.ts';
-import { bearerTokenAuth } from '../../lib/http/auth.ts';
+import { anyOf, bearerTokenAuth } from '../../lib/http/auth.ts';
 import { AGENT_LOOP_ARTIFACT_URL, readAgentLoopSource } from '../../lib/reducers/index.ts';
 import { checkRunLog, checkTotals, createCheckHost } from '../../lib/replay/reducer-check.ts';
 import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
@@ -204,7 +204,10 @@ describe('agent-runs runs export and reducers check', () => {
       engine: stack.engine().engine,
       functions: registry,
       tools: { list: async () => [] },
-      auth: bearerTokenAuth(TOKEN, alice.principal),
+      auth: anyOf(
+        bearerTokenAuth(TOKEN, alice.principal),
+        bearerTokenAuth('user-token', { kind: 'user', id: 'bob' }, { admin: false }),
+      ),
       log: () => {},
     });
     dir = mkdtempSync(join(tmpdir(), 'run-logs-'));
@@ -271,6 +274,26 @@ describe('agent-runs runs export and reducers check', () => {
       runs: [{ run_id: log.run.run_id, result: 'diverged', event_seq: expected.event_seq }],
       totals: { runs: 1, diverged: 1 },
     });
+  });
+
+  it('serves an artifact with its bytes to an admin only, and 404 function_not_found for a path with none', async () => {
+    const get = (path: string, token: string) =>
+      app.fetch(
+        new Request(`http://api.test/functions${path}`, { headers: { authorization: `Bearer ${token}` } }),
+      );
+    const served = await get('/agents/upgraded', TOKEN);
+    expect(served.status).toBe(200);
+    const body = (await served.json()) as { hash: string; kind: string; bytes_base64: string };
+    expect(body).toMatchObject({ function_path: '/agents/upgraded', kind: 'js', hash: upgradedHash });
+    expect(Buffer.from(body.bytes_base64, 'base64').toString('utf8')).toBe(
+      withCheckpointOnToolResult(readAgentLoopSource()),
+    );
+    const refused = await get('/agents/upgraded', 'user-token');
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'unauthorized' });
+    const missing = await get('/agents/none', TOKEN);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ code: 'function_not_found' });
   });
 
   it('refuses a published artifact whose hash is not the one asked for, and a run log that is not one', async () => {
