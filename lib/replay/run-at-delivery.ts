@@ -5,10 +5,10 @@
  * exported record's), folded over the events before each delivery. The request itself is then
  * built by core's own `reducerRequestFor`, so a check sends what the engine sent.
  *
- * What the log cannot say is documented where it is read: model retries inside one turn (a
- * turn's `calls` is not in its event; counted 1 unless the event says otherwise), budgets raised
- * on a resume (the record's current budgets are used), and a delivery the worker rebased onto a
- * concurrent control's commit (the request then had the summary before that control's events).
+ * What the log cannot say: model retries inside a turn that completed (its event does not hold
+ * its calls: counted 1; a failed turn's `attempts` are recorded), budgets raised on a resume (the
+ * record's current budgets are used), and a delivery the worker rebased onto a concurrent
+ * control's commit (the request then had the summary before that control's events).
  * Seed: agent-run-contracts, "Request"; issue 29 point 1.
  */
 import {
@@ -53,12 +53,14 @@ export type RecordedAnswer =
   /** `run_failed` with `reducer_refused:<code>`, or `paused` with `reducer_unavailable`. */
   | { kind: 'refused'; seq: number; code: string };
 
+/** The events that end a started operation (and charge its usage), by operation_id. */
 const OPERATION_ENDS = new Set([
   'model_turn_completed',
   'tool_result',
   'request_opened',
   'operation_failed',
   'operation_cancelled',
+  'provider_outage',
 ]);
 
 /** The running fold: the summary fields plus what it needs to keep them (started operations, the inbox). */
@@ -85,14 +87,19 @@ function isEnded(status: RunStatus): boolean {
   return status === 'completed' || status === 'failed' || status === 'stopped';
 }
 
-/** Usage after the operation `opId` of kind `kind` ended with `event` (the rule of core's usageAfter). */
+/**
+ * Usage after the started operation of kind `kind` ended with `event` (the rules of core's
+ * usageAfter and usageOfEnded): one operation; a model turn its calls (`attempts`, which a
+ * failed turn and an outage record; 1 otherwise) and, unless kept for a retry by an outage, a
+ * turn; a tool call one tool call; the tokens the event carries.
+ */
 function chargeEnd(usage: Usage, kind: string, event: RunEvent): Usage {
   const next: Usage = { ...usage, operations: usage.operations + 1 };
   if (kind === 'model_turn') {
-    const calls = typeof event.data.calls === 'number' ? event.data.calls : 1;
+    const calls = typeof event.data.attempts === 'number' ? event.data.attempts : 1;
     next.model_calls += calls;
     next.model_retries += calls - 1;
-    if (event.kind === 'model_turn_completed' || event.kind === 'operation_failed') next.turns += 1;
+    if (event.kind !== 'provider_outage') next.turns += 1;
   } else if (kind === 'tool_call') {
     next.tool_calls += 1;
   }
