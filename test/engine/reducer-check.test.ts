@@ -186,6 +186,49 @@ describe('reducer check over recorded airline conversations', () => {
   });
 });
 
+describe('reducer check over conversations whose workers were killed', () => {
+  it('rebuilds every request the engine sent after takeovers, and reports the default reducer identical', async () => {
+    const chaotic = memoryReplayStack({ kills: { probability: 0.05, seed: 11 } });
+    const host = jsHost(readAgentLoopSource());
+    try {
+      const report = await runReplay({
+        file: join(TAU_BENCH_DIR, 'trajectories.json'),
+        toolsFile: join(TAU_BENCH_DIR, 'tools.json'),
+        limit: CONVERSATIONS,
+        concurrency: 1,
+        startStack: chaotic.start,
+        out: () => {},
+      });
+      expect(report.conversations.filter((c) => !c.identical)).toEqual([]);
+      expect(chaotic.kills()).toBeGreaterThan(0);
+      const { engine } = chaotic.engine();
+      let takeovers = 0;
+      for (const c of report.conversations) {
+        const runId = c.run_id as string;
+        const run = await engine.getRun(runId, alice);
+        const events = await engine.readEvents(runId, alice, 0, 10_000);
+        takeovers += events.filter((e) => e.kind === 'lease_taken_over').length;
+        const log = parseRunLog(
+          JSON.parse(JSON.stringify(runLogOf({ run, events, checkpoints: [], states: [], exportedAt: 0 }))),
+        );
+        for (const d of deliveriesOf(log.run, log.events)) {
+          const sent = chaotic.requests.get(requestKey(runId, d.event.seq)) as ReducerRequest;
+          const rebuilt = reducerRequestFor(
+            { ...d.run, state_rev: d.state_rev } as never,
+            sent.state,
+            d.event,
+          );
+          expect(rebuilt).toEqual(sent);
+        }
+        expect((await checkRunLog(host, log)).result).toBe('identical');
+      }
+      expect(takeovers).toBeGreaterThan(0);
+    } finally {
+      await chaotic.close();
+    }
+  }, 120_000);
+});
+
 describe('agent-runs runs export and reducers check', () => {
   const TOKEN = 'check-token';
   const registry = builtInFunctions();
