@@ -7,9 +7,10 @@
  * compares with the bundle's mtime to rebuild a stale bundle. Plain JavaScript so that it runs on
  * any Node (npm's `prepare` on `npm ci`, the launcher). `npm run build:cli`. Issue 26, point 4.
  *
- * The commands that run the local stack, the replay or the terminal UI (`start`, `replay`,
- * `watch`) stay out of the bundle: their modules read files beside themselves (DynamoDB Local,
- * the console, the Starlark runtime) and each takes seconds anyway. Their `import()` is kept,
+ * The commands that run the local stack, the replay, the terminal UI or the reducer sandbox
+ * (`start`, `replay`, `watch`, `reducers check`) stay out of the bundle: their modules read files
+ * beside themselves (DynamoDB Local, the console, the QuickJS and Starlark runtimes) and each
+ * takes seconds anyway. Their `import()` is kept,
  * pointing at the .ts source (Node 24 type stripping), see SOURCE_ONLY.
  */
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +31,7 @@ const SOURCE_ONLY = [
   'lib/replay/local.ts',
   'lib/replay/run-replay.ts',
   'bin/commands/watch-view.ts',
+  'bin/commands/reducers-check.ts',
 ];
 
 /** Besides the bundle's inputs, files whose change makes it stale (an `npm ci` or a lock change). */

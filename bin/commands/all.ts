@@ -1,7 +1,7 @@
 /**
  * Every command of the repository's CLI, in help order: `start`, `token` (a local stack's bearer
  * token for any caller), the HTTP commands (also the packaged CLI's, bin/client-cli.ts), `watch`
- * (a terminal UI: not in the package), `replay`. Adding an HTTP command is one line in
+ * (a terminal UI: not in the package), `replay`, `reducers check` (runs the sandbox: not in the package). Adding an HTTP command is one line in
  * commands/http-commands.ts. Registering them loads only commander and the option lists: each
  * action imports what it runs, so `agent-runs --help` loads almost nothing.
  */
@@ -10,6 +10,7 @@ import { tokenCommand } from '../../lib/local/token-command.ts';
 import type { CommandModule } from './context.ts';
 import { ALL_HTTP_COMMANDS } from './http-commands.ts';
 import { runCli } from './program.ts';
+import { reducersCommand } from './reducers.ts';
 import { replayCommand } from './replay.ts';
 import { watchCommand } from './watch.ts';
 
@@ -19,6 +20,7 @@ export const COMMANDS: readonly CommandModule[] = [
   ...ALL_HTTP_COMMANDS,
   watchCommand,
   replayCommand,
+  reducersCommand,
 ];
 
 /**

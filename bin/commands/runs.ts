@@ -1,6 +1,7 @@
 /**
- * `agent-runs runs create|get|list|checkpoints|state|children`: create a run, read one, list by
- * status or subject, read its checkpoints, its domain state by revision, its children.
+ * `agent-runs runs create|get|list|checkpoints|state|export|children`: create a run, read one, list
+ * by status or subject, read its checkpoints, its domain state by revision, export its whole log
+ * (`raisin.run-log/1`, lib/replay/run-log.ts: the record without its capability_hash), its children.
  */
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/shapes.ts';
@@ -205,6 +206,31 @@ export const runsCommand: CommandModule = {
 ${JSON.stringify(state.state, null, 2)}`,
           state,
         );
+      });
+
+    runs
+      .command('export <run>')
+      .description(
+        "write a run's whole log (record, events, checkpoints, stored states) as one JSON file that `reducers check --from` reads",
+      )
+      .option('-o, --output <file>', 'where to write it (default: stdout)')
+      .action(async (runId: string, opts: { output?: string }, cmd: Command) => {
+        const { exportRunLog } = await import('../../lib/replay/run-log.ts');
+        const log = await exportRunLog(ctx.client(cmd), runId, Date.now());
+        const text = JSON.stringify(log, null, 2);
+        if (opts.output === undefined) {
+          ctx.io.out(text);
+          return;
+        }
+        const { writeFileSync } = await import('node:fs');
+        const { resolve } = await import('node:path');
+        writeFileSync(resolve(ctx.io.cwd, opts.output), `${text}\n`);
+        const events = (log.events as unknown[]).length;
+        ctx.print(cmd, () => `wrote ${opts.output}: run ${runId}, ${events} events`, {
+          file: opts.output,
+          run_id: runId,
+          events,
+        });
       });
 
     runs

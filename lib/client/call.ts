@@ -167,3 +167,17 @@ function onceCaller(baseUrl: string, options: CallerOptions): CallFn {
     return parsed.data;
   };
 }
+
+/** Sleeps `ms`, or less when `signal` aborts first. */
+export function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

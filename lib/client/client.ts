@@ -21,7 +21,7 @@ import {
   RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
-import { type CallFn, httpCaller } from './call.ts';
+import { type CallFn, httpCaller, pauseFor } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 import {
@@ -37,6 +37,7 @@ import {
   type EventsParams,
   type FollowParams,
   FunctionArtifact,
+  FunctionSource,
   type ListRunsParams,
   type RunCallOptions,
   RunPage,
@@ -237,6 +238,8 @@ export interface AgentRunsClient extends ClientDrivenMethods {
     bytes: Uint8Array,
     kind: FunctionArtifact['kind'],
   ): Promise<FunctionArtifact>;
+  /** The artifact at `functionPath` now, with its bytes (admin, `GET /functions/{path}`). Errors: `function_not_found` (404). */
+  getFunction(functionPath: string): Promise<FunctionArtifact & { bytes: Uint8Array }>;
   /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
   health(): Promise<{ status: 'ok' }>;
   /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
@@ -440,7 +443,11 @@ function controlMethods(
 }
 
 /** The catalogue methods (tools, function artifacts) and the public routes. */
-function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'health' | 'openapi'> {
+function catalogMethods(
+  call: CallFn,
+): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'getFunction' | 'health' | 'openapi'> {
+  const functionRoute = (functionPath: string) =>
+    `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
   return {
     tools: async () =>
       (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
@@ -451,13 +458,19 @@ function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunct
           new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`),
         );
       }
-      const path = functionPath.slice(1).split('/').map(enc).join('/');
       return call({
         method: 'PUT',
-        path: `/functions/${path}`,
+        path: functionRoute(functionPath),
         body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
         schema: FunctionArtifact,
       });
+    },
+    getFunction: async (functionPath) => {
+      if (!functionPath.startsWith('/'))
+        throw new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`);
+      const found = await call({ method: 'GET', path: functionRoute(functionPath), schema: FunctionSource });
+      const { bytes_base64, ...artifact } = found;
+      return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
     },
     health: () => call({ method: 'GET', path: '/health', schema: Health }),
     openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
@@ -477,20 +490,6 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
         schema: RegistryEntryView,
       }),
   };
-}
-
-/** Sleeps `ms`, or less when `signal` aborts first. */
-function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted === true) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**

@@ -100,6 +100,10 @@ export const FunctionArtifact = z.object({
 });
 export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
 
+/** A registered artifact with its bytes (`GET /functions/{path}`, admin only), base64. */
+export const FunctionSource = FunctionArtifact.extend({ bytes_base64: z.string() });
+export type FunctionSource = z.infer<typeof FunctionSource>;
+
 /** The Content-Type `PUT /functions/{path}` takes for each artifact kind. */
 export const ARTIFACT_MEDIA_TYPES: Readonly<Record<FunctionArtifact['kind'], string>> = {
   js: 'application/javascript',

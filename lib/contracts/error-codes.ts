@@ -116,6 +116,12 @@ export const ERROR_CODES = {
     meaning: 'the run holds no stored domain state of that revision (or none it references)',
     action: 'read a revision the run events name',
   },
+  function_not_found: {
+    status: 404,
+    source: 'http',
+    meaning: 'no function artifact is registered at that path (GET /functions/{path})',
+    action: 'register the artifact first (PUT /functions/{path}), or check the path',
+  },
   not_found: {
     status: 404,
     source: 'http',

@@ -15,7 +15,7 @@ import { DEFAULT_SANDBOX_LIMITS } from '../sandbox/limits.ts';
 import { compileWasmReducer } from '../sandbox/wasm-module.ts';
 import { HttpError, validationFailed } from './errors.ts';
 import { type HttpApp, mediaTypeOf } from './middleware.ts';
-import { putFunctionRoute, toolsRoute } from './routes.ts';
+import { getFunctionRoute, putFunctionRoute, toolsRoute } from './routes.ts';
 import { FunctionParams } from './schemas.ts';
 
 /** The catalogue routes: tools (discovery) and function artifacts (admin). */
@@ -34,6 +34,32 @@ export function registerCatalogRoutes(
   });
   // The document lists `/functions/{path}`; hono routes the slash-containing parameter itself.
   app.openAPIRegistry.registerPath(putFunctionRoute);
+  app.openAPIRegistry.registerPath(getFunctionRoute);
+  app.get('/functions/:path{.+}', async (c) => {
+    const caller = c.get('caller');
+    // An artifact's source is an admin's to read, as registering one is.
+    if (caller.admin !== true && caller.principal.kind !== 'system') {
+      throw new HttpError('unauthorized', 'reading function artifacts needs admin rights', {});
+    }
+    const params = FunctionParams.safeParse({ path: c.req.param('path') });
+    if (!params.success) throw validationFailed('param', params.error.issues);
+    const artifact = await functions.get(`/${params.data.path}`);
+    if (artifact === null) {
+      throw new HttpError('function_not_found', `no function artifact at /${params.data.path}`, {
+        function_path: `/${params.data.path}`,
+      });
+    }
+    return c.json(
+      {
+        function_path: artifact.function_path,
+        kind: artifact.kind,
+        hash: artifact.hash,
+        size: artifact.bytes.byteLength,
+        bytes_base64: Buffer.from(artifact.bytes).toString('base64'),
+      },
+      200,
+    );
+  });
   app.put('/functions/:path{.+}', async (c) => {
     const caller = c.get('caller');
     const requested = `/${c.req.param('path')}`;

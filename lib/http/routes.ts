@@ -39,6 +39,7 @@ import {
   EventsQuery,
   ForkRunInput,
   FunctionArtifact,
+  FunctionArtifactSource,
   FunctionParams,
   Health,
   HeldDeliveryResponse,
@@ -415,6 +416,19 @@ export const putFunctionRoute = createRoute({
   },
 });
 
+export const getFunctionRoute = createRoute({
+  ...op('getFunction', 'functions'),
+  method: 'get',
+  path: '/functions/{path}',
+  summary:
+    'The artifact registered at a path now, with its bytes (admin only): what `agent-runs reducers check --path P --hash H` checks. 404 function_not_found when none is.',
+  request: { params: FunctionParams },
+  responses: {
+    200: { description: 'The artifact.', content: json(FunctionArtifactSource) },
+    ...errors(400, 403, 404),
+  },
+});
+
 /** The operation names of one registry's routes (publish, list, get). */
 const REGISTRY_OPERATIONS: Record<
   RegistryKind,
@@ -522,12 +536,13 @@ export const ROUTES = [
   ...CLIENT_ROUTES,
   toolsRoute,
   putFunctionRoute,
+  getFunctionRoute,
   ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),
 ].map((route) => ({
   method: route.method.toUpperCase(),
   path: route.path,
   pattern: new RegExp(
-    `^${route.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === 'path' && route === putFunctionRoute ? '.+' : '[^/]+'))}$`,
+    `^${route.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === 'path' && route.path === putFunctionRoute.path ? '.+' : '[^/]+'))}$`,
   ),
 }));
 

@@ -324,4 +324,11 @@ export const FunctionArtifact = z
   })
   .openapi('FunctionArtifact');
 
+/** A registered artifact with its bytes (base64), as `GET /functions/{path}` returns it. */
+export const FunctionArtifactSource = FunctionArtifact.extend({
+  bytes_base64: z
+    .string()
+    .openapi({ description: 'The artifact bytes, base64 (sha256 of the bytes = hash)' }),
+}).openapi('FunctionArtifactSource');
+
 export const Health = z.object({ status: z.literal('ok') }).openapi('Health');

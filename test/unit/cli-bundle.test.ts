@@ -5,13 +5,17 @@
  * Issue 26, point 4 (times are in bench/cli.bench.ts, not here).
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { readFileSync, statSync, utimesSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
+import type { RunEvent } from '../../lib/contracts/index.ts';
+import { runLogOf } from '../../lib/replay/run-log.ts';
+import { newRun } from '../support/runs.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = join(ROOT, 'dist/cli/agent-runs.mjs');
@@ -52,6 +56,42 @@ describe('the bundled CLI', () => {
     const entry = readFileSync(BUNDLE, 'utf8');
     expect(entry).toContain('import("../../lib/local/start-run.ts")');
     expect(entry).toContain('import("../../bin/commands/watch-view.ts")');
+  });
+
+  it('runs reducers check from source: the tally reducer reproduces a recorded first answer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bundle-check-'));
+    const run0 = newRun({ run_id: 'run_bundle', reducer: { function_path: '/tally' } }, 1_700_000_000_000);
+    const events: RunEvent[] = [
+      { seq: 1, kind: 'run_started', at: 1, data: { input: null } },
+      {
+        seq: 2,
+        kind: 'reducer_answered',
+        at: 2,
+        data: { event_seq: 1, state_rev: 1, effects: [{ effect_id: '1:0', kind: 'call_tool' }] },
+      },
+      {
+        seq: 3,
+        kind: 'operation_started',
+        at: 2,
+        effect_id: '1:0',
+        operation_id: 'run_bundle/op/1',
+        data: { kind: 'tool_call', attempt: 1, tool: 'count' },
+      },
+    ];
+    writeFileSync(
+      join(dir, 'run.json'),
+      JSON.stringify(
+        runLogOf({ run: { ...run0, last_seq: 3 }, events, checkpoints: [], states: [], exportedAt: 0 }),
+      ),
+    );
+    const tally = join(ROOT, 'test/fixtures/reducers/tally.js');
+    const { stdout } = await run(
+      process.execPath,
+      [BUNDLE, 'reducers', 'check', '--artifact', tally, '--from', dir],
+      { cwd: ROOT },
+    );
+    expect(stdout).toContain('run_bundle  identical  (1 deliveries)');
+    expect(readFileSync(BUNDLE, 'utf8')).toContain('import("../../bin/commands/reducers-check.ts")');
   });
 
   it('reports a usage error with its code, without reaching a server', async () => {
