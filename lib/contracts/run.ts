@@ -535,7 +535,22 @@ export function safeParseRunRecord(value: unknown): ReturnType<typeof RunRecord.
   const shapes = typeof status === 'string' ? SHAPES_BY_STATUS[status as RunStatus] : undefined;
   for (const shape of shapes ?? []) {
     const parsed = shape.safeParse(value);
-    if (parsed.success) return parsed;
+    if (parsed.success) {
+      ACCEPTED.add(parsed.data);
+      return parsed;
+    }
   }
   return RunRecord.safeParse(value);
+}
+
+/** The records safeParseRunRecord produced (its own parsed copies, never the value it was given). */
+const ACCEPTED = new WeakSet<object>();
+
+/**
+ * Whether `record` is an object safeParseRunRecord itself produced: a record the closed schema
+ * accepted, as it left the parse. Records are never mutated in place (every transition builds a
+ * new object), so the commit path need not parse such a record again.
+ */
+export function isAcceptedRunRecord(record: unknown): boolean {
+  return typeof record === 'object' && record !== null && ACCEPTED.has(record);
 }

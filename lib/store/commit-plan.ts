@@ -60,6 +60,7 @@ import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import type { Metered } from '../contracts/index.ts';
 import {
+  isAcceptedRunRecord,
   overLimitMessage,
   type RunEvent,
   type RunRecord,
@@ -419,10 +420,13 @@ export function planCommit(
   const pk = runPk(commit.record.run_id);
   // Parsed once, without state_at: where the state lives (a plain optional string) is the
   // layout's to say, and each candidate layout's record is this one with it set.
-  const parsed = safeParseRunRecord(storedRecord(commit, nextVersion, undefined));
-  if (!parsed.success)
+  // A record sealed by the run machine (core seal) was parsed there; its stored form differs only
+  // by its version and the state_at this plan sets. Any other record is parsed here.
+  const unparsed = storedRecord(commit, nextVersion, undefined);
+  const parsed = isAcceptedRunRecord(commit.record) ? null : safeParseRunRecord(unparsed);
+  if (parsed !== null && !parsed.success)
     throw new Error(`refusing to store an illegal run record: ${parsed.error.issues[0]?.message}`);
-  const base = parsed.data;
+  const base = parsed === null ? unparsed : parsed.data;
   // state_at names the item holding the state of the record's state_rev: this commit's place
   // for it when it wrote that revision, else whatever the record already pointed at.
   const recordAt = (own: string | undefined): RunRecord => {

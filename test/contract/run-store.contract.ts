@@ -399,6 +399,16 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.listCheckpoints(run.run_id)).toEqual([]);
       });
 
+      it('refuses a record the closed schema refuses, even one spread from a stored record, and writes nothing', async () => {
+        const record = await storedRun(s.store);
+        // Waiting with no open request has no schema: an illegal combination.
+        const illegal = { ...record, status: 'waiting', lease: null } as unknown as RunRecord;
+        await expect(
+          s.store.commit({ record: illegal, expectedVersion: record.version, events: [] }),
+        ).rejects.toThrow(/illegal run record/);
+        expect((await s.store.getRun(record.run_id))?.version).toBe(record.version);
+      });
+
       it('refuses an update of a run that was never created as stale_version', async () => {
         const never = draft().record;
         const refused = await refusal(
