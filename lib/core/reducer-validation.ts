@@ -83,9 +83,7 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
     checkRevisions(request, stateRev, effects) ?? checkOperations(effects) ?? checkRunState(request, effects);
   if (failure !== null) return failure;
   // 12. projection_invalid
-  const projection = Projection.nullable()
-    .optional()
-    .safeParse((raw as Record<string, unknown>).projection);
+  const projection = OptionalProjection.safeParse((raw as Record<string, unknown>).projection);
   if (!projection.success) return fromZod('projection_invalid', projection.error, ['projection']);
 
   // 13. state_too_large
@@ -96,6 +94,9 @@ export function validateReducerResponse(request: ValidatedAgainst, raw: unknown)
   const response: ReducerResponse = { ...frame, effects, projection: projection.data };
   return { ok: true, response };
 }
+
+/** A response's projection: absent, null, or one (built once: a zod schema costs to construct). */
+const OptionalProjection = Projection.nullable().optional();
 
 /** Rule 1, contract_mismatch: an object of an accepted contract, a frame that parses, a JSON state. */
 function checkFrame(
