@@ -173,8 +173,8 @@ export class OperationRunner {
    * Waits for the approval of a tool call, in the queue with the operations: the decision the
    * run recorded (a replay), else the open request the run holds for that call (a restart while
    * it waited: no second request), else a new request opened now. Resolves with the decision
-   * (`rejected` and `closed` mean the tool must not run). Throws DurableAgentError `run_stopped`
-   * (the run stopped or the lease was lost while waiting), `run_terminal` (the run ended without
+   * (`rejected` and `closed`, expired, mean the tool must not run). Throws DurableAgentError
+   * `run_stopped` (the run stopped or ended, or the lease was lost, while waiting), `run_terminal` (the run ended without
    * a decision), `replay_mismatch` (the run recorded the approval of another tool here), and
    * ApiError of a write.
    */
@@ -199,6 +199,9 @@ export class OperationRunner {
           ),
         );
       if (recorded.decision !== null) return recorded.decision;
+    } else if (this.#journal.operations.some((o) => o.callId === ask.callId && !this.#usedOps.has(o))) {
+      // The run recorded the call itself without an approval (it needed none then): replay it as it ran.
+      return { decision: 'approved', reason: undefined };
     }
     const session = this.#session;
     if (session === null)
@@ -229,11 +232,16 @@ export class OperationRunner {
             decision: event.data.decision === 'rejected' ? 'rejected' : 'approved',
             reason: typeof event.data.reason === 'string' ? event.data.reason : undefined,
           };
-        if (event.kind === 'request_closed')
-          return {
-            decision: 'closed',
-            reason: typeof event.data.reason === 'string' ? event.data.reason : undefined,
-          };
+        if (event.kind !== 'request_closed') continue;
+        const reason = typeof event.data.reason === 'string' ? event.data.reason : undefined;
+        if (reason === 'expired') return { decision: 'closed', reason };
+        // Closed because the run stopped or ended: nothing more is begun.
+        throw this.#halt(
+          new DurableAgentError('run_stopped', `the run ended (${reason}) while a tool waited for approval`, {
+            runId: this.#runId,
+            request_id: requestId,
+          }),
+        );
       }
       cursor = Math.max(cursor, page.next_after);
     }

@@ -315,6 +315,43 @@ describe('a durable AI SDK agent over HTTP', () => {
     expect((await allEvents(runId)).filter((e) => e.kind === 'request_opened')).toHaveLength(1);
   }, 60_000);
 
+  it('a stop while a tool waits for its approval ends the wait: run_stopped, the tool never runs', async () => {
+    const key = `stop-wait-${randomUUID()}`;
+    const durable = durableAgent({
+      client,
+      key,
+      run: { subject: { workspace: 'e2e', path: `/ai-sdk/${key}` }, input: 'note it' },
+      ttlMs: 3_000,
+    });
+    const model = new MockLanguageModelV4({ doGenerate: callTool('note', { text: 'needs a person' }) });
+    let notes = 0;
+    let runId = '';
+    const outcome = durable
+      .run(({ runId: id }) => {
+        runId = id;
+        return generateText({
+          model: wrapLanguageModel({ model, middleware: durable.middleware }),
+          tools: durable.tools({ note: noteTool(() => (notes += 1)) }, { needsApproval: ['note'] }),
+          prompt: 'note it',
+          stopWhen: stepCountIs(3),
+        });
+      })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    while (runId === '') await sleep(20);
+    const request = await openApproval(runId);
+    expect(request).toMatchObject({ subject: { changes: { tool: 'note', call_id: 'call_1' } } });
+    expect((await client.stop(runId, { reason: 'not today' })).ack).toBe('applied');
+    expect(await outcome).toMatchObject({ code: 'run_stopped' });
+    expect(notes).toBe(0);
+    expect((await client.getRun(runId)).status).toBe('stopped');
+    expect(
+      (await allEvents(runId)).some((e) => e.kind === 'operation_started' && e.data.kind === 'tool_call'),
+    ).toBe(false);
+  }, 30_000);
+
   it('streamText works the same: the recorded turns are streamed, and a second start replays them', async () => {
     const key = `stream-${randomUUID()}`;
     const answer = callTool('note', { text: 'streamed' });

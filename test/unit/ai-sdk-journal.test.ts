@@ -186,6 +186,19 @@ describe('the approvals a tool call waited for', () => {
     expect(await ask('c3').catch((err: unknown) => err)).toMatchObject({ code: 'run_terminal' });
   });
 
+  it('does not ask to approve a call the run recorded without an approval: it replays as it ran', async () => {
+    const runner = replayer([
+      toolStarted(1, 'refund', 'c1'),
+      event('tool_result', toolResult('refund', 'ok'), op(1)),
+    ]);
+    const subject = await approvalSubject('refund', {}, 'c1');
+    expect(await runner.approval({ tool: 'refund', callId: 'c1', subject })).toEqual({
+      decision: 'approved',
+      reason: undefined,
+    });
+    expect(await payloadOf(runner, toolSpec('refund', 'c1'))).toBe('ok');
+  });
+
   it('binds the subject digest to the tool, its args and the call id', async () => {
     const a = await approvalSubject('refund', { amount: 1, order: 42 }, 'c1');
     expect(a).toMatchObject({
