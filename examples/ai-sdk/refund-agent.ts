@@ -1,13 +1,16 @@
 /**
  * A small Vercel AI SDK agent with two tools, made durable on Agent Runs by three lines (marked
  * `durable:`): `lookup_order` is replay-safe (a read), `issue_refund` is not (it appends to a
- * ledger, the side effect). Kill the process at any point and start it again with the same key:
- * it resumes the same run, replays what was recorded without calling the model or a tool again,
- * and never issues the refund twice; a refund that was started but not recorded reaches the model
- * as an `outcome_unknown` tool error instead.
+ * ledger, the side effect) and needs an approval (the AI SDK's `needsApproval`). Kill the process
+ * at any point and start it again with the same key: it resumes the same run, replays what was
+ * recorded without calling the model or a tool again, and never issues the refund twice; a
+ * refund that was started but not recorded reaches the model as an `outcome_unknown` tool error
+ * instead. The refund waits in the run for an approval (killed while waiting, the restart waits
+ * for the same request); a rejected refund is not issued and the model says so.
  *
  *   npm start                                                   # in one terminal
  *   npx node examples/ai-sdk/refund-agent.ts refund-order-42    # the key; run it again after a kill
+ *   npx agent-runs runs get RUN                                 # waiting for approval ...: the approve command
  *
  * The model is scripted (`MockLanguageModelV4` from `ai/test`): no network, no API key. Env:
  * `AGENT_RUNS_URL` / `AGENT_RUNS_TOKEN` (default: the local stack's `.agent-runs/local.json`),
@@ -69,7 +72,9 @@ const model = new MockLanguageModelV4({
     const refund = JSON.stringify(seen.get('issue_refund'));
     const text = refund.includes('outcome_unknown')
       ? 'The refund for order 42 may or may not have gone through; a person must check the ledger.'
-      : 'Order 42 was refunded 30.00 EUR.';
+      : refund.includes('approval_denied')
+        ? 'The refund for order 42 was not approved; nothing was refunded.'
+        : 'Order 42 was refunded 30.00 EUR.';
     return {
       content: [{ type: 'text', text }],
       finishReason: { unified: 'stop', raw: 'stop' },
@@ -98,6 +103,7 @@ const tools = {
   }),
   issue_refund: tool({
     description: 'Refunds an order (not replay-safe: each call moves money).',
+    needsApproval: true,
     inputSchema: jsonSchema<{ order_id: string; amount_cents: number }>({
       type: 'object',
       properties: { order_id: { type: 'string' }, amount_cents: { type: 'number' } },

@@ -147,7 +147,7 @@ export function durableAgent(options: DurableAgentOptions): DurableAgent {
     agent: (c: DurableAgentContext) => Promise<T>,
   ) {
     if (current !== null) throw new Error('durableAgent: one run at a time per instance');
-    const runner = new OperationRunner(runId, journalOf(await allEvents(client, runId)), session);
+    const runner = new OperationRunner(client, runId, journalOf(await allEvents(client, runId)), session);
     if (current !== null) throw new Error('durableAgent: one run at a time per instance');
     current = { run: { runner, steers: new SteerInsertions() }, runId };
     let value: T;

@@ -5,12 +5,19 @@
  * without running the tool. A tool not marked replay-safe that a dead process started is never
  * run again: the run recorded it `outcome_unknown`, and the agent sees DurableAgentError
  * `outcome_unknown` as the tool's error (the AI SDK hands it to the model as a tool error).
- * Seed: agent-runs, "Operations", "Leases, recovery and the sweeper"; tool-invocation-contract.
+ * A tool that needs an approval (its AI SDK `needsApproval`, or listed in `needsApproval` here)
+ * waits for one in the run before its operation begins: an approval request the console, the
+ * CLI (`agent-runs approve`) and `watch` can decide; a rejected call is not run and the agent
+ * sees DurableAgentError `approval_denied` as the tool's error. The AI SDK's own approval stop
+ * is taken off the wrapped tool (the run holds the wait instead).
+ * Seed: agent-runs, "Operations", "Leases, recovery and the sweeper", "Controls" (approve);
+ * tool-invocation-contract.
  */
 import type { ToolSet } from 'ai';
 import { type ClientOperationResult, type JsonObject, TOOL_RESULT_ENVELOPE } from '../contracts/index.ts';
+import { approvalSubject, needsApproval } from './approval.ts';
 import { DurableAgentError } from './errors.ts';
-import type { RecordedResult } from './journal.ts';
+import type { ApprovalDecision, RecordedResult } from './journal.ts';
 import type { OperationRunner } from './operation-runner.ts';
 
 /** How `durableTools` treats the tools: which ones may run again after a crash. */
@@ -21,6 +28,21 @@ export interface DurableToolsOptions<Name extends string> {
    * (the default): it runs at most once, and its outcome is `outcome_unknown` after such a crash.
    */
   replaySafe?: readonly Name[];
+  /**
+   * The tools whose every call waits for an approval in the run (as if the tool's own
+   * `needsApproval` were true; a tool's `needsApproval` function still decides per call).
+   */
+  needsApproval?: readonly Name[];
+}
+
+/** The error a call of `tool` that was not approved throws (the tool did not run). */
+function denied(decision: ApprovalDecision, tool: string, runId: string, callId: string): DurableAgentError {
+  const why = decision.decision === 'rejected' ? 'was denied' : 'was not approved (its request closed)';
+  return new DurableAgentError(
+    'approval_denied',
+    `the call of ${tool} ${why}${decision.reason ? `: ${decision.reason}` : ''}; it was not run`,
+    { runId, tool, call_id: callId, decision: decision.decision },
+  );
 }
 
 /** A value as JSON (undefined as null): what the run records and what the agent gets back. */
@@ -73,6 +95,7 @@ export function durableTools<T extends ToolSet>(
   options: DurableToolsOptions<Extract<keyof T, string>> = {},
 ): T {
   const safe = new Set<string>(options.replaySafe ?? []);
+  const approved = new Set<string>(options.needsApproval ?? []);
   const wrapped: Record<string, unknown> = {};
   for (const [name, tool] of Object.entries(tools)) {
     const execute = tool.execute;
@@ -81,8 +104,9 @@ export function durableTools<T extends ToolSet>(
       continue;
     }
     const replaySafe = safe.has(name);
+    const { needsApproval: flag, ...rest } = tool;
     wrapped[name] = {
-      ...tool,
+      ...rest,
       execute: async (input: unknown, callOptions: Parameters<typeof execute>[1]) => {
         const { runner, runId } = active();
         const args = asJson(input);
@@ -94,6 +118,16 @@ export function durableTools<T extends ToolSet>(
           mutating: !replaySafe,
           call_id: callOptions.toolCallId,
         };
+        const query = {
+          toolCallId: callOptions.toolCallId,
+          messages: callOptions.messages,
+          context: (callOptions as { context?: unknown }).context,
+        };
+        if (await needsApproval(flag, approved.has(name), input, query)) {
+          const subject = await approvalSubject(name, request.args, request.call_id);
+          const decision = await runner.approval({ tool: name, callId: request.call_id, subject });
+          if (decision.decision !== 'approved') throw denied(decision, name, runId, request.call_id);
+        }
         const performed = await runner.perform(
           {
             kind: 'tool_call',

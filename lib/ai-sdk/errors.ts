@@ -15,6 +15,8 @@
  * - `run_terminal`: the run already ended and the agent asked for an operation it never recorded.
  * - `not_running`: the middleware or a wrapped tool was called outside `DurableAgent.run`.
  * - `tool_failed`: a tool threw (now or in the recorded run); the message is the tool's.
+ * - `approval_denied`: a tool call that needs an approval was rejected (or its request closed
+ *   unanswered); the tool did not run (the agent sees this error as the tool's error).
  */
 export type DurableAgentErrorCode =
   | 'budget_exceeded'
@@ -23,7 +25,8 @@ export type DurableAgentErrorCode =
   | 'run_stopped'
   | 'run_terminal'
   | 'not_running'
-  | 'tool_failed';
+  | 'tool_failed'
+  | 'approval_denied';
 
 /** An error of a durable AI SDK agent: a stable `code`, the run it concerns and what else is known. */
 export class DurableAgentError extends Error {

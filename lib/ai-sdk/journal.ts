@@ -3,7 +3,8 @@
  * ended, in op order, and the steers consumed before each. A restarted agent walks it to replay
  * recorded results instead of calling the model or a tool again. Pure: events in, journal out.
  * Seed: agent-runs, "Operations" (six outcomes), "Leases, recovery and the sweeper" (a
- * non-replay-safe operation in flight at a crash is recorded outcome_unknown), "Controls" (steer).
+ * non-replay-safe operation in flight at a crash is recorded outcome_unknown), "Controls" (steer,
+ * approve: the approvals a tool call waited for).
  */
 import { z } from 'zod';
 import {
@@ -29,20 +30,57 @@ export interface RecordedOperation {
   readonly kind: string;
   /** The tool's name, for a tool call. */
   readonly tool: string | undefined;
+  /** The model's call id a tool call answers (operation_started.data.call_id), when the server recorded it. */
+  readonly callId: string | undefined;
   /** How it ended; null when no result was recorded (a replay-safe operation kept pending). */
   result: RecordedResult | null;
   /** The inputs of the steers consumed after the previous operation and before this one, oldest first. */
   readonly steersBefore: unknown[];
 }
 
-/** The run's operations in op order, and the steers consumed after the last one. */
+/** How an approval ended: `approved`, `rejected` (with the approver's reason), or `closed` unanswered (expired, or the run ended; the reason says which). */
+export interface ApprovalDecision {
+  readonly decision: 'approved' | 'rejected' | 'closed';
+  readonly reason: string | undefined;
+}
+
+/** An approval a tool call asked for (request_opened with a `tool_call` subject), and its decision. */
+export interface RecordedApproval {
+  /** `{run_id}/req/{n}`. */
+  readonly requestId: string;
+  /** The tool and the model's call id the subject names (`subject.changes`). */
+  readonly tool: string;
+  readonly callId: string | undefined;
+  /** null while the request is open. */
+  decision: ApprovalDecision | null;
+}
+
+/** The run's operations in op order, the tool calls' approvals in request order, and the steers consumed after the last operation. */
 export interface Journal {
   readonly operations: RecordedOperation[];
+  readonly approvals: RecordedApproval[];
+  /** The seq of the last event read (0 for none). */
+  readonly lastSeq: number;
   /** Steers consumed after the last operation began (taken by a process that then died). */
   readonly steersAfter: unknown[];
 }
 
-const Started = z.object({ kind: z.string(), tool: z.string().optional() });
+const Started = z.object({ kind: z.string(), tool: z.string().optional(), call_id: z.string().optional() });
+/** The approval subject kind of a tool call's approval; `changes` names the call. */
+export const TOOL_CALL_SUBJECT = 'tool_call';
+const ApprovalOpened = z.object({
+  kind: z.literal('approval'),
+  request_id: z.string(),
+  subject: z.object({
+    kind: z.literal(TOOL_CALL_SUBJECT),
+    changes: z.object({ tool: z.string(), call_id: z.string().optional() }),
+  }),
+});
+const RequestEnded = z.object({
+  request_id: z.string(),
+  decision: z.enum(['approved', 'rejected']).optional(),
+  reason: z.string().optional(),
+});
 const SteerConsumed = z.object({ input: z.unknown() });
 
 const RESULT_SCHEMAS = {
@@ -69,10 +107,19 @@ function resultOf(event: RunEvent): RecordedResult | null {
 export function journalOf(events: readonly RunEvent[]): Journal {
   const operations: RecordedOperation[] = [];
   const byId = new Map<string, RecordedOperation>();
+  const approvals = new Map<string, RecordedApproval>();
   let steers: unknown[] = [];
   for (const event of [...events].sort((a, b) => a.seq - b.seq)) {
     if (event.kind === 'steer_consumed') {
       steers.push(SteerConsumed.parse(event.data).input);
+      continue;
+    }
+    if (
+      event.kind === 'request_opened' ||
+      event.kind === 'request_resolved' ||
+      event.kind === 'request_closed'
+    ) {
+      noteApproval(event, approvals);
       continue;
     }
     const opId = event.operation_id;
@@ -85,6 +132,7 @@ export function journalOf(events: readonly RunEvent[]): Journal {
         opId,
         kind: started.data.kind,
         tool: started.data.tool,
+        callId: started.data.call_id,
         result: null,
         steersBefore: steers,
       };
@@ -97,5 +145,29 @@ export function journalOf(events: readonly RunEvent[]): Journal {
     const entry = byId.get(opId);
     if (result !== null && entry !== undefined) entry.result = result;
   }
-  return { operations, steersAfter: steers };
+  const lastSeq = events.reduce((max, e) => Math.max(max, e.seq), 0);
+  return { operations, approvals: [...approvals.values()], steersAfter: steers, lastSeq };
+}
+
+/** Notes a tool call's approval opened, resolved or closed (other requests are no approval of a tool call). */
+function noteApproval(event: RunEvent, approvals: Map<string, RecordedApproval>): void {
+  if (event.kind === 'request_opened') {
+    const opened = ApprovalOpened.safeParse(event.data);
+    if (!opened.success) return;
+    const { tool, call_id } = opened.data.subject.changes;
+    approvals.set(opened.data.request_id, {
+      requestId: opened.data.request_id,
+      tool,
+      callId: call_id,
+      decision: null,
+    });
+    return;
+  }
+  const ended = RequestEnded.safeParse(event.data);
+  const approval = ended.success ? approvals.get(ended.data.request_id) : undefined;
+  if (!ended.success || approval === undefined || approval.decision !== null) return;
+  approval.decision = {
+    decision: event.kind === 'request_closed' ? 'closed' : (ended.data.decision ?? 'approved'),
+    reason: ended.data.reason,
+  };
 }

@@ -1,14 +1,23 @@
 /**
  * The operations of one durable agent run, one at a time in the order the agent asks for them:
  * each is answered from the journal when the run recorded it, else begun, executed and reported
- * on the live session (its result committed before the agent sees it). The AI SDK runs a step's
- * tools in parallel; here they queue, so the run's op order is the order the agent called them
- * in, the same on every replay. Seed: agent-runs, "Operations", "Leases, recovery and the sweeper".
+ * on the live session (its result committed before the agent sees it). A replayed tool call is
+ * matched to its recorded operation by the model's call id (operation_started.data.call_id),
+ * else by position. The AI SDK runs a step's tools in parallel; here they queue, so the run's op
+ * order is the order the agent called them in. A tool call's approval waits in the same queue
+ * (no operation begins while a request is open). Seed: agent-runs, "Operations", "Leases,
+ * recovery and the sweeper", "Controls" (approve).
  */
-import type { DriveSession } from '../client/index.ts';
-import { ClientOperationResult, type ToolResultEnvelope } from '../contracts/index.ts';
+import type { AgentRunsClient, DriveSession } from '../client/index.ts';
+import { type ApprovalSubject, ClientOperationResult, type ToolResultEnvelope } from '../contracts/index.ts';
 import { DurableAgentError } from './errors.ts';
-import type { Journal, RecordedOperation, RecordedResult } from './journal.ts';
+import type {
+  ApprovalDecision,
+  Journal,
+  RecordedApproval,
+  RecordedOperation,
+  RecordedResult,
+} from './journal.ts';
 
 /** What the agent asks to run: the operation's kind, the tool's name for a tool call, and its begin body. */
 export interface OperationSpec {
@@ -24,6 +33,24 @@ export interface Performed {
   /** A model turn's steers (inputs, oldest first): recorded before it, or taken for it now. */
   steers: readonly unknown[];
 }
+
+/** A tool call that needs an approval: the tool, the model's call id and the subject to approve. */
+export interface ApprovalAsk {
+  tool: string;
+  callId: string;
+  subject: ApprovalSubject;
+}
+
+/** How long one long-poll for an approval's decision waits (seconds) before the session is checked again. */
+const DECISION_POLL_SECONDS = 2;
+
+/** The call id a tool call's begin names, if any. */
+const callIdOf = (spec: OperationSpec) =>
+  spec.kind === 'tool_call' ? (spec.begin.request as { call_id?: string } | undefined)?.call_id : undefined;
+
+/** An operation as a message names it: its kind, its tool and its call id. */
+const describe = (kind: string, tool: string | undefined, callId: string | undefined) =>
+  `${kind}${tool ? ` ${tool}` : ''}${callId ? ` (call ${callId})` : ''}`;
 
 /** The work of a live operation: given its abort signal and its steers, what to report. */
 export type OperationWork = (
@@ -63,13 +90,19 @@ export class OperationRunner {
   readonly #journal: Journal;
   readonly #session: DriveSession | null;
   readonly #runId: string;
-  #cursor = 0;
+  readonly #client: AgentRunsClient;
+  /** The journal's operations and approvals already matched to a call of the agent. */
+  readonly #usedOps = new Set<RecordedOperation>();
+  readonly #usedApprovals = new Set<RecordedApproval>();
+  /** Operations performed beyond the journal. */
+  #beyond = 0;
   #queue: Promise<unknown> = Promise.resolve();
   #halted: DurableAgentError | null = null;
   /** Model calls answered from the journal, tool calls answered from the journal. */
   readonly replayed = { model_turns: 0, tool_calls: 0 };
 
-  constructor(runId: string, journal: Journal, session: DriveSession | null) {
+  constructor(client: AgentRunsClient, runId: string, journal: Journal, session: DriveSession | null) {
+    this.#client = client;
     this.#runId = runId;
     this.#journal = journal;
     this.#session = session;
@@ -95,8 +128,7 @@ export class OperationRunner {
 
   async #performNow(spec: OperationSpec, work: OperationWork): Promise<Performed> {
     if (this.#halted !== null) throw this.#halted;
-    const recorded = this.#journal.operations[this.#cursor];
-    this.#cursor += 1;
+    const recorded = this.#recordedFor(spec);
     if (recorded !== undefined) {
       this.#check(recorded, spec);
       if (recorded.result !== null) {
@@ -108,20 +140,111 @@ export class OperationRunner {
       // Begun again as it was: with the steers it had, none newer (they wait for the next turn).
       return { ...(await this.#live(spec, work, recorded.steersBefore, false)), replayed: false };
     // Steers taken by a process that died before its next operation are this turn's too.
-    const first = this.#cursor === this.#journal.operations.length + 1;
-    const steers = first ? this.#journal.steersAfter : [];
+    this.#beyond += 1;
+    const steers = this.#beyond === 1 ? this.#journal.steersAfter : [];
     return { ...(await this.#live(spec, work, steers, true)), replayed: false };
   }
 
+  /** The recorded operation a call of the agent is: the one with its call id, else the next one not yet matched. */
+  #recordedFor(spec: OperationSpec): RecordedOperation | undefined {
+    const callId = callIdOf(spec);
+    const free = this.#journal.operations.filter((o) => !this.#usedOps.has(o));
+    const recorded = (callId !== undefined ? free.find((o) => o.callId === callId) : undefined) ?? free[0];
+    if (recorded !== undefined) this.#usedOps.add(recorded);
+    return recorded;
+  }
+
   #check(recorded: RecordedOperation, spec: OperationSpec): void {
-    if (recorded.kind === spec.kind && (spec.kind !== 'tool_call' || recorded.tool === spec.tool)) return;
+    const callId = callIdOf(spec);
+    const sameCall = recorded.callId === undefined || callId === undefined || recorded.callId === callId;
+    const sameKind =
+      recorded.kind === spec.kind && (spec.kind !== 'tool_call' || recorded.tool === spec.tool);
+    if (sameKind && sameCall) return;
     throw this.#halt(
       new DurableAgentError(
         'replay_mismatch',
-        `${recorded.opId} was recorded as ${recorded.kind}${recorded.tool ? ` ${recorded.tool}` : ''}, but the agent asked for ${spec.kind}${spec.tool ? ` ${spec.tool}` : ''}`,
+        `${recorded.opId} was recorded as ${describe(recorded.kind, recorded.tool, recorded.callId)}, but the agent asked for ${describe(spec.kind, spec.tool, callIdOf(spec))}`,
         { runId: this.#runId, op_id: recorded.opId },
       ),
     );
+  }
+
+  /**
+   * Waits for the approval of a tool call, in the queue with the operations: the decision the
+   * run recorded (a replay), else the open request the run holds for that call (a restart while
+   * it waited: no second request), else a new request opened now. Resolves with the decision
+   * (`rejected` and `closed`, expired, mean the tool must not run). Throws DurableAgentError
+   * `run_stopped` (the run stopped or ended, or the lease was lost, while waiting), `run_terminal` (the run ended without
+   * a decision), `replay_mismatch` (the run recorded the approval of another tool here), and
+   * ApiError of a write.
+   */
+  approval(ask: ApprovalAsk): Promise<ApprovalDecision> {
+    const next = this.#queue.then(() => this.#approvalNow(ask));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #approvalNow(ask: ApprovalAsk): Promise<ApprovalDecision> {
+    if (this.#halted !== null) throw this.#halted;
+    const free = this.#journal.approvals.filter((a) => !this.#usedApprovals.has(a));
+    const recorded = free.find((a) => a.callId === ask.callId) ?? free.find((a) => a.callId === undefined);
+    if (recorded !== undefined) {
+      this.#usedApprovals.add(recorded);
+      if (recorded.tool !== ask.tool)
+        throw this.#halt(
+          new DurableAgentError(
+            'replay_mismatch',
+            `${recorded.requestId} approves ${recorded.tool}, but the agent asked to approve ${ask.tool}`,
+            { runId: this.#runId, request_id: recorded.requestId },
+          ),
+        );
+      if (recorded.decision !== null) return recorded.decision;
+    } else if (this.#journal.operations.some((o) => o.callId === ask.callId && !this.#usedOps.has(o))) {
+      // The run recorded the call itself without an approval (it needed none then): replay it as it ran.
+      return { decision: 'approved', reason: undefined };
+    }
+    const session = this.#session;
+    if (session === null)
+      throw new DurableAgentError('run_terminal', 'the run ended before this approval was decided', {
+        runId: this.#runId,
+      });
+    if (session.signal.aborted) throw this.#halt(this.#stopped(session));
+    const requestId = recorded?.requestId ?? (await session.approval(ask.subject));
+    // The decision comes after the request was opened: after what the journal held, or this write.
+    const after = recorded !== undefined ? this.#journal.lastSeq : session.run.last_seq;
+    return this.#decisionOf(session, requestId, after);
+  }
+
+  /** Long-polls the run's events after `after` for the decision on `requestId`. */
+  async #decisionOf(session: DriveSession, requestId: string, after: number): Promise<ApprovalDecision> {
+    let cursor = after;
+    for (;;) {
+      if (session.signal.aborted) throw this.#halt(this.#stopped(session));
+      const page = await this.#client.events(this.#runId, {
+        after: cursor,
+        limit: 1000,
+        wait: DECISION_POLL_SECONDS,
+      });
+      for (const event of page.events) {
+        if (event.data.request_id !== requestId) continue;
+        if (event.kind === 'request_resolved')
+          return {
+            decision: event.data.decision === 'rejected' ? 'rejected' : 'approved',
+            reason: typeof event.data.reason === 'string' ? event.data.reason : undefined,
+          };
+        if (event.kind !== 'request_closed') continue;
+        const reason = typeof event.data.reason === 'string' ? event.data.reason : undefined;
+        if (reason === 'expired') return { decision: 'closed', reason };
+        // Closed because the run stopped or ended: nothing more is begun.
+        throw this.#halt(
+          new DurableAgentError('run_stopped', `the run ended (${reason}) while a tool waited for approval`, {
+            runId: this.#runId,
+            request_id: requestId,
+          }),
+        );
+      }
+      cursor = Math.max(cursor, page.next_after);
+    }
   }
 
   async #live(

@@ -7,7 +7,13 @@
  * `session.signal.aborted`, and every later write is ApiError `fenced_out`. Browser-safe.
  * Seed: agent-runs, "Server-driven and client-driven runs", "Leases", "Controls".
  */
-import type { ClientOperationResult, Fence, Operation, RunRecord } from '../contracts/index.ts';
+import type {
+  ApprovalSubject,
+  ClientOperationResult,
+  Fence,
+  Operation,
+  RunRecord,
+} from '../contracts/index.ts';
 import { operationMustEnd } from '../core/operation-end.ts';
 import type { AgentRunsClient } from './client.ts';
 import { ApiError } from './errors.ts';
@@ -57,6 +63,12 @@ export interface DriveSession {
   steers(): Promise<unknown[]>;
   /** Opens a question; returns its request_id. */
   ask(question: string, options?: { choices?: string[] }): Promise<string>;
+  /**
+   * Opens an approval of `subject` between operations (no operation begins until it is
+   * decided: the `approve` control, from the console, `agent-runs approve` or `watch`); returns
+   * its request_id. `expires_in_ms`: it closes `expired` unanswered after that long.
+   */
+  approval(subject: ApprovalSubject, options?: { expires_in_ms?: number }): Promise<string>;
   /** Ends the run `completed` (outcome default `succeeded`); returns the ended run. */
   complete(summary?: string, outcome?: 'succeeded' | 'partial' | 'blocked'): Promise<RunRecord>;
   /** Ends the run `failed` with the error `code`; returns the ended run. */
@@ -202,6 +214,10 @@ export async function drive<T>(
     },
     async ask(question, opts = {}) {
       const out = await write(() => client.openRequest(runId, fence, { kind: 'input', question, ...opts }));
+      return out.request_id;
+    },
+    async approval(subject, opts = {}) {
+      const out = await write(() => client.openRequest(runId, fence, { kind: 'approval', subject, ...opts }));
       return out.request_id;
     },
     async complete(summary, outcome = 'succeeded') {

@@ -81,7 +81,10 @@ export function waitingReasons(
     case 'waiting':
       return [...run.open_requests.map((r) => requestReason(id, r, cmd)), ...wakeReason(run, now)];
     case 'running':
-      return run.reducer === null ? clientLeaseReason(run, now) : leaseReason(run, now, timing);
+      // A client-driven run's holder may wait on a request it opened (an approval of a tool call).
+      return run.reducer === null
+        ? [...run.open_requests.map((r) => requestReason(id, r, cmd)), ...clientLeaseReason(run, now)]
+        : leaseReason(run, now, timing);
     case 'queued':
       if (run.reducer === null) return [clientDrivenReason()];
       // A step message is on its way; only a run queued for a while is worth explaining.

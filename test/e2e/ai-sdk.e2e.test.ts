@@ -48,13 +48,21 @@ afterAll(async () => {
 
 type Line = Record<string, unknown>;
 
-/** Starts the example agent with `key`; `killAt` SIGKILLs it at the first line that matches. Resolves with its lines. */
+/** What a person does with the refund's approval while the agent runs: approve it, reject it, or nothing. */
+type Approver = 'approved' | 'rejected' | 'none';
+
+/**
+ * Starts the example agent with `key`; `killAt` SIGKILLs it at the first line that matches.
+ * `approver` decides every approval the run opens, over the HTTP API, while the agent runs
+ * (default `approved`). Resolves with its lines and the approvals decided.
+ */
 async function runAgent(
   key: string,
   files: { ledger: string; modelLog: string },
   killAt?: (line: Line) => boolean,
   slowTool?: string,
-): Promise<{ lines: Line[]; killed: boolean; code: number | null }> {
+  approver: Approver = 'approved',
+): Promise<{ lines: Line[]; killed: boolean; code: number | null; decided: string[] }> {
   const child = spawn(process.execPath, [AGENT, key], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
@@ -71,15 +79,55 @@ async function runAgent(
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   const lines: Line[] = [];
   let killed = false;
+  let running = true;
+  const decided: string[] = [];
+  let approving: Promise<void> = Promise.resolve();
   for await (const text of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
     const line = JSON.parse(text) as Line;
     lines.push(line);
+    if (lines.length === 1 && approver !== 'none' && typeof line.run_id === 'string')
+      approving = decideApprovals(line.run_id, approver, decided, () => running);
     if (killAt?.(line) && !killed) {
       child.kill('SIGKILL');
       killed = true;
     }
   }
-  return { lines, killed, code: await exited };
+  const code = await exited;
+  running = false;
+  await approving;
+  return { lines, killed, code, decided };
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** Decides each approval `runId` opens with `decision`, as a person would over the API, while `going()`. */
+async function decideApprovals(
+  runId: string,
+  decision: 'approved' | 'rejected',
+  decided: string[],
+  going: () => boolean,
+): Promise<void> {
+  while (going()) {
+    for (const request of (await client.getRun(runId)).open_requests) {
+      if (request.kind !== 'approval' || decided.includes(request.request_id)) continue;
+      const reason = decision === 'rejected' ? 'order 42 was already refunded by hand' : undefined;
+      await client.approve(runId, request.request_id, request.subject.digest, {
+        decision,
+        ...(reason !== undefined ? { reason } : {}),
+      });
+      decided.push(request.request_id);
+    }
+    await sleep(100);
+  }
+}
+
+/** Resolves once `runId` holds an open approval; returns it. */
+async function openApproval(runId: string) {
+  for (;;) {
+    const open = (await client.getRun(runId)).open_requests.find((r) => r.kind === 'approval');
+    if (open !== undefined) return open;
+    await sleep(100);
+  }
 }
 
 const ranTool = (tool: string) => (line: Line) => line.step === 'tool' && line.tool === tool;
@@ -185,6 +233,124 @@ describe('a durable AI SDK agent over HTTP', () => {
     expect(jsonLines(files.ledger)).toHaveLength(1);
     expect(jsonLines(files.modelLog)).toHaveLength(3);
   }, 60_000);
+
+  it('the refund waits for its approval; killed while waiting, the restart waits for the same request; approved, it runs once', async () => {
+    const key = `approve-${randomUUID()}`;
+    const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
+    let runId = '';
+    const waiting = runAgent(
+      key,
+      files,
+      (line) => {
+        if (typeof line.run_id === 'string') runId = line.run_id;
+        return false;
+      },
+      undefined,
+      'none',
+    );
+    // Kill it once the refund's approval is open (the agent holds the lease and waits).
+    const child = children.at(-1) as ChildProcess;
+    while (runId === '') await sleep(50);
+    const request = await openApproval(runId);
+    expect(request).toMatchObject({
+      kind: 'approval',
+      subject: {
+        kind: 'tool_call',
+        digest_alg: 'sha256:rfc8785',
+        changes: {
+          tool: 'issue_refund',
+          args: { order_id: '42', amount_cents: 3000 },
+          call_id: 'call_issue_refund',
+        },
+      },
+    });
+    child.kill('SIGKILL');
+    expect((await waiting).code).toBe(null);
+    expect(jsonLines(files.ledger)).toEqual([]);
+
+    const second = await runAgent(key, files);
+    expect(second.decided).toEqual([request.request_id]);
+    expect(second.lines.at(-1)).toMatchObject({
+      run_id: runId,
+      status: 'completed',
+      text: 'Order 42 was refunded 30.00 EUR.',
+    });
+    expect(second.lines.filter((l) => l.step === 'tool').map((l) => l.tool)).toEqual(['issue_refund']);
+    expect(jsonLines(files.ledger)).toHaveLength(1);
+    const events = await allEvents(runId);
+    expect(events.filter((e) => e.kind === 'request_opened').map((e) => e.data.request_id)).toEqual([
+      request.request_id,
+    ]);
+    expect(events.find((e) => e.kind === 'request_resolved')?.data).toMatchObject({ decision: 'approved' });
+    const refundStart = events.find((e) => e.kind === 'operation_started' && e.data.tool === 'issue_refund');
+    expect(refundStart?.data.call_id).toBe('call_issue_refund');
+    expect(refundStart?.seq).toBeGreaterThan(events.find((e) => e.kind === 'request_resolved')?.seq ?? 0);
+  }, 60_000);
+
+  it('a rejected refund is not run; the model sees the denial, and a restart replays it without asking again', async () => {
+    const key = `reject-${randomUUID()}`;
+    const files = { ledger: join(work, `${key}.ledger`), modelLog: join(work, `${key}.model`) };
+    const first = await runAgent(key, files, undefined, undefined, 'rejected');
+    expect(first.decided).toHaveLength(1);
+    expect(first.lines.at(-1)).toMatchObject({
+      status: 'completed',
+      text: 'The refund for order 42 was not approved; nothing was refunded.',
+    });
+    expect(first.lines.filter((l) => l.step === 'tool').map((l) => l.tool)).toEqual(['lookup_order']);
+    expect(jsonLines(files.ledger)).toEqual([]);
+    const runId = first.lines[0]?.run_id as string;
+    const events = await allEvents(runId);
+    expect(events.find((e) => e.kind === 'request_resolved')?.data).toMatchObject({
+      decision: 'rejected',
+      reason: 'order 42 was already refunded by hand',
+    });
+    expect(events.some((e) => e.kind === 'operation_started' && e.data.tool === 'issue_refund')).toBe(false);
+
+    const again = await runAgent(key, files, undefined, undefined, 'none');
+    expect(again.lines.at(-1)).toMatchObject({
+      run_id: runId,
+      text: 'The refund for order 42 was not approved; nothing was refunded.',
+      replayed: { model_turns: 3, tool_calls: 1 },
+    });
+    expect((await allEvents(runId)).filter((e) => e.kind === 'request_opened')).toHaveLength(1);
+  }, 60_000);
+
+  it('a stop while a tool waits for its approval ends the wait: run_stopped, the tool never runs', async () => {
+    const key = `stop-wait-${randomUUID()}`;
+    const durable = durableAgent({
+      client,
+      key,
+      run: { subject: { workspace: 'e2e', path: `/ai-sdk/${key}` }, input: 'note it' },
+      ttlMs: 3_000,
+    });
+    const model = new MockLanguageModelV4({ doGenerate: callTool('note', { text: 'needs a person' }) });
+    let notes = 0;
+    let runId = '';
+    const outcome = durable
+      .run(({ runId: id }) => {
+        runId = id;
+        return generateText({
+          model: wrapLanguageModel({ model, middleware: durable.middleware }),
+          tools: durable.tools({ note: noteTool(() => (notes += 1)) }, { needsApproval: ['note'] }),
+          prompt: 'note it',
+          stopWhen: stepCountIs(3),
+        });
+      })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    while (runId === '') await sleep(20);
+    const request = await openApproval(runId);
+    expect(request).toMatchObject({ subject: { changes: { tool: 'note', call_id: 'call_1' } } });
+    expect((await client.stop(runId, { reason: 'not today' })).ack).toBe('applied');
+    expect(await outcome).toMatchObject({ code: 'run_stopped' });
+    expect(notes).toBe(0);
+    expect((await client.getRun(runId)).status).toBe('stopped');
+    expect(
+      (await allEvents(runId)).some((e) => e.kind === 'operation_started' && e.data.kind === 'tool_call'),
+    ).toBe(false);
+  }, 30_000);
 
   it('streamText works the same: the recorded turns are streamed, and a second start replays them', async () => {
     const key = `stream-${randomUUID()}`;

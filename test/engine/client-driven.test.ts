@@ -189,6 +189,34 @@ describe('client-driven runs', () => {
     expect(again.operation).toMatchObject({ op_id: after.operation?.op_id, attempt: 2 });
   });
 
+  it("names a tool call's call_id on each operation_started, the first attempt and one begun again after a takeover", async () => {
+    const { t, runId, client } = await setup();
+    const a = (await client.takeLease(runId, { owner: 'a', ttl_ms: 2_000 }, alice)).lease;
+    const begin = (fence: { owner: string; epoch: number }) =>
+      client.beginOperation(
+        runId,
+        {
+          fence,
+          kind: 'tool_call',
+          replay_safe: true,
+          request: { tool: 'lookup', args: { id: 7 }, mutating: false, call_id: 'call_7' },
+        },
+        alice,
+      );
+    await begin({ owner: 'a', epoch: a.epoch });
+    t.clock.advance(3_000);
+    expect((await t.engine.sweep()).taken_over).toBe(1);
+    const b = (await client.takeLease(runId, { owner: 'b' }, alice)).lease;
+    await begin({ owner: 'b', epoch: b.epoch });
+    const started = (await t.engine.readEvents(runId, alice, 0, 100)).filter(
+      (e) => e.kind === 'operation_started',
+    );
+    expect(started.map((e) => [e.operation_id, e.data.attempt, e.data.call_id])).toEqual([
+      [`${runId}/op/1`, 1, 'call_7'],
+      [`${runId}/op/1`, 2, 'call_7'],
+    ]);
+  });
+
   it('a stop during a client operation makes the run cancelling, seen at renewal, and stopped when the client reports', async () => {
     const { t, runId, client } = await setup();
     const a = (await client.takeLease(runId, { owner: 'a' }, alice)).lease;

@@ -201,6 +201,27 @@ describe('why a run is not moving', () => {
     expect(reason?.text).toMatch(/^client-driven \(no reducer\): the server never steps it/);
     expect(reason?.commands).toEqual([]);
   });
+
+  it('names the approval a client holding the lease waits for, with the approve command', () => {
+    const approval = {
+      kind: 'approval',
+      request_id: 'run-1/req/1',
+      effect_id: 'client:req:1',
+      subject: { kind: 'tool_call', digest: 'd1', digest_alg: 'sha256:rfc8785', summary: 'issue_refund {}' },
+      opened_at: T,
+      expires_at: null,
+    };
+    const running = as({
+      status: 'running',
+      reducer: null,
+      lease: { owner: 'ai-sdk-1', expires_at: T + 30_000 },
+      operation: null,
+      open_requests: [approval],
+    });
+    const [reason] = waitingReasons(running, T + 1_000);
+    expect(reason?.text).toBe('waiting for approval run-1/req/1: issue_refund {} (digest d1)');
+    expect(reason?.commands.join('\n')).toContain('approve run-1 run-1/req/1 --digest d1');
+  });
 });
 
 describe('budget use as the hints count it', () => {

@@ -249,7 +249,7 @@ export function beginClientOperation(
         : reject('operation_in_flight', `${op.op_id} is in flight`);
     }
     if (!same) return reject('operation_pending', `${op.op_id} is pending: begin it again as it was`);
-    return startOperation(record, now);
+    return withCallId(startOperation(record, now), op);
   }
   if (record.open_requests.length > 0) return reject('requests_open', 'requests are open');
   const call = spec.kind === 'tool_call' ? (spec.request as { call_id?: string }).call_id : undefined;
@@ -262,7 +262,25 @@ export function beginClientOperation(
     ...(call !== undefined ? { call_id: call } : {}),
   };
   const pending = seal({ ...record, operation, counters: { ...record.counters, next_op: n } });
-  return startOperation(pending, now);
+  return withCallId(startOperation(pending, now), operation);
+}
+
+/**
+ * A client's tool call names the model's call id on its operation_started event (`data.call_id`),
+ * so that a restarted client can match a replayed call to its operation by id, not only by
+ * position. The step worker's operation_started is left as it is.
+ */
+function withCallId(result: TransitionResult, op: Operation): TransitionResult {
+  if (!result.ok || op.call_id === undefined) return result;
+  const callId = op.call_id;
+  return {
+    ...result,
+    events: result.events.map((e) =>
+      e.kind === 'operation_started' && e.operation_id === op.op_id
+        ? { ...e, data: { ...e.data, call_id: callId } }
+        : e,
+    ),
+  };
 }
 
 /**
