@@ -193,7 +193,7 @@ describe.each(testedPages(ROOT))('%s', (file) => {
 
   beforeAll(async () => {
     // Each page from a stack without a tool policy, as after `npm start`.
-    expect((await api('POST', '/admin/policy', '{"rules": []}')).status).toBe(201);
+    expect((await api('POST', '/admin/policy', '{"rules": []}')).status).toBeLessThan(300);
   });
 
   const checks = blocks.map((block) => ({ block, run: check(block, () => lastOutput, vars) }));
