@@ -203,3 +203,45 @@ export function mismatches(
     ? []
     : [`${at}: ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`];
 }
+
+/** The inline code spans of `markdown` outside its fenced blocks. */
+export function inlineSpans(markdown: string): string[] {
+  const prose = markdown.replace(/^\s*(```|~~~)[^\n]*\n[\s\S]*?^\s*\1[^\n]*$/gm, '');
+  return [...prose.matchAll(/`([^`\n]+)`/g)].map((m) => m[1] as string);
+}
+
+/**
+ * The routes an inline `METHOD /path` span may mean: `{a|b}` is each of a and b, `[/x]` with
+ * and without it, a query dropped. `{id}`-like segments and `...` stay placeholders.
+ */
+export function routeForms(span: string): { method: string; path: string }[] {
+  const match = /^(GET|POST|PUT|DELETE|PATCH) (\/\S*)$/.exec(span);
+  if (!match) return [];
+  let paths = [(match[2] as string).replace(/\?.*$/, '')];
+  for (;;) {
+    const next = paths.flatMap((p) => {
+      const optional = /\[([^\]]*)\]/.exec(p);
+      if (optional) return [p.replace(optional[0], ''), p.replace(optional[0], optional[1] as string)];
+      const alternatives = /\{([^}]*\|[^}]*)\}/.exec(p);
+      if (alternatives)
+        return (alternatives[1] as string).split('|').map((a) => p.replace(alternatives[0], a));
+      return [p];
+    });
+    if (next.length === paths.length && next.every((p, i) => p === paths[i])) break;
+    paths = next;
+  }
+  return paths.map((path) => ({ method: match[1] as string, path }));
+}
+
+/** Whether the doc's `path` (placeholders `{x}` and `...`) names the API's `template` (`{param}`s). */
+export function namesRoute(path: string, template: string): boolean {
+  const pattern = path
+    .split(/(\{[^}]*\}|\.\.\.)/)
+    .map((part) => {
+      if (part === '...') return '.+';
+      if (/^\{[^}]*\}$/.test(part)) return '[^/]+';
+      return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('');
+  return new RegExp(`^${pattern}$`).test(template);
+}

@@ -3,17 +3,24 @@
  * says why not (issue 27, point 2), and the reader of those blocks (test/support/doc-blocks.ts)
  * reads markers, outputs and `http` examples as its docstring says.
  */
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cliProgram } from '../../bin/commands/cli-reference.ts';
+import { apiDocument } from '../../lib/checker/http-reference.ts';
 import {
   allDocBlocks,
   docBlocks,
   MarkerError,
   matchesOutput,
+  inlineSpans,
   mismatches,
+  namesRoute,
   parseExpected,
   parseHttpExample,
+  routeForms,
   substitute,
+  testedPages,
   unaccounted,
 } from '../support/doc-blocks.ts';
 
@@ -33,6 +40,70 @@ describe('the code blocks of the docs', () => {
     expect(
       guide.some((b) => b.lang === 'sh' && b.body.includes('examples/client-driven/agent-loop.ts')),
     ).toBe(true);
+  });
+});
+
+/** What is wrong with an inline `agent-runs ...` span: a command or an option the CLI does not have. */
+function unknownCliWords(span: string): string | null {
+  const words = span.replace(/^npx /, '').replace(/[[\]]/g, ' ').split(/\s+/).slice(1);
+  let command = cliProgram();
+  const options = [...command.options];
+  for (const word of words) {
+    const sub = command.commands.find((c) => c.name() === word);
+    if (sub === undefined) break;
+    command = sub;
+    options.push(...sub.options);
+  }
+  const flags = words.filter((w) => w.startsWith('--'));
+  const unknown = flags.filter((flag) => !options.some((o) => o.long === flag));
+  if (command.commands.length > 0 && command.name() !== 'agent-runs' && words.length > 1)
+    return `${span}: "${command.name()}" needs a subcommand`;
+  if (command.name() === 'agent-runs' && words.length > 0) return `${span}: no command "${words[0]}"`;
+  return unknown.length > 0 ? `${span}: no option ${unknown.join(', ')}` : null;
+}
+
+describe('the inline commands and routes of the docs', () => {
+  const spans = testedPages(ROOT).flatMap((file) =>
+    inlineSpans(readFileSync(join(ROOT, file), 'utf8')).map((span) => ({ file, span })),
+  );
+
+  it('name commands and options the CLI has', () => {
+    const commands = spans.filter(({ span }) => /^(npx )?agent-runs [a-z]/.test(span));
+    expect(commands.length).toBeGreaterThan(10);
+    const wrong = commands.map(
+      ({ file, span }) => unknownCliWords(span) && `${file}: ${unknownCliWords(span)}`,
+    );
+    expect(wrong.filter((w) => w !== null)).toEqual([]);
+  });
+
+  it('name routes of the OpenAPI document', () => {
+    const paths = (apiDocument() as { paths: Record<string, Record<string, unknown>> }).paths;
+    const routes = spans.flatMap(({ file, span }) => routeForms(span).map((r) => ({ file, span, ...r })));
+    expect(routes.length).toBeGreaterThan(15);
+    const missing = routes.filter(
+      ({ method, path }) =>
+        !Object.entries(paths).some(
+          ([template, ops]) => method.toLowerCase() in ops && namesRoute(path, template),
+        ),
+    );
+    expect(missing.map(({ file, span, path }) => `${file}: ${span} (${path})`)).toEqual([]);
+  });
+
+  it('checks spans as it says', () => {
+    expect(unknownCliWords('npx agent-runs events RUN --follow --until request_opened')).toBeNull();
+    expect(unknownCliWords('agent-runs events RUN --folow')).toContain('no option --folow');
+    expect(unknownCliWords('agent-runs run get RUN')).toContain('no command "run"');
+    expect(routeForms('GET /runs/{id}/checkpoints[/{n}]').map((r) => r.path)).toEqual([
+      '/runs/{id}/checkpoints',
+      '/runs/{id}/checkpoints/{n}',
+    ]);
+    expect(routeForms('POST /admin/{tools|policy}').map((r) => r.path)).toEqual([
+      '/admin/tools',
+      '/admin/policy',
+    ]);
+    expect(namesRoute('/functions/...', '/functions/{path}')).toBe(true);
+    expect(namesRoute('/admin/{kind}', '/admin/tools')).toBe(true);
+    expect(namesRoute('/runs/{id}/lease', '/runs/{id}/leases')).toBe(false);
   });
 });
 
