@@ -3,7 +3,7 @@
  * says why not (issue 27, point 2), and the reader of those blocks (test/support/doc-blocks.ts)
  * reads markers, outputs and `http` examples as its docstring says.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliProgram } from '../../bin/commands/cli-reference.ts';
@@ -32,6 +32,26 @@ describe('the code blocks of the docs', () => {
   it('are each run or marked with why not', () => {
     expect(blocks.length).toBeGreaterThan(20);
     expect(blocks.map(unaccounted).filter((problem) => problem !== null)).toEqual([]);
+  });
+
+  it('mark files that exist, and outputs after a block that runs', () => {
+    const problems = blocks.flatMap((block, i) => {
+      const where = `${block.file}:${block.line}`;
+      const marker = block.marker;
+      if (
+        (marker?.kind === 'same-as' || marker?.kind === 'excerpt-of') &&
+        !existsSync(join(ROOT, marker.path))
+      )
+        return [`${where}: no file ${marker.path}`];
+      const before = blocks[i - 1];
+      if (
+        marker?.kind === 'output' &&
+        (before?.file !== block.file || before.lang !== 'sh' || before.marker !== null)
+      )
+        return [`${where}: an output block follows a shell block that runs`];
+      return [];
+    });
+    expect(problems).toEqual([]);
   });
 
   it('include the client-driven guide in plain HTTP and its example run', () => {
