@@ -2,7 +2,8 @@
  * `agent-runs events <run> [--follow [--via ws|sse|poll]]`: a page of events, or a live view
  * that prints events as they arrive until the run ends: over the live WebSocket when its URL is
  * known (--ws-url, AGENT_RUNS_WS_URL, the local stack's state file), else by long polling;
- * `--via sse` follows the server-sent event stream. On a terminal the live view keeps a status line
+ * `--via sse` follows the server-sent event stream; `--until KIND` stops after the first event of
+ * that kind (a script waits for `request_opened`, then approves). On a terminal the live view keeps a status line
  * (cli-progress) under the events: status, operations (a bar when max_operations is set),
  * turns, model and tool calls, tokens. With --json it prints one event per line (NDJSON).
  */
@@ -15,6 +16,7 @@ interface EventsOptions {
   limit: string;
   follow?: boolean;
   via?: string;
+  until?: string;
 }
 
 /** How `--follow` receives events. */
@@ -44,14 +46,19 @@ export const eventsCommand: CommandModule = {
       .option('--limit <n>', 'page size (1..1000)', '100')
       .option('-f, --follow', 'follow live until the run ends')
       .option('--via <transport>', 'with --follow: ws (the live WebSocket), sse or poll (long polling)')
+      .option(
+        '--until <kind>',
+        'with --follow: stop after the first event of this kind (e.g. request_opened), or when the run ends',
+      )
       .action(async (runId: string, opts: EventsOptions, cmd: Command) => {
         const client = ctx.client(cmd);
         const after = parseIntArg('--after', opts.after);
         const limit = parseIntArg('--limit', opts.limit);
         if (opts.follow === true) {
           const target = ctx.liveTarget(cmd);
-          const { follow } = await import('./follow.ts');
-          await follow(ctx, cmd, client, runId, after, limit, followVia(opts.via, target), target);
+          const { follow, untilKind } = await import('./follow.ts');
+          const until = untilKind(opts.until);
+          await follow(ctx, cmd, client, runId, after, limit, followVia(opts.via, target), target, until);
           return;
         }
         const page = await client.events(runId, { after, limit });

@@ -8,8 +8,8 @@ import type { Command } from 'commander';
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts';
 import type { EventPage } from '../../lib/client/shapes.ts';
-import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
-import type { CliContext } from './context.ts';
+import { RUN_EVENT_KINDS, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import { type CliContext, CliError } from './context.ts';
 import type { FollowVia } from './events.ts';
 import { formatEvent, printable } from './format.ts';
 
@@ -83,7 +83,21 @@ function liveView(stream: NodeJS.WritableStream, run: RunRecord) {
   };
 }
 
-/** Follows a run until it ends, printing every event; returns the run as last read. */
+/** `--until`'s value checked against the event kinds. Throws CliError(invalid_argument) for another. */
+export function untilKind(value: string | undefined): RunEvent['kind'] | undefined {
+  if (value === undefined) return undefined;
+  if (!(RUN_EVENT_KINDS as readonly string[]).includes(value))
+    throw new CliError(
+      'invalid_argument',
+      `--until must be an event kind (${RUN_EVENT_KINDS.join(', ')}): ${value}`,
+    );
+  return value as RunEvent['kind'];
+}
+
+/**
+ * Follows a run until it ends (or until the first event of kind `until`), printing every event;
+ * returns the run as last read.
+ */
 export async function follow(
   ctx: CliContext,
   cmd: Command,
@@ -93,6 +107,7 @@ export async function follow(
   limit: number,
   via: FollowVia = 'poll',
   target: LiveTarget = { baseUrl: client.baseUrl },
+  until?: RunEvent['kind'],
 ): Promise<RunRecord> {
   let run = await client.getRun(runId);
   const json = ctx.json(cmd);
@@ -110,6 +125,7 @@ export async function follow(
         lastRefresh = run.last_seq;
         view.update(run);
       }
+      if (event.kind === until) break;
     }
     run = await client.getRun(runId);
     view?.update(run);

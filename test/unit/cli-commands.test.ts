@@ -633,6 +633,25 @@ describe('agent-runs events and tools', () => {
     ]);
   });
 
+  it('events --follow --until KIND stops after the first event of that kind, without polling on', async () => {
+    sentCount = 0;
+    const r = await cli(['events', 'run_1', '--follow', '--until', 'operation_started'], followApi);
+    expect(r.code).toBe(0);
+    expect(r.out.split('\n').slice(0, 2)).toEqual([
+      '#   1  00:00:00.000  run_started',
+      '#   2  00:00:00.000  operation_started',
+    ]);
+    expect(r.out).not.toContain('run_completed');
+    expect(r.sent.filter((x) => x.path.endsWith('/events'))).toHaveLength(1);
+  });
+
+  it('events --follow --until refuses a word that is no event kind', async () => {
+    const r = await cli(['events', 'run_1', '--follow', '--until', 'approved'], followApi);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('--until must be an event kind');
+    expect(r.sent).toEqual([]);
+  });
+
   it('events --follow --json prints one JSON event per line', async () => {
     sentCount = 0;
     const r = await cli(['--json', 'events', 'run_1', '--follow'], followApi);
