@@ -12,6 +12,7 @@ import {
   BUDGET_LIMITS,
   type Control,
   isTerminalStatus,
+  RUN_STATUSES,
   RunEvent,
   type RunEventKind,
   RunRecord,
@@ -466,16 +467,7 @@ describe('run state machine under random action sequences', () => {
   it('parses every record, and every record given another status, as the union does', () => {
     // safeParseRunRecord goes to the shapes of the record's status first (the commit path's
     // seal); its answer, success or refusal with its issues, must be the union's.
-    const statuses = [
-      'queued',
-      'running',
-      'waiting',
-      'paused',
-      'cancelling',
-      'completed',
-      'failed',
-      'stopped',
-    ];
+    const statuses = RUN_STATUSES;
     let refused = 0;
     fc.assert(
       fc.property(scenario, fc.nat(7), ({ start, actions }, shift) => {
