@@ -4,7 +4,9 @@
  * cancelled while it ran) logs operation_cancelled for them; the transcript compiled from that
  * log, as a fork or resume hands it to a model, answers every call with a result labelled as
  * the runtime's, in each provider format the runtime compiles: OpenAI chat completions, Bedrock
- * Converse (Anthropic's models on Bedrock) and the AI SDK prompt (Anthropic's own API).
+ * Converse (Anthropic's models on Bedrock) and the AI SDK prompt (Anthropic's own API). A run
+ * that goes on after a call was cancelled (a steer interrupted it; its reducer cites the
+ * cancellation by seq, which answers no call) gives its next model turn a result for it too.
  * Seed: deterministic-seams ("The context compiler"); agent-run-contracts, "The model-turn function".
  */
 import { describe, expect, it } from 'vitest';
@@ -18,6 +20,7 @@ import { toChatRequest } from '../../lib/models/openai-compatible.ts';
 import { reduce } from '../../lib/reducers/agent-loop/reduce.ts';
 import { alice, inProcessReducers, inProcessTools, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
+import { respond, unchanged } from '../support/reducers.ts';
 
 const LOOP = '/r/agent-loop';
 const usage = { input_tokens: 10, output_tokens: 2 };
@@ -169,5 +172,101 @@ describe('the transcript of a run stopped with tool calls in flight', () => {
     });
     expect(context.manifest.synthesized).toEqual([{ call_id: 'call_1', reason: 'cancelled' }]);
     assertPaired(context, ['call_1']);
+  });
+
+  it('gives the model a result for a call interrupted in flight when the run goes on', async () => {
+    // Prepare: a reducer that calls the tool the model asked for and, when that call is
+    // cancelled, asks the model again citing the cancellation by seq (a tool_results entry
+    // without content, which the contract allows). A steer that interrupts cancels the call.
+    const inputs: CompiledContext[] = [];
+    let runId = '';
+    let pending: { call_id: string; name: string } | undefined;
+    const t = await makeMemoryTestEngine({
+      reducers: inProcessReducers({
+        '/r/ask-again': (raw) => {
+          const req = raw as { state: { seen: number } | null; state_rev: number; event: RunEvent };
+          if (req.event.seq <= (req.state?.seen ?? 0)) return unchanged(req);
+          const next = { seen: req.event.seq };
+          const call = (req.event.data as { tool_calls?: { call_id: string; name: string }[] })
+            .tool_calls?.[0];
+          switch (req.event.kind) {
+            case 'run_started':
+              return respond(req, next, [{ kind: 'request_model_turn', tools_offered: [] }]);
+            case 'operation_cancelled': {
+              const cited = { ...(pending as { call_id: string }), status: 'cancelled', seq: req.event.seq };
+              return respond(req, next, [
+                { kind: 'request_model_turn', tools_offered: [], tool_results: [cited] },
+              ]);
+            }
+            case 'model_turn_completed':
+              if (call === undefined)
+                return respond(req, next, [{ kind: 'complete', outcome: 'succeeded', summary: 'done' }]);
+              pending = call;
+              return respond(req, next, [
+                {
+                  kind: 'call_tool',
+                  tool: call.name,
+                  args: {},
+                  mutating: false,
+                  replay_safe: true,
+                  for_call_id: call.call_id,
+                },
+              ]);
+            default:
+              return respond(req, next, []);
+          }
+        },
+      }),
+      tools: inProcessTools({
+        lookup: (_r, signal) =>
+          new Promise((resolve) => {
+            signal.addEventListener('abort', () => resolve({ aborted: true }));
+            const steer = {
+              control_id: 'nudge',
+              command: 'steer',
+              input: 'faster please',
+              when_busy: 'interrupt',
+            };
+            void t.engine.applyControl(runId, steer as never, alice);
+          }),
+      }),
+      models: {
+        async turn(_input, context: CompiledContext): Promise<ModelTurnOutput> {
+          inputs.push(context);
+          if (inputs.length > 1)
+            return { message: { text: 'ok' }, tool_calls: [], finish_reason: 'stop', usage };
+          const tool_calls = [{ call_id: 'call_9', name: 'lookup', args: {} }];
+          return { message: { text: null }, tool_calls, finish_reason: 'tool_calls', usage };
+        },
+      },
+      stopPollMs: 5,
+    });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject(), reducer: { function_path: '/r/ask-again' }, input: 'look it up' },
+      alice,
+    );
+    runId = run.run_id;
+
+    // Act
+    for (let i = 0; i < 10; i += 1) {
+      await t.drainMessages();
+      const outcome = await t.engine.stepRun(run.run_id);
+      if (outcome.kind !== 'progressed' || outcome.status !== 'queued') break;
+    }
+
+    // Assess: the premise (the call was cancelled, the run went on to a second turn), then its input.
+    const events = await t.engine.readEvents(run.run_id, alice, 0, 1_000);
+    expect(events.filter((e) => e.kind === 'operation_cancelled').map((e) => e.data)).toEqual([
+      { acknowledged: true, call_id: 'call_9' },
+    ]);
+    expect(inputs).toHaveLength(2);
+    const second = inputs[1] as CompiledContext;
+    expect(second.messages.find((m) => m.role === 'tool')).toEqual({
+      role: 'tool',
+      call_id: 'call_9',
+      name: 'lookup',
+      content: syntheticResultContent('cancelled'),
+    });
+    assertPaired(second, ['call_9']);
   });
 });
