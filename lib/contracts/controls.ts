@@ -79,6 +79,8 @@ export const CONTROL_REJECTION_REASONS = [
   'digest_mismatch',
   'control_id_reused',
   'request_not_found',
+  /** approve or provide_input of a request of this run that is no longer open (answered or closed). */
+  'request_already_resolved',
   'request_kind_mismatch',
   'not_paused',
   'reducer_change_not_accepted',

@@ -152,6 +152,13 @@ export const ERROR_CODES = {
     meaning: 'another delivery (another delivery_id) was already applied to the resume key',
     action: 'nothing: the operation has its result; resend only with the original delivery_id',
   },
+  delivery_id_reused: {
+    status: 409,
+    source: 'engine',
+    meaning:
+      'the delivery_id was already used on the resume key with another body (as control_id_reused is for controls)',
+    action: 'resend the original body under that delivery_id, or send a new result under a new delivery_id',
+  },
   result_already_held: {
     status: 409,
     source: 'engine',

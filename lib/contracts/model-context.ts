@@ -48,6 +48,19 @@ export const ContextManifest = z.object({
     )
     .optional(),
   /**
+   * The tool calls that had no result in the window and were given a synthetic one (a tool
+   * message labelled as the runtime's), with why: `not_run` (cancelled before dispatch),
+   * `cancelled`, `outcome_unknown` (its wait closed), `stopped`, `no_result`. Absent when none.
+   */
+  synthesized: z
+    .array(
+      z.object({
+        call_id: z.string(),
+        reason: z.enum(['not_run', 'cancelled', 'outcome_unknown', 'stopped', 'no_result']),
+      }),
+    )
+    .optional(),
+  /**
    * Set when the transcript was compiled from a compaction checkpoint: the run holding it, its
    * number, and the window of events kept verbatim (from `window_from_seq`); events 2 to
    * `window_from_seq - 1` are represented by the structured state message instead.

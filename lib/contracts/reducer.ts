@@ -118,7 +118,15 @@ export const OperationFailedData = z.object({
   outcome_unknown: z.boolean(),
   message: z.string(),
 });
-export const OperationCancelledData = z.object({ acknowledged: z.boolean() });
+/**
+ * `before_dispatch`: cancelled by a stop seen after its start commit and before it was
+ * dispatched (it never ran); `call_id`: the model's call the operation was for, if any.
+ */
+export const OperationCancelledData = z.object({
+  acknowledged: z.boolean(),
+  before_dispatch: optionalField(z.literal(true)),
+  call_id: optionalField(z.string()),
+});
 export const ResumedData = z.object({ from_checkpoint_no: Count.nullable() });
 export const BudgetExceededData = z.object({ which: z.string(), limit: z.number(), used: z.number() });
 export const StoppedData = z.object({ reason: z.string() });

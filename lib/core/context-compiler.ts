@@ -42,6 +42,19 @@
  * appear in the manifest. Net effect: every call of an answered turn is followed by exactly one
  * tool message, as provider APIs require.
  *
+ * Every call is paired (issue 25 item 9): a tool call of an assistant message that no tool
+ * message answers before the next assistant message (from the log or the reducer's answers) gets
+ * a synthetic tool message, placed like an answer and labelled as the runtime's, never the
+ * tool's: `Error: no result (synthesized by the runtime): <why>`, where why follows the call's
+ * last ending in the window: `not_run` (operation_cancelled with before_dispatch: the tool was
+ * never called), `cancelled` (operation_cancelled: stopped or interrupted while it ran),
+ * `outcome_unknown` (its result request closed, e.g. expired, without a result), `stopped` (the
+ * run stopped after the call, with no ending of its own logged), `no_result` (nothing: e.g. the
+ * window ends before its result). Provider APIs (OpenAI chat, Anthropic, Bedrock Converse)
+ * refuse a call without a result; a transcript compiled after a fork or a resume is sent as is.
+ * Synthetic results are listed in the manifest's `synthesized` ({call_id, reason}), not in
+ * `included`.
+ *
  * User text of an input value: a string verbatim; an object with a string `text` field → that
  * text; null/undefined → no message (the event is skipped); anything else → canonical JSON.
  *
@@ -239,10 +252,124 @@ export function compileContext(
   }
 
   const toSeqOut = ordered.length > 0 ? (ordered[ordered.length - 1]?.seq ?? fromSeq - 1) : fromSeq - 1;
+  const answered = placeAnswers(messages, opts.answers ?? [], callTurns, callNames);
+  const paired = pairCalls(answered, callEndings(ordered));
   return {
-    messages: placeAnswers(messages, opts.answers ?? [], callTurns, callNames),
-    manifest: { from_seq: fromSeq, to_seq: toSeqOut, included, excluded },
+    messages: paired.messages,
+    manifest: {
+      from_seq: fromSeq,
+      to_seq: toSeqOut,
+      included,
+      excluded,
+      ...(paired.synthesized.length > 0 ? { synthesized: paired.synthesized } : {}),
+    },
   };
+}
+
+/** Why a call has no result, as a synthetic tool message says (module docstring). */
+export type UnpairedReason = 'not_run' | 'cancelled' | 'outcome_unknown' | 'stopped' | 'no_result';
+
+/** The text of each reason, after `Error: no result (synthesized by the runtime): `. */
+const UNPAIRED_TEXT: Record<UnpairedReason, string> = {
+  not_run: 'the run was stopped before this call was dispatched; the tool did not run.',
+  cancelled:
+    'the call was cancelled while it ran (the run was stopped or interrupted); whether it took effect is unknown.',
+  outcome_unknown: 'its result never arrived (the wait for it closed); its outcome is unknown.',
+  stopped: 'the run was stopped before this call returned; whether it took effect is unknown.',
+  no_result: 'none was recorded for this call.',
+};
+
+/** The content of the synthetic result of a call that ended `reason`. */
+export function syntheticResultContent(reason: UnpairedReason): string {
+  return `Error: no result (synthesized by the runtime): ${UNPAIRED_TEXT[reason]}`;
+}
+
+/**
+ * call_id → how its latest ending in `ordered` left it without a result: operation_cancelled
+ * naming it (`not_run` when before_dispatch), request_closed of its result request (opened by
+ * a request_opened naming it; reason `stopped` → stopped, else outcome_unknown), or a `stopped`
+ * event after it was issued (only for calls with no ending of their own). Reads only ids.
+ */
+function callEndings(ordered: readonly RunEvent[]): ReadonlyMap<string, UnpairedReason> {
+  const endings = new Map<string, UnpairedReason>();
+  const issued = new Set<string>();
+  const requestCalls = new Map<string, string>();
+  const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+  for (const event of ordered) {
+    const callId = str(event.data.call_id);
+    switch (event.kind) {
+      case 'model_turn_completed': {
+        const calls = Array.isArray(event.data.tool_calls) ? event.data.tool_calls : [];
+        for (const call of calls) {
+          const id = str((call as { call_id?: unknown } | null)?.call_id);
+          if (id === null) continue;
+          issued.add(id);
+          endings.delete(id); // issued again (recorded transcripts reuse ids): a new call
+        }
+        break;
+      }
+      case 'operation_cancelled':
+        if (callId !== null)
+          endings.set(callId, event.data.before_dispatch === true ? 'not_run' : 'cancelled');
+        break;
+      case 'request_opened': {
+        const requestId = str(event.data.request_id);
+        if (callId !== null && requestId !== null) requestCalls.set(requestId, callId);
+        break;
+      }
+      case 'request_closed': {
+        const call = requestCalls.get(String(event.data.request_id));
+        if (call !== undefined)
+          endings.set(call, event.data.reason === 'stopped' ? 'stopped' : 'outcome_unknown');
+        break;
+      }
+      case 'stopped':
+        for (const id of issued) if (!endings.has(id)) endings.set(id, 'stopped');
+        break;
+      default:
+        break;
+    }
+  }
+  return endings;
+}
+
+/**
+ * `messages` with a synthetic tool message for each call of an assistant message that no tool
+ * message answers before the next assistant message, inserted after the tool messages that
+ * immediately follow that assistant message (module docstring). `endings`: why each call has no
+ * result (`no_result` when absent). Returns the messages and the list of what was synthesized.
+ */
+function pairCalls(
+  messages: readonly ContextMessage[],
+  endings: ReadonlyMap<string, UnpairedReason>,
+): { messages: ContextMessage[]; synthesized: { call_id: string; reason: UnpairedReason }[] } {
+  const out: ContextMessage[] = [];
+  const synthesized: { call_id: string; reason: UnpairedReason }[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i] as ContextMessage;
+    out.push(message);
+    if (message.role !== 'assistant' || message.tool_calls.length === 0) continue;
+    const answered = new Set<string>();
+    for (let k = i + 1; k < messages.length; k++) {
+      const later = messages[k];
+      if (later === undefined || later.role === 'assistant') break;
+      if (later.role === 'tool') answered.add(later.call_id);
+    }
+    while (messages[i + 1]?.role === 'tool') out.push(messages[++i] as ContextMessage);
+    for (const call of message.tool_calls) {
+      if (answered.has(call.call_id)) continue;
+      answered.add(call.call_id);
+      const reason = endings.get(call.call_id) ?? 'no_result';
+      out.push({
+        role: 'tool',
+        call_id: call.call_id,
+        name: call.name,
+        content: syntheticResultContent(reason),
+      });
+      synthesized.push({ call_id: call.call_id, reason });
+    }
+  }
+  return { messages: out, synthesized };
 }
 
 /** `sorted` (by seq) without repeated seqs: the first event of each seq is kept. */

@@ -43,6 +43,7 @@ export {
   type DeliveryDecision,
   decideDelivery,
   EARLY_RESULT_TTL_MS,
+  heldBodyDigest,
   RESULT_EXPIRY_MS,
   type ResumeKeyEntry,
 } from './run-machine/deliveries.ts';

@@ -8,6 +8,7 @@
  */
 import { childOfResumeKey, type RunRecord } from '../contracts/index.ts';
 import { accessOf, type Caller } from '../core/authority.ts';
+import { digestOf } from '../core/canonical.ts';
 import {
   type DeliveryDecision,
   decideDelivery,
@@ -41,7 +42,8 @@ const KEY_RACE_ATTEMPTS = 4;
  * names the field and the refusal code; nothing is recorded, the request stays open),
  * unauthorized (a `child:` key: hand-backs are the runtime's), resume_key_not_found (the key's
  * request is closed, or the caller may not see its run), result_already_delivered /
- * result_already_held (another delivery took the key), run_terminal, payload_too_large (an
+ * result_already_held (another delivery took the key), delivery_id_reused (the delivery_id
+ * applied or held on the key came with another body), run_terminal, payload_too_large (an
  * early result above EARLY_RESULT_LIMIT), store_unavailable.
  *
  * No oracle: the caller's authority over the key's run is checked before any answer that
@@ -65,6 +67,7 @@ export async function deliverResult(
     });
   }
   const mayHold = caller.principal.kind === 'system';
+  const bodyDigest = bodyDigestOf(raw);
   for (let attempt = 0; attempt < KEY_RACE_ATTEMPTS; attempt += 1) {
     const entry = await ctx.store.readResumeKey(resumeKey, ctx.clock.now());
     // Authority before any answer that depends on the key. A key no run waits on (nothing, or
@@ -77,7 +80,7 @@ export async function deliverResult(
       if (entry?.kind !== 'wait') throw keyNotFound(resumeKey);
       known = { record: mayDeliverTo(record, entry.run_id, resumeKey, caller), entry };
     }
-    const decision = decideDelivery(entry, deliveryId, mayHold);
+    const decision = decideDelivery(entry, deliveryId, mayHold, bodyDigest);
     // A system caller sees every run, but a capability it presents must still match.
     if (mayHold && (decision.kind === 'duplicate' || decision.kind === 'refused') && entry?.kind === 'wait') {
       mayDeliverTo(await ctx.store.getRun(entry.run_id), entry.run_id, resumeKey, caller);
@@ -97,7 +100,7 @@ export async function deliverResult(
         continue; // a wait or another hold took the key meanwhile: decide again
       }
       case 'deliver':
-        return applyToWait(ctx, resumeKey, raw, caller, deliveryId, decision, known);
+        return applyToWait(ctx, resumeKey, raw, caller, { deliveryId, bodyDigest }, decision, known);
     }
   }
   throw new EngineError(
@@ -136,9 +139,27 @@ function mayDeliverTo(record: RunRecord | null, runId: string, resumeKey: string
 }
 
 function refusedMessage(decision: Extract<DeliveryDecision, { kind: 'refused' }>): string {
-  return decision.code === 'result_already_delivered'
-    ? 'a result with another delivery_id was already delivered for this resume_key'
-    : 'another result is already held for this resume_key';
+  switch (decision.code) {
+    case 'result_already_delivered':
+      return 'a result with another delivery_id was already delivered for this resume_key';
+    case 'result_already_held':
+      return 'another result is already held for this resume_key';
+    case 'delivery_id_reused':
+      return 'this delivery_id was already used with another body for this resume_key';
+  }
+}
+
+/**
+ * The `digestOf` the body, binding a delivery_id to what it delivered; a body that is not
+ * canonical JSON (a lone surrogate, a number out of range) gets a digest of its plain JSON text,
+ * so that the envelope check, not the digest, refuses it.
+ */
+function bodyDigestOf(raw: unknown): string {
+  try {
+    return digestOf(raw);
+  } catch {
+    return digestOf(JSON.stringify(raw) ?? null);
+  }
 }
 
 /** The EngineError of a refused envelope: names the field and the refusal code. */
@@ -196,7 +217,7 @@ async function applyToWait(
   resumeKey: string,
   raw: unknown,
   caller: Caller,
-  deliveryId: string | undefined,
+  sent: { deliveryId: string | undefined; bodyDigest: string },
   wait: { run_id: string; op_id: string },
   known?: { record: RunRecord; entry: ResumeKeyEntry },
 ): Promise<DeliveryAck> {
@@ -220,7 +241,8 @@ async function applyToWait(
       throw notFound();
     },
     decide({ record, entry }): Decision<DeliveryAck> {
-      const again = decideDelivery(entry, deliveryId, false);
+      const { deliveryId, bodyDigest } = sent;
+      const again = decideDelivery(entry, deliveryId, false, bodyDigest);
       if (again.kind === 'duplicate') return { done: { ack: 'duplicate', original_seq: again.original_seq } };
       if (again.kind === 'refused')
         throw new EngineError(again.code, refusedMessage(again), { resume_key: resumeKey });
@@ -230,7 +252,7 @@ async function applyToWait(
       const { envelope, refusal } = normalizeToolResult(raw, wait.op_id);
       if (refusal !== undefined) throw refusalError(refusal);
       const result = deliverResultTransition(record, resumeKey, envelope, ctx.clock.now(), {
-        ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
+        ...(deliveryId !== undefined ? { delivery_id: deliveryId, body_digest: bodyDigest } : {}),
       });
       if (!result.ok) {
         if (result.code === 'run_terminal')

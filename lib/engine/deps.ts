@@ -41,6 +41,8 @@ import { createUsageMeter, type UsageMeter } from './usage-meter.ts';
 export type CrashPoint =
   | 'after_lease_acquire'
   | 'after_reducer_answer'
+  /** After an operation's start commit, before it is dispatched (or cancelled by a stop seen then). */
+  | 'before_dispatch'
   | 'after_dispatch'
   | 'after_commit_before_send'
   | 'during_heartbeat';

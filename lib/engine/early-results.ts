@@ -5,7 +5,7 @@
  * issue 12 item 2 (no lost wake-up).
  */
 import type { RunEvent, RunRecord } from '../contracts/index.ts';
-import { deliverResult, type TransitionResult } from '../core/run-machine.ts';
+import { deliverResult, heldBodyDigest, type TransitionResult } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { EngineDeps } from './deps.ts';
 
@@ -28,9 +28,11 @@ export async function earlyDeliveries(
     // Validated when it arrived; normalized again now that the operation is known.
     const { envelope } = normalizeToolResult(JSON.parse(entry.body) as unknown, String(event.data.op_id));
     const at = deps.clock.now();
+    const digest = heldBodyDigest(entry.body);
     const mark = {
       early: true,
       ...(entry.delivery_id !== undefined ? { delivery_id: entry.delivery_id } : {}),
+      ...(digest !== null ? { body_digest: digest } : {}),
     };
     moves.push((record) => deliverResult(record, key, envelope, at, mark));
   }

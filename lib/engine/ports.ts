@@ -360,8 +360,11 @@ export interface RunStore {
    * The run's status and the steer interrupting its operation in flight (`interrupt_requested`,
    * null when none), eventually consistent (may lag a just-committed change by about a second):
    * the cheap read a running operation polls to see a stop or an interrupt. Null for an unknown run.
+   * `consistent`: a strongly consistent read instead (one read unit per 4 KB of record, not half),
+   * which sees every committed change: the look a non-interruptible operation takes before it is
+   * dispatched (stop-watch.ts `stopBeforeDispatch`).
    */
-  getStatus(runId: string): Promise<RunStatusView | null>;
+  getStatus(runId: string, opts?: { consistent?: boolean }): Promise<RunStatusView | null>;
   /** Run record and one control ack in one consistent BatchGetItem. */
   getRunAndAck(
     runId: string,

@@ -35,7 +35,7 @@ import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
 import { askReducer } from './reducer-delivery.ts';
-import { watchForStop } from './stop-watch.ts';
+import { stopBeforeDispatch, watchForStop } from './stop-watch.ts';
 import { takeLease } from './take-lease.ts';
 
 export type StepOutcome =
@@ -232,7 +232,11 @@ class StepWorker {
     await this.commit();
     if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null)
       return true;
-    this.pendingResult = await this.dispatch();
+    // A stop committed after the start commit (it found the operation started: `cancelling`)
+    // still keeps a non-interruptible operation from running: one last look (stop-watch.ts).
+    await this.ctx.faults('before_dispatch', this.base.run_id);
+    const stopped = await stopBeforeDispatch(this.ctx, this.base.run_id, started);
+    this.pendingResult = stopped ?? (await this.dispatch());
     this.operationsRun += 1;
     await this.ctx.faults('after_dispatch', this.base.run_id);
     if (!this.stageResult()) {

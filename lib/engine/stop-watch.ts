@@ -13,7 +13,9 @@
  * would still need the read for its own loss. Issue 12, item 6 (stop); issue 14, item 5 (a steer
  * that interrupts); seed agent-runs, "Controls" (stop).
  */
+import type { Operation } from '../contracts/index.ts';
 import { type OperationEnd, operationMustEnd } from '../core/guards.ts';
+import type { OperationResult } from '../core/run-machine.ts';
 import type { EngineDeps } from './deps.ts';
 
 /** What the watch saw: the run stopping, or a steer interrupting the operation. */
@@ -54,4 +56,39 @@ export function watchForStop(
     clearInterval(timer);
     await reading;
   };
+}
+
+/**
+ * The last look before the started operation `op` of `runId` is dispatched, for a
+ * non-interruptible operation only: one strongly consistent status read (`getStatus`
+ * consistent). A stop whose commit came after the operation's start commit found the operation
+ * started and left the run `cancelling`; the operation has not run, so it is cancelled instead:
+ * `{kind: 'operation_cancelled', acknowledged: true, before_dispatch: true}` (its commit ends
+ * the run stopped and logs operation_cancelled with `before_dispatch: true`). A stop committed
+ * before the start commit needs no look: that commit is then stale and its replay is refused.
+ * Null when the operation may run: it is interruptible (the watch aborts it once it runs, so
+ * that path costs no read), no stop was seen, or the read failed (it runs, as it did before the
+ * look existed; the stop then ends the run when the operation returns). Seed: agent-runs,
+ * "Controls" (stop); issue 25 item 11.
+ */
+export async function stopBeforeDispatch(
+  deps: EngineDeps,
+  runId: string,
+  op: Operation,
+): Promise<OperationResult | null> {
+  if (op.interruptible) return null;
+  try {
+    const view = await deps.store.getStatus(runId, { consistent: true });
+    if (view?.status !== 'cancelling') return null;
+  } catch (err) {
+    deps.log({
+      level: 'warn',
+      message: 'stop look before dispatch failed',
+      run_id: runId,
+      error: String(err),
+    });
+    return null;
+  }
+  deps.log({ level: 'info', message: 'operation cancelled before dispatch', run_id: runId, op_id: op.op_id });
+  return { kind: 'operation_cancelled', acknowledged: true, before_dispatch: true };
 }

@@ -36,7 +36,8 @@
  *                           before its wait, held {early_json, delivery_id?, early_expires_at}
  *                           (bounded: EARLY_RESULT_LIMIT bytes, until early_expires_at); or,
  *                           once a delivery with a delivery_id was applied, {run_id, op_id,
- *                           delivered_id, delivered_seq} kept DELIVERY_MEMORY_MS for duplicates
+ *                           delivered_id, delivered_digest?, delivered_seq} kept
+ *                           DELIVERY_MEMORY_MS for duplicates (same id and body)
  *   QUOTA#{sha256} / L#{n}  live-run slot n of a principal, held by a live run {run_id}
  *   QUOTA#{sha256} / W#{ms} a principal's create count in the minute starting at ms {count}
  *

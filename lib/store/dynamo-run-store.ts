@@ -104,13 +104,13 @@ async function getItem(
 }
 
 /** The record item's status attribute, eventually consistent (half the read units of getRun). */
-async function getStatus(io: DynamoIo, runId: string): Promise<RunStatusView | null> {
+async function getStatus(io: DynamoIo, runId: string, consistent = false): Promise<RunStatusView | null> {
   io.metrics.reads += 1;
   const out = await io.doc.send(
     new GetCommand({
       TableName: io.table,
       Key: { pk: runPk(runId), sk: 'R' },
-      ConsistentRead: false,
+      ConsistentRead: consistent,
       ProjectionExpression: '#s, #i',
       ExpressionAttributeNames: { '#s': 'status', '#i': 'interrupt_requested' },
       ReturnConsumedCapacity: 'TOTAL',
@@ -398,7 +398,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     {
       metrics: io.metrics,
       getRun: async (runId) => seenRecord(io, await getItem(io, runPk(runId), 'R')),
-      getStatus: (runId) => getStatus(io, runId),
+      getStatus: (runId, opts) => getStatus(io, runId, opts?.consistent === true),
       getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
       getState: (runId, rev, at) => getState(io, runId, rev, at),
       readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),

@@ -277,6 +277,7 @@ export function resumeKeyEntryOf(item: Item | undefined, now: number): ResumeKey
       ? {
           delivered: {
             ...(typeof item.delivered_id === 'string' ? { delivery_id: item.delivered_id } : {}),
+            ...(typeof item.delivered_digest === 'string' ? { body_digest: item.delivered_digest } : {}),
             seq: item.delivered_seq,
           },
         }

@@ -417,9 +417,9 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       return seenIn(table, table.read(runPk(runId), 'R'));
     },
-    async getStatus(runId) {
+    async getStatus(runId, opts) {
       await yieldOnce();
-      const record = recordOf(table.read(runPk(runId), 'R', false));
+      const record = recordOf(table.read(runPk(runId), 'R', opts?.consistent === true));
       if (record === null) return null;
       const interrupt = 'interrupt_requested' in record ? record.interrupt_requested : undefined;
       return { status: record.status, interrupt_requested: interrupt ?? null };

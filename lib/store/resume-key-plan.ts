@@ -20,15 +20,22 @@ export const DELIVERY_MEMORY_MS = 7 * 24 * 3_600_000;
 /** What one commit's events do to one resume key. */
 interface ResumeKeyUse {
   opened?: { run_id: string; op_id: string; at: number };
-  delivered?: { op_id: string | undefined; delivery_id?: string; early: boolean; seq: number; at: number };
+  delivered?: {
+    op_id: string | undefined;
+    delivery_id?: string;
+    body_digest?: string;
+    early: boolean;
+    seq: number;
+    at: number;
+  };
 }
 
 /**
  * The resume-key items a commit's events call for, one write per key. A wait (request_opened of
  * kind result) claims the key unless an early result is held there (the commit is then refused
  * early_result_held, and the committer applies it). A delivery keeps the key as used
- * {delivered_id?, delivered_seq} for DELIVERY_MEMORY_MS (a repeat of its delivery_id is a
- * duplicate, another delivery is refused) until a new wait takes it; an early result applied in
+ * {delivered_id?, delivered_digest?, delivered_seq} for DELIVERY_MEMORY_MS (a repeat of its
+ * delivery_id and body is a duplicate, another delivery is refused) until a new wait takes it; an early result applied in
  * the wait's own commit must still be held then, so it is applied exactly once.
  */
 export function eventIndexWrites(events: RunEvent[], record: RunRecord): PlannedWrite[] {
@@ -41,10 +48,11 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
       use(key).opened = { run_id: record.run_id, op_id: String(event.data.op_id), at: event.at };
     }
     if (event.kind === 'result_delivered') {
-      const deliveryId = event.data.delivery_id;
+      const { delivery_id: deliveryId, body_digest: bodyDigest } = event.data;
       use(key).delivered = {
         op_id: events[i + 1]?.operation_id,
         ...(typeof deliveryId === 'string' ? { delivery_id: deliveryId } : {}),
+        ...(typeof bodyDigest === 'string' ? { body_digest: bodyDigest } : {}),
         early: event.data.early === true,
         // The ack names the tool_result that follows result_delivered.
         seq: events[i + 1]?.seq ?? event.seq,
@@ -75,6 +83,7 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
         run_id: record.run_id,
         op_id: delivered.op_id ?? opened?.op_id ?? '',
         ...(delivered.delivery_id !== undefined ? { delivered_id: delivered.delivery_id } : {}),
+        ...(delivered.body_digest !== undefined ? { delivered_digest: delivered.body_digest } : {}),
         delivered_seq: delivered.seq,
         [ATTR.expiresAtTtl]: Math.ceil((delivered.at + DELIVERY_MEMORY_MS) / 1000),
       },

@@ -190,7 +190,8 @@ describe('race 6: an approval whose arguments a steer changed', () => {
       { control_id: 'approve-r1', command: 'approve', request_id: r1.request_id, subject_digest: d1 },
       alice,
     );
-    expect(withdrawn).toMatchObject({ ack: 'rejected', reason: 'request_not_found' });
+    // The withdrawn request was this run's: it is no longer open (issue 25 item 10).
+    expect(withdrawn).toMatchObject({ ack: 'rejected', reason: 'request_already_resolved' });
     expect(await engine.stepRun(run.run_id)).toMatchObject({ kind: 'nothing_to_do', status: 'waiting' });
     expect(deployed).toEqual([]);
 

@@ -258,7 +258,7 @@ describe('the CLI against the API', () => {
     expect(answered).toMatchObject({ code: 0, out: expect.stringMatching(/^applied \(seq \d+\)$/) });
     const again = await cli('answer', run.run_id, requestId, 'HAT002');
     expect(again.code).toBe(2);
-    expect(again.out).toMatch(/^rejected: request_not_found \(seq \d+\)$/);
+    expect(again.out).toMatch(/^rejected: request_already_resolved \(seq \d+\)$/);
   });
 
   it('prints the API error code on stderr and exits 1', async () => {

@@ -41,7 +41,7 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
       return store.metrics;
     },
     getRun: (id) => store.getRun(id),
-    getStatus: (id) => store.getStatus(id),
+    getStatus: (id, opts) => store.getStatus(id, opts),
     getRunAndAck: (id, control) => store.getRunAndAck(id, control),
     getState: (id, rev, at) => store.getState(id, rev, at),
     readEvents: (id, after, limit) => store.readEvents(id, after, limit),

@@ -5,6 +5,7 @@ import {
   ContextCompileError,
   compileContext,
   storedManifest,
+  syntheticResultContent,
   toolResultContent,
 } from '../../lib/core/context-compiler.ts';
 import { eventsFromRecording } from '../../lib/models/recorded.ts';
@@ -309,8 +310,13 @@ describe('compileContext', () => {
     ]);
     // Answers are not events: the manifest lists the log only.
     expect(manifest.included.map((i) => i.seq)).toEqual([1, 2, 5, 6]);
-    // Without the answer the call would stay unanswered.
-    expect(compileContext(events).messages.filter((m) => m.role === 'tool')).toHaveLength(1);
+    // Without the answer the call gets the runtime's synthetic result, never none (issue 25 item 9).
+    const unanswered = compileContext(events);
+    expect(unanswered.messages.filter((m) => m.role === 'tool').map((m) => [m.call_id, m.content])).toEqual([
+      ['c2', '12A'],
+      ['c1', syntheticResultContent('no_result')],
+    ]);
+    expect(unanswered.manifest.synthesized).toEqual([{ call_id: 'c1', reason: 'no_result' }]);
   });
 
   it('places an answer after the latest turn that issued its call id, and never twice for one call', () => {
@@ -513,5 +519,74 @@ describe('compileContext on the 160 recorded tau-bench airline conversations', (
     // 1955 assistant turns in the data set; 66 tool outputs travel as failed envelopes.
     expect(prefixes).toBe(1955);
     expect(errorOutputs).toBe(66);
+  });
+
+  it('pairs every call with a result, labelling one it synthesized with how the call ended', () => {
+    reset();
+    const call = (id: string) => ({ call_id: id, name: `t_${id}`, args: {} });
+    const events = [
+      ev('run_started', { input: 'go' }),
+      ev('model_turn_completed', {
+        message: { text: null },
+        tool_calls: ['a', 'b', 'c', 'd', 'e'].map(call),
+        finish_reason: 'tool_calls',
+        usage,
+      }),
+      ev('tool_result', { call_id: 'a', tool: 't_a', envelope: envelope({ payload: 'A' }) }),
+      ev('operation_started', { kind: 'tool_call', attempt: 1, tool: 't_b' }),
+      ev('operation_cancelled', { acknowledged: true, before_dispatch: true, call_id: 'b' }),
+      ev('operation_cancelled', { acknowledged: true, call_id: 'c' }),
+      ev('request_opened', { request_id: 'r/1', kind: 'result', call_id: 'd', resume_key: 'k' }),
+      ev('request_closed', { request_id: 'r/1', reason: 'expired' }),
+      ev('stopped', { reason: 'stopped by control' }),
+    ];
+
+    const { messages, manifest } = compileContext(events);
+
+    const tools = messages.filter((m) => m.role === 'tool');
+    expect(tools.map((m) => [m.call_id, m.name, m.content])).toEqual([
+      ['a', 't_a', 'A'],
+      ['b', 't_b', syntheticResultContent('not_run')],
+      ['c', 't_c', syntheticResultContent('cancelled')],
+      ['d', 't_d', syntheticResultContent('outcome_unknown')],
+      ['e', 't_e', syntheticResultContent('stopped')],
+    ]);
+    expect(messages.at(-1)).toEqual(tools.at(-1));
+    expect(manifest.synthesized?.map((x) => x.reason)).toEqual([
+      'not_run',
+      'cancelled',
+      'outcome_unknown',
+      'stopped',
+    ]);
+    expect(syntheticResultContent('not_run')).toMatch(
+      /^Error: no result \(synthesized by the runtime\): .*did not run/,
+    );
+    // Synthetic results are not events: the manifest's included list is the log's.
+    expect(manifest.included.map((i) => i.kind)).toEqual([
+      'run_started',
+      'model_turn_completed',
+      'tool_result',
+    ]);
+  });
+
+  it('synthesizes nothing when every call has a result, and places a synthetic one before the next user message', () => {
+    reset();
+    const started = ev('run_started', { input: 'go' });
+    const turn = ev('model_turn_completed', {
+      message: { text: null },
+      tool_calls: [{ call_id: 'x', name: 'lookup', args: {} }],
+      finish_reason: 'tool_calls',
+      usage,
+    });
+    const result = ev('tool_result', { call_id: 'x', tool: 'lookup', envelope: envelope({ payload: 'X' }) });
+    const steer = ev('steer_consumed', { steer_id: 's1', input: 'stop that' });
+
+    const answered = compileContext([started, turn, result]);
+    const steered = compileContext([started, turn, steer]);
+
+    expect(answered.manifest.synthesized).toBeUndefined();
+    expect(answered.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(steered.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect(steered.manifest.synthesized).toEqual([{ call_id: 'x', reason: 'no_result' }]);
   });
 });

@@ -103,6 +103,21 @@ export interface ControlLimits {
 /** Default bound of a run's queued steers: each lives in the run record until consumed. */
 export const DEFAULT_MAX_QUEUED_STEERS = 32;
 
+/**
+ * The rejection of an answer (approve, provide_input) to `requestId` when no open request has
+ * that id: `request_already_resolved` when it names a request this run opened (ids are
+ * `{run_id}/req/{n}`, n up to counters.next_req) that is no longer open (answered, or closed:
+ * expired, withdrawn, stopped), else `request_not_found`. Decided from the record alone.
+ * Seed: agent-runs, "Controls"; issue 25 item 10.
+ */
+function noOpenRequest(record: RunRecord, requestId: string): TransitionResult {
+  const prefix = `${record.run_id}/req/`;
+  const n = requestId.startsWith(prefix) ? Number(requestId.slice(prefix.length)) : Number.NaN;
+  if (Number.isSafeInteger(n) && n >= 1 && n <= record.counters.next_req && `${prefix}${n}` === requestId)
+    return reject('request_already_resolved', 'the request was already answered or closed');
+  return reject('request_not_found', 'no open request with that id');
+}
+
 function applyControl(
   record: RunRecord,
   control: Control,
@@ -125,7 +140,7 @@ function applyControl(
       return steerRun(record, control, now);
     case 'approve': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
-      if (request === undefined) return reject('request_not_found', 'no open request with that id');
+      if (request === undefined) return noOpenRequest(record, control.request_id);
       if (request.kind !== 'approval')
         return reject('request_kind_mismatch', 'the request is not an approval');
       if (request.subject.digest !== control.subject_digest)
@@ -159,7 +174,7 @@ function applyControl(
     }
     case 'provide_input': {
       const request = record.open_requests.find((r) => r.request_id === control.request_id);
-      if (request === undefined) return reject('request_not_found', 'no open request with that id');
+      if (request === undefined) return noOpenRequest(record, control.request_id);
       if (request.kind !== 'input') return reject('request_kind_mismatch', 'the request is not a question');
       const draft = { ...record, open_requests: record.open_requests.filter((r) => r !== request) } as Draft;
       const appended = append(

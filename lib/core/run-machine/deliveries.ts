@@ -1,9 +1,12 @@
 /**
  * Deliveries of external results by resume_key, decided from what the key holds: apply to the
  * wait, hold until the wait is recorded (a result that arrived first), or answer a repeat of a
- * delivery_id as a duplicate. Seed: agent-runs, "Operations" (waiting with a resume_key); issue
- * 12 (early results are never lost, deliveries are idempotent).
+ * delivery_id as a duplicate. A delivery_id is bound to its body as a control_id is to its
+ * command: the same id with another body is refused `delivery_id_reused`. Seed: agent-runs,
+ * "Operations" (waiting with a resume_key), "Controls" (control_id_reused); issue 12 (early
+ * results are never lost, deliveries are idempotent), issue 25 item 10.
  */
+import { digestOf } from '../canonical.ts';
 
 /** What a resume key holds (the store's item, read back). */
 export type ResumeKeyEntry =
@@ -11,8 +14,11 @@ export type ResumeKeyEntry =
       kind: 'wait';
       run_id: string;
       op_id: string;
-      /** The delivery applied to this wait (the key is used): its delivery_id, if it had one. */
-      delivered?: { delivery_id?: string; seq: number };
+      /**
+       * The delivery applied to this wait (the key is used): its delivery_id, if it had one, and
+       * the digest of its body (`digestOf`; absent for a delivery recorded before digests were).
+       */
+      delivered?: { delivery_id?: string; body_digest?: string; seq: number };
     }
   | {
       kind: 'early';
@@ -45,31 +51,53 @@ export type DeliveryDecision =
   | { kind: 'duplicate_held'; expires_at: number }
   /**
    * Refused: a delivery was applied to the key and this is not a repeat of its delivery_id
-   * (result_already_delivered), or another result is held for it (result_already_held).
+   * (result_already_delivered), another result is held for it (result_already_held), or the
+   * delivery_id applied or held there came with another body (delivery_id_reused).
    */
-  | { kind: 'refused'; code: 'result_already_delivered' | 'result_already_held' };
+  | { kind: 'refused'; code: 'result_already_delivered' | 'result_already_held' | 'delivery_id_reused' };
 
 /**
  * Decides a delivery for `entry` (what the key holds, null for nothing) with the caller's
- * `deliveryId` (optional: without one a repeat cannot be recognized). `mayHold`: whether the
- * caller may have a result held before its wait is recorded (system callers only: a key with no
- * wait names no run yet, so no one else's authority over it can be checked).
+ * `deliveryId` (optional: without one a repeat cannot be recognized) and `bodyDigest` (the
+ * `digestOf` of the body sent). `mayHold`: whether the caller may have a result held before its
+ * wait is recorded (system callers only: a key with no wait names no run yet, so no one else's
+ * authority over it can be checked). A repeat of the delivery_id applied or held on the key is
+ * a duplicate only with the same body; with another body it is refused `delivery_id_reused`
+ * (a delivery recorded without a digest is taken at its id).
  */
 export function decideDelivery(
   entry: ResumeKeyEntry | null,
   deliveryId: string | undefined,
   mayHold: boolean,
+  bodyDigest: string,
 ): DeliveryDecision {
   if (entry === null) return mayHold ? { kind: 'hold' } : { kind: 'unknown_key' };
   if (entry.kind === 'early') {
-    return deliveryId !== undefined && entry.delivery_id === deliveryId
+    if (deliveryId === undefined || entry.delivery_id !== deliveryId)
+      return { kind: 'refused', code: 'result_already_held' };
+    return heldBodyDigest(entry.body) === bodyDigest
       ? { kind: 'duplicate_held', expires_at: entry.expires_at }
-      : { kind: 'refused', code: 'result_already_held' };
+      : { kind: 'refused', code: 'delivery_id_reused' };
   }
   if (entry.delivered !== undefined) {
-    return deliveryId !== undefined && entry.delivered.delivery_id === deliveryId
-      ? { kind: 'duplicate', original_seq: entry.delivered.seq }
-      : { kind: 'refused', code: 'result_already_delivered' };
+    const { delivered } = entry;
+    if (deliveryId === undefined || delivered.delivery_id !== deliveryId)
+      return { kind: 'refused', code: 'result_already_delivered' };
+    return delivered.body_digest === undefined || delivered.body_digest === bodyDigest
+      ? { kind: 'duplicate', original_seq: delivered.seq }
+      : { kind: 'refused', code: 'delivery_id_reused' };
   }
   return { kind: 'deliver', run_id: entry.run_id, op_id: entry.op_id };
+}
+
+/**
+ * The `digestOf` of a held body (the JSON text the key keeps), or null when it is not JSON
+ * (never, for a body this runtime held: then no repeat matches it).
+ */
+export function heldBodyDigest(body: string): string | null {
+  try {
+    return digestOf(JSON.parse(body) as unknown);
+  } catch {
+    return null;
+  }
 }

@@ -193,7 +193,7 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
         ev(
           'operation_cancelled',
           now,
-          { acknowledged: false },
+          { acknowledged: false, ...(op.call_id !== undefined ? { call_id: op.call_id } : {}) },
           { operation_id: op.op_id, effect_id: op.effect_id },
         ),
       );

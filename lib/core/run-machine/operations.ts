@@ -135,6 +135,8 @@ export type OperationResult =
       kind: 'operation_cancelled';
       acknowledged: boolean;
       usage?: { input_tokens: number; output_tokens: number };
+      /** Cancelled after its start commit but before it was dispatched: it never ran (issue 25 item 11). */
+      before_dispatch?: true;
     }
   | CompactionResult;
 
@@ -149,8 +151,8 @@ function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept =
     next.model_calls += calls;
     next.model_retries += calls - 1;
     if (!kept) next.turns += 1;
-  } else if (op.kind === 'tool_call') {
-    next.tool_calls += 1;
+  } else if (op.kind === 'tool_call' && !(result.kind === 'operation_cancelled' && result.before_dispatch)) {
+    next.tool_calls += 1; // a call cancelled before its dispatch was never made
   }
   const tokens = 'usage' in result && result.usage !== undefined ? result.usage : null;
   if (tokens !== null) {
@@ -251,11 +253,14 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
       const next = { ...draft, counters: withFailures(failures + 1) } as Draft;
       return { draft: next, events: [ev('operation_failed', now, data, idFields)] };
     }
-    case 'operation_cancelled':
-      return {
-        draft,
-        events: [ev('operation_cancelled', now, { acknowledged: result.acknowledged }, idFields)],
+    case 'operation_cancelled': {
+      const data = {
+        acknowledged: result.acknowledged,
+        ...(result.before_dispatch === true ? { before_dispatch: true } : {}),
+        ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
       };
+      return { draft, events: [ev('operation_cancelled', now, data, idFields)] };
+    }
     case 'compaction_completed':
       return { draft, events: [] }; // a stop during a compaction: nothing for the reducer
   }

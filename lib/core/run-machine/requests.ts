@@ -152,6 +152,8 @@ export function expireRequests(record: RunRecord, now: number): TransitionResult
 /** How a result was delivered: the caller's delivery_id, and whether it was held before the wait. */
 export interface DeliveryMark {
   delivery_id?: string;
+  /** `digestOf` the delivered body: a repeat of the delivery_id with another body is refused. */
+  body_digest?: string;
   /** The result arrived before the wait was recorded, was held by its resume_key, and is applied now. */
   early?: boolean;
 }
@@ -159,7 +161,7 @@ export interface DeliveryMark {
 /**
  * Delivers an external result for a parked tool call by its resume_key: the result request
  * closes and the tool_result reaches the reducer. `mark` is recorded on result_delivered
- * ({request_id, resume_key, delivery_id?, early?}). Rejected `request_not_found` when no open
+ * ({request_id, resume_key, delivery_id?, body_digest?, early?}). Rejected `request_not_found` when no open
  * result request has that key. Seed: "Operations" (waiting with a resume_key).
  */
 export function deliverResult(
@@ -181,6 +183,7 @@ export function deliverResult(
         request_id: request.request_id,
         resume_key: resumeKey,
         ...(mark.delivery_id !== undefined ? { delivery_id: mark.delivery_id } : {}),
+        ...(mark.body_digest !== undefined ? { body_digest: mark.body_digest } : {}),
         ...(mark.early === true ? { early: true } : {}),
       }),
       ev(

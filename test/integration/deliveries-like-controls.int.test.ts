@@ -1,0 +1,193 @@
+/**
+ * Deliveries answered like controls, through the HTTP API on DynamoDB Local and fauxqs, with the
+ * users alice and bob and a system caller: a delivery_id resent with another body is 409
+ * `delivery_id_reused` (for an applied result and for one held before its wait), while bob, who
+ * may not see the run, still learns nothing; an answer to a request already answered is
+ * rejected `request_already_resolved`, an unknown request id `request_not_found`.
+ * Issue 25 item 10; seed agent-runs, "Controls" (control_id_reused), "Operations".
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Principal, type RunRecord, TOOL_RESULT_ENVELOPE } from '../../lib/contracts/index.ts';
+import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import type { Runtime } from '../../lib/runtime.ts';
+import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { localRuntime } from '../support/local-runtime.ts';
+import { askOnce, toolLoop } from '../support/reducers.ts';
+
+const PRINCIPALS: Record<string, Principal> = {
+  alice: { kind: 'user', id: 'alice' },
+  bob: { kind: 'user', id: 'bob' },
+  ops: { kind: 'system', id: 'ops' },
+};
+type Who = keyof typeof PRINCIPALS;
+
+/** The resume key each run's one tool call waits on, by run id. */
+const keys = new Map<string, string>();
+let runtime: Runtime;
+let app: HttpApp;
+
+beforeAll(async () => {
+  ({ runtime } = await localRuntime('deliveries-like-controls', {
+    heartbeatMs: 100,
+    reducers: inProcessReducers({ '/r/wait': toolLoop(1, 'wait_here'), '/r/ask': askOnce() }),
+    registerTools(registry) {
+      registry.register({
+        name: 'wait_here',
+        version: '1.0.0',
+        input_schema: { type: 'object' },
+        handler: {
+          kind: 'module',
+          fn: async (_args, ctx) => ({
+            envelope: TOOL_RESULT_ENVELOPE,
+            status: 'waiting',
+            resume_key: keys.get(ctx.run_id),
+          }),
+        },
+        metadata: { mutating: false, replay_safe: true },
+      });
+    },
+  }));
+  const auth = Object.keys(PRINCIPALS).map((who) => bearerTokenAuth(`tok-${who}`, PRINCIPALS[who]));
+  app = createHttpApp({ ...runtime, auth: anyOf(...auth), pollIntervalMs: 50, log: () => {} });
+});
+
+afterAll(() => runtime.close());
+
+async function call(who: Who, method: string, path: string, body?: unknown) {
+  const response = await app.request(path, {
+    method,
+    headers: {
+      authorization: `Bearer tok-${who}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, text, json: JSON.parse(text) as Record<string, unknown> };
+}
+
+async function aliceCreates(functionPath: string, key?: string): Promise<RunRecord> {
+  const created = await call('alice', 'POST', '/runs', {
+    subject: uniqueSubject(),
+    reducer: { function_path: functionPath },
+    input: 'hello',
+  });
+  expect(created.status, created.text).toBe(201);
+  const run = created.json.run as RunRecord;
+  if (key !== undefined) keys.set(run.run_id, key);
+  await runtime.engine.stepRun(run.run_id);
+  return (await runtime.store.getRun(run.run_id)) as RunRecord;
+}
+
+const succeeded = (text: string) => ({
+  envelope: TOOL_RESULT_ENVELOPE,
+  status: 'succeeded',
+  payload: { text },
+});
+
+describe('a delivery_id is bound to its body', () => {
+  it('answers a resent delivery_id duplicate with its body and 409 delivery_id_reused with another', async () => {
+    // Prepare: alice's run waits on its key; she delivers d1.
+    const key = `cb-${randomUUID()}`;
+    const run = await aliceCreates('/r/wait', key);
+    expect(run.open_requests).toEqual([expect.objectContaining({ kind: 'result', resume_key: key })]);
+    const first = await call('alice', 'POST', `/results/${key}?delivery_id=d1`, succeeded('first'));
+    expect(first.status, first.text).toBe(200);
+    const { seq } = first.json as { seq: number };
+    const applied = await runtime.store.getRun(run.run_id);
+
+    // Act
+    const same = await call('alice', 'POST', `/results/${key}?delivery_id=d1`, succeeded('first'));
+    const other = await call('alice', 'POST', `/results/${key}?delivery_id=d1`, succeeded('second'));
+    const bob = await call('bob', 'POST', `/results/${key}?delivery_id=d1`, succeeded('second'));
+    const bobUnknown = await call(
+      'bob',
+      'POST',
+      `/results/cb-${randomUUID()}?delivery_id=d1`,
+      succeeded('second'),
+    );
+
+    // Assess
+    expect(same.status).toBe(200);
+    expect(same.json).toEqual({ ack: 'duplicate', original_seq: seq });
+    expect(other.status, other.text).toBe(409);
+    expect(other.json).toMatchObject({ code: 'delivery_id_reused', details: { resume_key: key } });
+    // Bob may not see alice's run: the answer for her key is the one for a key nobody knows.
+    expect(bob.status).toBe(404);
+    expect(bob.json.code).toBe('resume_key_not_found');
+    expect(bobUnknown.json.code).toBe(bob.json.code);
+    const after = await runtime.store.getRun(run.run_id);
+    expect([after?.version, after?.last_seq]).toEqual([applied?.version, applied?.last_seq]);
+  });
+
+  it('refuses a held delivery_id resent with another body, and applies the held body once its wait opens', async () => {
+    // Prepare: the system caller's webhook delivers before the wait exists.
+    const key = `cb-${randomUUID()}`;
+    const held = await call('ops', 'POST', `/results/${key}?delivery_id=h1`, succeeded('early'));
+    expect(held.status, held.text).toBe(202);
+
+    // Act
+    const same = await call('ops', 'POST', `/results/${key}?delivery_id=h1`, succeeded('early'));
+    const other = await call('ops', 'POST', `/results/${key}?delivery_id=h1`, succeeded('changed'));
+    const run = await aliceCreates('/r/wait', key);
+    const afterWait = await call('ops', 'POST', `/results/${key}?delivery_id=h1`, succeeded('changed'));
+    const repeat = await call('ops', 'POST', `/results/${key}?delivery_id=h1`, succeeded('early'));
+
+    // Assess
+    expect(same.json).toMatchObject({ ack: 'duplicate', held: true });
+    expect(other.status, other.text).toBe(409);
+    expect(other.json.code).toBe('delivery_id_reused');
+    // The held body was applied in the wait's commit; its digest is remembered with the key.
+    const events = await runtime.engine.readEvents(
+      run.run_id,
+      { principal: PRINCIPALS.alice as Principal },
+      0,
+      100,
+    );
+    const result = events.find((e) => e.kind === 'tool_result');
+    expect(result?.data).toMatchObject({ envelope: { payload: { text: 'early' } } });
+    expect(afterWait.status, afterWait.text).toBe(409);
+    expect(afterWait.json.code).toBe('delivery_id_reused');
+    expect(repeat.status, repeat.text).toBe(200);
+    expect(repeat.json).toMatchObject({ ack: 'duplicate' });
+  });
+});
+
+describe('an answer to a request already answered', () => {
+  it('is rejected request_already_resolved; an unknown request id request_not_found; bob learns nothing', async () => {
+    // Prepare: alice's run asks a question; she answers it.
+    const run = await aliceCreates('/r/ask');
+    const request = run.open_requests[0];
+    expect(request).toMatchObject({ kind: 'input' });
+    const requestId = String(request?.request_id);
+    const answer = (controlId: string, id: string) => ({
+      control_id: controlId,
+      command: 'provide_input',
+      request_id: id,
+      value: 'AF123',
+    });
+    const first = await call('alice', 'POST', `/runs/${run.run_id}/controls`, answer('c1', requestId));
+    expect(first.status, first.text).toBe(200);
+    expect(first.json).toMatchObject({ ack: 'applied' });
+
+    // Act
+    const again = await call('alice', 'POST', `/runs/${run.run_id}/controls`, answer('c2', requestId));
+    const unknown = await call(
+      'alice',
+      'POST',
+      `/runs/${run.run_id}/controls`,
+      answer('c3', `${run.run_id}/req/99`),
+    );
+    const foreign = await call('alice', 'POST', `/runs/${run.run_id}/controls`, answer('c4', 'other/req/1'));
+    const bob = await call('bob', 'POST', `/runs/${run.run_id}/controls`, answer('c5', requestId));
+
+    // Assess
+    expect(again.status).toBe(200);
+    expect(again.json).toMatchObject({ ack: 'rejected', reason: 'request_already_resolved' });
+    expect(unknown.json).toMatchObject({ ack: 'rejected', reason: 'request_not_found' });
+    expect(foreign.json).toMatchObject({ ack: 'rejected', reason: 'request_not_found' });
+    expect(bob.status).toBe(404);
+    expect(bob.json.code).toBe('run_not_found');
+  });
+});
