@@ -24,6 +24,10 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 export const Health = z.object({ status: z.literal('ok') });
 export type Health = z.infer<typeof Health>;
 
+/** `GET /openapi.json`: the OpenAPI 3.1 document (any JSON object). */
+export const OpenApiDocument = z.record(z.string(), z.unknown());
+export type OpenApiDocument = z.infer<typeof OpenApiDocument>;
+
 /**
  * The answer to `POST /runs` and `POST /runs/{id}/fork`: the run as created, `created` (false
  * for a `create_key` replay or a subject's live run), and `control_capability`, returned once

@@ -29,6 +29,7 @@ import {
   FunctionArtifact as FunctionArtifactContract,
   Health as HealthContract,
   HeldDeliveryResponse as HeldDeliveryResponseContract,
+  OpenApiDocument,
   PolicyDocument as PolicyDocumentContract,
   PublishResult as PublishResultContract,
   RegistryEntry as RegistryEntryContract,
@@ -88,6 +89,7 @@ export const HeldDeliveryResponse = named('HeldDeliveryResponse', HeldDeliveryRe
 export const ToolList = named('ToolList', ToolListContract);
 export const FunctionArtifact = named('FunctionArtifact', FunctionArtifactContract);
 export const Health = named('Health', HealthContract);
+export { OpenApiDocument };
 
 /**
  * `{code, message, details}`: the contract's error body, its code described with the codes of
