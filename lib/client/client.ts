@@ -254,31 +254,31 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
  * one release: each is the same function as its new name (same arguments, same answer).
  */
 export interface DeprecatedMethods {
-  /** @deprecated Use `listRunEvents` (operationId); removed in the next release. */
+  /** The same function as `listRunEvents`. @deprecated Use `listRunEvents`; removed in the next release. */
   events: AgentRunsClient['listRunEvents'];
-  /** @deprecated Use `listRunCheckpoints` (operationId); removed in the next release. */
+  /** The same function as `listRunCheckpoints`. @deprecated Use `listRunCheckpoints`; removed in the next release. */
   checkpoints: AgentRunsClient['listRunCheckpoints'];
-  /** @deprecated Use `getRunCheckpoint` (operationId); removed in the next release. */
+  /** The same function as `getRunCheckpoint`. @deprecated Use `getRunCheckpoint`; removed in the next release. */
   checkpoint: AgentRunsClient['getRunCheckpoint'];
-  /** @deprecated Use `listRunChildren` (operationId); removed in the next release. */
+  /** The same function as `listRunChildren`. @deprecated Use `listRunChildren`; removed in the next release. */
   children: AgentRunsClient['listRunChildren'];
-  /** @deprecated Use `getRunState` (operationId); removed in the next release. */
+  /** The same function as `getRunState`. @deprecated Use `getRunState`; removed in the next release. */
   state: AgentRunsClient['getRunState'];
-  /** @deprecated Use `forkRun` (operationId); removed in the next release. */
+  /** The same function as `forkRun`. @deprecated Use `forkRun`; removed in the next release. */
   fork: AgentRunsClient['forkRun'];
-  /** @deprecated Use `applyControl` (operationId); removed in the next release. */
+  /** The same function as `applyControl`. @deprecated Use `applyControl`; removed in the next release. */
   control: AgentRunsClient['applyControl'];
-  /** @deprecated Use `deliverResult` (operationId); removed in the next release. */
+  /** The same function as `deliverResult`. @deprecated Use `deliverResult`; removed in the next release. */
   deliver: AgentRunsClient['deliverResult'];
-  /** @deprecated Use `listTools` (operationId); removed in the next release. */
+  /** The same function as `listTools`. @deprecated Use `listTools`; removed in the next release. */
   tools: AgentRunsClient['listTools'];
-  /** @deprecated Use `getHealth` (operationId); removed in the next release. */
+  /** The same function as `getHealth`. @deprecated Use `getHealth`; removed in the next release. */
   health: AgentRunsClient['getHealth'];
-  /** @deprecated Use `getOpenApiDocument` (operationId); removed in the next release. */
+  /** The same function as `getOpenApiDocument`. @deprecated Use `getOpenApiDocument`; removed in the next release. */
   openapi: AgentRunsClient['getOpenApiDocument'];
-  /** @deprecated Use `reportOperationOutcome` (operationId); removed in the next release. */
+  /** The same function as `reportOperationOutcome`. @deprecated Use `reportOperationOutcome`; removed in the next release. */
   reportOutcome: AgentRunsClient['reportOperationOutcome'];
-  /** @deprecated Use `getLease` (operationId); removed in the next release. */
+  /** The same function as `getLease`. @deprecated Use `getLease`; removed in the next release. */
   lease: AgentRunsClient['getLease'];
 }
 

@@ -41,11 +41,52 @@ const registryAnswers = {
   get: { 200: RegistryEntryView },
 } as const;
 
+/** The type of OPERATION_ANSWERS, spelled out (declaration emit cannot serialize the inferred one). */
+export type OperationAnswers = {
+  getHealth: { 200: typeof Health };
+  getOpenApiDocument: { 200: typeof OpenApiDocument };
+  createRun: { 200: typeof CreateRunResponse; 201: typeof CreateRunResponse };
+  listRuns: { 200: typeof RunList };
+  getRun: { 200: typeof RunRecord };
+  listRunEvents: { 200: typeof EventPage };
+  listRunCheckpoints: { 200: typeof CheckpointList };
+  getRunCheckpoint: { 200: typeof Checkpoint };
+  getRunState: { 200: typeof StateRevision };
+  forkRun: { 200: typeof CreateRunResponse; 201: typeof CreateRunResponse };
+  listRunChildren: { 200: typeof ChildRunList };
+  applyControl: { 200: typeof ControlAck };
+  deliverResult: { 200: typeof DeliveryResponse; 202: typeof HeldDeliveryResponse };
+  streamRunEvents: Record<never, never>;
+  getLease: { 200: typeof LeaseView };
+  takeLease: { 200: typeof LeaseResponse };
+  releaseLease: { 200: typeof ClientWriteResponse };
+  beginOperation: { 200: typeof BeginOperationResponse };
+  reportOperationOutcome: { 200: typeof ReportOutcomeResponse };
+  openRequest: { 200: typeof OpenRequestResponse };
+  takeSteers: { 200: typeof TakeSteersResponse };
+  completeRun: { 200: typeof ClientWriteResponse };
+  failRun: { 200: typeof ClientWriteResponse };
+  listTools: { 200: typeof ToolList };
+  putFunction: { 200: typeof FunctionArtifact };
+  publishTool: { 200: typeof PublishResult; 201: typeof PublishResult };
+  listToolEntries: { 200: typeof RegistryListing };
+  getToolEntry: { 200: typeof RegistryEntryView };
+  publishPolicy: { 200: typeof PublishResult; 201: typeof PublishResult };
+  listPolicyEntries: { 200: typeof RegistryListing };
+  getPolicyEntry: { 200: typeof RegistryEntryView };
+  publishAgent: { 200: typeof PublishResult; 201: typeof PublishResult };
+  listAgents: { 200: typeof RegistryListing };
+  getAgent: { 200: typeof RegistryEntryView };
+  publishWorkspaceGrant: { 200: typeof PublishResult; 201: typeof PublishResult };
+  listWorkspaceGrants: { 200: typeof RegistryListing };
+  getWorkspaceGrant: { 200: typeof RegistryEntryView };
+};
+
 /**
  * The JSON answer of each operation, by success status. `streamRunEvents` answers
  * `text/event-stream` (parsed event by event with RunEvent, lib/client/live.ts), so it has none.
  */
-export const OPERATION_ANSWERS = {
+export const OPERATION_ANSWERS: OperationAnswers = {
   getHealth: { 200: Health },
   getOpenApiDocument: { 200: OpenApiDocument },
   createRun: { 200: CreateRunResponse, 201: CreateRunResponse },
@@ -83,7 +124,7 @@ export const OPERATION_ANSWERS = {
   publishWorkspaceGrant: registryAnswers.publish,
   listWorkspaceGrants: registryAnswers.list,
   getWorkspaceGrant: registryAnswers.get,
-} as const;
+};
 
 /** An operationId of the HTTP API (the client has a method of each name). */
-export type OperationId = keyof typeof OPERATION_ANSWERS;
+export type OperationId = keyof OperationAnswers;

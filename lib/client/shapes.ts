@@ -7,28 +7,51 @@
  */
 import { z } from 'zod';
 import {
+  Checkpoint as CheckpointContract,
+  ChildRun as ChildRunContract,
   type Control as ControlSchema,
   CreateRunResponse,
   DeliveryResponse,
-  type EventPage,
-  type FunctionArtifact,
+  EventPage as EventPageContract,
+  FunctionArtifact as FunctionArtifactContract,
   HeldDeliveryResponse,
   RunList,
   type RunStatus,
+  StateRevision as StateRevisionContract,
 } from '../contracts/index.ts';
 import type { CallerOptions } from './call.ts';
 
 // ---------------------------------------------------------------- responses
 
 /**
- * The contracts' answers, as this client has always named them: `EventPage` (`GET
- * /runs/{id}/events`: `events` in seq order, `next_after`, `last_seq`, `status`, `settled`),
- * `Checkpoint` (`GET /runs/{id}/checkpoints[/{n}]`), `StateRevision` (`GET /runs/{id}/state`:
- * `{run_id, state_rev, state, state_digest}`), `ChildRun` (`GET /runs/{id}/children`;
- * `created_at` in ms since the epoch), `FunctionArtifact` (`PUT /functions/{path}`: path, kind,
- * content hash, size in bytes).
+ * One page of `GET /runs/{id}/events`: `events` in seq order (seq > the `after` asked for);
+ * `next_after`, the `after` of the next page; `last_seq`, the run's last event so far; `status`,
+ * the run's status when the page was read; `settled`, nothing follows `last_seq`.
  */
-export { Checkpoint, ChildRun, EventPage, FunctionArtifact, StateRevision } from '../contracts/index.ts';
+export const EventPage = EventPageContract;
+export type EventPage = z.infer<typeof EventPage>;
+
+/**
+ * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, the seq it was taken
+ * at, the state it holds and its digest; what `forkRun` starts from.
+ */
+export const Checkpoint = CheckpointContract;
+export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** One domain state revision of a run (`GET /runs/{id}/state`): `{run_id, state_rev, state, state_digest}`. */
+export const StateRevision = StateRevisionContract;
+export type StateRevision = z.infer<typeof StateRevision>;
+
+/** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
+export const ChildRun = ChildRunContract;
+export type ChildRun = z.infer<typeof ChildRun>;
+
+/**
+ * A registered function artifact (`PUT /functions/{path}`): its path, kind (`js`, `wasm`,
+ * `star`), content hash and size in bytes.
+ */
+export const FunctionArtifact = FunctionArtifactContract;
+export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
 
 /**
  * The answer to `POST /runs` and `POST /runs/{id}/fork` (the contract's CreateRunResponse): the
