@@ -57,7 +57,7 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
     let page: EventPage;
     try {
       // The first page answers at once (what is there now); later ones wait for news.
-      page = await client.events(runId, {
+      page = await client.listRunEvents(runId, {
         after,
         limit: options.pageSize ?? 1000,
         wait: first ? 0 : (options.waitSeconds ?? 20),
