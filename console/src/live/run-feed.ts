@@ -83,7 +83,7 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
     after = Math.max(after, page.next_after);
     // A full page means more are there: ask again at once.
     first = page.events.length >= (options.pageSize ?? 1000);
-    if ((page.settled ?? false) && after >= page.last_seq) return;
+    if (page.settled && after >= page.last_seq) return;
   }
 }
 

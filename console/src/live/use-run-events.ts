@@ -67,7 +67,7 @@ export function useRunEvents(
           news.current?.(fresh);
         },
         onPage(page) {
-          const settled = (page.settled ?? false) && page.next_after >= page.last_seq;
+          const settled = page.settled && page.next_after >= page.last_seq;
           setState(settled ? { kind: 'settled' } : { kind: 'live' });
         },
         onError(error, retryInMs) {
