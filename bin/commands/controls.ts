@@ -156,7 +156,7 @@ export const controlsCommand: CommandModule = {
           opts: { capability?: string; deliveryId?: string },
           cmd: Command,
         ) => {
-          const out = await ctx.client(cmd).deliver(resumeKey, parseJsonArg('json', json), {
+          const out = await ctx.client(cmd).deliverResult(resumeKey, parseJsonArg('json', json), {
             ...(opts.capability !== undefined ? { capability: opts.capability } : {}),
             ...(opts.deliveryId !== undefined ? { delivery_id: opts.deliveryId } : {}),
           });

@@ -61,7 +61,7 @@ export const eventsCommand: CommandModule = {
           await follow(ctx, cmd, client, runId, after, limit, followVia(opts.via, target), target, until);
           return;
         }
-        const page = await client.events(runId, { after, limit });
+        const page = await client.listRunEvents(runId, { after, limit });
         const { formatEvent } = await import('./format.ts');
         ctx.print(
           cmd,

@@ -52,7 +52,7 @@ export const forkCommand: CommandModule = {
         .option('--path <path>', "the fork's subject path (default: the original's)")
         .option('--create-key <key>', 'idempotency key of the fork')
         .action(async (runId: string, opts: ForkOptions, cmd: Command) => {
-          const out = await ctx.client(cmd).fork(runId, forkInputOf(opts));
+          const out = await ctx.client(cmd).forkRun(runId, forkInputOf(opts));
           ctx.print(
             cmd,
             () => {

@@ -42,7 +42,7 @@ export const leaseCommand: CommandModule = {
       .command('lease <run>')
       .description("show who holds a run's lease (client-driven runs), its epoch and expiry")
       .action(async (runId: string, _opts: unknown, cmd) => {
-        const view = await ctx.client(cmd).lease(runId);
+        const view = await ctx.client(cmd).getLease(runId);
         ctx.print(cmd, () => formatLease(view), view);
       });
   },

@@ -183,11 +183,11 @@ export const runsCommand: CommandModule = {
       .action(async (runId: string, n: string | undefined, _opts: unknown, cmd: Command) => {
         const client = ctx.client(cmd);
         if (n === undefined) {
-          const checkpoints = await client.checkpoints(runId);
+          const checkpoints = await client.listRunCheckpoints(runId);
           const { formatCheckpoints } = await format();
           ctx.print(cmd, () => formatCheckpoints(checkpoints), checkpoints);
         } else {
-          const checkpoint = await client.checkpoint(runId, parseIntArg('n', n));
+          const checkpoint = await client.getRunCheckpoint(runId, parseIntArg('n', n));
           ctx.print(cmd, () => JSON.stringify(checkpoint, null, 2), checkpoint);
         }
       });
@@ -237,7 +237,7 @@ ${JSON.stringify(state.state, null, 2)}`,
       .command('children <run>')
       .description('list the child runs a run delegated to')
       .action(async (runId: string, _opts: unknown, cmd: Command) => {
-        const children = await ctx.client(cmd).children(runId);
+        const children = await ctx.client(cmd).listRunChildren(runId);
         ctx.print(
           cmd,
           () =>

@@ -11,7 +11,7 @@ export const toolsCommand: CommandModule = {
       .command('tools')
       .description('list the registered tools (metadata only)')
       .action(async (_opts: unknown, cmd: Command) => {
-        const tools = await ctx.client(cmd).tools();
+        const tools = await ctx.client(cmd).listTools();
         const { formatTools } = await import('./format.ts');
         ctx.print(cmd, () => formatTools(tools), tools);
       });

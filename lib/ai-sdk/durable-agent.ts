@@ -86,7 +86,7 @@ async function allEvents(client: AgentRunsClient, runId: string): Promise<RunEve
   const events: RunEvent[] = [];
   let after = 0;
   for (;;) {
-    const page = await client.events(runId, { after, limit: 1000 });
+    const page = await client.listRunEvents(runId, { after, limit: 1000 });
     events.push(...page.events);
     if (page.events.length === 0 || page.next_after >= page.last_seq) return events;
     after = page.next_after;

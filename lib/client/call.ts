@@ -5,8 +5,9 @@
  * importing each other; `httpCaller` is the one over HTTP. It retries an answer that says "not
  * now" (503 store_unavailable, 429) as long as its Retry-After says (`CallerOptions.retry`).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { isErrorCode } from '../contracts/error-codes.ts';
+import { ErrorBody } from '../contracts/http-api.ts';
 import { ApiError, type ApiErrorCode } from './errors.ts';
 
 export interface Call<T extends z.ZodType> {
@@ -69,11 +70,8 @@ export function retryAfterSeconds(header: string | null, now = Date.now()): numb
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
-const ErrorBody = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()).default({}),
-});
+/** The contract's error body, read leniently: an answer without `details` (a proxy's) is still the API's code. */
+const ErrorAnswer = ErrorBody.extend({ details: ErrorBody.shape.details.default({}) });
 
 /** The request function of a client at `baseUrl` (no trailing slash): JSON in, the parsed shape out, ApiError on failure. */
 export function httpCaller(baseUrl: string, options: CallerOptions): CallFn {
@@ -137,7 +135,7 @@ function onceCaller(baseUrl: string, options: CallerOptions): CallFn {
       json = undefined;
     }
     if (!response.ok) {
-      const error = ErrorBody.safeParse(json);
+      const error = ErrorAnswer.safeParse(json);
       const retryAfter = retryAfterSeconds(response.headers.get('retry-after'));
       const retry = retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {};
       if (error.success) {

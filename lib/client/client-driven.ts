@@ -5,46 +5,30 @@
  * `fenced_out` (409). `drive` (drive.ts) builds the whole loop on these. Seed: agent-runs,
  * "Server-driven and client-driven runs".
  */
-import { z } from 'zod';
-import {
-  type ClientOperationResult,
-  type Fence,
-  LeaseGrant,
-  type OpenRequestInput,
-  Operation,
-  RunRecord,
-  RunStatus,
+import type { z } from 'zod';
+import type {
+  BeginOperationResponse,
+  ClientOperationResult,
+  ClientWriteResponse,
+  Fence,
+  LeaseResponse,
+  LeaseView,
+  OpenRequestInput,
+  OpenRequestResponse,
+  ReportOutcomeResponse,
+  TakeSteersResponse,
 } from '../contracts/index.ts';
 import type { CallFn } from './call.ts';
+import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 
-/** What every client-driven write answers: the run as it is now, and the lease (null once let go or the run ended). */
-const Write = z.object({ run: RunRecord, lease: LeaseGrant.nullable() });
 /** What every client-driven write answers: `{run, lease}`, the run after the write and the lease (null once let go or the run ended). */
-export type ClientWrite = z.infer<typeof Write>;
-const LeaseAnswer = z.object({ lease: LeaseGrant, run: RunRecord });
-const Begun = Write.extend({ operation: Operation.nullable() });
-const Reported = Write.extend({ seq: z.number().int().positive() });
-const Opened = Write.extend({ request_id: z.string() });
-const Taken = Write.extend({
-  steers: z.array(z.object({ steer_id: z.string(), input: z.unknown(), seq: z.number().int() })),
-});
+export type ClientWrite = ClientWriteResponse;
 /**
  * `GET /runs/{id}/lease`: whether the run is client-driven, its status and epoch, the lease
  * (`{owner, epoch, expires_at}`, ms epoch) or null, `expires_in_ms` (null without a lease), the
  * operation in flight, and how many steers are queued and requests open.
  */
-export const LeaseView = z.object({
-  run_id: z.string(),
-  client_driven: z.boolean(),
-  status: RunStatus,
-  epoch: z.number().int(),
-  lease: LeaseGrant.nullable(),
-  expires_in_ms: z.number().nullable(),
-  operation: Operation.nullable(),
-  queued_steers: z.number().int(),
-  open_requests: z.number().int(),
-});
-export type LeaseView = z.infer<typeof LeaseView>;
+export type { LeaseView };
 
 /**
  * The client-driven routes, on `AgentRunsClient`. Every write but `takeLease` carries the fence
@@ -60,10 +44,7 @@ export interface ClientDrivenMethods {
    * (409, another owner holds it until `details.expires_at`), `fenced_out` (409, a renewal of a
    * lease that was lost).
    */
-  takeLease(
-    runId: string,
-    body: { owner: string; epoch?: number; ttl_ms?: number },
-  ): Promise<z.infer<typeof LeaseAnswer>>;
+  takeLease(runId: string, body: { owner: string; epoch?: number; ttl_ms?: number }): Promise<LeaseResponse>;
   /** Lets the lease go (the run stays running; another client may take it at once). */
   releaseLease(runId: string, fence: Fence): Promise<ClientWrite>;
   /**
@@ -75,7 +56,7 @@ export interface ClientDrivenMethods {
   beginOperation(
     runId: string,
     body: Record<string, unknown> & { fence: Fence; kind: string },
-  ): Promise<z.infer<typeof Begun>>;
+  ): Promise<BeginOperationResponse>;
   /**
    * Reports how operation `op_id` ended, exactly one of `result` (`model_turn_completed` with
    * `usage` {input_tokens, output_tokens}, `tool_result`, `operation_failed`,
@@ -84,21 +65,21 @@ export interface ClientDrivenMethods {
    * (409, `details.reason_code`: `binding-mismatch` when binding/ref is not the run id,
    * `event-stale` when turn/ref is not the operation in flight, `usage-missing`, ...).
    */
-  reportOutcome(
+  reportOperationOutcome(
     runId: string,
     body: { fence: Fence; op_id: string } & (
       | { result: z.input<typeof ClientOperationResult> }
       | { turn_outcome: Record<string, unknown> }
     ),
-  ): Promise<z.infer<typeof Reported>>;
+  ): Promise<ReportOutcomeResponse>;
   /** Opens an approval or a question between operations (the run waits); resolves with its `request_id`. */
   openRequest(
     runId: string,
     fence: Fence,
     request: OpenRequestInput['request'],
-  ): Promise<z.infer<typeof Opened>>;
+  ): Promise<OpenRequestResponse>;
   /** Takes the queued steers, oldest first (`{steer_id, input, seq}`); none → []. */
-  takeSteers(runId: string, fence: Fence): Promise<z.infer<typeof Taken>>;
+  takeSteers(runId: string, fence: Fence): Promise<TakeSteersResponse>;
   /** Ends the run `completed` (outcome default `succeeded`), with an optional summary; the lease ends with it. */
   completeRun(
     runId: string,
@@ -108,7 +89,7 @@ export interface ClientDrivenMethods {
   /** Ends the run `failed` with the caller's error `code`; the lease ends with it. */
   failRun(runId: string, fence: Fence, code: string): Promise<ClientWrite>;
   /** Who holds the lease of a run, at which epoch, until when (`agent-runs lease RUN`). */
-  lease(runId: string): Promise<LeaseView>;
+  getLease(runId: string): Promise<LeaseView>;
 }
 
 const path = (runId: string, rest: string) => `/runs/${encodeURIComponent(runId)}${rest}`;
@@ -118,14 +99,17 @@ export function clientDrivenMethods(call: CallFn): ClientDrivenMethods {
   const post = <T extends z.ZodType>(runId: string, rest: string, json: unknown, schema: T) =>
     call({ method: 'POST', path: path(runId, rest), json, schema });
   return {
-    takeLease: (runId, body) => post(runId, '/lease', body, LeaseAnswer),
-    releaseLease: (runId, fence) => post(runId, '/lease/release', { fence }, Write),
-    beginOperation: (runId, body) => post(runId, '/operations', body, Begun),
-    reportOutcome: (runId, body) => post(runId, '/operations/outcome', body, Reported),
-    openRequest: (runId, fence, request) => post(runId, '/requests', { fence, request }, Opened),
-    takeSteers: (runId, fence) => post(runId, '/steers/take', { fence }, Taken),
-    completeRun: (runId, fence, body = {}) => post(runId, '/complete', { fence, ...body }, Write),
-    failRun: (runId, fence, code) => post(runId, '/fail', { fence, code }, Write),
-    lease: (runId) => call({ method: 'GET', path: path(runId, '/lease'), schema: LeaseView }),
+    takeLease: (runId, body) => post(runId, '/lease', body, ANSWERS.takeLease[200]),
+    releaseLease: (runId, fence) => post(runId, '/lease/release', { fence }, ANSWERS.releaseLease[200]),
+    beginOperation: (runId, body) => post(runId, '/operations', body, ANSWERS.beginOperation[200]),
+    reportOperationOutcome: (runId, body) =>
+      post(runId, '/operations/outcome', body, ANSWERS.reportOperationOutcome[200]),
+    openRequest: (runId, fence, request) =>
+      post(runId, '/requests', { fence, request }, ANSWERS.openRequest[200]),
+    takeSteers: (runId, fence) => post(runId, '/steers/take', { fence }, ANSWERS.takeSteers[200]),
+    completeRun: (runId, fence, body = {}) =>
+      post(runId, '/complete', { fence, ...body }, ANSWERS.completeRun[200]),
+    failRun: (runId, fence, code) => post(runId, '/fail', { fence, code }, ANSWERS.failRun[200]),
+    getLease: (runId) => call({ method: 'GET', path: path(runId, '/lease'), schema: ANSWERS.getLease[200] }),
   };
 }

@@ -1,51 +1,45 @@
 /**
- * A typed TypeScript client of the HTTP API (lib/http): one method per route, control helpers
- * that generate a control_id when none is given, and `followEvents`, an async iterator over a
- * run's events built on long polling. Responses are parsed with the contracts' zod schemas;
+ * A typed TypeScript client of the HTTP API (lib/http): one method per route, named after its
+ * operationId (the old names kept for one release: DeprecatedMethods), control helpers that generate
+ * a control_id when none is given, and `followEvents`, an async iterator over a run's events
+ * built on long polling. Responses are parsed with the routes' own zod schemas (operations.ts);
  * every failure is an ApiError with the API's code. Browser-safe: only fetch, URL, Headers and
  * Web Crypto's `crypto.randomUUID` (Node 20+, browsers in secure contexts), no `node:*`.
  * Published as the `@agent-runs/client` package (packages/client). Issue 5, "lib/client and
  * bin/"; issue 13. The web console (console/) runs this same client in the browser (issue 17).
  */
-import { z } from 'zod';
-import {
+import type {
   ControlAck,
-  type CreateRunInput,
-  type ForkRunInput,
-  isTerminalStatus,
-  PublishResult,
-  RegistryEntryView,
-  type RegistryKind,
-  RegistryListing,
-  type RunEvent,
+  CreateRunInput,
+  ForkRunInput,
+  RunEvent,
   RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
 import { type CallFn, httpCaller, pauseFor } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
+import { type FollowLiveOptions, followSse, type LiveTarget } from './live.ts';
+import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
+import { type RegistryMethods, registryMethods } from './registry-methods.ts';
 import {
   ARTIFACT_MEDIA_TYPES,
-  Checkpoint,
-  ChildRun,
+  type Checkpoint,
+  type ChildRun,
   type ClientOptions,
   type ControlInput,
   type ControlOptions,
-  CreateRunResult,
+  type CreateRunResult,
   Delivery,
-  EventPage,
+  type EventPage,
   type EventsParams,
   type FollowParams,
-  FunctionArtifact,
-  FunctionSource,
+  type FunctionArtifact,
   type ListRunsParams,
   type RunCallOptions,
-  RunPage,
-  StateRevision,
+  type RunPage,
+  type StateRevision,
 } from './shapes.ts';
-
-const Health = z.object({ status: z.literal('ok') });
-const Document = z.record(z.string(), z.unknown());
 
 /**
  * The typed client of the HTTP API, made by `createClient`: one method per route. Every method
@@ -55,7 +49,7 @@ const Document = z.record(z.string(), z.unknown());
  * `invalid_response` when the answer does not have the documented shape. Methods that name a
  * run send the client's (or the call's) control capability.
  */
-export interface AgentRunsClient extends ClientDrivenMethods {
+export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, DeprecatedMethods {
   /** The API's base URL, without a trailing slash. */
   readonly baseUrl: string;
   /** The token the client sends (the live WebSocket presents it too). */
@@ -100,11 +94,11 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * waiting up to `wait` seconds for the first when there is none yet.
    *
    * @example
-   * const page = await client.events(runId, { after: 0, limit: 100, wait: 10 });
+   * const page = await client.listRunEvents(runId, { after: 0, limit: 100, wait: 10 });
    * for (const event of page.events) console.log(event.seq, event.kind);
-   * const next = await client.events(runId, { after: page.next_after });
+   * const next = await client.listRunEvents(runId, { after: page.next_after });
    */
-  events(runId: string, params?: EventsParams): Promise<EventPage>;
+  listRunEvents(runId: string, params?: EventsParams): Promise<EventPage>;
   /**
    * Yields every event after `after`, long-polling, until the run has settled (ended, its reducer
    * answered every event) and all its events were yielded. A 429 `too_many_waits` (the caller
@@ -115,26 +109,35 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * // Here the run has ended and its reducer saw every event.
    */
   followEvents(runId: string, params?: FollowParams): AsyncGenerator<RunEvent, void, undefined>;
+  /**
+   * Follows the run over server-sent events (`GET /runs/{id}/events/stream`, followSse in
+   * live.ts): every event after `after`, each parsed with RunEvent, until the run settled.
+   * Resumes with Last-Event-ID after each response; a 429 `too_many_waits` is waited out.
+   */
+  streamRunEvents(
+    runId: string,
+    options?: FollowLiveOptions & { wait?: number },
+  ): AsyncGenerator<RunEvent, void, undefined>;
   /** The run's checkpoints, oldest first. */
-  checkpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
+  listRunCheckpoints(runId: string, options?: RunCallOptions): Promise<Checkpoint[]>;
   /** Checkpoint number `n` of the run. Errors: `checkpoint_not_found` (404). */
-  checkpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
+  getRunCheckpoint(runId: string, n: number, options?: RunCallOptions): Promise<Checkpoint>;
   /** The child runs `runId` delegated to, oldest first. */
-  children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
+  listRunChildren(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
   /** A domain state revision (default: the current one); revisions are write-once. */
-  state(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
+  getRunState(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
   /**
    * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
    * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
    *
    * @example
-   * const [first] = await client.checkpoints(runId);
+   * const [first] = await client.listRunCheckpoints(runId);
    * if (first !== undefined) {
-   *   const { run } = await client.fork(runId, { checkpoint: first.n, input: 'Try again, shorter.' });
+   *   const { run } = await client.forkRun(runId, { checkpoint: first.n, input: 'Try again, shorter.' });
    *   console.log(run.run_id);
    * }
    */
-  fork(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
+  forkRun(runId: string, input: ForkRunInput, options?: RunCallOptions): Promise<CreateRunResult>;
   /**
    * Sends any control (`POST /runs/{id}/controls`; `command` names it), with a fresh
    * `control_id` when none is given. Resolves with the ack: `{ack: 'applied', seq}`,
@@ -143,10 +146,10 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    * Errors: `run_terminal` (409), `validation_failed` (400).
    *
    * @example
-   * const ack = await client.control(runId, { command: 'pause', reason: 'maintenance' });
+   * const ack = await client.applyControl(runId, { command: 'pause', reason: 'maintenance' });
    * if (ack.ack === 'rejected') console.log(ack.reason); // e.g. already_paused
    */
-  control(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
+  applyControl(runId: string, control: ControlInput, options?: RunCallOptions): Promise<ControlAck>;
   /**
    * Stops the run: at once between operations, or once the operation in flight ended (`cancelling`).
    *
@@ -222,16 +225,16 @@ export interface AgentRunsClient extends ClientDrivenMethods {
    *
    * @example
    * // The resume key as the run's open result request named it (to a webhook, a queue, ...).
-   * const delivery = await client.deliver('rk-from-the-request', { ok: true }, { delivery_id: 'hook-42' });
+   * const delivery = await client.deliverResult('rk-from-the-request', { ok: true }, { delivery_id: 'hook-42' });
    * if (delivery.ack === 'held') console.log('held until', delivery.expires_at);
    */
-  deliver(
+  deliverResult(
     resumeKey: string,
     result: unknown,
     options?: RunCallOptions & { delivery_id?: string },
   ): Promise<Delivery>;
   /** The registered tools (`GET /v1/tools`): metadata only, never handlers or credentials. */
-  tools(): Promise<ToolDescriptor[]>;
+  listTools(): Promise<ToolDescriptor[]>;
   /** Registers an artifact (admin): `functionPath` starts with `/`; `kind` picks the Content-Type. */
   putFunction(
     functionPath: string,
@@ -241,18 +244,63 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   /** The artifact at `functionPath` now, with its bytes (admin, `GET /functions/{path}`). Errors: `function_not_found` (404). */
   getFunction(functionPath: string): Promise<FunctionArtifact & { bytes: Uint8Array }>;
   /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
-  health(): Promise<{ status: 'ok' }>;
+  getHealth(): Promise<{ status: 'ok' }>;
   /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
-  openapi(): Promise<Record<string, unknown>>;
-  /**
-   * Publishes a tool, the policy or an agent as a new immutable version (admin): `POST
-   * /admin/{kind}`. `created: false` when the same document was already published.
-   */
-  publishEntry(kind: RegistryKind, document: unknown): Promise<PublishResult>;
-  /** The current registry version of `kind` and its documents (admin). */
-  listEntries(kind: RegistryKind): Promise<RegistryListing>;
-  /** One published version (default: the current one) and every version of `name` (admin). */
-  getEntry(kind: RegistryKind, name: string, version?: string): Promise<RegistryEntryView>;
+  getOpenApiDocument(): Promise<Record<string, unknown>>;
+}
+
+// ---------------------------------------------------------------- the old names
+
+/**
+ * The client's method names before they were named after the OpenAPI operationIds, kept for
+ * one release: each is the same function as its new name (same arguments, same answer).
+ */
+export interface DeprecatedMethods {
+  /** The same function as `listRunEvents`. @deprecated Use `listRunEvents`; removed in the next release. */
+  events: AgentRunsClient['listRunEvents'];
+  /** The same function as `listRunCheckpoints`. @deprecated Use `listRunCheckpoints`; removed in the next release. */
+  checkpoints: AgentRunsClient['listRunCheckpoints'];
+  /** The same function as `getRunCheckpoint`. @deprecated Use `getRunCheckpoint`; removed in the next release. */
+  checkpoint: AgentRunsClient['getRunCheckpoint'];
+  /** The same function as `listRunChildren`. @deprecated Use `listRunChildren`; removed in the next release. */
+  children: AgentRunsClient['listRunChildren'];
+  /** The same function as `getRunState`. @deprecated Use `getRunState`; removed in the next release. */
+  state: AgentRunsClient['getRunState'];
+  /** The same function as `forkRun`. @deprecated Use `forkRun`; removed in the next release. */
+  fork: AgentRunsClient['forkRun'];
+  /** The same function as `applyControl`. @deprecated Use `applyControl`; removed in the next release. */
+  control: AgentRunsClient['applyControl'];
+  /** The same function as `deliverResult`. @deprecated Use `deliverResult`; removed in the next release. */
+  deliver: AgentRunsClient['deliverResult'];
+  /** The same function as `listTools`. @deprecated Use `listTools`; removed in the next release. */
+  tools: AgentRunsClient['listTools'];
+  /** The same function as `getHealth`. @deprecated Use `getHealth`; removed in the next release. */
+  health: AgentRunsClient['getHealth'];
+  /** The same function as `getOpenApiDocument`. @deprecated Use `getOpenApiDocument`; removed in the next release. */
+  openapi: AgentRunsClient['getOpenApiDocument'];
+  /** The same function as `reportOperationOutcome`. @deprecated Use `reportOperationOutcome`; removed in the next release. */
+  reportOutcome: AgentRunsClient['reportOperationOutcome'];
+  /** The same function as `getLease`. @deprecated Use `getLease`; removed in the next release. */
+  lease: AgentRunsClient['getLease'];
+}
+
+/** The old names of `client`'s methods, bound to the same functions. */
+export function deprecatedAliases(client: Omit<AgentRunsClient, keyof DeprecatedMethods>): DeprecatedMethods {
+  return {
+    events: client.listRunEvents,
+    checkpoints: client.listRunCheckpoints,
+    checkpoint: client.getRunCheckpoint,
+    children: client.listRunChildren,
+    state: client.getRunState,
+    fork: client.forkRun,
+    control: client.applyControl,
+    deliver: client.deliverResult,
+    tools: client.listTools,
+    health: client.getHealth,
+    openapi: client.getOpenApiDocument,
+    reportOutcome: client.reportOperationOutcome,
+    lease: client.getLease,
+  };
 }
 
 // ---------------------------------------------------------------- implementation
@@ -276,7 +324,7 @@ function sendControl(
     path: `${runPath(runId)}/controls`,
     json: body,
     capability: opts.capability,
-    schema: ControlAck,
+    schema: ANSWERS.applyControl[200],
   });
 }
 
@@ -295,24 +343,25 @@ function controlOf<F extends Record<string, unknown>>(
 /** The read methods (runs, events, checkpoints, state, children), create and fork. */
 function runMethods(
   call: CallFn,
-  events: () => AgentRunsClient['events'],
+  events: () => AgentRunsClient['listRunEvents'],
 ): Pick<
   AgentRunsClient,
   | 'createRun'
   | 'getRun'
   | 'listRuns'
-  | 'events'
+  | 'listRunEvents'
   | 'followEvents'
-  | 'checkpoints'
-  | 'children'
-  | 'checkpoint'
-  | 'state'
-  | 'fork'
+  | 'listRunCheckpoints'
+  | 'listRunChildren'
+  | 'getRunCheckpoint'
+  | 'getRunState'
+  | 'forkRun'
 > {
   return {
-    createRun: (input) => call({ method: 'POST', path: '/runs', json: input, schema: CreateRunResult }),
+    createRun: (input) =>
+      call({ method: 'POST', path: '/runs', json: input, schema: ANSWERS.createRun[201] }),
     getRun: (runId, opts = {}) =>
-      call({ method: 'GET', path: runPath(runId), capability: opts.capability, schema: RunRecord }),
+      call({ method: 'GET', path: runPath(runId), capability: opts.capability, schema: ANSWERS.getRun[200] }),
     listRuns: (params) =>
       call({
         method: 'GET',
@@ -324,15 +373,15 @@ function runMethods(
           limit: params.limit,
           cursor: params.cursor,
         },
-        schema: RunPage,
+        schema: ANSWERS.listRuns[200],
       }),
-    events: (runId, params = {}) =>
+    listRunEvents: (runId, params = {}) =>
       call({
         method: 'GET',
         path: `${runPath(runId)}/events`,
         query: { after: params.after, limit: params.limit, wait: params.wait },
         capability: params.capability,
-        schema: EventPage,
+        schema: ANSWERS.listRunEvents[200],
       }),
     async *followEvents(runId, params = {}) {
       let after = params.after ?? 0;
@@ -350,51 +399,49 @@ function runMethods(
         params.onPage?.(page);
         yield* page.events;
         after = page.next_after;
-        // An older server sends no `settled`: the terminal status is then the end.
-        const ended = page.settled ?? isTerminalStatus(page.status);
-        if (ended && after >= page.last_seq) return;
+        if (page.settled && after >= page.last_seq) return;
       }
     },
-    checkpoints: async (runId, opts = {}) =>
+    listRunCheckpoints: async (runId, opts = {}) =>
       (
         await call({
           method: 'GET',
           path: `${runPath(runId)}/checkpoints`,
           capability: opts.capability,
-          schema: z.object({ checkpoints: z.array(Checkpoint) }),
+          schema: ANSWERS.listRunCheckpoints[200],
         })
       ).checkpoints,
-    children: async (runId, opts = {}) =>
+    listRunChildren: async (runId, opts = {}) =>
       (
         await call({
           method: 'GET',
           path: `${runPath(runId)}/children`,
           capability: opts.capability,
-          schema: z.object({ children: z.array(ChildRun) }),
+          schema: ANSWERS.listRunChildren[200],
         })
       ).children,
-    checkpoint: (runId, n, opts = {}) =>
+    getRunCheckpoint: (runId, n, opts = {}) =>
       call({
         method: 'GET',
         path: `${runPath(runId)}/checkpoints/${n}`,
         capability: opts.capability,
-        schema: Checkpoint,
+        schema: ANSWERS.getRunCheckpoint[200],
       }),
-    state: (runId, opts = {}) =>
+    getRunState: (runId, opts = {}) =>
       call({
         method: 'GET',
         path: `${runPath(runId)}/state`,
         query: { rev: opts.rev },
         capability: opts.capability,
-        schema: StateRevision,
+        schema: ANSWERS.getRunState[200],
       }),
-    fork: (runId, input, opts = {}) =>
+    forkRun: (runId, input, opts = {}) =>
       call({
         method: 'POST',
         path: `${runPath(runId)}/fork`,
         json: input,
         capability: opts.capability,
-        schema: CreateRunResult,
+        schema: ANSWERS.forkRun[201],
       }),
   };
 }
@@ -404,10 +451,10 @@ function controlMethods(
   call: CallFn,
 ): Pick<
   AgentRunsClient,
-  'control' | 'stop' | 'pause' | 'resume' | 'steer' | 'approve' | 'answer' | 'deliver'
+  'applyControl' | 'stop' | 'pause' | 'resume' | 'steer' | 'approve' | 'answer' | 'deliverResult'
 > {
   return {
-    control: (runId, input, opts) => sendControl(call, runId, input, opts),
+    applyControl: (runId, input, opts) => sendControl(call, runId, input, opts),
     stop: (runId, opts = {}) => sendControl(call, runId, ...controlOf('stop', opts, ['reason'])),
     pause: (runId, opts = {}) => sendControl(call, runId, ...controlOf('pause', opts, ['reason'])),
     resume: (runId, opts = {}) =>
@@ -431,7 +478,7 @@ function controlMethods(
         runId,
         ...controlOf('provide_input', { ...opts, request_id, value }, ['request_id', 'value']),
       ),
-    deliver: (resumeKey, result, opts = {}) =>
+    deliverResult: (resumeKey, result, opts = {}) =>
       call({
         method: 'POST',
         path: `/results/${enc(resumeKey)}${opts.delivery_id !== undefined ? `?delivery_id=${enc(opts.delivery_id)}` : ''}`,
@@ -445,13 +492,12 @@ function controlMethods(
 /** The catalogue methods (tools, function artifacts) and the public routes. */
 function catalogMethods(
   call: CallFn,
-): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'getFunction' | 'health' | 'openapi'> {
+): Pick<AgentRunsClient, 'listTools' | 'putFunction' | 'getFunction' | 'getHealth' | 'getOpenApiDocument'> {
   const functionRoute = (functionPath: string) =>
     `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
   return {
-    tools: async () =>
-      (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
-        .tools,
+    listTools: async () =>
+      (await call({ method: 'GET', path: '/v1/tools', schema: ANSWERS.listTools[200] })).tools,
     putFunction: (functionPath, bytes, kind) => {
       if (!functionPath.startsWith('/')) {
         return Promise.reject(
@@ -462,33 +508,33 @@ function catalogMethods(
         method: 'PUT',
         path: functionRoute(functionPath),
         body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
-        schema: FunctionArtifact,
+        schema: ANSWERS.putFunction[200],
       });
     },
     getFunction: async (functionPath) => {
       if (!functionPath.startsWith('/'))
         throw new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`);
-      const found = await call({ method: 'GET', path: functionRoute(functionPath), schema: FunctionSource });
+      const found = await call({
+        method: 'GET',
+        path: functionRoute(functionPath),
+        schema: ANSWERS.getFunction[200],
+      });
       const { bytes_base64, ...artifact } = found;
       return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
     },
-    health: () => call({ method: 'GET', path: '/health', schema: Health }),
-    openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
+    getHealth: () => call({ method: 'GET', path: '/health', schema: ANSWERS.getHealth[200] }),
+    getOpenApiDocument: () =>
+      call({ method: 'GET', path: '/openapi.json', schema: ANSWERS.getOpenApiDocument[200] }),
   };
 }
 
-function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | 'listEntries' | 'getEntry'> {
+/** What `followSse` needs of the client's options: the API, the token and the fetch. */
+function liveTarget(baseUrl: string, options: ClientOptions): LiveTarget {
+  const doFetch = options.fetch;
   return {
-    publishEntry: (kind, document) =>
-      call({ method: 'POST', path: `/admin/${kind}`, json: document, schema: PublishResult }),
-    listEntries: (kind) => call({ method: 'GET', path: `/admin/${kind}`, schema: RegistryListing }),
-    getEntry: (kind, name, version) =>
-      call({
-        method: 'GET',
-        path: `/admin/${kind}/entry`,
-        query: { name, version },
-        schema: RegistryEntryView,
-      }),
+    baseUrl,
+    ...(options.token !== undefined ? { token: options.token } : {}),
+    ...(doFetch !== undefined ? { fetch: async (request) => doFetch(request) } : {}),
   };
 }
 
@@ -512,14 +558,15 @@ function registryMethods(call: CallFn): Pick<AgentRunsClient, 'publishEntry' | '
 export function createClient(options: ClientOptions): AgentRunsClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const call = httpCaller(baseUrl, options);
-  const client: AgentRunsClient = {
+  const methods: Omit<AgentRunsClient, keyof DeprecatedMethods> = {
     baseUrl,
     ...(options.token !== undefined ? { token: options.token } : {}),
-    ...runMethods(call, () => client.events),
+    ...runMethods(call, () => methods.listRunEvents),
+    streamRunEvents: (runId, follow) => followSse(liveTarget(baseUrl, options), runId, follow),
     ...clientDrivenMethods(call),
     ...controlMethods(call),
     ...catalogMethods(call),
     ...registryMethods(call),
   };
-  return client;
+  return { ...methods, ...deprecatedAliases(methods) };
 }

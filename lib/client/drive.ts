@@ -201,8 +201,8 @@ export async function drive<T>(
         operation = null;
       }
       await write(() =>
-        client.reportOutcome(runId, { fence, op_id: op.op_id, ...report } as Parameters<
-          AgentRunsClient['reportOutcome']
+        client.reportOperationOutcome(runId, { fence, op_id: op.op_id, ...report } as Parameters<
+          AgentRunsClient['reportOperationOutcome']
         >[1]),
       );
       return report;

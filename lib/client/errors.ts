@@ -25,6 +25,7 @@ export type ClientErrorCode =
 /** Every code an ApiError carries. */
 export type ApiErrorCode = ErrorCode | ClientErrorCode;
 
+/** How every call of the client fails: the API's (or the client's own) stable `code`, the HTTP `status`, the `details`. */
 export class ApiError extends Error {
   override name = 'ApiError';
   /** The API's code (`run_not_found`, `validation_failed`, ...) or one of the client's own. */

@@ -14,6 +14,7 @@ export type {
   ToolDescriptor,
 } from '../contracts/index.ts';
 export type { RetryOptions } from './call.ts';
+export type { DeprecatedMethods } from './client.ts';
 export { type AgentRunsClient, createClient } from './client.ts';
 export type { ClientDrivenMethods, ClientWrite, LeaseView } from './client-driven.ts';
 export {
@@ -32,6 +33,8 @@ export {
   seqOrder,
   TOKEN_EXPIRED_CLOSE,
 } from './live.ts';
+export { OPERATION_ANSWERS, type OperationId } from './operations.ts';
+export type { RegistryMethods } from './registry-methods.ts';
 export {
   ARTIFACT_MEDIA_TYPES,
   type Checkpoint,

@@ -1,107 +1,82 @@
 /**
  * The shapes of the client's calls (client.ts): what each takes (the options of a call, a
- * control as sent) and what it answers (zod schemas and their types, for each answer that
- * lib/contracts does not already define). Every method parses its answer with its schema; a
- * mismatch is ApiError `invalid_response`. Issue 5, "lib/client and bin/".
+ * control as sent) and, under the names this client has exported since its first release, what
+ * it answers: the contracts' own schemas (lib/contracts/http-api.ts), the ones the routes
+ * document. Every method parses its answer with its operation's schema (operations.ts); a
+ * mismatch is ApiError `invalid_response`. Issue 5, "lib/client and bin/"; issue 30.
  */
 import { z } from 'zod';
 import {
   Checkpoint as CheckpointContract,
+  ChildRun as ChildRunContract,
   type Control as ControlSchema,
-  RunEvent,
-  RunRecord,
-  RunStatus,
+  CreateRunResponse,
+  DeliveryResponse,
+  EventPage as EventPageContract,
+  FunctionArtifact as FunctionArtifactContract,
+  FunctionArtifactSource,
+  HeldDeliveryResponse,
+  RunList,
+  type RunStatus,
+  StateRevision as StateRevisionContract,
 } from '../contracts/index.ts';
 import type { CallerOptions } from './call.ts';
 
 // ---------------------------------------------------------------- responses
 
 /**
- * The answer to `POST /runs` and `POST /runs/{id}/fork`: the run record as created, `created`
- * (false when a `create_key` replay answered with the run it created before), and
- * `control_capability`, a token that lets its holder control this one run (sent as
- * `X-Control-Capability`; `RunCallOptions.capability`), when the API issued one.
- */
-export const CreateRunResult = z.object({
-  run: RunRecord,
-  created: z.boolean(),
-  control_capability: z.string().optional(),
-});
-export type CreateRunResult = z.infer<typeof CreateRunResult>;
-
-/** One page of `GET /runs`: run records, newest first; `cursor` (opaque) fetches the next page, absent on the last. */
-export const RunPage = z.object({ runs: z.array(RunRecord), cursor: z.string().optional() });
-export type RunPage = z.infer<typeof RunPage>;
-
-/**
  * One page of `GET /runs/{id}/events`: `events` in seq order (seq > the `after` asked for);
  * `next_after`, the `after` of the next page; `last_seq`, the run's last event so far; `status`,
- * the run's status when the page was read.
+ * the run's status when the page was read; `settled`, nothing follows `last_seq`.
  */
-export const EventPage = z.object({
-  events: z.array(RunEvent),
-  next_after: z.number().int().min(0),
-  last_seq: z.number().int().min(0),
-  status: RunStatus,
-  /** The run ended and its reducer received every event: nothing follows last_seq. */
-  settled: z.boolean().optional(),
-});
+export const EventPage = EventPageContract;
 export type EventPage = z.infer<typeof EventPage>;
 
 /**
  * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, the seq it was taken
- * at, the state it holds and its digest; what `fork` starts from.
+ * at, the state it holds and its digest; what `forkRun` starts from.
  */
 export const Checkpoint = CheckpointContract;
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
-/** One domain state revision of a run (`GET /runs/{id}/state`). */
-export const StateRevision = z.object({
-  run_id: z.string(),
-  state_rev: z.number().int().min(0),
-  state: z.unknown(),
-  state_digest: z.string(),
-  state_at: z.string().optional(),
-});
+/** One domain state revision of a run (`GET /runs/{id}/state`): `{run_id, state_rev, state, state_digest}`. */
+export const StateRevision = StateRevisionContract;
 export type StateRevision = z.infer<typeof StateRevision>;
 
 /** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
-export const ChildRun = z.object({
-  run_id: z.string(),
-  status: z.string(),
-  depth: z.number(),
-  parent_op_id: z.string().optional(),
-  created_at: z.number(),
-});
+export const ChildRun = ChildRunContract;
 export type ChildRun = z.infer<typeof ChildRun>;
-
-/**
- * The answer to a delivery: applied (the seq of the tool_result), duplicate (the delivery_id was
- * applied: original_seq; or is still held: held), or held (no wait recorded yet: kept by the key
- * until expires_at, ms epoch, and applied once the wait is recorded).
- */
-export const Delivery = z.union([
-  z.object({ ack: z.literal('applied'), run_id: z.string(), seq: z.number().int().positive() }),
-  z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() }),
-  z.object({ ack: z.literal('duplicate'), held: z.literal(true), expires_at: z.number() }),
-  z.object({ ack: z.literal('held'), resume_key: z.string(), expires_at: z.number() }),
-]);
-export type Delivery = z.infer<typeof Delivery>;
 
 /**
  * A registered function artifact (`PUT /functions/{path}`): its path, kind (`js`, `wasm`,
  * `star`), content hash and size in bytes.
  */
-export const FunctionArtifact = z.object({
-  function_path: z.string(),
-  kind: z.enum(['js', 'wasm', 'star']),
-  hash: z.string(),
-  size: z.number().int().positive(),
-});
+export const FunctionArtifact = FunctionArtifactContract;
 export type FunctionArtifact = z.infer<typeof FunctionArtifact>;
 
-/** A registered artifact with its bytes (`GET /functions/{path}`, admin only), base64. */
-export const FunctionSource = FunctionArtifact.extend({ bytes_base64: z.string() });
+/**
+ * The answer to `POST /runs` and `POST /runs/{id}/fork` (the contract's CreateRunResponse): the
+ * run record as created, `created` (false when a `create_key` replay answered with the run it
+ * created before), and `control_capability`, a token that lets its holder control this one run
+ * (sent as `X-Control-Capability`; `RunCallOptions.capability`), when the API issued one.
+ */
+export const CreateRunResult = CreateRunResponse;
+export type CreateRunResult = z.infer<typeof CreateRunResult>;
+
+/** One page of `GET /runs` (the contract's RunList): run records, newest first; `cursor` (opaque) fetches the next page, absent on the last. */
+export const RunPage = RunList;
+export type RunPage = z.infer<typeof RunPage>;
+
+/**
+ * The answer to a delivery: applied (the seq of the tool_result), duplicate (the delivery_id was
+ * applied: original_seq; or is still held: held), both 200; or held, 202 (no wait recorded yet:
+ * kept by the key until expires_at, ms epoch, and applied once the wait is recorded).
+ */
+export const Delivery = z.union([DeliveryResponse, HeldDeliveryResponse]);
+export type Delivery = z.infer<typeof Delivery>;
+
+/** A registered artifact with its bytes (`GET /functions/{path}`, admin only), base64 (the contract's FunctionArtifactSource). */
+export const FunctionSource = FunctionArtifactSource;
 export type FunctionSource = z.infer<typeof FunctionSource>;
 
 /** The Content-Type `PUT /functions/{path}` takes for each artifact kind. */

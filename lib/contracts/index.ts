@@ -10,6 +10,7 @@ export * from './delegation.ts';
 export * from './error-codes.ts';
 export * from './events.ts';
 export * from './fork.ts';
+export * from './http-api.ts';
 export * from './limits.ts';
 export * from './live.ts';
 export * from './model-context.ts';

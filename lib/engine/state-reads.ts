@@ -5,22 +5,19 @@
  * changes. Authorization is the other reads' (readRun: core/authority.ts's accessOf). Seed: agent-runs, "Storage and cluster
  * behaviour" (`dom/{rev}`: write-once domain state), "Checkpoints".
  */
-import type { RunRecord } from '../contracts/index.ts';
+import type { RunRecord, StateRevision } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { digestOf } from '../core/canonical.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun } from './reads.ts';
 
-/** One domain state revision of a run. `state_digest`: sha256 hex of its canonical JSON. */
-export interface StateRevision {
-  run_id: string;
-  state_rev: number;
-  state: unknown;
-  state_digest: string;
-  /** Where it is stored (the sort key of its item); absent for revision 0 (the initial null). */
-  state_at?: string;
-}
+/**
+ * One domain state revision of a run, as `GET /runs/{id}/state` answers it (the contract's
+ * StateRevision). `state_digest`: sha256 hex of its canonical JSON. Where it is stored (its
+ * item's sort key) stays inside: it is not part of the answer.
+ */
+export type { StateRevision } from '../contracts/index.ts';
 
 /**
  * Where revision `rev` of `record` is stored: the record's own item for its revision, a
@@ -61,11 +58,5 @@ export async function readState(
     if (err instanceof Error && /missing|holds domain state/.test(err.message)) throw notFound();
     throw err;
   }
-  return {
-    run_id: runId,
-    state_rev: wanted,
-    state,
-    state_digest: digestOf(state),
-    ...(at !== undefined ? { state_at: at } : {}),
-  };
+  return { run_id: runId, state_rev: wanted, state, state_digest: digestOf(state) };
 }

@@ -1,26 +1,32 @@
 /**
  * The wire shapes of the client-driven routes and the event stream, as the OpenAPI document
- * names them. Bodies are the contracts' own schemas (lib/contracts/client-driven.ts), named once;
+ * names them. Bodies and answers are the contracts' own schemas (lib/contracts/client-driven.ts,
+ * http-api.ts), named once;
  * a turn outcome is parsed by the engine with its three rules, so that its refusal carries the
  * turn-outcome-v1 reason code. Seed: agent-runs, "Server-driven and client-driven runs".
  */
 import { z } from '@hono/zod-openapi';
 import {
   BeginOperationInput as BeginOperationContract,
+  BeginOperationResponse as BeginOperationResponseContract,
   ClientOperationResult as ClientOperationResultContract,
+  ClientWriteResponse as ClientWriteResponseContract,
   CompleteRunInput as CompleteRunContract,
   FailRunInput as FailRunContract,
   FenceBody as FenceBodyContract,
   Fence as FenceContract,
   LeaseGrant as LeaseGrantContract,
   LeaseRequest as LeaseRequestContract,
+  LeaseResponse as LeaseResponseContract,
+  LeaseView as LeaseViewContract,
   OpenRequestInput as OpenRequestContract,
+  OpenRequestResponse as OpenRequestResponseContract,
   Operation as OperationContract,
-  RunStatus,
+  ReportOutcomeInput as ReportOutcomeContract,
+  ReportOutcomeResponse as ReportOutcomeResponseContract,
+  TakeSteersResponse as TakeSteersResponseContract,
 } from '../contracts/index.ts';
-import { RunRecord } from './schemas.ts';
-
-const named = <T extends z.ZodType>(name: string, schema: T) => z.lazy(() => schema).openapi(name);
+import { named } from './schemas.ts';
 
 export const LeaseRequest = named('LeaseRequest', LeaseRequestContract);
 export const LeaseGrant = named('LeaseGrant', LeaseGrantContract);
@@ -29,14 +35,18 @@ export const OpenRequestInput = named('OpenRequestInput', OpenRequestContract);
 export const FenceBody = named('FenceBody', FenceBodyContract);
 export const CompleteRunInput = named('CompleteRunInput', CompleteRunContract);
 export const FailRunInput = named('FailRunInput', FailRunContract);
-const Operation = named('Operation', OperationContract);
+named('Fence', FenceContract);
+named('Operation', OperationContract);
 const ClientOperationResult = named('ClientOperationResult', ClientOperationResultContract);
 
-/** The outcome report: a result, or an agent.external-runtime.turn-outcome.v1 document. */
+/**
+ * The outcome report as the document shows it: the contract's fields, `result` and
+ * `turn_outcome` described (the engine parses the body with the contract, so that a refused
+ * turn outcome keeps its reason code).
+ */
 export const ReportOutcomeInput = z
   .object({
-    fence: named('Fence', FenceContract),
-    op_id: z.string().min(1),
+    ...ReportOutcomeContract.shape,
     result: ClientOperationResult.optional(),
     turn_outcome: z.record(z.string(), z.unknown()).optional().openapi({
       description:
@@ -45,47 +55,13 @@ export const ReportOutcomeInput = z
   })
   .openapi('ReportOutcomeInput');
 
-const writeFields = {
-  run: RunRecord,
-  lease: LeaseGrant.nullable().openapi({ description: 'The lease still held after the write, or null.' }),
-};
-
-export const LeaseResponse = z.object({ lease: LeaseGrant, run: RunRecord }).openapi('LeaseResponse');
-export const ClientWriteResponse = z.object(writeFields).openapi('ClientWriteResponse');
-export const BeginOperationResponse = z
-  .object({
-    ...writeFields,
-    operation: Operation.nullable().openapi({
-      description: 'The operation in flight; null when a budget paused or failed the run instead.',
-    }),
-  })
-  .openapi('BeginOperationResponse');
-export const ReportOutcomeResponse = z
-  .object({ ...writeFields, seq: z.number().int().positive() })
-  .openapi('ReportOutcomeResponse');
-export const OpenRequestResponse = z
-  .object({ ...writeFields, request_id: z.string() })
-  .openapi('OpenRequestResponse');
-export const TakeSteersResponse = z
-  .object({
-    ...writeFields,
-    steers: z.array(z.object({ steer_id: z.string(), input: z.unknown(), seq: z.number().int().positive() })),
-  })
-  .openapi('TakeSteersResponse');
-
-export const LeaseView = z
-  .object({
-    run_id: z.string(),
-    client_driven: z.boolean(),
-    status: RunStatus,
-    epoch: z.number().int().min(0),
-    lease: LeaseGrant.nullable(),
-    expires_in_ms: z.number().nullable(),
-    operation: Operation.nullable(),
-    queued_steers: z.number().int().min(0),
-    open_requests: z.number().int().min(0),
-  })
-  .openapi('LeaseView');
+export const LeaseResponse = named('LeaseResponse', LeaseResponseContract);
+export const ClientWriteResponse = named('ClientWriteResponse', ClientWriteResponseContract);
+export const BeginOperationResponse = named('BeginOperationResponse', BeginOperationResponseContract);
+export const ReportOutcomeResponse = named('ReportOutcomeResponse', ReportOutcomeResponseContract);
+export const OpenRequestResponse = named('OpenRequestResponse', OpenRequestResponseContract);
+export const TakeSteersResponse = named('TakeSteersResponse', TakeSteersResponseContract);
+export const LeaseView = named('LeaseView', LeaseViewContract);
 
 /** `GET /runs/{id}/events/stream`: like the events query, but waiting 20 s by default. */
 export const StreamQuery = z.object({

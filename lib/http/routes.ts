@@ -44,6 +44,7 @@ import {
   Health,
   HeldDeliveryResponse,
   ListRunsQuery,
+  OpenApiDocument,
   PublishResult,
   RegistryDocuments,
   RegistryEntryQuery,
@@ -79,7 +80,7 @@ export const openapiRoute = createRoute({
   responses: {
     200: {
       description: 'The OpenAPI 3.1 document.',
-      content: json(z.record(z.string(), z.unknown())),
+      content: json(OpenApiDocument),
     },
     ...PUBLIC_ERRORS,
   },
@@ -516,8 +517,8 @@ export const REGISTRY_ROUTES = {
   workspaces: registryRoutes('workspaces'),
 } as const;
 
-/** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */
-export const ROUTES = [
+/** Every route definition, in document order (the client's agreement test reads their schemas). */
+export const ROUTE_DEFINITIONS = [
   healthRoute,
   openapiRoute,
   createRunRoute,
@@ -538,7 +539,10 @@ export const ROUTES = [
   putFunctionRoute,
   getFunctionRoute,
   ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),
-].map((route) => ({
+];
+
+/** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */
+export const ROUTES = ROUTE_DEFINITIONS.map((route) => ({
   method: route.method.toUpperCase(),
   path: route.path,
   pattern: new RegExp(

@@ -4,33 +4,63 @@
  * contracts' schemas themselves (lib/contracts), so the OpenAPI document and the validators
  * come from one source. Issue 5, "The HTTP API".
  */
+/**
+ * The HTTP API's own wire shapes: the query, path and header parameters. Every body and answer
+ * is a contract's schema (lib/contracts; the answers' envelopes in http-api.ts), the very object
+ * the client parses with, named here once so that the document refers to it ($ref) instead of
+ * repeating it. Issue 5, "The HTTP API"; issue 30 ("one set of wire schemas").
+ */
+import { zodToOpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '@hono/zod-openapi';
 import {
   AgentEntry as AgentEntryContract,
   Checkpoint as CheckpointContract,
+  CheckpointList as CheckpointListContract,
+  ChildRun as ChildRunContract,
+  ChildRunList as ChildRunListContract,
   ControlAck as ControlAckContract,
   Control as ControlContract,
   CreateRunInput as CreateRunInputContract,
+  CreateRunResponse as CreateRunResponseContract,
+  DeliveryResponse as DeliveryResponseContract,
+  ErrorBody as ErrorBodyContract,
+  EventPage as EventPageContract,
   ForkRunInput as ForkRunInputContract,
+  FunctionArtifact as FunctionArtifactContract,
+  FunctionArtifactSource as FunctionArtifactSourceContract,
+  Health as HealthContract,
+  HeldDeliveryResponse as HeldDeliveryResponseContract,
+  OpenApiDocument,
   PolicyDocument as PolicyDocumentContract,
   PublishResult as PublishResultContract,
   RegistryEntry as RegistryEntryContract,
+  RegistryEntryView as RegistryEntryViewContract,
   RegistryListing as RegistryListingContract,
   RunEvent as RunEventContract,
+  RunList as RunListContract,
   RunRecord as RunRecordContract,
   RunStatus,
+  StateRevision as StateRevisionContract,
   Subject,
   ToolDescriptor as ToolDescriptorContract,
   ToolEntry as ToolEntryContract,
+  ToolList as ToolListContract,
   WorkspaceGrant as WorkspaceGrantContract,
 } from '../contracts/index.ts';
 import { HTTP_ERROR_STATUS } from './errors.ts';
 
-// The contracts' schemas, each named once so the document refers to it ($ref) instead of
-// repeating it. A lazy wrapper carries the name: the contract schemas may have been created
-// before @hono/zod-openapi extended zod, so they cannot take `.openapi()` themselves; the
-// wrapper validates with the contract's own schema.
-const named = <T extends z.ZodType>(name: string, schema: T) => z.lazy(() => schema).openapi(name);
+/**
+ * Names `schema` in the OpenAPI document (components/schemas/`name`, referred to by $ref
+ * wherever it appears, nested too) and returns the same object: the route validates with, and
+ * the client parses with, the contract's own schema. The name is kept beside the schema in the
+ * generator's registry (`.openapi(name)` would return a copy, another object).
+ */
+export function named<T extends z.ZodType>(name: string, schema: T): T {
+  const meta = zodToOpenAPIRegistry.get(schema);
+  zodToOpenAPIRegistry.add(schema, { ...meta, _internal: { ...meta?._internal, refId: name } });
+  return schema;
+}
+
 export const RunRecord = named('RunRecord', RunRecordContract);
 export const RunEvent = named('RunEvent', RunEventContract);
 export const Control = named('Control', ControlContract);
@@ -45,6 +75,34 @@ export const WorkspaceGrant = named('WorkspaceGrant', WorkspaceGrantContract);
 export const PublishResult = named('PublishResult', PublishResultContract);
 export const RegistryEntry = named('RegistryEntry', RegistryEntryContract);
 export const RegistryListing = named('RegistryListing', RegistryListingContract);
+/** One published version and every version of its name, oldest first. */
+export const RegistryEntryView = named('RegistryEntryView', RegistryEntryViewContract);
+export const CreateRunResponse = named('CreateRunResponse', CreateRunResponseContract);
+export const RunList = named('RunList', RunListContract);
+export const EventPage = named('EventPage', EventPageContract);
+export const Checkpoint = named('Checkpoint', CheckpointContract);
+export const CheckpointList = named('CheckpointList', CheckpointListContract);
+export const ChildRun = named('ChildRun', ChildRunContract);
+export const ChildRunList = named('ChildRunList', ChildRunListContract);
+export const StateRevision = named('StateRevision', StateRevisionContract);
+export const DeliveryResponse = named('DeliveryResponse', DeliveryResponseContract);
+export const HeldDeliveryResponse = named('HeldDeliveryResponse', HeldDeliveryResponseContract);
+export const ToolList = named('ToolList', ToolListContract);
+export const FunctionArtifact = named('FunctionArtifact', FunctionArtifactContract);
+export const FunctionArtifactSource = named('FunctionArtifactSource', FunctionArtifactSourceContract);
+export const Health = named('Health', HealthContract);
+export { OpenApiDocument };
+
+/**
+ * `{code, message, details}`: the contract's error body, its code described with the codes of
+ * this API (errors.ts). The client parses error answers with the contract's (lib/client/call.ts).
+ */
+export const ErrorBody = ErrorBodyContract.extend({
+  code: z.string().openapi({
+    example: 'run_not_found',
+    description: `A stable code, one of: ${Object.keys(HTTP_ERROR_STATUS).join(', ')}.`,
+  }),
+}).openapi('Error');
 
 /** The document each registry publishes. */
 export const RegistryDocuments = {
@@ -69,11 +127,6 @@ export const RegistryEntryQuery = z.object({
     .openapi({ param: { name: 'version', in: 'query' }, example: '1.0.0' }),
 });
 
-/** One published version and every version of its name, oldest first. */
-export const RegistryEntryView = z
-  .object({ entry: RegistryEntry, versions: z.array(z.string()) })
-  .openapi('RegistryEntryView');
-
 /**
  * A whole-number query or path parameter: a string of digits (as it arrives), parsed to a
  * number in [min, max]; `fallback` when absent.
@@ -83,27 +136,6 @@ function wholeNumber(min: number, max: number, fallback?: number) {
   const parsed = (fallback === undefined ? digits : digits.default(String(fallback))).transform(Number);
   return parsed.pipe(z.number().int().min(min).max(max));
 }
-
-/** `{code, message, details}`: see errors.ts for the codes and their statuses. */
-export const ErrorBody = z
-  .object({
-    code: z.string().openapi({
-      example: 'run_not_found',
-      description: `A stable code, one of: ${Object.keys(HTTP_ERROR_STATUS).join(', ')}.`,
-    }),
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()),
-  })
-  .openapi('Error');
-
-/** The answer to `POST /runs`. `control_capability` is returned once, when the run is created. */
-export const CreateRunResponse = z
-  .object({
-    run: RunRecord,
-    created: z.boolean(),
-    control_capability: z.string().optional(),
-  })
-  .openapi('CreateRunResponse');
 
 /** A run id in the path. */
 export const RunIdParams = z.object({
@@ -150,14 +182,6 @@ export const ListRunsQuery = z
     }
   });
 
-/** A page of runs the caller may read, newest first. `cursor` is absent on the last page. */
-export const RunList = z
-  .object({
-    runs: z.array(RunRecord),
-    cursor: z.string().optional(),
-  })
-  .openapi('RunList');
-
 /** Maximum long-polling wait, in seconds. */
 export const MAX_WAIT_SECONDS = 20;
 
@@ -183,42 +207,6 @@ export const EventsQuery = z.object({
     }),
 });
 
-/**
- * A page of events. `status` and `last_seq` are the run's as read BEFORE the events, so a
- * follower that sees a terminal status with `next_after >= last_seq` has every event.
- */
-export const EventPage = z
-  .object({
-    events: z.array(RunEvent),
-    /** Pass as `after` for the next page: the last event's seq, or the `after` asked for. */
-    next_after: z.number().int().min(0),
-    last_seq: z.number().int().min(0),
-    status: RunStatus,
-    /**
-     * True when the run has ended and its reducer has received every event (its last answer,
-     * after the terminal event, is in the log): no event will follow `last_seq`.
-     */
-    settled: z.boolean(),
-  })
-  .openapi('EventPage');
-
-/** A checkpoint: what core owns, copied; domain state and transcript referenced. */
-export const Checkpoint = named('Checkpoint', CheckpointContract);
-
-export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) }).openapi('CheckpointList');
-
-/** A child run as its parent's listing shows it (GET /runs/{id}/children). */
-export const ChildRun = z
-  .object({
-    run_id: z.string(),
-    status: RunStatus,
-    depth: z.number().int().nonnegative(),
-    parent_op_id: z.string().optional(),
-    created_at: z.number(),
-  })
-  .openapi('ChildRun');
-export const ChildRunList = z.object({ children: z.array(ChildRun) }).openapi('ChildRunList');
-
 export const CheckpointParams = RunIdParams.extend({
   n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),
 });
@@ -231,17 +219,6 @@ export const StateQuery = z.object({
       param: { name: 'rev', in: 'query', description: 'The state revision (default: the current one).' },
     }),
 });
-
-/** One domain state revision of a run (write-once: the same revision always reads the same). */
-export const StateRevision = z
-  .object({
-    run_id: z.string(),
-    state_rev: z.number().int().min(0),
-    state: z.unknown(),
-    state_digest: z.string().openapi({ description: 'sha256 hex of the canonical JSON (RFC 8785) of state' }),
-    state_at: z.string().optional().openapi({ description: 'The sort key of the item holding it' }),
-  })
-  .openapi('StateRevision');
 
 /** The header that carries a run's control capability. */
 export const CapabilityHeaders = z.object({
@@ -283,26 +260,6 @@ export const DeliveryQuery = z.object({
     }),
 });
 
-export const DeliveryResponse = z
-  .union([
-    z.object({ ack: z.literal('applied'), run_id: z.string(), seq: z.number().int().positive() }),
-    z.object({ ack: z.literal('duplicate'), original_seq: z.number().int().positive() }),
-    z.object({ ack: z.literal('duplicate'), held: z.literal(true), expires_at: z.number().int() }),
-  ])
-  .openapi('DeliveryResponse', {
-    description:
-      'applied: the seq of the tool_result; duplicate: a delivery_id already applied (original_seq) or still held (held).',
-  });
-
-export const HeldDeliveryResponse = z
-  .object({ ack: z.literal('held'), resume_key: z.string(), expires_at: z.number().int() })
-  .openapi('HeldDeliveryResponse', {
-    description:
-      'No wait on the key is recorded yet: the result is held by its resume_key until expires_at (ms epoch) and applied once when the wait is recorded.',
-  });
-
-export const ToolList = z.object({ tools: z.array(ToolDescriptor) }).openapi('ToolList');
-
 export const FunctionParams = z.object({
   path: z
     .string()
@@ -314,21 +271,3 @@ export const FunctionParams = z.object({
       description: 'The function path without its leading slash; may contain slashes (agents/x → /agents/x).',
     }),
 });
-
-export const FunctionArtifact = z
-  .object({
-    function_path: z.string(),
-    kind: z.enum(['js', 'wasm', 'star']),
-    hash: z.string().openapi({ description: 'sha256 hex of the bytes; runs pin it when they bind it' }),
-    size: z.number().int().positive(),
-  })
-  .openapi('FunctionArtifact');
-
-/** A registered artifact with its bytes (base64), as `GET /functions/{path}` returns it. */
-export const FunctionArtifactSource = FunctionArtifact.extend({
-  bytes_base64: z
-    .string()
-    .openapi({ description: 'The artifact bytes, base64 (sha256 of the bytes = hash)' }),
-}).openapi('FunctionArtifactSource');
-
-export const Health = z.object({ status: z.literal('ok') }).openapi('Health');

@@ -50,11 +50,11 @@ export function localReplayStack(options: LocalReplayStackOptions = {}): StartRe
       createRun: (body) => retrying(() => client.createRun(body as Parameters<typeof client.createRun>[0])),
       getRun: (runId) => retrying(() => client.getRun(runId)),
       async events(runId, after, limit, waitSeconds) {
-        const page = await retrying(() => client.events(runId, { after, limit, wait: waitSeconds }));
+        const page = await retrying(() => client.listRunEvents(runId, { after, limit, wait: waitSeconds }));
         return page.events;
       },
       control: (runId, control) =>
-        retrying(() => client.control(runId, control as Parameters<typeof client.control>[1])),
+        retrying(() => client.applyControl(runId, control as Parameters<typeof client.applyControl>[1])),
     };
     return { api, stop: () => stack.stop() };
   };

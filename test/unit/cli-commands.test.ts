@@ -565,6 +565,7 @@ describe('agent-runs events and tools', () => {
       next_after: 2,
       last_seq: 5,
       status: 'waiting',
+      settled: false,
     };
     const r = await cli(['events', 'run_1', '--limit', '2'], () => [200, page]);
     expect(r.sent[0]?.query).toEqual({ after: '0', limit: '2' });
@@ -609,10 +610,14 @@ describe('agent-runs events and tools', () => {
           next_after: 2,
           last_seq: 2,
           status: 'running',
+          settled: false,
         },
       ];
     }
-    return [200, { events: [ev(3, 'run_completed')], next_after: 3, last_seq: 3, status: 'completed' }];
+    return [
+      200,
+      { events: [ev(3, 'run_completed')], next_after: 3, last_seq: 3, status: 'completed', settled: true },
+    ];
   }
   let sentCount = 0;
 

@@ -57,7 +57,7 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
     let page: EventPage;
     try {
       // The first page answers at once (what is there now); later ones wait for news.
-      page = await client.events(runId, {
+      page = await client.listRunEvents(runId, {
         after,
         limit: options.pageSize ?? 1000,
         wait: first ? 0 : (options.waitSeconds ?? 20),
@@ -83,7 +83,7 @@ export async function followRun(runId: string, options: RunFeedOptions, on: RunF
     after = Math.max(after, page.next_after);
     // A full page means more are there: ask again at once.
     first = page.events.length >= (options.pageSize ?? 1000);
-    if ((page.settled ?? false) && after >= page.last_seq) return;
+    if (page.settled && after >= page.last_seq) return;
   }
 }
 

@@ -67,7 +67,7 @@ export function useRunEvents(
           news.current?.(fresh);
         },
         onPage(page) {
-          const settled = (page.settled ?? false) && page.next_after >= page.last_seq;
+          const settled = page.settled && page.next_after >= page.last_seq;
           setState(settled ? { kind: 'settled' } : { kind: 'live' });
         },
         onError(error, retryInMs) {
@@ -86,7 +86,7 @@ export function useRunEvents(
     setLoadingOlder(true);
     try {
       const from = Math.max(0, firstSeq - 1 - 1000);
-      const page = await client.events(runId, { after: from, limit: firstSeq - 1 - from });
+      const page = await client.listRunEvents(runId, { after: from, limit: firstSeq - 1 - from });
       const older = page.events.filter((e) => e.seq < firstSeq);
       setEvents((prev) => [...older, ...prev]);
       setFirstSeq(from + 1);

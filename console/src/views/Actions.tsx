@@ -54,7 +54,7 @@ export function useControls(runId: string): ControlSender {
       const controlId = ids.current.idFor(control);
       setBusy(label);
       try {
-        const ack = await client.control(runId, { ...control, control_id: controlId } as ControlInput);
+        const ack = await client.applyControl(runId, { ...control, control_id: controlId } as ControlInput);
         ids.current.acknowledged(control);
         note({ ...describeAck(label, ack), controlId });
         await queryClient.invalidateQueries({ queryKey: ['run', runId] });
@@ -362,7 +362,7 @@ function ResultCard(props: { request: Extract<OpenRequest, { kind: 'result' }>; 
     }
     setBusy(true);
     try {
-      const out = await client.deliver(request.resume_key, value);
+      const out = await client.deliverResult(request.resume_key, value);
       const detail =
         out.ack === 'applied'
           ? `event ${out.seq}`

@@ -31,7 +31,7 @@ export function Login(props: {
     setError(null);
     try {
       // Any authenticated read proves the token; the tool list is small and always there.
-      await createClient({ baseUrl: apiBase(config), token: value }).tools();
+      await createClient({ baseUrl: apiBase(config), token: value }).listTools();
       props.onSession(tokenSession(value));
     } catch (err) {
       setError(

@@ -260,7 +260,10 @@ function Usage({ run }: { run: RunRecord }) {
 
 function Checkpoints({ runId }: { runId: string }) {
   const { client } = useApi();
-  const list = useQuery({ queryKey: ['checkpoints', runId], queryFn: () => client.checkpoints(runId) });
+  const list = useQuery({
+    queryKey: ['checkpoints', runId],
+    queryFn: () => client.listRunCheckpoints(runId),
+  });
   const [open, setOpen] = useState<number | null>(null);
   return (
     <section className="card" id="checkpoints" aria-labelledby="cp-title">
@@ -306,7 +309,7 @@ function Children({ runId }: { runId: string }) {
 
 function ChildList({ runId, depth }: { runId: string; depth: number }) {
   const { client } = useApi();
-  const list = useQuery({ queryKey: ['children', runId], queryFn: () => client.children(runId) });
+  const list = useQuery({ queryKey: ['children', runId], queryFn: () => client.listRunChildren(runId) });
   if (list.error !== null) return <p className="error">{errorText(list.error)}</p>;
   if (list.data === undefined) return <p className="muted">Loading…</p>;
   if (list.data.length === 0) return depth === 0 ? <p className="muted">None.</p> : null;
