@@ -118,11 +118,12 @@ export function consoleFromEnv(env: NodeJS.ProcessEnv, assetsDir: string): Conso
   return { assetsDir, config: parsed.data };
 }
 
-/** The policy of the console's page: nothing but its own scripts and styles, and calls to the API and the token endpoint. */
+/** The policy of the console's page: nothing but its own scripts and styles, and calls to the API, the token endpoint and the live socket. */
 export function contentSecurityPolicy(config: ConsoleConfig): string {
   const connect = new Set(["'self'"]);
   if (config.api_base !== undefined) connect.add(new URL(config.api_base).origin);
   if (config.auth.kind === 'oauth') connect.add(new URL(config.auth.token_endpoint).origin);
+  if (config.live_url !== undefined) connect.add(new URL(config.live_url).origin);
   return [
     "default-src 'none'",
     "script-src 'self'",

@@ -79,3 +79,39 @@ export function errorText(error: unknown): string {
 export function short(hash: string, n = 12): string {
   return hash.length > n ? `${hash.slice(0, n)}…` : hash;
 }
+
+/** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
+export function shortDigest(value: string, n = 12): string {
+  return short(value.slice(value.lastIndexOf(':') + 1), n);
+}
+
+/**
+ * A digest shown short (no `sha256:rfc8785:` prefix, the first 12 characters) with a button
+ * that shows the full value, selectable for copying. `full` is what the button reveals.
+ */
+export function Digest({ full, testId }: { full: string; testId?: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <span className="digest">
+      <span className="mono" title={full} data-testid={testId}>
+        {shortDigest(full)}
+      </span>{' '}
+      <button type="button" className="link-button" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? 'hide full' : 'show full'}
+      </button>
+      {open ? (
+        <code
+          className="mono wrap digest-full"
+          data-testid={testId !== undefined ? `${testId}-full` : undefined}
+        >
+          {full}
+        </code>
+      ) : null}
+    </span>
+  );
+}
+
+/** `1 model call`, `3 model calls`. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+}
