@@ -31,7 +31,6 @@ export function driverWords(
   const ended = ['completed', 'failed', 'stopped'].includes(run.status);
   if (run.reducer !== null) return serverDriven(run.status, ended, lease);
   const sweep = seconds(Math.round(sweepIntervalMs / 1000));
-  const stillOpen = !ended && run.status !== 'queued';
   const why =
     `The run still reads "${run.status}" because a client-driven run ends only when its client ` +
     'ends it or someone stops it. ';
@@ -61,11 +60,13 @@ export function driverWords(
     term: 'Driven by',
     text: ended ? 'a client (the run has ended)' : 'a client; none holds the run right now',
     warn: false,
-    ...(stillOpen
-      ? {
-          note: `${why}Nothing moves it until a client takes it up again; the sweeper only expires its open requests.`,
-        }
-      : {}),
+    ...(ended
+      ? {}
+      : {
+          note:
+            `${run.status === 'queued' ? '' : why}The run waits for a client to take it up again: nothing else ` +
+            'moves a client-driven run, and the sweeper only expires its open requests.',
+        }),
   };
 }
 

@@ -18,7 +18,8 @@ import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { Digest, detailText, errorText, Json, plural, StatusBadge, Time, useNow } from './common.tsx';
+import { plural } from '../model/words.ts';
+import { Digest, detailText, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
 import { Timeline } from './Timeline.tsx';
 
 /** How often the record is read again without news (ms). */

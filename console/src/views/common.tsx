@@ -1,6 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
+import { shortDigest } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -80,11 +81,6 @@ export function short(hash: string, n = 12): string {
   return hash.length > n ? `${hash.slice(0, n)}…` : hash;
 }
 
-/** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
-export function shortDigest(value: string, n = 12): string {
-  return short(value.slice(value.lastIndexOf(':') + 1), n);
-}
-
 /**
  * A digest shown short (no `sha256:rfc8785:` prefix, the first 12 characters) with a button
  * that shows the full value, selectable for copying. `full` is what the button reveals.
@@ -109,9 +105,4 @@ export function Digest({ full, testId }: { full: string; testId?: string }) {
       ) : null}
     </span>
   );
-}
-
-/** `1 model call`, `3 model calls`. */
-export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 }
