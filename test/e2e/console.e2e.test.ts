@@ -188,7 +188,7 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     // The digest reads short, without its algorithm; the full value is one click away.
     const shortDigest = (await page.getByTestId('approval-digest').textContent()) ?? '';
     expect(shortDigest).toMatch(/^[0-9a-f]{12}…$/);
-    await page.getByRole('button', { name: 'show full' }).first().click();
+    await page.locator('article.request').getByRole('button', { name: 'show full' }).click();
     const digest = (await page.getByTestId('approval-digest-full').textContent()) ?? '';
     expect(digest).toMatch(/^sha256:rfc8785:[0-9a-f]{64}$/);
     expect(digest.split(':').pop()?.startsWith(shortDigest.slice(0, 12))).toBe(true);
