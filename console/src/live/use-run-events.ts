@@ -49,6 +49,10 @@ export function useRunEvents(
   if (startAfter.current === null && lastSeq !== null) {
     startAfter.current = windowSize === 'all' ? 0 : Math.max(0, lastSeq - windowSize);
   }
+  // The record read before the feed started already reflects its events up to lastSeq: only
+  // later ones are news (so the first page does not make the page read the run again).
+  const knownSeq = useRef<number | null>(null);
+  if (knownSeq.current === null && lastSeq !== null) knownSeq.current = lastSeq;
   const news = useRef(onNews);
   news.current = onNews;
 
@@ -75,7 +79,8 @@ export function useRunEvents(
             const add = fresh.filter((e) => e.seq > last);
             return add.length === 0 ? prev : [...prev, ...add];
           });
-          news.current?.(fresh);
+          const later = fresh.filter((e) => e.seq > (knownSeq.current ?? 0));
+          if (later.length > 0) news.current?.(later);
         },
         onPage(page) {
           const settled = (page.settled ?? false) && page.next_after >= page.last_seq;
