@@ -5,8 +5,8 @@
  */
 
 /** Events the run page opens with (the newest ones, a little more than the timeline draws at first). */
-export const TIMELINE_WINDOW = 100;
+export const TIMELINE_WINDOW = 60;
 /** Rows the timeline draws at first, and adds each time its end comes into view. */
-export const ROWS_STEP = 50;
+export const ROWS_STEP = 40;
 /** Events per read of older events, as the timeline is scrolled back. */
 export const OLDER_PAGE = 500;

@@ -47,6 +47,8 @@ export function RunPage({ runId }: { runId: string }) {
     [queryClient, runId],
   );
   const feed = useRunEvents(runId, run.data?.last_seq ?? null, TIMELINE_WINDOW, onNews);
+  // The side sections are read once the timeline's first page is in: they are not what paints first.
+  const ready = feed.events.length > 0 || feed.state.kind !== 'starting';
 
   if (run.isPending) return <p aria-live="polite">Loading run {runId}…</p>;
   if (run.error !== null) {
@@ -83,8 +85,8 @@ export function RunPage({ runId }: { runId: string }) {
         <div className="run-side">
           <RunControls run={record} controls={controls} />
           <Usage run={record} />
-          <Checkpoints runId={runId} />
-          <Children runId={runId} />
+          <Checkpoints runId={runId} enabled={ready} />
+          <Children runId={runId} enabled={ready} />
         </div>
       </div>
     </article>
@@ -255,9 +257,13 @@ function Usage({ run }: { run: RunRecord }) {
   );
 }
 
-function Checkpoints({ runId }: { runId: string }) {
+function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
   const { client } = useApi();
-  const list = useQuery({ queryKey: ['checkpoints', runId], queryFn: () => client.checkpoints(runId) });
+  const list = useQuery({
+    queryKey: ['checkpoints', runId],
+    queryFn: () => client.checkpoints(runId),
+    enabled,
+  });
   const [open, setOpen] = useState<number | null>(null);
   return (
     <section className="card" id="checkpoints" aria-labelledby="cp-title">
@@ -292,11 +298,11 @@ function Checkpoints({ runId }: { runId: string }) {
   );
 }
 
-function Children({ runId }: { runId: string }) {
+function Children({ runId, enabled }: { runId: string; enabled: boolean }) {
   return (
     <section className="card" id="children" aria-labelledby="children-title">
       <h2 id="children-title">Child runs</h2>
-      <ChildList runId={runId} depth={0} />
+      {enabled ? <ChildList runId={runId} depth={0} /> : <p className="muted">Loading…</p>}
     </section>
   );
 }
