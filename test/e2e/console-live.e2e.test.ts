@@ -108,10 +108,11 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     await page.getByLabel('Subject prefix').fill(`live:${run.subject.path}`);
     const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
     await row.waitFor({ timeout: 20_000 });
-    // The run moves on (a model turn, then its approval): the row follows.
-    await approveWhenAsked(run.run_id);
-    await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
+    // The run asks for its approval; once approved it runs the tool and takes its second turn.
     await row.getByText('1 request').waitFor({ timeout: 20_000 });
+    await approveWhenAsked(run.run_id);
+    await row.locator('td[data-label="Turn"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
+    await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
 
     expect(await marked(page)).toBe(1);
     // The page heard of the run's events over its socket.
