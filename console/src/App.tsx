@@ -5,7 +5,7 @@
  * client; a 401 anywhere signs the user out with a message.
  */
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { useCallback, useMemo, useState } from 'react';
+import { lazy, Suspense, useCallback, useMemo, useState } from 'react';
 import { Link, Route, Router, Switch } from 'wouter';
 import { ApiError } from '../../lib/client/errors.ts';
 import type { ConsoleConfig } from '../../lib/http/console-config.ts';
@@ -23,7 +23,11 @@ import { Callback } from './views/Callback.tsx';
 import { Login } from './views/Login.tsx';
 import { RunPage } from './views/RunPage.tsx';
 import { RunsList } from './views/RunsList.tsx';
-import { TranscriptPage } from './views/Transcript.tsx';
+
+// Split off: views a first load of the runs list or a run page does not draw (smaller bundle).
+const TranscriptPage = lazy(() =>
+  import('./views/Transcript.tsx').then((m) => ({ default: m.TranscriptPage })),
+);
 
 /** A session from the URL fragment (the start banner's link), else the stored one. */
 function initialSession(): Session | null {
@@ -111,7 +115,11 @@ export function App({ config }: { config: ConsoleConfig }) {
                       <RunsList />
                     </Route>
                     <Route path="/runs/:id/transcript">
-                      {(p) => <TranscriptPage key={p.id} runId={p.id} />}
+                      {(p) => (
+                        <Suspense fallback={<p aria-live="polite">Loading the transcript…</p>}>
+                          <TranscriptPage key={p.id} runId={p.id} />
+                        </Suspense>
+                      )}
                     </Route>
                     <Route path="/runs/:id">{(p) => <RunPage key={p.id} runId={p.id} />}</Route>
                     <Route>

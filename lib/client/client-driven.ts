@@ -45,7 +45,7 @@ export interface ClientDrivenMethods {
    * lease that was lost).
    */
   takeLease(runId: string, body: { owner: string; epoch?: number; ttl_ms?: number }): Promise<LeaseResponse>;
-  /** Lets the lease go (the run stays running; another client may take it at once). */
+  /** Lets the lease go (the run waits, queued or behind its open requests, for a client; another may take it at once). */
   releaseLease(runId: string, fence: Fence): Promise<ClientWrite>;
   /**
    * Begins an operation the client executes itself: `kind` `model_turn`, `tool_call` (with

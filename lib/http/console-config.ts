@@ -43,6 +43,11 @@ export const ConsoleConfig = z.object({
   /** Base URL of the HTTP API; absent: the origin that served the console (same origin). */
   api_base: httpUrl().optional(),
   auth: z.discriminatedUnion('kind', [TokenLogin, OAuthLogin]),
+  /**
+   * The live event WebSocket (`ws://` or `wss://`, the stack output LiveUrl; lib/contracts/live.ts):
+   * the console follows runs over it, else over server-sent events, else long polls. Issue 27.
+   */
+  live_url: z.url({ protocol: /^wss?$/ }).optional(),
   /** Time between sweeper passes in ms: the console's estimate of when a dead lease holder is replaced. */
   sweep_interval_ms: z.number().int().positive().optional(),
   /** How often a live lease holder renews its lease, in ms (a lease not renewed for longer is suspect). */

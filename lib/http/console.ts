@@ -10,7 +10,8 @@
  *   GET /console/assets/...    hashed build output, cached for a year (immutable); 404 if absent
  *   GET /console, /console/... index.html (client-side routes), revalidated on every load
  *
- * Responses are gzip-compressed when the client accepts it and carry a strict Content-Security-
+ * Responses are compressed when the client accepts it (assets from the build's .br / .gz files,
+ * the rest with gzip on the fly) and carry a strict Content-Security-
  * Policy (scripts and styles from the console's origin only; connections to the API and the
  * OAuth token endpoint only). When the console is not built, every page answers 503 with the
  * command that builds it.
@@ -71,7 +72,8 @@ export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite): vo
       'Cache-Control': `public, max-age=${ONE_YEAR_S}, immutable`,
       'X-Content-Type-Options': 'nosniff',
     }),
-    serveStatic({ root: site.assetsDir, rewriteRequestPath: fromBase }),
+    // The build writes .br and .gz beside each asset (console/vite.config.ts): sent as they are.
+    serveStatic({ root: site.assetsDir, rewriteRequestPath: fromBase, precompressed: true }),
     (c) => c.text('not found', 404),
   );
   const pageHeaders = withHeaders({
@@ -118,11 +120,12 @@ export function consoleFromEnv(env: NodeJS.ProcessEnv, assetsDir: string): Conso
   return { assetsDir, config: parsed.data };
 }
 
-/** The policy of the console's page: nothing but its own scripts and styles, and calls to the API and the token endpoint. */
+/** The policy of the console's page: nothing but its own scripts and styles, and calls to the API, the token endpoint and the live socket. */
 export function contentSecurityPolicy(config: ConsoleConfig): string {
   const connect = new Set(["'self'"]);
   if (config.api_base !== undefined) connect.add(new URL(config.api_base).origin);
   if (config.auth.kind === 'oauth') connect.add(new URL(config.auth.token_endpoint).origin);
+  if (config.live_url !== undefined) connect.add(new URL(config.live_url).origin);
   return [
     "default-src 'none'",
     "script-src 'self'",

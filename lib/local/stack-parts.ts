@@ -84,11 +84,12 @@ export async function runtimeOf(
   return { runtime, reducers };
 }
 
-/** The console served at /console (undefined: not served), signing in as `options.consoleAuth` says. */
+/** The console served at /console (undefined: not served), signing in as `options.consoleAuth` says and following runs over `liveUrl` (the live WebSocket). */
 export function consoleSiteOf(
   consoleDir: string | false,
   options: Pick<LocalStackParts, 'consoleAuth' | 'heartbeatMs'>,
   sweepIntervalMs: number,
+  liveUrl?: string,
 ): ConsoleSite | undefined {
   if (consoleDir === false) return undefined;
   return {
@@ -100,6 +101,7 @@ export function consoleSiteOf(
       },
       ...(sweepIntervalMs > 0 ? { sweep_interval_ms: sweepIntervalMs } : {}),
       ...(options.heartbeatMs !== undefined ? { heartbeat_ms: options.heartbeatMs } : {}),
+      ...(liveUrl !== undefined ? { live_url: liveUrl } : {}),
       environment: 'local',
     },
   };

@@ -267,9 +267,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
   const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   const consoleDir = options.consoleDir ?? CONSOLE_DIST_DIR;
-  const site = consoleSiteOf(consoleDir, options, sweepIntervalMs);
-  gateway.setHandler(withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site)));
-
   const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
   const sweeperTimer = startSweeperTimer(runtime, logger, metrics, sweepIntervalMs);
@@ -295,6 +292,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       cause: err,
     });
   }
+  // The console's configuration names the live socket, so the API is served once it listens.
+  const site = consoleSiteOf(consoleDir, options, sweepIntervalMs, live.wsUrl);
+  gateway.setHandler(withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site)));
   step('live event stream serving');
   const stateFile =
     stateDir === null

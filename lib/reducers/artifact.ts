@@ -6,8 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 
-/** The function path the default agent reducer is registered at. */
-export const AGENT_LOOP_PATH = '/lib/raisin/ai/agent-run-reducer';
+export { AGENT_LOOP_PATH } from './paths.ts';
 
 /** Where the artifact file lives (next to this module). */
 export const AGENT_LOOP_ARTIFACT_URL: URL = new URL('./agent-loop.js', import.meta.url);

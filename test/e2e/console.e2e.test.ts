@@ -184,8 +184,14 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     const approve = page.getByRole('button', { name: 'Approve' });
     await approve.waitFor({ timeout: 20_000 });
     await page.locator('li.event[data-kind="request_opened"]').first().waitFor();
-    expect(await page.getByTestId('feed-state').textContent()).toBe('live');
-    const digest = (await page.getByTestId('approval-digest').textContent()) ?? '';
+    expect(await page.getByTestId('feed-state').textContent()).toBe('live (WebSocket)');
+    // The digest reads short, without its algorithm; the full value is one click away.
+    const shortDigest = (await page.getByTestId('approval-digest').textContent()) ?? '';
+    expect(shortDigest).toMatch(/^[0-9a-f]{12}…$/);
+    await page.locator('article.request').getByRole('button', { name: 'show full' }).click();
+    const digest = (await page.getByTestId('approval-digest-full').textContent()) ?? '';
+    expect(digest).toMatch(/^sha256:rfc8785:[0-9a-f]{64}$/);
+    expect(digest.split(':').pop()?.startsWith(shortDigest.slice(0, 12))).toBe(true);
     await shot(page, 'run-approval', true);
     expect(cs.charges).toEqual([]);
 
@@ -194,6 +200,8 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     // The charge ran, and the model asks its question.
     const answer = page.getByLabel('Your answer');
     await answer.waitFor({ timeout: 20_000 });
+    // Where the question appears, what the run's mode means for it.
+    expect(await page.getByTestId('mode-note').textContent()).toMatch(/^Conversation mode: every reply/);
     await page.getByText('Which receipt format do you want?').first().waitFor();
     expect(cs.charges).toEqual([42]);
 
@@ -293,7 +301,13 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     const page = await signedIn();
     await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
 
-    await page.getByRole('heading', { name: 'Paused: budget_exceeded:max_turns' }).waitFor();
+    await page.getByRole('heading', { name: 'Paused: the max turns budget is used up' }).waitFor();
+    // Plain words: no "(from queued)", no lease jargon on a server-driven run.
+    const header = (await page.locator('.run-header').textContent()) ?? '';
+    expect(header).toContain('paused: the max turns budget is used up; raise it to go on');
+    expect(header).not.toMatch(/from queued|epoch|Lease/);
+    expect(await page.getByTestId('lease').textContent()).toBe('none: the run is paused');
+    expect(await page.locator('#usage').textContent()).toMatch(/1 model call · 1 tool call ·/);
     const increase = page.getByLabel('max_turns (now 1)');
     expect(await increase.inputValue()).toBe('1');
     await increase.fill('3');

@@ -8,11 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
-import type { ConsoleConfigInput } from '../../lib/http/console-config.ts';
+import { contentSecurityPolicy } from '../../lib/http/console.ts';
+import { ConsoleConfig, type ConsoleConfigInput } from '../../lib/http/console-config.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import { createRuntime, type Runtime } from '../../lib/runtime.ts';
 
@@ -53,6 +54,8 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'built', 'assets'), { recursive: true });
   writeFileSync(join(dir, 'built', 'index.html'), INDEX);
   writeFileSync(join(dir, 'built', 'assets', 'app-1a2b.js'), SCRIPT);
+  // What console/vite.config.ts writes beside each asset (gzip left out: compressed on the fly).
+  writeFileSync(join(dir, 'built', 'assets', 'app-1a2b.js.br'), brotliCompressSync(SCRIPT));
   const auth = bearerTokenAuth(TOKEN);
   app = createHttpApp({ ...runtime, auth, console: { assetsDir: join(dir, 'built'), config: CONFIG } });
   bare = createHttpApp({
@@ -116,6 +119,25 @@ describe('the console served by the HTTP app', () => {
     const bytes = Buffer.from(await response.arrayBuffer());
     expect(bytes.length).toBeLessThan(SCRIPT.length / 4);
     expect(gunzipSync(bytes).toString('utf8')).toBe(SCRIPT);
+  });
+
+  it("sends the build's precompressed copy of an asset as it is, brotli first", async () => {
+    const response = await app.request('/console/assets/app-1a2b.js', {
+      headers: { 'accept-encoding': 'gzip, br' },
+    });
+
+    expect(response.headers.get('content-encoding')).toBe('br');
+    const bytes = Buffer.from(await response.arrayBuffer());
+    expect(bytes.equals(brotliCompressSync(SCRIPT))).toBe(true);
+    expect(brotliDecompressSync(bytes).toString('utf8')).toBe(SCRIPT);
+  });
+
+  it('names the live socket in the page policy when the configuration names it', () => {
+    const policy = contentSecurityPolicy(
+      ConsoleConfig.parse({ ...CONFIG, live_url: 'wss://live.example.com/prod' }),
+    );
+    expect(policy).toContain('connect-src');
+    expect(policy).toContain('wss://live.example.com');
   });
 
   it('serves its run-time configuration, with defaults filled and never cached', async () => {

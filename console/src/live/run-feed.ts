@@ -1,9 +1,7 @@
 /**
- * The live event feed of one run: the one place the console learns of new events. It
- * long-polls `GET /runs/{id}/events?after=&wait=20` (lib/client). `GET /runs/{id}/events/stream`
- * (SSE) would be no faster: API Gateway buffers each of its responses, like a long poll. The
- * live WebSocket API (`followLive`, stack output LiveUrl) would push events as they commit; the
- * console does not use it yet, and only this file would change. The feed delivers every event
+ * The long-poll feed of one run. It
+ * long-polls `GET /runs/{id}/events?after=&wait=20` (lib/client): the last of the console's
+ * transports (live-feed.ts tries the live WebSocket, then server-sent events). The feed delivers every event
  * after `after` exactly once, in seq order, until the run has settled (ended, its reducer answered every
  * event) or the signal aborts; each request is aborted with the signal, so a page left behind
  * does not keep a long poll (one of the browser's six connections) open. Transient failures
@@ -16,8 +14,8 @@ import type { EventPage } from '../../../lib/client/shapes.ts';
 import type { RunEvent } from '../../../lib/contracts/index.ts';
 
 export interface RunFeedHandlers {
-  /** New events, in seq order, never one twice. */
-  onEvents(events: RunEvent[], page: EventPage): void;
+  /** New events, in seq order, never one twice (`page`: the long-poll page that brought them). */
+  onEvents(events: RunEvent[], page?: EventPage): void;
   /** Every page, with the run's status and last_seq as read before its events. */
   onPage?(page: EventPage): void;
   /** A failed request: `retryInMs` null means the feed has ended (auth or a missing run). */

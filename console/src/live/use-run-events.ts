@@ -1,5 +1,6 @@
 /**
- * A run's events for a view, kept live by the feed (run-feed.ts). The view asks for the newest
+ * A run's events for a view, kept live by the feed (live-feed.ts: the live WebSocket, else
+ * server-sent events, else long polls). The view asks for the newest
  * `window` events first (a long run's page opens on its latest 1,000 events, not its first),
  * can load older ones page by page, and is told the feed's state: live, retrying, settled or
  * ended by an error.
@@ -7,11 +8,12 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
-import { followRun } from './run-feed.ts';
+import { OLDER_PAGE } from '../model/paging.ts';
+import { followRunLive, type Transport } from './live-feed.ts';
 
 export type FeedState =
   | { kind: 'starting' }
-  | { kind: 'live' }
+  | { kind: 'live'; transport: Transport }
   | { kind: 'retrying'; message: string; retryInMs: number }
   | { kind: 'settled' }
   | { kind: 'ended'; message: string };
@@ -36,7 +38,8 @@ export function useRunEvents(
   windowSize: number | 'all',
   onNews?: (events: RunEvent[]) => void,
 ): RunEvents {
-  const { client, baseUrl, session } = useApi();
+  const { client, baseUrl, session, config } = useApi();
+  const wsUrl = config.live_url;
   const [events, setEvents] = useState<RunEvent[]>([]);
   const [state, setState] = useState<FeedState>({ kind: 'starting' });
   const [firstSeq, setFirstSeq] = useState<number | null>(null);
@@ -46,6 +49,10 @@ export function useRunEvents(
   if (startAfter.current === null && lastSeq !== null) {
     startAfter.current = windowSize === 'all' ? 0 : Math.max(0, lastSeq - windowSize);
   }
+  // The record read before the feed started already reflects its events up to lastSeq: only
+  // later ones are news (so the first page does not make the page read the run again).
+  const knownSeq = useRef<number | null>(null);
+  if (knownSeq.current === null && lastSeq !== null) knownSeq.current = lastSeq;
   const news = useRef(onNews);
   news.current = onNews;
 
@@ -54,21 +61,30 @@ export function useRunEvents(
     const after = startAfter.current;
     const abort = new AbortController();
     setFirstSeq(after + 1);
-    void followRun(
+    let transport: Transport = 'poll';
+    void followRunLive(
       runId,
-      { baseUrl, token: session.token, after, signal: abort.signal },
+      { baseUrl, token: session.token, after, signal: abort.signal, wsUrl },
       {
+        onTransport(next) {
+          transport = next;
+          setState({ kind: 'live', transport: next });
+        },
+        onSettled() {
+          setState({ kind: 'settled' });
+        },
         onEvents(fresh) {
           setEvents((prev) => {
             const last = prev[prev.length - 1]?.seq ?? after;
             const add = fresh.filter((e) => e.seq > last);
             return add.length === 0 ? prev : [...prev, ...add];
           });
-          news.current?.(fresh);
+          const later = fresh.filter((e) => e.seq > (knownSeq.current ?? 0));
+          if (later.length > 0) news.current?.(later);
         },
         onPage(page) {
           const settled = page.settled && page.next_after >= page.last_seq;
-          setState(settled ? { kind: 'settled' } : { kind: 'live' });
+          if (!settled) setState({ kind: 'live', transport });
         },
         onError(error, retryInMs) {
           const message = error instanceof Error ? error.message : String(error);
@@ -79,13 +95,13 @@ export function useRunEvents(
       },
     );
     return () => abort.abort();
-  }, [runId, baseUrl, session.token, started]);
+  }, [runId, baseUrl, session.token, started, wsUrl]);
 
   const loadOlder = useCallback(async () => {
     if (firstSeq === null || firstSeq <= 1) return;
     setLoadingOlder(true);
     try {
-      const from = Math.max(0, firstSeq - 1 - 1000);
+      const from = Math.max(0, firstSeq - 1 - OLDER_PAGE);
       const page = await client.listRunEvents(runId, { after: from, limit: firstSeq - 1 - from });
       const older = page.events.filter((e) => e.seq < firstSeq);
       setEvents((prev) => [...older, ...prev]);

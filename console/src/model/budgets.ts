@@ -55,3 +55,16 @@ export function formatAmount(value: number, unit: BudgetBar['unit']): string {
   const n = value.toLocaleString('en-US');
   return unit === 'tokens' ? `${n} tokens` : n;
 }
+
+/**
+ * Why a paused run is paused, for people: `the max turns budget is used up`, `the model
+ * provider is unavailable`, else the reason as given (`_` read as spaces). Never the status it
+ * was paused from (`queued` says nothing to the reader).
+ */
+export function pauseText(record: RunRecord): string {
+  if (record.status !== 'paused') return '';
+  const budget = budgetPauseLimit(record);
+  if (budget !== null) return `the ${budget.replaceAll('_', ' ')} budget is used up`;
+  if (record.pause_reason === 'provider_outage') return 'the model provider is unavailable';
+  return record.pause_reason.replaceAll('_', ' ');
+}

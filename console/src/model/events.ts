@@ -144,3 +144,59 @@ export function describeEvent(event: RunEvent): string {
       return '';
   }
 }
+
+/** The timeline's kind filter, in groups a reader recognises; each kind is in exactly one group. */
+export const EVENT_KIND_GROUPS: readonly { label: string; kinds: readonly RunEventKind[] }[] = [
+  {
+    label: 'Run lifecycle',
+    kinds: [
+      'run_started',
+      'run_completed',
+      'run_failed',
+      'stopped',
+      'result_delivered',
+      'checkpoint_written',
+      'capability_gap',
+    ],
+  },
+  {
+    label: 'Model and tools',
+    kinds: [
+      'model_turn_completed',
+      'operation_started',
+      'tool_result',
+      'operation_failed',
+      'operation_cancelled',
+      'provider_outage',
+      'reducer_answered',
+    ],
+  },
+  { label: 'Questions and approvals', kinds: ['request_opened', 'request_resolved', 'request_closed'] },
+  {
+    label: 'Steers and controls',
+    kinds: [
+      'steer_queued',
+      'steer_consumed',
+      'steers_discarded',
+      'pause_requested',
+      'paused',
+      'resumed',
+      'stop_requested',
+      'control_rejected',
+    ],
+  },
+  { label: 'Budgets and recovery', kinds: ['budget_exceeded', 'lease_taken_over'] },
+];
+
+/**
+ * Whether `event` passes the timeline's filter: '' (every kind), `group:{label}` (a group of
+ * EVENT_KIND_GROUPS) or one kind.
+ */
+export function matchesKindFilter(event: Pick<RunEvent, 'kind'>, filter: string): boolean {
+  if (filter === '') return true;
+  if (filter.startsWith('group:')) {
+    const group = EVENT_KIND_GROUPS.find((g) => `group:${g.label}` === filter);
+    return group?.kinds.includes(event.kind) ?? false;
+  }
+  return event.kind === filter;
+}

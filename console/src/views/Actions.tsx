@@ -17,9 +17,11 @@ import {
   type RunRecord,
 } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
-import { budgetPauseLimit } from '../model/budgets.ts';
+import { useRunMode } from '../live/use-run-mode.ts';
+import { budgetPauseLimit, pauseText } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
-import { errorText, Json, relative, useNow } from './common.tsx';
+import { MODE_WORDS } from '../model/run-mode.ts';
+import { Digest, errorText, Json, relative, useNow } from './common.tsx';
 
 export interface AckLine {
   id: number;
@@ -102,7 +104,13 @@ export function OpenRequests({ run, controls }: { run: RunRecord; controls: Cont
     <section className="card attention" aria-labelledby="requests-title">
       <h2 id="requests-title">Needs you</h2>
       {run.open_requests.map((request) => (
-        <RequestCard key={request.request_id} request={request} runId={run.run_id} controls={controls} />
+        <RequestCard
+          key={request.request_id}
+          request={request}
+          runId={run.run_id}
+          reducerPath={run.reducer?.function_path}
+          controls={controls}
+        />
       ))}
     </section>
   );
@@ -114,13 +122,25 @@ function Expiry({ at }: { at: number | null }) {
   return <p className="muted">Expires {relative(at, now)}.</p>;
 }
 
-function RequestCard(props: { request: OpenRequest; runId: string; controls: ControlSender }) {
+function RequestCard(props: {
+  request: OpenRequest;
+  runId: string;
+  reducerPath: string | undefined;
+  controls: ControlSender;
+}) {
   const { request, controls } = props;
   switch (request.kind) {
     case 'approval':
       return <ApprovalCard request={request} controls={controls} />;
     case 'input':
-      return <QuestionCard request={request} controls={controls} />;
+      return (
+        <QuestionCard
+          request={request}
+          controls={controls}
+          runId={props.runId}
+          reducerPath={props.reducerPath}
+        />
+      );
     case 'result':
       return <ResultCard request={request} controls={controls} />;
   }
@@ -150,8 +170,8 @@ function ApprovalCard(props: {
         <dt>Kind</dt>
         <dd>{request.subject.kind}</dd>
         <dt>Digest</dt>
-        <dd className="mono wrap" data-testid="approval-digest">
-          {request.subject.digest_alg}:{digest}
+        <dd>
+          <Digest full={`${request.subject.digest_alg}:${digest}`} testId="approval-digest" />
         </dd>
         <dt>Request</dt>
         <dd className="mono">{request.request_id}</dd>
@@ -203,8 +223,14 @@ function flatFields(schema: Record<string, unknown> | undefined) {
   return fields;
 }
 
-function QuestionCard(props: { request: Extract<OpenRequest, { kind: 'input' }>; controls: ControlSender }) {
+function QuestionCard(props: {
+  request: Extract<OpenRequest, { kind: 'input' }>;
+  controls: ControlSender;
+  runId: string;
+  reducerPath: string | undefined;
+}) {
   const { request, controls } = props;
+  const mode = useRunMode(props.runId, props.reducerPath);
   const ids = useId();
   const [text, setText] = useState('');
   const [choice, setChoice] = useState<string | null>(null);
@@ -264,6 +290,11 @@ function QuestionCard(props: { request: Extract<OpenRequest, { kind: 'input' }>;
     <article className="request" aria-labelledby={`${ids}-q`} data-request-id={request.request_id}>
       <h3 id={`${ids}-q`}>Question</h3>
       <p className="question">{request.question}</p>
+      {mode !== null ? (
+        <p className="muted mode-note" data-testid="mode-note">
+          {MODE_WORDS[mode]}
+        </p>
+      ) : null}
       <Expiry at={request.expires_at} />
       <form onSubmit={submit}>
         {request.choices !== undefined ? (
@@ -513,7 +544,7 @@ function ResumeForm({
   const shown: BudgetLimit[] = hit !== null ? [hit, ...BUDGET_LIMITS.filter((l) => l !== hit)] : [];
   return (
     <form onSubmit={submit} className="resume-form" aria-labelledby={`${ids}-h`}>
-      <h3 id={`${ids}-h`}>Paused: {run.pause_reason}</h3>
+      <h3 id={`${ids}-h`}>Paused: {pauseText(run)}</h3>
       {hit !== null ? (
         <fieldset>
           <legend>Budget increase (added to the current limits)</legend>

@@ -1,6 +1,7 @@
 /**
- * A run: header (status, subject, principal, agent, reducer and its pinned hash, lease with
- * epoch and expiry, a takeover estimate when the holder stopped renewing), what needs the user
+ * A run: header (status, subject, principal, agent, reducer and its pinned hash, who drives it
+ * in plain words (model/driver.ts): a worker or a client, a takeover estimate when the holder
+ * stopped renewing, why an abandoned client-driven run still runs), what needs the user
  * (open requests), controls, the plan (effective projection), usage against budgets, the live
  * event timeline, checkpoints and child runs. The record is read again whenever the feed brings
  * events, and every few seconds (a lease renewal writes no event).
@@ -11,15 +12,16 @@ import { Link } from 'wouter';
 import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
-import { budgetBars, formatAmount } from '../model/budgets.ts';
+import { budgetBars, budgetPauseLimit, formatAmount, pauseText } from '../model/budgets.ts';
+import { driverWords } from '../model/driver.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
+import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
+import { plural } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { detailText, errorText, Json, relative, StatusBadge, short, Time, useNow } from './common.tsx';
+import { Digest, detailText, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
 import { Timeline } from './Timeline.tsx';
 
-/** Events the page opens with (the newest ones); older ones load on demand. */
-export const TIMELINE_WINDOW = 1000;
 /** How often the record is read again without news (ms). */
 const RECORD_REFRESH_MS = 5_000;
 
@@ -45,6 +47,8 @@ export function RunPage({ runId }: { runId: string }) {
     [queryClient, runId],
   );
   const feed = useRunEvents(runId, run.data?.last_seq ?? null, TIMELINE_WINDOW, onNews);
+  // The side sections are read once the timeline's first page is in: they are not what paints first.
+  const ready = feed.events.length > 0 || feed.state.kind !== 'starting';
 
   if (run.isPending) return <p aria-live="polite">Loading run {runId}…</p>;
   if (run.error !== null) {
@@ -81,8 +85,8 @@ export function RunPage({ runId }: { runId: string }) {
         <div className="run-side">
           <RunControls run={record} controls={controls} />
           <Usage run={record} />
-          <Checkpoints runId={runId} />
-          <Children runId={runId} />
+          <Checkpoints runId={runId} enabled={ready} />
+          <Children runId={runId} enabled={ready} />
         </div>
       </div>
     </article>
@@ -92,7 +96,7 @@ export function RunPage({ runId }: { runId: string }) {
 function statusDetail(run: RunRecord): string | null {
   switch (run.status) {
     case 'paused':
-      return `paused: ${run.pause_reason} (from ${run.paused_from})`;
+      return `paused: ${pauseText(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
     case 'cancelling':
       return `stopping: ${run.stop_reason}`;
     case 'completed':
@@ -114,6 +118,7 @@ function RunHeader({ run }: { run: RunRecord }) {
     heartbeatMs: config.heartbeat_ms,
     sweepIntervalMs: config.sweep_interval_ms,
   });
+  const driver = driverWords(run, lease, config.sweep_interval_ms);
   const detail = statusDetail(run);
   const agent = run.principal.kind === 'agent' ? run.principal.id : undefined;
   return (
@@ -139,30 +144,18 @@ function RunHeader({ run }: { run: RunRecord }) {
               {run.reducer.function_path}
               {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
               {run.reducer.artifact_hash !== undefined ? (
-                <span title={run.reducer.artifact_hash}> @ {short(run.reducer.artifact_hash)}</span>
+                <>
+                  {' @ '}
+                  <Digest full={run.reducer.artifact_hash} />
+                </>
               ) : (
                 <span className="muted"> (hash pinned at first call)</span>
               )}
             </span>
           )}
         </Fact>
-        <Fact term="Lease" wide testId="lease">
-          {lease.kind === 'none' ? (
-            `none (epoch ${lease.epoch})`
-          ) : lease.kind === 'held' ? (
-            <>
-              <span className="mono">{lease.owner}</span>, epoch {lease.epoch}, expires{' '}
-              {relative(now + lease.expiresInS * 1000, now)}
-            </>
-          ) : (
-            <span className="warn">
-              <span className="mono">{lease.owner}</span>, epoch {lease.epoch}:{' '}
-              {lease.why === 'expired'
-                ? `expired ${Math.abs(lease.expiresInS)} s ago`
-                : `not renewed (expires ${relative(now + lease.expiresInS * 1000, now)})`}
-              ; the holder looks dead, takeover in about {lease.takeoverInS} s
-            </span>
-          )}
+        <Fact term={driver.term} wide testId="lease">
+          {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
         </Fact>
         {run.parent_run_id !== undefined ? (
           <Fact term="Parent">
@@ -182,6 +175,11 @@ function RunHeader({ run }: { run: RunRecord }) {
           {run.turn} · {run.last_seq}
         </Fact>
       </dl>
+      {driver.note !== undefined ? (
+        <p className="driver-note" data-testid="driver-note">
+          {driver.note}
+        </p>
+      ) : null}
     </header>
   );
 }
@@ -228,8 +226,9 @@ function Usage({ run }: { run: RunRecord }) {
     <section className="card" id="usage" aria-labelledby={`${ids}-u`}>
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted">
-        {u.model_calls} model calls · {u.tool_calls} tool calls · {u.input_tokens.toLocaleString('en-US')} in
-        / {u.output_tokens.toLocaleString('en-US')} out tokens · on exceeded: {run.on_exceeded}
+        {plural(u.model_calls, 'model call')} · {plural(u.tool_calls, 'tool call')} ·{' '}
+        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')} · when a budget
+        is used up: {run.on_exceeded === 'pause' ? 'the run pauses' : 'the run fails'}
       </p>
       <ul className="bars">
         {bars.map((b) => (
@@ -258,11 +257,12 @@ function Usage({ run }: { run: RunRecord }) {
   );
 }
 
-function Checkpoints({ runId }: { runId: string }) {
+function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
   const { client } = useApi();
   const list = useQuery({
     queryKey: ['checkpoints', runId],
     queryFn: () => client.listRunCheckpoints(runId),
+    enabled,
   });
   const [open, setOpen] = useState<number | null>(null);
   return (
@@ -298,11 +298,11 @@ function Checkpoints({ runId }: { runId: string }) {
   );
 }
 
-function Children({ runId }: { runId: string }) {
+function Children({ runId, enabled }: { runId: string; enabled: boolean }) {
   return (
     <section className="card" id="children" aria-labelledby="children-title">
       <h2 id="children-title">Child runs</h2>
-      <ChildList runId={runId} depth={0} />
+      {enabled ? <ChildList runId={runId} depth={0} /> : <p className="muted">Loading…</p>}
     </section>
   );
 }

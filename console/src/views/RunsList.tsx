@@ -1,13 +1,17 @@
 /**
  * The runs list: filters (status through the API; principal, subject prefix and creation time
  * over the loaded pages), sort by creation, paging with the API's cursors ("Load more"), and
- * live status: the loaded pages are read again every few seconds while the tab is visible.
+ * live status: the unfinished runs shown are followed over the live WebSocket
+ * (live/use-live-runs.ts), and the loaded pages are read again as soon as one of them moves;
+ * the pages are also read again every few seconds (every 3 s while the socket is not open), which
+ * is how new runs appear.
  */
-import { useInfiniteQuery } from '@tanstack/react-query';
-import { useId } from 'react';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
+import { useId, useRef } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { RUN_STATUSES } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
+import { useLiveRuns } from '../live/use-live-runs.ts';
 import {
   fetchListingPage,
   filtersFromQuery,
@@ -23,8 +27,10 @@ import { errorText, StatusBadge, Time, useNow } from './common.tsx';
 
 /** Runs per status per page. */
 const PAGE_SIZE = 25;
-/** How often the loaded pages are read again (ms). */
+/** How often the loaded pages are read again without the live socket (ms). */
 const REFRESH_MS = 3_000;
+/** How often they are read again while the socket is open (new runs, which it does not announce). */
+const LIVE_REFRESH_MS = 10_000;
 
 /** `<input type="datetime-local">` value of a ms epoch, in local time. */
 function localInput(ms: number | undefined): string {
@@ -35,6 +41,8 @@ function localInput(ms: number | undefined): string {
 
 export function RunsList() {
   const { client } = useApi();
+  const queryClient = useQueryClient();
+  const liveRef = useRef(false);
   const search = useSearch();
   const [, navigate] = useLocation();
   const filters = filtersFromQuery(search);
@@ -53,7 +61,7 @@ export function RunsList() {
       fetchListingPage((params) => client.listRuns(params), filters.status, pageParam, PAGE_SIZE),
     initialPageParam: null as StatusCursors | null,
     getNextPageParam: (last) => last.next ?? undefined,
-    refetchInterval: REFRESH_MS,
+    refetchInterval: () => (liveRef.current ? LIVE_REFRESH_MS : REFRESH_MS),
   });
 
   const loaded = listing.data?.pages.flatMap((p) => p.runs) ?? [];
@@ -62,6 +70,8 @@ export function RunsList() {
     unique.filter((r) => matchesFilters(r, filters)),
     filters.order,
   );
+  const live = useLiveRuns(unique, () => void queryClient.invalidateQueries({ queryKey: ['runs'] }));
+  liveRef.current = live;
 
   return (
     <section aria-labelledby="runs-title">
@@ -142,7 +152,10 @@ export function RunsList() {
       <p className="muted" aria-live="polite">
         {listing.isPending
           ? 'Loading runs…'
-          : `${runs.length} shown of ${unique.length} loaded${listing.isFetching ? ' · refreshing' : ''}`}
+          : `${runs.length} shown of ${unique.length} loaded${listing.isFetching ? ' · refreshing' : ''}`}{' '}
+        <span className={live ? 'feed feed-live' : 'feed'} data-testid="list-feed">
+          {live ? 'updates live' : `refreshed every ${REFRESH_MS / 1000} s`}
+        </span>
       </p>
       {listing.error !== null ? (
         <p className="error" role="alert">

@@ -6,13 +6,12 @@
  * thousands of events paints its newest ones first.
  */
 import { memo, useEffect, useId, useRef, useState } from 'react';
-import { RUN_EVENT_KINDS, type RunEvent } from '../../../lib/contracts/index.ts';
+import type { RunEvent } from '../../../lib/contracts/index.ts';
+import type { Transport } from '../live/live-feed.ts';
 import type { FeedState } from '../live/use-run-events.ts';
-import { describeEvent, eventTone } from '../model/events.ts';
+import { describeEvent, EVENT_KIND_GROUPS, eventTone, matchesKindFilter } from '../model/events.ts';
+import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json } from './common.tsx';
-
-/** Rows rendered at first, and added each time the list's end comes into view. */
-export const ROWS_STEP = 150;
 
 const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
   const [open, setOpen] = useState(false);
@@ -39,12 +38,18 @@ const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
   );
 });
 
+const TRANSPORT_WORDS: Record<Transport, string> = {
+  websocket: 'WebSocket',
+  sse: 'server-sent events',
+  poll: 'polling',
+};
+
 function feedText(state: FeedState): string {
   switch (state.kind) {
     case 'starting':
       return 'connecting…';
     case 'live':
-      return 'live';
+      return `live (${TRANSPORT_WORDS[state.transport]})`;
     case 'settled':
       return 'complete: the run has settled';
     case 'retrying':
@@ -64,21 +69,28 @@ export function Timeline(props: {
   const ids = useId();
   const [kind, setKind] = useState<string>('');
   const [rows, setRows] = useState(ROWS_STEP);
-  const matching = (kind === '' ? props.events : props.events.filter((e) => e.kind === kind))
+  const matching = (kind === '' ? props.events : props.events.filter((e) => matchesKindFilter(e, kind)))
     .slice()
     .reverse();
   const shown = matching.slice(0, rows);
   const hidden = matching.length - shown.length;
   const end = useRef<HTMLDivElement>(null);
+  const older = props.firstSeq !== null && props.firstSeq > 1;
+  // Older events are read only once the first page is in (an empty list's end is always in view).
+  const canLoadOlder = older && props.events.length > 0;
+  const { loadOlder, loadingOlder } = props;
+  // The list's end in view: draw the next rows, or, once all loaded ones are drawn, fetch older ones.
   useEffect(() => {
     const sentinel = end.current;
-    if (sentinel === null || hidden === 0) return;
+    if (sentinel === null || (hidden === 0 && (!canLoadOlder || loadingOlder))) return;
     const observer = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting)) setRows((n) => n + ROWS_STEP);
+      if (!entries.some((e) => e.isIntersecting)) return;
+      if (hidden > 0) setRows((n) => n + ROWS_STEP);
+      else void loadOlder();
     });
     observer.observe(sentinel);
     return () => observer.disconnect();
-  }, [hidden]);
+  }, [hidden, canLoadOlder, loadingOlder, loadOlder]);
   return (
     <section className="card" aria-labelledby={`${ids}-t`}>
       <div className="section-head">
@@ -98,14 +110,19 @@ export function Timeline(props: {
         </label>
         <select id={`${ids}-kind`} value={kind} onChange={(e) => setKind(e.target.value)}>
           <option value="">all kinds</option>
-          {RUN_EVENT_KINDS.map((k) => (
-            <option key={k} value={k}>
-              {k}
-            </option>
+          {EVENT_KIND_GROUPS.map((g) => (
+            <optgroup key={g.label} label={g.label}>
+              <option value={`group:${g.label}`}>all of {g.label.toLowerCase()}</option>
+              {g.kinds.map((k) => (
+                <option key={k} value={k}>
+                  {k.replaceAll('_', ' ')}
+                </option>
+              ))}
+            </optgroup>
           ))}
         </select>
         <span className="muted" data-testid="events-loaded">
-          {props.events.length} loaded{kind !== '' ? `, ${matching.length} of this kind` : ''}
+          {props.events.length} loaded{kind !== '' ? `, ${matching.length} match` : ''}
         </span>
       </div>
       <ol className="timeline" aria-label="Events, newest first" reversed>
@@ -119,7 +136,7 @@ export function Timeline(props: {
           Show {Math.min(ROWS_STEP, hidden)} more ({hidden} not shown)
         </button>
       ) : null}
-      {props.firstSeq !== null && props.firstSeq > 1 ? (
+      {older ? (
         <button type="button" onClick={() => void props.loadOlder()} disabled={props.loadingOlder}>
           {props.loadingOlder ? 'Loading…' : `Load older events (before #${props.firstSeq})`}
         </button>

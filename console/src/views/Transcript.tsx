@@ -11,7 +11,7 @@ import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { subjectLabel } from '../model/run-listing.ts';
 import { type TranscriptEntry, transcriptOf } from '../model/transcript.ts';
-import { errorText, Json, StatusBadge } from './common.tsx';
+import { Digest, errorText, Json, StatusBadge } from './common.tsx';
 
 export function TranscriptPage({ runId }: { runId: string }) {
   const { client } = useApi();
@@ -97,7 +97,7 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
     case 'approval':
       return (
         <li className="notice attention">
-          Approval asked: {entry.summary} <span className="mono muted">{entry.digest.slice(0, 16)}</span>
+          Approval asked: {entry.summary} <Digest full={entry.digest} />
         </li>
       );
     case 'decision':

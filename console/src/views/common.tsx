@@ -1,6 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
+import { shortDigest } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -78,4 +79,30 @@ export function errorText(error: unknown): string {
 
 export function short(hash: string, n = 12): string {
   return hash.length > n ? `${hash.slice(0, n)}…` : hash;
+}
+
+/**
+ * A digest shown short (no `sha256:rfc8785:` prefix, the first 12 characters) with a button
+ * that shows the full value, selectable for copying. `full` is what the button reveals.
+ */
+export function Digest({ full, testId }: { full: string; testId?: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <span className="digest">
+      <span className="mono" title={full} data-testid={testId}>
+        {shortDigest(full)}
+      </span>{' '}
+      <button type="button" className="link-button" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {open ? 'hide full' : 'show full'}
+      </button>
+      {open ? (
+        <code
+          className="mono wrap digest-full"
+          data-testid={testId !== undefined ? `${testId}-full` : undefined}
+        >
+          {full}
+        </code>
+      ) : null}
+    </span>
+  );
 }
