@@ -246,6 +246,18 @@ function isText(contentType: string | undefined): boolean {
   );
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Whether `bytes` are well-formed UTF-8. */
+function isUtf8(bytes: Buffer): boolean {
+  try {
+    STRICT_UTF8.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Builds the payload format 2.0 event API Gateway sends for `$default` routes: lower-case
  * headers (repeated values joined by commas), cookies apart, `x-forwarded-proto: http` (API
@@ -271,7 +283,9 @@ export function toApiGatewayEvent(req: IncomingMessage, body: Buffer): APIGatewa
   for (const [k, v] of target.searchParams) query[k] = query[k] === undefined ? v : `${query[k]},${v}`;
   const method = (req.method ?? 'GET').toUpperCase();
   const now = new Date();
-  const text = isText(headers['content-type']);
+  // A text body that is not valid UTF-8 goes base64-encoded, its bytes as sent, so that the API
+  // refuses it (400 invalid_unicode) instead of reading U+FFFD in place of the bad bytes.
+  const text = isText(headers['content-type']) && isUtf8(body);
   const rawQuery = (req.url ?? '').includes('?')
     ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1)
     : '';

@@ -56,6 +56,18 @@ describe('local API gateway', () => {
     expect(event?.headers['x-forwarded-proto']).toBe('http');
   });
 
+  it('passes a JSON body that is not valid UTF-8 base64-encoded, its bytes as sent, never with U+FFFD', async () => {
+    const seen: APIGatewayProxyEventV2[] = [];
+    const gateway = await serve(echo(seen));
+    const bytes = Buffer.concat([Buffer.from('{"path":"/u8'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    await fetch(`${gateway.url}/runs`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json; charset=utf-8' },
+      body: bytes,
+    });
+    expect(seen[0]).toMatchObject({ isBase64Encoded: true, body: bytes.toString('base64') });
+  });
+
   it('passes a binary body base64-encoded and decodes a base64 result', async () => {
     const seen: APIGatewayProxyEventV2[] = [];
     const gateway = await serve(async (event) => {
