@@ -110,9 +110,11 @@ function RunHeader({ run }: { run: RunRecord }) {
   const now = useNow();
   const observed = useRef<LeaseObservation | null>(null);
   observed.current = observeLease(observed.current, run, now);
+  // The deployment's timings (config.json's `timings`, from the API's own), else the older fields.
   const lease = leaseView(run, now, observed.current, {
-    heartbeatMs: config.heartbeat_ms,
-    sweepIntervalMs: config.sweep_interval_ms,
+    heartbeat_ms: config.timings?.heartbeat_ms ?? config.heartbeat_ms,
+    clock_skew_ms: config.timings?.clock_skew_ms,
+    sweep_interval_ms: config.timings?.sweep_interval_ms ?? config.sweep_interval_ms,
   });
   const detail = statusDetail(run);
   const agent = run.principal.kind === 'agent' ? run.principal.id : undefined;
@@ -160,7 +162,7 @@ function RunHeader({ run }: { run: RunRecord }) {
               {lease.why === 'expired'
                 ? `expired ${Math.abs(lease.expiresInS)} s ago`
                 : `not renewed (expires ${relative(now + lease.expiresInS * 1000, now)})`}
-              ; the holder looks dead, takeover in about {lease.takeoverInS} s
+              ; the holder looks dead, takeover in {lease.takeoverFromS} to {lease.takeoverInS} s
             </span>
           )}
         </Fact>
