@@ -21,6 +21,7 @@ import {
   RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
+import { Timings } from '../contracts/timings.ts';
 import { type CallFn, httpCaller } from './call.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
@@ -239,6 +240,8 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   ): Promise<FunctionArtifact>;
   /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
   health(): Promise<{ status: 'ok' }>;
+  /** `GET /config`: the deployment's timings (lib/contracts/timings.ts), what the `waiting:` hints assume. */
+  config(): Promise<{ timings: Timings }>;
   /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
   openapi(): Promise<Record<string, unknown>>;
   /**
@@ -440,7 +443,9 @@ function controlMethods(
 }
 
 /** The catalogue methods (tools, function artifacts) and the public routes. */
-function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'health' | 'openapi'> {
+function catalogMethods(
+  call: CallFn,
+): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'health' | 'config' | 'openapi'> {
   return {
     tools: async () =>
       (await call({ method: 'GET', path: '/v1/tools', schema: z.object({ tools: z.array(ToolDescriptor) }) }))
@@ -460,6 +465,7 @@ function catalogMethods(call: CallFn): Pick<AgentRunsClient, 'tools' | 'putFunct
       });
     },
     health: () => call({ method: 'GET', path: '/health', schema: Health }),
+    config: () => call({ method: 'GET', path: '/config', schema: z.object({ timings: Timings }) }),
     openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
   };
 }

@@ -10,6 +10,8 @@
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../contracts/timings.ts';
 import { budgetUsed } from './budget-use.ts';
+import type { AgentRunsClient } from './client.ts';
+import { ApiError } from './errors.ts';
 import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 
 export { cliInvocation, DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
@@ -35,6 +37,30 @@ export type LeaseTiming = Pick<
 
 /** The runtime's defaults (lib/contracts/timings.ts DEFAULT_TIMINGS), for a deployment that does not say. */
 export const DEFAULT_LEASE_TIMING: LeaseTiming = DEFAULT_TIMINGS;
+
+/**
+ * The timings the hints about `run` need: the deployment's from `GET /config` when the run is
+ * one a worker leases (only that hint depends on them), else the defaults without a request.
+ * An API that answers no timings (an older one: 404, or an answer of another shape) gives the
+ * defaults too, the hints being advice; an API that cannot be reached throws (ApiError
+ * `unreachable`), as the run's own read would.
+ */
+export async function timingFor(
+  run: RunRecord,
+  client: Pick<AgentRunsClient, 'config'>,
+): Promise<LeaseTiming> {
+  return run.status === 'running' && run.reducer !== null ? deploymentTiming(client) : DEFAULT_LEASE_TIMING;
+}
+
+/** The deployment's timings from `GET /config`, or the defaults as {@link timingFor} says. */
+export async function deploymentTiming(client: Pick<AgentRunsClient, 'config'>): Promise<LeaseTiming> {
+  try {
+    return (await client.config()).timings;
+  } catch (err) {
+    if (err instanceof ApiError && err.status !== 0) return DEFAULT_LEASE_TIMING;
+    throw err;
+  }
+}
 
 /** How long a queued run is left unexplained (ms): a step worker normally picks it up sooner. */
 const QUEUED_QUIET_MS = 5_000;

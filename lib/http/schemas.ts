@@ -24,6 +24,7 @@ import {
   ToolEntry as ToolEntryContract,
   WorkspaceGrant as WorkspaceGrantContract,
 } from '../contracts/index.ts';
+import { Timings as TimingsContract } from '../contracts/timings.ts';
 import { HTTP_ERROR_STATUS } from './errors.ts';
 
 // The contracts' schemas, each named once so the document refers to it ($ref) instead of
@@ -325,3 +326,11 @@ export const FunctionArtifact = z
   .openapi('FunctionArtifact');
 
 export const Health = z.object({ status: z.literal('ok') }).openapi('Health');
+
+/** What `GET /config` answers: the deployment's settings a client needs to explain a run. */
+export const DeploymentConfig = z
+  .object({
+    /** The lease, heartbeat, skew allowance, sweeper period and stop poll (ms each). */
+    timings: named('Timings', TimingsContract),
+  })
+  .openapi('DeploymentConfig');

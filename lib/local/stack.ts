@@ -49,12 +49,13 @@ import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
 import { flushTraces } from '../telemetry/otel.ts';
 import { consoleSiteOf, controlHandler, runtimeOf, startSweeperTimer, stepPollerOf } from './stack-parts.ts';
+import { ConfigError, configFromEnv, ENV } from '../config.ts';
 
 /** Where `npm run console:build` writes the web console (served at /console). */
 export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
 
 /** The HTTP port when neither the option nor PORT says otherwise. */
-export const DEFAULT_PORT = 8787;
+export { DEFAULT_PORT } from '../config.ts';
 /** The step queue's visibility timeout on the local stack (s): above a step's 45 s deadline. */
 export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60;
 
@@ -203,11 +204,19 @@ export class LocalStackError extends Error {
 
 /** The port to serve on: option, else PORT, else 8787. Throws LocalStackError invalid_port on a bad value. */
 export function resolvePort(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
-  const raw = option ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : DEFAULT_PORT);
-  if (!Number.isInteger(raw) || raw < 0 || raw > 65_535) {
-    throw new LocalStackError('invalid_port', `invalid port ${String(option ?? env.PORT)}: use 0..65535`);
+  if (option === undefined) {
+    try {
+      return configFromEnv(env).PORT;
+    } catch (err) {
+      if (err instanceof ConfigError && err.variable === ENV.PORT)
+        throw new LocalStackError('invalid_port', `${err.message}: use 0..65535`, { cause: err });
+      throw err;
+    }
   }
-  return raw;
+  if (!Number.isInteger(option) || option < 0 || option > 65_535) {
+    throw new LocalStackError('invalid_port', `invalid port ${String(option)}: use 0..65535`);
+  }
+  return option;
 }
 
 /**
@@ -268,7 +277,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   const consoleDir = options.consoleDir ?? CONSOLE_DIST_DIR;
   const site = consoleSiteOf(consoleDir, options, sweepIntervalMs);
-  gateway.setHandler(withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site)));
+  gateway.setHandler(
+    withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site, sweepIntervalMs)),
+  );
 
   const poller = stepPollerOf(runtime, resources, services.region, options, { visibility, logger, metrics });
 
@@ -412,7 +423,7 @@ function explain(err: LocalServicesError): string {
 }
 
 function defaultLogLevel(): 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT' {
-  const level = (process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
+  const level = (configFromEnv().POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
   return level === 'DEBUG' || level === 'INFO' || level === 'ERROR' || level === 'SILENT' ? level : 'WARN';
 }
 

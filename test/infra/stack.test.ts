@@ -29,7 +29,7 @@ import {
 } from '../../cdk/stack.ts';
 import { lazyClient } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
-import { admissionFromEnv } from '../../lib/core/admission.ts';
+import { admissionFromEnv } from '../../lib/config.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
 import { CALLER_GROUPS } from '../../lib/http/auth.ts';
 import { ConsoleConfig } from '../../lib/http/console-config.ts';
