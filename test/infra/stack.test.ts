@@ -356,7 +356,9 @@ describe('functions', () => {
       AGENT_RUNS_MAX_CREATES_PER_MINUTE: '120',
       AGENT_RUNS_RISK_TIER_FLOOR: 'standard',
     });
-    expect(admissionFromEnv(vars)).toEqual({
+    // References (the table's name, ...) resolve at deploy time: the literal values are read here.
+    const literal = Object.fromEntries(Object.entries(vars).filter(([, v]) => typeof v === 'string'));
+    expect(admissionFromEnv(literal)).toEqual({
       max_live_runs: 100,
       max_creates_per_minute: 120,
       risk_tier_floor: 'standard',
