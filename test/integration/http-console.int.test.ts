@@ -118,7 +118,7 @@ describe('the console served by the HTTP app', () => {
     expect(gunzipSync(bytes).toString('utf8')).toBe(SCRIPT);
   });
 
-  it('serves its run-time configuration, with defaults filled and never cached', async () => {
+  it('serves its run-time configuration, with defaults filled, the runtime timings and never cached', async () => {
     const response = await app.request('/console/config.json');
 
     expect(response.status).toBe(200);
@@ -126,6 +126,7 @@ describe('the console served by the HTTP app', () => {
     expect(await response.json()).toEqual({
       ...CONFIG,
       auth: { ...CONFIG.auth, scopes: ['openid'], token_use: 'access' },
+      timings: runtime.timings,
     });
   });
 
