@@ -317,9 +317,9 @@ export const ENV = Object.fromEntries(Object.keys(VARIABLES).map((name) => [name
 /** Every variable name, in the table's order. */
 export const NAMES = Object.keys(VARIABLES) as VariableName[];
 
-/** The parsed configuration: each variable's value, its default when unset, else undefined. */
 type ValueOf<S> =
   S extends z.ZodDefault<z.ZodType> ? z.output<S> : S extends z.ZodType ? z.output<S> | undefined : never;
+/** The parsed configuration: each variable's value, its default when unset, else undefined. */
 export type Config = { readonly [K in VariableName]: ValueOf<(typeof VARIABLES)[K]['schema']> };
 
 /** A variable set to something its schema refuses, or missing where it is required. */
@@ -334,7 +334,7 @@ export class ConfigError extends Error {
 }
 
 /** The last parse of each env object, with the values it was parsed from (a test may change them). */
-const parsedOnce = new WeakMap<object, { given: string; config: Config }>();
+const parsedOnce = new WeakMap<object, { fingerprint: string; config: Config }>();
 
 /**
  * Parses every variable of `env` (empty counts as unset) into a Config, defaults applied; the
@@ -342,9 +342,9 @@ const parsedOnce = new WeakMap<object, { given: string; config: Config }>();
  * once per process. Throws ConfigError naming the first variable set to a value its schema refuses.
  */
 export function configFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): Config {
-  const given = JSON.stringify(NAMES.map((name) => env[name] ?? null));
+  const fingerprint = JSON.stringify(NAMES.map((name) => env[name] ?? null));
   const kept = parsedOnce.get(env);
-  if (kept !== undefined && kept.given === given) return kept.config;
+  if (kept !== undefined && kept.fingerprint === fingerprint) return kept.config;
   const out: Record<string, unknown> = {};
   for (const [name, variable] of Object.entries(VARIABLES) as [VariableName, Variable][]) {
     const raw = env[name];
@@ -364,7 +364,7 @@ export function configFromEnv(env: Readonly<Record<string, string | undefined>> 
     out[name] = parsed.data;
   }
   const config = out as Config;
-  parsedOnce.set(env, { given, config });
+  parsedOnce.set(env, { fingerprint, config });
   return config;
 }
 
