@@ -14,6 +14,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { RemovalPolicy } from 'aws-cdk-lib';
+import { ENV } from '../lib/config.ts';
 import type { AgentRunsStackProps } from './stack.ts';
 import type { StackTool } from './tools.ts';
 
@@ -190,8 +191,8 @@ function tracingEnvironment(
       `context otelEndpoint must be an http(s) URL: ${endpoint}`,
     );
   return {
-    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-    ...(capture === 'true' ? { AGENT_RUNS_OTEL_CAPTURE_CONTENT: 'true' } : {}),
+    [ENV.OTEL_EXPORTER_OTLP_ENDPOINT]: endpoint,
+    ...(capture === 'true' ? { [ENV.AGENT_RUNS_OTEL_CAPTURE_CONTENT]: 'true' } : {}),
   };
 }
 

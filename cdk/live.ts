@@ -19,6 +19,7 @@ import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources'
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { ENV } from '../lib/config.ts';
 import { RUN_RECORD_FILTER } from '../lib/live/stream-records.ts';
 import { acknowledge } from './nag.ts';
 
@@ -129,16 +130,12 @@ export class Live extends Construct {
       }),
     );
 
-    const env = {
-      LIVE_CALLBACK_URL: this.stage.callbackUrl,
-      JWT_ISSUER: props.jwtIssuer,
-      JWT_AUDIENCES: props.jwtAudience.join(','),
-      EVENT_BUS_NAME: this.eventBus.eventBusName,
-    };
-    for (const [key, value] of Object.entries(env)) {
-      if (key !== 'EVENT_BUS_NAME') liveFunction.addEnvironment(key, value);
-      if (!key.startsWith('JWT_')) streamFunction.addEnvironment(key, value);
-    }
+    // The live function authenticates connections; the stream function publishes to the bus.
+    liveFunction.addEnvironment(ENV.LIVE_CALLBACK_URL, this.stage.callbackUrl);
+    liveFunction.addEnvironment(ENV.JWT_ISSUER, props.jwtIssuer);
+    liveFunction.addEnvironment(ENV.JWT_AUDIENCES, props.jwtAudience.join(','));
+    streamFunction.addEnvironment(ENV.LIVE_CALLBACK_URL, this.stage.callbackUrl);
+    streamFunction.addEnvironment(ENV.EVENT_BUS_NAME, this.eventBus.eventBusName);
     for (const fn of [liveFunction, streamFunction]) {
       this.webSocketApi.grantManageConnections(fn);
       if (fn.role !== undefined)

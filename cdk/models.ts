@@ -13,6 +13,7 @@ import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
+import { ENV } from '../lib/config.ts';
 import { modelsFromEnv } from '../lib/models/configured.ts';
 import { acknowledge } from './nag.ts';
 
@@ -58,17 +59,17 @@ export class Models extends Construct {
     this.grantee = stepFunction.role ?? this;
     const env: Record<string, string> = {};
     const ids = props.bedrockModelIds ?? [];
-    if (ids.length > 0) env.BEDROCK_MODEL_ID = ids.join(',');
+    if (ids.length > 0) env[ENV.BEDROCK_MODEL_ID] = ids.join(',');
     let secret: ISecret | undefined;
     if (props.openAi !== undefined) {
-      env.OPENAI_BASE_URL = props.openAi.baseUrl;
-      env.OPENAI_MODEL = props.openAi.model;
+      env[ENV.OPENAI_BASE_URL] = props.openAi.baseUrl;
+      env[ENV.OPENAI_MODEL] = props.openAi.model;
       secret = this.apiKeySecretOf(props.openAi, props.removalPolicy);
-      env.OPENAI_API_KEY_SECRET = props.openAi.apiKeySecret ?? secret.secretArn;
+      env[ENV.OPENAI_API_KEY_SECRET] = props.openAi.apiKeySecret ?? secret.secretArn;
       secret.grantRead(stepFunction);
     }
     const aiSdk = props.aiSdkModels ?? [];
-    if (aiSdk.length > 0) env.AGENT_RUNS_MODELS = JSON.stringify(aiSdk);
+    if (aiSdk.length > 0) env[ENV.AGENT_RUNS_MODELS] = JSON.stringify(aiSdk);
     for (const [i, entry] of aiSdk.entries()) {
       if (entry.api_key_secret === undefined) continue;
       const given = entry.api_key_secret;
@@ -84,7 +85,7 @@ export class Models extends Construct {
       }
       read.grantRead(stepFunction);
     }
-    if (props.defaultModel !== undefined) env.AGENT_RUNS_DEFAULT_MODEL = props.defaultModel;
+    if (props.defaultModel !== undefined) env[ENV.AGENT_RUNS_DEFAULT_MODEL] = props.defaultModel;
     // The same checks the step function runs at start (no I/O).
     modelsFromEnv(env);
     for (const [key, value] of Object.entries(env)) stepFunction.addEnvironment(key, value);

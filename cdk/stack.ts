@@ -53,6 +53,8 @@ import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { ENV } from '../lib/config.ts';
+import { SWEEP_INTERVAL_MS } from '../lib/contracts/timings.ts';
 import { METRICS_NAMESPACE } from '../lib/handlers/observability.ts';
 import type { ConsoleConfigInput } from '../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../lib/local/resources.ts';
@@ -243,15 +245,17 @@ export interface AdmissionProps {
 
 /** The control and step functions' environment for `admission` (defaults applied). */
 export function admissionEnvironment(admission: AdmissionProps = {}): Record<string, string> {
-  const env: Record<string, string> = { AGENT_RUNS_RISK_TIER_FLOOR: admission.riskTierFloor ?? 'standard' };
+  const env: Record<string, string> = {
+    [ENV.AGENT_RUNS_RISK_TIER_FLOOR]: admission.riskTierFloor ?? 'standard',
+  };
   const live = admission.maxLiveRuns === undefined ? 100 : admission.maxLiveRuns;
   const rate = admission.maxCreatesPerMinute === undefined ? 120 : admission.maxCreatesPerMinute;
   for (const [name, value] of [
-    ['AGENT_RUNS_MAX_LIVE_RUNS', live],
-    ['AGENT_RUNS_MAX_CREATES_PER_MINUTE', rate],
-    ['AGENT_RUNS_MAX_CHILDREN_PER_RUN', admission.maxChildrenPerRun],
-    ['AGENT_RUNS_MAX_TREE_DEPTH', admission.maxTreeDepth],
-    ['AGENT_RUNS_MAX_QUEUED_STEERS', admission.maxQueuedSteers],
+    [ENV.AGENT_RUNS_MAX_LIVE_RUNS, live],
+    [ENV.AGENT_RUNS_MAX_CREATES_PER_MINUTE, rate],
+    [ENV.AGENT_RUNS_MAX_CHILDREN_PER_RUN, admission.maxChildrenPerRun],
+    [ENV.AGENT_RUNS_MAX_TREE_DEPTH, admission.maxTreeDepth],
+    [ENV.AGENT_RUNS_MAX_QUEUED_STEERS, admission.maxQueuedSteers],
   ] as const) {
     if (value === null || value === undefined) continue;
     if (!Number.isInteger(value) || value < 1)
@@ -350,11 +354,11 @@ export class AgentRunsStack extends Stack {
         projectRoot,
         environment: {
           ...(props.environment ?? {}),
-          TABLE_NAME: this.table.tableName,
-          STEP_QUEUE_URL: this.stepQueue.queueUrl,
-          PAYLOAD_BUCKET: this.payloadBucket.bucketName,
-          POWERTOOLS_SERVICE_NAME: SERVICE_NAMES[name],
-          POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+          [ENV.TABLE_NAME]: this.table.tableName,
+          [ENV.STEP_QUEUE_URL]: this.stepQueue.queueUrl,
+          [ENV.PAYLOAD_BUCKET]: this.payloadBucket.bucketName,
+          [ENV.POWERTOOLS_SERVICE_NAME]: SERVICE_NAMES[name],
+          [ENV.POWERTOOLS_METRICS_NAMESPACE]: METRICS_NAMESPACE,
         },
         logRetention,
         removalPolicy,
@@ -413,9 +417,11 @@ export class AgentRunsStack extends Stack {
     });
     this.httpApi = this.createHttpApi(props, logRetention, removalPolicy);
     this.controlFunction.addEnvironment(
-      'CONSOLE_CONFIG',
+      ENV.CONSOLE_CONFIG,
       this.toJsonString(consoleConfig(this.consoleSignIn(props))),
     );
+    // What `GET /config` reports as the sweeper's period: the schedule's (createSweeperSchedule).
+    this.controlFunction.addEnvironment(ENV.AGENT_RUNS_SWEEP_INTERVAL_MS, String(SWEEP_INTERVAL_MS));
     this.serviceApi =
       props.iamAuth === true ? this.createServiceApi(props, logRetention, removalPolicy) : undefined;
     this.live = new Live(this, 'Live', {
@@ -819,7 +825,7 @@ export class AgentRunsStack extends Stack {
     });
     const schedule = new Schedule(this, 'SweeperSchedule', {
       description: 'Runs the sweeper every minute (two passes 30 s apart per invocation).',
-      schedule: ScheduleExpression.rate(Duration.minutes(1)),
+      schedule: ScheduleExpression.rate(Duration.millis(SWEEP_INTERVAL_MS)),
       target: new LambdaInvoke(this.sweeperFunction, {
         role,
         retryAttempts: 0,
@@ -865,7 +871,7 @@ const ACCESS_LOG_FIELDS = {
  * at /console/config.json, from CONSOLE_CONFIG. The sweeper runs every minute in AWS.
  */
 function consoleConfig(oauth: ConsoleOAuthProps | undefined): ConsoleConfigInput {
-  const base = { sweep_interval_ms: 60_000 };
+  const base = { sweep_interval_ms: SWEEP_INTERVAL_MS };
   if (oauth === undefined) {
     return { ...base, auth: { kind: 'token', hint: 'Paste a JWT the API accepts.' } };
   }

@@ -7,8 +7,10 @@
 import type { AwsClients, AwsEndpoints } from './aws-clients.ts';
 import { createAwsClients } from './aws-clients.ts';
 import { createS3BlobStore } from './blobs/blob-store.ts';
+import { admissionFromEnv, configFromEnv, ENV, required } from './config.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from './contracts/index.ts';
-import { type AdmissionConfig, admissionFromEnv } from './core/admission.ts';
+import { resolveTimings, type Timings } from './contracts/timings.ts';
+import type { AdmissionConfig } from './core/admission.ts';
 import { DEFAULT_PRICES, withConfiguredModels } from './core/prices.ts';
 import { type CrashPoint, createEngine, type Engine } from './engine/engine.ts';
 import type {
@@ -21,7 +23,6 @@ import type {
   ToolHost,
 } from './engine/ports.ts';
 import { type ConfiguredModel, modelsFromEnv } from './models/configured.ts';
-import { tracingConfigFromEnv } from './telemetry/otel.ts';
 import { createModelHost, type ModelRetryPolicy } from './models/host.ts';
 import type { ModelTurnFunction } from './models/types.ts';
 import { createSqsStepQueue } from './queue/step-queue.ts';
@@ -30,6 +31,7 @@ import { type FunctionRegistry, InMemoryFunctionRegistry } from './sandbox/funct
 import { createLazyReducerHost } from './sandbox/lazy-host.ts';
 import { createDynamoRegistryStore } from './store/dynamo-registry-store.ts';
 import { createDynamoRunStore } from './store/dynamo-run-store.ts';
+import { tracingConfigFromEnv } from './telemetry/otel.ts';
 import { createAuditLog } from './tools/audit-log.ts';
 import { createCatalogueToolHost } from './tools/catalogue-host.ts';
 import type { PolicyRule } from './tools/policy-gate.ts';
@@ -71,6 +73,8 @@ export interface RuntimeConfig {
   clockSkewMs?: number;
   /** How often an interruptible operation reads its run's status to see a stop (ms, default 2 000). */
   stopPollMs?: number;
+  /** How often the deployment's sweeper passes (ms, default 60 000): reported by `GET /config`, not used to sweep. */
+  sweepIntervalMs?: number;
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor; default: read from `env` (see admissionFromEnv). */
   admission?: AdmissionConfig;
@@ -92,6 +96,8 @@ export interface Runtime {
   models: ModelHost;
   /** The model-turn functions the environment configured, and the path a run gets when it names none. */
   modelCatalog: { models: ConfiguredModel[]; defaultPath: string };
+  /** The timings the engine runs with (lib/contracts/timings.ts), as `GET /config` reports them. */
+  timings: Timings;
   close(): void;
 }
 
@@ -122,7 +128,8 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     config.audit ??
     ((event: Record<string, unknown>) => log({ level: 'info', message: 'tool audit', ...event }));
   const env = config.env ?? process.env;
-  const environment = env.AGENT_RUNS_ENVIRONMENT?.trim();
+  const settings = configFromEnv(env); // a bad variable fails the container at start (ConfigError)
+  const environment = settings.AGENT_RUNS_ENVIRONMENT?.trim();
   const tools = createCatalogueToolHost({
     code: registry,
     codePolicy: config.toolPolicy ?? [],
@@ -158,12 +165,12 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.stopPollMs !== undefined ? { stopPollMs: config.stopPollMs } : {}),
     ...(config.clockSkewMs !== undefined ? { clockSkewMs: config.clockSkewMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
-    admission: config.admission ?? admissionFromEnv(config.env ?? process.env),
+    admission: config.admission ?? admissionFromEnv(env),
     // Costs at the default tables, with the configured model functions priced as their models;
     // the step's duration at the function's memory (Lambda sets the variable).
     prices: withConfiguredModels(DEFAULT_PRICES, configured.models, defaultPath),
-    ...(Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) > 0
-      ? { lambdaMemoryMb: Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE) }
+    ...(settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE !== undefined
+      ? { lambdaMemoryMb: settings.AWS_LAMBDA_FUNCTION_MEMORY_SIZE }
       : {}),
     ...(config.faults !== undefined ? { faults: config.faults } : {}),
   });
@@ -177,38 +184,38 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     tools,
     models,
     modelCatalog: { models: configured.models, defaultPath },
+    timings: resolveTimings(config),
     close: () => clients.destroy(),
   };
 }
 
 /**
  * The runtime configuration a Lambda function reads from its environment (set by the CDK
- * stack): TABLE_NAME, STEP_QUEUE_URL, PAYLOAD_BUCKET. Throws naming the first missing variable.
- * The SDK's own endpoint overrides AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3 and _LAMBDA, when set
- * (never in AWS; the bundle tests point them at DynamoDB Local and fauxqs), become explicit
- * endpoints, so an overridden S3 endpoint is also addressed path-style.
+ * stack; lib/config.ts): TABLE_NAME, STEP_QUEUE_URL, PAYLOAD_BUCKET, and the timings when set
+ * (AGENT_RUNS_LEASE_TTL_MS, _HEARTBEAT_MS, _CLOCK_SKEW_MS, _STOP_POLL_MS, _SWEEP_INTERVAL_MS).
+ * Throws ConfigError naming the first missing or bad variable. The SDK's own endpoint overrides
+ * AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3 and _LAMBDA, when set (never in AWS; the bundle tests
+ * point them at DynamoDB Local and fauxqs), become explicit endpoints, so an overridden S3
+ * endpoint is also addressed path-style.
  */
 export function runtimeConfigFromEnv(env: NodeJS.ProcessEnv): RuntimeConfig {
-  const need = (name: string): string => {
-    const v = env[name];
-    if (v === undefined || v === '') throw new Error(`missing environment variable ${name}`);
-    return v;
-  };
-  const endpoint = (name: string): string | undefined => {
-    const v = env[`AWS_ENDPOINT_URL_${name}`];
-    return v === undefined || v === '' ? undefined : v;
-  };
+  const c = configFromEnv(env);
   const endpoints: AwsEndpoints = {
-    dynamoEndpoint: endpoint('DYNAMODB'),
-    sqsEndpoint: endpoint('SQS'),
-    s3Endpoint: endpoint('S3'),
-    lambdaEndpoint: endpoint('LAMBDA'),
+    dynamoEndpoint: c.AWS_ENDPOINT_URL_DYNAMODB,
+    sqsEndpoint: c.AWS_ENDPOINT_URL_SQS,
+    s3Endpoint: c.AWS_ENDPOINT_URL_S3,
+    lambdaEndpoint: c.AWS_ENDPOINT_URL_LAMBDA,
   };
   const overridden = Object.values(endpoints).some((v) => v !== undefined);
   return {
-    tableName: need('TABLE_NAME'),
-    queueUrl: need('STEP_QUEUE_URL'),
-    bucketName: need('PAYLOAD_BUCKET'),
+    tableName: required(c, ENV.TABLE_NAME),
+    queueUrl: required(c, ENV.STEP_QUEUE_URL),
+    bucketName: required(c, ENV.PAYLOAD_BUCKET),
+    leaseTtlMs: c.AGENT_RUNS_LEASE_TTL_MS,
+    heartbeatMs: c.AGENT_RUNS_HEARTBEAT_MS,
+    stopPollMs: c.AGENT_RUNS_STOP_POLL_MS,
+    sweepIntervalMs: c.AGENT_RUNS_SWEEP_INTERVAL_MS,
+    ...(c.AGENT_RUNS_CLOCK_SKEW_MS !== undefined ? { clockSkewMs: c.AGENT_RUNS_CLOCK_SKEW_MS } : {}),
     ...(overridden ? { endpoints } : {}),
   };
 }

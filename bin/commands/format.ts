@@ -5,7 +5,13 @@
  * the terminal or forge a line of the output (issue 25, item c).
  */
 import type { Checkpoint, FunctionArtifact } from '../../lib/client/shapes.ts';
-import { DEFAULT_CLI, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
+import {
+  DEFAULT_CLI,
+  DEFAULT_LEASE_TIMING,
+  type LeaseTiming,
+  type WaitingReason,
+  waitingReasons,
+} from '../../lib/client/waiting.ts';
 import type {
   ControlAck,
   RunEvent,
@@ -114,13 +120,15 @@ export function formatWaiting(
 
 /**
  * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
- * and the waiting reasons of the children it waits for, by run id; hints start with `cli`.
+ * and the waiting reasons of the children it waits for, by run id; hints start with `cli` and
+ * assume the deployment's `timing` (`GET /config`; default the runtime's defaults).
  */
 export function formatRun(
   run: RunRecord,
   now: number,
   children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
   cli: string = DEFAULT_CLI,
+  timing: LeaseTiming = DEFAULT_LEASE_TIMING,
 ): string {
   const lines = [
     ['run', run.run_id],
@@ -161,7 +169,7 @@ export function formatRun(
   if (run.open_requests.length > 0) {
     text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   }
-  const waiting = formatWaiting(waitingReasons(run, now, undefined, cli), children);
+  const waiting = formatWaiting(waitingReasons(run, now, timing, cli), children);
   if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { checkRunLog, checkTotals, createCheckHost, type RunCheck } from '../../lib/replay/reducer-check.ts';
 import { exportRunLog, parseRunLog, type RunLog } from '../../lib/replay/run-log.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/function-registry.ts';
-import { CliError, type CliContext } from './context.ts';
+import { type CliContext, CliError } from './context.ts';
 import { artifactKindOf, type CheckOptions, checkSelection } from './reducers.ts';
 
 /** The artifact to check: a file, or the one published at `--path` (its hash must be `--hash`). */

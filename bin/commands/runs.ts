@@ -116,22 +116,22 @@ export const runsCommand: CommandModule = {
       )
       .action(async (runId: string, _opts: unknown, cmd: Command) => {
         const client = ctx.client(cmd);
-        const [{ formatRun }, { waitingReasons }] = await Promise.all([
+        const [{ formatRun }, { timingFor, waitingReasons }] = await Promise.all([
           format(),
           import('../../lib/client/waiting.ts'),
         ]);
         const run = await client.getRun(runId);
+        const timing = ctx.json(cmd) ? undefined : await timingFor(run, client);
         const now = Date.now();
         // A child the run waits for explains itself too (one read per child waited for).
         const children = new Map<string, WaitingReason[]>();
-        for (const reason of ctx.json(cmd) ? [] : waitingReasons(run, now, undefined, ctx.cli)) {
+        for (const reason of ctx.json(cmd) ? [] : waitingReasons(run, now, timing, ctx.cli)) {
           if (reason.child_run_id === undefined || children.has(reason.child_run_id)) continue;
           // The child's view is extra: if it cannot be read, the parent's reason still stands.
           const child = await client.getRun(reason.child_run_id).catch(() => null);
-          if (child !== null)
-            children.set(reason.child_run_id, waitingReasons(child, now, undefined, ctx.cli));
+          if (child !== null) children.set(reason.child_run_id, waitingReasons(child, now, timing, ctx.cli));
         }
-        ctx.print(cmd, () => formatRun(run, now, children, ctx.cli), run);
+        ctx.print(cmd, () => formatRun(run, now, children, ctx.cli, timing), run);
       });
 
     runs

@@ -2,7 +2,7 @@
  * What `agent-runs watch` shows and which key does what, as pure functions of the run, its last
  * events and the acks so far (the Ink view in watch-view.ts only lays them out). Issue 20, item 5.
  */
-import { type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
+import { type LeaseTiming, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type { ControlAck, RunEvent, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
 import { formatAck, formatEvent, formatRequest, formatWaiting, printable } from './format.ts';
 
@@ -86,8 +86,8 @@ export function requestLines(state: WatchState): string[] {
 }
 
 /** Why the run is not moving, in words (the commands are the keys here). */
-export function waitingLines(run: RunRecord, now: number): string[] {
-  const reasons: WaitingReason[] = waitingReasons(run, now).map((r) => ({ ...r, commands: [] }));
+export function waitingLines(run: RunRecord, now: number, timing?: LeaseTiming): string[] {
+  const reasons: WaitingReason[] = waitingReasons(run, now, timing).map((r) => ({ ...r, commands: [] }));
   return formatWaiting(reasons, new Map(), '  ');
 }
 

@@ -11,6 +11,7 @@ import TextInput from 'ink-text-input';
 import { createElement as h, type ReactElement, useEffect, useRef, useState } from 'react';
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
+import type { LeaseTiming } from '../../lib/client/waiting.ts';
 import type { ControlAck, RunRecord } from '../../lib/contracts/index.ts';
 import type { FollowVia } from './events.ts';
 import { eventsOver } from './follow.ts';
@@ -32,6 +33,8 @@ import {
 
 export interface WatchProps {
   client: AgentRunsClient;
+  /** The deployment's timings (`GET /config`), for the waiting hints; default the runtime's. */
+  timing?: LeaseTiming;
   target: LiveTarget;
   via: FollowVia;
   run: RunRecord;
@@ -159,7 +162,7 @@ function WatchApp(props: WatchProps): ReactElement {
     { flexDirection: 'column' },
     h(Text, { inverse: true, wrap: 'truncate-end' }, ` ${statusLine(state)} `),
     section('plan', planLines(state.run).slice(1), 'cyan'),
-    section('waiting', waitingLines(state.run, Date.now()), 'yellow'),
+    section('waiting', waitingLines(state.run, Date.now(), props.timing), 'yellow'),
     section(`events (last ${state.events.length})`, eventLines(state)),
     section('open requests', requestLines(state), 'magenta'),
     section('acks', state.acks, 'green'),

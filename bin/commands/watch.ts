@@ -30,9 +30,12 @@ export const watchCommand: CommandModule = {
         const client = ctx.client(cmd);
         const target = ctx.liveTarget(cmd);
         const run = await client.getRun(runId);
+        // The watched run may come to need them later: the deployment's, asked for once.
+        const { deploymentTiming } = await import('../../lib/client/waiting.ts');
+        const timing = await deploymentTiming(client);
         // Loaded here so that the other commands never load React and Ink.
         const { runWatchView } = await import('./watch-view.ts');
-        await runWatchView({ client, target, via: followVia(opts.via, target), run });
+        await runWatchView({ client, target, via: followVia(opts.via, target), run, timing });
       });
   },
 };

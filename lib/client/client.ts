@@ -11,6 +11,7 @@
 import type {
   ControlAck,
   CreateRunInput,
+  DeploymentConfig,
   ForkRunInput,
   RunEvent,
   RunRecord,
@@ -245,6 +246,8 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
   getFunction(functionPath: string): Promise<FunctionArtifact & { bytes: Uint8Array }>;
   /** `GET /health` (no token needed): `{status: 'ok'}` when the API answers. */
   getHealth(): Promise<{ status: 'ok' }>;
+  /** `GET /config`: the deployment's timings (lib/contracts/timings.ts), what the `waiting:` hints assume. */
+  getConfig(): Promise<DeploymentConfig>;
   /** The API's OpenAPI 3.1 document (`GET /openapi.json`). */
   getOpenApiDocument(): Promise<Record<string, unknown>>;
 }
@@ -492,7 +495,10 @@ function controlMethods(
 /** The catalogue methods (tools, function artifacts) and the public routes. */
 function catalogMethods(
   call: CallFn,
-): Pick<AgentRunsClient, 'listTools' | 'putFunction' | 'getFunction' | 'getHealth' | 'getOpenApiDocument'> {
+): Pick<
+  AgentRunsClient,
+  'listTools' | 'putFunction' | 'getFunction' | 'getHealth' | 'getConfig' | 'getOpenApiDocument'
+> {
   const functionRoute = (functionPath: string) =>
     `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
   return {
@@ -523,6 +529,7 @@ function catalogMethods(
       return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
     },
     getHealth: () => call({ method: 'GET', path: '/health', schema: ANSWERS.getHealth[200] }),
+    getConfig: () => call({ method: 'GET', path: '/config', schema: ANSWERS.getConfig[200] }),
     getOpenApiDocument: () =>
       call({ method: 'GET', path: '/openapi.json', schema: ANSWERS.getOpenApiDocument[200] }),
   };

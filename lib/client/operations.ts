@@ -15,6 +15,7 @@ import {
   ControlAck,
   CreateRunResponse,
   DeliveryResponse,
+  DeploymentConfig,
   EventPage,
   FunctionArtifact,
   FunctionArtifactSource,
@@ -70,6 +71,7 @@ export type OperationAnswers = {
   listTools: { 200: typeof ToolList };
   putFunction: { 200: typeof FunctionArtifact };
   getFunction: { 200: typeof FunctionArtifactSource };
+  getConfig: { 200: typeof DeploymentConfig };
   publishTool: { 200: typeof PublishResult; 201: typeof PublishResult };
   listToolEntries: { 200: typeof RegistryListing };
   getToolEntry: { 200: typeof RegistryEntryView };
@@ -115,6 +117,7 @@ export const OPERATION_ANSWERS: OperationAnswers = {
   listTools: { 200: ToolList },
   putFunction: { 200: FunctionArtifact },
   getFunction: { 200: FunctionArtifactSource },
+  getConfig: { 200: DeploymentConfig },
   publishTool: registryAnswers.publish,
   listToolEntries: registryAnswers.list,
   getToolEntry: registryAnswers.get,

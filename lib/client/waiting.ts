@@ -8,8 +8,11 @@
  * agent-runs ("Controls", "Leases", "Budgets").
  */
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
+import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../contracts/timings.ts';
 import { budgetUsed } from './budget-use.ts';
 import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
+import type { AgentRunsClient } from './client.ts';
+import { ApiError } from './errors.ts';
 
 export { cliInvocation, DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 
@@ -24,21 +27,40 @@ export interface WaitingReason {
 }
 
 /**
- * The runtime's lease timing as the reader assumes it: the EngineOptions defaults (lease 90 s,
- * renewed every 30 s, taken over 30 s after expiry). A deployment with other values gives its own.
+ * The deployment's timings as the reader knows them (lib/contracts/timings.ts; `GET /config` answers a
+ * deployment's own): the lease, its heartbeat, the skew allowance and the sweeper's period.
  */
-export interface LeaseTiming {
-  leaseTtlMs: number;
-  heartbeatMs: number;
-  clockSkewMs: number;
+export type LeaseTiming = Pick<
+  Timings,
+  'lease_ttl_ms' | 'heartbeat_ms' | 'clock_skew_ms' | 'sweep_interval_ms'
+>;
+
+/** The runtime's defaults (lib/contracts/timings.ts DEFAULT_TIMINGS), for a deployment that does not say. */
+export const DEFAULT_LEASE_TIMING: LeaseTiming = DEFAULT_TIMINGS;
+
+/**
+ * The timings the hints about `run` need: the deployment's from `GET /config` when the run is
+ * one a worker leases (only that hint depends on them), else the defaults without a request.
+ * An API that answers no timings (an older one: 404, or an answer of another shape) gives the
+ * defaults too, the hints being advice; an API that cannot be reached throws (ApiError
+ * `unreachable`), as the run's own read would.
+ */
+export async function timingFor(
+  run: RunRecord,
+  client: Pick<AgentRunsClient, 'getConfig'>,
+): Promise<LeaseTiming> {
+  return run.status === 'running' && run.reducer !== null ? deploymentTiming(client) : DEFAULT_LEASE_TIMING;
 }
 
-/** The defaults of EngineOptions (lib/engine/deps.ts); a unit test keeps them equal. */
-export const DEFAULT_LEASE_TIMING: LeaseTiming = {
-  leaseTtlMs: 90_000,
-  heartbeatMs: 30_000,
-  clockSkewMs: 30_000,
-};
+/** The deployment's timings from `GET /config`, or the defaults as {@link timingFor} says. */
+export async function deploymentTiming(client: Pick<AgentRunsClient, 'getConfig'>): Promise<LeaseTiming> {
+  try {
+    return (await client.getConfig()).timings;
+  } catch (err) {
+    if (err instanceof ApiError && err.status !== 0) return DEFAULT_LEASE_TIMING;
+    throw err;
+  }
+}
 
 /** How long a queued run is left unexplained (ms): a step worker normally picks it up sooner. */
 const QUEUED_QUIET_MS = 5_000;
@@ -191,18 +213,18 @@ function leaseReason(
   timing: LeaseTiming,
 ): WaitingReason[] {
   const { owner, expires_at } = run.lease;
-  const renewedAt = expires_at - timing.leaseTtlMs;
-  const takeoverAt = expires_at + timing.clockSkewMs;
+  const renewedAt = expires_at - timing.lease_ttl_ms;
+  const takeover = takeoverEstimate(expires_at, now, timing);
   // A live worker renews every heartbeat; one renewal late (plus a second of slack) means it stopped.
-  if (now - renewedAt <= timing.heartbeatMs + 1_000) return [];
+  if (now - renewedAt <= timing.heartbeat_ms + 1_000) return [];
   const op = run.operation;
   const during = op === null ? '' : ` (during ${op.kind} ${op.op_id})`;
   return [
     {
       text: `lease held by worker ${owner}, which stopped renewing it ${seconds(now - renewedAt)} ago${during}: ${
-        now < takeoverAt
-          ? `the sweeper takes the run over in about ${seconds(takeoverAt - now)}`
-          : 'the sweeper takes the run over at its next pass'
+        takeover.fromMs > 0
+          ? `the sweeper takes the run over in ${seconds(takeover.fromMs)} to ${seconds(takeover.byMs)}`
+          : `the sweeper takes the run over at its next pass, within ${seconds(takeover.byMs)}`
       }${op === null ? '' : `, and the operation runs again${op.replay_safe ? '' : ' (it is not replay-safe: its effect may be checked first)'}`}`,
       commands: [],
     },

@@ -10,6 +10,7 @@ import { Checkpoint } from './checkpoint.ts';
 import { LeaseGrant, TakenSteer } from './client-driven.ts';
 import { RunEvent } from './events.ts';
 import { Operation, RunRecord, RunStatus } from './run.ts';
+import { Timings } from './timings.ts';
 import { ToolDescriptor } from './tool-registration.ts';
 
 /** `{code, message, details}`: every error answer of the API (codes: error-codes.ts). */
@@ -125,6 +126,12 @@ export type HeldDeliveryResponse = z.infer<typeof HeldDeliveryResponse>;
 /** `GET /v1/tools`: the registered tools, metadata only. */
 export const ToolList = z.object({ tools: z.array(ToolDescriptor) });
 export type ToolList = z.infer<typeof ToolList>;
+
+/** `GET /config`: the deployment's settings a client needs to explain a run: its timings (ms each). */
+export const DeploymentConfig = z.object({
+  timings: Timings,
+});
+export type DeploymentConfig = z.infer<typeof DeploymentConfig>;
 
 /** `PUT /functions/{path}`: a registered artifact: its path, kind, content hash and size in bytes. */
 export const FunctionArtifact = z.object({

@@ -1,12 +1,11 @@
 /**
  * Admission limits of a deployment, decided before any model call: how many live runs one
  * principal may hold, how many runs it may create per minute, and the lowest risk tier a run
- * may have. Pure: the engine reads what the principal holds now and commits what this decides in
+ * may have. Pure (the environment is read by lib/config.ts admissionFromEnv): the engine reads what the principal holds now and commits what this decides in
  * the run's create transaction. Seed: deterministic-seams, "admission" ("tenant quotas, abuse
  * controls, and an explicit risk tier").
  */
-import { z } from 'zod';
-import { RISK_TIERS, type RiskTier, RiskTier as RiskTierSchema } from '../contracts/index.ts';
+import { RISK_TIERS, type RiskTier } from '../contracts/index.ts';
 import type { WorkspaceMode } from './workspaces.ts';
 
 /**
@@ -125,53 +124,5 @@ export function admit(
     risk_tier,
     ...(maxLive !== undefined ? { slot } : {}),
     ...(maxRate !== undefined ? { window: { start, count: usage.window_count + 1 } } : {}),
-  };
-}
-
-const Limit = z.coerce.number().int().positive();
-const AdmissionEnv = z.object({
-  AGENT_RUNS_MAX_LIVE_RUNS: Limit.optional(),
-  AGENT_RUNS_MAX_CREATES_PER_MINUTE: Limit.optional(),
-  AGENT_RUNS_RISK_TIER_FLOOR: RiskTierSchema.optional(),
-  AGENT_RUNS_WORKSPACES: z.enum(['owned', 'open']).optional(),
-  AGENT_RUNS_MAX_CHILDREN_PER_RUN: Limit.optional(),
-  AGENT_RUNS_MAX_TREE_DEPTH: Limit.optional(),
-  AGENT_RUNS_MAX_QUEUED_STEERS: Limit.optional(),
-});
-
-/**
- * A deployment's admission settings from its environment: `AGENT_RUNS_MAX_LIVE_RUNS`,
- * `AGENT_RUNS_MAX_CREATES_PER_MINUTE` (positive integers) and `AGENT_RUNS_RISK_TIER_FLOOR`
- * (low | standard | high), `AGENT_RUNS_WORKSPACES` (owned | open), `AGENT_RUNS_MAX_CHILDREN_PER_RUN` and
- * `AGENT_RUNS_MAX_TREE_DEPTH` (positive integers); unset or empty means unlimited / standard / open
- * (the two tree bounds: 16 and 4). Throws an Error naming
- * the variable when one is set to something else.
- */
-export function admissionFromEnv(env: Record<string, string | undefined>): AdmissionConfig {
-  const present = Object.fromEntries(
-    Object.keys(AdmissionEnv.shape)
-      .filter((k) => env[k] !== undefined && env[k] !== '')
-      .map((k) => [k, env[k]]),
-  );
-  const parsed = AdmissionEnv.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`invalid ${String(issue?.path[0])}: ${issue?.message}`);
-  }
-  const e = parsed.data;
-  return {
-    ...(e.AGENT_RUNS_MAX_LIVE_RUNS !== undefined ? { max_live_runs: e.AGENT_RUNS_MAX_LIVE_RUNS } : {}),
-    ...(e.AGENT_RUNS_MAX_CREATES_PER_MINUTE !== undefined
-      ? { max_creates_per_minute: e.AGENT_RUNS_MAX_CREATES_PER_MINUTE }
-      : {}),
-    ...(e.AGENT_RUNS_RISK_TIER_FLOOR !== undefined ? { risk_tier_floor: e.AGENT_RUNS_RISK_TIER_FLOOR } : {}),
-    ...(e.AGENT_RUNS_WORKSPACES !== undefined ? { workspaces: e.AGENT_RUNS_WORKSPACES } : {}),
-    ...(e.AGENT_RUNS_MAX_CHILDREN_PER_RUN !== undefined
-      ? { max_children_per_run: e.AGENT_RUNS_MAX_CHILDREN_PER_RUN }
-      : {}),
-    ...(e.AGENT_RUNS_MAX_TREE_DEPTH !== undefined ? { max_tree_depth: e.AGENT_RUNS_MAX_TREE_DEPTH } : {}),
-    ...(e.AGENT_RUNS_MAX_QUEUED_STEERS !== undefined
-      ? { max_queued_steers: e.AGENT_RUNS_MAX_QUEUED_STEERS }
-      : {}),
   };
 }

@@ -35,16 +35,8 @@ export function sweepDue(record: RunRecord): number | null {
  */
 export type SweepAction = 'none' | 'take_over' | 'finish_ended' | 'expire_requests' | 'wake';
 
-/**
- * The clock-skew allowance by default: a third of the lease (30 s of the default 90 s lease).
- * A lease is written with the holder's clock and judged expired with the sweeper's, so the two
- * clocks may differ by up to `lease − heartbeat + allowance − renewal latency` (90 s with the
- * defaults: 90 − 30 + 30) before a live worker can be taken over; a crashed worker's run is
- * recovered at most `lease + allowance` after its last renewal. Issue 12, item 7.
- */
-export function defaultClockSkewMs(leaseTtlMs: number): number {
-  return Math.floor(leaseTtlMs / 3);
-}
+/** The clock-skew allowance by default: a third of the lease (lib/contracts/timings.ts). */
+export { defaultClockSkewMs } from '../contracts/timings.ts';
 
 /**
  * `skewMs` is the clock-skew allowance (ms, ≥ 0): a lease is taken over only once the sweeper's

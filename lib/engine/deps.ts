@@ -11,18 +11,17 @@ import {
   type RunRecord,
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
+import { resolveTimings, WAKE_GRACE_MS } from '../contracts/timings.ts';
 import type { AdmissionConfig } from '../core/admission.ts';
 import { checkpointsOf } from '../core/checkpoints.ts';
 import { DEFAULT_PRICES, type PriceTables } from '../core/prices.ts';
 import {
   EARLY_RESULT_TTL_MS,
   hasWork,
-  LEASE_TTL_MS,
   leaseOwnerOf,
   RESULT_EXPIRY_MS,
   type WorkerIncarnation,
 } from '../core/run-machine.ts';
-import { defaultClockSkewMs } from '../core/sweeper.ts';
 import { noteCommitted } from '../telemetry/otel.ts';
 import type {
   Clock,
@@ -125,6 +124,8 @@ const NO_REGISTRIES: RegistryStore = {
 export type EngineDeps = Required<EngineOptions>;
 
 export function resolveDeps(options: EngineOptions): EngineDeps {
+  // The lease, heartbeat, skew and stop-poll defaults are the ones the CLI and console assume.
+  const timings = resolveTimings(options);
   return {
     store: options.store,
     queue: options.queue,
@@ -135,11 +136,11 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     registries: options.registries ?? NO_REGISTRIES,
     workerId: workerIdOf(options),
     workerSlot: options.workerSlot ?? null,
-    leaseTtlMs: options.leaseTtlMs ?? LEASE_TTL_MS,
-    heartbeatMs: options.heartbeatMs ?? 30_000,
-    stopPollMs: options.stopPollMs ?? 2_000,
-    clockSkewMs: options.clockSkewMs ?? defaultClockSkewMs(options.leaseTtlMs ?? LEASE_TTL_MS),
-    wakeGraceMs: options.wakeGraceMs ?? 60_000,
+    leaseTtlMs: timings.lease_ttl_ms,
+    heartbeatMs: timings.heartbeat_ms,
+    stopPollMs: timings.stop_poll_ms,
+    clockSkewMs: timings.clock_skew_ms,
+    wakeGraceMs: options.wakeGraceMs ?? WAKE_GRACE_MS,
     admission: options.admission ?? {},
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,
     earlyResultTtlMs: options.earlyResultTtlMs ?? EARLY_RESULT_TTL_MS,

@@ -2,27 +2,19 @@
  * The live functions' configuration from the environment the CDK stack sets (cdk/live.ts):
  * LIVE_CALLBACK_URL (the WebSocket API stage's management endpoint, `https://…/{stage}`),
  * EVENT_BUS_NAME (the lifecycle notifications' bus), JWT_ISSUER and JWT_AUDIENCES (comma
- * separated: who may connect), and the two handlers wired from it for functions/live.ts and
- * functions/stream.ts. Throws LiveConfigError naming the variable when one is missing.
+ * separated: who may connect), read through lib/config.ts, and the two handlers wired from it
+ * for functions/live.ts and functions/stream.ts. Throws ConfigError naming the variable when one
+ * is missing or bad.
  */
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { ConfigError, configFromEnv, ENV, required } from '../config.ts';
 import { apiGatewayPoster, eventBridgePublisher } from '../live/adapters.ts';
 import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
 import { jwtTokenAuth } from '../live/jwt-auth.ts';
 import type { Container } from './container.ts';
 import { createSocketHandler, type SocketHandler } from './live-socket.ts';
 import { createStreamBatchHandler, type StreamBatchHandler } from './stream-batch.ts';
-export class LiveConfigError extends Error {
-  override name = 'LiveConfigError';
-  readonly code = 'live_config_invalid';
-  readonly variable: string;
-  constructor(variable: string, message: string) {
-    super(message);
-    this.variable = variable;
-  }
-}
-
 export interface LiveConfig {
   callbackUrl: string;
   eventBusName: string;
@@ -30,29 +22,23 @@ export interface LiveConfig {
   jwtAudiences: string[];
 }
 
-function required(env: NodeJS.ProcessEnv, name: string): string {
-  const value = env[name];
-  if (value === undefined || value === '') throw new LiveConfigError(name, `${name} is not set`);
-  return value;
-}
-
 /** The live configuration, each variable checked only where `needs` asks for it. */
 export function liveConfigFromEnv(
   env: NodeJS.ProcessEnv,
   needs: { auth?: boolean; bus?: boolean } = {},
 ): Partial<LiveConfig> & { callbackUrl: string } {
-  const callbackUrl = required(env, 'LIVE_CALLBACK_URL');
-  if (!/^https?:\/\//.test(callbackUrl))
-    throw new LiveConfigError('LIVE_CALLBACK_URL', `LIVE_CALLBACK_URL is not a URL: ${callbackUrl}`);
-  const out: Partial<LiveConfig> & { callbackUrl: string } = { callbackUrl };
-  if (needs.bus === true) out.eventBusName = required(env, 'EVENT_BUS_NAME');
+  const config = configFromEnv(env);
+  const out: Partial<LiveConfig> & { callbackUrl: string } = {
+    callbackUrl: required(config, ENV.LIVE_CALLBACK_URL),
+  };
+  if (needs.bus === true) out.eventBusName = required(config, ENV.EVENT_BUS_NAME);
   if (needs.auth === true) {
-    out.jwtIssuer = required(env, 'JWT_ISSUER');
-    const audiences = required(env, 'JWT_AUDIENCES')
+    out.jwtIssuer = required(config, ENV.JWT_ISSUER);
+    const audiences = required(config, ENV.JWT_AUDIENCES)
       .split(',')
       .map((a) => a.trim())
       .filter((a) => a.length > 0);
-    if (audiences.length === 0) throw new LiveConfigError('JWT_AUDIENCES', 'JWT_AUDIENCES names no audience');
+    if (audiences.length === 0) throw new ConfigError(ENV.JWT_AUDIENCES, 'JWT_AUDIENCES names no audience');
     out.jwtAudiences = audiences;
   }
   return out;
@@ -64,12 +50,15 @@ function fanOutOf(container: Container, env: NodeJS.ProcessEnv, callbackUrl: str
   const management = tracer.captureAWSv3Client(new ApiGatewayManagementApiClient({ endpoint: callbackUrl }));
   return {
     store: runtime.store,
-    subscriptions: createDynamoSubscriptionStore(runtime.clients.doc, required(env, 'TABLE_NAME')),
+    subscriptions: createDynamoSubscriptionStore(
+      runtime.clients.doc,
+      required(configFromEnv(env), ENV.TABLE_NAME),
+    ),
     poster: apiGatewayPoster(management),
   };
 }
 
-/** The WebSocket API's handler (functions/live.ts). Throws LiveConfigError. */
+/** The WebSocket API's handler (functions/live.ts). Throws ConfigError. */
 export function liveSocketFromEnv(container: Container, env: NodeJS.ProcessEnv): SocketHandler {
   const config = liveConfigFromEnv(env, { auth: true });
   const { runtime, logger } = container;
@@ -84,7 +73,7 @@ export function liveSocketFromEnv(container: Container, env: NodeJS.ProcessEnv):
   });
 }
 
-/** The table stream's handler (functions/stream.ts). Throws LiveConfigError. */
+/** The table stream's handler (functions/stream.ts). Throws ConfigError. */
 export function streamBatchFromEnv(container: Container, env: NodeJS.ProcessEnv): StreamBatchHandler {
   const config = liveConfigFromEnv(env, { bus: true });
   const events = container.tracer.captureAWSv3Client(new EventBridgeClient({}));

@@ -14,13 +14,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
+import { configFromEnv } from '../config.ts';
+import { SWEEP_PASS_GAP_MS } from '../contracts/timings.ts';
 import { type Engine, emptySweepReport, type SweepReport } from '../engine/engine.ts';
 import { SWEEP_SHARDS } from '../engine/ports.ts';
 import { flushTraces } from '../telemetry/otel.ts';
 import { count, flush, type LogSink, METRIC, type MetricSink } from './observability.ts';
 
 /** The default gap between the two passes (ms). */
-export const SWEEP_PASS_GAP_MS = 30_000;
+export { SWEEP_PASS_GAP_MS } from '../contracts/timings.ts';
 
 /**
  * The scheduler's input (the target's Input JSON). Everything is optional: `{}` or an
@@ -63,14 +65,9 @@ export interface SweeperResult {
 
 export type SweeperHandler = (event: unknown, context?: Context) => Promise<SweeperResult>;
 
-/** Reads SWEEP_PASS_GAP_MS (ms, a non-negative integer); default 30 000. Throws on a bad value. */
+/** Reads SWEEP_PASS_GAP_MS (ms, a non-negative integer; lib/config.ts); default 30 000. Throws ConfigError on a bad value. */
 export function passGapFromEnv(env: NodeJS.ProcessEnv): number {
-  const raw = env.SWEEP_PASS_GAP_MS;
-  if (raw === undefined || raw === '') return SWEEP_PASS_GAP_MS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`SWEEP_PASS_GAP_MS must be a non-negative integer: ${raw}`);
-  return n;
+  return configFromEnv(env).SWEEP_PASS_GAP_MS;
 }
 
 /** Creates the sweeper handler; `deps` may be a function (lazy, once per container). */

@@ -8,6 +8,7 @@
  * Routes and statuses:
  *   GET  /health                       200 (no auth)
  *   GET  /openapi.json                 200 OpenAPI 3.1 (no auth)
+ *   GET  /config                       the deployment's timings (lease, heartbeat, skew, sweeper period)
  *   POST /runs                         201 created / 200 existing live run or create_key replay
  *   GET  /runs?status=|subject_...     200 {runs, cursor?}
  *   GET  /runs/{id}                    200 run (effective projection)
@@ -30,6 +31,7 @@
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { DEFAULT_TIMINGS, type Timings } from '../contracts/timings.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ToolHost } from '../engine/ports.ts';
 import type { FunctionRegistry } from '../sandbox/function-registry.ts';
@@ -40,7 +42,7 @@ import { type ConsoleSite, mountConsole } from './console.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
 import { registerRegistryRoutes } from './registry-routes.ts';
-import { healthRoute, openapiRoute, TAGS } from './routes.ts';
+import { configRoute, healthRoute, openapiRoute, TAGS } from './routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { createWaitSlots, DEFAULT_MAX_OPEN_WAITS } from './wait-slots.ts';
 
@@ -83,6 +85,11 @@ export interface HttpAppOptions {
   dropLogIntervalMs?: number;
   /** Serve the web console under /console (no authentication; console.ts). Default: not served. */
   console?: ConsoleSite;
+  /**
+   * The deployment's timings `GET /config` and the console's config.json report (the runtime's:
+   * Runtime.timings; default lib/contracts/timings.ts DEFAULT_TIMINGS).
+   */
+  timings?: Timings;
 }
 
 /**
@@ -110,7 +117,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     options.dropLogIntervalMs !== undefined ? { dropLogIntervalMs: options.dropLogIntervalMs } : {},
   );
   // Before authentication: hono runs handlers in registration order, so the console answers first.
-  if (options.console !== undefined) mountConsole(app, options.console);
+  const timings = options.timings ?? DEFAULT_TIMINGS;
+  if (options.console !== undefined) mountConsole(app, options.console, timings);
   installAuthAndLimits(app, options.auth, {
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     functionBodyLimitBytes: options.functionBodyLimitBytes ?? DEFAULT_FUNCTION_BODY_LIMIT_BYTES,
@@ -118,6 +126,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   let document: unknown;
   app.openapi(healthRoute, (c) => c.json({ status: 'ok' as const }, 200));
+  app.openapi(configRoute, (c) => c.json({ timings }, 200));
   app.openapi(openapiRoute, (c) => {
     document ??= openApiDocument(app);
     // The origin this request reached comes first, so a generator run against a live API targets it.

@@ -8,6 +8,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { configFromEnv } from '../config.ts';
 import type { Principal } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 
@@ -169,9 +170,10 @@ export function anyOf(...authenticators: Authenticate[]): Authenticate {
  * neither verified claims nor an IAM identity is 401.
  */
 export function authFromEnv(env: NodeJS.ProcessEnv): Authenticate {
-  const token = env.AGENT_RUNS_LOCAL_TOKEN;
-  if (token !== undefined && token !== '') {
-    const id = env.AGENT_RUNS_LOCAL_PRINCIPAL;
+  const config = configFromEnv(env);
+  const token = config.AGENT_RUNS_LOCAL_TOKEN;
+  if (token !== undefined) {
+    const id = config.AGENT_RUNS_LOCAL_PRINCIPAL;
     return bearerTokenAuth(token, id ? { kind: 'user', id } : LOCAL_PRINCIPAL);
   }
   return anyOf(jwtClaimsAuth(), iamCallerAuth());

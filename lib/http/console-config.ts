@@ -5,9 +5,10 @@
  * function from the environment the CDK stack sets), never baked into the bundle, and it holds
  * no secret: the OAuth client is a public client (PKCE, no client secret). Issue 17.
  *
- * Only zod here: the console (a browser bundle) imports this file.
+ * Only zod here (and the zod-only lib/contracts/timings.ts): the console (a browser bundle) imports this file.
  */
 import { z } from 'zod';
+import { Timings } from '../contracts/timings.ts';
 
 /** An absolute http(s) URL. */
 const httpUrl = () => z.url({ protocol: /^https?$/ });
@@ -52,6 +53,11 @@ export const ConsoleConfig = z.object({
   sweep_interval_ms: z.number().int().positive().optional(),
   /** How often a live lease holder renews its lease, in ms (a lease not renewed for longer is suspect). */
   heartbeat_ms: z.number().int().positive().optional(),
+  /**
+   * The deployment's timings (lib/contracts/timings.ts), as `GET /config` answers them: filled in by
+   * the HTTP app that serves config.json; where given, they win over the two fields above.
+   */
+  timings: Timings.optional(),
   /** A name the console shows in its title bar (e.g. `local` or the stack name). */
   environment: z.string().max(80).optional(),
 });

@@ -22,6 +22,8 @@ import { serveStatic } from '@hono/node-server/serve-static';
 import type { Context, Env, Hono } from 'hono';
 import { compress } from 'hono/compress';
 import { etag } from 'hono/etag';
+import { configFromEnv } from '../config.ts';
+import type { Timings } from '../contracts/timings.ts';
 import { ConsoleConfig, type ConsoleConfigInput } from './console-config.ts';
 
 /** The path prefix the console is served under (the bundle is built with this base). */
@@ -44,10 +46,11 @@ const ONE_YEAR_S = 365 * 24 * 3600;
 /**
  * Registers the console's routes on `app`. Call it before the app's authentication middleware:
  * hono runs handlers in registration order, so these answer first. Throws a ZodError when
- * `site.config` is not a valid ConsoleConfig.
+ * `site.config` is not a valid ConsoleConfig. `timings` (the app's, as `GET /config` reports them)
+ * are served in config.json's `timings`, so the console's lease estimate is the deployment's.
  */
-export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite): void {
-  const config = ConsoleConfig.parse(site.config);
+export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite, timings?: Timings): void {
+  const config = ConsoleConfig.parse({ ...site.config, ...(timings !== undefined ? { timings } : {}) });
   const csp = contentSecurityPolicy(config);
   const indexFile = join(site.assetsDir, 'index.html');
   const fromBase = (path: string) => path.slice(CONSOLE_BASE.length);
@@ -104,8 +107,8 @@ export function mountConsole<E extends Env>(app: Hono<E>, site: ConsoleSite): vo
  * the container's first request).
  */
 export function consoleFromEnv(env: NodeJS.ProcessEnv, assetsDir: string): ConsoleSite {
-  const raw = env.CONSOLE_CONFIG;
-  if (raw === undefined || raw === '') return { assetsDir, config: { auth: { kind: 'token' } } };
+  const raw = configFromEnv(env).CONSOLE_CONFIG;
+  if (raw === undefined) return { assetsDir, config: { auth: { kind: 'token' } } };
   let json: unknown;
   try {
     json = JSON.parse(raw);

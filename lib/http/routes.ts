@@ -35,6 +35,7 @@ import {
   CreateRunResponse,
   DeliveryQuery,
   DeliveryResponse,
+  DeploymentConfig,
   EventPage,
   EventsQuery,
   ForkRunInput,
@@ -69,6 +70,18 @@ export const healthRoute = createRoute({
   summary: 'Liveness (no authentication).',
   security: [],
   responses: { 200: { description: 'The API is up.', content: json(Health) }, ...PUBLIC_ERRORS },
+});
+
+export const configRoute = createRoute({
+  ...op('getConfig', 'meta'),
+  method: 'get',
+  path: '/config',
+  summary:
+    "The deployment's timings (lease, heartbeat, skew allowance, sweeper period): what a client's hints assume.",
+  responses: {
+    200: { description: "The deployment's settings.", content: json(DeploymentConfig) },
+    ...errors(),
+  },
 });
 
 export const openapiRoute = createRoute({
@@ -521,6 +534,7 @@ export const REGISTRY_ROUTES = {
 export const ROUTE_DEFINITIONS = [
   healthRoute,
   openapiRoute,
+  configRoute,
   createRunRoute,
   listRunsRoute,
   getRunRoute,

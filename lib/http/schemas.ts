@@ -23,6 +23,7 @@ import {
   CreateRunInput as CreateRunInputContract,
   CreateRunResponse as CreateRunResponseContract,
   DeliveryResponse as DeliveryResponseContract,
+  DeploymentConfig as DeploymentConfigContract,
   ErrorBody as ErrorBodyContract,
   EventPage as EventPageContract,
   ForkRunInput as ForkRunInputContract,
@@ -47,6 +48,7 @@ import {
   ToolList as ToolListContract,
   WorkspaceGrant as WorkspaceGrantContract,
 } from '../contracts/index.ts';
+import { Timings as TimingsContract } from '../contracts/timings.ts';
 import { HTTP_ERROR_STATUS } from './errors.ts';
 
 /**
@@ -91,6 +93,8 @@ export const ToolList = named('ToolList', ToolListContract);
 export const FunctionArtifact = named('FunctionArtifact', FunctionArtifactContract);
 export const FunctionArtifactSource = named('FunctionArtifactSource', FunctionArtifactSourceContract);
 export const Health = named('Health', HealthContract);
+named('Timings', TimingsContract);
+export const DeploymentConfig = named('DeploymentConfig', DeploymentConfigContract);
 export { OpenApiDocument };
 
 /**

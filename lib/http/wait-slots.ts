@@ -12,7 +12,7 @@
  * deployment there is the function's concurrency and the wait cap (20 s) under the function's
  * timeout (29 s, under API Gateway's 30 s integration limit).
  */
-import { z } from 'zod';
+import { configFromEnv } from '../config.ts';
 import { HttpError } from './errors.ts';
 
 /**
@@ -80,22 +80,12 @@ export function createWaitSlots(max: number, now: () => number = Date.now): Wait
   };
 }
 
-const MaxOpenWaits = z.coerce.number().int().positive();
-
 /**
- * The bound from `AGENT_RUNS_MAX_OPEN_WAITS` (a positive integer; unset or empty: 32). Throws an
- * Error naming the variable when it is set to anything else.
+ * The bound from `AGENT_RUNS_MAX_OPEN_WAITS` (a positive integer; unset or empty: 32; lib/config.ts).
+ * Throws ConfigError naming the variable when it is set to anything else.
  */
 export function maxOpenWaitsFromEnv(env: Record<string, string | undefined>): number {
-  const raw = env.AGENT_RUNS_MAX_OPEN_WAITS;
-  if (raw === undefined || raw.trim() === '') return DEFAULT_MAX_OPEN_WAITS;
-  const parsed = MaxOpenWaits.safeParse(raw);
-  if (!parsed.success) {
-    throw new Error(
-      `invalid AGENT_RUNS_MAX_OPEN_WAITS: expected a positive integer, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return parsed.data;
+  return configFromEnv(env).AGENT_RUNS_MAX_OPEN_WAITS;
 }
 
 /**

@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import type { FauxqsServer } from 'fauxqs';
 import type { StaticCredentials } from '../aws-clients.ts';
+import { configFromEnv } from '../config.ts';
 
 /** Stable codes of {@link LocalServicesError}. */
 export type LocalServicesErrorCode =
@@ -199,7 +200,7 @@ async function startDynamoDbLocal(
  * database).
  */
 function dynamoJvmFlags(): string[] {
-  const given = process.env.AGENT_RUNS_DYNAMODB_JAVA_OPTS;
+  const given = configFromEnv().AGENT_RUNS_DYNAMODB_JAVA_OPTS;
   if (given !== undefined) return given.split(/\s+/).filter((f) => f !== '');
   return ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'];
 }
@@ -214,7 +215,8 @@ async function spawnDynamoDbLocal(
   signal: AbortSignal,
 ): Promise<RunningDynamo> {
   signal.throwIfAborted();
-  const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+  const home = configFromEnv().JAVA_HOME;
+  const java = home !== undefined ? join(home, 'bin', 'java') : 'java';
   const args = [
     ...dynamoJvmFlags(),
     `-Djava.library.path=${libDir}`,

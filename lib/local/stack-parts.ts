@@ -140,14 +140,18 @@ export function stepPollerOf(
 /**
  * The HTTP API handler over the stack's runtime, reading the caller from the JWT authorizer's
  * claims as functions/control.ts does in Lambda (withJwtAuthorizer fills them). It is the same app.
+ * `sweepIntervalMs` is the stack's sweeper timer, reported by `GET /config`.
  */
 export function controlHandler(
   runtime: Runtime,
   log: (entry: Record<string, unknown>) => void,
   site: ConsoleSite | undefined,
+  sweepIntervalMs = 0,
 ): ApiHandler {
   const app = createHttpApp({
     ...runtime,
+    // The stack's own sweeper timer (none when 0: the runtime's default is reported then).
+    timings: { ...runtime.timings, ...(sweepIntervalMs > 0 ? { sweep_interval_ms: sweepIntervalMs } : {}) },
     auth: jwtClaimsAuth(),
     maxOpenWaits: maxOpenWaitsFromEnv(process.env),
     log,

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { readLocalState, removeLocalState, writeLocalState } from '../client/state-file.ts';
+import { ConfigError, configFromEnv, ENV } from '../config.ts';
 import {
   type CountingMetrics,
   createCountingMetrics,
@@ -32,6 +33,7 @@ import { LOCAL_PRINCIPAL } from '../http/index.ts';
 import { startProgress } from '../progress.ts';
 import type { Runtime, RuntimeConfig } from '../runtime.ts';
 import type { SandboxLimits, SandboxReducerHost } from '../sandbox/index.ts';
+import { flushTraces } from '../telemetry/otel.ts';
 import { bannerLines } from './banner.ts';
 import { type Gateway, GatewayError, startGateway } from './gateway.ts';
 import {
@@ -47,14 +49,13 @@ import { type LocalLive, startLocalLive } from './live.ts';
 import type { Poller } from './poller.ts';
 import { ensureResources, type LocalResources } from './resources.ts';
 import { type LocalServices, LocalServicesError, startLocalServices } from './services.ts';
-import { flushTraces } from '../telemetry/otel.ts';
 import { consoleSiteOf, controlHandler, runtimeOf, startSweeperTimer, stepPollerOf } from './stack-parts.ts';
 
 /** Where `npm run console:build` writes the web console (served at /console). */
 export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
 
 /** The HTTP port when neither the option nor PORT says otherwise. */
-export const DEFAULT_PORT = 8787;
+export { DEFAULT_PORT } from '../config.ts';
 /** The step queue's visibility timeout on the local stack (s): above a step's 45 s deadline. */
 export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 60;
 
@@ -203,11 +204,19 @@ export class LocalStackError extends Error {
 
 /** The port to serve on: option, else PORT, else 8787. Throws LocalStackError invalid_port on a bad value. */
 export function resolvePort(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
-  const raw = option ?? (env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : DEFAULT_PORT);
-  if (!Number.isInteger(raw) || raw < 0 || raw > 65_535) {
-    throw new LocalStackError('invalid_port', `invalid port ${String(option ?? env.PORT)}: use 0..65535`);
+  if (option === undefined) {
+    try {
+      return configFromEnv(env).PORT;
+    } catch (err) {
+      if (err instanceof ConfigError && err.variable === ENV.PORT)
+        throw new LocalStackError('invalid_port', `${err.message}: use 0..65535`, { cause: err });
+      throw err;
+    }
   }
-  return raw;
+  if (!Number.isInteger(option) || option < 0 || option > 65_535) {
+    throw new LocalStackError('invalid_port', `invalid port ${String(option)}: use 0..65535`);
+  }
+  return option;
 }
 
 /**
@@ -294,7 +303,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
   // The console's configuration names the live socket, so the API is served once it listens.
   const site = consoleSiteOf(consoleDir, options, sweepIntervalMs, live.wsUrl);
-  gateway.setHandler(withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site)));
+  gateway.setHandler(
+    withJwtAuthorizer(issuer, controlHandler(runtime, engineLog(logger, metrics), site, sweepIntervalMs)),
+  );
   step('live event stream serving');
   const stateFile =
     stateDir === null
@@ -412,7 +423,7 @@ function explain(err: LocalServicesError): string {
 }
 
 function defaultLogLevel(): 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT' {
-  const level = (process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
+  const level = (configFromEnv().POWERTOOLS_LOG_LEVEL ?? 'WARN').toUpperCase();
   return level === 'DEBUG' || level === 'INFO' || level === 'ERROR' || level === 'SILENT' ? level : 'WARN';
 }
 

@@ -22,6 +22,7 @@
  * Issue 28 point 1; issue 24 point 7.
  */
 import { z } from 'zod';
+import { ENV } from '../config.ts';
 import {
   AiSdkModelEntry,
   type AiSdkModelsOptions,
@@ -54,20 +55,20 @@ export function parseAiSdkModels(text: string): AiSdkModelEntry[] {
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new ModelConfigError('AGENT_RUNS_MODELS', `not JSON: ${(error as Error).message}`);
+    throw new ModelConfigError(ENV.AGENT_RUNS_MODELS, `not JSON: ${(error as Error).message}`);
   }
   const parsed = z.array(AiSdkModelEntry).safeParse(raw);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) =>
       `[${i.path.map(String).join('].')}: ${i.message}`.replace(/^\[(\d+)\]\./, '[$1].'),
     );
-    throw new ModelConfigError('AGENT_RUNS_MODELS', issues.join('; '));
+    throw new ModelConfigError(ENV.AGENT_RUNS_MODELS, issues.join('; '));
   }
   const paths = new Set<string>();
   for (const [i, entry] of parsed.data.entries()) {
     const path = pathOf(entry);
     if (paths.has(path))
-      throw new ModelConfigError('AGENT_RUNS_MODELS', `[${i}].path: ${path} is configured twice`);
+      throw new ModelConfigError(ENV.AGENT_RUNS_MODELS, `[${i}].path: ${path} is configured twice`);
     paths.add(path);
   }
   return parsed.data;

@@ -5,6 +5,7 @@
  * imports the other. See ai-sdk-config.ts for the fields. Issue 28 point 1.
  */
 import { z } from 'zod';
+import { ENV } from '../config.ts';
 import type { SecretReader } from './api-key.ts';
 
 export const AI_SDK_PROVIDERS = ['amazon-bedrock', 'anthropic', 'openai', 'openai-compatible'] as const;
@@ -68,7 +69,7 @@ export interface AiSdkModelsOptions {
 
 /** The environment variable each provider reads its API key from when an entry names none. */
 export const DEFAULT_KEY_ENV: Record<Exclude<AiSdkProvider, 'amazon-bedrock'>, string | undefined> = {
-  anthropic: 'ANTHROPIC_API_KEY',
-  openai: 'OPENAI_API_KEY',
+  anthropic: ENV.ANTHROPIC_API_KEY,
+  openai: ENV.OPENAI_API_KEY,
   'openai-compatible': undefined,
 };

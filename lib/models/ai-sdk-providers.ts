@@ -10,6 +10,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { ENV } from '../config.ts';
 import { type AiSdkModelEntry, type AiSdkModelsOptions, DEFAULT_KEY_ENV } from './ai-sdk-entry.ts';
 import { DEFAULT_API_KEY_MAX_AGE_SECONDS, secretApiKey } from './api-key.ts';
 
@@ -36,7 +37,7 @@ export function languageModelOf(entry: AiSdkModelEntry, options: AiSdkModelsOpti
   const base = options.fetch ?? ((url, init) => fetch(url, init));
   const baseURL = entry.base_url !== undefined ? { baseURL: entry.base_url.replace(/\/+$/, '') } : {};
   if (entry.provider === 'amazon-bedrock') {
-    const region = entry.region ?? options.env.AWS_REGION ?? options.env.AWS_DEFAULT_REGION;
+    const region = entry.region ?? options.env[ENV.AWS_REGION] ?? options.env[ENV.AWS_DEFAULT_REGION];
     const credentials = defaultProvider();
     return createAmazonBedrock({
       ...baseURL,

@@ -4,6 +4,7 @@
  * object with an `api_key` field. Used by configured.ts (OPENAI_API_KEY_SECRET) and
  * ai-sdk-config.ts (`api_key_secret`). Issue 13, issue 28.
  */
+import { ENV } from '../config.ts';
 import { ModelConfigError, ModelsModuleError } from './errors.ts';
 
 /** How long a secret API key is cached, in seconds, unless OPENAI_API_KEY_MAX_AGE_SECONDS says otherwise. */
@@ -79,7 +80,7 @@ function apiKeyOf(raw: unknown): string | undefined {
 }
 
 /** Parses a max age in seconds (default when absent); throws ModelConfigError naming `variable`. */
-export function maxAgeOf(text: string | undefined, variable = 'OPENAI_API_KEY_MAX_AGE_SECONDS'): number {
+export function maxAgeOf(text: string | undefined, variable = ENV.OPENAI_API_KEY_MAX_AGE_SECONDS): number {
   if (text === undefined) return DEFAULT_API_KEY_MAX_AGE_SECONDS;
   const n = Number(text);
   if (!Number.isInteger(n) || n < 0) {

@@ -29,6 +29,7 @@
  * naming the offending variable) for a half or contradictory configuration, so a container
  * with a wrong environment fails at start, not at its first turn.
  */
+import { ENV } from '../config.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
 import { type AiSdkProvider, aiSdkModels, parseAiSdkModels } from './ai-sdk-config.ts';
 import { maxAgeOf, type SecretReader, secretApiKey } from './api-key.ts';
@@ -80,14 +81,14 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
   const functions: Record<string, ModelTurnFunction> = {};
   const models: ConfiguredModel[] = [];
 
-  const bedrockIds = (value('BEDROCK_MODEL_ID') ?? '')
+  const bedrockIds = (value(ENV.BEDROCK_MODEL_ID) ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  const region = value('BEDROCK_REGION');
+  const region = value(ENV.BEDROCK_REGION);
   for (const [i, modelId] of bedrockIds.entries()) {
     if (!BEDROCK_ID.test(modelId)) {
-      throw new ModelConfigError('BEDROCK_MODEL_ID', `not a model id: ${JSON.stringify(modelId)}`);
+      throw new ModelConfigError(ENV.BEDROCK_MODEL_ID, `not a model id: ${JSON.stringify(modelId)}`);
     }
     // The Bedrock runtime client is imported on the first turn (lazy.ts).
     const fn = lazyModelTurn(async () =>
@@ -103,25 +104,25 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     }
   }
 
-  const baseUrl = value('OPENAI_BASE_URL');
-  const model = value('OPENAI_MODEL');
+  const baseUrl = value(ENV.OPENAI_BASE_URL);
+  const model = value(ENV.OPENAI_MODEL);
   if ((baseUrl === undefined) !== (model === undefined)) {
-    const missing = baseUrl === undefined ? 'OPENAI_BASE_URL' : 'OPENAI_MODEL';
+    const missing = baseUrl === undefined ? ENV.OPENAI_BASE_URL : ENV.OPENAI_MODEL;
     throw new ModelConfigError(missing, 'OPENAI_BASE_URL and OPENAI_MODEL go together');
   }
   if (baseUrl !== undefined && model !== undefined) {
     if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
-      throw new ModelConfigError('OPENAI_BASE_URL', `not an http(s) URL: ${baseUrl}`);
+      throw new ModelConfigError(ENV.OPENAI_BASE_URL, `not an http(s) URL: ${baseUrl}`);
     }
-    const plainKey = value('OPENAI_API_KEY');
-    const secretId = value('OPENAI_API_KEY_SECRET');
+    const plainKey = value(ENV.OPENAI_API_KEY);
+    const secretId = value(ENV.OPENAI_API_KEY_SECRET);
     if (plainKey !== undefined && secretId !== undefined) {
       throw new ModelConfigError(
-        'OPENAI_API_KEY_SECRET',
+        ENV.OPENAI_API_KEY_SECRET,
         'give OPENAI_API_KEY or OPENAI_API_KEY_SECRET, not both',
       );
     }
-    const maxAge = maxAgeOf(value('OPENAI_API_KEY_MAX_AGE_SECONDS'));
+    const maxAge = maxAgeOf(value(ENV.OPENAI_API_KEY_MAX_AGE_SECONDS));
     const apiKey =
       secretId !== undefined
         ? secretApiKey(secretId, maxAge, options.secrets ?? lazySecretsProvider())
@@ -139,14 +140,14 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     });
   }
 
-  const listed = value('AGENT_RUNS_MODELS');
+  const listed = value(ENV.AGENT_RUNS_MODELS);
   if (listed !== undefined) {
     const entries = parseAiSdkModels(listed);
     const more = aiSdkModels(entries, { env, secrets: () => options.secrets ?? lazySecretsProvider() });
     for (const m of more.models) {
       if (m.path in functions) {
         throw new ModelConfigError(
-          'AGENT_RUNS_MODELS',
+          ENV.AGENT_RUNS_MODELS,
           `${m.path} is already configured by another variable`,
         );
       }
@@ -155,7 +156,7 @@ export function modelsFromEnv(env: NodeJS.ProcessEnv, options: ModelsFromEnvOpti
     Object.assign(functions, more.functions);
   }
 
-  const defaultPath = defaultPathOf(value('AGENT_RUNS_DEFAULT_MODEL'), functions);
+  const defaultPath = defaultPathOf(value(ENV.AGENT_RUNS_DEFAULT_MODEL), functions);
   if (defaultPath !== undefined) {
     const fn = functions[defaultPath];
     if (fn !== undefined) functions[DEFAULT_MODEL_TURN_FUNCTION] = fn;
@@ -176,7 +177,7 @@ function defaultPathOf(
   if (!(path in functions)) {
     const known = Object.keys(functions);
     throw new ModelConfigError(
-      'AGENT_RUNS_DEFAULT_MODEL',
+      ENV.AGENT_RUNS_DEFAULT_MODEL,
       `${chosen} is not configured (configured: ${known.length > 0 ? known.join(', ') : 'none'})`,
     );
   }

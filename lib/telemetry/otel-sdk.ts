@@ -23,6 +23,7 @@ import {
   NodeTracerProvider,
   RandomIdGenerator,
 } from '@opentelemetry/sdk-trace-node';
+import { ENV } from '../config.ts';
 import type { RunSpanPlan, SpanEnd, SpanPlan } from './span-attributes.ts';
 
 /** A run's trace: its trace id and the span id of its run span (both derived from the run id). */
@@ -86,13 +87,13 @@ function finish(span: Span, end: SpanEnd): void {
 
 /** In a Lambda function: the resource attributes naming it (faas.name, cloud.region). */
 function lambdaResource(env: NodeJS.ProcessEnv): Attributes {
-  const name = env.AWS_LAMBDA_FUNCTION_NAME;
+  const name = env[ENV.AWS_LAMBDA_FUNCTION_NAME];
   if (name === undefined) return {};
   return {
     'cloud.provider': 'aws',
     'cloud.platform': 'aws_lambda',
     'faas.name': name,
-    ...(env.AWS_REGION !== undefined ? { 'cloud.region': env.AWS_REGION } : {}),
+    ...(env[ENV.AWS_REGION] !== undefined ? { 'cloud.region': env[ENV.AWS_REGION] } : {}),
   };
 }
 

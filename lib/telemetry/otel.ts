@@ -18,6 +18,7 @@
  * Tracing never fails a run: an SDK that cannot load turns tracing off with a process warning.
  */
 import { createHash } from 'node:crypto';
+import { ENV } from '../config.ts';
 import type { CompiledContext, Operation, RunEvent, RunRecord } from '../contracts/index.ts';
 import type { OperationResult } from '../core/run-machine.ts';
 import type { RunTraceIds, Tracing } from './otel-sdk.ts';
@@ -33,7 +34,7 @@ import {
 } from './span-attributes.ts';
 
 /** The variable that opts in to payload text in spans. */
-export const CAPTURE_CONTENT_VARIABLE = 'AGENT_RUNS_OTEL_CAPTURE_CONTENT';
+export const CAPTURE_CONTENT_VARIABLE = ENV.AGENT_RUNS_OTEL_CAPTURE_CONTENT;
 
 /** The service.name of our spans unless OTEL_SERVICE_NAME says otherwise. */
 export const DEFAULT_SERVICE_NAME = 'agent-runs';
@@ -73,15 +74,15 @@ export function tracingConfigFromEnv(env: NodeJS.ProcessEnv): TracingConfig | nu
       CAPTURE_CONTENT_VARIABLE,
       `${CAPTURE_CONTENT_VARIABLE} must be true or false`,
     );
-  if (value('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
-  if (value('OTEL_TRACES_EXPORTER')?.toLowerCase() === 'none') return null;
-  const traces = value('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
-  const base = value('OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (value(ENV.OTEL_SDK_DISABLED)?.toLowerCase() === 'true') return null;
+  if (value(ENV.OTEL_TRACES_EXPORTER)?.toLowerCase() === 'none') return null;
+  const traces = value(ENV.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const base = value(ENV.OTEL_EXPORTER_OTLP_ENDPOINT);
   if (traces === undefined && base === undefined) return null;
   return {
     endpoint: traces ?? `${base?.replace(/\/+$/, '')}/v1/traces`,
     captureContent: capture === 'true',
-    serviceName: value('OTEL_SERVICE_NAME') ?? DEFAULT_SERVICE_NAME,
+    serviceName: value(ENV.OTEL_SERVICE_NAME) ?? DEFAULT_SERVICE_NAME,
   };
 }
 

@@ -13,12 +13,13 @@
  * Seed: tool-invocation-contract, "Tool registration" (explicit, opt-in registration).
  */
 import { z } from 'zod';
+import { ENV } from '../config.ts';
 import { ToolMetadata } from '../contracts/index.ts';
 import { ToolsModuleError } from './errors.ts';
 import type { ToolDefinition, ToolRegistry } from './registry.ts';
 
 /** The environment variable holding the JSON list. */
-export const TOOLS_ENV = 'AGENT_RUNS_TOOLS';
+export const TOOLS_ENV = ENV.AGENT_RUNS_TOOLS;
 
 const HttpTarget = z.strictObject({ kind: z.literal('http'), url: z.url({ protocol: /^https?$/ }) });
 const LambdaTarget = z.strictObject({

@@ -8,10 +8,10 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import validVersion from 'semver/functions/valid.js';
 import type { z } from 'zod';
 import { type ToolDescriptor, ToolMetadata, ToolRegistration } from '../contracts/index.ts';
+import { lazySchemaDialects } from '../json-schema-dialects.ts';
 import { ToolRegistrationError } from './errors.ts';
 import type { ToolHandler } from './handler-types.ts';
 import { deepFreeze, isPlainObject, toJson } from './json.ts';
-import { lazySchemaDialects } from '../json-schema-dialects.ts';
 
 /** Metadata as written at registration (defaults: risk low, timeout 30 s, 256 KiB output, approval never). */
 export type ToolMetadataInput = z.input<typeof ToolMetadata>;

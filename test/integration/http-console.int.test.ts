@@ -140,7 +140,7 @@ describe('the console served by the HTTP app', () => {
     expect(policy).toContain('wss://live.example.com');
   });
 
-  it('serves its run-time configuration, with defaults filled and never cached', async () => {
+  it('serves its run-time configuration, with defaults filled, the runtime timings and never cached', async () => {
     const response = await app.request('/console/config.json');
 
     expect(response.status).toBe(200);
@@ -148,6 +148,7 @@ describe('the console served by the HTTP app', () => {
     expect(await response.json()).toEqual({
       ...CONFIG,
       auth: { ...CONFIG.auth, scopes: ['openid'], token_use: 'access' },
+      timings: runtime.timings,
     });
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { admissionFromEnv, admit, quotaWindowOf, riskTierOf } from '../../lib/core/admission.ts';
+import { admissionFromEnv } from '../../lib/config.ts';
+import { admit, quotaWindowOf, riskTierOf } from '../../lib/core/admission.ts';
 
 const at = 1_700_000_010_000; // 30 s into a minute
 const none = { held_slots: [], window_count: 0 };

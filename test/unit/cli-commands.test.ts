@@ -158,6 +158,43 @@ describe('agent-runs runs', () => {
     expect(r.out).toContain('plan: planning\n  [waiting] Draft the plan');
   });
 
+  it('runs get explains a stalled lease with the deployment timings of GET /config, else the defaults', async () => {
+    // A lease renewed long ago (expires in 5 s of a 60 s lease): its holder stopped renewing it.
+    const stalled = {
+      ...newRun({ run_id: 'run_1' }, Date.now() - 120_000),
+      status: 'running',
+      lease: { owner: 'worker-7', expires_at: Date.now() + 5_000 },
+      operation: null,
+      open_requests: [],
+    } as unknown as RunRecord;
+    const timings = {
+      lease_ttl_ms: 60_000,
+      heartbeat_ms: 10_000,
+      clock_skew_ms: 20_000,
+      sweep_interval_ms: 15_000,
+      stop_poll_ms: 2_000,
+    };
+    const window = (out: string) => {
+      const m = /takes the run over in (\d+) s to (\d+) s/.exec(out);
+      return m === null ? null : Number(m[2]) - Number(m[1]);
+    };
+
+    const told = await cli(['runs', 'get', 'run_1'], (sent) =>
+      sent.path === '/config' ? [200, { timings }] : [200, stalled],
+    );
+    const older = await cli(['runs', 'get', 'run_1'], (sent) =>
+      sent.path === '/config'
+        ? [404, { code: 'not_found', message: 'no route', details: {} }]
+        : [200, stalled],
+    );
+    const notRunning = await cli(['runs', 'get', 'run_1'], () => [200, waitingRun()]);
+
+    expect(told.sent.map((s) => s.path)).toEqual(['/runs/run_1', '/config']);
+    expect(window(told.out)).toBe(15); // one sweeper period of this deployment
+    expect(window(older.out)).toBe(60); // the default period
+    expect(notRunning.sent.map((s) => s.path)).toEqual(['/runs/run_1']);
+  });
+
   it('runs get writes its hints the way the CLI was run: npx, npm run agent-runs --, or installed', async () => {
     const digest = 'd'.repeat(64);
     const hint = async (env: NodeJS.ProcessEnv) =>

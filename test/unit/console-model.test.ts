@@ -72,12 +72,24 @@ describe('lease view', () => {
     expect(leaseView(run, T0, seen)).toEqual({ kind: 'held', owner: 'worker-a', epoch: 5, expiresInS: 30 });
   });
 
-  it('estimates the takeover of an expired lease as one sweeper period away', () => {
+  it('estimates the takeover of an expired lease as the skew allowance, then up to one sweeper period', () => {
     const run = running(T0 - 5_000);
 
-    const view = leaseView(run, T0, observeLease(null, run, T0), { sweepIntervalMs: 10_000 });
+    const view = leaseView(run, T0, observeLease(null, run, T0), { sweep_interval_ms: 10_000 });
+    const noSkew = leaseView(run, T0, observeLease(null, run, T0), {
+      clock_skew_ms: 0,
+      sweep_interval_ms: 10_000,
+    });
 
-    expect(view).toMatchObject({ kind: 'stale', why: 'expired', expiresInS: -5, takeoverInS: 10 });
+    // The default allowance is a third of the default lease (30 s): 25 s after now, then a pass.
+    expect(view).toMatchObject({
+      kind: 'stale',
+      why: 'expired',
+      expiresInS: -5,
+      takeoverFromS: 25,
+      takeoverInS: 35,
+    });
+    expect(noSkew).toMatchObject({ takeoverFromS: 0, takeoverInS: 10 });
   });
 
   it('calls a lease that stopped being renewed for two heartbeats stale before it expires', () => {
@@ -86,13 +98,18 @@ describe('lease view', () => {
     const later = T0 + 25_000;
 
     const renewedTooLong = leaseView(run, later, observeLease(seen, run, later), {
-      heartbeatMs: 10_000,
-      sweepIntervalMs: 10_000,
+      heartbeat_ms: 10_000,
+      sweep_interval_ms: 10_000,
     });
     const renewed = running(T0 + 80_000);
-    const fresh = leaseView(renewed, later, observeLease(seen, renewed, later), { heartbeatMs: 10_000 });
+    const fresh = leaseView(renewed, later, observeLease(seen, renewed, later), { heartbeat_ms: 10_000 });
 
-    expect(renewedTooLong).toMatchObject({ kind: 'stale', why: 'not_renewed', takeoverInS: 45 });
+    expect(renewedTooLong).toMatchObject({
+      kind: 'stale',
+      why: 'not_renewed',
+      takeoverFromS: 65,
+      takeoverInS: 75,
+    });
     expect(fresh.kind).toBe('held');
   });
 

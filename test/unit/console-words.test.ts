@@ -48,7 +48,11 @@ function record(patch: Record<string, unknown> = {}): RunRecord {
 }
 
 const wordsAt = (run: RunRecord, now: number, sweepIntervalMs = 10_000) =>
-  driverWords(run, leaseView(run, now, observeLease(null, run, T0), { sweepIntervalMs }), sweepIntervalMs);
+  driverWords(
+    run,
+    leaseView(run, now, observeLease(null, run, T0), { sweep_interval_ms: sweepIntervalMs }),
+    sweepIntervalMs,
+  );
 
 describe('who drives the run', () => {
   it('speaks of a worker, never a lease or an epoch, on a server-driven run', () => {
@@ -67,7 +71,8 @@ describe('who drives the run', () => {
     const dead = wordsAt(held, T0 + 31_000);
     expect(dead).toMatchObject({
       warn: true,
-      text: 'the worker stopped responding; another takes over in about 10 seconds',
+      // Expired 1 s ago: the 30 s skew allowance, then up to one 10 s sweeper period.
+      text: 'the worker stopped responding; another takes over in about 39 seconds',
     });
     for (const w of [idle, wordsAt(held, T0), dead]) expect(JSON.stringify(w)).not.toMatch(/lease|epoch/i);
   });
@@ -82,7 +87,8 @@ describe('who drives the run', () => {
       'still reads "running" because a client-driven run ends only when its client ends it',
     );
     expect(words.note).toContain(
-      'The sweeper, which passes every 10 seconds, lets the lost lease go (in about 10 seconds)',
+      // Expired 3 s ago: the 30 s skew allowance, then up to one 10 s sweeper period.
+      'The sweeper, which passes every 10 seconds, lets the lost lease go (in about 37 seconds)',
     );
     expect(words.note).toContain('The sweeper never ends the run.');
   });

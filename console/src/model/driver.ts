@@ -7,7 +7,8 @@
  * "Server-driven and client-driven runs", "Leases, recovery and the sweeper".
  */
 import type { RunRecord } from '../../../lib/contracts/index.ts';
-import { DEFAULT_SWEEP_INTERVAL_MS, type LeaseView } from './lease.ts';
+import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
+import type { LeaseView } from './lease.ts';
 
 export interface DriverWords {
   /** The fact's term: `Worker` (server-driven) or `Driven by` (client-driven). */
@@ -26,7 +27,7 @@ const seconds = (s: number) => (s === 1 ? '1 second' : `${s} seconds`);
 export function driverWords(
   run: Pick<RunRecord, 'reducer' | 'status'>,
   lease: LeaseView,
-  sweepIntervalMs: number = DEFAULT_SWEEP_INTERVAL_MS,
+  sweepIntervalMs: number = DEFAULT_TIMINGS.sweep_interval_ms,
 ): DriverWords {
   const ended = ['completed', 'failed', 'stopped'].includes(run.status);
   if (run.reducer !== null) return serverDriven(run.status, ended, lease);

@@ -5,33 +5,31 @@
  * sweeper".
  */
 import type { RunRecord } from '../../../lib/contracts/index.ts';
-
-/** The engine's default heartbeat (ms) when the deployment does not say. */
-export const DEFAULT_HEARTBEAT_MS = 30_000;
-/** The AWS sweeper's schedule (ms) when the deployment does not say. */
-export const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../../../lib/contracts/timings.ts';
 
 export type LeaseView =
   | { kind: 'none'; epoch: number }
   | { kind: 'held'; owner: string; epoch: number; expiresInS: number }
   /**
    * The holder is presumed dead: its lease expired (or has not been renewed for longer than
-   * two heartbeats). `takeoverInS` is the time left on the lease plus one sweeper period: an
-   * upper estimate, since the sweeper's next pass may come sooner.
+   * two heartbeats). The sweeper takes it over between `takeoverFromS` (the time left on the
+   * lease plus the skew allowance) and `takeoverInS` (one sweeper period later): the same
+   * estimate the CLI's `waiting:` hints give (lib/contracts/timings.ts takeoverEstimate).
    */
   | {
       kind: 'stale';
       owner: string;
       epoch: number;
       expiresInS: number;
+      takeoverFromS: number;
       takeoverInS: number;
       why: 'expired' | 'not_renewed';
     };
 
-export interface LeaseTimers {
-  heartbeatMs?: number | undefined;
-  sweepIntervalMs?: number | undefined;
-}
+/** The deployment's timings, each defaulting to lib/contracts/timings.ts's when the deployment does not say. */
+export type LeaseTimers = {
+  [K in 'heartbeat_ms' | 'clock_skew_ms' | 'sweep_interval_ms']?: Timings[K] | undefined;
+};
 
 /** When the console first saw the lease's current `expires_at` (ms epoch), to notice a lease that stopped moving. */
 export interface LeaseObservation {
@@ -65,8 +63,11 @@ export function leaseView(
 ): LeaseView {
   const lease = run.lease;
   if (lease === null) return { kind: 'none', epoch: run.epoch };
-  const heartbeat = timers.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-  const sweep = timers.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+  const heartbeat = timers.heartbeat_ms ?? DEFAULT_TIMINGS.heartbeat_ms;
+  const takeover = takeoverEstimate(lease.expires_at, now, {
+    clock_skew_ms: timers.clock_skew_ms ?? DEFAULT_TIMINGS.clock_skew_ms,
+    sweep_interval_ms: timers.sweep_interval_ms ?? DEFAULT_TIMINGS.sweep_interval_ms,
+  });
   const leftMs = lease.expires_at - now;
   const expiresInS = Math.round(leftMs / 1000);
   const unmovedMs =
@@ -80,7 +81,8 @@ export function leaseView(
     owner: lease.owner,
     epoch: run.epoch,
     expiresInS,
-    takeoverInS: Math.max(0, Math.ceil((Math.max(0, leftMs) + sweep) / 1000)),
+    takeoverFromS: Math.ceil(takeover.fromMs / 1000),
+    takeoverInS: Math.ceil(takeover.byMs / 1000),
     why,
   };
 }

@@ -114,9 +114,11 @@ function RunHeader({ run }: { run: RunRecord }) {
   const now = useNow();
   const observed = useRef<LeaseObservation | null>(null);
   observed.current = observeLease(observed.current, run, now);
+  // The deployment's timings (config.json's `timings`, from the API's own), else the older fields.
   const lease = leaseView(run, now, observed.current, {
-    heartbeatMs: config.heartbeat_ms,
-    sweepIntervalMs: config.sweep_interval_ms,
+    heartbeat_ms: config.timings?.heartbeat_ms ?? config.heartbeat_ms,
+    clock_skew_ms: config.timings?.clock_skew_ms,
+    sweep_interval_ms: config.timings?.sweep_interval_ms ?? config.sweep_interval_ms,
   });
   const driver = driverWords(run, lease, config.sweep_interval_ms);
   const detail = statusDetail(run);

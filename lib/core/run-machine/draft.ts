@@ -21,8 +21,8 @@ import {
 } from '../../contracts/index.ts';
 import { noteLargeResults } from '../compaction.ts';
 
-/** Default lease length: 90 s. Seed: "Leases, recovery and the sweeper". */
-export const LEASE_TTL_MS = 90_000;
+/** Default lease length: 90 s (lib/contracts/timings.ts). Seed: "Leases, recovery and the sweeper". */
+export { LEASE_TTL_MS } from '../../contracts/timings.ts';
 
 export type Ok = { ok: true; record: RunRecord; events: RunEvent[] };
 export type Rejected = { ok: false; code: string; message: string };
