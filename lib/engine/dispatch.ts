@@ -27,6 +27,7 @@ export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest
     principal: record.principal,
     subject: record.subject,
     ...(record.pinned !== undefined ? { pinned: record.pinned } : {}),
+    ...(record.scope !== undefined ? { scope: record.scope } : {}),
     attempt: op.attempt,
     mutating: effect.mutating,
     replay_safe: effect.replay_safe,

@@ -18,6 +18,7 @@ import type {
   RunEvent,
   RunPins,
   RunRecord,
+  RunScope,
   Subject,
   ToolDescriptor,
   ToolEntry,
@@ -86,6 +87,8 @@ export interface ToolCallRequest {
   subject?: Subject;
   /** The registry versions the run was admitted with: which catalogue, policy and agents apply. */
   pinned?: RunPins;
+  /** What the run may call and write (a narrowed child run; the policy gate enforces it). */
+  scope?: RunScope;
 }
 
 export interface ToolHost {
