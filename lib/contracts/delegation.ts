@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
-import { Budgets, OnExceeded, TreeAmounts } from './run.ts';
+import { Budgets, OnExceeded, RunScope, TreeAmounts } from './run.ts';
 
 /** The reserved tool path a reducer calls to start a child run. */
 export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
@@ -21,7 +21,12 @@ export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
  * child, create key or quota slot exists for it. Answered as a `failed` tool result whose first
  * diagnostic has the code. Issue 25 item 2.
  */
-export const DELEGATION_REFUSALS = ['quota_exceeded', 'child_limit_reached', 'tree_depth_exceeded'] as const;
+export const DELEGATION_REFUSALS = [
+  'quota_exceeded',
+  'child_limit_reached',
+  'tree_depth_exceeded',
+  'scope_widened',
+] as const;
 export type DelegationRefusal = (typeof DELEGATION_REFUSALS)[number];
 
 /** The resume key a parent waits on for its child `runId`. */
@@ -65,6 +70,13 @@ export const DelegateArgs = z.strictObject({
   returns: z
     .strictObject({ schema: JsonObject.optional(), evidence: z.array(z.string().min(1)).max(32).optional() })
     .optional(),
+  /**
+   * Narrows what the child (and its own children) may call and write to a subset of the
+   * parent's: `tools` (tool names) and `writable` (subjects, each with the paths below it). An
+   * absent field inherits the parent's. A list the parent's scope does not cover is refused
+   * `scope_widened` (a failed tool result; nothing is created). See {@link RunScope}.
+   */
+  scope: RunScope.optional(),
 });
 export type DelegateArgs = z.infer<typeof DelegateArgs>;
 

@@ -128,6 +128,23 @@ export const UsageCost = z.object({
 });
 export type UsageCost = z.infer<typeof UsageCost>;
 
+/**
+ * What a narrowed run may do, set by the delegation that created it (DelegateArgs.scope, narrowed
+ * again by every delegation below): `tools`, the tool names its calls may name (absent: any the
+ * policy allows); `writable`, the subjects its mutating calls may write, each covering its path
+ * and every path below it in its workspace (absent: any; empty: none). The policy gate enforces
+ * both (deny `tool_outside_delegation_scope`, `subject_not_writable`); the reserved delegate tools
+ * are governed by the tree bounds instead. Issue 25, point 13.
+ */
+export const RunScope = z.strictObject({
+  tools: z.array(z.string().min(1).max(512)).max(256).optional(),
+  writable: z
+    .array(z.strictObject({ workspace: z.string().min(1), path: z.string().min(1) }))
+    .max(64)
+    .optional(),
+});
+export type RunScope = z.infer<typeof RunScope>;
+
 export const Usage = z.object({
   turns: Count.default(0),
   operations: Count.default(0),
@@ -295,6 +312,11 @@ export const Operation = z.object({
   approved_digest: z.string().optional(),
   /** For tool calls: the model's call id this operation answers. */
   call_id: z.string().optional(),
+  /**
+   * For model turns: provider requests made for this turn since it was last kept for a resume,
+   * each counted in usage when it was made (a takeover continues the retry budget from here).
+   */
+  provider_calls: z.number().int().nonnegative().optional(),
 });
 export type Operation = z.infer<typeof Operation>;
 /** An operation asked for but not yet dispatched (held by an approval, a budget pause or a takeover). */
@@ -379,6 +401,8 @@ const recordBase = {
   tree_usage: TreeAmounts.default({}),
   /** What this child run holds reserved of its parent's tree limits (its own limits for them). */
   reserved: TreeAmounts.optional(),
+  /** What this run may call and write (a narrowed child; absent: what its principal may). */
+  scope: RunScope.optional(),
   /** What this child run must hand back (its delegation's `returns`), checked at the hand-back. */
   returns: z
     .object({ schema: JsonObject.optional(), evidence: z.array(z.string().min(1)).optional() })

@@ -16,11 +16,13 @@ import {
   type ReducerBinding,
   type RunEvent,
   type RunRecord,
+  type RunScope,
   type Subject,
   type ToolResultEnvelope,
   type TreeAmounts,
 } from '../contracts/index.ts';
 import { reserveChildBudgets, treeTotals } from './budgets.ts';
+import { narrowScope } from './scope.ts';
 
 type Evidence = z.infer<typeof EvidenceSchema>;
 
@@ -40,6 +42,8 @@ export interface ChildRunPlan {
   /** Whether the parent's call waits for the hand-back (false: a background child). */
   wait: boolean;
   returns?: RunRecord['returns'];
+  /** What the child may call and write: the delegation's `scope` within the parent's (scope.ts). */
+  scope?: RunScope;
   on_exceeded: OnExceeded;
   executor_config: Record<string, unknown>;
   parent_run_id: string;
@@ -48,9 +52,12 @@ export interface ChildRunPlan {
   create_key: string;
 }
 
-/** A delegation the parent's remaining tree budget cannot cover: `child_budget_exceeded:<which>`. */
+/**
+ * A delegation the parent's remaining tree budget cannot cover (`child_budget_exceeded:<which>`),
+ * or whose scope the parent's does not cover (`scope_widened`).
+ */
 export interface ChildBudgetRefusal {
-  refused: `child_budget_exceeded:${string}`;
+  refused: `child_budget_exceeded:${string}` | 'scope_widened';
   message: string;
 }
 
@@ -76,7 +83,9 @@ export function childContextOf(inherited: unknown): unknown {
  * n the parent's `counters.children` (its delegations begun so far, this one included: 1 for the
  * first); max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
  * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
- * what is left). Returns a refusal when the parent's remaining tree budget cannot cover the child.
+ * what is left); the scope narrowed from the parent's ({@link narrowScope}). Returns a refusal when
+ * the parent's remaining tree budget cannot cover the child, or `scope_widened` when the args ask
+ * for a tool or subject the parent's scope does not hold.
  */
 export function planChildRun(
   parent: RunRecord,
@@ -86,6 +95,8 @@ export function planChildRun(
 ): ChildRunPlan | ChildBudgetRefusal {
   // The begin commit of this delegate operation counted it, so the first child is number 1.
   const n = Math.max(1, parent.counters.children);
+  const narrowed = narrowScope(parent.scope, args.scope);
+  if (!narrowed.ok) return { refused: narrowed.code, message: narrowed.message };
   const reservation = reserveChildBudgets(parent, args.budgets ?? {}, now);
   if (!reservation.ok) {
     const { which, requested, remaining } = reservation;
@@ -118,6 +129,7 @@ export function planChildRun(
     reserved: reservation.reserved,
     wait: args.wait ?? true,
     ...(args.returns !== undefined ? { returns: args.returns } : {}),
+    ...(narrowed.scope !== undefined ? { scope: narrowed.scope } : {}),
     on_exceeded: args.on_exceeded ?? parent.on_exceeded,
     executor_config: args.executor_config ?? parent.executor_config,
     parent_run_id: parent.run_id,

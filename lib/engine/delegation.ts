@@ -133,6 +133,7 @@ function childRunRecord(
       budgets: plan.budgets,
       reserved: plan.reserved,
       ...(plan.returns !== undefined ? { returns: plan.returns } : {}),
+      ...(plan.scope !== undefined ? { scope: plan.scope } : {}),
       on_exceeded: plan.on_exceeded,
       executor_config: plan.executor_config,
       // A child runs under the registries its parent was admitted with.

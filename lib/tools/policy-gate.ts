@@ -12,8 +12,11 @@ import {
   type PolicyRule as PolicyRuleInput,
   PolicyRule as PolicyRuleSchema,
   Principal,
+  type RunScope,
+  type Subject,
   type ToolDescriptor,
 } from '../contracts/index.ts';
+import { scopeDenial } from '../core/scope.ts';
 import type { PolicyDecision } from '../engine/ports.ts';
 import { sha256OfCanonical } from './digest.ts';
 import { isPlainObject } from './json.ts';
@@ -54,6 +57,10 @@ export interface GateFacts {
   mutating: boolean;
   /** The call's args (only for the approval digest; `__raisin_context` is left out). */
   args: Record<string, unknown>;
+  /** What the calling run may call and write (a narrowed child run, lib/core/scope.ts). */
+  scope?: RunScope;
+  /** The calling run's subject: what its mutating calls write. */
+  subject?: Subject;
 }
 
 export interface PolicyGate {
@@ -73,8 +80,10 @@ export function approvalDigest(tool: string, version: string, args: Record<strin
 
 /**
  * Builds a gate from rules (checked with zod; throws ZodError for a malformed rule). The order
- * is stable and independent of args: invalid principal → deny principal_invalid; unknown tool →
- * deny tool_not_registered; the first matching deny rule → deny with its code (default
+ * is stable and independent of args: invalid principal → deny principal_invalid; a tool outside
+ * the calling run's scope → deny tool_outside_delegation_scope; unknown tool → deny
+ * tool_not_registered; a mutating call of a run whose subject its scope does not let it write →
+ * deny subject_not_writable (issue 25, point 13); the first matching deny rule → deny with its code (default
  * tool_denied_by_policy); the first matching transform_to_safer_action rule → deny with its code
  * (default safer_action_required) and the safer call; then the call is allowed if a
  * require_approval or allow rule matches or the default effect is allow (otherwise deny
@@ -105,8 +114,13 @@ export function createPolicyGate(rules: readonly PolicyRule[] = [], options: Pol
       if (!Principal.safeParse(facts.principal).success) {
         return { decision: 'deny', code: GATE_DENY_CODES.principalInvalid };
       }
+      // A narrowed run's scope before anything else: outside it, whether the tool exists is not told.
+      const outside = scopeDenial(facts.scope, facts.tool_name, false, facts.subject);
+      if (outside !== null) return { decision: 'deny', code: outside };
       const { tool } = facts;
       if (tool === undefined) return { decision: 'deny', code: GATE_DENY_CODES.toolNotRegistered };
+      const unwritable = scopeDenial(facts.scope, facts.tool_name, facts.mutating, facts.subject);
+      if (unwritable !== null) return { decision: 'deny', code: unwritable };
       const deny = first('deny', facts, tool);
       if (deny !== undefined) return { decision: 'deny', code: deny.code ?? GATE_DENY_CODES.deniedByPolicy };
       const transform = first('transform_to_safer_action', facts, tool);

@@ -252,6 +252,8 @@ export function createToolHost(options: ToolHostOptions): SealedToolHost {
       tool: tool?.descriptor,
       mutating: isMutating(request, tool?.descriptor),
       args: isPlainObject(request.args) ? request.args : {},
+      ...(request.scope !== undefined ? { scope: request.scope } : {}),
+      ...(request.subject !== undefined ? { subject: request.subject } : {}),
     });
   }
 

@@ -62,6 +62,8 @@ export interface CreateRunParams {
   /** A child run: what it holds reserved of its parent's tree limits, and what it must hand back. */
   reserved?: RunRecord['reserved'];
   returns?: RunRecord['returns'];
+  /** A narrowed child run: what it may call and write (lib/core/scope.ts). */
+  scope?: RunRecord['scope'];
 }
 
 /** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
@@ -99,6 +101,7 @@ export function createRun(p: CreateRunParams, now: number): Ok {
     ...(p.quota_slot !== undefined ? { quota_slot: p.quota_slot } : {}),
     ...(p.reserved !== undefined ? { reserved: p.reserved } : {}),
     ...(p.returns !== undefined ? { returns: p.returns } : {}),
+    ...(p.scope !== undefined ? { scope: p.scope } : {}),
     pinned: p.pinned,
     wake_at: now + (p.wake_delay_ms ?? 0),
     status: 'queued',
