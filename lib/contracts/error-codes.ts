@@ -134,6 +134,13 @@ export const ERROR_CODES = {
     meaning: 'a route has this path, but not with this method (see the Allow header)',
     action: 'use a method the Allow header lists',
   },
+  artifact_hash_mismatch: {
+    status: 409,
+    source: 'http',
+    meaning:
+      'the artifact published at the function path has another sha256 than the one given (details.hash is its own)',
+    action: 'check the hash you meant, or pass the published one (details.hash) after reviewing it',
+  },
   subject_busy: {
     status: 409,
     source: 'engine',

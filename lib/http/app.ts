@@ -27,6 +27,7 @@
  *   POST /admin/{tools|policy|agents}  201 published / 200 already published (admin)
  *   GET  /admin/{tools|policy|agents}  200 the current registry version (admin)
  *   GET  /admin/{kind}/entry?name=     200 one published version and the versions (admin)
+ *   POST /admin/reducers/check         200 per-run check of an artifact against stored runs (admin)
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
@@ -39,6 +40,7 @@ import { registerClientRoutes } from './client-routes.ts';
 import { type ConsoleSite, mountConsole } from './console.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
+import { registerReducerRoutes } from './reducer-routes.ts';
 import { registerRegistryRoutes } from './registry-routes.ts';
 import { healthRoute, openapiRoute, TAGS } from './routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
@@ -134,6 +136,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   registerClientRoutes(app, options.engine, pollIntervalMs, waits);
   registerCatalogRoutes(app, options.tools, options.functions);
   registerRegistryRoutes(app, options.engine);
+  registerReducerRoutes(app, options.engine, options.functions);
   return app;
 }
 

@@ -1,0 +1,91 @@
+/**
+ * The reducer-upgrade route definitions (reducer-routes.ts registers them): the body of
+ * `POST /admin/reducers/check` and its answer. Issue 29 point 1.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import { errors, json, op } from './route-parts.ts';
+
+/** The most runs one check request reads. */
+export const MAX_CHECK_RUNS = 50;
+/** The most time one check request spends starting runs, in ms. */
+export const MAX_CHECK_TIME_MS = 60_000;
+
+const FunctionPath = z
+  .string()
+  .max(512)
+  .regex(/^\/[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'a function path: /segments of letters, digits, . _ -');
+
+export const CheckArtifact = z
+  .union([
+    z.object({
+      function_path: FunctionPath,
+      hash: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 hex'),
+    }),
+    z.object({
+      kind: z.enum(['js', 'wasm', 'star']),
+      bytes_base64: z
+        .string()
+        .min(1)
+        .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64'),
+    }),
+  ])
+  .openapi({
+    description:
+      'The artifact to check: the one published at function_path (its sha256 must be hash), or the bytes themselves.',
+  });
+
+export const ReducerCheckInput = z
+  .object({
+    artifact: CheckArtifact,
+    run_ids: z.array(z.string().min(1).max(128)).min(1).max(MAX_CHECK_RUNS).optional(),
+    function_path: FunctionPath.optional(),
+    limit: z.number().int().min(1).max(MAX_CHECK_RUNS).default(20),
+    time_budget_ms: z.number().int().min(100).max(MAX_CHECK_TIME_MS).default(20_000),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if ((body.run_ids === undefined) === (body.function_path === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['run_ids'], message: 'give either run_ids or function_path' });
+    }
+  })
+  .openapi('ReducerCheckInput');
+
+export const ReducerCheckReport = z
+  .object({
+    artifact: z.object({ kind: z.enum(['js', 'wasm', 'star']), hash: z.string() }),
+    runs: z.array(
+      z
+        .object({
+          run_id: z.string(),
+          result: z.enum(['identical', 'diverged', 'skipped']),
+          deliveries: z.number(),
+        })
+        .passthrough()
+        .openapi({
+          description:
+            'identical; diverged with event_seq, answer_seq, old, new, diff (and reason); skipped with reason (a fork, no reducer, time budget spent).',
+        }),
+    ),
+    totals: z.object({
+      runs: z.number(),
+      identical: z.number(),
+      diverged: z.number(),
+      skipped: z.number(),
+      deliveries: z.number(),
+    }),
+    truncated: z.boolean().openapi({ description: 'More runs are bound to function_path than limit.' }),
+  })
+  .openapi('ReducerCheckReport');
+
+export const reducerCheckRoute = createRoute({
+  ...op('checkReducer', 'functions'),
+  method: 'post',
+  path: '/admin/reducers/check',
+  summary:
+    'Check a reducer artifact against stored runs (admin only): per run identical, or the first divergent delivery with both answers and a diff. At most 50 runs and 60 s per request.',
+  request: { body: { required: true, content: json(ReducerCheckInput) } },
+  responses: {
+    200: { description: 'The per-run results and totals.', content: json(ReducerCheckReport) },
+    ...errors(400, 403, 404, 409, 413, 415),
+  },
+});
