@@ -39,6 +39,7 @@ import {
   FunctionArtifact,
   FunctionSource,
   type ListRunsParams,
+  RunAtSeq,
   type RunCallOptions,
   RunPage,
   StateRevision,
@@ -123,6 +124,8 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
   /** A domain state revision (default: the current one); revisions are write-once. */
   state(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
+  /** The run as it stood at `seq` (time travel: from its log and stored states, no new run). */
+  runAt(runId: string, seq: number, options?: RunCallOptions): Promise<RunAtSeq>;
   /**
    * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
    * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
@@ -308,6 +311,7 @@ function runMethods(
   | 'checkpoint'
   | 'state'
   | 'fork'
+  | 'runAt'
 > {
   return {
     createRun: (input) => call({ method: 'POST', path: '/runs', json: input, schema: CreateRunResult }),
@@ -387,6 +391,13 @@ function runMethods(
         query: { rev: opts.rev },
         capability: opts.capability,
         schema: StateRevision,
+      }),
+    runAt: (runId, seq, opts = {}) =>
+      call({
+        method: 'GET',
+        path: `${runPath(runId)}/at/${seq}`,
+        capability: opts.capability,
+        schema: RunAtSeq,
       }),
     fork: (runId, input, opts = {}) =>
       call({

@@ -65,6 +65,28 @@ export const StateRevision = z.object({
 });
 export type StateRevision = z.infer<typeof StateRevision>;
 
+/** A run as it stood at one seq (`GET /runs/{id}/at/{seq}`, time travel); issue 29 point 5. */
+export const RunAtSeq = z
+  .object({
+    run_id: z.string(),
+    seq: z.number().int(),
+    current_seq: z.number().int(),
+    status: z.string(),
+    turn: z.number().int(),
+    usage: z.record(z.string(), z.unknown()),
+    open_requests: z.array(z.record(z.string(), z.unknown())),
+    unanswered_calls: z.array(z.string()),
+    state_rev: z.number().int(),
+    state: z.unknown(),
+    state_known: z.boolean(),
+    projection: z.record(z.string(), z.unknown()).nullable(),
+    projection_known: z.boolean(),
+    unknown_reason: z.string().optional(),
+    checkpoint: z.object({ n: z.number().int(), reason: z.string(), state_rev: z.number().int() }).nullable(),
+  })
+  .passthrough();
+export type RunAtSeq = z.infer<typeof RunAtSeq>;
+
 /** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
 export const ChildRun = z.object({
   run_id: z.string(),

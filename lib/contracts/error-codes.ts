@@ -92,6 +92,13 @@ export const ERROR_CODES = {
     meaning: 'no such run, or one the caller may not see (the same answer: nothing is revealed)',
     action: 'check the run id and the principal',
   },
+  seq_not_found: {
+    status: 404,
+    source: 'engine',
+    meaning:
+      'the run has no event of that seq (GET /runs/{id}/at/{seq}: seq runs from 1 to the run last_seq)',
+    action: 'read the run last_seq and ask for a seq within it',
+  },
   checkpoint_not_found: {
     status: 404,
     source: 'engine',

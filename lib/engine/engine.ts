@@ -23,6 +23,7 @@ import { type DeliveryAck, deliverResult } from './deliveries.ts';
 import { type EngineContext, type EngineOptions, resolveDeps } from './deps.ts';
 import { forkRun } from './fork.ts';
 import type { CheckpointItem } from './ports.ts';
+import type { RunAtSeq } from '../replay/run-at.ts';
 import {
   type ChildRunSummary,
   createReads,
@@ -32,6 +33,7 @@ import {
   type RunListQuery,
 } from './reads.ts';
 import { createRecordCache } from './record-cache.ts';
+import { readRunAt } from './run-at.ts';
 import { getEntry, listEntries, publishEntry } from './registries.ts';
 import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
@@ -45,6 +47,7 @@ export type { CrashPoint, EngineOptions } from './deps.ts';
 export { needsStep } from './deps.ts';
 export type { ChildRunSummary, EventPage, EventQuery, RunListing, RunListQuery } from './reads.ts';
 export { runView } from './reads.ts';
+export type { RunAtSeq } from '../replay/run-at.ts';
 export type { StateRevision } from './state-reads.ts';
 export type { StepOutcome } from './step-worker.ts';
 export { emptySweepReport, type SweepReport } from './sweep.ts';
@@ -65,6 +68,8 @@ export interface Engine {
   listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
   /** Revision `rev` (default: the current) of the run's domain state (write-once). */
   getState(runId: string, caller: Caller, rev?: number): Promise<StateRevision>;
+  /** The run as it stood at `seq`: summary, state, projection, open requests (run-at.ts). */
+  getRunAt(runId: string, caller: Caller, seq: number): Promise<RunAtSeq>;
   /** Creates a run from checkpoint `n` of `runId` (body: ForkRunInput), owned by the caller. */
   forkRun(runId: string, input: unknown, caller: Caller): Promise<CreateRunOutput>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
@@ -167,6 +172,7 @@ export function createEngine(options: EngineOptions): Engine {
     getCheckpoint: reads.getCheckpoint,
     listChildren: reads.listChildren,
     getState: (runId, caller, rev) => readState(deps, runId, caller, rev),
+    getRunAt: (runId, caller, seq) => readRunAt(deps, runId, caller, seq),
     forkRun: (runId, input, caller) => forkRun(deps, runId, input, caller),
     applyControl: (runId, control, caller) => applyControl(ctx, runId, control, caller),
     deliverResult: (resumeKey, result, caller, deliveryId) =>

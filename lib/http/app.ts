@@ -14,6 +14,7 @@
  *   GET  /runs/{id}/events             200 {events, next_after, last_seq, status}; long polls with wait
  *   GET  /runs/{id}/checkpoints[/{n}]  200
  *   GET  /runs/{id}/state?rev=         200 {run_id, state_rev, state, state_digest, state_at?}
+ *   GET  /runs/{id}/at/{seq}           200 the run as it stood at seq (time travel)
  *   POST /runs/{id}/fork               201 forked / 200 create_key replay
  *   GET  /runs/{id}/children           200
  *   POST /runs/{id}/controls           200 ack, whether applied, duplicate or rejected

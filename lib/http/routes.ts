@@ -52,6 +52,8 @@ import {
   RegistryListing,
   ResultBody,
   ResumeKeyParams,
+  RunAtParams,
+  RunAtView,
   RunIdParams,
   RunList,
   RunRecord,
@@ -190,6 +192,19 @@ export const stateRoute = createRoute({
   request: { params: RunIdParams, query: StateQuery, headers: CapabilityHeaders },
   responses: {
     200: { description: 'The state revision.', content: json(StateRevision) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const runAtRoute = createRoute({
+  ...op('getRunAtSeq', 'runs'),
+  method: 'get',
+  path: '/runs/{id}/at/{seq}',
+  summary:
+    'The run as it stood at seq (time travel, no new run): status, usage, open requests, the state revision and state, and the projection the pinned reducer gives again. 404 seq_not_found outside 1..last_seq.',
+  request: { params: RunAtParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The run at seq.', content: json(RunAtView) },
     ...errors(400, 403, 404),
   },
 });
@@ -528,6 +543,7 @@ export const ROUTES = [
   checkpointsRoute,
   checkpointRoute,
   stateRoute,
+  runAtRoute,
   forkRoute,
   childrenRoute,
   controlRoute,

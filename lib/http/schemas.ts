@@ -223,6 +223,42 @@ export const CheckpointParams = RunIdParams.extend({
   n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),
 });
 
+/** `GET /runs/{id}/at/{seq}`: a seq of the run's log. */
+export const RunAtParams = RunIdParams.extend({
+  seq: wholeNumber(1, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'seq', in: 'path' } }),
+});
+
+/** A run as it stood at one seq (lib/replay/run-at.ts RunAtSeq). Issue 29 point 5. */
+export const RunAtView = z
+  .object({
+    run_id: z.string(),
+    seq: z.number().int(),
+    current_seq: z.number().int(),
+    status: z.string(),
+    turn: z.number().int(),
+    last_seq: z.number().int(),
+    usage: z.record(z.string(), z.unknown()),
+    open_requests: z.array(z.record(z.string(), z.unknown())),
+    unanswered_calls: z.array(z.string()),
+    state_rev: z.number().int(),
+    state: z
+      .unknown()
+      .openapi({ description: 'The domain state of state_rev (null when state_known is false).' }),
+    state_known: z.boolean(),
+    projection: z.record(z.string(), z.unknown()).nullable().openapi({
+      description:
+        'The effective projection then; from the pinned reducer answering again (projection_known).',
+    }),
+    projection_known: z.boolean(),
+    unknown_reason: z.string().optional(),
+    checkpoint: z
+      .object({ n: z.number().int(), reason: z.string(), state_rev: z.number().int() })
+      .nullable()
+      .openapi({ description: 'The last checkpoint written at or before seq.' }),
+  })
+  .passthrough()
+  .openapi('RunAtSeq');
+
 /** `?rev=`: a domain state revision (default: the run's current one). */
 export const StateQuery = z.object({
   rev: wholeNumber(0, Number.MAX_SAFE_INTEGER)
