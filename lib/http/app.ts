@@ -29,6 +29,7 @@
  *   GET  /admin/{tools|policy|agents}  200 the current registry version (admin)
  *   GET  /admin/{kind}/entry?name=     200 one published version and the versions (admin)
  *   POST /admin/reducers/check         200 per-run check of an artifact against stored runs (admin)
+ *   POST /admin/reducers/upgrade       200 per run upgraded | refused: the reducer_changed runs of a path (admin)
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';

@@ -8,13 +8,13 @@
  */
 import type { z } from '@hono/zod-openapi';
 import type { Engine } from '../engine/engine.ts';
-import { checkRuns } from '../replay/check-runs.ts';
+import { checkRuns, upgradeRuns } from '../replay/check-runs.ts';
 import type { FunctionRegistry } from '../sandbox/function-registry.ts';
 import { hashArtifactBytes } from '../sandbox/function-registry.ts';
 import { HttpError } from './errors.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
 import { isAdmin } from './registry-routes.ts';
-import { type CheckArtifact, reducerCheckRoute } from './reducer-schemas.ts';
+import { type CheckArtifact, reducerCheckRoute, reducerUpgradeRoute } from './reducer-schemas.ts';
 
 /** The artifact a check request names: published (hash checked) or given. */
 async function artifactOf(functions: FunctionRegistry, artifact: z.infer<typeof CheckArtifact>) {
@@ -65,5 +65,24 @@ export function registerReducerRoutes(
       { artifact: { kind: artifact.kind, hash: hashArtifactBytes(artifact.bytes) }, ...report },
       200,
     );
+  });
+  app.openapi({ ...reducerUpgradeRoute, middleware: [jsonBody] }, async (c) => {
+    const body = c.req.valid('json');
+    const published = await functions.get(body.function_path);
+    if (published === null) {
+      throw new HttpError('function_not_found', `no function artifact at ${body.function_path}`, {
+        function_path: body.function_path,
+      });
+    }
+    const artifact = { kind: published.kind, bytes: published.bytes };
+    const report = await upgradeRuns(engine, callerOf(c), {
+      artifact,
+      functionPath: body.function_path,
+      hash: published.hash,
+      limit: body.limit,
+      timeBudgetMs: body.time_budget_ms,
+      now,
+    });
+    return c.json({ artifact: { kind: published.kind, hash: published.hash }, ...report }, 200);
   });
 }

@@ -89,3 +89,41 @@ export const reducerCheckRoute = createRoute({
     ...errors(400, 403, 404, 409, 413, 415),
   },
 });
+
+export const ReducerUpgradeInput = z
+  .object({
+    function_path: FunctionPath,
+    limit: z.number().int().min(1).max(MAX_CHECK_RUNS).default(20),
+    time_budget_ms: z.number().int().min(100).max(MAX_CHECK_TIME_MS).default(20_000),
+  })
+  .strict()
+  .openapi('ReducerUpgradeInput');
+
+export const ReducerUpgradeReport = z
+  .object({
+    artifact: z.object({ kind: z.enum(['js', 'wasm', 'star']), hash: z.string() }),
+    runs: z.array(
+      z
+        .object({ run_id: z.string(), result: z.enum(['upgraded', 'refused']) })
+        .passthrough()
+        .openapi({
+          description:
+            'upgraded with seq (the resume); refused with reason (diverged with event_seq and diff, skipped: ..., or the resume rejection reason).',
+        }),
+    ),
+    truncated: z.boolean(),
+  })
+  .openapi('ReducerUpgradeReport');
+
+export const reducerUpgradeRoute = createRoute({
+  ...op('upgradeReducerRuns', 'functions'),
+  method: 'post',
+  path: '/admin/reducers/upgrade',
+  summary:
+    'Upgrade the runs paused reducer_changed on a path (admin only): each whose check against the artifact published now is identical is resumed accepting the change (one control per run, control_id upgrade:<hash>); the rest are refused with the divergence.',
+  request: { body: { required: true, content: json(ReducerUpgradeInput) } },
+  responses: {
+    200: { description: 'Per run: upgraded or refused.', content: json(ReducerUpgradeReport) },
+    ...errors(400, 403, 404, 413, 415),
+  },
+});

@@ -22,7 +22,7 @@ import {
   StreamQuery,
   TakeSteersResponse,
 } from './client-schemas.ts';
-import { reducerCheckRoute } from './reducer-schemas.ts';
+import { reducerCheckRoute, reducerUpgradeRoute } from './reducer-schemas.ts';
 import { CREATE_429, errors, json, op, PUBLIC_ERRORS, WAIT_429 } from './route-parts.ts';
 import {
   CapabilityHeaders,
@@ -556,6 +556,7 @@ export const ROUTES = [
   getFunctionRoute,
   ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),
   reducerCheckRoute,
+  reducerUpgradeRoute,
 ].map((route) => ({
   method: route.method.toUpperCase(),
   path: route.path,

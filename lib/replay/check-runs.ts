@@ -15,6 +15,9 @@ import { exportRunLog, parseRunLog, type RunLogReader } from './run-log.ts';
 /** The engine reads a check needs. */
 export type CheckReads = Pick<Engine, 'getRun' | 'readEvents' | 'listCheckpoints' | 'getState' | 'listRuns'>;
 
+/** The reads and the control an upgrade needs. */
+export type UpgradeUseCases = CheckReads & Pick<Engine, 'applyControl'>;
+
 /** Which runs to check: the ids given, or the runs bound to `function_path` (newest first per status). */
 export type RunSelection = { run_ids: string[] } | { function_path: string };
 
@@ -48,20 +51,25 @@ export function engineLogReader(reads: CheckReads, caller: Caller): RunLogReader
   };
 }
 
-/** The ids of up to `limit + 1` runs the caller may list that are bound to `functionPath`. */
+/**
+ * The ids of up to `limit + 1` runs the caller may list that are bound to `functionPath` (of
+ * `statuses`, default every one).
+ */
 async function runsBoundTo(
   reads: CheckReads,
   caller: Caller,
   functionPath: string,
   limit: number,
+  statuses: readonly RunRecord['status'][] = RUN_STATUSES,
+  keep: (run: RunRecord) => boolean = () => true,
 ): Promise<string[]> {
   const ids: string[] = [];
-  for (const status of RUN_STATUSES) {
+  for (const status of statuses) {
     let cursor: string | undefined;
     do {
       const page = await reads.listRuns({ status, limit: 100, ...(cursor ? { cursor } : {}) }, caller);
       for (const run of page.runs as RunRecord[]) {
-        if (run.reducer?.function_path === functionPath) ids.push(run.run_id);
+        if (run.reducer?.function_path === functionPath && keep(run)) ids.push(run.run_id);
         if (ids.length > limit) return ids;
       }
       cursor = page.cursor;
@@ -103,4 +111,71 @@ export async function checkRuns(
     await host.close();
   }
   return { runs, totals: checkTotals(runs), truncated };
+}
+
+/** One run of an upgrade: resumed on the new artifact (the resume's seq), or refused and why. */
+export type RunUpgrade =
+  | { run_id: string; result: 'upgraded'; seq: number }
+  | {
+      run_id: string;
+      result: 'refused';
+      /** `diverged` (event_seq, diff), `skipped` (reason), or the resume's rejection reason. */
+      reason: string;
+      event_seq?: number;
+      diff?: string[];
+    };
+
+/**
+ * The upgrade policy (`POST /admin/reducers/upgrade`): every run bound to `functionPath` that is
+ * paused `reducer_changed` (up to `limit`, as the caller lists them) is checked against the
+ * artifact published now; a run whose check is identical is resumed accepting the change, one
+ * control (one commit) per run, with the control id `upgrade:<hash>` so that a repeat is a
+ * duplicate; the rest are refused with their divergence. Rejects as checkRuns does.
+ */
+export async function upgradeRuns(
+  engine: UpgradeUseCases,
+  caller: Caller,
+  options: Omit<CheckRunsOptions, 'selection'> & { functionPath: string; hash: string },
+): Promise<{ runs: RunUpgrade[]; truncated: boolean }> {
+  const ids = await runsBoundTo(
+    engine,
+    caller,
+    options.functionPath,
+    options.limit,
+    ['paused'],
+    (run) => run.status === 'paused' && run.pause_reason === 'reducer_changed',
+  );
+  const checked = await checkRuns(engine, caller, {
+    ...options,
+    selection: { run_ids: ids.slice(0, options.limit) },
+  });
+  const runs: RunUpgrade[] = [];
+  for (const check of checked.runs) {
+    if (check.result === 'diverged') {
+      runs.push({
+        run_id: check.run_id,
+        result: 'refused',
+        reason: 'diverged',
+        event_seq: check.event_seq,
+        diff: check.diff,
+      });
+      continue;
+    }
+    if (check.result === 'skipped') {
+      runs.push({ run_id: check.run_id, result: 'refused', reason: `skipped: ${check.reason}` });
+      continue;
+    }
+    const control = { control_id: `upgrade:${options.hash}`, command: 'resume', accept_reducer_change: true };
+    const ack = await engine.applyControl(check.run_id, control, caller);
+    runs.push(
+      ack.ack === 'rejected'
+        ? { run_id: check.run_id, result: 'refused', reason: ack.reason }
+        : {
+            run_id: check.run_id,
+            result: 'upgraded',
+            seq: ack.ack === 'applied' ? ack.seq : ack.original_seq,
+          },
+    );
+  }
+  return { runs, truncated: ids.length > options.limit };
 }
