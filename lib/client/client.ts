@@ -124,6 +124,11 @@ export interface AgentRunsClient extends ClientDrivenMethods {
   children(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
   /** A domain state revision (default: the current one); revisions are write-once. */
   state(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
+  /**
+   * `POST /admin/reducers/check` (admin): checks an artifact against stored runs server-side;
+   * the answer is `{artifact, runs, totals, truncated}` (lib/replay/check-runs.ts).
+   */
+  checkReducer(body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** The run as it stood at `seq` (time travel: from its log and stored states, no new run). */
   runAt(runId: string, seq: number, options?: RunCallOptions): Promise<RunAtSeq>;
   /**
@@ -456,7 +461,7 @@ function controlMethods(
 /** The catalogue methods (tools, function artifacts) and the public routes. */
 function catalogMethods(
   call: CallFn,
-): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'getFunction' | 'health' | 'openapi'> {
+): Pick<AgentRunsClient, 'tools' | 'putFunction' | 'getFunction' | 'checkReducer' | 'health' | 'openapi'> {
   const functionRoute = (functionPath: string) =>
     `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
   return {
@@ -483,6 +488,8 @@ function catalogMethods(
       const { bytes_base64, ...artifact } = found;
       return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
     },
+    checkReducer: (body) =>
+      call({ method: 'POST', path: '/admin/reducers/check', json: body, schema: Document }),
     health: () => call({ method: 'GET', path: '/health', schema: Health }),
     openapi: () => call({ method: 'GET', path: '/openapi.json', schema: Document }),
   };

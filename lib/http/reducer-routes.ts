@@ -26,7 +26,7 @@ async function artifactOf(functions: FunctionRegistry, artifact: z.infer<typeof 
       function_path: artifact.function_path,
     });
   }
-  if (published.hash !== artifact.hash) {
+  if (artifact.hash !== undefined && published.hash !== artifact.hash) {
     throw new HttpError(
       'artifact_hash_mismatch',
       `the artifact at ${artifact.function_path} has hash ${published.hash}, not ${artifact.hash}`,

@@ -19,7 +19,13 @@ export const CheckArtifact = z
   .union([
     z.object({
       function_path: FunctionPath,
-      hash: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 hex'),
+      hash: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/, 'sha256 hex')
+        .optional()
+        .openapi({
+          description: 'The sha256 it must have (default: the one published now; the answer names it).',
+        }),
     }),
     z.object({
       kind: z.enum(['js', 'wasm', 'star']),
@@ -31,7 +37,7 @@ export const CheckArtifact = z
   ])
   .openapi({
     description:
-      'The artifact to check: the one published at function_path (its sha256 must be hash), or the bytes themselves.',
+      'The artifact to check: the one published at function_path (its sha256 must be hash, when given), or the bytes themselves.',
   });
 
 export const ReducerCheckInput = z

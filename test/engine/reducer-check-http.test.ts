@@ -163,6 +163,9 @@ describe('POST /admin/reducers/check', () => {
       run_ids: runIds,
     });
     expect(missing).toMatchObject({ status: 404, body: { code: 'function_not_found' } });
+    // Without a hash: the artifact published now, named in the answer.
+    const current = await check(ADMIN, { artifact: { function_path: '/agents/upgraded' }, run_ids: runIds });
+    expect(current).toMatchObject({ status: 200, body: { artifact: { hash: upgradedHash } } });
   });
 
   it('answers 400 validation_failed unless exactly one of run_ids and function_path is given', async () => {

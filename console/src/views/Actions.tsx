@@ -20,6 +20,7 @@ import { useApi } from '../api.tsx';
 import { budgetPauseLimit } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { errorText, Json, relative, useNow } from './common.tsx';
+import { ReducerCheckButton } from './ReducerCheck.tsx';
 
 export interface AckLine {
   id: number;
@@ -543,6 +544,7 @@ function ResumeForm({
           Accept the reducer change (the run continues with the new artifact)
         </label>
       ) : null}
+      {reducerChanged ? <ReducerCheckButton run={run} /> : null}
       {error !== null ? (
         <p className="error" role="alert">
           {error}
