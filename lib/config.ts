@@ -145,6 +145,12 @@ export const VARIABLES = {
     'queued steers one run may hold; one more is rejected `steer_queue_full`',
     { defaultText: '32', docs: GUIDE.who },
   ),
+  AGENT_RUNS_REQUIRE_REDUCER_CHECK: runtime(
+    bool.default('false'),
+    '`true` or `false`',
+    'a resume accepting a reducer change needs a passing `reducers check` of the run (`reducer_check_failed`)',
+    { docs: '../guides/upgrading-a-reducer.md' },
+  ),
   AGENT_RUNS_LEASE_TTL_MS: runtime(positive.default(LEASE_TTL_MS), 'milliseconds', 'lease length', {
     docs: GUIDE.lease,
   }),

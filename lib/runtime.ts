@@ -166,6 +166,8 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.clockSkewMs !== undefined ? { clockSkewMs: config.clockSkewMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     admission: config.admission ?? admissionFromEnv(env),
+    // Accept with evidence (issue 29 point 3): a resume accepting a reducer change needs a passing check.
+    requireReducerCheck: settings.AGENT_RUNS_REQUIRE_REDUCER_CHECK === 'true',
     // Costs at the default tables, with the configured model functions priced as their models;
     // the step's duration at the function's memory (Lambda sets the variable).
     prices: withConfiguredModels(DEFAULT_PRICES, configured.models, defaultPath),

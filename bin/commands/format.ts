@@ -4,7 +4,7 @@
  * API is passed through `printable` before it is shown, so that what a run stores cannot clear
  * the terminal or forge a line of the output (issue 25, item c).
  */
-import type { Checkpoint, FunctionArtifact } from '../../lib/client/shapes.ts';
+import type { Checkpoint, FunctionArtifact, RunAtSeq } from '../../lib/client/shapes.ts';
 import {
   DEFAULT_CLI,
   DEFAULT_LEASE_TIMING,
@@ -177,6 +177,34 @@ export function formatRun(
     for (const item of run.projection.items)
       text += `\n  [${printable(item.status)}] ${printable(item.title)}`;
   }
+  return text;
+}
+
+/**
+ * `runs get RUN --at SEQ`: the run as it stood at a seq (status, usage, state revision, the last
+ * checkpoint, open requests, the state and the plan), saying which parts are not known.
+ */
+export function formatRunAt(at: RunAtSeq): string {
+  const cp = at.checkpoint;
+  let text = table([
+    ['run', at.run_id],
+    ['at seq', `${at.seq} of ${at.current_seq}`],
+    ['status', at.status],
+    ['usage', formatUsage(at as unknown as RunRecord)],
+    ['state rev', `${at.state_rev}${at.state_known ? '' : ' (not stored)'}`],
+    ['checkpoint', cp === null ? '(none yet)' : `#${cp.n} ${cp.reason} (state rev ${cp.state_rev})`],
+  ]);
+  const requests = at.open_requests as unknown as RunRecord['open_requests'];
+  if (requests.length > 0)
+    text += `\nopen requests:\n${requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
+  if (at.state_known) text += `\nstate: ${brief(at.state, 400)}`;
+  const projection = at.projection as RunRecord['projection'];
+  if (!at.projection_known) text += '\nplan: unknown';
+  else if (projection !== null) {
+    text += `\nplan${projection.summary ? `: ${printable(projection.summary)}` : ''}`;
+    for (const item of projection.items) text += `\n  [${printable(item.status)}] ${printable(item.title)}`;
+  }
+  if (at.unknown_reason !== undefined) text += `\n(${printable(at.unknown_reason)})`;
   return text;
 }
 

@@ -12,7 +12,7 @@ import { hashArtifactBytes } from '../../lib/sandbox/function-registry.ts';
 import { type CliContext, CliError } from './context.ts';
 import { artifactKindOf, type CheckOptions, checkSelection } from './reducers.ts';
 
-/** The artifact to check: a file, or the one published at `--path` (its hash must be `--hash`). */
+/** The artifact to check: a file, or the one published at `--path` (its hash must be `--hash` when given). */
 async function artifactOf(ctx: CliContext, cmd: Command, opts: CheckOptions) {
   if (opts.artifact !== undefined) {
     const file = resolve(ctx.io.cwd, opts.artifact);
@@ -25,7 +25,7 @@ async function artifactOf(ctx: CliContext, cmd: Command, opts: CheckOptions) {
     return { kind: artifactKindOf(file, opts.kind), bytes };
   }
   const published = await ctx.client(cmd).getFunction(opts.path as string);
-  if (published.hash !== opts.hash) {
+  if (opts.hash !== undefined && published.hash !== opts.hash) {
     throw new CliError(
       'artifact_hash_mismatch',
       `the artifact at ${opts.path} has hash ${published.hash}, not ${opts.hash}`,

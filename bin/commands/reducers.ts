@@ -1,8 +1,8 @@
 /**
  * `agent-runs reducers check`: replays recorded runs against a reducer artifact and reports, per
  * run, identical or the first divergent delivery (lib/replay/reducer-check.ts). The artifact is
- * a file (`--artifact`, js / star / wasm) or the one published at a path (`--path` with
- * `--hash`); the runs are read through the API (`--run`, repeatable) or from exported logs
+ * a file (`--artifact`, js / star / wasm) or the one published at a path (`--path`, with
+ * `--hash` to insist on one; without it, the one published now, its hash printed); the runs are read through the API (`--run`, repeatable) or from exported logs
  * (`--from` a file or a directory of `*.json`, as `runs export` writes them). Exit code 1 when
  * any run diverged. Issue 29 point 2.
  */
@@ -43,7 +43,10 @@ export const reducersCommand: CommandModule = {
         ]),
       )
       .option('--path <function_path>', 'the artifact published at this function path (with --hash)')
-      .option('--hash <sha256>', 'the sha256 the published artifact must have (with --path)')
+      .option(
+        '--hash <sha256>',
+        'the sha256 the published artifact must have (with --path; default: the one published now)',
+      )
       .option('--run <id>', 'a run to read through the API (repeatable)', (v: string, acc: string[] = []) => [
         ...acc,
         v,
@@ -57,14 +60,14 @@ export const reducersCommand: CommandModule = {
   },
 };
 
-/** Throws CliError(invalid_argument) unless exactly one artifact and at least one run source are given. */
+/** Throws CliError(invalid_argument) unless exactly one artifact and at least one run source are given (--hash only with --path). */
 export function checkSelection(opts: CheckOptions): void {
   const byFile = opts.artifact !== undefined;
   const published = opts.path !== undefined || opts.hash !== undefined;
   if (byFile === published)
-    throw new CliError('invalid_argument', 'give either --artifact FILE or --path P --hash H');
-  if (published && (opts.path === undefined || opts.hash === undefined))
-    throw new CliError('invalid_argument', '--path and --hash go together');
+    throw new CliError('invalid_argument', 'give either --artifact FILE or --path P [--hash H]');
+  if (opts.hash !== undefined && opts.path === undefined)
+    throw new CliError('invalid_argument', '--hash needs --path');
   if ((opts.run?.length ?? 0) === 0 && opts.from === undefined)
     throw new CliError('invalid_argument', 'give --run ID or --from FILE|DIR');
 }

@@ -114,8 +114,15 @@ export const runsCommand: CommandModule = {
       .description(
         'show a run with its effective projection, and why it is not moving (with the command that moves it on)',
       )
-      .action(async (runId: string, _opts: unknown, cmd: Command) => {
+      .option('--at <seq>', 'the run as it stood at this seq: status, state, projection, open requests')
+      .action(async (runId: string, opts: { at?: string }, cmd: Command) => {
         const client = ctx.client(cmd);
+        if (opts.at !== undefined) {
+          const at = await client.getRunAtSeq(runId, parseIntArg('--at', opts.at));
+          const { formatRunAt } = await format();
+          ctx.print(cmd, () => formatRunAt(at), at);
+          return;
+        }
         const [{ formatRun }, { timingFor, waitingReasons }] = await Promise.all([
           format(),
           import('../../lib/client/waiting.ts'),

@@ -13,11 +13,14 @@ import type {
   CreateRunInput,
   DeploymentConfig,
   ForkRunInput,
+  ReducerCheckReport,
+  ReducerUpgradeReport,
   RunEvent,
   RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
 import { type CallFn, httpCaller, pauseFor } from './call.ts';
+import { catalogMethods } from './catalog-methods.ts';
 import { type ClientDrivenMethods, clientDrivenMethods } from './client-driven.ts';
 import { ApiError } from './errors.ts';
 import { type FollowLiveOptions, followSse, type LiveTarget } from './live.ts';
@@ -37,6 +40,7 @@ import {
   type FollowParams,
   type FunctionArtifact,
   type ListRunsParams,
+  type RunAtSeq,
   type RunCallOptions,
   type RunPage,
   type StateRevision,
@@ -127,6 +131,18 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
   listRunChildren(runId: string, options?: RunCallOptions): Promise<ChildRun[]>;
   /** A domain state revision (default: the current one); revisions are write-once. */
   getRunState(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
+  /**
+   * `POST /admin/reducers/check` (admin): checks an artifact against stored runs server-side;
+   * the answer is `{artifact, runs, totals, truncated}` (lib/replay/check-runs.ts).
+   */
+  checkReducer(body: Record<string, unknown>): Promise<ReducerCheckReport>;
+  /**
+   * `POST /admin/reducers/upgrade` (admin): resumes, accepting the change, each run paused
+   * `reducer_changed` on `function_path` whose check passes; refuses the rest with the divergence.
+   */
+  upgradeReducerRuns(body: Record<string, unknown>): Promise<ReducerUpgradeReport>;
+  /** The run as it stood at `seq` (time travel: from its log and stored states, no new run). */
+  getRunAtSeq(runId: string, seq: number, options?: RunCallOptions): Promise<RunAtSeq>;
   /**
    * Creates a run from checkpoint `input.checkpoint` of `runId` (optionally with an edited
    * `state` and `input`), owned by the caller; `created: false` for a create_key replay.
@@ -359,6 +375,7 @@ function runMethods(
   | 'getRunCheckpoint'
   | 'getRunState'
   | 'forkRun'
+  | 'getRunAtSeq'
 > {
   return {
     createRun: (input) =>
@@ -438,6 +455,13 @@ function runMethods(
         capability: opts.capability,
         schema: ANSWERS.getRunState[200],
       }),
+    getRunAtSeq: (runId, seq, opts = {}) =>
+      call({
+        method: 'GET',
+        path: `${runPath(runId)}/at/${seq}`,
+        capability: opts.capability,
+        schema: ANSWERS.getRunAtSeq[200],
+      }),
     forkRun: (runId, input, opts = {}) =>
       call({
         method: 'POST',
@@ -489,49 +513,6 @@ function controlMethods(
         capability: opts.capability,
         schema: Delivery,
       }),
-  };
-}
-
-/** The catalogue methods (tools, function artifacts) and the public routes. */
-function catalogMethods(
-  call: CallFn,
-): Pick<
-  AgentRunsClient,
-  'listTools' | 'putFunction' | 'getFunction' | 'getHealth' | 'getConfig' | 'getOpenApiDocument'
-> {
-  const functionRoute = (functionPath: string) =>
-    `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
-  return {
-    listTools: async () =>
-      (await call({ method: 'GET', path: '/v1/tools', schema: ANSWERS.listTools[200] })).tools,
-    putFunction: (functionPath, bytes, kind) => {
-      if (!functionPath.startsWith('/')) {
-        return Promise.reject(
-          new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`),
-        );
-      }
-      return call({
-        method: 'PUT',
-        path: functionRoute(functionPath),
-        body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
-        schema: ANSWERS.putFunction[200],
-      });
-    },
-    getFunction: async (functionPath) => {
-      if (!functionPath.startsWith('/'))
-        throw new ApiError('validation_failed', 0, `function path must start with "/": ${functionPath}`);
-      const found = await call({
-        method: 'GET',
-        path: functionRoute(functionPath),
-        schema: ANSWERS.getFunction[200],
-      });
-      const { bytes_base64, ...artifact } = found;
-      return { ...artifact, bytes: Uint8Array.from(atob(bytes_base64), (ch) => ch.charCodeAt(0)) };
-    },
-    getHealth: () => call({ method: 'GET', path: '/health', schema: ANSWERS.getHealth[200] }),
-    getConfig: () => call({ method: 'GET', path: '/config', schema: ANSWERS.getConfig[200] }),
-    getOpenApiDocument: () =>
-      call({ method: 'GET', path: '/openapi.json', schema: ANSWERS.getOpenApiDocument[200] }),
   };
 }
 

@@ -26,9 +26,12 @@ import {
   OpenApiDocument,
   OpenRequestResponse,
   PublishResult,
+  ReducerCheckReport,
+  ReducerUpgradeReport,
   RegistryEntryView,
   RegistryListing,
   ReportOutcomeResponse,
+  RunAtSeq,
   RunList,
   RunRecord,
   StateRevision,
@@ -72,6 +75,9 @@ export type OperationAnswers = {
   putFunction: { 200: typeof FunctionArtifact };
   getFunction: { 200: typeof FunctionArtifactSource };
   getConfig: { 200: typeof DeploymentConfig };
+  getRunAtSeq: { 200: typeof RunAtSeq };
+  checkReducer: { 200: typeof ReducerCheckReport };
+  upgradeReducerRuns: { 200: typeof ReducerUpgradeReport };
   publishTool: { 200: typeof PublishResult; 201: typeof PublishResult };
   listToolEntries: { 200: typeof RegistryListing };
   getToolEntry: { 200: typeof RegistryEntryView };
@@ -118,6 +124,9 @@ export const OPERATION_ANSWERS: OperationAnswers = {
   putFunction: { 200: FunctionArtifact },
   getFunction: { 200: FunctionArtifactSource },
   getConfig: { 200: DeploymentConfig },
+  getRunAtSeq: { 200: RunAtSeq },
+  checkReducer: { 200: ReducerCheckReport },
+  upgradeReducerRuns: { 200: ReducerUpgradeReport },
   publishTool: registryAnswers.publish,
   listToolEntries: registryAnswers.list,
   getToolEntry: registryAnswers.get,

@@ -16,6 +16,7 @@ import {
   FunctionArtifact as FunctionArtifactContract,
   FunctionArtifactSource,
   HeldDeliveryResponse,
+  RunAtSeq as RunAtSeqContract,
   RunList,
   type RunStatus,
   StateRevision as StateRevisionContract,
@@ -42,6 +43,10 @@ export type Checkpoint = z.infer<typeof Checkpoint>;
 /** One domain state revision of a run (`GET /runs/{id}/state`): `{run_id, state_rev, state, state_digest}`. */
 export const StateRevision = StateRevisionContract;
 export type StateRevision = z.infer<typeof StateRevision>;
+
+/** A run as it stood at one seq (`GET /runs/{id}/at/{seq}`, time travel): the contract's RunAtSeq. */
+export const RunAtSeq = RunAtSeqContract;
+export type RunAtSeq = z.infer<typeof RunAtSeq>;
 
 /** A child run a run delegated to (`GET /runs/{id}/children`); `created_at` in ms since the epoch. */
 export const ChildRun = ChildRunContract;

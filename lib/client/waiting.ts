@@ -186,9 +186,14 @@ function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number
     };
   }
   if (reason === 'reducer_changed') {
+    // The check first: would the artifact published now have decided what the old one did?
+    const path = run.reducer?.function_path;
     return {
-      text: "paused because the reducer's artifact changed since the run started: resume to accept the new one",
-      commands: [cmd('resume', id, '--accept-reducer-change')],
+      text: "paused because the reducer's artifact changed since the run started: check the new one against this run, then resume to accept it",
+      commands: [
+        ...(path !== undefined ? [cmd('reducers', 'check', '--path', path, '--run', id)] : []),
+        cmd('resume', id, '--accept-reducer-change'),
+      ],
     };
   }
   if (reason.startsWith('provider_outage:')) {

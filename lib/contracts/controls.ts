@@ -84,6 +84,8 @@ export const CONTROL_REJECTION_REASONS = [
   'request_kind_mismatch',
   'not_paused',
   'reducer_change_not_accepted',
+  /** resume accepting a reducer change where the deployment requires a passing check, and it did not pass. */
+  'reducer_check_failed',
   /** resume of a run whose pending operation a budget would still refuse (raise it with budget_increase). */
   'budget_still_exceeded',
   /** stop or pause of a run already stopping (cancelling). */

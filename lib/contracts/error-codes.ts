@@ -92,6 +92,13 @@ export const ERROR_CODES = {
     meaning: 'no such run, or one the caller may not see (the same answer: nothing is revealed)',
     action: 'check the run id and the principal',
   },
+  seq_not_found: {
+    status: 404,
+    source: 'engine',
+    meaning:
+      'the run has no event of that seq (GET /runs/{id}/at/{seq}: seq runs from 1 to the run last_seq)',
+    action: 'read the run last_seq and ask for a seq within it',
+  },
   checkpoint_not_found: {
     status: 404,
     source: 'engine',
@@ -133,6 +140,13 @@ export const ERROR_CODES = {
     source: 'http',
     meaning: 'a route has this path, but not with this method (see the Allow header)',
     action: 'use a method the Allow header lists',
+  },
+  artifact_hash_mismatch: {
+    status: 409,
+    source: 'http',
+    meaning:
+      'the artifact published at the function path has another sha256 than the one given (details.hash is its own)',
+    action: 'check the hash you meant, or pass the published one (details.hash) after reviewing it',
   },
   subject_busy: {
     status: 409,

@@ -16,6 +16,7 @@ export * from './live.ts';
 export * from './model-context.ts';
 export * from './model-turn.ts';
 export * from './reducer.ts';
+export * from './reducer-check.ts';
 export * from './registry.ts';
 export * from './run.ts';
 export * from './tool-registration.ts';

@@ -12,6 +12,7 @@ import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { afterEnd, commitOf, type EngineContext, needsStep, wake } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { accessError } from './reads.ts';
+import { reducerEvidence } from './reducer-evidence.ts';
 
 /**
  * Applies one control to a run in one commit (its events and its ack `K#{control_id}`). Returns
@@ -32,6 +33,8 @@ export async function applyControl(
     throw new EngineError('validation_failed', 'invalid control', { issues: parsed.error.issues });
   const control = parsed.data;
   const digest = controlDigest(control);
+  // Accept with evidence: checked before the commit loop (it reads the whole log once).
+  const evidence = await reducerEvidence(ctx, runId, control);
   return readDecideCommit(ctx, {
     read: () => ctx.store.getRunAndAck(runId, control.control_id),
     decide({ record, ack }): Decision<ControlAck> {
@@ -47,9 +50,12 @@ export async function applyControl(
         digest,
         ack === null ? null : { digest: ack.digest, seq: ack.seq },
         ctx.clock.now(),
-        ctx.admission.max_queued_steers !== undefined
-          ? { maxQueuedSteers: ctx.admission.max_queued_steers }
-          : {},
+        {
+          ...(ctx.admission.max_queued_steers !== undefined
+            ? { maxQueuedSteers: ctx.admission.max_queued_steers }
+            : {}),
+          ...(evidence !== undefined ? { reducerCheck: evidence } : {}),
+        },
       );
       if (decision.kind === 'duplicate')
         return { done: { ack: 'duplicate', original_seq: decision.original_seq } };

@@ -87,6 +87,13 @@ export interface EngineOptions {
   wakeGraceMs?: number;
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
   admission?: AdmissionConfig;
+  /**
+   * Accept with evidence (issue 29 point 3): a resume with accept_reducer_change of a run paused
+   * `reducer_changed` is rejected `reducer_check_failed` unless the artifact published now
+   * decides every recorded delivery of the run as the old one did (lib/replay/reducer-check.ts,
+   * run at the resume). Default false; AGENT_RUNS_REQUIRE_REDUCER_CHECK=true in a deployment.
+   */
+  requireReducerCheck?: boolean;
   /** How long a result request stays open when its tool names no result_expires_in_ms (ms, default 24 h). */
   resultExpiresInMs?: number;
   /** How long a result that arrived before its wait is held by its resume_key (ms, default 15 min). */
@@ -142,6 +149,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     clockSkewMs: timings.clock_skew_ms,
     wakeGraceMs: options.wakeGraceMs ?? WAKE_GRACE_MS,
     admission: options.admission ?? {},
+    requireReducerCheck: options.requireReducerCheck ?? false,
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,
     earlyResultTtlMs: options.earlyResultTtlMs ?? EARLY_RESULT_TTL_MS,
     prices: options.prices ?? DEFAULT_PRICES,

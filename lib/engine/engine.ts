@@ -15,6 +15,7 @@ import type {
   RunRecord,
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import type { RunAtSeq } from '../replay/run-at.ts';
 import * as clientDriven from './client-driven.ts';
 import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
@@ -33,11 +34,13 @@ import {
 } from './reads.ts';
 import { createRecordCache } from './record-cache.ts';
 import { getEntry, listEntries, publishEntry } from './registries.ts';
+import { readRunAt } from './run-at.ts';
 import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 import { type PredecessorReport, recoverPredecessors } from './take-lease.ts';
 
+export type { RunAtSeq } from '../replay/run-at.ts';
 export type { ClientWriteResult, LeaseView } from './client-driven.ts';
 export type { CreateRunOutput } from './create-run.ts';
 export type { DeliveryAck } from './deliveries.ts';
@@ -65,6 +68,8 @@ export interface Engine {
   listChildren(runId: string, caller: Caller): Promise<ChildRunSummary[]>;
   /** Revision `rev` (default: the current) of the run's domain state (write-once). */
   getState(runId: string, caller: Caller, rev?: number): Promise<StateRevision>;
+  /** The run as it stood at `seq`: summary, state, projection, open requests (run-at.ts). */
+  getRunAt(runId: string, caller: Caller, seq: number): Promise<RunAtSeq>;
   /** Creates a run from checkpoint `n` of `runId` (body: ForkRunInput), owned by the caller. */
   forkRun(runId: string, input: unknown, caller: Caller): Promise<CreateRunOutput>;
   applyControl(runId: string, control: unknown, caller: Caller): Promise<ControlAck>;
@@ -167,6 +172,7 @@ export function createEngine(options: EngineOptions): Engine {
     getCheckpoint: reads.getCheckpoint,
     listChildren: reads.listChildren,
     getState: (runId, caller, rev) => readState(deps, runId, caller, rev),
+    getRunAt: (runId, caller, seq) => readRunAt(deps, runId, caller, seq),
     forkRun: (runId, input, caller) => forkRun(deps, runId, input, caller),
     applyControl: (runId, control, caller) => applyControl(ctx, runId, control, caller),
     deliverResult: (resumeKey, result, caller, deliveryId) =>

@@ -33,8 +33,8 @@ import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
-import { countProviderCall } from './provider-calls.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
+import { countProviderCall } from './provider-calls.ts';
 import { askReducer } from './reducer-delivery.ts';
 import { stopBeforeDispatch, watchForStop } from './stop-watch.ts';
 import { takeLease } from './take-lease.ts';
@@ -178,11 +178,7 @@ class StepWorker {
     return true;
   }
 
-  /**
-   * The step: advance the run move by move, then release the lease; a release whose commit was
-   * stale recomputed from a fresh record that may hold new work, so the step advances again;
-   * then the duties after the release.
-   */
+  /** The step: advance, release (again while a stale release left work), then the duties after. */
   async run(): Promise<StepOutcome> {
     do await this.advance();
     while (await this.releaseLease());
@@ -233,8 +229,7 @@ class StepWorker {
     await this.commit();
     if (this.staged.operation?.op_id !== started.op_id || this.staged.operation.started_at === null)
       return true;
-    // A stop committed after the start commit (it found the operation started: `cancelling`)
-    // still keeps a non-interruptible operation from running: one last look (stop-watch.ts).
+    // A stop committed after the start commit still keeps it from running (stop-watch.ts).
     await this.ctx.faults('before_dispatch', this.base.run_id);
     const stopped = await stopBeforeDispatch(this.ctx, this.base.run_id, started);
     this.pendingResult = stopped ?? (await this.dispatch());

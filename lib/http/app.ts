@@ -15,6 +15,7 @@
  *   GET  /runs/{id}/events             200 {events, next_after, last_seq, status}; long polls with wait
  *   GET  /runs/{id}/checkpoints[/{n}]  200
  *   GET  /runs/{id}/state?rev=         200 {run_id, state_rev, state, state_digest}
+ *   GET  /runs/{id}/at/{seq}           200 the run as it stood at seq (time travel)
  *   POST /runs/{id}/fork               201 forked / 200 create_key replay
  *   GET  /runs/{id}/children           200
  *   POST /runs/{id}/controls           200 ack, whether applied, duplicate or rejected
@@ -28,6 +29,8 @@
  *   POST /admin/{tools|policy|agents}  201 published / 200 already published (admin)
  *   GET  /admin/{tools|policy|agents}  200 the current registry version (admin)
  *   GET  /admin/{kind}/entry?name=     200 one published version and the versions (admin)
+ *   POST /admin/reducers/check         200 per-run check of an artifact against stored runs (admin)
+ *   POST /admin/reducers/upgrade       200 per run upgraded | refused: the reducer_changed runs of a path (admin)
  *   GET  /console[/...]                the web console, when `console` is given (no auth; console.ts)
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
@@ -41,6 +44,7 @@ import { registerClientRoutes } from './client-routes.ts';
 import { type ConsoleSite, mountConsole } from './console.ts';
 import { validationFailed } from './errors.ts';
 import { type AppEnv, type HttpApp, installAuthAndLimits, installErrorHandling } from './middleware.ts';
+import { registerReducerRoutes } from './reducer-routes.ts';
 import { registerRegistryRoutes } from './registry-routes.ts';
 import { configRoute, healthRoute, openapiRoute, TAGS } from './routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
@@ -143,6 +147,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   registerClientRoutes(app, options.engine, pollIntervalMs, waits);
   registerCatalogRoutes(app, options.tools, options.functions);
   registerRegistryRoutes(app, options.engine);
+  registerReducerRoutes(app, options.engine, options.functions);
   return app;
 }
 

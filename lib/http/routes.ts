@@ -22,6 +22,7 @@ import {
   StreamQuery,
   TakeSteersResponse,
 } from './client-schemas.ts';
+import { reducerCheckRoute, reducerUpgradeRoute } from './reducer-schemas.ts';
 import { CREATE_429, errors, json, op, PUBLIC_ERRORS, WAIT_429 } from './route-parts.ts';
 import {
   CapabilityHeaders,
@@ -53,6 +54,8 @@ import {
   RegistryListing,
   ResultBody,
   ResumeKeyParams,
+  RunAtParams,
+  RunAtView,
   RunIdParams,
   RunList,
   RunRecord,
@@ -203,6 +206,19 @@ export const stateRoute = createRoute({
   request: { params: RunIdParams, query: StateQuery, headers: CapabilityHeaders },
   responses: {
     200: { description: 'The state revision.', content: json(StateRevision) },
+    ...errors(400, 403, 404),
+  },
+});
+
+export const runAtRoute = createRoute({
+  ...op('getRunAtSeq', 'runs'),
+  method: 'get',
+  path: '/runs/{id}/at/{seq}',
+  summary:
+    'The run as it stood at seq (time travel, no new run): status, usage, open requests, the state revision and state, and the projection the pinned reducer gives again. 404 seq_not_found outside 1..last_seq.',
+  request: { params: RunAtParams, headers: CapabilityHeaders },
+  responses: {
+    200: { description: 'The run at seq.', content: json(RunAtView) },
     ...errors(400, 403, 404),
   },
 });
@@ -542,6 +558,7 @@ export const ROUTE_DEFINITIONS = [
   checkpointsRoute,
   checkpointRoute,
   stateRoute,
+  runAtRoute,
   forkRoute,
   childrenRoute,
   controlRoute,
@@ -553,6 +570,8 @@ export const ROUTE_DEFINITIONS = [
   putFunctionRoute,
   getFunctionRoute,
   ...Object.values(REGISTRY_ROUTES).flatMap((r) => [r.publish, r.list, r.get]),
+  reducerCheckRoute,
+  reducerUpgradeRoute,
 ];
 
 /** Every route, for the 405 check and the tests' coverage check. `pattern` matches a concrete path. */

@@ -16,6 +16,7 @@ import {
   forkRoute,
   getRunRoute,
   listRunsRoute,
+  runAtRoute,
   stateRoute,
 } from './routes.ts';
 import { MAX_WAIT_SECONDS } from './schemas.ts';
@@ -76,6 +77,11 @@ export function registerRunRoutes(
   app.openapi(stateRoute, async (c) => {
     const { rev } = c.req.valid('query');
     return c.json(await engine.getState(c.req.valid('param').id, callerOf(c), rev), 200);
+  });
+
+  app.openapi(runAtRoute, async (c) => {
+    const { id, seq } = c.req.valid('param');
+    return c.json(await engine.getRunAt(id, callerOf(c), seq), 200);
   });
 
   app.openapi({ ...forkRoute, middleware: [jsonBody] }, async (c) => {

@@ -37,6 +37,7 @@ import {
   RegistryEntry as RegistryEntryContract,
   RegistryEntryView as RegistryEntryViewContract,
   RegistryListing as RegistryListingContract,
+  RunAtSeq as RunAtSeqContract,
   RunEvent as RunEventContract,
   RunList as RunListContract,
   RunRecord as RunRecordContract,
@@ -214,6 +215,14 @@ export const EventsQuery = z.object({
 export const CheckpointParams = RunIdParams.extend({
   n: wholeNumber(0, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'n', in: 'path' } }),
 });
+
+/** `GET /runs/{id}/at/{seq}`: a seq of the run's log. */
+export const RunAtParams = RunIdParams.extend({
+  seq: wholeNumber(1, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'seq', in: 'path' } }),
+});
+
+/** A run as it stood at one seq (lib/replay/run-at.ts RunAtSeq). */
+export const RunAtView = named('RunAtSeq', RunAtSeqContract);
 
 /** `?rev=`: a domain state revision (default: the run's current one). */
 export const StateQuery = z.object({

@@ -188,9 +188,15 @@ function comparable(old: ComparedAnswer, fresh: ComparedAnswer): [ComparedAnswer
 /**
  * Checks one run's log against the artifact `host` serves (see createCheckHost). Never throws
  * for a reducer fault (it is an answer to compare); rejects only when `host` does (its registry
- * unreachable). The handler is the run's binding's (default `reduce`).
+ * unreachable). The handler is the run's binding's (default `reduce`). `functionPath`: the path
+ * `host` serves the artifact at (default: a check host's, createCheckHost); the engine's own host
+ * is given the run's path, unpinned, so that it serves the artifact published now.
  */
-export async function checkRunLog(host: ReducerHost, log: RunLog): Promise<RunCheck> {
+export async function checkRunLog(
+  host: ReducerHost,
+  log: RunLog,
+  functionPath: string = CHECK_PATH,
+): Promise<RunCheck> {
   const runId = log.run.run_id;
   if (log.run.reducer === null)
     return { run_id: runId, result: 'skipped', deliveries: 0, reason: 'no reducer' };
@@ -202,7 +208,7 @@ export async function checkRunLog(host: ReducerHost, log: RunLog): Promise<RunCh
       reason: 'a fork: its reducer starts from a checkpoint',
     };
   const binding: ReducerBinding = {
-    function_path: CHECK_PATH,
+    function_path: functionPath,
     ...(log.run.reducer.handler !== undefined ? { handler: log.run.reducer.handler } : {}),
   };
   const states = new Map<number, unknown>([

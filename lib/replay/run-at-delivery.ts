@@ -129,6 +129,11 @@ function step(f: Fold, e: RunEvent): void {
       f.started.delete(e.operation_id);
     }
   }
+  if (e.kind === 'checkpoint_written' && e.data.reason === 'compaction') {
+    // A compaction is an operation of its own (core's finishCompaction), ended by its checkpoint.
+    f.usage = { ...f.usage, operations: f.usage.operations + 1 };
+    if (e.operation_id !== undefined) f.started.delete(e.operation_id);
+  }
   if (e.kind === 'model_turn_completed') {
     f.turn += 1;
     const calls = Array.isArray(e.data.tool_calls) ? (e.data.tool_calls as { call_id?: unknown }[]) : [];
@@ -141,6 +146,58 @@ function step(f: Fold, e: RunEvent): void {
     f.open_requests = f.open_requests.filter((r) => r.request_id !== e.data.request_id);
   }
   if (toReducerEvent(e) !== null) f.inbox.push(e.seq);
+}
+
+/** What a `reducer_answered` event changes in the fold besides step's part. */
+function answerStep(f: Fold, e: RunEvent): void {
+  f.inbox = f.inbox.filter((s) => s !== Number(e.data.event_seq));
+  if (typeof e.data.state_rev === 'number') f.state_rev = e.data.state_rev;
+  // A request_model_turn answers every call of the last turn (core's applyEffect).
+  const effects = Array.isArray(e.data.effects) ? (e.data.effects as { kind?: unknown }[]) : [];
+  if (effects.some((x) => x.kind === 'request_model_turn')) f.unanswered_calls = [];
+}
+
+function emptyFold(): Fold {
+  return {
+    status: 'running',
+    turn: 0,
+    usage: { ...EMPTY_USAGE },
+    open_requests: [],
+    unanswered_calls: [],
+    started: new Map(),
+    inbox: [],
+    state_rev: 0,
+  };
+}
+
+/**
+ * The run as it stood after the last of `events` (seq 1 upward, contiguous): the summary fields
+ * folded from the log (`last_seq` the last event's) and the domain state revision then. Used by
+ * the time-travel read (`GET /runs/{id}/at/{seq}`); issue 29 point 5.
+ */
+export function summaryAfter(
+  run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>,
+  events: readonly RunEvent[],
+): { run: RunSummary; state_rev: number } {
+  const f = emptyFold();
+  for (const e of events) {
+    if (e.kind === 'reducer_answered') answerStep(f, e);
+    step(f, e);
+  }
+  return {
+    run: {
+      run_id: run.run_id,
+      subject: run.subject,
+      budgets: run.budgets,
+      status: f.status,
+      turn: f.turn,
+      last_seq: events.at(-1)?.seq ?? 0,
+      usage: f.usage,
+      open_requests: f.open_requests,
+      unanswered_calls: f.unanswered_calls,
+    },
+    state_rev: f.state_rev,
+  };
 }
 
 /** The refusal code a `run_failed` or `paused` event records for the inbox head, or null. */
@@ -176,16 +233,7 @@ export function deliveriesOf(
   run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>,
   events: readonly RunEvent[],
 ): Delivery[] {
-  const f: Fold = {
-    status: 'running',
-    turn: 0,
-    usage: { ...EMPTY_USAGE },
-    open_requests: [],
-    unanswered_calls: [],
-    started: new Map(),
-    inbox: [],
-    state_rev: 0,
-  };
+  const f = emptyFold();
   const bySeq = new Map(events.map((e) => [e.seq, e]));
   const out: Delivery[] = [];
   /** The summary before each event (index), with the inbox head and state revision then. */
@@ -217,11 +265,7 @@ export function deliveriesOf(
           recorded: { kind: 'answered', seq: e.seq, data: e.data },
         });
       }
-      f.inbox = f.inbox.filter((s) => s !== delivered?.seq);
-      if (typeof e.data.state_rev === 'number') f.state_rev = e.data.state_rev;
-      // A request_model_turn answers every call of the last turn (core's applyEffect).
-      const effects = Array.isArray(e.data.effects) ? (e.data.effects as { kind?: unknown }[]) : [];
-      if (effects.some((x) => x.kind === 'request_model_turn')) f.unanswered_calls = [];
+      answerStep(f, e);
     } else {
       const refusal = refusalOf(e);
       const then = refusal !== null ? before[commitStart(events, i)] : undefined;

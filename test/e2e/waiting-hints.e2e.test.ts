@@ -262,8 +262,13 @@ describe('the hints of agent-runs runs get, pasted', { timeout: 120_000 }, () =>
     await client.approve(id, request.request_id, request.subject.digest);
     await until(id, (r) => r.status === 'paused');
     const commands = await hints(id);
-    expect(commands).toEqual([`agent-runs resume ${id} --accept-reducer-change`]);
-    expect(await paste(commands[0] ?? '')).toMatch(/^applied/);
+    expect(commands).toEqual([
+      `agent-runs reducers check --path ${path} --run ${id}`,
+      `agent-runs resume ${id} --accept-reducer-change`,
+    ]);
+    // v2 differs by a comment only: the check finds every decision identical.
+    expect(await paste(commands[0] ?? '')).toMatch(/1 runs: 1 identical, 0 diverged/);
+    expect(await paste(commands[1] ?? '')).toMatch(/^applied/);
     await until(id, (r) => r.status === 'completed');
   });
 });

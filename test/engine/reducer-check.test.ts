@@ -317,6 +317,21 @@ describe('agent-runs runs export and reducers check', () => {
       runs: [{ run_id: log.run.run_id, result: 'diverged', event_seq: expected.event_seq }],
       totals: { runs: 1, diverged: 1 },
     });
+    // Without --hash: the artifact published now (what the reducer_changed hint runs), its hash printed.
+    const current = await cli([
+      '--json',
+      'reducers',
+      'check',
+      '--path',
+      '/agents/upgraded',
+      '--run',
+      log.run.run_id,
+    ]);
+    expect(current.code).toBe(1);
+    expect(JSON.parse(current.out)).toMatchObject({
+      artifact: { hash: upgradedHash },
+      totals: { diverged: 1 },
+    });
   });
 
   it('serves an artifact with its bytes to an admin only, and 404 function_not_found for a path with none', async () => {
@@ -367,7 +382,7 @@ describe('agent-runs runs export and reducers check', () => {
     const neither = await cli(['reducers', 'check', '--from', '.']);
     expect(neither).toMatchObject({
       code: 1,
-      err: 'error: give either --artifact FILE or --path P --hash H',
+      err: 'error: give either --artifact FILE or --path P [--hash H]',
     });
   });
 });

@@ -59,6 +59,8 @@ const REASONS: Record<string, string> = {
   request_kind_mismatch: 'that request is not of this kind',
   not_paused: 'the run is not paused',
   reducer_change_not_accepted: 'the reducer artifact changed: resume with "accept the reducer change"',
+  reducer_check_failed:
+    'the new reducer would decide this run differently (agent-runs reducers check shows where)',
   already_stopping: 'the run is already stopping',
   already_paused: 'the run is already paused',
   max_depth_inherited: 'a child run cannot raise max_depth (its parent sets it)',

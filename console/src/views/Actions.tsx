@@ -22,6 +22,7 @@ import { budgetPauseLimit, pauseText } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS } from '../model/run-mode.ts';
 import { Digest, errorText, Json, relative, useNow } from './common.tsx';
+import { ReducerCheckButton } from './ReducerCheck.tsx';
 
 export interface AckLine {
   id: number;
@@ -574,6 +575,7 @@ function ResumeForm({
           Accept the reducer change (the run continues with the new artifact)
         </label>
       ) : null}
+      {reducerChanged ? <ReducerCheckButton run={run} /> : null}
       {error !== null ? (
         <p className="error" role="alert">
           {error}

@@ -96,6 +96,12 @@ function rejectControl(record: RunRecord, control: Control, reason: string, now:
 
 /** Bounds a deployment sets on what controls may queue. */
 export interface ControlLimits {
+  /**
+   * The reducer check of a run paused `reducer_changed`, when the deployment requires one
+   * (EngineOptions.requireReducerCheck): a resume accepting the change is rejected
+   * `reducer_check_failed` unless it passed.
+   */
+  reducerCheck?: { passed: boolean };
   /** Queued steers a run may hold; one more is rejected `steer_queue_full` (default DEFAULT_MAX_QUEUED_STEERS; AdmissionConfig.max_queued_steers). */
   maxQueuedSteers?: number;
 }
@@ -130,7 +136,7 @@ function applyControl(
     case 'pause':
       return pauseControl(record, control.reason ?? 'paused by control', now);
     case 'resume':
-      return resumeRun(record, control, now);
+      return resumeRun(record, control, now, limits);
     case 'steer':
       if (record.queued_steers.length >= (limits.maxQueuedSteers ?? DEFAULT_MAX_QUEUED_STEERS))
         return reject(
@@ -304,12 +310,19 @@ function resumeRun(
   record: RunRecord,
   control: Extract<Control, { command: 'resume' }>,
   now: number,
+  limits: ControlLimits,
 ): TransitionResult {
   if (record.status !== 'paused') return reject('not_paused', 'only a paused run can be resumed');
   if (record.pause_reason === 'reducer_changed' && control.accept_reducer_change !== true) {
     return reject(
       'reducer_change_not_accepted',
       'the reducer artifact changed: resume with accept_reducer_change: true',
+    );
+  }
+  if (record.pause_reason === 'reducer_changed' && limits.reducerCheck?.passed === false) {
+    return reject(
+      'reducer_check_failed',
+      'the new reducer artifact does not decide this run as the old one did (agent-runs reducers check)',
     );
   }
   if (record.parent_run_id !== undefined && control.budget_increase?.max_depth !== undefined) {
