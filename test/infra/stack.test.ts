@@ -758,6 +758,7 @@ describe('models', () => {
   it('hands the step function AI SDK models as data, with IAM for their secret and Bedrock model', () => {
     const models = [
       { provider: 'anthropic' as const, model: 'claude-sonnet-4-5', api_key_secret: 'prod/anthropic' },
+      { provider: 'google' as const, model: 'gemini-2.5-flash', api_key_secret: 'prod/gemini' },
       { provider: 'amazon-bedrock' as const, model: SONNET },
     ];
     const built = build({ aiSdkModels: models }, { bundle: false });
@@ -771,6 +772,7 @@ describe('models', () => {
     );
     expect(readers).toHaveLength(1);
     expect(JSON.stringify(readers[0]?.[1].PolicyDocument)).toContain('secret:prod/anthropic');
+    expect(JSON.stringify(readers[0]?.[1].PolicyDocument)).toContain('secret:prod/gemini');
     expect(nagFindings(built.stack)).toEqual([]);
   });
 
