@@ -12,8 +12,8 @@
  * its own module URL (chunks sit in the same directory as `index.mjs`), are copied next to the
  * bundle: the default agent reducer artifact (lib/reducers, `readAgentLoopSource`) in every
  * function (the registry hashes it at create), and, only in the functions that run reducers
- * (`reducers: true`: the step function and the sweeper, which delivers what an ended run still
- * owes its reducer), the QuickJS WebAssembly module (quickjs-emscripten loads
+ * (`reducers: true`: the step function, the sweeper, which delivers what an ended run still
+ * owes its reducer, and the control function, which checks reducer upgrades), the QuickJS WebAssembly module (quickjs-emscripten loads
  * `emscripten-module.wasm` beside the importing module) and the Starlark runtime with its Go glue
  * (lib/sandbox/starlark/runtime-files.ts, about 5.5 MB). The other functions' bundles leave the
  * sandbox out (an esbuild external), so they carry no reducer runtime at all. The control

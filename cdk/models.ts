@@ -12,8 +12,8 @@ import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { type ISecret, Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
-import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { ENV } from '../lib/config.ts';
+import type { AiSdkModelEntry } from '../lib/models/ai-sdk-config.ts';
 import { modelsFromEnv } from '../lib/models/configured.ts';
 import { acknowledge } from './nag.ts';
 

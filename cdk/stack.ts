@@ -275,8 +275,9 @@ type FunctionName = keyof typeof SERVICE_NAMES;
  * bundle then carries the reducer sandbox, loaded on the first call; cdk/bundling.ts).
  */
 const FUNCTIONS: Record<FunctionName, { entry: string; memorySize: number; reducers: boolean }> = {
-  // Creates and forks runs (resolves a reducer's hash) but never calls one.
-  control: { entry: 'control.ts', memorySize: 512, reducers: false },
+  // Creates and forks runs, and runs reducers only to check an upgrade (POST /admin/reducers/check,
+  // a resume that requires a passing check, time travel's projection): loaded on that first call.
+  control: { entry: 'control.ts', memorySize: 512, reducers: true },
   // Runs reducers in QuickJS / WebAssembly and model turns: more memory, which is also more CPU.
   step: { entry: 'step.ts', memorySize: 1024, reducers: true },
   // Delivers what an ended run still owes its reducer (lib/engine/after-end.ts).

@@ -253,6 +253,12 @@ export const VARIABLES = {
   ANTHROPIC_API_KEY: models(text, 'string', "an `anthropic` AI SDK model's key when its entry names none", {
     docs: GUIDE.models,
   }),
+  GOOGLE_GENERATIVE_AI_API_KEY: models(
+    text,
+    'string',
+    "a `google` AI SDK model's key when its entry names none",
+    { docs: GUIDE.models },
+  ),
   AGENT_RUNS_DEFAULT_MODEL: models(text, '`bedrock`, `openai` or a path', 'the default model-turn function', {
     docs: GUIDE.models,
   }),

@@ -5,14 +5,16 @@
  * An entry: `{provider, model, path?, base_url?, region?, api_key_secret?, api_key_env?,
  * timeout_ms?, settings?}`.
  * - `provider`: `amazon-bedrock` (Converse; AWS credentials from the SDK's default chain,
- *   `region` or AWS_REGION), `anthropic` (Messages API), `openai` (chat completions),
+ *   `region` or AWS_REGION), `anthropic` (Messages API), `google` (Gemini API
+ *   generateContent), `openai` (chat completions),
  *   `openai-compatible` (chat completions at `base_url`: Ollama, vLLM, LiteLLM; `base_url` required).
  * - `model`: the provider's model id. `path`: where it is served (default
  *   `/lib/models/{provider}/{model}`). `base_url`: the provider's endpoint (default the
  *   provider's own; a local stand-in in tests).
  * - The API key (not for amazon-bedrock) by reference only: `api_key_secret` (a Secrets Manager
  *   secret name or ARN, read on the first turn and cached; see api-key.ts) or `api_key_env` (the
- *   name of an environment variable; default the provider's own, e.g. ANTHROPIC_API_KEY).
+ *   name of an environment variable; default the provider's own, e.g. ANTHROPIC_API_KEY,
+ *   GOOGLE_GENERATIVE_AI_API_KEY).
  * - `settings`: call settings (`max_output_tokens`, `temperature`, `top_p`, `top_k`,
  *   `stop_sequences`, `seed`). `timeout_ms`: the per-call deadline.
  *

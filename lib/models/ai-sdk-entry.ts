@@ -8,7 +8,13 @@ import { z } from 'zod';
 import { ENV } from '../config.ts';
 import type { SecretReader } from './api-key.ts';
 
-export const AI_SDK_PROVIDERS = ['amazon-bedrock', 'anthropic', 'openai', 'openai-compatible'] as const;
+export const AI_SDK_PROVIDERS = [
+  'amazon-bedrock',
+  'anthropic',
+  'google',
+  'openai',
+  'openai-compatible',
+] as const;
 export type AiSdkProvider = (typeof AI_SDK_PROVIDERS)[number];
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -70,6 +76,7 @@ export interface AiSdkModelsOptions {
 /** The environment variable each provider reads its API key from when an entry names none. */
 export const DEFAULT_KEY_ENV: Record<Exclude<AiSdkProvider, 'amazon-bedrock'>, string | undefined> = {
   anthropic: ENV.ANTHROPIC_API_KEY,
+  google: ENV.GOOGLE_GENERATIVE_AI_API_KEY,
   openai: ENV.OPENAI_API_KEY,
   'openai-compatible': undefined,
 };

@@ -6,6 +6,7 @@
  */
 import { createAmazonBedrock } from '@ai-sdk/amazon-bedrock';
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
@@ -20,7 +21,7 @@ import { DEFAULT_API_KEY_MAX_AGE_SECONDS, secretApiKey } from './api-key.ts';
  */
 function keyedFetch(
   base: typeof fetch,
-  header: 'authorization' | 'x-api-key',
+  header: 'authorization' | 'x-api-key' | 'x-goog-api-key',
   key: () => Promise<string | undefined>,
 ): typeof fetch {
   return async (url, init) => {
@@ -66,6 +67,14 @@ export function languageModelOf(entry: AiSdkModelEntry, options: AiSdkModelsOpti
       return createAnthropic({ ...baseURL, ...placeholder, fetch: keyedFetch(base, 'x-api-key', key) })(
         entry.model,
       );
+    case 'google':
+      // The transcript keeps no thought signatures, so the provider replays a Gemini 3 model's
+      // function calls with Google's documented `skip_thought_signature_validator` sentinel.
+      return createGoogleGenerativeAI({
+        ...baseURL,
+        ...placeholder,
+        fetch: keyedFetch(base, 'x-goog-api-key', key),
+      })(entry.model);
     case 'openai':
       return createOpenAI({ ...baseURL, ...placeholder, fetch: keyedFetch(base, 'authorization', key) }).chat(
         entry.model,

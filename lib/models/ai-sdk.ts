@@ -1,6 +1,7 @@
 /**
  * A model-turn function over any AI SDK language model (`@ai-sdk/amazon-bedrock`,
- * `@ai-sdk/anthropic`, `@ai-sdk/openai`, `@ai-sdk/openai-compatible` for Ollama or vLLM, ...):
+ * `@ai-sdk/anthropic`, `@ai-sdk/google`, `@ai-sdk/openai`, `@ai-sdk/openai-compatible` for Ollama
+ * or vLLM, ...):
  * one `doGenerate` call of the model's provider per model turn, no AI SDK retries (the host
  * retries, visibly). Configured as data in ai-sdk-config.ts.
  *
@@ -21,10 +22,10 @@
  * `estimated` (chars / 4).
  *
  * Errors (ModelTurnError, never thrown): an AI SDK APICallError by HTTP status (429 →
- * rate_limited with Retry-After in `retry_after_ms`; 5xx → transient; 408 → timeout; 401/403 →
- * auth; other 4xx → invalid_request), the provider's error code in `provider_code` (Bedrock's
- * `x-amzn-errortype`, Anthropic's `error.type`, OpenAI's `error.code`); the per-call deadline
- * → timeout; the caller's signal → cancelled; a body the provider cannot decode →
+ * rate_limited with Retry-After, else Gemini's RetryInfo delay, in `retry_after_ms`; 5xx →
+ * transient; 408 → timeout; 401/403 → auth; other 4xx → invalid_request), the provider's error
+ * code in `provider_code` (Bedrock's `x-amzn-errortype`, Anthropic's `error.type`, OpenAI's
+ * `error.code`, Gemini's `error.status`); the per-call deadline → timeout; the caller's signal → cancelled; a body the provider cannot decode →
  * invalid_response (retryable); a missing API key → auth; a network failure or an API key
  * that cannot be read now → transient.
  */
@@ -36,6 +37,7 @@ import type {
   LanguageModelV4Message,
 } from '@ai-sdk/provider';
 import { APICallError } from '@ai-sdk/provider';
+import { z } from 'zod';
 import type { CompiledContext, ContextMessage, ToolOffered } from '../contracts/index.ts';
 import {
   estimateTokens,
@@ -243,11 +245,12 @@ export function classifyAiSdkError(error: unknown, call: ProviderCallInfo): Mode
   if (APICallError.isInstance(error) && error.statusCode !== undefined) {
     const status = error.statusCode;
     const headers = error.responseHeaders ?? {};
+    const body = errorBodyOf(headers, error.responseBody);
     const extra = {
       call,
       http_status: status,
-      provider_code: providerCodeOf(headers, error.responseBody),
-      retry_after_ms: retryAfterMs(headers['retry-after'], Date.now()),
+      provider_code: body.providerCode,
+      retry_after_ms: retryAfterMs(headers['retry-after'], Date.now()) ?? body.retryDelayMs,
     };
     const text = `HTTP ${status}: ${message}`;
     if (status === 429) return failure('rate_limited', text, true, extra);
@@ -267,18 +270,53 @@ export function classifyAiSdkError(error: unknown, call: ProviderCallInfo): Mode
   return failure('transient', `${name}: ${message}${cause}`, true, { call });
 }
 
-/** The provider's own error code: Bedrock's header, else `error.type` / `error.code` / `__type` in the body. */
-function providerCodeOf(headers: Record<string, string>, body: string | undefined): string | undefined {
-  const amzn = headers['x-amzn-errortype'];
-  if (amzn !== undefined && amzn !== '') return amzn.split(':')[0];
+/** The fields of a provider's JSON error body read here; anything else is ignored. */
+const ErrorBody = z.object({
+  error: z
+    .object({
+      type: z.unknown().optional(),
+      code: z.unknown().optional(),
+      status: z.unknown().optional(),
+      details: z.array(z.unknown()).optional(),
+    })
+    .optional(),
+  __type: z.unknown().optional(),
+});
+
+/** Gemini's google.rpc.RetryInfo detail; `retryDelay` is a protobuf Duration such as `"7s"`. */
+const RetryInfo = z.object({
+  '@type': z.literal('type.googleapis.com/google.rpc.RetryInfo'),
+  retryDelay: z.string().regex(/^\d+(\.\d+)?s$/),
+});
+
+/**
+ * What an error answer says beyond its status: the provider's own code (Bedrock's header, else
+ * the first string of `error.type` (Anthropic), `error.code` (OpenAI), `error.status` (Gemini,
+ * e.g. RESOURCE_EXHAUSTED), `__type`) and Gemini's RetryInfo delay in milliseconds.
+ */
+function errorBodyOf(
+  headers: Record<string, string>,
+  text: string | undefined,
+): { providerCode: string | undefined; retryDelayMs: number | undefined } {
+  let raw: unknown;
   try {
-    const parsed = JSON.parse(body ?? '') as {
-      error?: { type?: unknown; code?: unknown };
-      __type?: unknown;
-    } | null;
-    const code = parsed?.error?.type ?? parsed?.error?.code ?? parsed?.__type;
-    return typeof code === 'string' ? code : undefined;
+    raw = JSON.parse(text ?? '');
   } catch {
-    return undefined;
+    raw = undefined;
   }
+  const body = ErrorBody.safeParse(raw);
+  const error = body.success ? body.data.error : undefined;
+  const amzn = headers['x-amzn-errortype'];
+  const code =
+    amzn !== undefined && amzn !== ''
+      ? amzn.split(':')[0]
+      : [error?.type, error?.code, error?.status, body.data?.__type].find((c) => typeof c === 'string');
+  const retryInfo = (error?.details ?? []).map((d) => RetryInfo.safeParse(d)).find((d) => d.success);
+  return {
+    providerCode: code as string | undefined,
+    retryDelayMs:
+      retryInfo?.data !== undefined
+        ? Math.round(Number.parseFloat(retryInfo.data.retryDelay) * 1000)
+        : undefined,
+  };
 }

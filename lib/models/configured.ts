@@ -14,7 +14,7 @@
  *   and cached for OPENAI_API_KEY_MAX_AGE_SECONDS (default 300). The secret is the key itself,
  *   or a JSON object with an `api_key` field.
  * - `AGENT_RUNS_MODELS`: AI SDK models as data, a JSON array of `{provider, model, path?,
- *   base_url?, api_key_secret?, ...}` (providers amazon-bedrock, anthropic, openai,
+ *   base_url?, api_key_secret?, ...}` (providers amazon-bedrock, anthropic, google, openai,
  *   openai-compatible; see ai-sdk-config.ts), each at its `path`.
  * - `AGENT_RUNS_DEFAULT_MODEL`: `bedrock`, `openai` or a path above: the function a run gets
  *   when it names none (default: Bedrock when configured, else OpenAI, else the first

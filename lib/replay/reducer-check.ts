@@ -12,8 +12,8 @@ import { canonicalJson } from '../core/canonical.ts';
 import { reducerRequestFor, validateAnswer } from '../core/reducer-outcome.ts';
 import type { ReducerHost } from '../engine/ports.ts';
 import { type ArtifactKind, InMemoryFunctionRegistry } from '../sandbox/function-registry.ts';
+import { createLazyReducerHost, type LazyReducerHost } from '../sandbox/lazy-host.ts';
 import type { SandboxLimits } from '../sandbox/limits.ts';
-import { createSandboxReducerHost, type SandboxReducerHost } from '../sandbox/reducer-host.ts';
 import { detailOfEffect, type EffectDetail, recordedDetails } from './effect-details.ts';
 import { type Delivery, deliveriesOf, type RunSummary } from './run-at-delivery.ts';
 import type { RunLog } from './run-log.ts';
@@ -58,13 +58,17 @@ export type RunCheck =
 /** The binding a check host serves its one artifact at. */
 const CHECK_PATH = '/check/artifact';
 
-/** A reducer host serving one artifact (bytes of kind js, star or wasm) under the sandbox limits. */
+/**
+ * A reducer host serving one artifact (bytes of kind js, star or wasm) under the sandbox limits.
+ * The sandbox is imported on the first delivery (lazy-host.ts), so the HTTP API that serves the
+ * check loads no reducer runtime until a check runs.
+ */
 export function createCheckHost(
   artifact: { kind: ArtifactKind; bytes: Uint8Array },
   limits?: Partial<SandboxLimits>,
-): SandboxReducerHost {
+): LazyReducerHost {
   const registry = new InMemoryFunctionRegistry([{ function_path: CHECK_PATH, ...artifact }]);
-  return createSandboxReducerHost({ registry, ...(limits !== undefined ? { limits } : {}) });
+  return createLazyReducerHost({ registry, ...(limits !== undefined ? { limits } : {}) });
 }
 
 /** The recorded answer of a delivery, with the stored state of its revision when known. */

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_KIND_GROUPS } from '../../console/src/model/events.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
-import { EVENT_KIND_GROUPS } from '../../console/src/model/events.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
 import {
   buildConsole,

@@ -10,15 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReducerRequest, RunEvent } from '../../lib/contracts/index.ts';
 import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
 import type { ReducerHost } from '../../lib/engine/ports.ts';
-import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
 import { checkRunLog, createCheckHost } from '../../lib/replay/reducer-check.ts';
+import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
 import { parseRunLog, type RunLog, runLogOf } from '../../lib/replay/run-log.ts';
 import {
   type ArtifactKind,
   createSandboxReducerHost,
   InMemoryFunctionRegistry,
-  type SandboxReducerHost,
 } from '../../lib/sandbox/index.ts';
+import type { LazyReducerHost } from '../../lib/sandbox/lazy-host.ts';
 import { compileWat } from '../fixtures/reducers/compile-wat.ts';
 import { alice, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
@@ -27,7 +27,7 @@ const fixture = (name: string) => readFile(new URL(`../fixtures/reducers/${name}
 /** The Starlark cold start (about 0.3 s) fits the default 1 s on a quiet machine; a loaded one needs more. */
 const LIMITS = { timeoutMs: 10_000 };
 
-const hosts: SandboxReducerHost[] = [];
+const hosts: { close(): Promise<void> }[] = [];
 /** Two completed tally runs, one stopped before its first step, one its reducer refused. */
 const logs: RunLog[] = [];
 /** Every request the engine sent, by `run_id#seq`. */
@@ -39,7 +39,7 @@ const refusingJs = (text: string) =>
 const refusingStar = (text: string) =>
   text.replace('if event["kind"] == "operation_failed":', 'if event["kind"] == "tool_result":');
 
-async function checkHost(kind: ArtifactKind, bytes: Uint8Array): Promise<SandboxReducerHost> {
+async function checkHost(kind: ArtifactKind, bytes: Uint8Array): Promise<LazyReducerHost> {
   const host = createCheckHost({ kind, bytes }, LIMITS);
   hosts.push(host);
   return host;

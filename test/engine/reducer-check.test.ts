@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReducerRequest } from '../../lib/contracts/index.ts';
-import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
+import type { ReducerRequest } from '../../lib/contracts/index.ts';
+import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
 import { createHttpApp, type HttpApp } from '../../lib/http/app.ts';
 import { anyOf, bearerTokenAuth } from '../../lib/http/auth.ts';
 import { AGENT_LOOP_ARTIFACT_URL, readAgentLoopSource } from '../../lib/reducers/index.ts';
@@ -21,7 +21,7 @@ import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
 import { parseRunLog, type RunLog, runLogOf } from '../../lib/replay/run-log.ts';
 import { runReplay } from '../../lib/replay/run-replay.ts';
 import { builtInFunctions } from '../../lib/runtime.ts';
-import type { SandboxReducerHost } from '../../lib/sandbox/index.ts';
+import type { LazyReducerHost } from '../../lib/sandbox/lazy-host.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';
 import { alice } from '../support/hosts.ts';
 import { type MemoryReplayStack, memoryReplayStack, requestKey } from '../support/memory-replay-stack.ts';
@@ -31,10 +31,10 @@ const encode = (text: string) => new TextEncoder().encode(text);
 
 let stack: MemoryReplayStack;
 const logs: RunLog[] = [];
-const hosts: SandboxReducerHost[] = [];
+const hosts: { close(): Promise<void> }[] = [];
 
 /** A check host over `source` (JavaScript), closed after the file. */
-function jsHost(source: string): SandboxReducerHost {
+function jsHost(source: string): LazyReducerHost {
   const host = createCheckHost({ kind: 'js', bytes: encode(source) });
   hosts.push(host);
   return host;

@@ -8,10 +8,10 @@ import { describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { createHttpApp } from '../../lib/http/app.ts';
 import { bearerTokenAuth } from '../../lib/http/auth.ts';
+import { uniqueSubject } from '../support/engine.ts';
 import { alice, inProcessReducers, inProcessTools } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
 import { toolLoop } from '../support/reducers.ts';
-import { uniqueSubject } from '../support/engine.ts';
 
 type Reducer = (raw: Record<string, unknown>) => unknown;
 const base = toolLoop(2);

@@ -760,6 +760,7 @@ describe('models', () => {
   it('hands the step function AI SDK models as data, with IAM for their secret and Bedrock model', () => {
     const models = [
       { provider: 'anthropic' as const, model: 'claude-sonnet-4-5', api_key_secret: 'prod/anthropic' },
+      { provider: 'google' as const, model: 'gemini-2.5-flash', api_key_secret: 'prod/gemini' },
       { provider: 'amazon-bedrock' as const, model: SONNET },
     ];
     const built = build({ aiSdkModels: models }, { bundle: false });
@@ -773,6 +774,7 @@ describe('models', () => {
     );
     expect(readers).toHaveLength(1);
     expect(JSON.stringify(readers[0]?.[1].PolicyDocument)).toContain('secret:prod/anthropic');
+    expect(JSON.stringify(readers[0]?.[1].PolicyDocument)).toContain('secret:prod/gemini');
     expect(nagFindings(built.stack)).toEqual([]);
   });
 
@@ -1183,7 +1185,8 @@ describe('bundles', () => {
   it('ship each function as ESM chunks, with the QuickJS module and the Starlark runtime only where reducers run', () => {
     const s = plain.stack;
     const artifact = readFileSync(AGENT_LOOP_ARTIFACT_URL);
-    const runsReducers = new Set([s.stepFunction, s.sweeperFunction]);
+    // The control function checks reducer upgrades (POST /admin/reducers/check), on first use.
+    const runsReducers = new Set([s.controlFunction, s.stepFunction, s.sweeperFunction]);
     for (const fn of [
       s.controlFunction,
       s.stepFunction,

@@ -8,6 +8,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL_TURN_FUNCTION, DELEGATE_TOOL } from '../../lib/contracts/index.ts';
+import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
+import { toRecord } from '../../lib/local/poller.ts';
 import { registerSampleTools } from '../../lib/local/sample-tools.ts';
 import { createModelHost } from '../../lib/models/host.ts';
 import { createScriptedModel } from '../../lib/models/scripted.ts';
@@ -15,9 +18,6 @@ import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
 import { builtInFunctions } from '../../lib/runtime.ts';
 import { createSandboxReducerHost } from '../../lib/sandbox/index.ts';
 import { createMemoryRegistryStore } from '../../lib/store/memory-registry-store.ts';
-import { createCountingMetrics, SILENT_LOG } from '../../lib/handlers/observability.ts';
-import { createStepBatchHandler } from '../../lib/handlers/step-batch.ts';
-import { toRecord } from '../../lib/local/poller.ts';
 import { flushTraces, runTraceIds, shutdownTraces } from '../../lib/telemetry/otel.ts';
 import { createAuditLog } from '../../lib/tools/audit-log.ts';
 import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';

@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { approvalSubject } from '../../lib/ai-sdk/approval.ts';
 import { DurableAgentError } from '../../lib/ai-sdk/errors.ts';
 import { journalOf } from '../../lib/ai-sdk/journal.ts';
+import { generateResultOf, modelTurnReport, SteerInsertions } from '../../lib/ai-sdk/model-turn.ts';
 import { OperationRunner, type OperationSpec } from '../../lib/ai-sdk/operation-runner.ts';
 import { createClient } from '../../lib/client/index.ts';
-import { generateResultOf, modelTurnReport, SteerInsertions } from '../../lib/ai-sdk/model-turn.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
 
 const op = (n: number) => `run_1/op/${n}`;

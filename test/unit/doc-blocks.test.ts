@@ -11,9 +11,9 @@ import { apiDocument } from '../../lib/checker/http-reference.ts';
 import {
   allDocBlocks,
   docBlocks,
+  inlineSpans,
   MarkerError,
   matchesOutput,
-  inlineSpans,
   mismatches,
   namesRoute,
   parseExpected,

@@ -8,9 +8,9 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CLI_REFERENCE_PATH, cliProgram, renderCliReference } from '../../bin/commands/cli-reference.ts';
 import { GeneratedSectionError, replaceSection } from '../../lib/checker/generated-section.ts';
 import { apiDocument, HTTP_REFERENCE_PATH, renderHttpReference } from '../../lib/checker/http-reference.ts';
-import { CLI_REFERENCE_PATH, cliProgram, renderCliReference } from '../../bin/commands/cli-reference.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const page = (path: string) => readFileSync(join(ROOT, path), 'utf8');

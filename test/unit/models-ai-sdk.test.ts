@@ -1,7 +1,7 @@
 /**
  * Model-turn functions over AI SDK providers configured as data (AGENT_RUNS_MODELS), each
  * against a local HTTP server speaking its wire format (no network): OpenAI-compatible chat
- * completions, Bedrock Converse, Anthropic Messages. The contract's output (usage with
+ * completions, Bedrock Converse, Anthropic Messages, Gemini generateContent. The contract's output (usage with
  * fidelity, finish reason, call info with attempts) and its error classes are the same as the
  * hand-written adapters'. Issue 28 point 1.
  */
@@ -11,7 +11,7 @@ import type { SecretReader } from '../../lib/models/api-key.ts';
 import { ModelConfigError, modelsFromEnv } from '../../lib/models/configured.ts';
 import { createModelHost } from '../../lib/models/host.ts';
 import type { ModelTurnFunction } from '../../lib/models/types.ts';
-import { type FakeServer, startFakeServer } from '../fixtures/models/fake-server.ts';
+import { type FakeServer, fixture, startFakeServer } from '../fixtures/models/fake-server.ts';
 
 const input: ModelTurnInput = {
   run_id: 'r1',
@@ -333,11 +333,177 @@ describe('AI SDK anthropic model-turn function', () => {
   });
 });
 
+describe('AI SDK google model-turn function', () => {
+  const model = (entry: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}) =>
+    configured(
+      { provider: 'google', model: 'gemini-2.5-flash', base_url: `${server.url}/v1beta`, ...entry },
+      {
+        GOOGLE_GENERATIVE_AI_API_KEY: 'AIza-local',
+        ...env,
+      },
+    );
+
+  it('posts the transcript to generateContent with the key header and maps a text answer', async () => {
+    server.reply({ status: 200, body: 'fixture:gemini-generate-text.json' });
+
+    const answer = await model()(input, context, signal());
+
+    expect(answer).toMatchObject({
+      message: {
+        text: 'Hi Mia! Your profile shows a gold membership. How can I help with your reservation?',
+      },
+      tool_calls: [],
+      finish_reason: 'stop',
+      raw_finish_reason: 'STOP',
+      usage: { input_tokens: 1812, output_tokens: 19 },
+      usage_fidelity: 'reported',
+      call: {
+        provider: 'google.generative-ai',
+        model_id: 'gemini-2.5-flash',
+        response_id: 'mK5vaKGxNsW1nvgP3Ky02Ac',
+        attempts: 1,
+      },
+    });
+    const request = server.received[0];
+    expect(request?.url).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
+    expect(request?.headers['x-goog-api-key']).toBe('AIza-local');
+    const body = requestBody();
+    expect(body.systemInstruction).toEqual({ parts: [{ text: '# Airline Agent Policy' }] });
+    expect(body.contents).toMatchObject([
+      { role: 'user', parts: [{ text: 'Hi! My user id is mia_li_3668.' }] },
+      {
+        role: 'model',
+        parts: [
+          { text: 'Let me check.' },
+          { functionCall: { name: 'get_user_details', args: { user_id: 'mia_li_3668' } } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          {
+            functionResponse: {
+              name: 'get_user_details',
+              response: { name: 'get_user_details', content: '{"name": "Mia"}' },
+            },
+          },
+        ],
+      },
+    ]);
+    expect(body.tools).toMatchObject([{ functionDeclarations: [{ name: 'get_user_details' }] }]);
+  });
+
+  it('maps a function call to a tool call, with thinking tokens counted as output', async () => {
+    const reads: string[] = [];
+    const reader: SecretReader = {
+      async get(name) {
+        reads.push(name);
+        return 'AIza-from-secret';
+      },
+    };
+    server.reply({ status: 200, body: 'fixture:gemini-generate-function-call.json' });
+    const fn = configured(
+      {
+        provider: 'google',
+        model: 'gemini-2.5-flash',
+        base_url: `${server.url}/v1beta`,
+        api_key_secret: 'prod/gemini',
+      },
+      {},
+      reader,
+    );
+
+    const answer = await fn(input, context, signal());
+
+    expect(answer).toMatchObject({
+      message: { text: "I'll look up your profile first." },
+      tool_calls: [{ name: 'get_user_details', args: { user_id: 'mia_li_3668' } }],
+      finish_reason: 'tool_calls',
+      raw_finish_reason: 'STOP',
+      usage: { input_tokens: 1795, output_tokens: 24 + 40 },
+      usage_fidelity: 'reported',
+    });
+    // Gemini's functionCall carries no id here; the provider names the call.
+    expect((answer as { tool_calls: { call_id: string }[] }).tool_calls[0]?.call_id).toMatch(/^\S+$/);
+    expect(reads).toEqual(['prod/gemini']);
+    expect(server.received[0]?.headers['x-goog-api-key']).toBe('AIza-from-secret');
+  });
+
+  it('replays a Gemini 3 function call with the skip sentinel, as the transcript keeps no thought signature', async () => {
+    server.reply({ status: 200, body: 'fixture:gemini-generate-text.json' });
+
+    const answer = await model({ model: 'gemini-3.1-pro-preview' })(input, context, signal());
+
+    expect(answer).toMatchObject({ finish_reason: 'stop', usage_fidelity: 'reported' });
+    expect(server.received[0]?.url).toBe('/v1beta/models/gemini-3.1-pro-preview:generateContent');
+    const contents = requestBody().contents as { role: string; parts: Record<string, unknown>[] }[];
+    expect(contents[1]?.parts[1]).toMatchObject({
+      functionCall: { name: 'get_user_details' },
+      thoughtSignature: 'skip_thought_signature_validator',
+    });
+  });
+
+  it('estimates usage when the answer carries no usageMetadata', async () => {
+    const text = JSON.parse(fixture('gemini-generate-text.json')) as Record<string, unknown>;
+    delete text.usageMetadata;
+    server.reply({ status: 200, body: JSON.stringify(text) });
+
+    const answer = await model()(input, context, signal());
+
+    expect(answer).toMatchObject({ finish_reason: 'stop', usage_fidelity: 'estimated' });
+    const { usage } = answer as { usage: { input_tokens: number; output_tokens: number } };
+    expect(usage.input_tokens).toBeGreaterThan(0);
+    expect(usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('classifies RESOURCE_EXHAUSTED as rate_limited with its RetryInfo delay, and UNAVAILABLE as transient', async () => {
+    server.reply(
+      { status: 429, body: 'fixture:gemini-resource-exhausted.json' },
+      { status: 503, body: 'fixture:gemini-unavailable.json' },
+    );
+    const fn = model();
+    expect(await fn(input, context, signal())).toMatchObject({
+      error_class: 'rate_limited',
+      retryable: true,
+      http_status: 429,
+      provider_code: 'RESOURCE_EXHAUSTED',
+      retry_after_ms: 37_000,
+    });
+    expect(await fn(input, context, signal())).toMatchObject({
+      error_class: 'transient',
+      retryable: true,
+      http_status: 503,
+      provider_code: 'UNAVAILABLE',
+    });
+
+    server.reply(
+      { status: 503, body: 'fixture:gemini-unavailable.json' },
+      { status: 200, body: 'fixture:gemini-generate-function-call.json' },
+    );
+    const host = createModelHost({ functions: { '/m': fn }, default: '/m', sleep: async () => {} });
+    const answer = await host.turn(input, context, signal());
+    expect(answer).toMatchObject({ finish_reason: 'tool_calls', host_attempts: 2, provider_calls: 2 });
+  });
+
+  it('classifies a refused key (400 INVALID_ARGUMENT, as Gemini answers) as invalid_request', async () => {
+    server.reply({
+      status: 400,
+      body: '{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}',
+    });
+    expect(await model()(input, context, signal())).toMatchObject({
+      error_class: 'invalid_request',
+      retryable: false,
+      provider_code: 'INVALID_ARGUMENT',
+    });
+  });
+});
+
 describe('AGENT_RUNS_MODELS', () => {
   it('serves each entry at its path, the first as the default, and names each in models', () => {
     const out = modelsFromEnv({
       AGENT_RUNS_MODELS: JSON.stringify([
         { provider: 'anthropic', model: 'claude-sonnet-4-5' },
+        { provider: 'google', model: 'gemini-2.5-flash' },
         {
           provider: 'openai-compatible',
           model: 'llama3',
@@ -349,6 +515,7 @@ describe('AGENT_RUNS_MODELS', () => {
     expect(out.defaultPath).toBe('/lib/models/anthropic/claude-sonnet-4-5');
     expect(Object.keys(out.functions).sort()).toEqual([
       '/lib/models/anthropic/claude-sonnet-4-5',
+      '/lib/models/google/gemini-2.5-flash',
       '/lib/models/ollama',
       '/lib/raisin/ai/agent-run-model-turn',
     ]);
@@ -358,6 +525,12 @@ describe('AGENT_RUNS_MODELS', () => {
         provider: 'anthropic',
         model: 'claude-sonnet-4-5',
         key: 'environment ANTHROPIC_API_KEY',
+      },
+      {
+        path: '/lib/models/google/gemini-2.5-flash',
+        provider: 'google',
+        model: 'gemini-2.5-flash',
+        key: 'environment GOOGLE_GENERATIVE_AI_API_KEY',
       },
       { path: '/lib/models/ollama', provider: 'openai-compatible', model: 'llama3', key: 'none' },
     ]);
