@@ -18,6 +18,7 @@ import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { type CompactionResult, finishCompaction } from './compaction.ts';
 import { isDelegation, noteDelegationResult } from './delegation.ts';
+import { withProviderCalls } from './provider-calls.ts';
 import {
   append,
   closeAllRequests,
@@ -31,7 +32,6 @@ import {
   seal,
   type TransitionResult,
   terminalFields,
-  withProviderCalls,
 } from './draft.ts';
 import { type Fence, holdsLease } from './lease.ts';
 import { failRun, pauseRun } from './lifecycle.ts';
