@@ -533,9 +533,7 @@ class StepWorker {
     }, this.ctx.heartbeatMs);
     const unwatch = op.interruptible ? watchForStop(this.ctx, this.base.run_id, cancel) : async () => {};
     try {
-      // Each provider request is counted (a fenced commit) before it is made: provider-calls.ts.
-      const hooks = { beforeModelCall: () => countProviderCall(this) };
-      const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads(), hooks);
+      const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads());
       clearInterval(timer);
       await unwatch();
       await beating;
