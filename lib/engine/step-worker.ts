@@ -34,7 +34,6 @@ import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
-import { countProviderCall } from './provider-calls.ts';
 import { askReducer } from './reducer-delivery.ts';
 import { stopBeforeDispatch, watchForStop } from './stop-watch.ts';
 import { takeLease } from './take-lease.ts';
