@@ -52,9 +52,10 @@ describe('examples/reducers/one-tool.star', () => {
       new URL('../../docs/guides/starlark-and-wasm-reducers.md', import.meta.url),
       'utf8',
     );
-    const shown = /`examples\/reducers\/one-tool\.star`, complete:\n\n```python\n([\s\S]*?)```/.exec(
-      guide,
-    )?.[1];
+    const shown =
+      /`examples\/reducers\/one-tool\.star`, complete:\n\n(?:<!--[^\n]*-->\n\n)?```python\n([\s\S]*?)```/.exec(
+        guide,
+      )?.[1];
     expect(shown).toBe(await readFile(EXAMPLE, 'utf8'));
   });
 
