@@ -6,8 +6,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { checkRunLog, checkTotals, createCheckHost, type RunCheck } from '../../lib/replay/reducer-check.ts';
-import { exportRunLog, parseRunLog, type RunLog } from '../../lib/replay/run-log.ts';
+import { checkRunLog, checkTotals, type RunCheck } from '../../lib/engine/upgrade/reducer-check.ts';
+import { exportRunLog, parseRunLog, type RunLog } from '../../lib/engine/upgrade/run-log.ts';
+import { createCheckHost } from '../../lib/sandbox/check-host.ts';
 import { hashArtifactBytes } from '../../lib/sandbox/function-registry.ts';
 import { type CliContext, CliError } from './context.ts';
 import { artifactKindOf, type CheckOptions, checkSelection } from './reducers.ts';

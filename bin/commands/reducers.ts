@@ -1,6 +1,6 @@
 /**
  * `agent-runs reducers check`: replays recorded runs against a reducer artifact and reports, per
- * run, identical or the first divergent delivery (lib/replay/reducer-check.ts). The artifact is
+ * run, identical or the first divergent delivery (lib/engine/upgrade/reducer-check.ts). The artifact is
  * a file (`--artifact`, js / star / wasm) or the one published at a path (`--path`, with
  * `--hash` to insist on one; without it, the one published now, its hash printed); the runs are read through the API (`--run`, repeatable) or from exported logs
  * (`--from` a file or a directory of `*.json`, as `runs export` writes them). Exit code 1 when

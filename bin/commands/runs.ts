@@ -1,7 +1,7 @@
 /**
  * `agent-runs runs create|get|list|checkpoints|state|export|children`: create a run, read one, list
  * by status or subject, read its checkpoints, its domain state by revision, export its whole log
- * (`raisin.run-log/1`, lib/replay/run-log.ts: the record without its capability_hash), its children.
+ * (`raisin.run-log/1`, lib/engine/upgrade/run-log.ts: the record without its capability_hash), its children.
  */
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/shapes.ts';
@@ -222,7 +222,7 @@ ${JSON.stringify(state.state, null, 2)}`,
       )
       .option('-o, --output <file>', 'where to write it (default: stdout)')
       .action(async (runId: string, opts: { output?: string }, cmd: Command) => {
-        const { exportRunLog } = await import('../../lib/replay/run-log.ts');
+        const { exportRunLog } = await import('../../lib/engine/upgrade/run-log.ts');
         const log = await exportRunLog(ctx.client(cmd), runId, Date.now());
         const text = JSON.stringify(log, null, 2);
         if (opts.output === undefined) {

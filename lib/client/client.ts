@@ -133,7 +133,7 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
   getRunState(runId: string, options?: RunCallOptions & { rev?: number }): Promise<StateRevision>;
   /**
    * `POST /admin/reducers/check` (admin): checks an artifact against stored runs server-side;
-   * the answer is `{artifact, runs, totals, truncated}` (lib/replay/check-runs.ts).
+   * the answer is `{artifact, runs, totals, truncated}` (lib/http/check-runs.ts).
    */
   checkReducer(body: Record<string, unknown>): Promise<ReducerCheckReport>;
   /**

@@ -90,7 +90,7 @@ export interface EngineOptions {
   /**
    * Accept with evidence (issue 29 point 3): a resume with accept_reducer_change of a run paused
    * `reducer_changed` is rejected `reducer_check_failed` unless the artifact published now
-   * decides every recorded delivery of the run as the old one did (lib/replay/reducer-check.ts,
+   * decides every recorded delivery of the run as the old one did (lib/engine/upgrade/reducer-check.ts,
    * run at the resume). Default false; AGENT_RUNS_REQUIRE_REDUCER_CHECK=true in a deployment.
    */
   requireReducerCheck?: boolean;

@@ -15,7 +15,6 @@ import type {
   RunRecord,
 } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
-import type { RunAtSeq } from '../replay/run-at.ts';
 import * as clientDriven from './client-driven.ts';
 import { applyControl } from './controls.ts';
 import { type CreateRunOutput, createRun } from './create-run.ts';
@@ -39,8 +38,8 @@ import { readState, type StateRevision } from './state-reads.ts';
 import { type StepOutcome, stepRun } from './step-worker.ts';
 import { type SweepReport, sweep } from './sweep.ts';
 import { type PredecessorReport, recoverPredecessors } from './take-lease.ts';
+import type { RunAtSeq } from './upgrade/run-at.ts';
 
-export type { RunAtSeq } from '../replay/run-at.ts';
 export type { ClientWriteResult, LeaseView } from './client-driven.ts';
 export type { CreateRunOutput } from './create-run.ts';
 export type { DeliveryAck } from './deliveries.ts';
@@ -52,6 +51,7 @@ export type { StateRevision } from './state-reads.ts';
 export type { StepOutcome } from './step-worker.ts';
 export { emptySweepReport, type SweepReport } from './sweep.ts';
 export type { PredecessorReport } from './take-lease.ts';
+export type { RunAtSeq } from './upgrade/run-at.ts';
 
 export interface Engine {
   createRun(input: unknown, caller: Caller): Promise<CreateRunOutput>;

@@ -1,14 +1,14 @@
 /**
  * Accept with evidence (EngineOptions.requireReducerCheck): before a resume that accepts a
  * reducer change is decided, the run's whole log is checked against the artifact published now
- * at the run's path (lib/replay/reducer-check.ts, through the engine's own reducer host, unpinned).
+ * at the run's path (lib/engine/upgrade/reducer-check.ts, through the engine's own reducer host, unpinned).
  * Only `identical` passes; a divergence, a fork (not checkable) or a fault of the new artifact
  * does not. Issue 29 point 3.
  */
 import type { Control, RunEvent } from '../contracts/index.ts';
-import { checkRunLog } from '../replay/reducer-check.ts';
-import { parseRunLog, runLogOf } from '../replay/run-log.ts';
 import type { EngineDeps } from './deps.ts';
+import { checkRunLog } from './upgrade/reducer-check.ts';
+import { parseRunLog, runLogOf } from './upgrade/run-log.ts';
 
 const PAGE = 1000;
 

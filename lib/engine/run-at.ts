@@ -1,16 +1,16 @@
 /**
  * The time-travel read (`GET /runs/{id}/at/{seq}`): a run as it stood at one seq, from its log,
- * its checkpoints and the states it stored, without a new run (lib/replay/run-at.ts does the
+ * its checkpoints and the states it stored, without a new run (lib/engine/upgrade/run-at.ts does the
  * folding; the run's pinned reducer, through the engine's reducer host, gives the projection).
  * Authorization is the other reads' (readRun). Issue 29 point 5.
  */
 import type { RunEvent } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
-import { type RunAtSeq, runAtSeq } from '../replay/run-at.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
 import { readRun } from './reads.ts';
 import { readState } from './state-reads.ts';
+import { type RunAtSeq, runAtSeq } from './upgrade/run-at.ts';
 
 const PAGE = 1000;
 

@@ -8,9 +8,9 @@
  */
 import type { z } from '@hono/zod-openapi';
 import type { Engine } from '../engine/engine.ts';
-import { checkRuns, upgradeRuns } from '../replay/check-runs.ts';
 import type { FunctionRegistry } from '../sandbox/function-registry.ts';
 import { hashArtifactBytes } from '../sandbox/function-registry.ts';
+import { checkRuns, upgradeRuns } from './check-runs.ts';
 import { HttpError } from './errors.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
 import { type CheckArtifact, reducerCheckRoute, reducerUpgradeRoute } from './reducer-schemas.ts';

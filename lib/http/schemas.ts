@@ -221,7 +221,7 @@ export const RunAtParams = RunIdParams.extend({
   seq: wholeNumber(1, Number.MAX_SAFE_INTEGER).openapi({ param: { name: 'seq', in: 'path' } }),
 });
 
-/** A run as it stood at one seq (lib/replay/run-at.ts RunAtSeq). */
+/** A run as it stood at one seq (lib/engine/upgrade/run-at.ts RunAtSeq). */
 export const RunAtView = named('RunAtSeq', RunAtSeqContract);
 
 /** `?rev=`: a domain state revision (default: the run's current one). */

@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import { createClient } from '../../lib/client/index.ts';
+import { deliveriesOf } from '../../lib/engine/upgrade/run-at-delivery.ts';
+import { parseRunLog } from '../../lib/engine/upgrade/run-log.ts';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import { AGENT_LOOP_ARTIFACT_URL, readAgentLoopSource } from '../../lib/reducers/index.ts';
-import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
-import { parseRunLog } from '../../lib/replay/run-log.ts';
 import { runReplay, type StartReplayStack } from '../../lib/replay/run-replay.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';
 

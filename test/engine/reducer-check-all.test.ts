@@ -7,10 +7,11 @@
  */
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { checkRunLog, checkTotals } from '../../lib/engine/upgrade/reducer-check.ts';
+import { parseRunLog, runLogOf } from '../../lib/engine/upgrade/run-log.ts';
 import { readAgentLoopSource } from '../../lib/reducers/index.ts';
-import { checkRunLog, checkTotals, createCheckHost } from '../../lib/replay/reducer-check.ts';
-import { parseRunLog, runLogOf } from '../../lib/replay/run-log.ts';
 import { runReplay } from '../../lib/replay/run-replay.ts';
+import { createCheckHost } from '../../lib/sandbox/check-host.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';
 import { alice } from '../support/hosts.ts';
 import { memoryReplayStack } from '../support/memory-replay-stack.ts';

@@ -5,15 +5,16 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkRunLog } from '../../lib/engine/upgrade/reducer-check.ts';
+import { deliveriesOf } from '../../lib/engine/upgrade/run-at-delivery.ts';
+import { exportRunLog, parseRunLog, type RunLog } from '../../lib/engine/upgrade/run-log.ts';
 import { createHttpApp, type HttpApp } from '../../lib/http/app.ts';
 import { anyOf, bearerTokenAuth } from '../../lib/http/auth.ts';
+import { engineLogReader } from '../../lib/http/check-runs.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from '../../lib/reducers/index.ts';
-import { engineLogReader } from '../../lib/replay/check-runs.ts';
-import { checkRunLog, createCheckHost } from '../../lib/replay/reducer-check.ts';
-import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
-import { exportRunLog, parseRunLog, type RunLog } from '../../lib/replay/run-log.ts';
 import { runReplay } from '../../lib/replay/run-replay.ts';
 import { builtInFunctions } from '../../lib/runtime.ts';
+import { createCheckHost } from '../../lib/sandbox/check-host.ts';
 import { TAU_BENCH_DIR } from '../support/data.ts';
 import { alice } from '../support/hosts.ts';
 import { type MemoryReplayStack, memoryReplayStack } from '../support/memory-replay-stack.ts';

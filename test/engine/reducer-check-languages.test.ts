@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReducerRequest, RunEvent } from '../../lib/contracts/index.ts';
 import { reducerRequestFor } from '../../lib/core/reducer-outcome.ts';
 import type { ReducerHost } from '../../lib/engine/ports.ts';
-import { checkRunLog, createCheckHost } from '../../lib/replay/reducer-check.ts';
-import { deliveriesOf } from '../../lib/replay/run-at-delivery.ts';
-import { parseRunLog, type RunLog, runLogOf } from '../../lib/replay/run-log.ts';
+import { checkRunLog } from '../../lib/engine/upgrade/reducer-check.ts';
+import { deliveriesOf } from '../../lib/engine/upgrade/run-at-delivery.ts';
+import { parseRunLog, type RunLog, runLogOf } from '../../lib/engine/upgrade/run-log.ts';
+import { createCheckHost } from '../../lib/sandbox/check-host.ts';
 import {
   type ArtifactKind,
   createSandboxReducerHost,

@@ -14,7 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
-import { runLogOf } from '../../lib/replay/run-log.ts';
+import { runLogOf } from '../../lib/engine/upgrade/run-log.ts';
 import { newRun } from '../support/runs.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

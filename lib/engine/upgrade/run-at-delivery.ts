@@ -18,8 +18,8 @@ import {
   type RunRecord,
   type RunStatus,
   type Usage,
-} from '../contracts/index.ts';
-import { toReducerEvent } from '../core/reducer-request.ts';
+} from '../../contracts/index.ts';
+import { toReducerEvent } from '../../core/reducer-request.ts';
 
 /** The record fields a reducer request copies, as they stood when an event was delivered. */
 export type RunSummary = Pick<

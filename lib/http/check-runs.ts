@@ -8,9 +8,10 @@
 import { RUN_STATUSES, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import type { Engine } from '../engine/engine.ts';
+import { checkRunLog, checkTotals, type RunCheck } from '../engine/upgrade/reducer-check.ts';
+import { exportRunLog, parseRunLog, type RunLogReader } from '../engine/upgrade/run-log.ts';
+import { createCheckHost } from '../sandbox/check-host.ts';
 import type { ArtifactKind } from '../sandbox/function-registry.ts';
-import { checkRunLog, checkTotals, createCheckHost, type RunCheck } from './reducer-check.ts';
-import { exportRunLog, parseRunLog, type RunLogReader } from './run-log.ts';
 
 /** The engine reads a check needs. */
 export type CheckReads = Pick<Engine, 'getRun' | 'readEvents' | 'listCheckpoints' | 'getState' | 'listRuns'>;

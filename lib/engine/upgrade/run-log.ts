@@ -8,7 +8,7 @@
  * Seed: agent-runs, "Checkpoints", "Storage and cluster behaviour"; issue 29 point 2.
  */
 import { z } from 'zod';
-import { Budgets, Checkpoint, ReducerBinding, RunEvent, Subject } from '../contracts/index.ts';
+import { Budgets, Checkpoint, ReducerBinding, RunEvent, Subject } from '../../contracts/index.ts';
 
 export const RUN_LOG_FORMAT = 'raisin.run-log/1';
 

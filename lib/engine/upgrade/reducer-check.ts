@@ -7,13 +7,10 @@
  * point. Result per run: identical, or the first divergent delivery with both answers and a
  * short diff. DESIGN section 13 ("upgrades can be checked exactly"); issue 29 point 1.
  */
-import type { ReducerBinding, ReducerRequest } from '../contracts/index.ts';
-import { canonicalJson } from '../core/canonical.ts';
-import { reducerRequestFor, validateAnswer } from '../core/reducer-outcome.ts';
-import type { ReducerHost } from '../engine/ports.ts';
-import { type ArtifactKind, InMemoryFunctionRegistry } from '../sandbox/function-registry.ts';
-import { createLazyReducerHost, type LazyReducerHost } from '../sandbox/lazy-host.ts';
-import type { SandboxLimits } from '../sandbox/limits.ts';
+import type { ReducerBinding, ReducerRequest } from '../../contracts/index.ts';
+import { canonicalJson } from '../../core/canonical.ts';
+import { reducerRequestFor, validateAnswer } from '../../core/reducer-outcome.ts';
+import type { ReducerHost } from '../ports.ts';
 import { detailOfEffect, type EffectDetail, recordedDetails } from './effect-details.ts';
 import { type Delivery, deliveriesOf, type RunSummary } from './run-at-delivery.ts';
 import type { RunLog } from './run-log.ts';
@@ -56,20 +53,8 @@ export type RunCheck =
   | { run_id: string; result: 'skipped'; deliveries: 0; reason: string };
 
 /** The binding a check host serves its one artifact at. */
-const CHECK_PATH = '/check/artifact';
-
-/**
- * A reducer host serving one artifact (bytes of kind js, star or wasm) under the sandbox limits.
- * The sandbox is imported on the first delivery (lazy-host.ts), so the HTTP API that serves the
- * check loads no reducer runtime until a check runs.
- */
-export function createCheckHost(
-  artifact: { kind: ArtifactKind; bytes: Uint8Array },
-  limits?: Partial<SandboxLimits>,
-): LazyReducerHost {
-  const registry = new InMemoryFunctionRegistry([{ function_path: CHECK_PATH, ...artifact }]);
-  return createLazyReducerHost({ registry, ...(limits !== undefined ? { limits } : {}) });
-}
+/** Where a check host (lib/sandbox/check-host.ts) serves the artifact it checks. */
+export const CHECK_PATH = '/check/artifact';
 
 /** The recorded answer of a delivery, with the stored state of its revision when known. */
 function recordedAnswer(d: Delivery, log: RunLog, states: ReadonlyMap<number, unknown>): ComparedAnswer {

@@ -8,7 +8,7 @@
  * a changed summary or question is a divergence. Fields the log does not hold (a tool's args, a
  * model turn's request, the projection) are not compared. Issue 29 point 1.
  */
-import type { Effect, RunEvent } from '../contracts/index.ts';
+import type { Effect, RunEvent } from '../../contracts/index.ts';
 
 /** The fields of one effect the log can show, by kind (absent when none). */
 export type EffectDetail = Record<string, unknown>;

@@ -8,10 +8,10 @@
  * served, or it does not reproduce a recorded state revision, the projection (and a state the
  * store lost) is reported unknown. Issue 29 point 5; seed: agent-runs, "Projections", "Checkpoints".
  */
-import type { Checkpoint, Projection, ReducerBinding, RunEvent, RunRecord } from '../contracts/index.ts';
-import { effectiveProjection } from '../core/projection.ts';
-import { reducerRequestFor, validateAnswer } from '../core/reducer-outcome.ts';
-import type { ReducerHost } from '../engine/ports.ts';
+import type { Checkpoint, Projection, ReducerBinding, RunEvent, RunRecord } from '../../contracts/index.ts';
+import { effectiveProjection } from '../../core/projection.ts';
+import { reducerRequestFor, validateAnswer } from '../../core/reducer-outcome.ts';
+import type { ReducerHost } from '../ports.ts';
 import { deliveriesOf, type RunSummary, summaryAfter } from './run-at-delivery.ts';
 
 /** The answer of `GET /runs/{id}/at/{seq}`. */
