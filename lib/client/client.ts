@@ -27,7 +27,6 @@ import { type FollowLiveOptions, followSse, type LiveTarget } from './live.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 import { type RegistryMethods, registryMethods } from './registry-methods.ts';
 import {
-  ARTIFACT_MEDIA_TYPES,
   type Checkpoint,
   type ChildRun,
   type ClientOptions,

@@ -33,7 +33,6 @@ import { ENV } from '../config.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../contracts/index.ts';
 import { type AiSdkProvider, aiSdkModels, parseAiSdkModels } from './ai-sdk-config.ts';
 import { maxAgeOf, type SecretReader, secretApiKey } from './api-key.ts';
-import { createBedrockModel } from './bedrock.ts';
 import { ModelConfigError } from './errors.ts';
 import { lazyModelTurn } from './lazy.ts';
 import { createOpenAiCompatibleModel } from './openai-compatible.ts';

@@ -14,7 +14,6 @@ import type { CrashPoint, Engine } from '../../lib/engine/engine.ts';
 import { StoreUnavailable } from '../../lib/engine/errors.ts';
 import {
   type Commit,
-  type CommitFailure,
   CommitRejected,
   type ModelHost,
   type RunStore,
