@@ -4,10 +4,12 @@
  * rejection reasons. Seed: agent-runs, "Controls".
  */
 import { z } from 'zod';
+import { cleanId } from './create-run.ts';
 import { STEER_WHEN_BUSY } from './names.ts';
 import { Budgets } from './run.ts';
 
-const controlBase = { control_id: z.string().min(1).max(200) };
+/** No control characters in a control id (create-run.ts cleanId). */
+const controlBase = { control_id: cleanId(200) };
 
 export const StopControl = z.strictObject({
   ...controlBase,

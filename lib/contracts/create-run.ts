@@ -39,6 +39,19 @@ function refuseControlChars(
   });
 }
 
+/**
+ * A caller-chosen identifier (a create key, a control id): 1..`max` characters, none of them a
+ * control character (C0, C1, DEL: `control_character`), so that it prints safely wherever it is
+ * shown.
+ */
+export function cleanId(max: number) {
+  return z
+    .string()
+    .min(1)
+    .max(max)
+    .superRefine((text, ctx) => refuseControlChars(ctx, [], text));
+}
+
 /** A subject whose workspace, path and node_id hold no control character (tab and newline neither). */
 const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
   refuseControlChars(ctx, ['workspace'], subject.workspace);
@@ -73,7 +86,7 @@ export const CreateRunInput = z
     on_provider_outage: OnProviderOutage.default('pause'),
     as_agent: z.string().min(1).optional(),
     on_behalf_of: z.string().min(1).optional(),
-    create_key: z.string().min(1).max(256).optional(),
+    create_key: cleanId(256).optional(),
     executor_config: JsonObject.default({}),
     /** The tier asked for; the deployment's floor applies when absent or lower. */
     risk_tier: RiskTier.optional(),
@@ -109,6 +122,6 @@ export const ForkRunInput = z.strictObject({
   budgets: Budgets.optional(),
   on_exceeded: OnExceeded.optional(),
   subject: CleanSubject.optional(),
-  create_key: z.string().min(1).max(256).optional(),
+  create_key: cleanId(256).optional(),
 });
 export type ForkRunInput = z.input<typeof ForkRunInput>;

@@ -297,6 +297,26 @@ describe('HTTP API: control characters in a create body', () => {
   });
 });
 
+describe('HTTP API: caller-chosen ids hold no control characters', () => {
+  it('refuses a control character in a create_key or a control_id with 400 naming the field, writing nothing', async () => {
+    const subject = uniqueSubject();
+    const create = await errorOf(await post('/runs', { subject, reducer: null, create_key: 'k\u007f' }));
+    expect(create).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(create.details.issues).toEqual([
+      expect.objectContaining({ path: 'create_key', code: 'control_character' }),
+    ]);
+    expect(await runtime.store.findBySubject(subject)).toBeNull();
+
+    const created = await post('/runs', { subject: uniqueSubject(), reducer: null });
+    const { run } = (await created.json()) as { run: RunRecord };
+    const control = await errorOf(
+      await post(`/runs/${run.run_id}/controls`, { control_id: 'c\u001b', command: 'pause' }),
+    );
+    expect(control).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect((await runtime.store.getRun(run.run_id))?.version).toBe(run.version);
+  });
+});
+
 describe('HTTP API: control bodies are checked as strictly as create bodies', () => {
   it('refuses a resume with a misspelt field (budget_incrase), naming it, and applies nothing', async () => {
     const run = await waitingRun();
