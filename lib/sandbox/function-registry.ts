@@ -71,7 +71,9 @@ export const RESERVED_FUNCTION_PREFIXES: readonly string[] = ['/lib/raisin/', '/
 
 /** Whether `functionPath` (with its leading `/`) lies under a {@link RESERVED_FUNCTION_PREFIXES} prefix. */
 export function isReservedFunctionPath(functionPath: string): boolean {
-  return RESERVED_FUNCTION_PREFIXES.some((prefix) => functionPath.startsWith(prefix));
+  // Case-blind: `/Lib/raisin/x` must not pass for a path beside the reserved one.
+  const path = functionPath.toLowerCase();
+  return RESERVED_FUNCTION_PREFIXES.some((prefix) => path.startsWith(prefix));
 }
 
 /** Lowercase hex sha256 of `bytes` (64 characters). */

@@ -227,6 +227,9 @@ describe('reserved system paths', () => {
     '/lib/raisin/agent-runs/delegate',
     '/lib/raisin/ai/agent-run-model-turn',
     '/lib/models/openai',
+    // Case variants lie beside the reserved prefixes: refused too.
+    '/Lib/raisin/x',
+    '/LIB/MODELS/openai',
   ];
 
   it('refuses a function PUT at a reserved path to every caller, admins and system callers included', async () => {
