@@ -7,6 +7,7 @@
 import type { RunEvent } from '../contracts/index.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
+import { HttpError } from './errors.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
 import {
   beginOperationRoute,
@@ -76,7 +77,15 @@ export function registerClientRoutes(
   app.openapi(eventStreamRoute, async (c) => {
     const { id } = c.req.valid('param');
     const { after, limit, wait } = c.req.valid('query');
-    const lastEventId = Number(c.req.header('last-event-id') ?? Number.NaN);
+    const header = c.req.header('last-event-id');
+    // A Last-Event-ID is a seq this stream sent: anything else is refused as `after=` would be.
+    const lastEventId = header === undefined ? Number.NaN : Number(header);
+    if (header !== undefined && !(Number.isSafeInteger(lastEventId) && lastEventId >= 0)) {
+      throw new HttpError('validation_failed', 'Last-Event-ID is not a seq this stream sent', {
+        target: 'header',
+        issues: [{ path: 'last-event-id', message: 'expected a whole number, 0 or more' }],
+      });
+    }
     const from = Number.isInteger(lastEventId) && lastEventId > after ? lastEventId : after;
     const caller = callerOf(c);
     const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);

@@ -317,6 +317,23 @@ describe('HTTP API: caller-chosen ids hold no control characters', () => {
   });
 });
 
+describe('HTTP API: an event stream resumes only from a seq it sent', () => {
+  it('refuses a Last-Event-ID that is not a whole number with 400, and resumes after a valid one', async () => {
+    const created = await post('/runs', { subject: uniqueSubject(), reducer: null });
+    const { run } = (await created.json()) as { run: RunRecord };
+    const stream = (lastEventId: string) =>
+      app.request(`/runs/${run.run_id}/events/stream?wait=0`, {
+        headers: { authorization: `Bearer ${TOKEN}`, 'last-event-id': lastEventId },
+      });
+    for (const bad of ['1e999', '-1', 'x', '1.5']) {
+      expect(await errorOf(await stream(bad)), bad).toMatchObject({ status: 400, code: 'validation_failed' });
+    }
+    const resumed = await stream('0');
+    expect(resumed.status).toBe(200);
+    expect(await resumed.text()).toContain('id: 1');
+  });
+});
+
 describe('HTTP API: control bodies are checked as strictly as create bodies', () => {
   it('refuses a resume with a misspelt field (budget_incrase), naming it, and applies nothing', async () => {
     const run = await waitingRun();
