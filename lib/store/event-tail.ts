@@ -12,8 +12,7 @@
  * reads pages only up to first_seq - 1 and the rest from the tail, never past last_seq.
  *
  * Where a commit puts its events (layoutOf):
- *   - into the tail when the record item stays within TAIL_ITEM_LIMIT (one write unit): one
- *     plain write;
+ *   - into the tail when the record item stays within TAIL_ITEM_LIMIT: one plain write;
  *   - else the old tail is FLUSHED (when the commit's own events then fit TAIL_ITEM_LIMIT, or,
  *     for a record too large for that, once the tail passes LARGE_TAIL_ITEM_LIMIT): its events and states become one page keyed E#{first_seq},
  *     stored compressed as they were in the record (`events_z`, record-codec.ts packPageBody)
@@ -39,18 +38,21 @@ export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
 
 /**
  * The record item's largest size (bytes, as DynamoDB counts it) that takes events inline: one
- * write unit (1 KB) per commit, less room for the charge counters the commit settles after its
- * item is sized (`metered`, metering.ts), whose numbers grow. Past it the tail is flushed to a page and the commit's own
- * events start a new tail.
+ * and a half write units' worth, less room for the charge counters the commit settles after its
+ * item is sized (`metered`, metering.ts), whose numbers grow and would otherwise push an item
+ * just under a unit boundary over it. Past it the tail is flushed to a page and the commit's own
+ * events start a new tail. Measured both ways on the peer bench (2026-12-03): a 1 KB limit cut
+ * write units per step from 3.15 to 2.7 but flushed about every second commit (write requests
+ * per step 1.2 -> 1.6, steps/s 183 -> 160): a step's round trips come first here.
  */
-export const TAIL_ITEM_LIMIT = 1_024 - 64;
+export const TAIL_ITEM_LIMIT = 1_536 - 64;
 /**
  * The limit for a record too large to hold even one commit's events within TAIL_ITEM_LIMIT (its
- * own fields pass about 1 KB compressed: a model turn's instructions and tool list, many open
- * requests): such a record costs two units per commit anyway, and its tail grows to this size
- * before it is flushed, rather than every commit writing its events to a page of their own.
+ * own fields pass about 1.5 KB compressed: a model turn's instructions and tool list, many open
+ * requests): its tail grows to this size before it is flushed, rather than every commit writing
+ * its events to a page of their own.
  */
-export const LARGE_TAIL_ITEM_LIMIT = 1_536;
+export const LARGE_TAIL_ITEM_LIMIT = 2_048 - 64;
 /**
  * The tail's largest JSON text (bytes) before compression: every read of the record inflates
  * it, so payloads that compress well (but are large) still go to pages.
