@@ -160,8 +160,11 @@ try {
     const importWall = median(runs.map((r) => r.wallMs - r.callMs));
     const over = importWall - baseline;
     const reducer = REDUCER_FILES.some((x) => existsSync(join(f.dir, x)));
-    const reducerTarget =
-      f.name === 'step' || f.name === 'sweeper' ? 'yes (runs reducers)' : reducer ? 'NOT MET' : 'no (met)';
+    const reducerTarget = ['step', 'sweeper', 'control'].includes(f.name)
+      ? 'yes (runs reducers)'
+      : reducer
+        ? 'NOT MET'
+        : 'no (met)';
     console.log(
       [
         f.name.padEnd(9),
