@@ -127,12 +127,16 @@ const NO_REGISTRIES: RegistryStore = {
   },
 };
 
-/** The engine's options with every default applied: what each use case receives. */
-export type EngineDeps = Required<EngineOptions>;
+/**
+ * The engine's options with every default applied: what each use case receives. `incarnation`:
+ * this process's slot and start when it fills a slot (EngineOptions.workerSlot), else null.
+ */
+export type EngineDeps = Required<EngineOptions> & { incarnation: WorkerIncarnation | null };
 
 export function resolveDeps(options: EngineOptions): EngineDeps {
   // The lease, heartbeat, skew and stop-poll defaults are the ones the CLI and console assume.
   const timings = resolveTimings(options);
+  const incarnation = incarnationFor(options);
   return {
     store: options.store,
     queue: options.queue,
@@ -141,8 +145,13 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     tools: options.tools,
     models: options.models,
     registries: options.registries ?? NO_REGISTRIES,
-    workerId: workerIdOf(options),
+    // A slotted process's leases are owned `<slot>@<start ms>/...` (core leaseOwnerOf).
+    workerId:
+      incarnation !== null
+        ? leaseOwnerOf(incarnation, '').slice(0, -1)
+        : (options.workerId ?? `worker-${randomUUID().slice(0, 8)}`),
     workerSlot: options.workerSlot ?? null,
+    incarnation,
     leaseTtlMs: timings.lease_ttl_ms,
     heartbeatMs: timings.heartbeat_ms,
     stopPollMs: timings.stop_poll_ms,
@@ -161,23 +170,14 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
   };
 }
 
-/** The lease owner prefix of this process: its slot and start (`<slot>@<ms>`), else the given or a random id. */
-function workerIdOf(options: EngineOptions): string {
-  if (options.workerSlot != null && !/^[A-Za-z0-9._:-]{1,64}$/.test(options.workerSlot))
+/** The slot and start of this process when it fills a slot; throws RangeError for a slot name that could forge another owner. */
+function incarnationFor(options: EngineOptions): WorkerIncarnation | null {
+  if (options.workerSlot == null) return null;
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(options.workerSlot))
     throw new RangeError(
       `workerSlot must be 1-64 letters, digits, '.', '_', ':' or '-': ${JSON.stringify(options.workerSlot)}`,
     );
-  if (options.workerSlot != null)
-    return leaseOwnerOf({ slot: options.workerSlot, startedAt: options.clock.now() }, '').slice(0, -1);
-  return options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
-}
-
-/**
- * The incarnation of a slotted worker, read back from its id (`<slot>@<ms>`); null without a slot.
- */
-export function incarnationOf(ctx: Pick<EngineDeps, 'workerId' | 'workerSlot'>): WorkerIncarnation | null {
-  if (ctx.workerSlot === null) return null;
-  return { slot: ctx.workerSlot, startedAt: Number(ctx.workerId.slice(ctx.workerSlot.length + 1)) };
+  return { slot: options.workerSlot, startedAt: options.clock.now() };
 }
 
 /** The step function's memory in the CDK stack (cdk/stack.ts FUNCTIONS.step), in MB. */

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import { acquireLease, hasWork, heldByDeadPredecessor, takeOverPredecessor } from '../core/run-machine.ts';
 import { deliverAfterEnd } from './after-end.ts';
-import { commitOf, commitRun, type EngineContext, incarnationOf, wake } from './deps.ts';
+import { commitOf, commitRun, type EngineContext, wake } from './deps.ts';
 import { CommitRejected, SWEEP_SHARDS } from './ports.ts';
 
 /** What a step ends with when it cannot take the lease. */
@@ -71,7 +71,7 @@ export async function takeOverDeadPredecessor(
   ctx: EngineContext,
   record: RunRecord,
 ): Promise<RunRecord | null> {
-  const self = incarnationOf(ctx);
+  const self = ctx.incarnation;
   if (self === null || !heldByDeadPredecessor(record, self)) return null;
   const taken = takeOverPredecessor(record, self, ctx.clock.now());
   if (!taken.ok) return null;
@@ -108,7 +108,7 @@ export interface PredecessorReport {
  */
 export async function recoverPredecessors(ctx: EngineContext, limit = 200): Promise<PredecessorReport> {
   const report: PredecessorReport = { examined: 0, taken_over: 0 };
-  if (incarnationOf(ctx) === null) return report;
+  if (ctx.incarnation === null) return report;
   const horizon = ctx.clock.now() + ctx.leaseTtlMs + ctx.clockSkewMs;
   for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
     for (const runId of await ctx.store.sweepCandidates(shard, horizon, limit)) {
