@@ -1,39 +1,17 @@
-/**
- * `npm run ai-sdk:check`: builds the @agent-runs/ai-sdk package (packages/ai-sdk: tsc over
- * lib/ai-sdk and the contracts it reads), points its imports of lib/client at the
- * `@agent-runs/client` peer (one copy of the client, so its ApiError and `drive` are the ones the
- * caller's client throws and fences with), packs it and @agent-runs/client with `npm pack`,
- * installs both with `ai` into a fresh project, type-checks every ```ts block of
- * packages/ai-sdk/README.md against the installed declarations and runs it against a local
- * stack: each must exit 0 and print every line its `// prints: ...` comments name. Exits 1 on
- * the first failure. Issue 28, point 2.
- */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type CheckStack, checkSteps, startCheckStack, tsBlocks } from './package-check-parts.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = join(root, 'packages/ai-sdk');
 const clientPkg = join(root, 'packages/client');
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const work = mkdtempSync(join(tmpdir(), 'agent-runs-ai-sdk-'));
-const started = performance.now();
-const step = (text: string) =>
-  console.log(`ai-sdk:check ${((performance.now() - started) / 1000).toFixed(1)}s ${text}`);
-const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) =>
-  execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-let stack: ChildProcess | undefined;
-
-/** The ```ts blocks of a Markdown text, each with the lines its `// prints: ` comments name. */
-function tsBlocks(markdown: string): { code: string; prints: string[] }[] {
-  return [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => {
-    const code = m[1] as string;
-    const prints = [...code.matchAll(/^\/\/ prints: (.*)$/gm)].map((p) => (p[1] as string).trim());
-    return { code, prints };
-  });
-}
+const { step, run } = checkSteps('ai-sdk:check');
+let stack: CheckStack | undefined;
 
 /** Builds packages/ai-sdk/dist and makes lib/client the `@agent-runs/client` peer: its copy is removed. */
 function buildPackage(): void {
@@ -57,28 +35,6 @@ function buildPackage(): void {
         throw new Error(`dist/lib/${dir}/${file} still imports lib/client or lib/core`);
     }
   }
-}
-
-/** Starts the local stack in `dir`; resolves with its URL and token. */
-async function startStack(dir: string): Promise<{ url: string; token: string }> {
-  mkdirSync(dir, { recursive: true });
-  stack = spawn(
-    process.execPath,
-    [join(root, 'bin/agent-runs.ts'), 'start', '--port', '0', '--json', '--log-level', 'silent'],
-    {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let out = '';
-    stack?.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{') && l.includes('"token"'));
-      if (line !== undefined) resolve(JSON.parse(line) as { url: string; token: string });
-    });
-    stack?.once('exit', (code) => reject(new Error(`the local stack exited (${code}) before it was ready`)));
-  });
 }
 
 try {
@@ -134,7 +90,8 @@ try {
   run(process.execPath, [tsc, '-p', project], project);
   step(`the README's ${samples.length} samples type-check against the installed declarations`);
 
-  const ready = await startStack(join(work, 'stack'));
+  stack = await startCheckStack(root, join(work, 'stack'));
+  const ready = stack;
   step(`local stack at ${ready.url}`);
   const env = { ...process.env, AGENT_RUNS_URL: ready.url, AGENT_RUNS_TOKEN: ready.token };
   for (const [i, sample] of samples.entries()) {
@@ -150,10 +107,6 @@ try {
   console.error(`ai-sdk:check failed: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
 } finally {
-  if (stack !== undefined && stack.exitCode === null) {
-    const exited = new Promise((resolve) => stack?.once('exit', resolve));
-    stack.kill('SIGTERM');
-    await exited;
-  }
+  await stack?.stop();
   rmSync(work, { recursive: true, force: true });
 }

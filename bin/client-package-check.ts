@@ -10,23 +10,20 @@
  * against the local stack: each must exit 0 and print every line its `// prints: ...` comments
  * name. Exits 1 on the first failure. Issue 13, "An installable client and CLI"; issue 27.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import ts from 'typescript';
+import { type CheckStack, checkSteps, startCheckStack, tsBlocks } from './package-check-parts.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = join(root, 'packages/client');
 const work = mkdtempSync(join(tmpdir(), 'agent-runs-client-'));
-const started = performance.now();
-const step = (text: string) =>
-  console.log(`client:check ${((performance.now() - started) / 1000).toFixed(1)}s ${text}`);
-const run = (command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env) =>
-  execFileSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-let stack: ChildProcess | undefined;
+const { step, run } = checkSteps('client:check');
+let stack: CheckStack | undefined;
 
 /**
  * The exports of the declaration files `entries` (and the members of exported interfaces and
@@ -60,15 +57,6 @@ function undocumented(entries: string[]): string[] {
     }
   }
   return missing;
-}
-
-/** The ```ts blocks of a Markdown text, each with the lines its `// prints: ` comments name. */
-function tsBlocks(markdown: string): { code: string; prints: string[] }[] {
-  return [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => {
-    const code = m[1] as string;
-    const prints = [...code.matchAll(/^\/\/ prints: (.*)$/gm)].map((p) => (p[1] as string).trim());
-    return { code, prints };
-  });
 }
 
 try {
@@ -175,22 +163,8 @@ try {
   );
   step(`the README's ${samples.length} samples type-check against the declarations`);
 
-  const stackDir = join(work, 'stack');
-  run('mkdir', ['-p', stackDir], work);
-  stack = spawn(
-    process.execPath,
-    [join(root, 'bin/agent-runs.ts'), 'start', '--port', '0', '--json', '--log-level', 'silent'],
-    { cwd: stackDir, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const ready = await new Promise<{ url: string; token: string }>((resolve, reject) => {
-    let out = '';
-    stack?.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{') && l.includes('"token"'));
-      if (line !== undefined) resolve(JSON.parse(line) as { url: string; token: string });
-    });
-    stack?.once('exit', (code) => reject(new Error(`the local stack exited (${code}) before it was ready`)));
-  });
+  stack = await startCheckStack(root, join(work, 'stack'));
+  const ready = stack;
   step(`local stack at ${ready.url}`);
 
   const env = { ...process.env, AGENT_RUNS_URL: ready.url, AGENT_RUNS_TOKEN: ready.token };
@@ -225,10 +199,6 @@ try {
   console.error(`client:check failed: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
 } finally {
-  if (stack !== undefined && stack.exitCode === null) {
-    const exited = new Promise((resolve) => stack?.once('exit', resolve));
-    stack.kill('SIGTERM');
-    await exited;
-  }
+  await stack?.stop();
   rmSync(work, { recursive: true, force: true });
 }
