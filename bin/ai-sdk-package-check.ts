@@ -1,4 +1,13 @@
-
+/**
+ * `npm run ai-sdk:check`: builds the @agent-runs/ai-sdk package (packages/ai-sdk: tsc over
+ * lib/ai-sdk and the contracts it reads), points its imports of lib/client at the
+ * `@agent-runs/client` peer (one copy of the client, so its ApiError and `drive` are the ones the
+ * caller's client throws and fences with), packs it and @agent-runs/client with `npm pack`,
+ * installs both with `ai` into a fresh project, type-checks every ```ts block of
+ * packages/ai-sdk/README.md against the installed declarations and runs it against a local
+ * stack: each must exit 0 and print every line its `// prints: ...` comments name. Exits 1 on
+ * the first failure. Issue 28, point 2.
+ */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

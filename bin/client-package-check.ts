@@ -10,7 +10,7 @@
  * against the local stack: each must exit 0 and print every line its `// prints: ...` comments
  * name. Exits 1 on the first failure. Issue 13, "An installable client and CLI"; issue 27.
  */
-import { execFileSync, } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
