@@ -1,11 +1,16 @@
 /**
- * Runs a JavaScript reducer in QuickJS under the deterministic execution policy: a fresh
- * runtime and context per call, the deterministic prelude evaluated before the reducer's
- * module, no host function reachable, CPU bounded by an interrupt deadline, memory bounded by
- * the maximum of the QuickJS module's WebAssembly memory, stack by the runtime's stack limit.
- * The QuickJS WebAssembly module is loaded once per process (per memory limit).
- * Seed: agent-run-contracts, "The reducer contract" and "Validation" (last paragraph);
- * DESIGN section 9.
+ * Runs a JavaScript reducer in QuickJS under the deterministic execution policy: every call
+ * starts from the same state (the deterministic prelude evaluated, then the reducer's module,
+ * in a runtime and context of their own), no host function reachable, CPU bounded by an
+ * interrupt deadline, memory bounded by the maximum of the QuickJS instance's WebAssembly memory,
+ * stack by the runtime's stack limit. Seed: agent-run-contracts, "The reducer contract" and
+ * "Validation" (last paragraph); DESIGN section 9.
+ *
+ * A reducer is loaded once per artifact, handler and limits into a QuickJS instance of its own
+ * (at most MAX_LOADED instances, least recently used dropped first); the instance's memory is
+ * captured right after the load and written back after every call (lib/sandbox/quickjs-image.ts),
+ * so no call sees what an earlier one did: module-level variables, globals, the Math.random
+ * sequence, the allocator's state all start where the load left them.
  *
  * Convention (README, "JavaScript reducers"): the artifact is an ES module; the handler is the
  * named export the binding's `handler` selects (default `reduce`), called with the request
@@ -23,48 +28,47 @@ import {
 } from 'quickjs-emscripten';
 import { DETERMINISTIC_PRELUDE } from './deterministic-prelude.ts';
 import { type SandboxLimits, type SandboxOutcome, truncate, unavailable } from './limits.ts';
-import { WASM_PAGE_BYTES, wasmApi } from './wasm-api.ts';
+import { captureImage, type ImageLayout, type MemoryImage, probeLayout } from './quickjs-image.ts';
+import { WASM_PAGE_BYTES, type WasmMemory, wasmApi } from './wasm-api.ts';
 
 /**
- * Bytes of the QuickJS module's own memory before any reducer allocates (its initial memory:
- * static data, C stack, allocator). The module's memory maximum is this plus `memoryBytes`.
+ * Bytes of a QuickJS instance's own memory before any reducer allocates (its initial memory:
+ * static data, C stack, allocator). The instance's memory maximum is this plus `memoryBytes`.
  */
 const QUICKJS_BASE_BYTES = 16 * 1024 * 1024;
 
+/** Reducers kept loaded (each holds a QuickJS instance: about 1-2 MiB resident plus its image). */
+const MAX_LOADED = 8;
+
 /**
- * One loaded QuickJS module with a capped memory. `allocationFailed` is set whenever the module
+ * One QuickJS instance with a capped memory. `allocationFailed` is set whenever the instance
  * asked for more memory than the cap: the call in progress is then out of memory even if the
- * reducer caught the error (what it could allocate would depend on earlier calls' fragmentation).
+ * reducer caught the error.
  */
-interface LoadedQuickJS {
+interface QuickJSInstance {
   module: QuickJSWASMModule;
+  memory: WasmMemory;
   allocationFailed: boolean;
 }
 
-/** Loaded modules by memory cap (a process normally has one host, hence one entry). */
-const loaded = new Map<number, Promise<LoadedQuickJS>>();
-
 /**
- * The process's QuickJS module for `memoryBytes`, loaded on first use with a WebAssembly memory
- * whose maximum is QUICKJS_BASE_BYTES + memoryBytes. QuickJS's own heap accounting cannot see
- * block sizes in its emscripten build, so this maximum is the memory bound that holds.
- * A failed load is retried on the next call.
+ * A new QuickJS instance whose memory maximum is QUICKJS_BASE_BYTES + memoryBytes. QuickJS's own
+ * heap accounting cannot see block sizes in its emscripten build, so this maximum is the memory
+ * bound that holds.
  */
-function loadQuickJS(memoryBytes: number): Promise<LoadedQuickJS> {
-  const cached = loaded.get(memoryBytes);
-  if (cached) return cached;
+async function newInstance(memoryBytes: number): Promise<QuickJSInstance> {
   const pages = (bytes: number) => Math.ceil(bytes / WASM_PAGE_BYTES);
   const memory = new wasmApi.Memory({
     initial: pages(QUICKJS_BASE_BYTES),
     maximum: pages(QUICKJS_BASE_BYTES) + pages(memoryBytes),
   });
-  const growth = { allocationFailed: false };
+  const instance = { memory, allocationFailed: false };
   const grow = memory.grow.bind(memory);
   memory.grow = (delta: number): number => {
     try {
       return grow(delta);
     } catch (error) {
-      growth.allocationFailed = true;
+      instance.allocationFailed = true;
       throw error;
     }
   };
@@ -72,23 +76,82 @@ function loadQuickJS(memoryBytes: number): Promise<LoadedQuickJS> {
   // RuntimeError that makes the call a sandbox_fault, and that carries the same text.
   const emscriptenModule = { wasmMemory: memory, print: () => undefined, printErr: () => undefined };
   const variant = newVariant(RELEASE_SYNC, { wasmMemory: memory, emscriptenModule });
-  const promise = newQuickJSWASMModule(variant).then(
-    (module): LoadedQuickJS => Object.assign(growth, { module }),
+  const module = await newQuickJSWASMModule(variant);
+  return Object.assign(instance, { module });
+}
+
+/** The layout of this QuickJS build, probed once per process on a throwaway instance. */
+let layout: Promise<ImageLayout | null> | undefined;
+
+function imageLayout(): Promise<ImageLayout | null> {
+  layout ??= newInstance(QUICKJS_BASE_BYTES).then(
+    (probe) => probeLayout(probe.module, probe.memory),
+    () => null,
   );
-  promise.catch(() => {
-    if (loaded.get(memoryBytes) === promise) loaded.delete(memoryBytes);
-  });
-  loaded.set(memoryBytes, promise);
-  return promise;
+  return layout;
+}
+
+/** A reducer loaded into its own instance, with the image its every call starts from. */
+interface LoadedReducer {
+  instance: QuickJSInstance;
+  runtime: QuickJSRuntime;
+  context: QuickJSContext;
+  handler: QuickJSHandle;
+  json: QuickJSHandle;
+  parse: QuickJSHandle;
+  stringify: QuickJSHandle;
+  clock: Clock;
+  image: MemoryImage;
+}
+
+interface Clock {
+  deadline: number;
+  interrupted: boolean;
 }
 
 /**
- * Drops every cached QuickJS module so the next call loads a fresh one. Called after a module
- * itself failed (a host stack overflow inside QuickJS, an emscripten abort), whose state can no
- * longer be trusted.
+ * Loaded reducers by source (the same string object every call for one artifact, so its hash is
+ * computed once), then by handler and limits. Map order is recency of use.
+ */
+const loadedReducers = new Map<string, Map<string, LoadedReducer>>();
+
+function variantKey(handler: string, limits: SandboxLimits): string {
+  return `${handler}\u0000${limits.memoryBytes}\u0000${limits.stackBytes}`;
+}
+
+function takeLoaded(source: string, key: string): LoadedReducer | undefined {
+  const variants = loadedReducers.get(source);
+  if (variants === undefined) return undefined;
+  loadedReducers.delete(source);
+  loadedReducers.set(source, variants);
+  return variants.get(key);
+}
+
+function keepLoaded(source: string, key: string, reducer: LoadedReducer): void {
+  const variants = loadedReducers.get(source) ?? new Map<string, LoadedReducer>();
+  variants.set(key, reducer);
+  loadedReducers.delete(source);
+  loadedReducers.set(source, variants);
+  let count = 0;
+  for (const each of loadedReducers.values()) count += each.size;
+  for (const [oldest, each] of loadedReducers) {
+    if (count <= MAX_LOADED) break;
+    loadedReducers.delete(oldest);
+    count -= each.size;
+  }
+}
+
+function dropLoaded(source: string, key: string): void {
+  loadedReducers.get(source)?.delete(key);
+}
+
+/**
+ * Drops every loaded reducer so the next call loads afresh. Called after an instance itself
+ * failed (a host stack overflow inside QuickJS, an emscripten abort), whose state can no longer
+ * be trusted.
  */
 export function resetQuickJS(): void {
-  loaded.clear();
+  loadedReducers.clear();
 }
 
 /**
@@ -98,7 +161,7 @@ export function resetQuickJS(): void {
  * for a plain Error), or when the response cannot be written as JSON; `unavailable` for a
  * module that does not load (`artifact_invalid`), a missing handler (`handler_missing`), a
  * timeout, an out-of-memory or stack overflow, a promise that never settles (`never_settled`)
- * and a fault of the sandbox itself (`sandbox_fault`, after which the module is reloaded).
+ * and a fault of the sandbox itself (`sandbox_fault`, after which the reducer is loaded again).
  * Never throws.
  */
 export async function runJsReducer(
@@ -107,147 +170,136 @@ export async function runJsReducer(
   requestJson: string,
   limits: SandboxLimits,
 ): Promise<SandboxOutcome> {
-  flushDisposal();
-  let quickjs: LoadedQuickJS;
+  const key = variantKey(handler, limits);
+  let reducer = takeLoaded(source, key);
+  if (reducer === undefined) {
+    const loaded = await loadReducer(source, handler, limits);
+    if ('kind' in loaded) return loaded;
+    reducer = loaded;
+    keepLoaded(source, key, reducer);
+  }
+  const { instance, image } = reducer;
+  reducer.clock.deadline = performance.now() + limits.timeoutMs;
+  reducer.clock.interrupted = false;
+  instance.allocationFailed = false;
+  let outcome: SandboxOutcome;
   try {
-    quickjs = await loadQuickJS(limits.memoryBytes);
+    outcome = callLoaded(reducer, requestJson, limits);
+  } catch (error) {
+    dropLoaded(source, key);
+    return unavailable('sandbox_fault', errorText(error));
+  }
+  if (!image.restore()) dropLoaded(source, key);
+  if (instance.allocationFailed && outcome.kind !== 'unavailable') return outOfMemory(limits);
+  return outcome;
+}
+
+/**
+ * Loads `source` into a new instance: the prelude, the module (settled), the handler looked up,
+ * JSON.parse/stringify captured; then the image is taken. The load runs under the call's limits
+ * (its deadline included); an outcome when it fails.
+ */
+async function loadReducer(
+  source: string,
+  handler: string,
+  limits: SandboxLimits,
+): Promise<LoadedReducer | SandboxOutcome> {
+  let instance: QuickJSInstance;
+  let found: ImageLayout | null;
+  try {
+    [instance, found] = await Promise.all([newInstance(limits.memoryBytes), imageLayout()]);
   } catch (error) {
     return unavailable('sandbox_fault', `QuickJS did not load: ${errorText(error)}`);
   }
   try {
-    flushDisposal();
-    quickjs.allocationFailed = false;
-    const outcome = runInFreshRuntime(quickjs.module, source, handler, requestJson, limits);
-    if (quickjs.allocationFailed && outcome.kind !== 'unavailable') return outOfMemory(limits);
-    return outcome;
+    const runtime = instance.module.newRuntime();
+    runtime.setMemoryLimit(limits.memoryBytes);
+    runtime.setMaxStackSize(limits.stackBytes);
+    const clock: Clock = { deadline: performance.now() + limits.timeoutMs, interrupted: false };
+    runtime.setInterruptHandler(() => {
+      if (performance.now() <= clock.deadline) return false;
+      clock.interrupted = true;
+      return true;
+    });
+    const context = runtime.newContext();
+    void context.global;
+    const parts = loadModule(runtime, context, { source, handler, limits, clock });
+    if ('kind' in parts) return parts;
+    if (instance.allocationFailed) return outOfMemory(limits);
+    return { instance, runtime, context, clock, ...parts, image: captureImage(instance.memory, found) };
   } catch (error) {
-    resetQuickJS();
     return unavailable('sandbox_fault', errorText(error));
   }
 }
 
-/**
- * The previous call's runtime, context and handles, disposed after the answer went out (on the
- * next macrotask, or before the next call starts, whichever comes first): disposal (a full GC
- * of the runtime) stays off the answer path, and two reducer runtimes never coexist.
- */
-let pendingDisposal: (() => void) | null = null;
-
-function flushDisposal(): void {
-  const dispose = pendingDisposal;
-  pendingDisposal = null;
-  if (!dispose) return;
-  try {
-    dispose();
-  } catch {
-    resetQuickJS();
-  }
-}
-
-function disposeAfterAnswer(dispose: () => void): void {
-  flushDisposal();
-  pendingDisposal = dispose;
-  setImmediate(flushDisposal);
-}
-
-function runInFreshRuntime(
-  module: QuickJSWASMModule,
-  source: string,
-  handler: string,
-  requestJson: string,
-  limits: SandboxLimits,
-): SandboxOutcome {
-  const runtime = module.newRuntime();
-  const handles: QuickJSHandle[] = [];
-  let context: QuickJSContext | null = null;
-  const dispose = (): void => {
-    for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
-    context?.dispose();
-    runtime.dispose();
-  };
-  runtime.setMemoryLimit(limits.memoryBytes);
-  runtime.setMaxStackSize(limits.stackBytes);
-  const deadline = performance.now() + limits.timeoutMs;
-  const clock = { interrupted: false };
-  runtime.setInterruptHandler(() => {
-    if (performance.now() <= deadline) return false;
-    clock.interrupted = true;
-    return true;
-  });
-  context = runtime.newContext();
-  const outcome = callHandler(runtime, context, handles, { source, handler, requestJson, limits, clock });
-  disposeAfterAnswer(dispose);
-  return outcome;
-}
-
-interface Call {
+interface Load {
   source: string;
   handler: string;
-  requestJson: string;
   limits: SandboxLimits;
-  clock: { interrupted: boolean };
+  clock: Clock;
 }
 
-function callHandler(
+type LoadedParts = Pick<LoadedReducer, 'handler' | 'json' | 'parse' | 'stringify'>;
+
+function loadModule(
   runtime: QuickJSRuntime,
   context: QuickJSContext,
-  handles: QuickJSHandle[],
-  call: Call,
-): SandboxOutcome {
-  const keep = (handle: QuickJSHandle): QuickJSHandle => {
-    handles.push(handle);
-    return handle;
-  };
-
+  load: Load,
+): LoadedParts | SandboxOutcome {
   const prelude = context.evalCode(DETERMINISTIC_PRELUDE, 'raisin:prelude.js', { type: 'global' });
   if (prelude.error) {
-    return unavailable(
-      'sandbox_fault',
-      `prelude failed: ${describeError(context, keep(prelude.error)).message}`,
-    );
+    return unavailable('sandbox_fault', `prelude failed: ${describeError(context, prelude.error).message}`);
   }
-  keep(prelude.value);
   // Captured before the reducer's code runs: a reducer replacing JSON changes neither what it
   // receives nor how its answer is written.
-  const json = keep(context.getProp(context.global, 'JSON'));
-  const parse = keep(context.getProp(json, 'parse'));
-  const stringify = keep(context.getProp(json, 'stringify'));
+  const json = context.getProp(context.global, 'JSON');
+  const parse = context.getProp(json, 'parse');
+  const stringify = context.getProp(json, 'stringify');
 
-  const loaded = context.evalCode(call.source, 'reducer.js', { type: 'module' });
-  if (loaded.error) return loadFailure(call, describeError(context, keep(loaded.error)));
-  const namespace = settle(runtime, context, keep(loaded.value), keep);
-  if (namespace.kind === 'failed') return loadFailure(call, namespace.error);
+  const loaded = context.evalCode(load.source, 'reducer.js', { type: 'module' });
+  if (loaded.error) return loadFailure(load, describeError(context, loaded.error));
+  const namespace = settle(runtime, context, loaded.value);
+  if (namespace.kind === 'failed') return loadFailure(load, namespace.error);
   if (namespace.kind === 'pending') return unavailable('artifact_invalid', 'module evaluation never settled');
 
-  const fn = keep(context.getProp(namespace.value, call.handler));
-  if (context.typeof(fn) !== 'function') {
+  const handler = context.getProp(namespace.value, load.handler);
+  if (context.typeof(handler) !== 'function') {
     return unavailable(
       'handler_missing',
-      `the module exports no function named ${JSON.stringify(call.handler)}`,
+      `the module exports no function named ${JSON.stringify(load.handler)}`,
     );
   }
+  return { handler, json, parse, stringify };
+}
 
-  const parsed = context.callFunction(parse, json, keep(context.newString(call.requestJson)));
+/**
+ * One call of a loaded reducer. Handles made here are never disposed: writing the image back
+ * frees all of them at once.
+ */
+function callLoaded(reducer: LoadedReducer, requestJson: string, limits: SandboxLimits): SandboxOutcome {
+  const { runtime, context, json, clock } = reducer;
+  const call = { limits, clock };
+  const parsed = context.callFunction(reducer.parse, json, context.newString(requestJson));
   if (parsed.error) {
-    const thrown = describeError(context, keep(parsed.error));
+    const thrown = describeError(context, parsed.error);
     return (
       exhaustion(call, thrown) ?? unavailable('sandbox_fault', `the request did not parse: ${thrown.message}`)
     );
   }
-  const called = context.callFunction(fn, context.undefined, keep(parsed.value));
-  if (called.error) return runFailure(call, describeError(context, keep(called.error)));
-  const result = settle(runtime, context, keep(called.value), keep);
+  const called = context.callFunction(reducer.handler, context.undefined, parsed.value);
+  if (called.error) return runFailure(call, describeError(context, called.error));
+  const result = settle(runtime, context, called.value);
   if (result.kind === 'failed') return runFailure(call, result.error);
   if (result.kind === 'pending') {
-    return call.clock.interrupted
+    return clock.interrupted
       ? timeout(call)
       : unavailable('never_settled', 'the handler returned a promise that never settled');
   }
 
-  const encoded = context.callFunction(stringify, json, result.value);
-  if (encoded.error) return runFailure(call, describeError(context, keep(encoded.error)));
-  const text = keep(encoded.value);
-  if (call.clock.interrupted) return timeout(call);
+  const encoded = context.callFunction(reducer.stringify, json, result.value);
+  if (encoded.error) return runFailure(call, describeError(context, encoded.error));
+  const text = encoded.value;
+  if (clock.interrupted) return timeout(call);
   if (context.typeof(text) !== 'string') return { kind: 'answered', response: null };
   try {
     return { kind: 'answered', response: JSON.parse(context.getString(text)) as unknown };
@@ -256,27 +308,28 @@ function callHandler(
   }
 }
 
+/** What the exhaustion checks need of a call or a load. */
+interface Call {
+  limits: SandboxLimits;
+  clock: Clock;
+}
+
 type Settled =
   | { kind: 'value'; value: QuickJSHandle }
   | { kind: 'failed'; error: Thrown }
   | { kind: 'pending' };
 
 /** Resolves `handle` if it is a promise by running the runtime's pending jobs (deadline applies). */
-function settle(
-  runtime: QuickJSRuntime,
-  context: QuickJSContext,
-  handle: QuickJSHandle,
-  keep: (handle: QuickJSHandle) => QuickJSHandle,
-): Settled {
+function settle(runtime: QuickJSRuntime, context: QuickJSContext, handle: QuickJSHandle): Settled {
   let state = context.getPromiseState(handle);
   if (state.type === 'fulfilled' && state.notAPromise) return { kind: 'value', value: handle };
   if (state.type === 'pending') {
     const jobs = runtime.executePendingJobs();
-    if (jobs.error) return { kind: 'failed', error: describeError(context, keep(jobs.error)) };
+    if (jobs.error) return { kind: 'failed', error: describeError(context, jobs.error) };
     state = context.getPromiseState(handle);
   }
-  if (state.type === 'fulfilled') return { kind: 'value', value: keep(state.value) };
-  if (state.type === 'rejected') return { kind: 'failed', error: describeError(context, keep(state.error)) };
+  if (state.type === 'fulfilled') return { kind: 'value', value: state.value };
+  if (state.type === 'rejected') return { kind: 'failed', error: describeError(context, state.error) };
   return { kind: 'pending' };
 }
 
