@@ -5,7 +5,8 @@
  * read from `GET /runs/{id}/at/{seq}`, labelled as the past, with a way back to now; the view's
  * code is not fetched by a page drawn now), and "Would the new reducer agree?" on a run paused
  * `reducer_changed`, once for an artifact that decides the same and once for one that does not,
- * each verdict the one `POST /admin/reducers/check` gives. Screenshots go to test-artifacts/console/.
+ * each verdict the one `POST /admin/reducers/check` gives. axe finds no serious accessibility
+ * violation in the past view. Screenshots go to test-artifacts/console/.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from '../../lib/reducers/index.ts';
 import {
   ARTIFACTS_DIR,
+  axeViolations,
   buildConsole,
   CONSOLE_TOOLS_CONTEXT,
   type ConsoleStack,
@@ -47,8 +49,9 @@ afterAll(async () => {
 });
 
 /** A page signed in through the start banner's link, then sent to the run's page (`search` after it). */
-async function runPage(runId: string, search = ''): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function runPage(runId: string, search = '', bypassCSP = false): Promise<Page> {
+  // bypassCSP only where axe is injected (an inline script the console's policy refuses).
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP });
   contexts.push(context);
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));
@@ -112,13 +115,14 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     expect(approvalThen).toBeDefined();
 
     // Act: open the approval's event in the timeline and travel to it.
-    const page = await runPage(run.run_id);
+    const page = await runPage(run.run_id, '', true);
     await page.getByRole('heading', { name: 'Needs you' }).waitFor();
     await page.locator(`#event-${opened.seq} summary`).click();
     await page.getByRole('button', { name: `View the run at #${opened.seq}` }).click();
 
     // Assess: the past, as the API reads it, in place of what needs the user now.
     await pastHeading(page, opened.seq).waitFor();
+    await page.getByTestId('past-state-rev').waitFor();
     expect(new URL(page.url()).search).toBe(`?at=${opened.seq}`);
     const past = page.getByTestId('past-view');
     expect(await past.getByRole('status').textContent()).toContain(
@@ -132,6 +136,7 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     expect(await page.getByRole('heading', { name: 'Needs you' }).count()).toBe(0);
     expect(await page.locator(`#event-${opened.seq}`).getAttribute('aria-current')).toBe('step');
     await shot(page, 'run-page-past');
+    expect(await axeViolations(page)).toEqual([]);
 
     // Act and assess: one step later, then back to now.
     await past.getByRole('button', { name: `#${opened.seq + 1} ▸` }).click();
@@ -154,6 +159,7 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     await page.getByRole('button', { name: 'View', exact: true }).click();
 
     await pastHeading(page, 1).waitFor();
+    await page.getByTestId('past-state-rev').waitFor();
     const past = page.getByTestId('past-view');
     await past.getByText('None.').first().waitFor();
     expect(await page.getByTestId('past-state-rev').textContent()).toBe('0');
