@@ -152,7 +152,7 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
 
   it('reads a seq typed in "View at seq", and says so when the run has no such seq', async () => {
     const run = await createRun('travel-form', AGENT_LOOP_PATH);
-    await until(run.run_id, (r) => r.open_requests.length > 0);
+    await until(run.run_id, (r) => r.status === 'waiting');
     const page = await runPage(run.run_id);
 
     await page.getByLabel('View at seq').fill('1');
@@ -163,6 +163,14 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     const past = page.getByTestId('past-view');
     await past.getByText('None.').first().waitFor();
     expect(await page.getByTestId('past-state-rev').textContent()).toBe('0');
+    expect(await past.getByRole('button', { name: '◂ #0' }).isDisabled()).toBe(true);
+
+    // The last seq: no step later than now.
+    const last = (await client.getRun(run.run_id)).last_seq;
+    await page.getByLabel('View at seq').fill(String(last));
+    await page.getByRole('button', { name: 'View', exact: true }).click();
+    await pastHeading(page, last).waitFor();
+    expect(await past.getByRole('button', { name: `#${last + 1} ▸` }).isDisabled()).toBe(true);
 
     const missing = await runPage(run.run_id, '?at=999999');
     await missing.getByTestId('past-view').getByRole('alert').waitFor();

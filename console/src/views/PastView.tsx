@@ -13,15 +13,19 @@ import { plural } from '../model/words.ts';
 import { errorText, Json, StatusBadge } from './common.tsx';
 import { ProjectionList } from './Plan.tsx';
 
-/** The run `runId` at `seq`; `onTravel(seq)` moves to another seq, `onTravel(null)` back to now. */
+/**
+ * The run `runId` at `seq`; `lastSeq`: its last seq now (the record's, so the steps follow a run
+ * that moves on). `onTravel(seq)` moves to another seq, `onTravel(null)` back to now.
+ */
 export default function PastView(props: {
   runId: string;
   seq: number;
+  lastSeq: number;
   onTravel: (seq: number | null) => void;
 }) {
   const { client } = useApi();
-  const { runId, seq, onTravel } = props;
-  // A seq's past does not change; only current_seq grows, which the buttons tolerate.
+  const { runId, seq, lastSeq, onTravel } = props;
+  // A seq's past does not change: read once (its current_seq goes stale; lastSeq does not).
   const at = useQuery({
     queryKey: ['run-at', runId, seq],
     queryFn: async () => pastView(await client.getRunAtSeq(runId, seq)),
@@ -35,7 +39,7 @@ export default function PastView(props: {
         <h2 id={`${ids}-t`}>The past: the run at seq {seq}</h2>
         <p role="status" aria-live="polite">
           {past !== undefined
-            ? `As it stood after event #${seq} of ${past.currentSeq}, from its log. Nothing here acts on the run; its controls act on it now.`
+            ? `As it stood after event #${seq} of ${Math.max(lastSeq, past.currentSeq)}, from its log. Nothing here acts on the run; its controls act on it now.`
             : at.error !== null
               ? 'This seq could not be read.'
               : `Reading the run at seq ${seq}…`}
@@ -44,11 +48,7 @@ export default function PastView(props: {
           <button type="button" disabled={seq <= 1} onClick={() => onTravel(seq - 1)}>
             ◂ #{seq - 1}
           </button>
-          <button
-            type="button"
-            disabled={past === undefined || seq >= past.currentSeq}
-            onClick={() => onTravel(seq + 1)}
-          >
+          <button type="button" disabled={seq >= lastSeq} onClick={() => onTravel(seq + 1)}>
             #{seq + 1} ▸
           </button>
           <button type="button" className="primary" onClick={() => onTravel(null)}>

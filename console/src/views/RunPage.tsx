@@ -90,7 +90,7 @@ export function RunPage({ runId }: { runId: string }) {
             </>
           ) : (
             <Suspense fallback={<p aria-live="polite">Loading the run at seq {atSeq}…</p>}>
-              <PastView runId={runId} seq={atSeq} onTravel={travel} />
+              <PastView runId={runId} seq={atSeq} lastSeq={record.last_seq} onTravel={travel} />
             </Suspense>
           )}
           <div id="events">
