@@ -8,7 +8,6 @@
  * Issue 17, "Tested in a real browser".
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -18,6 +17,7 @@ import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
 import {
   ARTIFACTS_DIR,
+  axeViolations,
   buildConsole,
   CONSOLE_TOOLS_CONTEXT,
   type ConsoleStack,
@@ -364,21 +364,3 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     expect(await axeViolations(page)).toEqual([]);
   });
 });
-
-/** Runs axe-core in the page; returns the serious and critical violations (id: first target). */
-async function axeViolations(page: Page): Promise<string[]> {
-  const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-  await page.addScriptTag({ path: axePath });
-  return page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
-    interface AxeViolation {
-      id: string;
-      impact?: string | null;
-      nodes: { target: unknown[] }[];
-    }
-    const result = await axe.run();
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id}: ${JSON.stringify(v.nodes[0]?.target)}`);
-  });
-}

@@ -11,9 +11,10 @@
  * reducer's ask_user).
  */
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { DEFAULT_MODEL_TURN_FUNCTION, type ModelTurnOutput } from '../../lib/contracts/index.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
@@ -160,4 +161,22 @@ export async function startConsoleStack(
 export async function launchChromium(): Promise<Browser> {
   mkdirSync(ARTIFACTS_DIR, { recursive: true });
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+}
+
+/** Runs axe-core in the page; returns the serious and critical violations (id: first target). */
+export async function axeViolations(page: Page): Promise<string[]> {
+  const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+  await page.addScriptTag({ path: axePath });
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
+    interface AxeViolation {
+      id: string;
+      impact?: string | null;
+      nodes: { target: unknown[] }[];
+    }
+    const result = await axe.run();
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${JSON.stringify(v.nodes[0]?.target)}`);
+  });
 }

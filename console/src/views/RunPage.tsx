@@ -7,8 +7,8 @@
  * events, and every few seconds (a lease renewal writes no event).
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { type ReactNode, useCallback, useId, useRef, useState } from 'react';
-import { Link } from 'wouter';
+import { lazy, type ReactNode, Suspense, useCallback, useId, useRef, useState } from 'react';
+import { Link, useLocation, useSearch } from 'wouter';
 import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
@@ -17,10 +17,15 @@ import { driverWords } from '../model/driver.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
+import { travelSearch, travelSeq } from '../model/time-travel.ts';
 import { plural } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { Digest, detailText, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
+import { Digest, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
+import { Plan } from './Plan.tsx';
 import { Timeline } from './Timeline.tsx';
+
+// Split off: drawn only when the page shows the past (`?at=SEQ`), never on a first paint of now.
+const PastView = lazy(() => import('./PastView.tsx'));
 
 /** How often the record is read again without news (ms). */
 const RECORD_REFRESH_MS = 5_000;
@@ -47,6 +52,7 @@ export function RunPage({ runId }: { runId: string }) {
     [queryClient, runId],
   );
   const feed = useRunEvents(runId, run.data?.last_seq ?? null, TIMELINE_WINDOW, onNews);
+  const [atSeq, travel] = useTravel(runId);
   // The side sections are read once the timeline's first page is in: they are not what paints first.
   const ready = feed.events.length > 0 || feed.state.kind !== 'starting';
 
@@ -73,13 +79,22 @@ export function RunPage({ runId }: { runId: string }) {
         <a href="#plan">Plan</a> <a href="#usage">Usage</a> <a href="#events">Events</a>{' '}
         <a href="#checkpoints">Checkpoints</a> <a href="#children">Children</a>{' '}
         <Link href={`/runs/${encodeURIComponent(runId)}/transcript`}>Transcript</Link>
+        <TravelForm lastSeq={record.last_seq} atSeq={atSeq} onTravel={travel} />
       </nav>
       <div className="run-grid">
         <div className="run-main">
-          <OpenRequests run={record} controls={controls} />
-          <Plan run={record} />
+          {atSeq === null ? (
+            <>
+              <OpenRequests run={record} controls={controls} />
+              <Plan projection={record.projection} />
+            </>
+          ) : (
+            <Suspense fallback={<p aria-live="polite">Loading the run at seq {atSeq}…</p>}>
+              <PastView runId={runId} seq={atSeq} lastSeq={record.last_seq} onTravel={travel} />
+            </Suspense>
+          )}
           <div id="events">
-            <Timeline {...feed} />
+            <Timeline {...feed} atSeq={atSeq} onTravel={travel} />
           </div>
         </div>
         <div className="run-side">
@@ -90,6 +105,53 @@ export function RunPage({ runId }: { runId: string }) {
         </div>
       </div>
     </article>
+  );
+}
+
+/**
+ * The seq the page shows the past at (`?at=SEQ`, null for now) and the move to another seq (a
+ * new history entry, so the browser's Back returns too); null moves back to now.
+ */
+function useTravel(runId: string): [number | null, (seq: number | null) => void] {
+  const search = useSearch();
+  const [, navigate] = useLocation();
+  const travel = useCallback(
+    (seq: number | null) =>
+      navigate(`/runs/${encodeURIComponent(runId)}${travelSearch(window.location.search, seq)}`),
+    [navigate, runId],
+  );
+  return [travelSeq(search), travel];
+}
+
+/** "View at seq": a seq of the log to see the run as it stood then. */
+function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (seq: number) => void }) {
+  const ids = useId();
+  const [value, setValue] = useState('');
+  return (
+    <form
+      className="travel-form"
+      aria-label="View the run at a seq"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const seq = travelSeq(`at=${value.trim()}`);
+        if (seq !== null) props.onTravel(seq);
+      }}
+    >
+      <label htmlFor={`${ids}-seq`} className="inline-label">
+        View at seq
+      </label>
+      <input
+        id={`${ids}-seq`}
+        type="number"
+        min={1}
+        max={props.lastSeq}
+        required
+        value={value}
+        placeholder={String(props.atSeq ?? props.lastSeq)}
+        onChange={(e) => setValue(e.target.value)}
+      />
+      <button type="submit">View</button>
+    </form>
   );
 }
 
@@ -192,30 +254,6 @@ function Fact(props: { term: string; wide?: boolean; testId?: string; children: 
       <dt>{props.term}</dt>
       <dd data-testid={props.testId}>{props.children}</dd>
     </div>
-  );
-}
-
-function Plan({ run }: { run: RunRecord }) {
-  const projection = run.projection;
-  return (
-    <section className="card" id="plan" aria-labelledby="plan-title">
-      <h2 id="plan-title">Plan</h2>
-      {projection === null || projection.items.length === 0 ? (
-        <p className="muted">The reducer has not projected a plan yet.</p>
-      ) : (
-        <>
-          {projection.summary !== undefined ? <p>{projection.summary}</p> : null}
-          <ol className="plan">
-            {projection.items.map((item) => (
-              <li key={item.key} data-key={item.key}>
-                <StatusBadge status={item.status} /> <span>{item.title}</span>
-                {item.detail !== undefined ? <span className="muted"> {detailText(item.detail)}</span> : null}
-              </li>
-            ))}
-          </ol>
-        </>
-      )}
-    </section>
   );
 }
 

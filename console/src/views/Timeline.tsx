@@ -3,7 +3,9 @@
  * its data; a kind filter; "Load older" pages back through the log. Event rows carry
  * `id="event-{seq}"` so other sections can link to a seq. Rows are rendered ROWS_STEP at a time
  * (more as the list is scrolled to its end, or with the "Show more" button): a page with
- * thousands of events paints its newest ones first.
+ * thousands of events paints its newest ones first. An opened event offers "View the run at
+ * #seq" (time travel, issue 29 point 5); while the page shows the past, the row of that seq is
+ * marked current and the later rows are dimmed.
  */
 import { memo, useEffect, useId, useRef, useState } from 'react';
 import type { RunEvent } from '../../../lib/contracts/index.ts';
@@ -13,10 +15,26 @@ import { describeEvent, EVENT_KIND_GROUPS, eventTone, matchesKindFilter } from '
 import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json } from './common.tsx';
 
-const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
+/** Where an event stands against the seq the page shows the past at. */
+type Then = 'now' | 'current' | 'before' | 'after';
+
+const thenOf = (seq: number, atSeq: number | null): Then =>
+  atSeq === null ? 'now' : seq === atSeq ? 'current' : seq < atSeq ? 'before' : 'after';
+
+const EventRow = memo(function EventRow(props: {
+  event: RunEvent;
+  then: Then;
+  onTravel: (seq: number) => void;
+}) {
+  const { event, then } = props;
   const [open, setOpen] = useState(false);
   return (
-    <li id={`event-${event.seq}`} className={`event tone-${eventTone(event.kind)}`} data-kind={event.kind}>
+    <li
+      id={`event-${event.seq}`}
+      className={`event tone-${eventTone(event.kind)} then-${then}`}
+      data-kind={event.kind}
+      aria-current={then === 'current' ? 'step' : undefined}
+    >
       <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
         <summary>
           <span className="seq">#{event.seq}</span> <span className="time">{clock(event.at)}</span>{' '}
@@ -31,6 +49,11 @@ const EventRow = memo(function EventRow({ event }: { event: RunEvent }) {
               </p>
             ) : null}
             <Json value={event.data} label={`Data of event ${event.seq}`} />
+            {then !== 'current' ? (
+              <button type="button" className="link-button" onClick={() => props.onTravel(event.seq)}>
+                View the run at #{event.seq}
+              </button>
+            ) : null}
           </div>
         ) : null}
       </details>
@@ -65,6 +88,9 @@ export function Timeline(props: {
   state: FeedState;
   loadOlder: () => Promise<void>;
   loadingOlder: boolean;
+  /** The seq the page shows the past at, or null (now). */
+  atSeq: number | null;
+  onTravel: (seq: number) => void;
 }) {
   const ids = useId();
   const [kind, setKind] = useState<string>('');
@@ -127,7 +153,7 @@ export function Timeline(props: {
       </div>
       <ol className="timeline" aria-label="Events, newest first" reversed>
         {shown.map((e) => (
-          <EventRow key={e.seq} event={e} />
+          <EventRow key={e.seq} event={e} then={thenOf(e.seq, props.atSeq)} onTravel={props.onTravel} />
         ))}
       </ol>
       <div ref={end} />
