@@ -4,8 +4,8 @@
  * module, no host function reachable, CPU bounded by an interrupt deadline, memory bounded by
  * the maximum of the QuickJS module's WebAssembly memory, stack by the runtime's stack limit.
  * The QuickJS WebAssembly module is loaded once per process (per memory limit).
- * Seed: agent-run-contracts, "The reducer contract" and "Validation" (last paragraph);
- * DESIGN section 9.
+ * docs/contracts/reducer.md, "Validation" (last paragraph);
+ * docs/contracts/reducer.md, "The deterministic execution policy".
  *
  * Convention (README, "JavaScript reducers"): the artifact is an ES module; the handler is the
  * named export the binding's `handler` selects (default `reduce`), called with the request
