@@ -4,7 +4,7 @@
  *
  * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step", "The policy
  * adapter" (model-neutral request in, typed answer or classified failure out; provider retries
- * visible; a deadline per call). docs/contracts/model-turn.md.
+ * visible; a deadline per call).
  *
  * Mapping of the model-neutral transcript to Converse:
  * - system messages → `system: [{text}]` (in order; blank ones dropped);
