@@ -2,7 +2,7 @@
  * Pure rules of delegation: the child run a delegate call asks for, and the envelopes the parent
  * receives (the `waiting` answer that parks it, the hand-back when the child ends).
  * docs/contracts/run-lifecycle.md ("child runs with a durable mailbox", "Budgets", the sweeper's
- * hand-back and stop-children duties); docs/contracts/README.md (the tool-result envelope,
+ * hand-back and stop-children duties); docs/contracts/tool-result.md (the tool-result envelope,
  * `child:{run_id}` resume keys).
  */
 import type { z } from 'zod';
