@@ -487,8 +487,8 @@ function parse<S extends z.ZodType>(schema: S, event: RunEvent): z.output<S> {
  * The manifest as stored on `model_turn_completed`: the included events as seq ranges instead
  * of one entry each (their kind and role are read from the log), so a turn's event grows with
  * the gaps in its window, not with its length; the window, `excluded` and `compacted` as they
- * are. docs/architecture.md, "The seams of a step", "the context compiler ... Output includes both
- * the model payload and a manifest".
+ * are. docs/architecture.md, "The seams of a step" (the context compiler ... Output includes both
+ * the model payload and a manifest).
  */
 export function storedManifest(manifest: ContextManifest): StoredContextManifest {
   const included: [number, number][] = [];

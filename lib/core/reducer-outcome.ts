@@ -5,7 +5,7 @@
  * throw, a refusal or an invalid answer fails it with reducer_refused:<code>. After the run
  * ended only checkpoint effects apply and nothing can fail or pause it: an answer that cannot
  * be applied is recorded as an empty one (the state stays). docs/contracts/reducer.md,
- * "Validation"; docs/contracts/reducer.md, "Domain reducers".
+ * "Validation".
  */
 import type { ReducerRequest, RunEvent, RunRecord } from '../contracts/index.ts';
 import { buildReducerRequest, toReducerEvent } from './reducer-request.ts';

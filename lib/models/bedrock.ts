@@ -2,8 +2,8 @@
  * The Amazon Bedrock model-turn function: one Converse call (`@aws-sdk/client-bedrock-runtime`
  * ConverseCommand, POST /model/{modelId}/converse) per model turn.
  *
- * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step", "The policy
- * adapter" (model-neutral request in, typed answer or classified failure out; provider retries
+ * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step" (the policy
+ * adapter: model-neutral request in, typed answer or classified failure out; provider retries
  * visible; a deadline per call).
  *
  * Mapping of the model-neutral transcript to Converse:

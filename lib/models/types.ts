@@ -5,7 +5,7 @@
  *
  * docs/contracts/model-turn.md (input, output, error) and "Growth rule"
  * (new optional fields may appear; readers ignore fields they do not know); docs/architecture.md,
- * "The seams of a step", "The policy adapter" (model id, latency, usage, response id; provider
+ * "The seams of a step" (the policy adapter: model id, latency, usage, response id; provider
  * retries visible; a deadline per call).
  */
 import type {

@@ -3,7 +3,7 @@
  * tool, denied, invalid args, cancelled, timed out, a thrown error, an output over its bounds).
  * A result the handler did produce is normalized by lib/core's normalizeToolResult, the one
  * normalizer of every path. docs/contracts/tool-result.md, "The tool-result envelope" (the tool
- * error algebra); docs/architecture.md, "The seams of a step", "The observation normalizer".
+ * error algebra); docs/architecture.md, "The seams of a step" (the observation normalizer).
  */
 
 import type { z } from 'zod';

@@ -5,7 +5,7 @@
  * reason code of the rule that decided. The policy as data (lib/contracts/registry.ts
  * PolicyDocument) and the in-code rules (the default rule set) build the same gate. Args never influence the decision; they only enter the
  * approval digest. docs/contracts/tool-result.md, "Policy and authorization";
- * docs/architecture.md, "The seams of a step", "The policy gate"; docs/contracts/reducer.md,
+ * docs/architecture.md, "The seams of a step" (the policy gate); docs/contracts/reducer.md,
  * "Writing a deterministic reducer" (digests over canonical JSON).
  */
 import {

@@ -36,7 +36,7 @@ export interface ReducerAnswer {
   diagnostics: unknown[];
   /**
    * The hash of the reducer artifact that answered; pins the binding when the run has not pinned
-   * one yet (docs/contracts/reducer.md, "Domain reducers": "Pinned").
+   * one yet (docs/contracts/reducer.md, "Binding": the run pins the artifact hash).
    */
   artifact_hash?: string;
 }
