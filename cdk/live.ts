@@ -6,7 +6,7 @@
  * failing sent to a dead-letter queue), and the event bus the stream function publishes
  * `Agent Run Status Changed` to. The same protocol runs on the local stack (lib/local/live.ts).
  * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket"; docs/architecture.md, "The seams of a
- * step" ("publish downstream notifications through an outbox").
+ * step" (notifications go through an outbox: no writer knows who listens).
  */
 import { CfnElement, Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';

@@ -4,10 +4,9 @@
  * publishing a document makes a new registry version whose snapshot names the document
  * version of every entry; a published document version never changes (a change is a new
  * version). A run pins the registry versions it was admitted with.
- * docs/architecture.md, "The seams of a step" ("Runs pin policy, prompt, catalogue, schema ...
- * versions at admission", "The policy gate"); docs/contracts/tool-result.md ("Tool registration",
- * "Policy and authorization"); docs/contracts/run-lifecycle.md ("Subject, principal and admission":
- * as_agent).
+ * docs/architecture.md, "The seams of a step" (versions pinned at admission; the policy gate);
+ * docs/contracts/tool-result.md ("Tool registration", "Policy and authorization");
+ * docs/contracts/run-lifecycle.md ("Subject, principal and admission": as_agent).
  */
 import { z } from 'zod';
 import { Count, JsonObject } from './common.ts';

@@ -231,8 +231,8 @@ export type Principal = z.infer<typeof Principal>;
 /**
  * The registry versions a run was admitted with (lib/contracts/registry.ts): the tool catalogue,
  * the tool policy and the agents. 0 means nothing was published yet (the code's tools and policy).
- * docs/architecture.md, "The seams of a step" (runs pin policy ... catalogue ... versions at
- * admission).
+ * docs/architecture.md, "The seams of a step" (the policy, catalogue and model versions a run
+ * uses are pinned at admission).
  */
 export const RunPins = z.object({ catalogue: Count, policy: Count, agents: Count });
 export type RunPins = z.infer<typeof RunPins>;

@@ -2,9 +2,9 @@
  * The context compiler: a pure function from a run's persisted event log to the model-neutral
  * transcript of a model turn, plus a manifest of what it included.
  *
- * docs/architecture.md, "The seams of a step" ("The context compiler transforms authoritative state
- * into the policy input ... Output includes both the model payload and a manifest of included
- * artifacts"); docs/contracts/reducer.md (event kinds and their data); docs/contracts/model-turn.md
+ * docs/architecture.md, "The seams of a step" (the context compiler: a pure
+ * function from the log to the model's input, with a manifest of what it included);
+ * docs/contracts/reducer.md (event kinds and their data); docs/contracts/model-turn.md
  * (the transcript is compiled from the event log).
  *
  * Which events become which message (events are read in seq order; any other kind is skipped
@@ -487,8 +487,8 @@ function parse<S extends z.ZodType>(schema: S, event: RunEvent): z.output<S> {
  * The manifest as stored on `model_turn_completed`: the included events as seq ranges instead
  * of one entry each (their kind and role are read from the log), so a turn's event grows with
  * the gaps in its window, not with its length; the window, `excluded` and `compacted` as they
- * are. docs/architecture.md, "The seams of a step" (the context compiler ... Output includes both
- * the model payload and a manifest).
+ * are. docs/architecture.md, "The seams of a step" (the context compiler returns the
+ * model's input and a manifest).
  */
 export function storedManifest(manifest: ContextManifest): StoredContextManifest {
   const included: [number, number][] = [];

@@ -6,7 +6,7 @@
  * system callers. Refused: EngineError agent_not_allowed (403), before anything is written or
  * any model is called; the same answer (message and details) whether the agent is not
  * registered or may not act for the user, except to a system caller (who may read the registry).
- * docs/architecture.md, "The seams of a step" ("choose a policy and tool-catalogue version" at
+ * docs/architecture.md, "The seams of a step" (the policy and tool-catalogue versions are chosen at
  * admission); docs/contracts/run-lifecycle.md, "Subject, principal and admission".
  */
 import { AgentEntry, type Principal, type RunPins } from '../contracts/index.ts';
