@@ -4,7 +4,7 @@
  * bundled CLI, dist/cli/agent-runs.mjs, when it is newer than every source file it was built from
  * (dist/cli/inputs.json); otherwise rebuilds it first (bin/build-cli.mjs, about a second), and
  * when it cannot be built (no esbuild, a read-only checkout) runs the CLI from source
- * (bin/cli-entry.ts, Node 24). Plain JavaScript: starts on Node 20 and 24. Issue 26, point 4.
+ * (bin/cli-entry.ts, Node 24). Plain JavaScript: starts on Node 20 and 24.
  */
 import { readFileSync, statSync } from 'node:fs';
 

@@ -6,7 +6,7 @@
  * installs both with `ai` into a fresh project, type-checks every ```ts block of
  * packages/ai-sdk/README.md against the installed declarations and runs it against a local
  * stack: each must exit 0 and print every line its `// prints: ...` comments name. Exits 1 on
- * the first failure. Issue 28, point 2.
+ * the first failure.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,7 @@
  * (dist/cli/chunk-*.mjs, one per command's `import()`), and dist/cli/inputs.json: the source
  * files the bundle was built from (paths relative to the repository), which bin/agent-runs.mjs
  * compares with the bundle's mtime to rebuild a stale bundle. Plain JavaScript so that it runs on
- * any Node (npm's `prepare` on `npm ci`, the launcher). `npm run build:cli`. Issue 26, point 4.
+ * any Node (npm's `prepare` on `npm ci`, the launcher). `npm run build:cli`.
  *
  * The commands that run the local stack, the replay, the terminal UI or the reducer sandbox
  * (`start`, `replay`, `watch`, `reducers check`) stay out of the bundle: their modules read files

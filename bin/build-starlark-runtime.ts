@@ -13,7 +13,8 @@
  * with `-trimpath` and an empty build id, so neither the checkout's location nor the build
  * cache enters the binary (built outside GOPATH, Go records the directory), and a fresh
  * GOCACHE keeps earlier builds out of it. `GO` overrides
- * the go binary (default /usr/lib/go-1.19/bin/go). DESIGN section 12 ("Starlark").
+ * the go binary (default /usr/lib/go-1.19/bin/go).
+ * docs/guides/starlark-and-wasm-reducers.md.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -8,7 +8,7 @@
  * The package's README.md must be in the tarball, and every ```ts block of it is written into
  * the consumer project, type-checked against the installed declarations and run on Node 24
  * against the local stack: each must exit 0 and print every line its `// prints: ...` comments
- * name. Exits 1 on the first failure. Issue 13, "An installable client and CLI"; issue 27.
+ * name. Exits 1 on the first failure.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -4,7 +4,7 @@
  * 127.0.0.1, the step poller and the sweeper timer) until Ctrl-C. Options: --port N (else env
  * PORT, else 8787; 0 = any free port), --persist DIR (keep data), --log-level LEVEL.
  * Exit codes: 0 after a clean stop, 1 when the stack cannot start (the message says why).
- * DESIGN section 10; issue 5.
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { Command } from 'commander';
 import { addStartOptions, type StartOptions, startFromOptions } from '../lib/local/start-command.ts';

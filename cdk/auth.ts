@@ -3,8 +3,7 @@
  * creates (an app client for the CLI and scripts, and the groups `admin` and `system` that
  * lib/http/auth.ts maps to admin and system rights), or an existing JWT issuer given by
  * `jwtIssuer` / `jwtAudience`. Either way the HTTP API's JWT authorizer verifies the token and
- * the control function reads the verified claims (jwtClaimsAuth). Issue 13, "Auth that works
- * on first deploy".
+ * the control function reads the verified claims (jwtClaimsAuth).
  */
 import { Duration, Lazy, RemovalPolicy } from 'aws-cdk-lib';
 import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';

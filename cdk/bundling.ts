@@ -5,7 +5,7 @@
  * is `index.mjs`, and each module the code imports dynamically (the reducer sandbox, the model
  * providers, the tool adapters, the SDK's credential providers) is a chunk beside it
  * (`<name>-<hash>.mjs`) that Node reads, compiles and runs only when that import runs, so a cold
- * start pays for the code its function needs at start-up and no more (issue 24, point 7). Source
+ * start pays for the code its function needs at start-up and no more. Source
  * maps are written beside each file (`*.mjs.map`) without a `sourceMappingURL` comment and the
  * functions run without `--enable-source-maps`, so a cold start never reads or parses them
  * (symbolicate a stack trace offline with them). Files the code reads at run time, relative to
@@ -19,7 +19,7 @@
  * sandbox out (an esbuild external), so they carry no reducer runtime at all. The control
  * function's bundle also carries the web console, built by vite from console/ into `console/`
  * beside the bundle (functions/control.ts serves it), so what is deployed is always built from
- * the sources being deployed. DESIGN section 11; issues 17 and 24 (point 7).
+ * the sources being deployed. docs/architecture.md, "Runtime versions".
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync } from 'node:fs';

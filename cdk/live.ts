@@ -5,8 +5,8 @@
  * record changes only, in order per shard, partial batch failures reported, a record that keeps
  * failing sent to a dead-letter queue), and the event bus the stream function publishes
  * `Agent Run Status Changed` to. The same protocol runs on the local stack (lib/local/live.ts).
- * Seed: agent-runs, "over HTTP, WebSocket"; deterministic-seams ("publish downstream
- * notifications through an outbox"); issue 14.
+ * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket"; docs/architecture.md, "The seams of a
+ * step" (notifications go through an outbox: no writer knows who listens).
  */
 import { CfnElement, Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';

@@ -5,7 +5,6 @@
  * `bedrock:InvokeModel` on exactly the configured models, and read access to the one secret
  * holding the OpenAI-compatible API key. The environment is checked at synth time with the
  * same code the function runs, so a configuration the runtime would refuse fails `cdk synth`.
- * Issue 13, "Models configured per deployment and per run".
  */
 import { ArnFormat, Aws, CfnOutput, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';

@@ -3,7 +3,6 @@
  * step and sweeper errors, lease takeovers), the SNS topic they notify (created, encrypted,
  * when none is given; optionally with an email subscription), and a CloudWatch dashboard of
  * the runtime's own metrics (lib/handlers/observability.ts METRIC) beside the AWS ones.
- * Issue 13, "Operability".
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';

@@ -6,8 +6,8 @@
  * IAM-authorized API for service callers), the EventBridge Scheduler schedule that runs the
  * sweeper every minute, the model and tool configuration of the step function (cdk/models.ts,
  * cdk/tools.ts), and the alarms, alarm topic and dashboard (cdk/operations.ts).
- * DESIGN sections 2 ("Shape"), 4 ("Storage"), 8 ("The sweeper") and 11 ("Runtime versions");
- * issue 13.
+ * docs/architecture.md, "Bird's-eye view", "The sweeper", "Runtime versions";
+ * docs/reference/storage.md.
  *
  * The table comes from lib/store/table.ts and the queue settings from lib/local/resources.ts,
  * the same definitions the local stack creates, so the two cannot drift apart. The functions

@@ -8,7 +8,7 @@
  * AGENT_RUNS_MAX_OPEN_WAITS (default 8, per container). API Gateway does not tell the function
  * that a client went away, so a long poll runs on until its wait (at most 20 s) ends; that cap
  * is under the function's timeout (29 s) and API Gateway's 30 s integration limit.
- * DESIGN section 2; issues 5 and 17.
+ * docs/architecture.md, "Bird's-eye view".
  */
 import { fileURLToPath } from 'node:url';
 import { handle } from 'hono/aws-lambda';

@@ -1,6 +1,7 @@
 /**
  * Lambda: SQS step queue → engine.stepRun per run, partial batch failures reported.
- * Logic in lib/handlers/step-batch.ts; runtime created once per container. DESIGN section 6.
+ * Logic in lib/handlers/step-batch.ts; runtime created once per container. docs/architecture.md,
+ * "The step".
  */
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { createStepBatchHandler } from '../lib/handlers/step-batch.ts';

@@ -3,7 +3,8 @@
  * filters on the sort key) → lib/handlers/stream-batch.ts (wired by lib/handlers/live-config.ts):
  * a lifecycle notification per status change to EventBridge, and the live fan-out to the run's
  * WebSocket subscribers. Partial batch failures are reported, so Lambda retries from the first
- * failed record. Seed: deterministic-seams ("publish downstream notifications through an outbox").
+ * failed record. docs/architecture.md, "The seams of a step" (notifications go through an outbox:
+ * no writer knows who listens).
  */
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { streamBatchFromEnv } from '../lib/handlers/live-config.ts';

@@ -1,6 +1,7 @@
 /**
  * Lambda: EventBridge Scheduler (every minute) → two sweeper passes SWEEP_PASS_GAP_MS apart
- * (default 30 s). Logic in lib/handlers/sweeper.ts; runtime created once per container. DESIGN section 8.
+ * (default 30 s). Logic in lib/handlers/sweeper.ts; runtime created once per container.
+ * docs/architecture.md, "The sweeper".
  */
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { createSweeperHandler, passGapFromEnv } from '../lib/handlers/sweeper.ts';

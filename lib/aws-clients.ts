@@ -4,8 +4,8 @@
  * environment). With endpoints (DynamoDB Local, fauxqs) S3 switches to path-style URLs, so
  * `http://127.0.0.1:{port}/{bucket}/{key}` works without wildcard DNS. The S3 and Lambda clients
  * are lazy (LazyClient): their packages are imported and the clients built on the first `get()`,
- * so a Lambda function that reads no payload and invokes no tool never loads them (issue 24,
- * point 7); DynamoDB and SQS, which every function uses, are built here.
+ * so a Lambda function that reads no payload and invokes no tool never loads them; DynamoDB and
+ * SQS, which every function uses, are built here.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LambdaClient } from '@aws-sdk/client-lambda';

@@ -2,7 +2,7 @@
  * The one reading of the AWS SDK's errors that mean "not now": an adapter over DynamoDB, S3 or
  * SQS turns each into StoreUnavailable (retryable, the SDK's error as its cause), so that
  * nothing above the adapters inspects an SDK's error names. Everything else passes through as
- * thrown. STYLE "Typed errors with stable codes"; issue 30.
+ * thrown. docs/architecture.md, "Conventions".
  */
 import { StoreUnavailable } from './engine/errors.ts';
 import { EngineModuleError } from './engine/module-error.ts';

@@ -4,7 +4,7 @@
  * meaning. `configFromEnv(env)` parses them all at once (once per process for `process.env`)
  * and throws ConfigError (`config_invalid`, naming the variable) on a bad value; `ENV` holds the
  * names, so no other file spells a variable as a string. docs/reference/configuration.md is
- * rendered from this table (lib/checker/config-reference.ts). Issue 30, point 3.
+ * rendered from this table (lib/checker/config-reference.ts).
  *
  * A variable set to the empty string counts as unset. The model, tool and tracing variables are
  * strings here: lib/models/configured.ts, lib/tools/configured.ts and lib/telemetry/otel.ts parse

@@ -4,7 +4,7 @@
  * checked (ajv-formats), `addUsedSchema: false` so a schema with an `$id` compiles again after
  * its owner's cache clears. Each dialect is built on its first schema: building one adds ajv's
  * meta-schemas, which a process that compiles none (the live and stream functions) never pays
- * for at start-up (issue 24, point 7).
+ * for at start-up.
  */
 import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';

@@ -3,7 +3,7 @@
  * on a terminal, and plain lines elsewhere (CI logs, `| tee`), each with the count, the rate
  * and the time left, at most every 5 % of the work or every 15 s, and always at the end. The
  * clock is a parameter, so that what is printed follows from the work, not from wall time in
- * tests. Issue 20, item 1.
+ * tests.
  */
 import { type Options, SingleBar } from 'cli-progress';
 

@@ -2,7 +2,7 @@
  * The composition root: wires the adapters (DynamoDB store, S3 blobs, SQS queue, QuickJS /
  * WebAssembly / Starlark reducer sandbox, imported on the first reducer call, tool dispatcher,
  * model-turn functions) into one engine. The Lambda handlers, the local stack and the tests build their runtime here, so every entry point
- * runs the same code. DESIGN sections 2 and 3 ("functions/ ... Everything they share lives in lib/").
+ * runs the same code. docs/architecture.md, "Bird's-eye view", "Code map".
  */
 import type { AwsClients, AwsEndpoints } from './aws-clients.ts';
 import { createAwsClients } from './aws-clients.ts';
@@ -166,7 +166,7 @@ export function createRuntime(config: RuntimeConfig): Runtime {
     ...(config.clockSkewMs !== undefined ? { clockSkewMs: config.clockSkewMs } : {}),
     ...(config.wakeGraceMs !== undefined ? { wakeGraceMs: config.wakeGraceMs } : {}),
     admission: config.admission ?? admissionFromEnv(env),
-    // Accept with evidence (issue 29 point 3): a resume accepting a reducer change needs a passing check.
+    // Accept with evidence: a resume accepting a reducer change needs a passing check.
     requireReducerCheck: settings.AGENT_RUNS_REQUIRE_REDUCER_CHECK === 'true',
     // Costs at the default tables, with the configured model functions priced as their models;
     // the step's duration at the function's memory (Lambda sets the variable).

@@ -1,7 +1,8 @@
 /**
  * Vitest globalSetup of the integration project: starts DynamoDB Local and fauxqs once per
  * test run, creates the table, queues and bucket, and provides their coordinates to the tests
- * as `inject('localServices')`. Stops both at teardown. DESIGN section 10.
+ * as `inject('localServices')`. Stops both at teardown. docs/guides/local-stack.md, "How it stands
+ * in for AWS".
  */
 import type { TestProject } from 'vitest/node';
 import type { StaticCredentials } from '../lib/aws-clients.ts';

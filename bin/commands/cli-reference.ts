@@ -3,7 +3,7 @@
  * runs (bin/commands/all.ts's COMMANDS): one entry per command and subcommand with its usage, its
  * description and its options (flags, what they do, choices and defaults), then the global
  * options. `node bin/write-cli-docs.ts` rewrites the page's generated section; a unit test fails
- * while the committed page differs. Issue 27, point 1.
+ * while the committed page differs.
  */
 import type { Command, Option } from 'commander';
 import { replaceSection } from '../../lib/checker/generated-section.ts';

@@ -1,7 +1,7 @@
 /**
  * What every CLI command module gets: the I/O to write to, the client for the global options
  * (`--url`, `--token`, `--json`), and the output helpers. A command module registers its
- * subcommands on the program; bin/commands/all.ts lists the modules. Issue 5, "the CLI".
+ * subcommands on the program; bin/commands/all.ts lists the modules.
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';

@@ -2,7 +2,7 @@
  * The controls: `stop`, `pause`, `resume`, `steer`, `approve`, `answer`, and `deliver` (an
  * external result by resume key). Each prints the ack; a rejected control (an ack, not an
  * error) sets exit code 2. `--control-id` reuses an id to retry safely; `--capability` presents
- * the run's control capability. Seed agent-runs, "Controls".
+ * the run's control capability. docs/contracts/run-lifecycle.md, "Controls".
  */
 import type { Command } from 'commander';
 import type { ControlOptions, Delivery } from '../../lib/client/shapes.ts';

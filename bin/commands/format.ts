@@ -2,7 +2,7 @@
  * Human-readable output of the CLI: runs, run lists, events, acks, tools. Pure functions of the
  * API's shapes (the `--json` output is the API's JSON as is). Every string that came from the
  * API is passed through `printable` before it is shown, so that what a run stores cannot clear
- * the terminal or forge a line of the output (issue 25, item c).
+ * the terminal or forge a line of the output.
  */
 import type { Checkpoint, FunctionArtifact, RunAtSeq } from '../../lib/client/shapes.ts';
 import {

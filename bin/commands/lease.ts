@@ -1,7 +1,7 @@
 /**
  * `agent-runs lease <run>`: who holds a run's lease, at which epoch, until when; the operation
  * in flight and what waits for the holder (queued steers, open requests). For client-driven
- * runs above all (GET /runs/{id}/lease). Seed: agent-runs, "Leases"; issue 14.
+ * runs above all (GET /runs/{id}/lease). docs/contracts/run-lifecycle.md, "Leases".
  */
 import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { isTerminalStatus } from '../../lib/contracts/names.ts';

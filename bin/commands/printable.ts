@@ -1,5 +1,5 @@
 /**
- * Control characters out of text the CLI prints (issue 25, item c). No imports, so that the
+ * Control characters out of text the CLI prints. No imports, so that the
  * program's error paths (bin/commands/program.ts, context.ts) use it without loading the
  * formatters' modules for `--help`; bin/commands/format.ts re-exports both functions.
  */

@@ -4,7 +4,7 @@
  * a file (`--artifact`, js / star / wasm) or the one published at a path (`--path`, with
  * `--hash` to insist on one; without it, the one published now, its hash printed); the runs are read through the API (`--run`, repeatable) or from exported logs
  * (`--from` a file or a directory of `*.json`, as `runs export` writes them). Exit code 1 when
- * any run diverged. Issue 29 point 2.
+ * any run diverged.
  */
 import { type Command, Option } from 'commander';
 import { CliError, type CommandModule } from './context.ts';

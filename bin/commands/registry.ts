@@ -1,7 +1,6 @@
 /**
  * `agent-runs registry publish|list|get <tools|policy|agents>` (admin): the three registries
  * through one command shape, as the API has one route shape. Documents are JSON or `@file`.
- * Issue 13 items 1-2, issue 11 item 4.
  */
 import type { Command } from 'commander';
 import type { RegistryKind } from '../../lib/contracts/index.ts';

@@ -1,7 +1,7 @@
 /**
  * `agent-runs replay FILE`: replays recorded tau-bench conversations as durable runs on a fresh
  * local stack (started in this process) and checks that the runtime reproduces each exactly.
- * Exit code 1 when any conversation diverged or a run was stranded. Issue 6.
+ * Exit code 1 when any conversation diverged or a run was stranded.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';

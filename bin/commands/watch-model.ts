@@ -1,6 +1,6 @@
 /**
  * What `agent-runs watch` shows and which key does what, as pure functions of the run, its last
- * events and the acks so far (the Ink view in watch-view.ts only lays them out). Issue 20, item 5.
+ * events and the acks so far (the Ink view in watch-view.ts only lays them out).
  */
 import { type LeaseTiming, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type { ControlAck, RunEvent, RunRecord, RunStatus } from '../../lib/contracts/index.ts';

@@ -4,7 +4,7 @@
  * that answer them, and each control's ack. Events arrive over the live WebSocket or server-sent
  * events when the stack has them, else by long polling (eventsOver); the run record is read
  * again whenever the view has caught up with the log. Written with createElement, since Node
- * strips types but does not compile JSX. Issue 20, item 5.
+ * strips types but does not compile JSX.
  */
 import { Box, render, Text, useApp, useInput } from 'ink';
 import TextInput from 'ink-text-input';

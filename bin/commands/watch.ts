@@ -4,7 +4,6 @@
  * shown), answer a question, steer, pause, resume and stop, each showing its ack. Needs a
  * terminal; elsewhere `agent-runs events RUN --follow` prints the same events as lines. In the
  * repository's CLI only (bin/agent-runs.ts): the packaged client CLI carries no terminal UI.
- * Issue 20, item 5.
  */
 import type { Command } from 'commander';
 import { shellQuote } from '../../lib/client/cli-invocation.ts';

@@ -3,7 +3,8 @@
  * `tool_call`, the tool, its args and the model's call id as `changes`, the digest of those over
  * RFC 8785 canonical JSON), and whether a call needs one (the AI SDK tool's `needsApproval`, a
  * boolean or a function of the input, or the tool named in `durableTools`' `needsApproval`).
- * Seed: agent-runs, "Controls" (approve: an approval is bound to the digest of its subject).
+ * docs/contracts/run-lifecycle.md, "Controls" (approve: an approval is bound to the digest of its
+ * subject).
  */
 import type { ApprovalSubject, JsonObject } from '../contracts/index.ts';
 import { TOOL_CALL_SUBJECT } from './journal.ts';

@@ -4,8 +4,8 @@
  * (the run's `create_key`): a process that restarts after a crash resumes the same run, waits
  * out the dead process's lease, replays every recorded model turn and tool call without calling
  * the provider or the tool again, and goes on live from the first operation the run did not
- * record. Seed: agent-runs, "Server-driven and client-driven runs", "Leases, recovery and the
- * sweeper", "Operations", "Budgets", "Controls" (steer); issue 28, point 2.
+ * record. docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases,
+ * recovery and the sweeper", "Operations", "Budgets", "Controls" (steer).
  */
 import { APICallError, type LanguageModelMiddleware, RetryError, type ToolSet } from 'ai';
 import {

@@ -4,7 +4,8 @@
  * provider; any other is begun, sent to the model (with the steers taken at this boundary added
  * to its prompt), recorded, and only then handed to the agent. `streamText` works too: the
  * recorded result is replayed as a stream (simulateStreamingMiddleware), so tokens arrive once the
- * turn is recorded, not as the provider produces them. Seed: agent-runs, "Operations", "Controls".
+ * turn is recorded, not as the provider produces them. docs/contracts/run-lifecycle.md,
+ * "Operations", "Controls".
  */
 import { APICallError, type LanguageModelMiddleware, simulateStreamingMiddleware } from 'ai';
 import type { ClientOperationResult } from '../contracts/index.ts';

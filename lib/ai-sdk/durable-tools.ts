@@ -10,8 +10,8 @@
  * CLI (`agent-runs approve`) and `watch` can decide; a rejected call is not run and the agent
  * sees DurableAgentError `approval_denied` as the tool's error. The AI SDK's own approval stop
  * is taken off the wrapped tool (the run holds the wait instead).
- * Seed: agent-runs, "Operations", "Leases, recovery and the sweeper", "Controls" (approve);
- * tool-invocation-contract.
+ * docs/contracts/run-lifecycle.md, "Operations", "Leases, recovery and the sweeper", "Controls"
+ * (approve); docs/contracts/tool-result.md.
  */
 import type { ToolSet } from 'ai';
 import { type ClientOperationResult, type JsonObject, TOOL_RESULT_ENVELOPE } from '../contracts/index.ts';

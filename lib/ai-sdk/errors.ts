@@ -1,6 +1,6 @@
 /**
  * The one error type of the AI SDK adapter, with stable codes. What the API itself refuses stays
- * an `ApiError` of `@agent-runs/client`. STYLE "Typed errors with stable codes".
+ * an `ApiError` of `@agent-runs/client`. docs/architecture.md, "Conventions".
  */
 
 /**

@@ -2,9 +2,9 @@
  * The journal of a client-driven run: what its event log says each operation was and how it
  * ended, in op order, and the steers consumed before each. A restarted agent walks it to replay
  * recorded results instead of calling the model or a tool again. Pure: events in, journal out.
- * Seed: agent-runs, "Operations" (six outcomes), "Leases, recovery and the sweeper" (a
- * non-replay-safe operation in flight at a crash is recorded outcome_unknown), "Controls" (steer,
- * approve: the approvals a tool call waited for).
+ * docs/contracts/run-lifecycle.md, "Operations" (six outcomes), "Leases, recovery and the sweeper"
+ * (a non-replay-safe operation in flight at a crash is recorded outcome_unknown), "Controls"
+ * (steer, approve: the approvals a tool call waited for).
  */
 import { z } from 'zod';
 import {

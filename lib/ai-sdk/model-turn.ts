@@ -3,8 +3,8 @@
  * function tools offered), the `model_turn_completed` result recorded from a generate result,
  * the generate result rebuilt from a recorded one, and steers as user messages. The recorded
  * form keeps the text, the client-executed tool calls, the finish reason and the token counts;
- * the agent sees that form on the first run and on every replay alike. Seed: agent-runs,
- * "Operations"; reducer contract `ModelTurnCompletedData`.
+ * the agent sees that form on the first run and on every replay alike.
+ * docs/contracts/run-lifecycle.md, "Operations"; reducer contract `ModelTurnCompletedData`.
  */
 import type { LanguageModelMiddleware } from 'ai';
 import type { ClientOperationResult, JsonObject, ToolOffered } from '../contracts/index.ts';

@@ -5,8 +5,8 @@
  * matched to its recorded operation by the model's call id (operation_started.data.call_id),
  * else by position. The AI SDK runs a step's tools in parallel; here they queue, so the run's op
  * order is the order the agent called them in. A tool call's approval waits in the same queue
- * (no operation begins while a request is open). Seed: agent-runs, "Operations", "Leases,
- * recovery and the sweeper", "Controls" (approve).
+ * (no operation begins while a request is open). docs/contracts/run-lifecycle.md, "Operations",
+ * "Leases, recovery and the sweeper", "Controls" (approve).
  */
 import type { AgentRunsClient, DriveSession } from '../client/index.ts';
 import { type ApprovalSubject, ClientOperationResult, type ToolResultEnvelope } from '../contracts/index.ts';

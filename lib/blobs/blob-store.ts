@@ -1,7 +1,7 @@
 /**
  * BlobStore on S3: payloads above the inline threshold, stored content-addressed under their
  * sha256 (`payloads/{sha256}`), so a retried put is idempotent and a read can verify the bytes.
- * DESIGN section 4 ("Payloads above an inline threshold ... go to S3 keyed by sha256").
+ * docs/reference/storage.md.
  */
 import { createHash } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';

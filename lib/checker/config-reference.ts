@@ -3,7 +3,7 @@
  * the models prose, one table of environment variables per part that reads them (type, default,
  * meaning, where the docs explain it), and the engine options with the timing defaults of
  * lib/contracts/timings.ts. `node bin/write-config-docs.ts` writes the file; a unit test fails
- * while the committed file differs from this rendering. Issue 30, point 3.
+ * while the committed file differs from this rendering.
  */
 import { NAMES, type ReadBy, VARIABLES, type Variable } from '../config.ts';
 import { DEFAULT_TIMINGS } from '../contracts/timings.ts';

@@ -10,7 +10,8 @@
  *   DIR/tool-result/v1/  `{envelope: unknown, expect: "ok" | EnvelopeRefusalCode, description?}` (checked with validateToolResult)
  * A fixture carries only the request fields its rule needs (see FixtureRequest): a full request
  * as core sends it is one, and so is `{state_rev: 7}` for a state_rev rule.
- * Seed: agent-run-contracts, "Validation" and "The tool-result envelope".
+ * docs/contracts/reducer.md, "Validation"; docs/contracts/tool-result.md, "The tool-result
+ * envelope".
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';

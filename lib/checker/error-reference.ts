@@ -2,7 +2,7 @@
  * docs/reference/errors.md, rendered from the one catalogue of error codes
  * (lib/contracts/error-codes.ts): one table row per code with its HTTP status, what it means and
  * what to do, grouped by status. `node bin/write-error-docs.ts` writes the file; a unit test
- * fails while the committed file differs from this rendering. Issue 30.
+ * fails while the committed file differs from this rendering.
  */
 import { ERROR_CODES, type ErrorCode } from '../contracts/error-codes.ts';
 

@@ -3,7 +3,7 @@
  * `<!-- BEGIN GENERATED: <name> ... -->` and `<!-- END GENERATED: <name> -->` belong to a
  * renderer; everything around them is prose that the renderer keeps as is. Used by
  * docs/reference/http-api.md (bin/write-http-docs.ts) and docs/reference/cli.md
- * (bin/write-cli-docs.ts); issue 27, point 1.
+ * (bin/write-cli-docs.ts).
  */
 
 /** Thrown when a page lacks its markers (or has them twice, or out of order). */

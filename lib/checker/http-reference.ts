@@ -3,7 +3,7 @@
  * `GET /openapi.json` serves (lib/http/app.ts's openApiDocument): one table per tag, one row per
  * operation with its method and path, operationId, summary and whether it needs a bearer token.
  * `node bin/write-http-docs.ts` rewrites the page's generated section; a unit test fails while
- * the committed page differs. Issue 27, point 1.
+ * the committed page differs.
  */
 import type { Engine } from '../engine/engine.ts';
 import { openApiDocument } from '../http/app.ts';

@@ -9,7 +9,8 @@
  * objects strip them, they never reject them). A document core emits after parsing (defaults
  * filled in) is valid under the same schema. Refinements zod cannot express are dropped by
  * `z.toJSONSchema`, except turn-outcome's three conditional rules, added back as `allOf` of
- * `if`/`then` exactly as in the seed (turn-outcome-v1, "Conditional Rules").
+ * `if`/`then` exactly as the contract states them (docs/contracts/turn-outcome.md,
+ * "The three rules of the schema").
  */
 import { z } from 'zod';
 import {
@@ -32,7 +33,7 @@ import {
   Usage,
 } from '../contracts/index.ts';
 
-/** The three conditional rules of turn-outcome v1, verbatim from the seed. */
+/** The three conditional rules of turn-outcome v1, as the contract states them. */
 export const TURN_OUTCOME_CONDITIONAL_RULES = [
   {
     if: { required: ['status'], properties: { status: { const: 'completed' } } },

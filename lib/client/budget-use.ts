@@ -6,7 +6,7 @@ import { type BudgetLimit, isTerminalStatus, type RunRecord, treeUsed } from '..
  * counts it (lib/core/budgets.ts): the tree limits (operations, turns, model calls, tokens in +
  * out) by `treeUsed`, with the run's children; consecutive failures, children started, live
  * children, depth; wall time in ms since creation (stopping at `finished_at` once the run
- * ended). Seed: agent-runs, "Budgets".
+ * ended). docs/contracts/run-lifecycle.md, "Budgets".
  */
 export function budgetUsed(record: RunRecord, limit: BudgetLimit, now: number): number {
   switch (limit) {

@@ -2,7 +2,6 @@
  * How the user runs the CLI, and POSIX shell quoting: the words a pasted command line starts
  * with. No imports, so that the CLI reads its invocation at start without loading the client's
  * modules for `--help` (bin/commands/context.ts); lib/client/waiting.ts re-exports all three.
- * Issue 20, item 4.
  */
 
 /** Quotes `value` for a POSIX shell when it holds anything but safe characters. */

@@ -2,8 +2,8 @@
  * The client-driven routes in the typed client: take and renew the lease, begin and report
  * operations (a result or a turn outcome), open requests, take steers, end the run, let the
  * lease go, inspect the lease. Every write sends the fence; a lost lease is ApiError
- * `fenced_out` (409). `drive` (drive.ts) builds the whole loop on these. Seed: agent-runs,
- * "Server-driven and client-driven runs".
+ * `fenced_out` (409). `drive` (drive.ts) builds the whole loop on these.
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs".
  */
 import type { z } from 'zod';
 import type {

@@ -5,8 +5,8 @@
  * built on long polling. Responses are parsed with the routes' own zod schemas (operations.ts);
  * every failure is an ApiError with the API's code. Browser-safe: only fetch, URL, Headers and
  * Web Crypto's `crypto.randomUUID` (Node 20+, browsers in secure contexts), no `node:*`.
- * Published as the `@agent-runs/client` package (packages/client). Issue 5, "lib/client and
- * bin/"; issue 13. The web console (console/) runs this same client in the browser (issue 17).
+ * Published as the `@agent-runs/client` package (packages/client). The web console (console/) runs
+ * this same client in the browser.
  */
 import type {
   ControlAck,

@@ -5,7 +5,7 @@
  * either, reports its outcome, and lets the lease go at the end. A lost lease (another client
  * took over, the run was stopped between operations or paused) aborts everything: the loop sees
  * `session.signal.aborted`, and every later write is ApiError `fenced_out`. Browser-safe.
- * Seed: agent-runs, "Server-driven and client-driven runs", "Leases", "Controls".
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases", "Controls".
  */
 import type {
   ApprovalSubject,

@@ -2,7 +2,7 @@
  * The client's one error type: every failed call throws an ApiError carrying the API's stable
  * `code` (one of the catalogue's, lib/contracts/error-codes.ts; docs/reference/errors.md), the
  * HTTP `status` and the `details` the API sent, or one of the client's own codes
- * (ClientErrorCode). STYLE "Typed errors with stable codes"; issue 30.
+ * (ClientErrorCode). docs/architecture.md, "Conventions".
  */
 // A type only: the CLI loads this file for --help, and the catalogue is not needed for that.
 import type { ErrorCode } from '../contracts/error-codes.ts';

@@ -1,7 +1,7 @@
 /**
  * The typed TypeScript client of the HTTP API: browser-safe (no `node:*` import), the main entry
  * of the `@agent-runs/client` package. The local stack's state file (Node only) is in
- * `./node.ts` (`@agent-runs/client/node`). Issues 5 and 13.
+ * `./node.ts` (`@agent-runs/client/node`).
  */
 
 export type {

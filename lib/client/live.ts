@@ -4,8 +4,8 @@
  * `after`, once, in seq order, then the end when the run settled. Each keeps the last seq it
  * yielded and drops what is not above it; on a gap, a dropped connection or a response that
  * ended, it resumes from that seq. Browser-safe: the WebSocket
- * and fetch of the platform (Node 22+, browsers), no `node:*`. Seed: agent-runs, "over HTTP,
- * WebSocket".
+ * and fetch of the platform (Node 22+, browsers), no `node:*`. docs/contracts/run-lifecycle.md,
+ * "over HTTP, WebSocket".
  */
 import { createParser } from 'eventsource-parser';
 import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';

@@ -3,8 +3,7 @@
  * contracts' schemas (lib/contracts), the very objects the routes of lib/http document and
  * validate with. Every client method parses its answer with its operation's entry here, and
  * test/unit/client-openapi.test.ts fails when an entry is not the route's own schema, when a
- * route has no entry, or when the client lacks a method named after an operationId. Issue 30
- * ("one set of wire schemas").
+ * route has no entry, or when the client lacks a method named after an operationId.
  */
 import {
   BeginOperationResponse,

@@ -5,7 +5,7 @@
  * published version with every version of its name. One method per operationId
  * (`publishTool`, `listToolEntries`, `getToolEntry`, ...), and the same three by kind
  * (`publishEntry(kind, ...)`, for callers that hold the kind as data). Errors: `unauthorized` (403, not an
- * admin), `validation_failed` (400), `registry_entry_not_found` (404). Issue 30.
+ * admin), `validation_failed` (400), `registry_entry_not_found` (404).
  */
 import type { z } from 'zod';
 import type {

@@ -3,7 +3,7 @@
  * control as sent) and, under the names this client has exported since its first release, what
  * it answers: the contracts' own schemas (lib/contracts/http-api.ts), the ones the routes
  * document. Every method parses its answer with its operation's schema (operations.ts); a
- * mismatch is ApiError `invalid_response`. Issue 5, "lib/client and bin/"; issue 30.
+ * mismatch is ApiError `invalid_response`.
  */
 import { z } from 'zod';
 import {

@@ -1,8 +1,7 @@
 /**
  * The local stack's state file: `.agent-runs/local.json` in the directory `npm start` ran in,
  * holding `{url, token}` (plus whatever else the local stack records). The local stack writes
- * it at start-up; the CLI reads it for its default URL and token. Issue 5, "lib/local" and
- * "lib/client and bin/".
+ * it at start-up; the CLI reads it for its default URL and token. docs/guides/local-stack.md.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

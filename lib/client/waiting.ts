@@ -4,8 +4,8 @@
  * record the API returns and the reader's clock; it decides nothing (core does), it explains.
  * Every command it returns is a complete line that works when pasted (quoted for a POSIX shell),
  * starting the way the user runs the CLI (`agent-runs`, `npx agent-runs`, `npm run agent-runs --`:
- * cliInvocation); a line that is only advice carries no command. Issue 20, item 4; seed
- * agent-runs ("Controls", "Leases", "Budgets").
+ * cliInvocation); a line that is only advice carries no command. docs/contracts/run-lifecycle.md
+ * ("Controls", "Leases", "Budgets").
  */
 import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../contracts/timings.ts';

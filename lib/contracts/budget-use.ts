@@ -1,7 +1,7 @@
 /**
  * What counts as used against a tree limit, shared by core's budget check (lib/core/budgets.ts)
  * and the client's waiting hints and console bars (which cannot import core). Pure reads of the
- * run record. Seed: agent-runs, "Budgets" (children reserve against the parent).
+ * run record. docs/contracts/run-lifecycle.md, "Budgets" (children reserve against the parent).
  */
 import type { RunRecord, TreeLimit, Usage } from './run.ts';
 
@@ -21,8 +21,8 @@ export function ownUsed(usage: Usage, which: TreeLimit): number {
 
 /**
  * What counts against a tree limit of `record`: its own usage, the usage its ended children
- * charged back (tree_usage), and what its live children hold reserved. Seed: agent-runs,
- * "Budgets" (children reserve against the parent).
+ * charged back (tree_usage), and what its live children hold reserved.
+ * docs/contracts/run-lifecycle.md, "Budgets" (children reserve against the parent).
  */
 export function treeUsed(record: RunRecord, which: TreeLimit): number {
   let reserved = 0;

@@ -4,7 +4,7 @@
  * results (and, written by a compaction, the window of recent events the next model turns are
  * compiled from). Checkpoints are numbered per run and read back with
  * `GET /runs/{id}/checkpoints/{n}`; the state they reference with `GET /runs/{id}/state?rev=`.
- * Seed: agent-runs, "Checkpoints". New fields are optional (growth rule).
+ * docs/contracts/run-lifecycle.md, "Checkpoints". New fields are optional (growth rule).
  */
 import { z } from 'zod';
 import { Count } from './common.ts';

@@ -1,8 +1,9 @@
 /**
  * The wire shapes of client-driven runs: the fence every client write carries, the lease a
  * client takes, the operations it begins and reports, the requests it opens, how it ends the
- * run. Seed: agent-runs, "Server-driven and client-driven runs", "Leases, recovery and the
- * sweeper"; turn-outcome-v1 (a model turn may be reported as a turn outcome document).
+ * run. docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery
+ * and the sweeper"; docs/contracts/turn-outcome.md (a model turn may be reported as a turn outcome
+ * document).
  */
 import { z } from 'zod';
 import { Count, JsonObject } from './common.ts';

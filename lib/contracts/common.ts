@@ -1,7 +1,7 @@
 /**
  * Shared wire shapes used by several contracts: JSON values, locators, revisions, subjects, and
  * the two field helpers that make an optional field accept null.
- * Growth rule (seed agent-run-contracts, "Growth rule"): readers ignore fields they do not know,
+ * Growth rule (docs/contracts/reducer.md, "Growth rule"): readers ignore fields they do not know,
  * so every object schema here strips unknown keys instead of rejecting them; and a sender may
  * leave out an optional field, which many senders do by writing `null`, so optional fields of
  * the reducer and tool-result contracts accept null and read it as absent.
@@ -67,7 +67,10 @@ export const Locator = z.object({
 });
 export type Locator = z.infer<typeof Locator>;
 
-/** What a run is about: a node {workspace, path, node_id?}. Seed agent-runs, "Subject, principal and admission". */
+/**
+ * What a run is about: a node {workspace, path, node_id?}. docs/contracts/run-lifecycle.md,
+ * "Subject, principal and admission".
+ */
 export const Subject = z.object({
   workspace: z.string().min(1),
   path: z.string().min(1),

@@ -1,10 +1,10 @@
 /**
  * Compaction's shapes: the run's policy (`executor_config.compaction`), the reference to a
  * large tool result, and the record's reference to the compaction its model turns are compiled
- * from. Seed: agent-runs ("one active operation at a time (a model turn, a tool call, a
- * compaction)", "Operations": compactions are replay-safe, "Checkpoints": "Compaction writes one
- * too, so a long conversation can be rebuilt from structured state rather than from a prose
- * summary").
+ * from. docs/contracts/run-lifecycle.md ("one active operation at a time (a model turn, a tool
+ * call, a compaction)", "Operations": compactions are replay-safe, "Checkpoints": "Compaction
+ * writes one too, so a long conversation can be rebuilt from structured state rather than from a
+ * prose summary").
  */
 import { z } from 'zod';
 import { Count } from './common.ts';

@@ -1,7 +1,7 @@
 /**
  * Controls and their acks: stop, pause, resume, steer (with `when_busy`), approve and
  * provide_input, each carrying a caller-chosen `control_id`; the three ack shapes and the stable
- * rejection reasons. Seed: agent-runs, "Controls".
+ * rejection reasons. docs/contracts/run-lifecycle.md, "Controls".
  */
 import { z } from 'zod';
 import { cleanId } from './create-run.ts';
@@ -32,7 +32,7 @@ export const ResumeControl = z.strictObject({
  * (the default) queues it for the next boundary; `reject` refuses it (ack rejected `run_busy`);
  * `interrupt` queues it and cancels an interruptible operation in flight, so that it is consumed
  * at the boundary that follows (a non-interruptible one runs to its end, as with `enqueue`).
- * Between operations all three queue the steer. Issue 14, item 5.
+ * Between operations all three queue the steer.
  */
 export { STEER_WHEN_BUSY } from './names.ts';
 export const SteerWhenBusy = z.enum(STEER_WHEN_BUSY);

@@ -1,6 +1,7 @@
 /**
- * The body of a create request (`POST /runs`). Seed: agent-runs, "Subject, principal and
- * admission", "Server-driven and client-driven runs" (a run without a reducer is client-driven).
+ * The body of a create request (`POST /runs`). docs/contracts/run-lifecycle.md, "Subject, principal
+ * and admission", "Server-driven and client-driven runs" (a run without a reducer is
+ * client-driven).
  */
 import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
@@ -10,7 +11,7 @@ import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from 
 /**
  * The first C0 control (U+0000-U+001F), DEL (U+007F) or C1 control (U+0080-U+009F) of `text`
  * that `allowed` does not hold, with its UTF-16 index, or null. Such a character in a subject or
- * an objective could clear a terminal or forge a line where the run is shown (issue 25, item b).
+ * an objective could clear a terminal or forge a line where the run is shown.
  */
 export function firstControlChar(text: string, allowed = ''): { index: number; char: string } | null {
   for (let i = 0; i < text.length; i += 1) {

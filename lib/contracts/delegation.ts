@@ -4,9 +4,10 @@
  * creates the child run (keyed on the operation id, so a re-dispatch finds the same child) and
  * answers `waiting` with `resume_key: "child:{child_run_id}"`. When the child ends, its outcome
  * comes back to the parent as that tool call's `tool_result` (the hand-back, owed by the child
- * until delivered). Seed: agent-runs ("child runs with a durable mailbox", "Budgets": max_children,
- * max_live_children, max_depth; sweeper: "delivers owed child hand-backs, stops children of
- * ended parents"); agent-run-contracts ("resume_key … child:{run_id} for a child run").
+ * until delivered). docs/contracts/run-lifecycle.md ("child runs with a durable mailbox",
+ * "Budgets": max_children, max_live_children, max_depth; sweeper: "delivers owed child hand-backs,
+ * stops children of ended parents"); docs/contracts/tool-result.md, "The tool-result envelope"
+ * (resume_key `child:{run_id}` for a child run).
  */
 import { z } from 'zod';
 import { JsonObject, Subject } from './common.ts';
@@ -19,7 +20,7 @@ export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
  * The codes of a delegation refused before anything was written (the deployment's bounds and the
  * root principal's live-run quota): the parent's `counters.children` does not count it, and no
  * child, create key or quota slot exists for it. Answered as a `failed` tool result whose first
- * diagnostic has the code. Issue 25 item 2.
+ * diagnostic has the code.
  */
 export const DELEGATION_REFUSALS = [
   'quota_exceeded',

@@ -4,8 +4,7 @@
  * should do, and whether the engine raises it (`engine`) or only the HTTP layer (`http`). The
  * engine's `EngineErrorCode`, the HTTP status map (`HTTP_ERROR_STATUS`), the OpenAPI error
  * descriptions and docs/reference/errors.md (`node bin/write-error-docs.ts`) are all derived
- * from it: a code is added here, nowhere else. STYLE "Typed errors with stable codes"; issue 5
- * ("Errors are JSON {code, message, details}"), issue 30.
+ * from it: a code is added here, nowhere else. docs/architecture.md, "Conventions".
  */
 
 /** One code of the catalogue. */

@@ -1,7 +1,8 @@
 /**
  * The run's persisted event log. Every change to a run appends events with contiguous seq from 1.
  * A subset of kinds is delivered to the reducer (see `toReducerEvent` in lib/core).
- * Seed: agent-runs, "Lifecycle" and "Controls" (steer_queued, steer_consumed); DESIGN section 4.
+ * docs/contracts/run-lifecycle.md, "Lifecycle" and "Controls" (steer_queued, steer_consumed);
+ * docs/reference/storage.md.
  */
 import { z } from 'zod';
 

@@ -1,7 +1,8 @@
 /**
  * The origin a fork's `run_started` (and record) references: a run forked from one of its
- * checkpoints (`POST /runs/{id}/fork`; the request is ForkRunInput in create-run.ts). Seed: agent-runs, "Checkpoints"
- * ("Checkpoints are numbered and can be read back"), "Budgets"; issue 15 item 5.
+ * checkpoints (`POST /runs/{id}/fork`; the request is ForkRunInput in create-run.ts).
+ * docs/contracts/run-lifecycle.md, "Checkpoints" ("Checkpoints are numbered and can be read back"),
+ * "Budgets".
  */
 import { z } from 'zod';
 import { Count, optionalField } from './common.ts';

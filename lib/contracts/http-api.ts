@@ -3,7 +3,7 @@
  * and delivery answers, the client-driven write answers, the error body). Defined once here:
  * the HTTP layer (lib/http) names them in its OpenAPI document and the client (lib/client)
  * parses every answer with the very same schema, so the document and the client cannot drift.
- * Plain zod, browser-safe. Issue 5, "The HTTP API"; issue 30 ("one set of wire schemas").
+ * Plain zod, browser-safe.
  */
 import { z } from 'zod';
 import { Checkpoint } from './checkpoint.ts';

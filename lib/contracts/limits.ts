@@ -1,7 +1,7 @@
 /**
  * Size limits a user can meet at the API, and the one way every layer words them, so that the
  * same limit reads the same wherever it is hit: "`what` is N bytes, over the L-byte limit".
- * Sizes are UTF-8 bytes of JSON. Issue 12, item 8 ("size-limit messages must agree").
+ * Sizes are UTF-8 bytes of JSON.
  */
 
 /**

@@ -5,9 +5,9 @@
  * run ended and no event will follow. After a reconnect it subscribes again from the last seq it
  * saw. A subscription receives each seq at most once; a server crash can leave a gap (seq
  * jumps), closed by subscribing again from the last seq held. A cursor beyond the run's last
- * seq is refused (`error` code `cursor_ahead`). Seed: agent-runs, "over HTTP, WebSocket"; the
- * sweeper "hands finished runs to the flow instances waiting for them"; deterministic-seams
- * ("publish downstream notifications through an outbox").
+ * seq is refused (`error` code `cursor_ahead`). docs/contracts/run-lifecycle.md, "Following a
+ * run over HTTP, WebSocket and SSE"; docs/architecture.md, "The seams of a step" (notifications
+ * are published through an outbox: DynamoDB Streams).
  */
 import { z } from 'zod';
 import { Count } from './common.ts';

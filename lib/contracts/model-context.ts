@@ -1,8 +1,8 @@
 /**
  * The model-neutral context the context compiler builds from a run's event log for one model
  * turn: messages plus the manifest of what it included. Model-turn functions translate these
- * messages into their provider's format. Seed: deterministic-seams ("The context compiler ...
- * Output includes both the model payload and a manifest of included artifacts").
+ * messages into their provider's format. docs/architecture.md, "The seams of a step" ("The context
+ * compiler ... Output includes both the model payload and a manifest of included artifacts").
  */
 import { z } from 'zod';
 

@@ -1,6 +1,6 @@
 /**
  * The model-turn function contract: input, success output, error output.
- * Seed: agent-run-contracts, "The model-turn function".
+ * docs/contracts/model-turn.md.
  */
 import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';

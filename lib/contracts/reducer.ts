@@ -1,7 +1,7 @@
 /**
  * The reducer contract `raisin.agent-run.reducer/1`: request, the 11 event kinds, response,
  * the 9 effect kinds, the projection and the 13 validation codes.
- * Seed: agent-run-contracts, "The reducer contract". Field names are the seed's, exactly.
+ * docs/contracts/reducer.md. Field names are the contract's, exactly.
  *
  * Growth rule: every optional field accepts null and reads it as absent, every defaulted field
  * reads null as its default (optionalField/defaultField in common.ts). A field whose value is
@@ -60,7 +60,9 @@ export const ProjectionItem = z.object({
 });
 export type ProjectionItem = z.infer<typeof ProjectionItem>;
 
-/** `{items: [{key, title, status, detail?}], summary?}`. Seed: "Projection". */
+/**
+ * `{items: [{key, title, status, detail?}], summary?}`. docs/contracts/reducer.md, "Projection".
+ */
 export const Projection = z.object({
   items: z.array(ProjectionItem),
   summary: optionalField(z.string()),

@@ -4,10 +4,9 @@
  * publishing a document makes a new registry version whose snapshot names the document
  * version of every entry; a published document version never changes (a change is a new
  * version). A run pins the registry versions it was admitted with.
- * Seed: deterministic-seams ("Runs pin policy, prompt, catalogue, schema ... versions at
- * admission", "The policy gate"); tool-invocation-contract ("Tool registration", "Policy and
- * authorization"); agent-runs ("Subject, principal and admission": as_agent); issue 13 items
- * 1-2, issue 11 item 4.
+ * docs/architecture.md, "The seams of a step" (versions pinned at admission; the policy gate);
+ * docs/contracts/tool-result.md ("Tool registration", "Policy and authorization");
+ * docs/contracts/run-lifecycle.md ("Subject, principal and admission": as_agent).
  */
 import { z } from 'zod';
 import { Count, JsonObject } from './common.ts';

@@ -1,7 +1,7 @@
 /**
  * Run lifecycle shapes: statuses, budgets, usage, open requests, the
- * operation, and the closed run record. Seed: agent-runs, "Lifecycle", "Operations", "Controls",
- * "Budgets", "Leases, recovery and the sweeper".
+ * operation, and the closed run record. docs/contracts/run-lifecycle.md, "Lifecycle", "Operations",
+ * "Controls", "Budgets", "Leases, recovery and the sweeper".
  */
 import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
@@ -74,9 +74,9 @@ export type ChildTerms = z.infer<typeof ChildTerms>;
 export const OnExceeded = z.enum(['pause', 'fail']);
 
 /**
- * The run's risk tier, fixed at admission (deterministic-seams seed, "admission": "an explicit
- * risk tier that determines approvals and sandbox policy"), ordered low < standard < high. A
- * create may ask for a tier at or above the deployment's floor, never below it.
+ * The run's risk tier, fixed at admission (docs/architecture.md, "The seams of a
+ * step": admission sets the risk tier that decides approvals and sandbox policy), ordered low <
+ * standard < high. A create may ask for a tier at or above the deployment's floor, never below it.
  */
 export const RISK_TIERS = ['low', 'standard', 'high'] as const;
 export const RiskTier = z.enum(RISK_TIERS);
@@ -134,7 +134,7 @@ export type UsageCost = z.infer<typeof UsageCost>;
  * policy allows); `writable`, the subjects its mutating calls may write, each covering its path
  * and every path below it in its workspace (absent: any; empty: none). The policy gate enforces
  * both (deny `tool_outside_delegation_scope`, `subject_not_writable`); the reserved delegate tools
- * are governed by the tree bounds instead. Issue 25, point 13.
+ * are governed by the tree bounds instead.
  */
 export const RunScope = z.strictObject({
   tools: z.array(z.string().min(1).max(512)).max(256).optional(),
@@ -231,7 +231,8 @@ export type Principal = z.infer<typeof Principal>;
 /**
  * The registry versions a run was admitted with (lib/contracts/registry.ts): the tool catalogue,
  * the tool policy and the agents. 0 means nothing was published yet (the code's tools and policy).
- * Seed: deterministic-seams, "Runs pin policy ... catalogue ... versions at admission".
+ * docs/architecture.md, "The seams of a step" (the policy, catalogue and model versions a run
+ * uses are pinned at admission).
  */
 export const RunPins = z.object({ catalogue: Count, policy: Count, agents: Count });
 export type RunPins = z.infer<typeof RunPins>;

@@ -4,7 +4,7 @@
  * (lib/engine/deps.ts), the CLI's `waiting:` hints (lib/client/waiting.ts) and the web console
  * (console/src/model/lease.ts) all read them from here, and a deployment's own values travel as
  * a `Timings` object (`GET /config`, the console's config.json). Pure and browser-safe: zod only.
- * Seed: agent-runs, "Leases, recovery and the sweeper".
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 import { z } from 'zod';
 
@@ -26,7 +26,7 @@ export const WAKE_GRACE_MS = 60_000;
  * A lease is written with the holder's clock and judged expired with the sweeper's, so the two
  * clocks may differ by up to `lease − heartbeat + allowance − renewal latency` (90 s with the
  * defaults: 90 − 30 + 30) before a live worker can be taken over; a crashed worker's run is
- * recovered at most `lease + allowance` after its last renewal. Issue 12, item 7.
+ * recovered at most `lease + allowance` after its last renewal.
  */
 export function defaultClockSkewMs(leaseTtlMs: number): number {
   return Math.floor(leaseTtlMs / 3);

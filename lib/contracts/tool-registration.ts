@@ -1,6 +1,6 @@
 /**
  * Tool registration: identity, input schema and bounded metadata.
- * Seed: tool-invocation-contract, "Tool registration"; DESIGN section 9.
+ * docs/contracts/tool-result.md, "Tool registration".
  */
 import { z } from 'zod';
 import { JsonObject } from './common.ts';

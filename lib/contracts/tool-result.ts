@@ -1,6 +1,6 @@
 /**
  * The tool-result envelope `raisin.tool-result/1`, its 4 refusal codes and the 9 tool error classes.
- * Seed: agent-run-contracts, "The tool-result envelope".
+ * docs/contracts/tool-result.md, "The tool-result envelope".
  */
 import { z } from 'zod';
 import { defaultField, optionalField, Revision } from './common.ts';
@@ -81,7 +81,10 @@ export const Evidence = z.object({
     z.object({ locator: optionalField(PartialLocator), revision: optionalField(LooseRevision) }),
   ),
   ok: optionalField(z.boolean()),
-  /** An open string the domain defines; null is a value here (the seed's example sends `level: null`). */
+  /**
+   * An open string the domain defines; null is a value here (the contract's example sends `level:
+   * null`).
+   */
   level: z.string().nullable().optional(),
 });
 export const ToolDiagnostic = z.object({

@@ -1,6 +1,6 @@
 /**
  * `agent.external-runtime.turn-outcome.v1`: the outcome of one turn run by an external runtime,
- * with its 28 reason codes and three conditional rules. Seed: turn-outcome-v1.
+ * with its 28 reason codes and three conditional rules. docs/contracts/turn-outcome.md.
  */
 import { z } from 'zod';
 

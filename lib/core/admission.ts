@@ -2,8 +2,8 @@
  * Admission limits of a deployment, decided before any model call: how many live runs one
  * principal may hold, how many runs it may create per minute, and the lowest risk tier a run
  * may have. Pure (the environment is read by lib/config.ts admissionFromEnv): the engine reads what the principal holds now and commits what this decides in
- * the run's create transaction. Seed: deterministic-seams, "admission" ("tenant quotas, abuse
- * controls, and an explicit risk tier").
+ * the run's create transaction. docs/architecture.md, "The seams of a step" (admission:
+ * tenant quotas, abuse controls and an explicit risk tier).
  */
 import { RISK_TIERS, type RiskTier } from '../contracts/index.ts';
 import type { WorkspaceMode } from './workspaces.ts';

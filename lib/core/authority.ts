@@ -3,8 +3,9 @@
  * visible to its principal, the user it acts for, system callers, and whoever presents its
  * control capability; to anyone else it does not exist (the same answer as an unknown id).
  * A presented capability that does not match is refused, never ignored, but only to a caller
- * who may see the run: to anyone else the run still does not exist. Seed: agent-runs,
- * "Controls" (authorization), "Subject, principal and admission"; DESIGN section 12.
+ * who may see the run: to anyone else the run still does not exist.
+ * docs/contracts/run-lifecycle.md, "Controls" (authorization), "Subject, principal and admission";
+ * docs/guides/who-may-do-what.md.
  */
 import type { Principal, RunRecord } from '../contracts/index.ts';
 import { sha256Hex } from './canonical.ts';

@@ -1,5 +1,5 @@
 /**
- * Budget checks, made each time an operation begins. Seed: agent-runs, "Budgets".
+ * Budget checks, made each time an operation begins. docs/contracts/run-lifecycle.md, "Budgets".
  * Order (fixed, first exceeded wins): max_wall_ms, max_operations, max_turns (model turns),
  * max_model_calls (model turns), max_total_tokens, max_consecutive_op_failures, then for a
  * delegation (a call of DELEGATE_TOOL, which starts a child run): max_children (children started),
@@ -83,7 +83,7 @@ export type ChildReservation =
  * left) or {@link DEFAULT_CHILD_SHARE} of what is left (refused when that is under 1), and it is
  * reserved. A limit the parent does not have is the child's own (`requested`), not reserved.
  * `max_wall_ms` is capped by the parent's remaining wall time (a ceiling, not reserved). A refusal
- * is the delegation's `child_budget_exceeded:<which>`. Seed: agent-runs, "Budgets".
+ * is the delegation's `child_budget_exceeded:<which>`. docs/contracts/run-lifecycle.md, "Budgets".
  */
 export function reserveChildBudgets(parent: RunRecord, requested: Budgets, now: number): ChildReservation {
   const budgets: Budgets = { ...requested };
@@ -121,7 +121,7 @@ export interface BudgetOverflow {
  * The first limit of `increase` whose sum with `budgets` (an absent limit counts as 0) is not a
  * safe integer, or null when every sum is one. A resume that raises a limit adds the two, and
  * a run record's limits are safe integers: such a resume is refused as invalid before it is
- * decided (issue 25, item a).
+ * decided.
  */
 export function budgetIncreaseOverflow(
   budgets: Budgets,

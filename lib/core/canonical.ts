@@ -3,9 +3,10 @@
  *
  * Every digest the runtime computes or compares (approval subject digests, control command
  * digests, state and payload digests) is sha256 over the canonical JSON of a value, never over
- * a map's insertion order. Seed: agent-run-contracts, "Writing a deterministic reducer" (third
- * bullet) and "Validation" (state_too_large: "The canonical state exceeds 256 KiB"); DESIGN
- * section 6 (subject_digest: sha256 over canonical JSON, RFC 8785).
+ * a map's insertion order. docs/contracts/reducer.md, "Writing a deterministic reducer" (item 6)
+ * and "Validation" (state_too_large: over 256 KiB as canonical JSON);
+ * docs/contracts/run-lifecycle.md, "Controls" (subject_digest: sha256 over canonical JSON, RFC
+ * 8785).
  *
  * Pure: `canonicalize` and `@noble/hashes` import no Node built-in (checked by
  * test/unit/canonical.test.ts), so this module may live in lib/core.

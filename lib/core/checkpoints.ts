@@ -5,7 +5,7 @@
  * and what a fork restores: turn, unanswered calls, inbox, last seq, the latest compaction) and referencing, not
  * copying, the domain state revision, the transcript cutoff, the children and the mailbox, the
  * window of large tool results and, for a compaction, the window of recent events.
- * Seed: agent-runs, "Checkpoints".
+ * docs/contracts/run-lifecycle.md, "Checkpoints".
  */
 import { type Checkpoint, CompactionSection, type RunEvent, type RunRecord } from '../contracts/index.ts';
 

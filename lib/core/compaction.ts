@@ -7,9 +7,10 @@
  * results left out), then the window of recent events compiled as usual. The engine reads the events and
  * the state and executes the compaction operation (lib/engine/compaction.ts).
  *
- * Seed: agent-runs ("Checkpoints": "Compaction writes one too, so a long conversation can be
- * rebuilt from structured state rather than from a prose summary"; "Operations": compactions are
- * replay-safe); deterministic-seams (the context compiler and its manifest).
+ * docs/contracts/run-lifecycle.md ("Checkpoints": "Compaction writes one too, so a long
+ * conversation can be rebuilt from structured state rather than from a prose summary";
+ * "Operations": compactions are replay-safe); docs/architecture.md, "The seams of a step" (the
+ * context compiler and its manifest).
  */
 import {
   type Checkpoint,

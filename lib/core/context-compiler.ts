@@ -2,10 +2,10 @@
  * The context compiler: a pure function from a run's persisted event log to the model-neutral
  * transcript of a model turn, plus a manifest of what it included.
  *
- * Seed: deterministic-seams ("The context compiler transforms authoritative state into the
- * policy input ... Output includes both the model payload and a manifest of included
- * artifacts"); agent-run-contracts, "The reducer contract" (event kinds and their data);
- * DESIGN section 9 (the transcript is compiled from the event log).
+ * docs/architecture.md, "The seams of a step" (the context compiler: a pure
+ * function from the log to the model's input, with a manifest of what it included);
+ * docs/contracts/reducer.md (event kinds and their data); docs/contracts/model-turn.md
+ * (the transcript is compiled from the event log).
  *
  * Which events become which message (events are read in seq order; any other kind is skipped
  * and does not appear in the manifest):
@@ -42,7 +42,7 @@
  * appear in the manifest. Net effect: every call of an answered turn is followed by exactly one
  * tool message, as provider APIs require.
  *
- * Every call is paired (issue 25 item 9): a tool call of an assistant message that no tool
+ * Every call is paired: a tool call of an assistant message that no tool
  * message answers before the next assistant message (from the log or the reducer's answers) gets
  * a synthetic tool message, placed like an answer and labelled as the runtime's, never the
  * tool's: `Error: no result (synthesized by the runtime): <why>`, where why follows the call's
@@ -487,8 +487,8 @@ function parse<S extends z.ZodType>(schema: S, event: RunEvent): z.output<S> {
  * The manifest as stored on `model_turn_completed`: the included events as seq ranges instead
  * of one entry each (their kind and role are read from the log), so a turn's event grows with
  * the gaps in its window, not with its length; the window, `excluded` and `compacted` as they
- * are. Seed: deterministic-seams, "the context compiler ... Output includes both the model
- * payload and a manifest".
+ * are. docs/architecture.md, "The seams of a step" (the context compiler returns the
+ * model's input and a manifest).
  */
 export function storedManifest(manifest: ContextManifest): StoredContextManifest {
   const included: [number, number][] = [];

@@ -1,6 +1,6 @@
 /**
  * The command digest used for control idempotency (who may send a control is
- * core/authority.ts). Seed: agent-runs, "Controls" (acknowledgements).
+ * core/authority.ts). docs/contracts/run-lifecycle.md, "Controls" (acknowledgements).
  */
 import type { Control } from '../contracts/index.ts';
 import { digestOf } from './canonical.ts';

@@ -1,8 +1,9 @@
 /**
  * Pure rules of delegation: the child run a delegate call asks for, and the envelopes the parent
  * receives (the `waiting` answer that parks it, the hand-back when the child ends).
- * Seed: agent-runs ("child runs with a durable mailbox", "Budgets", the sweeper's hand-back and
- * stop-children duties); agent-run-contracts (the tool-result envelope, `child:{run_id}` resume keys).
+ * docs/contracts/run-lifecycle.md ("child runs with a durable mailbox", "Budgets", the sweeper's
+ * hand-back and stop-children duties); docs/contracts/tool-result.md (the tool-result envelope,
+ * `child:{run_id}` resume keys).
  */
 import type { z } from 'zod';
 import {
@@ -67,7 +68,7 @@ export interface ChildBudgetRefusal {
  * default agent reducer's checks that would wait for a person are downgraded for the child:
  * `plan: "approve"` becomes `"track"` and `verify_completion: "ask_user"` becomes `"partial"`
  * (an unverified child completes partial, and its parent decides). A context that is not an
- * object is inherited as it is. Seed: agent-runs, "Child runs".
+ * object is inherited as it is. docs/contracts/run-lifecycle.md, "Child runs".
  */
 export function childContextOf(inherited: unknown): unknown {
   if (inherited === null || typeof inherited !== 'object' || Array.isArray(inherited)) return inherited;
@@ -304,7 +305,7 @@ export type SchemaErrors = (schema: Record<string, unknown>, value: unknown) => 
  * `blocked`, never `succeeded`; the payload carries the result either way. A hand-back that
  * passes carries, as its `evidence`, the entries of the required kinds the child's tools reported. A child without
  * `returns`, or one that did not complete succeeded/partial, hands back as {@link handBackEnvelope}.
- * Null while the child is live. Issue 16 ("checked hand-backs").
+ * Null while the child is live.
  */
 export function checkedHandBackEnvelope(
   child: RunRecord,

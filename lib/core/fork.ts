@@ -9,7 +9,7 @@
  * so the reducer's state, which names seqs, stays true, and its model turns see the original's
  * transcript up to the checkpoint. The reducer does not receive the fork's run_started: it
  * continues from the checkpoint's state (or the edited one).
- * Seed: agent-runs, "Checkpoints", "Budgets"; issue 15 item 5.
+ * docs/contracts/run-lifecycle.md, "Checkpoints", "Budgets".
  */
 
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 /**
  * The step loop's scheduler: before each move the worker asks `nextMove`, which evaluates the
- * guards in the stable order of the deterministic-seams seed (cancelled, invariant violation,
+ * guards in a stable order (docs/architecture.md, "The step": cancelled, invariant violation,
  * success verified, approval required, unrecoverable failure, no progress, budget exhausted,
  * then continue; `paused`, an operator's or the reducer host's pause, sits right after
  * cancelled) and returns the first that holds with the move it allows. The first guard decides,
@@ -47,7 +47,10 @@ export function guardOf(record: RunRecord, now: number, fenceHeld: boolean): Gua
   return 'continue';
 }
 
-/** The guard that holds and the move it allows. Seed: deterministic-seams ("The loop scheduler"). */
+/**
+ * The guard that holds and the move it allows. docs/architecture.md, "The seams of a step" ("The
+ * loop scheduler").
+ */
 export function nextMove(record: RunRecord, now: number, fenceHeld: boolean): { guard: Guard; move: Move } {
   const guard = guardOf(record, now, fenceHeld);
   switch (guard) {

@@ -1,6 +1,6 @@
 /**
  * Principals: whom a run acts as, and the key that scopes what belongs to a principal.
- * Seed: agent-runs, "Subject, principal and admission".
+ * docs/contracts/run-lifecycle.md, "Subject, principal and admission".
  */
 import type { Principal } from '../contracts/index.ts';
 
@@ -38,7 +38,8 @@ export type PrincipalDecision =
 /**
  * The principal a create acts as: the caller; with as_agent, the agent acting for the caller;
  * with on_behalf_of (system callers only), the user named. An agent acting for the caller carries
- * the caller's groups (what policy rules and the agent's `acts_for` match on). Seed: "Subject, principal and admission".
+ * the caller's groups (what policy rules and the agent's `acts_for` match on).
+ * docs/contracts/run-lifecycle.md, "Subject, principal and admission".
  */
 export function principalFor(caller: Principal, asAgent?: string, onBehalfOf?: string): PrincipalDecision {
   if (onBehalfOf !== undefined && caller.kind !== 'system') {

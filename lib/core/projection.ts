@@ -1,7 +1,8 @@
 /**
  * The effective projection readers receive: an in_progress item survives only while the run is
  * running; otherwise it shows as waiting, paused, stopped, failed or blocked. A stopped run never
- * displays an active task. Seed: agent-runs, "Projections"; agent-run-contracts, "Projection".
+ * displays an active task. docs/contracts/run-lifecycle.md, "Projections";
+ * docs/contracts/reducer.md, "Projection".
  */
 import type { Projection, ProjectionItemStatus, RunStatus } from '../contracts/index.ts';
 

@@ -4,7 +4,7 @@
  * reducer's to judge under `on_provider_outage: pause` (the default): the run pauses
  * `provider_outage:<class>` and keeps the turn, which is dispatched again (attempt + 1) when the
  * run is resumed. Under `fail` the reducer receives the operation_failed, as for any failure.
- * Issue 12, item 5; seed deterministic-seams, "The policy adapter" (retries are not invisible).
+ * docs/architecture.md, "The seams of a step" (the policy adapter) (retries are not invisible).
  */
 import type { Operation, RunRecord } from '../contracts/index.ts';
 

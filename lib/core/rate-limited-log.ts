@@ -1,8 +1,7 @@
 /**
  * A log line that cannot flood: for events a client can cause at will (a connection dropped
  * mid-body, a request abandoned), at most one line per interval, each saying how many like it
- * were left out since the previous one. Issue 25 item 6 ("dropped connections log at a level and
- * rate that cannot flood").
+ * were left out since the previous one.
  */
 
 /** Default interval between two lines of one rate-limited log (ms). */

@@ -4,8 +4,8 @@
  * reducer pauses the run with reducer_unavailable, a changed artifact with reducer_changed; a
  * throw, a refusal or an invalid answer fails it with reducer_refused:<code>. After the run
  * ended only checkpoint effects apply and nothing can fail or pause it: an answer that cannot
- * be applied is recorded as an empty one (the state stays). Seed: agent-run-contracts,
- * "Validation"; agent-runs, "Domain reducers".
+ * be applied is recorded as an empty one (the state stays). docs/contracts/reducer.md,
+ * "Validation".
  */
 import type { ReducerRequest, RunEvent, RunRecord } from '../contracts/index.ts';
 import { buildReducerRequest, toReducerEvent } from './reducer-request.ts';
@@ -57,7 +57,7 @@ export function applyReducerOutcome(
       ? outcome.validation.response
       : null;
   if (ended) {
-    // After the end only checkpoints apply (agent-run-contracts, effects_after_terminal).
+    // After the end only checkpoints apply (docs/contracts/reducer.md, effects_after_terminal).
     if (valid === null || outcome.kind !== 'answered') return { transition: empty() };
     const transition = applyReducerAnswer(
       record,

@@ -1,6 +1,7 @@
 /**
- * Builds the `raisin.agent-run.reducer/1` request for one persisted event. Seed:
- * agent-run-contracts, "Request" (the event table says which persisted event yields which kind).
+ * Builds the `raisin.agent-run.reducer/1` request for one persisted event.
+ * docs/contracts/reducer.md, "Request" (the event table says which persisted event yields which
+ * kind).
  */
 import {
   REDUCER_CONTRACT,

@@ -1,6 +1,6 @@
 /**
  * Validation of a reducer's answer before core applies it.
- * Seed: agent-run-contracts, "The reducer contract" → "Response" and "Validation".
+ * docs/contracts/reducer.md → "Response" and "Validation".
  */
 import { z } from 'zod';
 import {
@@ -36,7 +36,7 @@ export type ReducerValidationResult = ReducerValidationOk | ReducerValidationFai
 
 /**
  * The parts of the request the rules read: what the answer must agree with. A full
- * ReducerRequest fits; the fixture checker passes a minimal one (issue 12, interop).
+ * ReducerRequest fits; the fixture checker passes a minimal one.
  */
 export type ValidatedAgainst = Pick<ReducerRequest, 'accept' | 'state_rev'> & {
   run: Pick<ReducerRequest['run'], 'status' | 'open_requests' | 'unanswered_calls'>;

@@ -1,9 +1,10 @@
 /**
  * The run state machine: pure transitions over the closed run record. Each transition returns
  * the next record plus the events it appends (seq assigned from `record.last_seq`), or a typed
- * rejection with the seed's code. No I/O and no clock: `now` (ms since the epoch) is a parameter.
- * The store bumps `version` once per commit; transitions never touch it.
- * Seed: agent-runs, "Lifecycle", "Operations", "Controls", "Budgets", "Leases, recovery and the sweeper".
+ * rejection with the contract's code. No I/O and no clock: `now` (ms since the epoch) is a
+ * parameter. The store bumps `version` once per commit; transitions never touch it.
+ * docs/contracts/run-lifecycle.md, "Lifecycle", "Operations", "Controls", "Budgets", "Leases,
+ * recovery and the sweeper".
  *
  * This is the index of lib/core/run-machine/, one file per section: draft (shared parts),
  * lifecycle, lease, reducer-answer, operations, requests, controls, delegation, client-driven.

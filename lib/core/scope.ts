@@ -2,7 +2,6 @@
  * Narrowed runs: what a delegation lets its child (and the child's own children) call and write,
  * always a subset of what the parent may (lib/contracts/run.ts RunScope). Pure: the delegation
  * narrows with {@link narrowScope}; the policy gate asks {@link scopeDenial} before any rule.
- * Issue 25, point 13.
  */
 import type { RunScope, Subject } from '../contracts/index.ts';
 

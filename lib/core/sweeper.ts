@@ -1,6 +1,6 @@
 /**
- * The sweeper's rules: when a run next needs the sweeper. Seed: agent-runs, "Leases, recovery
- * and the sweeper"; DESIGN section 8.
+ * The sweeper's rules: when a run next needs the sweeper. docs/contracts/run-lifecycle.md, "Leases,
+ * recovery and the sweeper"; docs/architecture.md, "The sweeper".
  */
 import type { RunRecord } from '../contracts/index.ts';
 
@@ -30,8 +30,8 @@ export function sweepDue(record: RunRecord): number | null {
  * an expired lease; finish an ended run (deliver its undelivered events to the reducer, then its
  * owed duties: hand-back, stop children); close requests past their expiry; or wake a queued run
  * nobody drives (never a client-driven one: its client decides; its expired lease is let go by
- * expireClientLease). One action per visit, in that order. Seed: agent-runs, "Leases, recovery and
- * the sweeper"; DESIGN section 8.
+ * expireClientLease). One action per visit, in that order. docs/contracts/run-lifecycle.md,
+ * "Leases, recovery and the sweeper"; docs/architecture.md, "The sweeper".
  */
 export type SweepAction = 'none' | 'take_over' | 'finish_ended' | 'expire_requests' | 'wake';
 

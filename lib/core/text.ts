@@ -3,7 +3,7 @@
  * well-formed UTF-16, i.e. hold no lone surrogate. A lone surrogate cannot be encoded as UTF-8,
  * so a run input, subject path or steer carrying one would make the run record, its events or
  * the reducer request unserializable later; the API refuses it at the boundary instead
- * (`invalid_unicode`). Issue 12, item 8.
+ * (`invalid_unicode`).
  */
 
 /** Where the first ill-formed string of a JSON value is (a dotted path, `''` for the value itself), or null. */

@@ -4,8 +4,8 @@
  * a result delivered over `POST /results/{resume_key}`), reaches the reducer through
  * {@link normalizeToolResult}, so the same value gives the same envelope on every path.
  * Pure: imports only lib/contracts and zod.
- * Seed: agent-run-contracts, "The tool-result envelope" (refusal codes, legacy wrapping);
- * deterministic-seams, "The observation normalizer".
+ * docs/contracts/tool-result.md, "The tool-result envelope" (refusal codes, legacy wrapping);
+ * docs/architecture.md, "The seams of a step" (the normalizer).
  */
 import { z } from 'zod';
 import { type EnvelopeRefusalCode, TOOL_RESULT_ENVELOPE, ToolResultEnvelope } from '../contracts/index.ts';
@@ -104,7 +104,7 @@ export function validateToolResult(raw: unknown): ToolResultValidation {
  * - Claimed: an object with a non-null `envelope` field is checked by
  *   {@link validateToolResult}. Accepted: returned decoded, with `operation_id` set to
  *   `operationId` (the runtime knows which operation answered; its value wins). An accepted
- *   envelope that itself says `legacy: true` keeps that mark and its lists (the seed exempts
+ *   envelope that itself says `legacy: true` keeps that mark and its lists (the contract exempts
  *   legacy results from writes_without_primary): readers must treat its writes and evidence as
  *   untrusted, as for a wrapped one.
  * - Refused: replaced by a failed stand-in that carries nothing of the tool's claims as

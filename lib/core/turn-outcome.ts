@@ -2,7 +2,7 @@
  * External-runtime turn outcomes: how an `agent.external-runtime.turn-outcome.v1` document a
  * client reports for its operation in flight becomes that operation's result. The document is
  * parsed with the schema and its three conditional rules (lib/contracts/turn-outcome.ts) by the
- * caller; here the runtime checks what it can detect itself and answers with the seed's reason
+ * caller; here the runtime checks what it can detect itself and answers with the contract's reason
  * code when it refuses: `binding-mismatch` (binding/ref is not the run), `event-stale` (turn/ref
  * is not the operation in flight), `event-unauthorized` (agent/id is not the agent the run acts
  * as), `usage-malformed`, `usage-overflow`, `usage-missing` (budget/charged). Accepted: completed
@@ -10,12 +10,14 @@
  * `tool_result` succeeded with the product as its primary artifact); refused and failed →
  * `operation_failed` (error_class the reason code, retryable when retryability says so);
  * cancelled → `operation_cancelled`; unknown → `operation_failed` with outcome_unknown: true.
- * `budget/charged` {input_tokens, output_tokens} feeds usage. Seed: turn-outcome-v1.
+ * `budget/charged` {input_tokens, output_tokens} feeds usage. docs/contracts/turn-outcome.md.
  */
 import type { Operation, RunRecord, TurnOutcome } from '../contracts/index.ts';
 import type { OperationResult } from './run-machine.ts';
 
-/** Why the runtime refused a turn outcome: a reason code of the seed, and the field it concerns. */
+/**
+ * Why the runtime refused a turn outcome: a reason code of the contract, and the field it concerns.
+ */
 export interface TurnOutcomeRefusal {
   reason_code:
     | 'binding-mismatch'

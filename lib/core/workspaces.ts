@@ -4,7 +4,7 @@
  * `workspaces` registry entry naming users, groups and agents). In `owned` mode a workspace
  * nobody was granted is refused; in `open` mode (the migration mode) it stays open to every
  * caller, while granted and `user:` workspaces are still only their grantees'. System callers
- * are the operators and may use every workspace. Pure. Issue 25 item 1.
+ * are the operators and may use every workspace. Pure.
  */
 import { OWN_WORKSPACE_PREFIX, type Principal, type WorkspaceGrant } from '../contracts/index.ts';
 

@@ -1,8 +1,8 @@
 /**
  * Delivering the events an ended run still owes its reducer (e.g. `stopped`): only checkpoint
- * effects apply, and nothing can fail or pause the run any more. Seed: agent-run-contracts,
- * "Validation" (effects_after_terminal); agent-runs, sweeper ("finishes the domain bookkeeping
- * of terminal runs").
+ * effects apply, and nothing can fail or pause the run any more. docs/contracts/reducer.md,
+ * "Validation" (effects_after_terminal); docs/contracts/run-lifecycle.md, sweeper ("finishes the
+ * domain bookkeeping of terminal runs").
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { commitRun, type EngineDeps } from './deps.ts';

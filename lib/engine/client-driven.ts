@@ -5,8 +5,9 @@
  * commit decided by core (lib/core/run-machine/client-driven.ts) in the engine's one
  * read-decide-commit loop; a concurrent control (a stop, a steer) makes the commit stale and the
  * decision is taken again on the fresh record. A lost lease is EngineError `fenced_out`, whose
- * details carry the turn outcome reason code `session-fence-mismatch`. Seed: agent-runs,
- * "Server-driven and client-driven runs", "Leases, recovery and the sweeper"; turn-outcome-v1.
+ * details carry the turn outcome reason code `session-fence-mismatch`.
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
+ * the sweeper"; docs/contracts/turn-outcome.md.
  */
 import {
   BeginOperationInput,
@@ -182,7 +183,7 @@ async function fencedWrite<T>(
  * would). Returns the lease and the run (its status, queued steers, a stop seen as cancelling).
  * Throws validation_failed, not_client_driven, run_terminal, lease_held (details.expires_at),
  * fenced_out (renewing a lost fence), invalid_state (reason run_paused), run_not_found,
- * unauthorized. Seed: "Leases".
+ * unauthorized. docs/contracts/run-lifecycle.md, "Leases".
  */
 export async function takeLease(
   ctx: EngineContext,
@@ -235,7 +236,10 @@ function isTerminal(record: RunRecord): boolean {
   return record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
 }
 
-/** Lets the lease go between operations; the run waits for a client. Seed: "Leases". */
+/**
+ * Lets the lease go between operations; the run waits for a client.
+ * docs/contracts/run-lifecycle.md, "Leases".
+ */
 export async function releaseLease(
   ctx: EngineContext,
   runId: string,
@@ -313,7 +317,7 @@ function specOf(input: BeginOperationInput): ClientOperationSpec {
  * started, or null when a budget stopped it (the run is then paused with the operation kept, or
  * failed; the lease is gone). A retried begin of the operation in flight answers with it.
  * Throws fenced_out, invalid_state (reason operation_in_flight, operation_pending,
- * requests_open, run_stopping). Seed: "Operations", "Budgets".
+ * requests_open, run_stopping). docs/contracts/run-lifecycle.md, "Operations", "Budgets".
  */
 export async function beginOperation(
   ctx: EngineContext,
@@ -366,7 +370,7 @@ const outcomeKey = (ref: string) => `turn-outcome/${ref}`;
  * (details.reason_code `event-malformed` for a turn outcome the schema refuses), fenced_out
  * (`session-fence-mismatch`), turn_outcome_refused (details.reason_code `event-duplicate` for a
  * repeated outcome/ref, or what turnOutcomeResult detects), invalid_state (no_operation).
- * Seed: "Operations"; turn-outcome-v1.
+ * docs/contracts/run-lifecycle.md, "Operations"; docs/contracts/turn-outcome.md.
  */
 export async function reportOutcome(
   ctx: EngineContext,
@@ -452,7 +456,10 @@ function annotate(result: TransitionResult, outcome: TurnOutcome): TransitionRes
   return { ...result, events: [{ ...first, data: { ...first.data, turn_outcome: fields } }, ...rest] };
 }
 
-/** Opens an approval or a question between operations. Seed: "Controls" (approve, provide_input). */
+/**
+ * Opens an approval or a question between operations. docs/contracts/run-lifecycle.md, "Controls"
+ * (approve, provide_input).
+ */
 export async function openRequest(
   ctx: EngineContext,
   runId: string,
@@ -473,7 +480,10 @@ export async function openRequest(
   );
 }
 
-/** Takes every queued steer at a boundary. Returns them oldest first. Seed: "Controls" (steer). */
+/**
+ * Takes every queued steer at a boundary. Returns them oldest first.
+ * docs/contracts/run-lifecycle.md, "Controls" (steer).
+ */
 export async function takeSteers(
   ctx: EngineContext,
   runId: string,
@@ -498,7 +508,7 @@ export async function takeSteers(
   );
 }
 
-/** Completes the run (run_completed). Seed: "Lifecycle". */
+/** Completes the run (run_completed). docs/contracts/run-lifecycle.md, "Lifecycle". */
 export async function completeRun(
   ctx: EngineContext,
   runId: string,
@@ -511,7 +521,9 @@ export async function completeRun(
   );
 }
 
-/** Fails the run with the client's code (run_failed). Seed: "Lifecycle". */
+/**
+ * Fails the run with the client's code (run_failed). docs/contracts/run-lifecycle.md, "Lifecycle".
+ */
 export async function failRun(
   ctx: EngineContext,
   runId: string,

@@ -3,7 +3,7 @@
  * results, hand-backs, owed duties): read what the decision needs, let core decide, commit,
  * and on a refusal that means "someone committed first" (stale_version by default) read again
  * after a short jittered pause and decide again; give up after a bounded number of attempts
- * with a stable, retryable code. DESIGN section 5 ("stale version → re-read and recompute").
+ * with a stable, retryable code. docs/architecture.md, "The commit".
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { type CommitParts, commitRun, type EngineDeps } from './deps.ts';

@@ -4,7 +4,8 @@
  * compaction operation (reading the log and the state, letting core plan it), and the runtime's
  * own decision to compact before a model turn whose input would pass the run's
  * `executor_config.compaction.max_input_tokens`. The rules are core's (lib/core/compaction.ts).
- * Seed: agent-runs, "Operations", "Checkpoints"; deterministic-seams (the context compiler).
+ * docs/contracts/run-lifecycle.md, "Operations", "Checkpoints"; docs/architecture.md, "The seams of
+ * a step" (the context compiler).
  */
 import type {
   CompiledContext,

@@ -1,7 +1,7 @@
 /**
  * Controls: each one commit, decided by core from the run record as read and its stored ack,
  * retried on a concurrent commit. A rejected control is an ack, never an error. Delivered
- * results are in deliveries.ts. Seed: agent-runs, "Controls"; DESIGN section 7.
+ * results are in deliveries.ts. docs/contracts/run-lifecycle.md, "Controls".
  */
 import { type Budgets, type ControlAck, Control as ControlSchema } from '../contracts/index.ts';
 import { accessOf, type Caller } from '../core/authority.ts';
@@ -20,7 +20,8 @@ import { reducerEvidence } from './reducer-evidence.ts';
  * Throws EngineError validation_failed (the body; or a resume's budget_increase that would raise a
  * limit past Number.MAX_SAFE_INTEGER, naming `budget_increase.<limit>`, nothing written),
  * run_not_found, store_unavailable (the run
- * kept losing to concurrent commits: retry with the same control_id). Seed: agent-runs, "Controls".
+ * kept losing to concurrent commits: retry with the same control_id).
+ * docs/contracts/run-lifecycle.md, "Controls".
  */
 export async function applyControl(
   ctx: EngineContext,

@@ -2,7 +2,7 @@
  * Creating a run: parse the request, decide the principal, answer a replayed create key or the
  * subject's live run with `created: false`, resolve and pin the reducer, and commit the new run
  * (record, run_started, subject and create-key index items) in one transaction; a server-driven
- * run is then woken. Seed: agent-runs, "Subject, principal and admission".
+ * run is then woken. docs/contracts/run-lifecycle.md, "Subject, principal and admission".
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { z } from 'zod';

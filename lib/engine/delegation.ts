@@ -1,9 +1,10 @@
 /**
  * Delegation over the ports: starting a child run for a delegate operation, handing an ended
  * child's outcome back to its parent, and stopping the children of an ended parent.
- * Seed: agent-runs ("child runs with a durable mailbox", "Budgets": max_children,
+ * docs/contracts/run-lifecycle.md ("child runs with a durable mailbox", "Budgets": max_children,
  * max_live_children, max_depth; the sweeper "delivers owed child hand-backs, stops children of
- * ended parents"); DESIGN sections 4 (child links) and 8 (sweeper duties).
+ * ended parents"); docs/reference/storage.md (child links);
+ * docs/architecture.md, "The sweeper".
  *
  * The mailbox is durable because a hand-back is owed by the child's record (`owed: handback`,
  * set by the commit that ends it) until it is delivered; the duty is tried right after the end

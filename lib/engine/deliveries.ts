@@ -3,8 +3,8 @@
  * core from what the key holds (core/run-machine/deliveries.ts): applied to the wait in one
  * commit (result_delivered + the call's tool_result), held by the key when it arrived before
  * the wait was recorded (the step worker applies it in the wait's own commit), or answered as a
- * duplicate when its delivery_id was seen. A refused envelope records nothing. Seed: agent-runs,
- * "Operations" (waiting with a resume_key); issue 12 items 2 and 3.
+ * duplicate when its delivery_id was seen. A refused envelope records nothing.
+ * docs/contracts/run-lifecycle.md, "Operations" (waiting with a resume_key).
  */
 import { childOfResumeKey, type RunRecord } from '../contracts/index.ts';
 import { accessOf, type Caller } from '../core/authority.ts';

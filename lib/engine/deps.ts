@@ -2,7 +2,7 @@
  * What every use case of the engine runs over: the ports, the timing settings and the two
  * hooks (log, fault injection), resolved once from the engine's options; plus the two actions
  * every use case shares: committing a change of a run (checkpoints derived in core) and waking
- * a step worker. DESIGN sections 5 and 6; STYLE "Ports as narrow interfaces".
+ * a step worker. docs/architecture.md, "The commit", "The step", "Conventions".
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -65,7 +65,7 @@ export interface EngineOptions {
    * Given, the process's leases are owned `<slot>@<start ms>/...` (workerId is ignored), and a
    * restarted process takes over at once, without waiting the lease out, the runs an earlier
    * process of the same slot held (core heldByDeadPredecessor; the epoch fence still protects
-   * every write). Default null: no slot, leases are waited out. Issue 24, point 6.
+   * every write). Default null: no slot, leases are waited out.
    */
   workerSlot?: string | null;
   /** Lease length (ms, default 90 000). */
@@ -88,7 +88,7 @@ export interface EngineOptions {
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
   admission?: AdmissionConfig;
   /**
-   * Accept with evidence (issue 29 point 3): a resume with accept_reducer_change of a run paused
+   * Accept with evidence: a resume with accept_reducer_change of a run paused
    * `reducer_changed` is rejected `reducer_check_failed` unless the artifact published now
    * decides every recorded delivery of the run as the old one did (lib/engine/upgrade/reducer-check.ts,
    * run at the resume). Default false; AGENT_RUNS_REQUIRE_REDUCER_CHECK=true in a deployment.
@@ -253,9 +253,9 @@ export interface OwedReport {
 }
 
 /**
- * Delegation's part in the use cases (delegation.ts implements it). Seed: agent-runs ("child
- * runs with a durable mailbox"; the sweeper "delivers owed child hand-backs, stops children of
- * ended parents").
+ * Delegation's part in the use cases (delegation.ts implements it). docs/contracts/run-lifecycle.md
+ * ("child runs with a durable mailbox"; the sweeper "delivers owed child hand-backs, stops children
+ * of ended parents").
  */
 export interface Delegation {
   /**

@@ -3,8 +3,8 @@
  * ModelHost (its context compiled from the event log by core, or from the latest compaction), a
  * compaction (compaction.ts), a delegation through delegation.
  * Never throws for a tool or provider fault: the outcome comes back as an OperationResult.
- * Seed: agent-runs, "Operations"; agent-run-contracts, "Tool calls", "The model-turn function";
- * tool-invocation-contract, "Invocation".
+ * docs/contracts/run-lifecycle.md, "Operations"; docs/contracts/tool-result.md, "Tool calls",
+ * "Invocation"; docs/contracts/model-turn.md.
  */
 import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';
 import { treeUsed } from '../core/budgets.ts';

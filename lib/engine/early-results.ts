@@ -1,8 +1,8 @@
 /**
  * Results that arrived before their wait was recorded: held by their resume_key (see
  * deliveries.ts), and applied by the step worker in the wait's own commit when that commit is
- * refused `early_result_held`. Seed: agent-runs, "Operations" (waiting with a resume_key);
- * issue 12 item 2 (no lost wake-up).
+ * refused `early_result_held`. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
+ * resume_key): no wake-up is lost.
  */
 import type { RunEvent, RunRecord } from '../contracts/index.ts';
 import { deliverResult, heldBodyDigest, type TransitionResult } from '../core/run-machine.ts';

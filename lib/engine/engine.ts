@@ -2,7 +2,8 @@
  * The engine: the use cases over the ports, wired into one object. Each use case is a module of
  * its own over the same deps (deps.ts): create-run, controls (controls, delivered results),
  * step-worker (the step), sweep, reads, delegation. Every change to a run goes through
- * `commitRun` (one store commit); the run rules are core's. DESIGN sections 5 to 8.
+ * `commitRun` (one store commit); the run rules are core's. docs/architecture.md, "The commit",
+ * "The step", "The sweeper"; docs/contracts/run-lifecycle.md, "Controls".
  */
 import type {
   ControlAck,
@@ -117,7 +118,7 @@ export interface ClientDrivenUseCases {
  * Wires the use cases over `options`' ports (EngineOptions: store, queue, clock, reducers,
  * tools, models, and optional limits). Does no I/O and never throws; each use case throws
  * EngineError with the API's codes (errors.ts). lib/runtime.ts `createRuntime` wires the deployed
- * adapters (DynamoDB, SQS, S3) the same way. DESIGN sections 3 and 5.
+ * adapters (DynamoDB, SQS, S3) the same way. docs/architecture.md, "Code map", "The commit".
  *
  * @example
  * import { SQSClient } from '@aws-sdk/client-sqs';

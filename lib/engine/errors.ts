@@ -1,7 +1,7 @@
 /**
  * Engine errors with stable codes. Each is terminal (the request is wrong: fix it) or
  * retryable (the infrastructure failed: try again). A rejected control is not an error: it is
- * an ack. STYLE "Typed errors with stable codes".
+ * an ack. docs/architecture.md, "Conventions".
  */
 import type { EngineErrorCode } from '../contracts/error-codes.ts';
 import { EngineModuleError } from './module-error.ts';

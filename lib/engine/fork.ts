@@ -6,7 +6,7 @@
  * run_started (seq 1, with the origin), the domain state it starts from, a link page standing
  * for events 2..cutoff of the original (read through, never copied), the subject, create-key
  * and quota items. The original is not written to. A server-driven fork is then woken.
- * Seed: agent-runs, "Checkpoints", "Subject, principal and admission", "Budgets".
+ * docs/contracts/run-lifecycle.md, "Checkpoints", "Subject, principal and admission", "Budgets".
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { type Checkpoint, ForkRunInput, MAX_STATE_BYTES, type RunRecord } from '../contracts/index.ts';

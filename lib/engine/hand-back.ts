@@ -1,8 +1,8 @@
 /**
  * The checked hand-back over the ports: reads a child's log for the facts core checks its
  * delegation's `returns` against, and compiles `returns.schema` with ajv (draft 2020-12 when the
- * schema says so, draft-07 otherwise, formats checked). Issue 16 ("checked hand-backs"); seed
- * agent-runs ("child runs with a durable mailbox").
+ * schema says so, draft-07 otherwise, formats checked).
+ * docs/contracts/run-lifecycle.md, "Child runs".
  */
 import type { ValidateFunction } from 'ajv';
 import type { RunEvent, RunRecord, ToolResultEnvelope } from '../contracts/index.ts';

@@ -1,7 +1,7 @@
 /**
  * The engine's ports: narrow interfaces the use cases depend on, with adapters beside them
  * (DynamoDB store, SQS queue, S3 blobs, QuickJS/WebAssembly reducer host, tool dispatcher,
- * model-turn functions). DESIGN section 3 ("engine/"), STYLE "Ports as narrow interfaces".
+ * model-turn functions). docs/architecture.md, "Code map", "Conventions".
  */
 import type {
   Checkpoint,
@@ -37,7 +37,7 @@ export interface Clock {
 
 // ---------------------------------------------------------------- reducers
 
-/** What calling a reducer produced. Seed: agent-run-contracts, "Validation" (last paragraph). */
+/** What calling a reducer produced. docs/contracts/reducer.md, "Validation" (last paragraph). */
 export type ReducerCallResult =
   /** The reducer answered; `response` is raw JSON still to be validated by core. */
   | { kind: 'answered'; response: unknown; artifact_hash: string }
@@ -61,7 +61,7 @@ export interface ReducerHost {
 
 // ---------------------------------------------------------------- tools
 
-/** The policy gate's answer. Seed: tool-invocation-contract, "Policy and authorization". */
+/** The policy gate's answer. docs/contracts/tool-result.md, "Policy and authorization". */
 export type PolicyDecision =
   | { decision: 'allow'; reason?: string }
   /** `safer`: the call the policy offers instead (transform_to_safer_action), told to the reducer. */
@@ -189,7 +189,7 @@ export interface Commit {
 // ---------------------------------------------------------------- the run store's refusals
 //
 // Thrown by every RunStore adapter (DynamoDB, memory); the engine and the HTTP layer react to
-// these, never to an adapter's own errors. DESIGN section 5 ("Failure reasons are classified").
+// these, never to an adapter's own errors. docs/architecture.md, "The commit".
 
 /** Why a commit was refused, each with one reaction (see {@link CommitRejected}). */
 export type CommitFailure =
@@ -353,7 +353,7 @@ export interface RunStatusView {
 /**
  * Number of sweep shards: every run belongs to one shard in `[0, SWEEP_SHARDS)` (lib/store/
  * table.ts `sweepShardOf`), and a sweeper pass asks {@link RunStore.sweepCandidates} of each.
- * DESIGN section 8.
+ * docs/architecture.md, "The sweeper".
  */
 export const SWEEP_SHARDS = 16;
 
@@ -427,7 +427,7 @@ export interface RunStore {
 
 // ---------------------------------------------------------------- the step queue
 
-/** One wake-up of a step worker for a run. DESIGN section 6. */
+/** One wake-up of a step worker for a run. docs/architecture.md, "The step". */
 export interface StepMessage {
   run_id: string;
 }

@@ -1,8 +1,9 @@
 /**
  * The read side of the engine: a run's view, its events (with the long poll), listings, its
  * checkpoints and children. The HTTP layer reads only through here, so authorization is decided
- * once, before anything of a run is returned. Seed: agent-runs, "Projections" (readers get the
- * effective projection), "Checkpoints"; DESIGN section 7.
+ * once, before anything of a run is returned. docs/contracts/run-lifecycle.md, "Projections"
+ * (readers get the effective projection), "Checkpoints"; docs/contracts/run-lifecycle.md,
+ * "Controls".
  */
 import { isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { accessOf, type Caller, mayList } from '../core/authority.ts';
@@ -168,7 +169,7 @@ export function createReads(deps: EngineDeps): Reads {
           settled: isSettled(record),
         };
       }
-      // A client that went away ends the wait now, not at the next poll (issue 25, point 3).
+      // A client that went away ends the wait now, not at the next poll.
       if (!(await pause(Math.min(pollIntervalMs, remaining), query.signal))) continue;
       const next = await store.getRun(runId);
       if (next === null) throw new EngineError('run_not_found', `run ${runId} not found`, { run_id: runId });

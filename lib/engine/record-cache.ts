@@ -4,7 +4,7 @@
  * stored one: the lease-acquiring commit is conditioned on its version, so a record another
  * writer moved on is refused `stale_version` with the current record (ReturnValues ALL_OLD),
  * and the step goes on from that one: no read is wasted and none is trusted. Bounded (least
- * recently used dropped first). Issue 24, point 2.
+ * recently used dropped first).
  */
 import type { RunRecord } from '../contracts/index.ts';
 

@@ -2,8 +2,7 @@
  * Delivering the inbox head to the reducer: build the raisin.agent-run.reducer/1 request, call
  * the reducer host under the deterministic policy, validate the answer, and let core turn it
  * into the run's next transition. One routine for a running run (the step worker) and an ended
- * one (its final events, e.g. `stopped`). Seed: agent-run-contracts, "Request", "Validation";
- * agent-runs, "Domain reducers".
+ * one (its final events, e.g. `stopped`). docs/contracts/reducer.md, "Request", "Validation".
  */
 import type { RunEvent, RunRecord } from '../contracts/index.ts';
 import {

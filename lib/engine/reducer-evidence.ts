@@ -3,7 +3,7 @@
  * reducer change is decided, the run's whole log is checked against the artifact published now
  * at the run's path (lib/engine/upgrade/reducer-check.ts, through the engine's own reducer host, unpinned).
  * Only `identical` passes; a divergence, a fork (not checkable) or a fault of the new artifact
- * does not. Issue 29 point 3.
+ * does not.
  */
 import type { Control, RunEvent } from '../contracts/index.ts';
 import type { EngineDeps } from './deps.ts';

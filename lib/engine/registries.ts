@@ -6,8 +6,8 @@
  * published version never changes: publishing the same document again answers `created: false`
  * with the version it already has; a different document under a tool version that exists is
  * 409 version_immutable. Admin rights are checked by the caller of these functions (the HTTP
- * routes). Seed: deterministic-seams (versions pinned at admission); tool-invocation-contract
- * ("Tool registration": immutable input schema); issue 13 items 1-2, issue 11 item 4.
+ * routes). docs/architecture.md, "The seams of a step" (versions pinned at admission);
+ * docs/contracts/tool-result.md ("Tool registration": immutable input schema).
  */
 import type { z } from 'zod';
 import {

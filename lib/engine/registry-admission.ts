@@ -5,8 +5,9 @@
  * the user's groups, as the verified token named them). An agent acting for nobody is only for
  * system callers. Refused: EngineError agent_not_allowed (403), before anything is written or
  * any model is called; the same answer (message and details) whether the agent is not
- * registered or may not act for the user, except to a system caller (who may read the registry). Seed: deterministic-seams ("choose a policy and tool-catalogue
- * version" at admission); agent-runs, "Subject, principal and admission"; issue 11 item 4.
+ * registered or may not act for the user, except to a system caller (who may read the registry).
+ * docs/architecture.md, "The seams of a step" (the policy and tool-catalogue versions are chosen at
+ * admission); docs/contracts/run-lifecycle.md, "Subject, principal and admission".
  */
 import { AgentEntry, type Principal, type RunPins } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

@@ -2,7 +2,7 @@
  * The time-travel read (`GET /runs/{id}/at/{seq}`): a run as it stood at one seq, from its log,
  * its checkpoints and the states it stored, without a new run (lib/engine/upgrade/run-at.ts does the
  * folding; the run's pinned reducer, through the engine's reducer host, gives the projection).
- * Authorization is the other reads' (readRun). Issue 29 point 5.
+ * Authorization is the other reads' (readRun).
  */
 import type { RunEvent } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

@@ -2,8 +2,9 @@
  * Reading a run's domain state back by revision (`GET /runs/{id}/state?rev=`): the revision
  * the record holds, or one a checkpoint references. Domain state is write-once (a revision's
  * item is written with a condition that it does not exist), so what is read for a revision never
- * changes. Authorization is the other reads' (readRun: core/authority.ts's accessOf). Seed: agent-runs, "Storage and cluster
- * behaviour" (`dom/{rev}`: write-once domain state), "Checkpoints".
+ * changes. Authorization is the other reads' (readRun: core/authority.ts's accessOf).
+ * docs/contracts/run-lifecycle.md, "Storage and cluster behaviour" (`dom/{rev}`: write-once domain
+ * state), "Checkpoints".
  */
 import type { RunRecord, StateRevision } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

@@ -5,7 +5,8 @@
  * fused: an operation's result, the reducer's answer to it and the next operation's start in one
  * transaction. Stops when the run waits, pauses or ends, or at half the lease: then releases the
  * lease (with a wake deadline) and sends the next step message. A fenced-out worker writes
- * nothing more. DESIGN section 6; seed agent-runs, "Leases, recovery and the sweeper".
+ * nothing more. docs/architecture.md, "The step"; docs/contracts/run-lifecycle.md, "Leases,
+ * recovery and the sweeper".
  */
 import { childOfResumeKey, isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { nextMove, operationMustEnd } from '../core/guards.ts';
@@ -52,7 +53,8 @@ export type StepOutcome =
 /**
  * One step message's work on a run. Returns what happened; never throws for a run that is busy
  * (another worker holds its lease) or fenced (the lease was lost mid-step). Throws store errors
- * (the message is then retried). Seed: agent-runs, "Server-driven and client-driven runs".
+ * (the message is then retried). docs/contracts/run-lifecycle.md, "Server-driven and client-driven
+ * runs".
  */
 export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOutcome> {
   // One invocation's work on the run, its duration charged in the run's commits (usage-meter.ts).
@@ -473,7 +475,7 @@ class StepWorker {
   /**
    * Runs the policy gate before a pending tool call: deny answers the call without running
    * it; require_approval opens an approval (the run then waits). Returns true when it staged
-   * something. Seed: tool-invocation-contract, "Policy and authorization".
+   * something. docs/contracts/tool-result.md, "Policy and authorization".
    */
   async gate(): Promise<boolean> {
     const { clock } = this.ctx;
@@ -552,8 +554,9 @@ class StepWorker {
    * One heartbeat while an operation runs: re-read the run; the lease gone → `lost`; a stop seen
    * (cancelling) while `interruptible` → `cancelled`; a steer that interrupts (interrupt_requested)
    * while `interruptible` → `interrupted`; else renew the lease. A renewal that loses to a
-   * concurrent commit is retried at the next beat. Seed: agent-runs ("the worker re-reads the
-   * run record on every lease renewal and cancels its operation when it sees cancelling").
+   * concurrent commit is retried at the next beat. docs/contracts/run-lifecycle.md ("the worker
+   * re-reads the run record on every lease renewal and cancels its operation when it sees
+   * cancelling").
    */
   async heartbeat(
     interruptible: boolean,

@@ -10,8 +10,8 @@
  * Why a poll and not a push: the stop may be committed by any API instance while the operation
  * runs in another Lambda invocation; nothing can reach that invocation but what it reads. A
  * stream or queue per run would cost more than one read every 2 s of a running operation and
- * would still need the read for its own loss. Issue 12, item 6 (stop); issue 14, item 5 (a steer
- * that interrupts); seed agent-runs, "Controls" (stop).
+ * would still need the read for its own loss. docs/contracts/run-lifecycle.md, "Controls" (stop,
+ * and a steer that interrupts).
  */
 import type { Operation } from '../contracts/index.ts';
 import { type OperationEnd, operationMustEnd } from '../core/guards.ts';
@@ -68,8 +68,8 @@ export function watchForStop(
  * before the start commit needs no look: that commit is then stale and its replay is refused.
  * Null when the operation may run: it is interruptible (the watch aborts it once it runs, so
  * that path costs no read), no stop was seen, or the read failed (it runs, as it did before the
- * look existed; the stop then ends the run when the operation returns). Seed: agent-runs,
- * "Controls" (stop); issue 25 item 11.
+ * look existed; the stop then ends the run when the operation returns).
+ * docs/contracts/run-lifecycle.md, "Controls" (stop).
  */
 export async function stopBeforeDispatch(
   deps: EngineDeps,

@@ -3,7 +3,8 @@
  * `sweepAction` says: take over an expired lease, finish an ended run (its last events to the
  * reducer, then its owed duties), close expired requests, or wake a queued run nobody drives.
  * Every action is a conditional commit, so two sweepers at once are safe: the loser's commit is
- * stale and it moves on. Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN section 8.
+ * stale and it moves on. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper";
+ * docs/architecture.md, "The sweeper".
  */
 import type { RunRecord } from '../contracts/index.ts';
 import {

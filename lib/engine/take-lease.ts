@@ -1,6 +1,6 @@
 /**
- * The first commit of a step: take the run's lease. Issue 24, point 2 (no read a step does not
- * need); seed agent-runs, "Leases, recovery and the sweeper".
+ * The first commit of a step: take the run's lease, with no read a step does not
+ * need. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';

@@ -3,7 +3,6 @@
  * caller is refused with 403 workspace_not_granted before any run of it is looked up, so the
  * answer is the same whether the subject has a live run or not. The rule is core's
  * (lib/core/workspaces.ts); this reads the grant from the `workspaces` registry.
- * Issue 25 item 1.
  */
 import { OWN_WORKSPACE_PREFIX, type Principal, WorkspaceGrant } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

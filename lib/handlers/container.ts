@@ -6,7 +6,7 @@
  * registry functions/control.ts writes artifacts to, the tools of AGENT_RUNS_TOOLS
  * (lib/tools/configured.ts) and the models of lib/models/configured.ts. The engine's log
  * entries go through the Powertools Logger; the SDK clients are captured by the Tracer.
- * DESIGN section 2 ("Clients are created once per container").
+ * docs/architecture.md, "Bird's-eye view".
  */
 import { builtInFunctions, createRuntime, type Runtime, runtimeConfigFromEnv } from '../runtime.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';

@@ -2,7 +2,7 @@
  * The logic behind `functions/live.ts`: API Gateway WebSocket events ($connect, $disconnect,
  * $default) → lib/live/socket.ts. $connect answers 401 for bad credentials (API Gateway then
  * refuses the upgrade); every other route answers 200 and replies through the connection.
- * Seed: agent-runs, "over HTTP, WebSocket".
+ * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
  */
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
 import { connect, connectToken, disconnect, receive, type SocketDeps } from '../live/socket.ts';

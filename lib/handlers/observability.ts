@@ -10,7 +10,7 @@
  *
  * The handler logic depends on the narrow {@link LogSink} and {@link MetricSink} ports, which
  * the Powertools classes satisfy, so the local stack and the tests can plug in their own.
- * DESIGN section 2 ("All three handlers are thin"); issue 5 ("Powertools Logger, Metrics, Tracer").
+ * docs/architecture.md, "Bird's-eye view".
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 

@@ -3,7 +3,7 @@
  * (the ports and helpers every handler and the local stack use) because importing the Tracer
  * loads the AWS X-Ray SDK, which in its automatic mode installs an async_hooks hook (cls-hooked)
  * that runs on every promise the process creates: only the Lambda containers
- * (lib/handlers/container.ts) import this module. DESIGN section 2; issue 5.
+ * (lib/handlers/container.ts) import this module. docs/architecture.md, "Bird's-eye view".
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';

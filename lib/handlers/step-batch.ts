@@ -2,8 +2,8 @@
  * The logic behind `functions/step.ts`: one SQS batch of step messages `{run_id}` → one
  * `engine.stepRun` per distinct run, with partial batch failures reported through
  * `@aws-lambda-powertools/batch` (BatchProcessor + processPartialResponse, EventType.SQS).
- * DESIGN section 6 ("An SQS message {run_id} wakes functions/step.ts (batch, partial failures
- * reported)"); STYLE "a message is acknowledged only when its outcome is committed".
+ * A message is acknowledged only when its outcome is committed. docs/architecture.md, "The step",
+ * "Conventions".
  *
  * Per record:
  * - the body is parsed with the StepMessage zod schema. A body that does not parse can never

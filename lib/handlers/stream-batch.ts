@@ -6,8 +6,9 @@
  * been sent). Partial failures are reported through `@aws-lambda-powertools/batch`
  * (EventType.DynamoDBStreams, processed one record after the other): Lambda retries from the
  * first failed record, so a notification is published at least once and in order per run.
- * Seed: deterministic-seams ("publish downstream notifications through an outbox"); agent-runs,
- * the sweeper "hands finished runs to the flow instances waiting for them".
+ * docs/architecture.md, "The seams of a step" (notifications are published through an outbox:
+ * no writer knows who listens); docs/contracts/run-lifecycle.md, "Following a run over HTTP,
+ * WebSocket and SSE".
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';

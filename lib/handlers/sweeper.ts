@@ -2,8 +2,8 @@
  * The logic behind `functions/sweeper.ts`: an EventBridge Scheduler invocation (every minute)
  * makes two sweeper passes 30 s apart, so that the sweeper looks at every shard about every
  * 30 s. Each pass is `engine.sweep(shards)`; the reports are logged and summed into the metrics
- * Takeovers, Woken, Expired and Finalized. DESIGN section 8 ("it makes two passes 30 s apart");
- * seed agent-runs, "Leases, recovery and the sweeper".
+ * Takeovers, Woken, Expired and Finalized. docs/architecture.md, "The sweeper";
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  *
  * The second pass is skipped (and the skip logged) when the invocation would run out of time
  * first: it starts only if the Lambda context leaves at least gap + `minPassMs` milliseconds.

@@ -3,7 +3,8 @@
  * the route's zod schemas, calls one engine use case (reads included: the HTTP layer never reads
  * the store), and maps the result; every error becomes `{code, message, details}` (errors.ts).
  * The same app runs in Lambda (functions/control.ts, hono's aws-lambda adapter), in the local
- * stack, and in-process in tests (`app.request(...)`). DESIGN sections 2 and 7; issue 5.
+ * stack, and in-process in tests (`app.request(...)`). docs/architecture.md, "Bird's-eye view";
+ * docs/contracts/run-lifecycle.md, "Controls".
  *
  * Routes and statuses:
  *   GET  /health                       200 (no auth)

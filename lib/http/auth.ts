@@ -4,7 +4,7 @@
  * authorizer claims; locally from a bearer token printed at start-up. No path falls back to
  * system rights: a system caller exists only when a verified claim says so. The run's control
  * capability travels in the `X-Control-Capability` header and is added by the app, whatever
- * the authenticator. Seed agent-runs, "Controls" (authorization); issue 5, "Authentication".
+ * the authenticator. docs/contracts/run-lifecycle.md, "Controls" (authorization).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';

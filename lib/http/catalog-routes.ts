@@ -2,7 +2,7 @@
  * The catalogue routes of the HTTP API: tool discovery (metadata only) and function artifacts
  * (admin): JavaScript, WebAssembly and Starlark reducers, validated before they are stored.
  * Reserved system paths (RESERVED_FUNCTION_PREFIXES) are refused to every caller: 403 reserved_path.
- * Seed: tool-invocation-contract ("Discovery returns metadata only"); issue 4.
+ * docs/contracts/tool-result.md ("Discovery returns metadata only").
  */
 import type { ToolHost } from '../engine/ports.ts';
 import {

@@ -3,7 +3,7 @@
  * `POST /admin/reducers/check`): the runs are read through the engine's reads as the caller,
  * each one's log is built as `runs export` builds it (run-log.ts), and each is checked against
  * one artifact (reducer-check.ts). Bounded: at most `limit` runs, and no run is started once
- * `timeBudgetMs` has passed (the runs left are reported skipped). Issue 29 point 1.
+ * `timeBudgetMs` has passed (the runs left are reported skipped).
  */
 import { RUN_STATUSES, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

@@ -1,8 +1,8 @@
 /**
  * The client-driven routes and the event stream of the HTTP API: each handler hands the body to
  * one engine use case (which parses it, so that a refused turn outcome keeps its reason code)
- * and answers its result. Seed: agent-runs, "Server-driven and client-driven runs"; "over HTTP,
- * WebSocket" (the events as server-sent events).
+ * and answers its result. docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs";
+ * "over HTTP, WebSocket" (the events as server-sent events).
  */
 import type { RunEvent } from '../contracts/index.ts';
 import { quotaKeyOf } from '../core/principal.ts';

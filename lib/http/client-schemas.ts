@@ -3,7 +3,8 @@
  * names them. Bodies and answers are the contracts' own schemas (lib/contracts/client-driven.ts,
  * http-api.ts), named once;
  * a turn outcome is parsed by the engine with its three rules, so that its refusal carries the
- * turn-outcome-v1 reason code. Seed: agent-runs, "Server-driven and client-driven runs".
+ * turn outcome's reason code. docs/contracts/run-lifecycle.md, "Server-driven and client-driven
+ * runs"; docs/contracts/turn-outcome.md.
  */
 import { z } from '@hono/zod-openapi';
 import {

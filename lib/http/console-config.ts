@@ -3,7 +3,7 @@
  * console before it renders (console/src/config.ts): how to sign in and what the deployment's
  * timers are. It is written by whoever serves the console (the local stack, or the control
  * function from the environment the CDK stack sets), never baked into the bundle, and it holds
- * no secret: the OAuth client is a public client (PKCE, no client secret). Issue 17.
+ * no secret: the OAuth client is a public client (PKCE, no client secret).
  *
  * Only zod here (and the zod-only lib/contracts/timings.ts): the console (a browser bundle) imports this file.
  */
@@ -46,7 +46,7 @@ export const ConsoleConfig = z.object({
   auth: z.discriminatedUnion('kind', [TokenLogin, OAuthLogin]),
   /**
    * The live event WebSocket (`ws://` or `wss://`, the stack output LiveUrl; lib/contracts/live.ts):
-   * the console follows runs over it, else over server-sent events, else long polls. Issue 27.
+   * the console follows runs over it, else over server-sent events, else long polls.
    */
   live_url: z.url({ protocol: /^wss?$/ }).optional(),
   /** Time between sweeper passes in ms: the console's estimate of when a dead lease holder is replaced. */

@@ -4,7 +4,6 @@
  * calls the API with the bearer token the user signs in with. The same code serves it on the
  * local stack (through lib/local/gateway.ts) and in AWS (the control function, which the CDK
  * stack routes `GET /console` and `GET /console/{proxy+}` to without the JWT authorizer).
- * Issue 17.
  *
  *   GET /console/config.json   the run-time configuration (console-config.ts), never cached
  *   GET /console/assets/...    hashed build output, cached for a year (immutable); 404 if absent

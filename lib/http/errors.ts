@@ -2,7 +2,7 @@
  * The HTTP API's errors: one JSON shape `{code, message, details}` with a stable code and a
  * fitting status, and the mapping from every error the layers below throw. Nothing else leaves
  * the API: an unexpected error becomes `internal` (500) without its stack or message.
- * STYLE "Typed errors with stable codes"; issue 5 ("Errors are JSON {code, message, details}").
+ * docs/architecture.md, "Conventions".
  */
 import type { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type ErrorStatusMap } from '../contracts/error-codes.ts';
@@ -151,7 +151,7 @@ function fromEngineError(err: EngineError): HttpError {
     case 'validation_failed': {
       const target = typeof err.details.target === 'string' ? err.details.target : 'json';
       const failed = validationFailed(target, Array.isArray(err.details.issues) ? err.details.issues : []);
-      // A refused turn outcome also names its turn-outcome-v1 reason code (event-malformed).
+      // A refused turn outcome also names its turn outcome reason code (event-malformed).
       if (err.details.reason_code === undefined) return failed;
       return new HttpError('validation_failed', failed.message, {
         ...failed.details,

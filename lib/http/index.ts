@@ -1,4 +1,4 @@
-/** lib/http: the HTTP API (routes, auth, error mapping, OpenAPI document). Issue 5. */
+/** lib/http: the HTTP API (routes, auth, error mapping, OpenAPI document). */
 export {
   API_VERSION,
   createHttpApp,

@@ -1,7 +1,7 @@
 /**
  * The HTTP API's middleware: error mapping (every error is `{code, message, details}`, 404 and
  * 405 answered with the routes' own table), authentication on every non-public route, body
- * limits, and the JSON-body check of body routes. Issue 5 ("Errors are JSON").
+ * limits, and the JSON-body check of body routes.
  */
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';

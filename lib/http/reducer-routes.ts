@@ -4,7 +4,7 @@
  * whose hash must be the one given, or bytes in the body) against stored runs (named, or the
  * runs bound to a function path) and answers per run identical, diverged (the first divergent
  * delivery, both answers and a diff) or skipped; bounded in runs (`limit`, at most 50) and time
- * (`time_budget_ms`, at most 60 s). Issue 29 point 1; docs/guides/upgrading-a-reducer.md.
+ * (`time_budget_ms`, at most 60 s). docs/guides/upgrading-a-reducer.md.
  */
 import type { z } from '@hono/zod-openapi';
 import type { Engine } from '../engine/engine.ts';

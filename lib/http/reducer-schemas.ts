@@ -1,6 +1,6 @@
 /**
  * The reducer-upgrade route definitions (reducer-routes.ts registers them): the body of
- * `POST /admin/reducers/check` and its answer. Issue 29 point 1.
+ * `POST /admin/reducers/check` and its answer.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import {

@@ -3,7 +3,6 @@
  * REGISTRY_ROUTES): publish, list the current version, read one version. Admin only: the
  * `admin` group (or scope) or a system caller; anyone else gets 403 unauthorized and nothing
  * is read or written. Discovery for everyone stays `GET /v1/tools` (metadata only).
- * Issue 13 items 1-2, issue 11 item 4.
  */
 import { REGISTRY_KINDS, type RegistryKind } from '../contracts/index.ts';
 import type { Engine } from '../engine/engine.ts';

@@ -45,7 +45,7 @@ const STAGE_THROTTLED =
 
 /**
  * The description of each error status of the document, derived from the catalogue (429 is the
- * stage's: the API's own 429s are CREATE_429 and WAIT_429). Issue 30.
+ * stage's: the API's own 429s are CREATE_429 and WAIT_429).
  */
 export const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = Object.fromEntries(
   [...new Set(Object.values(ERROR_CODES).map((entry) => entry.status))].map((status) => [

@@ -1,7 +1,7 @@
 /**
  * The HTTP API's routes as OpenAPI route definitions (createRoute + the zod schemas): the app
  * validates requests with them and `GET /openapi.json` is generated from them, so the document
- * and the behaviour cannot drift. Issue 5, "The HTTP API".
+ * and the behaviour cannot drift.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { RegistryKind } from '../contracts/index.ts';

@@ -1,6 +1,6 @@
 /**
  * The run routes of the HTTP API: each handler parses its input with the route's schema, calls
- * one engine use case, and maps the result. Seed: agent-runs ("Controls"); DESIGN section 7.
+ * one engine use case, and maps the result. docs/contracts/run-lifecycle.md, "Controls".
  */
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';

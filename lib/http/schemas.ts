@@ -2,13 +2,13 @@
  * The HTTP API's own wire shapes (envelopes around the contracts: pages, lists, the error body,
  * query and path parameters). Run records, events, controls, acks and tool descriptors are the
  * contracts' schemas themselves (lib/contracts), so the OpenAPI document and the validators
- * come from one source. Issue 5, "The HTTP API".
+ * come from one source.
  */
 /**
  * The HTTP API's own wire shapes: the query, path and header parameters. Every body and answer
  * is a contract's schema (lib/contracts; the answers' envelopes in http-api.ts), the very object
  * the client parses with, named here once so that the document refers to it ($ref) instead of
- * repeating it. Issue 5, "The HTTP API"; issue 30 ("one set of wire schemas").
+ * repeating it.
  */
 import { zodToOpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '@hono/zod-openapi';

@@ -4,7 +4,7 @@
  * once, counted under the caller's quota key (core/principal.ts quotaKeyOf: an agent acting for
  * alice counts as alice). Past it a new one is refused 429 `too_many_waits` with Retry-After, before anything is
  * read. A wait frees its slot when it ends, however it ends (an answer, its timeout, the client
- * going away, an error). Issue 25, point 3 ("Bounded waiting").
+ * going away, an error).
  *
  * The count is PER PROCESS: the local stack holds one count for everyone; on Lambda each
  * control function instance counts only the waits it serves itself, so a caller whose waits

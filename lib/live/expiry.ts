@@ -3,7 +3,7 @@
  * (seconds since epoch) and is ended at the first message received or event pushed at or after
  * it, with an `error` message `token_expired` and then close code TOKEN_EXPIRED_CLOSE (4001,
  * reason `token_expired`; lib/contracts/live.ts). Shared by the socket (lib/live/socket.ts) and
- * the fan-out (lib/live/fan-out.ts), in AWS and locally. Issue 25.
+ * the fan-out (lib/live/fan-out.ts), in AWS and locally.
  */
 import { TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
 import type { ConnectionPoster, SubscriptionStore } from './ports.ts';

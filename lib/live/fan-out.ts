@@ -4,10 +4,10 @@
  * table's stream says which run changed, never what to send), then `settled` once the run ended
  * and its log is complete. Each subscription keeps the last seq sent; a pump claims a page by
  * moving that cursor (conditionally) before it sends the page, so each seq reaches a
- * subscription once even while several pumps run (issue 25, point 7).
+ * subscription once even while several pumps run.
  * A connection that is gone is dropped; one whose token expired (the subscription's
- * `token_exp`) is sent nothing more and ended (lib/live/expiry.ts). Seed: agent-runs, "over
- * HTTP, WebSocket"; issue 25.
+ * `token_exp`) is sent nothing more and ended (lib/live/expiry.ts).
+ * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
  */
 import { isTerminalStatus, type LiveServerMessage, type RunRecord } from '../contracts/index.ts';
 import type { RunStore } from '../engine/ports.ts';

@@ -5,8 +5,8 @@
  * Cognito's), `iss`, `exp` (required: a token without one is refused) and `nbf`, and the audience in `aud` or, for a Cognito access token,
  * `client_id`. The verified claims then map to a caller by the HTTP API's own rule
  * (lib/http/auth.ts jwtClaimsAuth), so a token is the same caller on both; its `exp` bounds the
- * socket's life (lib/live/expiry.ts). Seed: agent-runs, "over HTTP, WebSocket"; DESIGN section
- * 12 ("Authority"); issue 25.
+ * socket's life (lib/live/expiry.ts). docs/contracts/run-lifecycle.md, "over HTTP, WebSocket";
+ * docs/guides/who-may-do-what.md.
  */
 import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { jwtClaimsAuth } from '../http/auth.ts';

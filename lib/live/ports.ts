@@ -2,7 +2,7 @@
  * The ports of the live fan-out: where subscriptions are kept, how a message reaches a
  * connection, where lifecycle notifications go. Adapters: DynamoDB (subscriptions), API
  * Gateway's management API or the local socket server (connections), EventBridge or a file
- * (notifications). STYLE "Ports as narrow interfaces".
+ * (notifications). docs/architecture.md, "Conventions".
  */
 import type { LiveServerMessage, RunNotification } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';

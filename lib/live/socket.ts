@@ -6,8 +6,8 @@
  * authorized like a read of the run; it is caught up at once (pumpRun for it alone), then kept
  * up by the stream's fan-out. A socket lives no longer than its token: the connection keeps
  * the token's `exp`, and the first message received or event pushed at or after it ends the
- * socket (lib/live/expiry.ts: an `error` message `token_expired`, then close code 4001). Seed:
- * agent-runs, "over HTTP, WebSocket"; issue 25.
+ * socket (lib/live/expiry.ts: an `error` message `token_expired`, then close code 4001).
+ * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
  */
 import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
@@ -120,7 +120,7 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
     });
     return;
   }
-  // A cursor beyond the log's head is refused, as over HTTP (issue 25, point 7).
+  // A cursor beyond the log's head is refused, as over HTTP.
   const head = (await deps.store.getRun(msg.run_id))?.last_seq ?? 0;
   if (msg.after > head) {
     await deps.poster.post(connectionId, {

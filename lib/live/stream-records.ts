@@ -2,7 +2,8 @@
  * Reading the table's stream (DynamoDB Streams, NEW_AND_OLD_IMAGES): which run records changed,
  * and the lifecycle notification a status change makes. Only the run record item (`sk = R`)
  * matters: each commit changes it once, so one change is one commit. Pure: images in, shapes
- * out. Seed: deterministic-seams ("publish downstream notifications through an outbox").
+ * out. docs/architecture.md, "The seams of a step" (notifications go through an outbox: no writer
+ * knows who listens).
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';

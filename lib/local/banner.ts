@@ -2,7 +2,7 @@
  * What `npm start` prints once the local stack serves: where to reach it (URL, live socket,
  * console), who the token is and where it is kept, the data folder, the model-turn functions and
  * the tools it serves (the scripted local model when no provider is configured), and a first
- * command. Issue 20, item 3; issue 5 ("npm start"); issue 26, point 3.
+ * command.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -4,7 +4,7 @@
  * handler (functions/control.ts) and writes its APIGatewayProxyResultV2 back. It does no
  * routing and no authentication: the Authorization header is passed through and the HTTP app
  * decides (GET /health and GET /openapi.json need no token: that is the app's rule).
- * DESIGN section 10 ("an HTTP gateway that turns requests into API Gateway v2 events").
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  *
  * Like API Gateway: bodies above `maxBodyBytes` (default 6 MB, Lambda's payload limit) are
  * answered 413 `payload_too_large` without invoking the handler; a handler that throws is
@@ -57,7 +57,7 @@ export interface GatewayOptions {
   /**
    * A client that goes away before its body is read (a dropped connection) is no error: it is
    * logged at warn, at most one line per this many ms, each with the count of those left out
-   * (default 10 000; issue 25 item 6).
+   * (default 10 000).
    */
   dropLogIntervalMs?: number;
   /** The clock of the drop log's rate limit (ms; default Date.now). */

@@ -8,8 +8,7 @@
  * groups and system callers can so be tried on one local stack (`agent-runs token`).
  * The default user's token (`npm start` prints it) is kept in the data folder of a stack started
  * with one (`local-token.json`, owner-only) and printed again after a restart, as long as it is
- * still valid for a day (defaultIdentity). Issue 11, item 1; issue 20, item 3; DESIGN section 12
- * ("Authority").
+ * still valid for a day (defaultIdentity). docs/guides/who-may-do-what.md.
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

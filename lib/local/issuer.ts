@@ -3,7 +3,7 @@
  * verifies a Cognito token, so that locally the control function receives the same verified
  * claims (`requestContext.authorizer.jwt.claims`) it receives in AWS. One ES256 key per data
  * folder, kept in `issuer-key.json` (owner-only), so tokens stay valid across restarts of a
- * stack started with the same folder. Issue 11, item 1; DESIGN section 12 ("Authority").
+ * stack started with the same folder. docs/guides/who-may-do-what.md.
  */
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -3,7 +3,8 @@
  * table's stream (DynamoDB Local's) read by a poller that plays the event source mapping for
  * the stream handler (functions/stream.ts's logic), the WebSocket API played by a `ws` server
  * for the live handler (functions/live.ts's logic), subscriptions kept in the table, and the
- * EventBridge notifications appended to a file a test or a person can read. DESIGN section 10.
+ * EventBridge notifications appended to a file a test or a person can read.
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createSocketHandler } from '../handlers/live-socket.ts';

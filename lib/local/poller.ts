@@ -4,7 +4,7 @@
  * with a real SQSEvent, deletes the messages not listed in `batchItemFailures`, and leaves the
  * failed ones to reappear after the visibility timeout, so that the queue's redrive policy moves
  * a message to the DLQ after maxReceiveCount (5) receives, exactly as in AWS. Several batches
- * run concurrently (`concurrency` pollers). DESIGN section 10; issue 5 ("lib/local: npm start").
+ * run concurrently (`concurrency` pollers). docs/guides/local-stack.md, "How it stands in for AWS".
  *
  * Event source mapping rules kept here (ReportBatchItemFailures): a handler that throws, or
  * answers a failure whose itemIdentifier is empty or not in the batch, fails the whole batch;

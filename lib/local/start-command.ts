@@ -6,8 +6,7 @@
  * cannot start (Java missing, port taken, a model variable wrong, ...). When the environment
  * configures no model provider (lib/models/configured.ts), the stack serves the scripted local
  * model (lib/models/scripted.ts) at the contract's default path, so a first run works offline.
- * (That choice is start-run.ts's offlineModelOptions.) Issue 5 ("lib/local: npm start"); issue
- * 26, point 3.
+ * (That choice is start-run.ts's offlineModelOptions.)
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { LocalStack } from './stack.ts';

@@ -7,7 +7,8 @@
  * DynamoDBStreamEvent, and on `batchItemFailures` retries from the first failed record, as the
  * mapping does with ReportBatchItemFailures (up to `retryAttempts`, then the records are skipped
  * and logged, like a mapping without an on-failure destination). Shards that exist when it
- * starts are read from LATEST, shards found later from TRIM_HORIZON. DESIGN section 10.
+ * starts are read from LATEST, shards found later from TRIM_HORIZON. docs/guides/local-stack.md,
+ * "How it stands in for AWS".
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';

@@ -4,7 +4,7 @@
  * caller: the stack's issuer key is `.agent-runs/issuer-key.json` here (made on first use, so a
  * token made before `npm start` stays valid once it runs). The token is a JWT verified as API
  * Gateway's JWT authorizer would verify a Cognito token (lib/local/identity.ts). With the CLI's
- * --json: `{token, sub, groups, system, admin}`. Issue 11, item 1.
+ * --json: `{token, sub, groups, system, admin}`.
  */
 import { type Command, InvalidArgumentError } from 'commander';
 

@@ -21,7 +21,6 @@
  * Errors: ModelConfigError (code `model_config_invalid`, variable `AGENT_RUNS_MODELS`, the
  * message naming the entry and field) for JSON that is not such an array; no I/O.
  * The provider packages are imported on an entry's first turn (ai-sdk-providers.ts, lazy.ts).
- * Issue 28 point 1; issue 24 point 7.
  */
 import { z } from 'zod';
 import { ENV } from '../config.ts';

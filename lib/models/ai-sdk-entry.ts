@@ -2,7 +2,7 @@
  * One entry of AGENT_RUNS_MODELS, its schema and the options of building its model: shared by
  * ai-sdk-config.ts (which parses entries and builds the model-turn functions) and
  * ai-sdk-providers.ts (the provider packages, imported on an entry's first turn), so neither
- * imports the other. See ai-sdk-config.ts for the fields. Issue 28 point 1.
+ * imports the other. See ai-sdk-config.ts for the fields.
  */
 import { z } from 'zod';
 import { ENV } from '../config.ts';

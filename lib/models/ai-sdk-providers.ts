@@ -1,8 +1,7 @@
 /**
  * The AI SDK language model of one AGENT_RUNS_MODELS entry (ai-sdk-config.ts): the provider
  * packages, imported by ai-sdk-config.ts on the entry's first turn only, so a process that runs
- * no model turn never loads them. Does no I/O until the model is called. Issue 28 point 1;
- * issue 24 point 7.
+ * no model turn never loads them. Does no I/O until the model is called.
  */
 import { createAmazonBedrock } from '@ai-sdk/amazon-bedrock';
 import { createAnthropic } from '@ai-sdk/anthropic';

@@ -5,8 +5,8 @@
  * one `doGenerate` call of the model's provider per model turn, no AI SDK retries (the host
  * retries, visibly). Configured as data in ai-sdk-config.ts.
  *
- * Seed: agent-run-contracts, "The model-turn function"; deterministic-seams, "The policy
- * adapter". DESIGN section 9.
+ * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step" (the policy
+ * adapter).
  *
  * Mapping of the model-neutral transcript to the AI SDK's prompt (LanguageModelV4Prompt):
  * system → `{role: 'system', content}`; user → a text part; assistant → a text part (when the

@@ -2,7 +2,7 @@
  * API keys by secret reference: a Secrets Manager secret read through Powertools Parameters on
  * the first model turn and cached (`maxAge` seconds). The secret is the key itself, or a JSON
  * object with an `api_key` field. Used by configured.ts (OPENAI_API_KEY_SECRET) and
- * ai-sdk-config.ts (`api_key_secret`). Issue 13, issue 28.
+ * ai-sdk-config.ts (`api_key_secret`).
  */
 import { ENV } from '../config.ts';
 import { ModelConfigError, ModelsModuleError } from './errors.ts';

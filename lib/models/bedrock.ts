@@ -2,9 +2,9 @@
  * The Amazon Bedrock model-turn function: one Converse call (`@aws-sdk/client-bedrock-runtime`
  * ConverseCommand, POST /model/{modelId}/converse) per model turn.
  *
- * Seed: agent-run-contracts, "The model-turn function"; deterministic-seams, "The policy
- * adapter" (model-neutral request in, typed answer or classified failure out; provider retries
- * visible; a deadline per call). DESIGN section 9.
+ * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step" (the policy
+ * adapter: model-neutral request in, typed answer or classified failure out; provider retries
+ * visible; a deadline per call).
  *
  * Mapping of the model-neutral transcript to Converse:
  * - system messages → `system: [{text}]` (in order; blank ones dropped);

@@ -22,7 +22,7 @@
  *   served at the contract's default path.
  *
  * A run chooses among the configured functions with `executor_config.model_turn_function`
- * (seed agent-run-contracts, "The model-turn function"); an unknown path ends its turn with
+ * (docs/contracts/model-turn.md); an unknown path ends its turn with
  * `model_turn_function_not_found` (lib/models/host.ts).
  *
  * Errors: `modelsFromEnv` throws ModelConfigError (code `model_config_invalid`, `variable`

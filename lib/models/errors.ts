@@ -2,7 +2,7 @@
  * The base of every error lib/models throws. A provider fault is not thrown: the model-turn
  * functions answer a ModelTurnError value (see types.ts), and the host retries it or hands it
  * to the engine. What is thrown is a caller's mistake or unreadable input data, such as a
- * tau-bench file of the wrong shape. STYLE "Typed errors with stable codes".
+ * tau-bench file of the wrong shape. docs/architecture.md, "Conventions".
  */
 
 /**

@@ -3,7 +3,7 @@
  * (`executor_config.model_turn_function`, else the default) and guarantees the port's promise:
  * it never throws, and what it returns has the contract's shape.
  *
- * Seed: agent-run-contracts, "The model-turn function" ("core calls a function:
+ * docs/contracts/model-turn.md ("core calls a function:
  * executor_config.model_turn_function if the run set one, otherwise
  * /lib/raisin/ai/agent-run-model-turn"). Port: lib/engine/ports.ts ModelHost.
  */

@@ -1,4 +1,7 @@
-/** Model-turn functions (recorded, Bedrock Converse, OpenAI-compatible, any AI SDK model) and the ModelHost adapter. DESIGN section 9. */
+/**
+ * Model-turn functions (recorded, Bedrock Converse, OpenAI-compatible, any AI SDK model) and the
+ * ModelHost adapter. docs/contracts/model-turn.md.
+ */
 export * from './ai-sdk.ts';
 export * from './bedrock.ts';
 export * from './errors.ts';

@@ -2,7 +2,7 @@
  * A model-turn function whose adapter is imported on its first turn: the provider packages (the
  * AI SDK's, the Bedrock runtime client) are the largest code a Lambda bundle carries, and only
  * the step function runs model turns, so the others never load them (cdk/bundling.ts splits each
- * dynamic import into a chunk read when it runs). Issue 24, point 7.
+ * dynamic import into a chunk read when it runs).
  */
 import type { ModelTurnFunction } from './types.ts';
 

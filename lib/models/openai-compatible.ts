@@ -3,8 +3,8 @@
  * turn, for OpenAI itself and for servers that speak its chat-completions format (vLLM,
  * Ollama, LiteLLM, Azure-style gateways) at a configurable base URL.
  *
- * Seed: agent-run-contracts, "The model-turn function"; deterministic-seams, "The policy
- * adapter". DESIGN section 9.
+ * docs/contracts/model-turn.md; docs/architecture.md, "The seams of a step" (the policy
+ * adapter).
  *
  * Mapping: system/user → `{role, content}`; assistant → `{role: 'assistant', content (null when
  * absent), tool_calls?: [{id: call_id, type: 'function', function: {name, arguments:

@@ -3,9 +3,9 @@
  * of calling a provider, and refuses (divergence) as soon as the run's transcript leaves the
  * recording. It is how production traces are replayed with external calls disabled.
  *
- * Seed: deterministic-seams ("Use fixtures for context compilation, recorded policy outputs
- * ... Replay production traces with external calls disabled"); agent-run-contracts, "The
- * model-turn function".
+ * docs/architecture.md, "The seams of a step" (recorded model outputs for the reducer
+ * and the decoder; a replay of recorded runs with the outside world switched off);
+ * docs/contracts/model-turn.md.
  */
 import type { CompiledContext, ContextMessage, RunEvent } from '../contracts/index.ts';
 import { canonicalJson } from '../core/canonical.ts';

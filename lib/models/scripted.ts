@@ -3,8 +3,8 @@
  * provider is configured (lib/local/start-run.ts), so a first run works offline. It calls
  * no network and reads nothing but its input; only lib/local wires it, never a deployed stack.
  *
- * Seed: deterministic-seams (a fixed policy output in place of a model); agent-run-contracts,
- * "The model-turn function". Issue 26, point 3.
+ * docs/architecture.md, "The seams of a step" (a fixed policy output in place of a model);
+ * docs/contracts/model-turn.md.
  */
 import type { CompiledContext, ContextMessage, ModelTurnInput, ToolOffered } from '../contracts/index.ts';
 import {

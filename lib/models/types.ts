@@ -3,10 +3,10 @@
  * extra (growth-rule) fields they add to the contract's output and error, the error classes, and
  * small helpers (usage estimate, signal/deadline combination).
  *
- * Seed: agent-run-contracts, "The model-turn function" (input, output, error) and "Growth rule"
- * (new optional fields may appear; readers ignore fields they do not know); deterministic-seams,
- * "The policy adapter" (model id, latency, usage, response id; provider retries visible; a
- * deadline per call).
+ * docs/contracts/model-turn.md (input, output, error) and "Growth rule"
+ * (new optional fields may appear; readers ignore fields they do not know); docs/architecture.md,
+ * "The seams of a step" (the policy adapter: model id, latency, usage, response id; provider
+ * retries visible; a deadline per call).
  */
 import type {
   CompiledContext,

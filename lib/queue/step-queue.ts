@@ -1,7 +1,7 @@
 /**
- * StepQueue on SQS: one message `{run_id}` wakes a step worker for that run. DESIGN section 6.
- * A message is only a hint: the worker re-reads the run, so duplicates and stale messages are
- * harmless (a message that finds nothing to do is acknowledged).
+ * StepQueue on SQS: one message `{run_id}` wakes a step worker for that run. docs/architecture.md,
+ * "The step". A message is only a hint: the worker re-reads the run, so duplicates and stale
+ * messages are harmless (a message that finds nothing to do is acknowledged).
  */
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';

@@ -2,7 +2,7 @@
  * Where the default agent reducer's artifact is and how its source is read (see index.ts). Apart
  * from index.ts, which also exports the reducer's TypeScript sources for direct use in Node, so
  * that the runtime (lib/runtime.ts) and every Lambda bundle, which only register the artifact,
- * carry none of the reducer's code (issue 24, point 7).
+ * carry none of the reducer's code.
  */
 import { readFileSync } from 'node:fs';
 

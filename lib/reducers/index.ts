@@ -5,7 +5,8 @@
  * QuickJS sandbox runs. This module reads the artifact's source for the function registry,
  * exports the context schema for callers that create runs bound to the loop, and re-exports
  * `reduce` from the sources for direct use in Node (tests, local tools).
- * Seed: agent-runs, "Where runs are used" (the default reducer); DESIGN section 3 ("reducers/").
+ * docs/contracts/run-lifecycle.md, "Where runs are used" (the default reducer);
+ * docs/architecture.md, "Code map".
  */
 import type { Effect } from '../contracts/index.ts';
 import { reduce as reduceAgentLoop } from './agent-loop/reduce.ts';

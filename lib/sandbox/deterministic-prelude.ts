@@ -1,7 +1,7 @@
 /**
  * The script QuickJS evaluates in every fresh context before the reducer's module: it installs
- * the deterministic execution policy. Seed: agent-run-contracts, "The reducer contract" ("the
- * clock reads the epoch and randomness is a fixed sequence"); DESIGN section 9.
+ * the deterministic execution policy. docs/contracts/reducer.md, "The deterministic
+ * execution policy" (the clock reads the epoch and randomness is a fixed sequence).
  *
  * - `Date`: `Date.now()`, `new Date()` and `Date()` read the epoch (0). Local-time accessors
  *   and setters, `getTimezoneOffset` and the `toString` family are mapped to their UTC forms,

@@ -1,7 +1,7 @@
 /**
  * The base of every error lib/sandbox throws, and the configuration error of the sandbox
  * limits. A reducer that fails inside the sandbox is not an error here: it is a SandboxOutcome
- * (threw, unavailable, ...). STYLE "Typed errors with stable codes".
+ * (threw, unavailable, ...). docs/architecture.md, "Conventions".
  */
 
 /**

@@ -2,8 +2,8 @@
  * Reducer artifacts and the registry that resolves a function path to one. An artifact is
  * pinned by the sha256 of its bytes: the run binds that hash at create time and the host
  * refuses (reducer_changed) an artifact whose hash has moved since.
- * Seed: agent-run-contracts, "The reducer contract" and "Validation" (reducer_changed);
- * DESIGN section 9 ("Built-in reducers are artifacts too").
+ * docs/contracts/reducer.md, "Binding" (built-in reducers are artifacts too), "Validation"
+ * (reducer_changed).
  */
 import { createHash } from 'node:crypto';
 import { SandboxModuleError } from './errors.ts';

@@ -5,7 +5,8 @@
  * or reads runs never loads a reducer runtime. The Lambda bundles of functions that run no
  * reducer (live, stream; cdk/bundling.ts) leave REDUCER_HOST_MODULE out altogether: there the
  * import fails and `reduce` throws LazyHostError (`reducer_runtime_absent`), retryable like any
- * fault of the host, never a reducer outcome. DESIGN section 9; issue 24, point 7.
+ * fault of the host, never a reducer outcome. docs/contracts/reducer.md, "The deterministic
+ * execution policy".
  */
 import type { ReducerBinding } from '../contracts/index.ts';
 import type { ReducerCallResult, ReducerHost } from '../engine/ports.ts';

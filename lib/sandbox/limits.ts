@@ -1,6 +1,6 @@
 /**
  * Resource limits of one reducer call and the shape of what a sandbox run produced.
- * DESIGN section 9 ("CPU and memory limits"); seed agent-run-contracts, "Validation" (last paragraph).
+ * docs/contracts/reducer.md, "The deterministic execution policy", "Validation" (last paragraph).
  */
 import { SandboxLimitError } from './errors.ts';
 

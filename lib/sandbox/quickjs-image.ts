@@ -4,7 +4,7 @@
  * from the same state (the module evaluated, the deterministic prelude installed, nothing a
  * previous call left behind). This replaces a fresh runtime and context per call (about 1 ms:
  * context 0.25, prelude 0.3-0.5, module 0.25, disposal 0.2) by a copy of the live part of the
- * memory (about 0.05 ms). See docs/concepts.md, "Reducer".
+ * memory (about 0.05 ms). See docs/contracts/reducer.md, "The deterministic execution policy".
  *
  * What is live: QuickJS is built with emscripten, whose memory is laid out as static data,
  * then the C stack (growing down), then the heap (growing up to sbrk's break). An image holds

@@ -3,8 +3,8 @@
  * starts from the same state (the deterministic prelude evaluated, then the reducer's module,
  * in a runtime and context of their own), no host function reachable, CPU bounded by an
  * interrupt deadline, memory bounded by the maximum of the QuickJS instance's WebAssembly memory,
- * stack by the runtime's stack limit. Seed: agent-run-contracts, "The reducer contract" and
- * "Validation" (last paragraph); DESIGN section 9.
+ * stack by the runtime's stack limit. See docs/contracts/reducer.md, "Validation"
+ * (last paragraph) and "The deterministic execution policy".
  *
  * A reducer is loaded once per artifact, handler and limits into a QuickJS instance of its own
  * (at most MAX_LOADED instances, least recently used dropped first); the instance's memory is

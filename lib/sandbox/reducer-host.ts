@@ -2,8 +2,9 @@
  * The deterministic reducer host: the ReducerHost port over a FunctionRegistry, running
  * JavaScript artifacts in QuickJS, WebAssembly artifacts in a worker thread and Starlark
  * artifacts in go.starlark.net (built for js/wasm) in another, all under the deterministic
- * execution policy. Seed: agent-run-contracts, "The reducer contract" and
- * "Validation" (reducer_unavailable, reducer_changed); DESIGN section 9.
+ * execution policy. docs/contracts/reducer.md,
+ * "Validation" (reducer_unavailable, reducer_changed); docs/contracts/reducer.md, "The
+ * deterministic execution policy".
  */
 import canonicalize from 'canonicalize';
 import type { ReducerBinding } from '../contracts/index.ts';

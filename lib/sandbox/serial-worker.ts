@@ -7,7 +7,7 @@
  * Protocol with the worker source: it posts `{ready: true}` once it can take calls; for every
  * message `{id, ...}` it posts `{id, started: true}` when it takes the call (the deadline starts
  * there, not while the call waited its turn or the worker was busy between calls), then one
- * reply `{id, ...}`. DESIGN section 9 ("CPU and memory limits").
+ * reply `{id, ...}`. docs/contracts/reducer.md, "The deterministic execution policy".
  */
 import { Worker } from 'node:worker_threads';
 import { type SandboxOutcome, unavailable } from './limits.ts';

@@ -5,7 +5,7 @@
  * behind Go's own wasm_exec.js glue with deterministic globals (starlark-worker-source.ts).
  * Calls are serialized; a call's deadline starts when the worker takes it. When the deadline
  * passes the worker is terminated (every loaded instance goes with it) and the next call starts
- * a new one. DESIGN section 9 ("CPU and memory limits").
+ * a new one. docs/contracts/reducer.md, "The deterministic execution policy".
  */
 import { MATH_RANDOM_SEED } from './deterministic-prelude.ts';
 import { type SandboxLimits, type SandboxOutcome, truncate, unavailable } from './limits.ts';

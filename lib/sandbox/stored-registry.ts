@@ -3,10 +3,10 @@
  * S3 (`functions/{sha256}`) and named by a DynamoDB item (`FN#{function_path}` / `F` holding
  * {kind, hash, size, updated_at}); a listing item (`FNLIST` / `{function_path}`) is written in
  * the same transaction so `list()` is one Query, never a Scan. Built-in artifacts (an
- * InMemoryFunctionRegistry) take precedence and cannot be overwritten. DESIGN section 9
- * ("Built-in reducers are artifacts too"); seed agent-run-contracts, "Validation"
- * (reducer_changed: a run pins the hash it bound, so replacing a path never changes a live run
- * silently).
+ * InMemoryFunctionRegistry) take precedence and cannot be overwritten. Built-in reducers
+ * are artifacts too (docs/contracts/reducer.md, "Binding");
+ * docs/contracts/reducer.md, "Validation" (reducer_changed: a run pins the hash it bound, so
+ * replacing a path never changes a live run silently).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import {

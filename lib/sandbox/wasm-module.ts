@@ -1,8 +1,8 @@
 /**
  * Static admission of a WebAssembly reducer: a core module (not a component) that validates,
  * declares no imports, exports `memory` and `alloc`, and whose memory declares a maximum within
- * the memory limit. See README, "WebAssembly ABI". Seed: agent-run-contracts, "The reducer
- * contract" (every host call fails: here there is no host call to make).
+ * the memory limit. See README, "WebAssembly ABI". docs/contracts/reducer.md, "The
+ * deterministic execution policy" (every host call fails: here there is no host call to make).
  */
 import { type SandboxLimits, type SandboxOutcome, unavailable } from './limits.ts';
 import { type CompiledModule, WASM_PAGE_BYTES, wasmApi } from './wasm-api.ts';

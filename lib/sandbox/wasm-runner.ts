@@ -2,7 +2,8 @@
  * Runs WebAssembly reducer calls in one worker thread with a wall-clock bound (serial-worker.ts):
  * WebAssembly cannot be interrupted from the thread it runs on, so when the deadline passes the
  * worker is terminated and the next call starts a new one. Calls are serialized; the deadline
- * of a call starts when the worker takes it. DESIGN section 9 ("CPU and memory limits").
+ * of a call starts when the worker takes it. docs/contracts/reducer.md, "The deterministic
+ * execution policy".
  */
 import { unavailable } from './limits.ts';
 import { createSerialWorker } from './serial-worker.ts';

@@ -2,7 +2,7 @@
  * Where a commit's events and domain state go (the layout half of commit-plan.ts): into the run
  * record's inline tail, into the event page a flushed tail becomes, into pages of their own, or a
  * D# item for a state without events. The rule is event-tail.ts's; the units it keeps a commit
- * to are metering.ts's. DESIGN sections 4 and 5.
+ * to are metering.ts's. docs/reference/storage.md; docs/architecture.md, "The commit".
  */
 import type { Commit } from '../engine/ports.ts';
 import { type CommitBodies, packPages, pageEntry } from './event-pages.ts';

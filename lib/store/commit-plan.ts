@@ -4,7 +4,8 @@
  * protocol (commit-protocol.ts), the DynamoDB adapter on the table (dynamo-writes.ts), the memory
  * adapter against maps (memory-run-store.ts), so the two cannot drift on layout or conditions;
  * reading items back is item-codec.ts, a refusal's reason commit-refusal.ts, the charge
- * metering.ts. DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ * metering.ts. docs/reference/storage.md; docs/architecture.md,
+ * "The commit".
  *
  * Items (pk / sk):
  *   RUN#{id} / R            the run record (closed schema, parsed before every write) and its

@@ -1,7 +1,7 @@
 /**
  * How a commit's plan (commit-plan.ts) reaches the table, shared by both RunStore adapters: as
  * plain writes when it can, as one transaction otherwise, with the same atomicity and fence.
- * DESIGN section 5; seed agent-runs, "Storage and cluster behaviour".
+ * docs/architecture.md, "The commit"; docs/reference/storage.md.
  *
  * A transactional write costs twice a plain one, and most commits (an operation's result plus
  * the next one's start, a lease renewal) write only the run record, their events inline in its

@@ -1,7 +1,7 @@
 /**
  * Why a planned commit was refused, classified from the role of each write that failed (the
  * plan's writes are data, planned-write.ts), one documented reaction per reason
- * (engine/ports.ts). Shared by both RunStore adapters. DESIGN section 5.
+ * (engine/ports.ts). Shared by both RunStore adapters. docs/architecture.md, "The commit".
  */
 import type { RunRecord } from '../contracts/index.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';

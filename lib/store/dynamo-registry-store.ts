@@ -9,7 +9,7 @@
  * with ReturnValuesOnConditionCheckFailure ALL_OLD, so a cancelled transaction says which part
  * failed: the entry → version_exists; the head, the snapshot, or a conflicting transaction →
  * head_moved (read the head again). Reads are strongly consistent GetItems and one Query per
- * name (versions). DESIGN section 4.
+ * name (versions). docs/reference/storage.md.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {

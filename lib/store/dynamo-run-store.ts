@@ -3,9 +3,9 @@
  * domain state and its control acks, and ONE commit function that executes a commit's plan
  * (commit-plan.ts) by the commit protocol (commit-protocol.ts): two plain writes, the event page
  * then the record's fenced update, when the commit writes nothing else; one TransactWriteItems
- * otherwise (dynamo-writes.ts). Readers trust only what the record's last_seq covers. DESIGN
- * sections 4 and 5; seed agent-runs, "Storage and cluster behaviour". The item layout is
- * documented in commit-plan.ts.
+ * otherwise (dynamo-writes.ts). Readers trust only what the record's last_seq covers.
+ * docs/reference/storage.md; docs/architecture.md, "The commit". The
+ * item layout is documented in commit-plan.ts.
  */
 
 import {
@@ -367,7 +367,7 @@ async function listShard(
  * in `blobs` (S3). Does no I/O. Every method throws StoreUnavailable (retryable) for what the
  * SDK reports as unreachable, throttled or failing (lib/aws-faults.ts), and the commit refusals
  * CommitRejected / CommitTooLarge (lib/engine/ports.ts); nothing else of the SDK leaves it.
- * DESIGN section 4.
+ * docs/reference/storage.md.
  *
  * @example
  * import { createAwsClients } from './lib/aws-clients.ts';

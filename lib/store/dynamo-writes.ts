@@ -3,7 +3,8 @@
  * DynamoDB requests and executed, as two plain writes (the event page Put, then the record's
  * fenced UpdateItem) when commit-protocol.ts allows, else as one TransactWriteItems; refusals
  * classified by the role of the write that failed, one documented reaction per reason
- * (engine/ports.ts). DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ * (engine/ports.ts). docs/reference/storage.md; docs/architecture.md,
+ * "The commit".
  *
  * Conditions are built from named parts (commit-plan.ts `Condition`): the record's update
  * carries `#version = :expected_version` and, for a lease holder, the fence (owner + epoch) in

@@ -1,7 +1,7 @@
 /**
  * An event page's entries: each event's head with its data as JSON text or a blob reference,
  * and the packing of a commit's events into pages of at most PAGE_LIMIT bytes. The layout is
- * documented in commit-plan.ts. DESIGN section 4.
+ * documented in commit-plan.ts. docs/reference/storage.md.
  */
 
 import type { BlobRef } from '../blobs/blob-store.ts';

@@ -4,7 +4,7 @@
  * move to an event page only when the record item would pass TAIL_ITEM_LIMIT bytes. So the
  * common commit (an operation's result, the reducer's answer, the next operation's start) is ONE
  * conditional UpdateItem of the record, and one page write is amortized over several commits.
- * DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ * docs/reference/storage.md; docs/architecture.md, "The commit".
  *
  * The tail is `{first_seq, events, states}`: `events` are page entries (commit-plan.ts) with seq
  * first_seq..last_seq, `states` the domain states `{state_rev, state_json | state_blob}` those

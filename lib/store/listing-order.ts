@@ -3,7 +3,7 @@
  * record's `created_at` (ms), ties by run id descending (code units), across every listing shard.
  * A cursor is the position of the last run of a page, `{created_at, run_id}` as base64url JSON;
  * the next page starts strictly after it, so paging is stable while runs are created (a newer run
- * never shifts a later page). DESIGN section 4 ("by_status").
+ * never shifts a later page). docs/reference/storage.md.
  */
 import { isPlainObject } from '../core/canonical.ts';
 

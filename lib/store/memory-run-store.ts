@@ -18,7 +18,8 @@
  * concurrent callers interleave (and a caller looping on the store never starves timers).
  *
  * A test and local-development aid for engine logic at unit speed, NEVER a production option:
- * nothing is durable, nothing is shared between processes. DESIGN section 10.
+ * nothing is durable, nothing is shared between processes. docs/guides/local-stack.md, "How it
+ * stands in for AWS".
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';

@@ -2,7 +2,7 @@
  * The admission-quota part of the commit plan: the items a create claims under its principal's
  * quota key (its live-run slot `QUOTA#{sha256} / L#{n}`, the minute's count `W#{ms}`; layout in
  * commit-plan.ts) and the slot the commit that ends a run frees. Pure; both RunStore adapters
- * execute these writes. Seed: deterministic-seams, "admission"; issue 11 item 8.
+ * execute these writes. docs/architecture.md, "The seams of a step" (admission).
  */
 import { createHash } from 'node:crypto';
 import type { RunRecord } from '../contracts/index.ts';

@@ -4,7 +4,7 @@
  * unit is 1 KB of item, and every commit rewrites the record: the JSON of a small run's record
  * (about 1.4 KB) is about 0.3 KB this way, so the record update of a commit costs one write
  * unit instead of two. The dictionary is part of the stored format: never edit it; a different
- * one needs another attribute name. DESIGN section 4.
+ * one needs another attribute name. docs/reference/storage.md.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 

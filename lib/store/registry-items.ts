@@ -8,7 +8,7 @@
  *
  * Snapshots and entries are written once (attribute_not_exists) and never updated; only the
  * head moves, conditioned on the version it was read at. Bodies are stored as JSON text and
- * parsed with the contract's schemas when read. DESIGN section 4 ("one DynamoDB table").
+ * parsed with the contract's schemas when read. docs/reference/storage.md.
  */
 import {
   type RegistryEntry,

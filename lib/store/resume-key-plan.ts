@@ -1,8 +1,8 @@
 /**
  * The resume-key part of the commit plan: what a commit's waits and deliveries write to the
  * `RKEY#{sha256} / K` item (layout in commit-plan.ts), and the one write that holds a result
- * arriving before its wait. Pure; both RunStore adapters execute these writes. Seed: agent-runs,
- * "Operations" (waiting with a resume_key); issue 12 items 2 and 3.
+ * arriving before its wait. Pure; both RunStore adapters execute these writes.
+ * docs/contracts/run-lifecycle.md, "Operations" (waiting with a resume_key).
  */
 import { createHash } from 'node:crypto';
 import { overLimitMessage, type RunEvent, type RunRecord } from '../contracts/index.ts';
@@ -96,7 +96,8 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
 /**
  * The one write that holds an early result: a put of the resume key item, allowed when the key
  * is free (no wait, no applied delivery, no live early result). Throws CommitTooLarge above
- * EARLY_RESULT_LIMIT bytes. Seed: agent-runs, "Operations" (waiting with a resume_key).
+ * EARLY_RESULT_LIMIT bytes. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
+ * resume_key).
  */
 export function planEarlyResult(hold: EarlyResultHold): PlannedWrite {
   const bytes = Buffer.byteLength(hold.body);

@@ -1,7 +1,7 @@
 /**
  * The one DynamoDB table: its keys, its three discovery GSIs and its TTL attribute. The CDK
  * stack, the local stack and the tests all build the table from this module, so the three can
- * never drift apart. DESIGN section 4 ("Storage: one DynamoDB table").
+ * never drift apart. docs/reference/storage.md.
  *
  * Correctness never depends on a GSI: the sweeper and the listings find candidates here and
  * then re-read the run with a strongly consistent GetItem and re-check it with a conditional
@@ -67,8 +67,8 @@ export const TABLE_DEFINITION = {
   /**
    * The table's stream: every change with its old and new image. It feeds the live fan-out
    * (WebSocket subscribers) and the run lifecycle notifications (EventBridge), so that no writer
-   * knows who listens (the outbox of deterministic-seams). Only run record changes are consumed
-   * (see lib/live/stream-records.ts): each commit changes the record once.
+   * knows who listens (the outbox: docs/architecture.md, "The seams of a step"). Only run record
+   * changes are consumed (see lib/live/stream-records.ts): each commit changes the record once.
    */
   stream: 'NEW_AND_OLD_IMAGES',
   globalSecondaryIndexes: [

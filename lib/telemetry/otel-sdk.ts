@@ -3,7 +3,7 @@
  * (lib/telemetry/otel.ts imports this file lazily): a NodeTracerProvider with a batch span
  * processor and the OTLP/HTTP (JSON) trace exporter, which reads the standard OTEL_EXPORTER_OTLP_*
  * variables itself (endpoint, headers, timeout). Registered globally, so that spans a tool's or a
- * model's own code starts nest under our operation spans. Issue 28, point 3.
+ * model's own code starts nest under our operation spans.
  */
 import {
   type Attributes,

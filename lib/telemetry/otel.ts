@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces of runs, behind a few narrow hooks the engine calls (issue 28, point 3).
+ * OpenTelemetry traces of runs, behind a few narrow hooks the engine calls.
  *
  * Each run is one trace whose id is derived from the run id (runTraceIds), so the spans of every
  * step invocation, in any process, land in the same trace:

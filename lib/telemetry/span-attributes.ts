@@ -3,7 +3,7 @@
  * operation and its result. Pure (no SDK, no I/O): lib/telemetry/otel.ts hands these to the SDK.
  * Attribute names follow the OpenTelemetry GenAI semantic conventions (`gen_ai.*`) plus our own
  * (`agent_runs.*`). Payload text (messages, tool arguments and results, reasons a user wrote)
- * appears only when `capture` is true (AGENT_RUNS_OTEL_CAPTURE_CONTENT). Issue 28, point 3.
+ * appears only when `capture` is true (AGENT_RUNS_OTEL_CAPTURE_CONTENT).
  */
 import type { CompiledContext, ContextMessage, Operation, RunRecord } from '../contracts/index.ts';
 import type { OperationResult } from '../core/run-machine.ts';

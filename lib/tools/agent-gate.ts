@@ -6,8 +6,9 @@
  * side denies (the agent's first); otherwise an approval either side needs is required;
  * otherwise the call is allowed. An agent acting for nobody has the agent's rights alone: no
  * path ever falls back to system rights. Non-agent principals go to the policy unchanged.
- * Seed: agent-runs, "Subject, principal and admission" ("the agent's rights narrowed to what
- * the user may do"); agent-run-contracts, "Tool calls" ("never falls back to system rights").
+ * docs/contracts/run-lifecycle.md, "Subject, principal and admission" ("the agent's rights narrowed
+ * to what the user may do"); docs/contracts/tool-result.md, "Tool calls" ("never falls back to
+ * system rights").
  */
 import type { AgentEntry } from '../contracts/index.ts';
 import type { PolicyDecision } from '../engine/ports.ts';

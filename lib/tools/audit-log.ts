@@ -1,7 +1,8 @@
 /**
  * The tool audit log: bounded structured events for every invocation outcome, with correlation
  * ids, tool identity, outcome, duration and stable error codes, and nothing else: never inputs,
- * outputs, credentials, headers or exception text. Seed: tool-invocation-contract, "Audit and privacy".
+ * outputs, credentials, headers or exception text. docs/contracts/tool-result.md, "Audit and
+ * privacy".
  */
 import type { Clock } from '../engine/ports.ts';
 

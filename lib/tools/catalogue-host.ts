@@ -8,8 +8,8 @@
  * tools alone and policy version 0 the code's rules (the default rule set); tools registered in
  * code are served at every catalogue version, beside the data tools (a data tool may not take a
  * code tool's name: the publication is refused). Discovery lists the current catalogue,
- * metadata only. Seed: deterministic-seams ("Runs pin policy ... catalogue ... versions at
- * admission"); tool-invocation-contract ("Discovery returns metadata only"); issue 13 items 1-2.
+ * metadata only. docs/architecture.md, "The seams of a step" (versions pinned at admission);
+ * docs/contracts/tool-result.md ("Discovery returns metadata only").
  */
 import {
   AgentEntry,

@@ -10,7 +10,7 @@
  * function_name, qualifier?}` (a synchronous Invoke; see lambda-handler.ts). Credentials do not
  * belong here: an environment variable is not a secret store.
  *
- * Seed: tool-invocation-contract, "Tool registration" (explicit, opt-in registration).
+ * docs/contracts/tool-result.md, "Tool registration" (explicit, opt-in registration).
  */
 import { z } from 'zod';
 import { ENV } from '../config.ts';

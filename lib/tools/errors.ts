@@ -2,9 +2,9 @@
  * Typed errors of the tools module, all under ToolsModuleError (a stable `code` and whether
  * retrying can help). Registration errors are thrown to the application that registers tools
  * (before the registry is sealed); ToolError is what a handler throws to report a classified
- * failure. Seed: tool-invocation-contract, "Tool registration" and "Invocation";
- * agent-run-contracts, "The tool-result envelope" (the tool error algebra).
- * STYLE "Typed errors with stable codes".
+ * failure. docs/contracts/tool-result.md, "Tool registration" and "Invocation";
+ * docs/contracts/tool-result.md, "The tool-result envelope" (the tool error algebra).
+ * docs/architecture.md, "Conventions".
  */
 import { TOOL_ERROR_CLASSES, type ToolErrorClass } from '../contracts/index.ts';
 

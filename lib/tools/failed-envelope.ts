@@ -2,8 +2,8 @@
  * The failed envelopes the dispatcher answers with when a call does not produce a result (unknown
  * tool, denied, invalid args, cancelled, timed out, a thrown error, an output over its bounds).
  * A result the handler did produce is normalized by lib/core's normalizeToolResult, the one
- * normalizer of every path. Seed: agent-run-contracts, "The tool-result envelope" (the tool error
- * algebra); deterministic-seams, "The observation normalizer".
+ * normalizer of every path. docs/contracts/tool-result.md, "The tool-result envelope" (the tool
+ * error algebra); docs/architecture.md, "The seams of a step" (the observation normalizer).
  */
 
 import type { z } from 'zod';

@@ -1,9 +1,8 @@
 /**
  * The handler kinds a tool can be registered with and the context a handler receives: types
  * only, shared by the registry, the dispatcher and the adapters (lib/tools/adapters/), so none
- * of them imports another to learn a shape. Seed: tool-invocation-contract, "Invocation";
- * agent-run-contracts, "Tool calls" (args.__raisin_context, the run's principal, the operation
- * id as idempotency key).
+ * of them imports another to learn a shape. docs/contracts/tool-result.md, "Invocation", "Tool
+ * calls" (args.__raisin_context, the run's principal, the operation id as idempotency key).
  */
 import type { InvokeCommand, InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import type { Client } from '@modelcontextprotocol/sdk/client';

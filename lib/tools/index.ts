@@ -1,7 +1,7 @@
 /**
  * lib/tools: registry, policy gate, dispatcher (ToolHost) with the Lambda, HTTP and MCP adapters,
  * and the audit log. Results are normalized by lib/core's normalizeToolResult.
- * DESIGN section 3 ("tools/") and section 9.
+ * docs/architecture.md, "Code map"; docs/contracts/tool-result.md.
  */
 
 export { errorClassForHttpStatus } from './adapters/http.ts';

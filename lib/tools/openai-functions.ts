@@ -1,8 +1,8 @@
 /**
  * Registers tools written in the OpenAI function-calling format
  * (`[{type: "function", function: {name, description?, parameters?}}]`, as in tau-bench's
- * tools.json): the function's `parameters` become the input schema. Seed:
- * tool-invocation-contract, "Tool registration".
+ * tools.json): the function's `parameters` become the input schema. docs/contracts/tool-result.md,
+ * "Tool registration".
  */
 import { z } from 'zod';
 import { ToolRegistrationError } from './errors.ts';

@@ -4,9 +4,9 @@
  * tool name, version, risk, mutating, approval policy, the deployment's environment), with the
  * reason code of the rule that decided. The policy as data (lib/contracts/registry.ts
  * PolicyDocument) and the in-code rules (the default rule set) build the same gate. Args never influence the decision; they only enter the
- * approval digest. Seed: tool-invocation-contract, "Policy and authorization";
- * deterministic-seams, "The policy gate"; agent-run-contracts, "Writing a deterministic reducer"
- * (digests over canonical JSON).
+ * approval digest. docs/contracts/tool-result.md, "Policy and authorization";
+ * docs/architecture.md, "The seams of a step" (the policy gate); docs/contracts/reducer.md,
+ * "Writing a deterministic reducer" (digests over canonical JSON).
  */
 import {
   type PolicyRule as PolicyRuleInput,
@@ -83,7 +83,7 @@ export function approvalDigest(tool: string, version: string, args: Record<strin
  * is stable and independent of args: invalid principal → deny principal_invalid; a tool outside
  * the calling run's scope → deny tool_outside_delegation_scope; unknown tool → deny
  * tool_not_registered; a mutating call of a run whose subject its scope does not let it write →
- * deny subject_not_writable (issue 25, point 13); the first matching deny rule → deny with its code (default
+ * deny subject_not_writable; the first matching deny rule → deny with its code (default
  * tool_denied_by_policy); the first matching transform_to_safer_action rule → deny with its code
  * (default safer_action_required) and the safer call; then the call is allowed if a
  * require_approval or allow rule matches or the default effect is allow (otherwise deny

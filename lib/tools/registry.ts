@@ -1,8 +1,8 @@
 /**
  * The tool registry: explicit, opt-in registration of tools with a stable name, a semantic
  * version, an immutable input JSON Schema (compiled with ajv), a handler and bounded metadata;
- * sealed once the catalogue is complete. Discovery returns descriptors only. Seed:
- * tool-invocation-contract, "Tool registration"; DESIGN section 9.
+ * sealed once the catalogue is complete. Discovery returns descriptors only.
+ * docs/contracts/tool-result.md, "Tool registration".
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import validVersion from 'semver/functions/valid.js';

@@ -2,7 +2,7 @@
  * The secrets of tools registered as data (an HTTP or MCP tool's auth header): read at call
  * time through Powertools Parameters (Secrets Manager or SSM SecureString, cached `maxAge`
  * seconds), so a rotated secret reaches calls without a redeploy and no secret is ever stored
- * in the table, an environment variable, a view or a log. Issue 13 item 1.
+ * in the table, an environment variable, a view or a log.
  */
 import type { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import type { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
@@ -18,7 +18,7 @@ export const SECRET_MAX_AGE_SECONDS = 300;
 /**
  * The resolver over Powertools' providers, each imported (with its SDK client) and created on
  * its first read, with the SDK's default configuration: a process that reads no tool secret
- * never loads them (issue 24, point 7). A failed import rejects like a failed read.
+ * never loads them. A failed import rejects like a failed read.
  */
 export function powertoolsSecrets(maxAge = SECRET_MAX_AGE_SECONDS): SecretResolver {
   let secrets: SecretsProvider | undefined;

@@ -3,7 +3,7 @@
  * definition: a Lambda target is a synchronous Invoke of the function ARN; an HTTP target a
  * POST whose auth header is read from its secret at call time; an MCP target a tool of a
  * Streamable HTTP MCP server. The registry's own checks (name, semver, schema, metadata) apply
- * unchanged. Issue 13 item 1.
+ * unchanged.
  */
 import type { ToolEntry, ToolTarget } from '../contracts/index.ts';
 import { remoteMcpClient } from './adapters/mcp-remote.ts';

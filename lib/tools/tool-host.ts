@@ -1,8 +1,8 @@
 /**
  * The tool dispatcher: the ToolHost port over a registry, a policy gate and an audit log.
- * Seed: tool-invocation-contract ("Invocation", "Policy and authorization", "Audit and
- * privacy"); agent-run-contracts ("Tool calls", "The tool-result envelope"); deterministic-seams
- * ("The dispatcher", "The observation normalizer"); DESIGN section 9.
+ * docs/contracts/tool-result.md ("Tool calls", "Policy and authorization", "Invocation",
+ * "Audit and privacy", "The tool-result envelope"); docs/architecture.md, "The seams of a step"
+ * (the dispatcher, the normalizer).
  *
  * execute(request, signal), in order; every failure is a `failed` envelope, never a throw:
  *  1. unknown tool → error_class not_found (code tool_not_registered); audit failed.

@@ -2,7 +2,6 @@
  * The RegistryStore contract: what every adapter of the port (lib/engine/ports.ts) does. Run
  * on the memory store by test/unit/memory-registry-store.test.ts and on DynamoDB Local by
  * test/integration/dynamo-registry-store.int.test.ts, each test over an empty registry.
- * Issue 13 items 1-2, issue 11 item 4 (published versions are immutable; the head moves by one).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RegistryEntry, RegistryKind, RegistrySnapshot } from '../../lib/contracts/index.ts';

@@ -5,7 +5,7 @@
  * (no Java, no services) and on DynamoDB Local + fauxqs S3 by
  * test/integration/dynamo-run-store.int.test.ts, which also keeps what is about DynamoDB itself
  * (the items of one TransactWriteItems, page shapes, raw attributes, condition expressions).
- * DESIGN sections 4 and 5; seed agent-runs, "Storage and cluster behaviour".
+ * docs/reference/storage.md; docs/architecture.md, "The commit"; docs/reference/storage.md.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';

@@ -4,8 +4,8 @@
  * key. It resumes the same run, replays the recorded model turns without sending them to the
  * model again, never runs the not-replay-safe refund twice (the ledger file counts the side
  * effects), and the model sees the refund's outcome_unknown instead. A crash inside the
- * replay-safe tool runs that tool again. Seed: agent-runs, "Leases, recovery and the sweeper",
- * "Operations"; issue 28, point 2.
+ * replay-safe tool runs that tool again. docs/contracts/run-lifecycle.md, "Leases, recovery and the
+ * sweeper", "Operations".
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -4,8 +4,9 @@
  * crashes (a real process, killed with SIGKILL mid-operation): the second waits out the lease,
  * takes over, and the crashed client's fence is refused `fenced_out` afterwards; a stop during
  * a client's operation aborts it and ends the run `stopped`; a turn outcome of each status is
- * accepted or refused by the three rules of turn-outcome-v1. Seed: agent-runs,
- * "Server-driven and client-driven runs", "Leases, recovery and the sweeper"; issue 14.
+ * accepted or refused by the three rules of the turn outcome (docs/contracts/turn-outcome.md).
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
+ * the sweeper".
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -5,7 +5,6 @@
  * then to long polls when each is refused, and still shows the run advancing; a client-driven
  * run that its client left says why it still reads "running" and when the sweeper acts; the
  * kind filter is grouped. Screenshots of the run page and the run list go to docs/.
- * Issue 27, point 5.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

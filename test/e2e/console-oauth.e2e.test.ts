@@ -4,7 +4,7 @@
  * request whose code_verifier does not match the challenge, so a completed sign-in proves the
  * PKCE pair; the console then calls the API with the access token it received. The local stack
  * verifies only its own token, so that call is answered 401 and the console asks to sign in
- * again: what a deployment does with a token its authorizer does not accept. Issue 17.
+ * again: what a deployment does with a token its authorizer does not accept.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,6 @@
  * check each through the API's event log; a stale approval shows digest_mismatch; the
  * transcript shows the tool envelope; a phone-sized viewport works and axe finds no serious
  * accessibility violation. Screenshots of the main views go to test-artifacts/console/.
- * Issue 17, "Tested in a real browser".
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -5,8 +5,8 @@
  * takes a checked hand-back from the other, whose `returns` require a result with artifacts and
  * the evidence `tests_passed` reported ok by a tool. The parent completes `succeeded` only when a
  * hand-back carried that evidence (verified by the child's tool, passed on by the check); the
- * same tree whose second child never runs the tool completes `partial`. Issue 16; seed
- * agent-runs ("child runs with a durable mailbox", "Budgets").
+ * same tree whose second child never runs the tool completes `partial`.
+ * docs/contracts/run-lifecycle.md ("child runs with a durable mailbox", "Budgets").
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';

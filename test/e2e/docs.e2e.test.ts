@@ -1,5 +1,5 @@
 /**
- * The docs are tested (issue 27, point 2): every `sh` block of README.md and docs/guides/*.md
+ * The docs are tested: every `sh` block of README.md and docs/guides/*.md
  * runs as a bash script and every `http` block is sent with fetch, against one local stack
  * started as `npm start` starts it (bin/start.ts, in a scratch directory, port 0); blocks marked
  * `<!-- doc-test: ... -->` are compared with what they claim to be (test/support/doc-blocks.ts);

@@ -6,7 +6,7 @@
  * checkpoint; a fork with an edited state (through the CLI, `agent-runs fork RUN --checkpoint 1
  * --state @file`) diverges from it. The original is not changed; `GET /runs/{id}/state?rev=`
  * reads the checkpoint's state; the fork's log starts with a run_started naming its origin.
- * Seed: agent-runs, "Checkpoints"; issue 15 item 5.
+ * docs/contracts/run-lifecycle.md, "Checkpoints".
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';

@@ -3,8 +3,8 @@
  * over the WebSocket (the WebSocket API's protocol, fed by the table's stream) and over
  * server-sent events (through a TCP proxy the test cuts). The events the follower yields are
  * exactly the run's log: every seq once, in order, through `settled`. The run's lifecycle
- * notifications land in the notifications file with increasing seq. Seed: agent-runs, "over
- * HTTP, WebSocket"; issue 14 ("Live events", "Run lifecycle notifications").
+ * notifications land in the notifications file with increasing seq.
+ * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The local stack's identity across restarts (issue 20, item 3): started twice with the same
+ * The local stack's identity across restarts: started twice with the same
  * data folder (`npm start -- --persist DIR`), it keeps its signing key and the default user's
  * token, so the CLI state, scripts and the console keep working; the banner says who the token
  * is, where it is kept, the data folder, the model functions and the tools.

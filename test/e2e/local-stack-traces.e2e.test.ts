@@ -1,5 +1,5 @@
 /**
- * Traces from the local stack (issue 28, point 3): with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set,
+ * Traces from the local stack: with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set,
  * a run created over HTTP on the scripted model is exported to a real OTLP/HTTP receiver (the
  * step handler flushes after each batch), and the stack's stop flushes what is left: a run
  * stopped over HTTP with no step poller, whose run span only the stop can export (the batch

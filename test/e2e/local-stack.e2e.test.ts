@@ -3,7 +3,8 @@
  * client exactly as a user would: create → complete; an approval round trip; stop during an
  * operation; a duplicate control; bad bodies. The default agent reducer (a built-in artifact in
  * the QuickJS sandbox) drives every run; a scripted model-turn function stands in for the
- * model, and two in-process tools are registered. DESIGN section 10; issue 5 ("Tests").
+ * model, and two in-process tools are registered. docs/guides/local-stack.md, "How it stands in for
+ * AWS".
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

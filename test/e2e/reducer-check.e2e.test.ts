@@ -3,7 +3,7 @@
  * the step poller): recorded airline conversations replayed there, each run exported through
  * the API (events paged from the store's tail and pages) and checked with the default reducer
  * (identical) and with a changed artifact published at a path (exit 1 at the first tool_result
- * it answers differently). Issue 29 point 4.
+ * it answers differently).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

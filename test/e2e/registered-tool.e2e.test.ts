@@ -5,7 +5,7 @@
  * approval for it (`POST /admin/policy`); a run of the default agent reducer, whose scripted
  * model asks for the tool, waits for the approval, calls the tool once approved and completes
  * with an answer built from the tool's result. The approval, the call and the completion are in
- * the run's log. Issue 13, "Done when" (third point).
+ * the run's log.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';

@@ -2,7 +2,7 @@
  * The replay's progress when its output is not a terminal (CI logs, `| tee`): the real CLI with
  * standard output on a pipe says up front how many conversations and where the report goes, the
  * expected duration after the first few, then plain progress lines with count, rate and time
- * left, and the end. Issue 20, item 1.
+ * left, and the end.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

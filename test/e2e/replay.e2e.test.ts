@@ -23,7 +23,7 @@ describe('replay of recorded airline conversations on the local stack', () => {
       out: (line) => lines.push(line),
     });
     expect(report.conversations.filter((c) => !c.identical)).toEqual([]);
-    // Cost per run (issue 18, point 3): every run's view carried its cost; the recorded GPT-4o
+    // Cost per run: every run's view carried its cost; the recorded GPT-4o
     // tokens and the AWS requests the runtime made, per run and per 1M operations.
     expect(report.summary.cost).toMatchObject({ runs: 10, model: 'gpt-4o', region: 'us-east-1' });
     expect(report.summary.cost?.aws_per_run_usd).toBeGreaterThan(0);

@@ -3,8 +3,8 @@
  * guide's example (examples/reducers/one-tool.star) registered with `PUT /functions/...` drives a run
  * through a tool call, its approval and completion; a Starlark reducer that loops forever, or
  * that names a builtin the sandbox does not provide, pauses its run with reducer_unavailable;
- * a run whose artifact is replaced (PUT again) pauses with reducer_changed. DESIGN section 10;
- * seed agent-run-contracts, "Validation".
+ * a run whose artifact is replaced (PUT again) pauses with reducer_changed.
+ * docs/guides/local-stack.md, "How it stands in for AWS"; docs/contracts/reducer.md, "Validation".
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

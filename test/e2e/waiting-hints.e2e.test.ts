@@ -1,10 +1,10 @@
 /**
- * Every command `agent-runs runs get` prints under "waiting:" works when pasted (issue 20,
- * item 4). Runs are brought, on the local stack, into each state the explanation covers (an
- * approval, its rejection, a question, a result under a key, a child run waiting on an approval,
- * a child stopped by max_depth, a budget pause, a user pause, a changed reducer); the test reads
- * `runs get` with the real CLI, pastes each printed command into `sh -c` (with `agent-runs` on
- * PATH, as `npm link` or the client package would put it), and checks that the run moves on.
+ * Every command `agent-runs runs get` prints under "waiting:" works when pasted. Runs are brought,
+ * on the local stack, into each state the explanation covers (an approval, its rejection, a
+ * question, a result under a key, a child run waiting on an approval, a child stopped by max_depth,
+ * a budget pause, a user pause, a changed reducer); the test reads `runs get` with the real CLI,
+ * pastes each printed command into `sh -c` (with `agent-runs` on PATH, as `npm link` or the client
+ * package would put it), and checks that the run moves on.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -3,7 +3,7 @@
  * detached session against the local stack, the test types keys (send-keys) and reads the screen
  * (capture-pane). One conversation run goes through an approval (its subject summary and digest
  * on screen), a question answered, a steer, a pause, a resume and a stop, each ack shown. CI
- * installs tmux (.ci/run); without tmux locally the test is skipped and says so. Issue 20, item 5.
+ * installs tmux (.ci/run); without tmux locally the test is skipped and says so.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -1,7 +1,8 @@
 /**
  * Client-driven runs on the memory store: a client takes the lease, begins and reports its own
  * operations, is fenced out once it lost the lease, sees a stop, and reports turn outcomes.
- * Seed: agent-runs, "Server-driven and client-driven runs", "Leases"; turn-outcome-v1.
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases";
+ * docs/contracts/turn-outcome.md.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';

@@ -4,8 +4,8 @@
  * input passes executor_config.compaction.max_input_tokens, the agent loop asks for it with
  * context.compact_above_tokens, the model turns after a compaction are compiled from its
  * checkpoint, and a compaction dispatched again after a crash plans the same window. Prints the
- * model input sizes (o200k_base tokens) with and without compaction. Seed: agent-runs,
- * "Operations", "Checkpoints".
+ * model input sizes (o200k_base tokens) with and without compaction.
+ * docs/contracts/run-lifecycle.md, "Operations", "Checkpoints".
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';

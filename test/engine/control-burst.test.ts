@@ -3,7 +3,7 @@
  * a control is rebased (the worker's staged moves replayed on the record the control produced),
  * never redone: no second reducer call, no second tool call. On the memory store; the sustained
  * burst on DynamoDB Local is test/integration/control-burst.int.test.ts, and its figures are
- * the engine bench's. Issue 11, item 3.
+ * the engine bench's.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';

@@ -1,9 +1,9 @@
 /**
- * Delegation trees on the memory store (issue 16): tree budgets (a child's limits reserved from
+ * Delegation trees on the memory store: tree budgets (a child's limits reserved from
  * what its parent has left, its usage charged back at the hand-back, the unused reservation
  * returned), also with several children spending at once; the mailbox between a parent and its
- * children; the stop cascading down three levels; checked hand-backs. Seed: agent-runs ("child
- * runs with a durable mailbox", "Budgets").
+ * children; the stop cascading down three levels; checked hand-backs.
+ * docs/contracts/run-lifecycle.md ("child runs with a durable mailbox", "Budgets").
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';

@@ -2,8 +2,8 @@
  * Child runs on the memory store and step queue: delegation through the reserved delegate tool, the
  * hand-back of an ended child (eager, and by the sweeper when the eager one is lost), the
  * delegation budgets, the stop of children when their parent ends, and a worker killed after it
- * created a child. Issue 3 (sweeper: "deliver owed hand-backs, stop children of ended parents");
- * seed agent-runs ("child runs with a durable mailbox", "Budgets").
+ * created a child. docs/contracts/run-lifecycle.md, "Child runs", "Budgets", "Leases, recovery and
+ * the sweeper" (the sweeper delivers owed hand-backs and stops children of ended parents).
  */
 import { describe, expect, it } from 'vitest';
 import { DELEGATE_TOOL, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
@@ -426,7 +426,7 @@ describe('delegation', () => {
     expect('owed' in child && child.owed).toEqual([]);
   });
 
-  describe('tree bounds and the live-run quota (issue 25 item 2)', () => {
+  describe('tree bounds and the live-run quota', () => {
     const background = { input: { leaf: 'ask' }, wait: false };
 
     it("refuses a child past the root principal's live-run quota as quota_exceeded, counting and writing nothing; a child's end frees its slot", async () => {

@@ -1,7 +1,8 @@
 /**
  * The engine end to end on the memory store and a memory step queue (the store contract suite
  * keeps the memory store's semantics DynamoDB's): tool loops, create idempotency, waiting, large
- * payloads, a commit that can never be stored, model usage. DESIGN sections 5 and 6.
+ * payloads, a commit that can never be stored, model usage. docs/architecture.md, "The commit",
+ * "The step".
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';

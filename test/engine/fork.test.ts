@@ -5,7 +5,8 @@
  * written to; the fork's log is its own run_started, then the original's events to the cutoff
  * read through, then its own. Checkpoints reference the state revision, which reads back the
  * same after later commits (write-once). Who may fork or read state is core/authority.ts's
- * accessOf, as for every read; a fork is its caller's. Seed: agent-runs, "Checkpoints".
+ * accessOf, as for every read; a fork is its caller's. docs/contracts/run-lifecycle.md,
+ * "Checkpoints".
  */
 import { describe, expect, it } from 'vitest';
 import type { CompiledContext, ModelTurnOutput, RunEvent, RunRecord } from '../../lib/contracts/index.ts';

@@ -1,8 +1,8 @@
 /**
- * The model-turn function's input as the engine builds it (seed agent-run-contracts, "The
+ * The model-turn function's input as the engine builds it (docs/contracts/README.md, "The
  * model-turn function"): `agent_ref` names the run's agent, the function its reducer is bound to;
- * the context compiler's manifest is stored with the turn (deterministic-seams, "the context
- * compiler ... Output includes both the model payload and a manifest"). Issue 16, item 5.
+ * the context compiler's manifest is stored with the turn (docs/architecture.md, "The seams of a
+ * step": the context compiler returns the model's input and a manifest).
  */
 import { describe, expect, it } from 'vitest';
 import type { ModelTurnInput } from '../../lib/contracts/index.ts';

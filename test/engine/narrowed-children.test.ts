@@ -3,7 +3,7 @@
  * writable subjects to a subset of the parent's; the policy gate refuses a call outside it
  * (`tool_outside_delegation_scope`, `subject_not_writable`) as a failed tool result the reducer
  * sees, before any handler runs; the child's own children inherit the scope and cannot widen it
- * (`scope_widened`, nothing created). Issue 25, point 13.
+ * (`scope_widened`, nothing created).
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord, ToolDescriptor } from '../../lib/contracts/index.ts';

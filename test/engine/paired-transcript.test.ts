@@ -1,5 +1,5 @@
 /**
- * Paired transcripts (issue 25 item 9) on the memory engine with the default agent loop: a run
+ * Paired transcripts on the memory engine with the default agent loop: a run
  * stopped while its model's tool calls are in flight (one cancelled before its dispatch, one
  * cancelled while it ran) logs operation_cancelled for them; the transcript compiled from that
  * log, as a fork or resume hands it to a model, answers every call with a result labelled as
@@ -7,7 +7,8 @@
  * Converse (Anthropic's models on Bedrock) and the AI SDK prompt (Anthropic's own API). A run
  * that goes on after a call was cancelled (a steer interrupted it; its reducer cites the
  * cancellation by seq, which answers no call) gives its next model turn a result for it too.
- * Seed: deterministic-seams ("The context compiler"); agent-run-contracts, "The model-turn function".
+ * docs/architecture.md, "The seams of a step" ("The context compiler");
+ * docs/contracts/model-turn.md.
  */
 import { describe, expect, it } from 'vitest';
 import type { CompiledContext, ModelTurnOutput, RunEvent } from '../../lib/contracts/index.ts';

@@ -3,7 +3,7 @@
  * unexpired, the runs its dead predecessor held: at its start (recoverPredecessors) and when a
  * step message reaches such a run. Nobody else's lease is taken: another slot's, a later
  * process's, an unslotted worker's. The epoch fence still stops the predecessor should it be
- * alive after all. Issue 24, point 6; seed agent-runs, "Leases, recovery and the sweeper".
+ * alive after all. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../lib/contracts/index.ts';

@@ -1,8 +1,8 @@
 /**
- * Race tests around controls (issue 3, "Crash and race tests", cases 5 to 7), on the memory
+ * Race tests around controls, on the memory
  * store and step queue: stop during a model call and while a step message is delayed, an approval
  * whose arguments a steer changed, and one control_id sent twice at once.
- * Seed: agent-runs, "Controls", "Operations"; DESIGN section 7.
+ * docs/contracts/run-lifecycle.md, "Controls", "Operations".
  */
 import { describe, expect, it } from 'vitest';
 import type { ControlAck } from '../../lib/contracts/index.ts';
@@ -190,7 +190,7 @@ describe('race 6: an approval whose arguments a steer changed', () => {
       { control_id: 'approve-r1', command: 'approve', request_id: r1.request_id, subject_digest: d1 },
       alice,
     );
-    // The withdrawn request was this run's: it is no longer open (issue 25 item 10).
+    // The withdrawn request was this run's: it is no longer open.
     expect(withdrawn).toMatchObject({ ack: 'rejected', reason: 'request_already_resolved' });
     expect(await engine.stepRun(run.run_id)).toMatchObject({ kind: 'nothing_to_do', status: 'waiting' });
     expect(deployed).toEqual([]);

@@ -1,10 +1,10 @@
 /**
- * Race test on the event log (issue 3, "Crash and race tests", case 8), on the memory store: a
+ * Race test on the event log, on the memory store: a
  * zombie writer (a worker whose lease was taken over, still committing with its old fence) and
  * the lease owner commit at the same time while a reader pages the log with `after`. The reader
  * must see every seq once, in order, and nothing the zombie tried to write.
- * Seed: agent-runs ("a durable event log whose seq numbers are contiguous from 1", "Leases");
- * DESIGN sections 4 and 5.
+ * docs/contracts/run-lifecycle.md ("a durable event log whose seq numbers are contiguous from 1",
+ * "Leases"); docs/reference/storage.md; docs/architecture.md, "The commit".
  */
 import { describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';

@@ -1,10 +1,11 @@
 /**
- * Race tests between workers (issue 3, "Crash and race tests", cases 1, 2 and 4), on the memory
+ * Race tests between workers, on the memory
  * store and step queue: a worker paused past its lease, a step message delivered twice, and a
  * commit that landed while the worker saw it fail. What needs DynamoDB or SQS themselves (a
  * batch of SQS messages, a cancelled TransactWriteItems and the raw sweep attributes) is in
  * test/integration/race-workers.int.test.ts.
- * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 5, 6 and 8.
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper"; docs/architecture.md, "The
+ * commit", "The step", "The sweeper".
  */
 import { describe, expect, it } from 'vitest';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine.ts';

@@ -1,7 +1,7 @@
 /**
- * The step worker starts a run's next step from the record it committed last (issue 24,
- * point 2): no GetItem; a record moved on by another writer is refused by the acquire commit and
- * the step goes on from the record the refusal carries.
+ * The step worker starts a run's next step from the record it committed last: no GetItem; a record
+ * moved on by another writer is refused by the acquire commit and the step goes on from the record
+ * the refusal carries.
  */
 import { describe, expect, it } from 'vitest';
 import { alice, inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';

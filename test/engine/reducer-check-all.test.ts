@@ -1,5 +1,5 @@
 /**
- * The built-in agent reducer against all 160 recorded airline conversations (issue 29 point 4):
+ * The built-in agent reducer against all 160 recorded airline conversations:
  * the replay runs every conversation on the memory engine, each run's log is exported as
  * `raisin.run-log/1`, and `checkRunLog` replays every delivery against the agent loop built from
  * its source. A change to the agent loop that alters any decision fails here, naming the first

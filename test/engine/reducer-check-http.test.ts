@@ -1,5 +1,5 @@
 /**
- * `POST /admin/reducers/check` over the HTTP API (issue 29 point 1): the airline replay runs on
+ * `POST /admin/reducers/check` over the HTTP API: the airline replay runs on
  * the memory engine with the default agent reducer; the route checks artifacts against those
  * runs, read server-side, for an admin only, bounded in runs.
  */

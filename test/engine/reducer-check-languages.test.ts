@@ -1,5 +1,5 @@
 /**
- * A reducer check across languages (issue 29 point 4): runs recorded with the JavaScript tally
+ * A reducer check across languages: runs recorded with the JavaScript tally
  * reducer (test/fixtures/reducers/tally.js: one tool call, then complete) and with a variant
  * that refuses tool results are checked against their Starlark and WebAssembly twins, which must
  * answer every delivery alike, the refusal included; a twin changed to miss tool results is

@@ -1,5 +1,5 @@
 /**
- * Checking reducer upgrades against recorded runs (issue 29 points 1 and 4): the airline replay
+ * Checking reducer upgrades against recorded runs: the airline replay
  * runs on the memory engine with the default agent reducer, each run's log is exported as
  * `raisin.run-log/1`, and the check replays every delivery against an artifact. The default
  * reducer reproduces every answer; a changed artifact is caught at its first divergent delivery.

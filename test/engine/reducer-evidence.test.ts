@@ -1,5 +1,5 @@
 /**
- * Accept with evidence (issue 29 point 3): with requireReducerCheck, a resume accepting a
+ * Accept with evidence: with requireReducerCheck, a resume accepting a
  * reducer change is applied only when the artifact published now decides every recorded
  * delivery as the old one did; otherwise it is rejected `reducer_check_failed` (an ack, logged).
  * Over the HTTP API, on the memory engine with in-process reducers swapped behind one path.

@@ -1,5 +1,5 @@
 /**
- * The upgrade policy over the HTTP API (issue 29 point 3): `POST /admin/reducers/upgrade`
+ * The upgrade policy over the HTTP API: `POST /admin/reducers/upgrade`
  * resumes each run paused `reducer_changed` on a path whose check against the artifact published
  * now is identical (one control per run), and refuses the others with their first divergence.
  * Tally runs (test/fixtures/reducers/tally.js) on the memory engine with the sandbox host; a new

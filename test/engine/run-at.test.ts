@@ -1,5 +1,5 @@
 /**
- * Time travel (issue 29 point 5): `GET /runs/{id}/at/{seq}` and the engine's getRunAt show a run
+ * Time travel: `GET /runs/{id}/at/{seq}` and the engine's getRunAt show a run
  * as it stood at a seq, from its log, checkpoints and stored states, with the projection the
  * pinned reducer gives again. Checked against the records the store held while the run went
  * (captured at each crash point), on a scripted conversation that compacts.

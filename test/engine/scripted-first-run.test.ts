@@ -1,5 +1,5 @@
 /**
- * The offline first run (issue 26, point 3): a default-reducer run on the scripted local model,
+ * The offline first run: a default-reducer run on the scripted local model,
  * with the local stack's sample tools behind the real catalogue host, calls echo and completes.
  * Memory store and queue; the agent loop runs in the QuickJS sandbox as it does in AWS.
  */

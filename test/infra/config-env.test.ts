@@ -2,7 +2,7 @@
  * Every environment variable the CDK stack sets on any function is in the configuration schema
  * (lib/config.ts): the stack is synthesized with every option that sets variables on (models,
  * AI SDK models, tools, tracing, admission, the console, live), and each function's variables
- * are looked up by name. Issue 30, point 3.
+ * are looked up by name.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

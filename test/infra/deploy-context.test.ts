@@ -5,7 +5,6 @@
  * control and step functions and grants the step function invoke on exactly that function.
  * The app runs as `cdk synth` runs it (a child process given the context in CDK_CONTEXT_JSON,
  * cdk-nag on, asset bundling skipped); the example's own bundle is built and called once.
- * Issue 26, point 7 ("Deploy that cannot fail silently").
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

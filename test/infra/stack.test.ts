@@ -4,7 +4,8 @@
  * cdk-nag AwsSolutions with no unacknowledged finding, the CloudFormation schema check of
  * CloudFormation Validate (the validator aws-cdk-lib bundles and runs at `cdk synth`), and the
  * real esbuild bundles (they load without node_modules, and carry the files the code reads at
- * run time). DESIGN sections 2, 4, 10, 11; issue 5 ("cdk/: the stack"); issue 13.
+ * run time). docs/architecture.md, "Bird's-eye view", "Runtime versions";
+ * docs/reference/storage.md; docs/guides/local-stack.md.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';

@@ -4,8 +4,9 @@
  * visibility of runs, listings, controls that write nothing, subject_busy, capabilities (never
  * ignored, never stored or shown), create keys per acting user, on_behalf_of for system callers
  * only, admission quotas (429 quota_exceeded) and the risk tier recorded at admission.
- * Issue 11; seed agent-runs, "Controls", "Subject, principal and admission"; deterministic-seams,
- * "admission". docs/guides/who-may-do-what.md states these rules.
+ * docs/contracts/run-lifecycle.md, "Controls", "Subject, principal and admission";
+ * docs/architecture.md, "The seams of a step", "admission". docs/guides/who-may-do-what.md states
+ * these rules.
  */
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';

@@ -7,7 +7,7 @@
  * record (step), an EventBridge Scheduler event (sweeper). The run uses the default agent
  * reducer, a tool registered by configuration (the stack's `tools`, AGENT_RUNS_TOOLS) served
  * by a local HTTP server, and a scripted OpenAI-compatible model whose API key is read from a
- * local stand-in for Secrets Manager. Issue 13, "Bundles tested as deployed".
+ * local stand-in for Secrets Manager.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

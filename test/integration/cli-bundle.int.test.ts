@@ -2,7 +2,7 @@
  * The bundled CLI (dist/cli/agent-runs.mjs) against a local stack, as fresh Node processes in
  * the stack's directory (URL and token from its state file): `runs get` of a missing run fails
  * with the same error, code and exit code as the CLI from source (bin/agent-runs.ts); `runs get`
- * of a run shows it. Issue 26, point 4.
+ * of a run shows it.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

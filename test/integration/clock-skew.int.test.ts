@@ -1,5 +1,5 @@
 /**
- * The clock-skew allowance at its edge (issue 12, item 7): a run created and driven through the
+ * The clock-skew allowance at its edge: a run created and driven through the
  * HTTP API holds a lease written with the worker's clock; a sweeper whose clock runs ahead takes
  * it over only once its clock reads `expires_at + allowance` (default: a third of the lease, 30 s
  * of 90 s), not a millisecond sooner. Heartbeats are a minute apart here, so the lease is not

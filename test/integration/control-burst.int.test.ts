@@ -2,7 +2,7 @@
  * A sustained burst of controls on one run (50 per second, valid and rejected mixed) on DynamoDB
  * Local, while the step worker runs its operations: every operation is committed once, the run
  * completes, and the worker's lost version races are rebased rather than redone. The figures
- * (commits per second, rebases, p99 delay) are the engine bench's. Issue 11, item 3.
+ * (commits per second, rebases, p99 delay) are the engine bench's.
  */
 import { describe, expect, it } from 'vitest';
 import type { ControlAck } from '../../lib/contracts/index.ts';

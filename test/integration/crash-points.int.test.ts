@@ -1,12 +1,13 @@
 /**
- * Crash tests (issue 3, "Crash and race tests"): a worker is killed at each named CrashPoint,
+ * Crash tests: a worker is killed at each named CrashPoint,
  * on DynamoDB Local and fauxqs. Then the clock moves past the lease TTL and the sweeper plus a
  * fresh worker must converge: no gap or duplicate in the log, every reducer answer committed
  * once, a non-replay-safe tool executed at most once and reported `outcome_unknown` when
  * abandoned, a replay-safe one dispatched again under the same op_id. And a worker killed inside
  * a plain commit, after its event page and before its record update: the page is never read and
  * the next commit overwrites it (lib/store/commit-protocol.ts).
- * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 6 and 8.
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper"; docs/architecture.md, "The
+ * step", "The sweeper".
  */
 import { randomBytes } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';

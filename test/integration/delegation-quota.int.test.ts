@@ -3,7 +3,7 @@
  * users bob and alice: with AGENT_RUNS_MAX_LIVE_RUNS 3, bob's delegated children take his
  * live-run slots, a delegation past them is refused as the call's tool result
  * (`quota_exceeded`) and writes nothing, bob's own creates are then 429 while alice's are not,
- * and the end of one child frees its slot. Issue 25 item 2; docs/guides/who-may-do-what.md.
+ * and the end of one child frees its slot. docs/guides/who-may-do-what.md.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

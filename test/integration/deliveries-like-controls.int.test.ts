@@ -4,7 +4,7 @@
  * `delivery_id_reused` (for an applied result and for one held before its wait), while bob, who
  * may not see the run, still learns nothing; an answer to a request already answered is
  * rejected `request_already_resolved`, an unknown request id `request_not_found`.
- * Issue 25 item 10; seed agent-runs, "Controls" (control_id_reused), "Operations".
+ * docs/contracts/run-lifecycle.md, "Controls" (control_id_reused), "Operations".
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

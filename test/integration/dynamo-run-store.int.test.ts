@@ -5,8 +5,8 @@
  * commit in ONE event page (`E#{first seq}`), so a fused commit is two plain writes (the page, then the record),
  * the domain state inline in the commit's last page, pages split under PAGE_LIMIT, payloads
  * above INLINE_LIMIT as blob attributes, the rendered condition expressions, and reads that stop
- * before a gap a read-committed Query may show. DESIGN sections 4 and 5; seed agent-runs,
- * "Storage and cluster behaviour".
+ * before a gap a read-committed Query may show. docs/reference/storage.md; docs/architecture.md,
+ * "The commit"; docs/reference/storage.md.
  */
 
 import { randomBytes, randomUUID } from 'node:crypto';

@@ -4,7 +4,7 @@
  * a stranger gets 404 run_not_found, a wrong capability 403 capability_invalid to a caller who may
  * see the run; whoever holds the capability may fork, and the fork is theirs; a fork is admitted
  * like a create (429 quota_exceeded past the caller's live-run quota). A refused fork writes
- * nothing. Issue 15 item 5; seed agent-runs, "Checkpoints", "Subject, principal and admission".
+ * nothing. docs/contracts/run-lifecycle.md, "Checkpoints", "Subject, principal and admission".
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

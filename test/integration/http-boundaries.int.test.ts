@@ -1,8 +1,8 @@
 /**
- * What the HTTP API refuses at its boundary, so that nothing bad is stored (issue 12, items 8
- * and 9): text that is not well-formed Unicode, unknown fields in control bodies, a context too
- * large to start, and the size-limit messages; and what it accepts from a peer's tools (null for
- * absent optional fields). In-process app over DynamoDB Local and fauxqs; each test its own subject.
+ * What the HTTP API refuses at its boundary, so that nothing bad is stored: text that is not
+ * well-formed Unicode, unknown fields in control bodies, a context too large to start, and the
+ * size-limit messages; and what it accepts from a peer's tools (null for absent optional fields).
+ * In-process app over DynamoDB Local and fauxqs; each test its own subject.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CONTEXT_BYTES, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';

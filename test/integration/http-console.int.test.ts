@@ -2,7 +2,7 @@
  * The HTTP app serving the web console (lib/http/console.ts) over a real runtime: pages and
  * assets without credentials while the API still needs them, the cache and security headers,
  * config.json, compression, client-side routes, and the page that says the console is not
- * built. Issue 17.
+ * built.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -219,7 +219,7 @@ describe('PUT /functions/{path} with the stored registry', () => {
         headers: { ...headers, 'content-type': 'application/javascript' },
         body: 'export const evil = 1;',
       });
-      // A reserved system path: refused before the registry is asked (issue 25 item 6).
+      // A reserved system path: refused before the registry is asked.
       expect(builtin.status).toBe(403);
       expect(await builtin.json()).toMatchObject({ code: 'reserved_path' });
     } finally {

@@ -1,6 +1,6 @@
 /**
  * Live-use semantics through the HTTP API, as a new user meets them with a slow model and
- * concurrent clients (issue 12 items 1 to 4): a steer sent during a model turn reaches the next
+ * concurrent clients: a steer sent during a model turn reaches the next
  * model request; a result delivered before its wait is recorded is held and applied exactly
  * once; result requests expire; a repeated delivery_id is a duplicate; a resume that cannot
  * resume is rejected. Over the runtime on DynamoDB Local and fauxqs, with the default agent

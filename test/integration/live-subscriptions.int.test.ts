@@ -2,7 +2,7 @@
  * The live subscriptions in the run table (lib/live/dynamo-subscriptions.ts) keep the `exp` of
  * the connection's token on the connection and on each subscription, and an item written
  * without one reads as expired (0), so that a connection from before the field existed is
- * served nothing. On DynamoDB Local. Issue 25.
+ * served nothing. On DynamoDB Local.
  */
 import { randomUUID } from 'node:crypto';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';

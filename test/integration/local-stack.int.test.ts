@@ -4,7 +4,7 @@
  * by the SQS poller, a clean stop, and a clear error when the port is taken; several callers
  * (two users, an agent acting for one of them, a system caller) with tokens of `agent-runs token`,
  * verified as API Gateway's JWT authorizer would.
- * DESIGN section 10; issue 5 ("lib/local: npm start"); issue 11, item 1.
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';

@@ -4,7 +4,7 @@
  * the child's `write` as a failed tool result (`tool_outside_delegation_scope`) before its handler
  * runs, and the child's record shows its scope to alice. bob learns nothing of alice's child
  * (404), and his own unnarrowed run may call `write`: a scope belongs to a run, not to a tool or a
- * user. Issue 25, point 13.
+ * user.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@
  * or unknown: one answer, and her runs do not change) while alice and the system caller keep
  * the answers they had; reserved system function paths are read-only for every caller; an
  * agent that is not registered and one that may not act for bob answer bob alike.
- * Issue 25 items 5 and 6; the README's "Who may do what" states these rules.
+ * the README's "Who may do what" states these rules.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces of a run (issue 28, point 3): a default-reducer run on the scripted model
+ * OpenTelemetry traces of a run: a default-reducer run on the scripted model
  * calls echo and completes, with OTEL_EXPORTER_OTLP_TRACES_ENDPOINT pointing at a real OTLP/HTTP
  * receiver in this process. The received tree: the run span (ids derived from the run id), its
  * step spans, and under them the model turns and the tool call with the GenAI attributes; no

@@ -1,6 +1,6 @@
 /**
  * Provider calls and retries through the HTTP API, with the OpenAI-compatible adapter against a
- * scripted local server (issue 12, item 5): usage counts every provider call and the retries
+ * scripted local server: usage counts every provider call and the retries
  * apart from turns, max_model_calls bounds the calls (retries included), an outage pauses the run
  * (on_provider_outage pause, the default) with the turn kept for resume, and under `fail` the
  * reducer's operation_failed says how many attempts were made.

@@ -1,10 +1,11 @@
 /**
- * Race tests between workers that need DynamoDB Local and fauxqs themselves (issue 3, "Crash and
- * race tests", cases 3 and 4): a batch of ten SQS messages with one failing, and commits whose
- * TransactWriteItems DynamoDB cancels (TransactionConflict, throttling) on every retry or only on
- * some, checked down to the run item's sweep attributes. Cases 1, 2 and the ambiguous commit of
- * case 4 run on the memory store: test/engine/race-workers.test.ts.
- * Seed: agent-runs, "Leases, recovery and the sweeper"; DESIGN sections 5, 6 and 8.
+ * Race tests between workers that need DynamoDB Local and fauxqs themselves: a batch of ten SQS
+ * messages with one failing, and commits whose TransactWriteItems DynamoDB cancels
+ * (TransactionConflict, throttling) on every retry or only on some, checked down to the run item's
+ * sweep attributes. A worker paused past its lease, a step message delivered twice and the
+ * ambiguous commit run on the memory store: test/engine/race-workers.test.ts.
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper"; docs/architecture.md, "The
+ * commit", "The step", "The sweeper".
  */
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';

@@ -4,7 +4,7 @@
  * the runtime's secret resolver), policies and agents; two users (alice in group `staff`, bob)
  * and agents acting for them create runs, which pin the registry versions at admission and keep
  * them. The registries live in a table of this file's own (a registry's head is one item per
- * table, and a published policy applies to every run in it). Issue 13 items 1-2, issue 11 item 4.
+ * table, and a published policy applies to every run in it).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';

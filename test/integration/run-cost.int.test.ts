@@ -1,5 +1,5 @@
 /**
- * Cost per run (issue 18, point 3) through the HTTP API on DynamoDB Local and fauxqs: a run's
+ * Cost per run through the HTTP API on DynamoDB Local and fauxqs: a run's
  * view (GET /runs/{id}) carries usage.cost, its model tokens priced at its model and the AWS
  * requests the runtime made for it (metered in its own commits), and that cost grows with the
  * run's work. docs/guides/cost-per-run.md.

@@ -1,5 +1,5 @@
 /**
- * The local stack stops as a whole (issue 26, point 5): SIGTERM to the foreground stack stops
+ * The local stack stops as a whole: SIGTERM to the foreground stack stops
  * DynamoDB Local's Java process too; so does a SIGKILL of the stack (its reaper sees the pipe
  * close); and a stack whose parent died (npm killed) stops by itself. fauxqs, the poller and the
  * socket servers run inside the stack's process, so they end with it.

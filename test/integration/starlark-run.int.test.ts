@@ -2,8 +2,9 @@
  * A Starlark reducer drives real runs through the engine against DynamoDB Local, fauxqs SQS and
  * S3: the Starlark guide's example (examples/reducers/one-tool.star) calls a tool that needs an
  * approval, waits holding no lease, runs the tool once approved and completes; a Starlark
- * reducer that loops forever pauses the run with reducer_unavailable. Seed: agent-runs,
- * "Deterministic by policy"; agent-run-contracts, "Validation" (reducer_unavailable).
+ * reducer that loops forever pauses the run with reducer_unavailable.
+ * docs/contracts/run-lifecycle.md, "Deterministic by policy"; docs/contracts/reducer.md,
+ * "Validation" (reducer_unavailable).
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

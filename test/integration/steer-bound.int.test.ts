@@ -1,5 +1,5 @@
 /**
- * Bounded steer queues (issue 25, point 12) over the HTTP API: a run holds at most
+ * Bounded steer queues over the HTTP API: a run holds at most
  * `max_queued_steers` queued steers (AGENT_RUNS_MAX_QUEUED_STEERS); one more is acknowledged
  * `rejected` `steer_queue_full` and logged as control_rejected, and the queue is unchanged; a
  * steer is accepted again once the run has taken one. Another user's steer is a 404 that writes

@@ -1,5 +1,5 @@
 /**
- * Steers while busy (issue 14, item 5) through the HTTP API, with the default agent reducer and a
+ * Steers while busy through the HTTP API, with the default agent reducer and a
  * scripted OpenAI-compatible server for the model: a steer sent while a model turn is in flight
  * says what to do with it: `reject` is refused `run_busy` and never reaches the model;
  * `interrupt` cancels the turn (the stop watch reads the mark, long before the heartbeat) and the

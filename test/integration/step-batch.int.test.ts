@@ -2,7 +2,7 @@
  * The step handler (lib/handlers/step-batch.ts, behind functions/step.ts) on real SQS events:
  * messages sent by the engine to a fauxqs queue, received with ReceiveMessage and turned into the
  * SQSEvent Lambda's event source mapping delivers; the engine runs on DynamoDB Local.
- * DESIGN section 6; issue 5 ("never acknowledging a message whose outcome is not committed").
+ * docs/architecture.md, "The step".
  */
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';

@@ -2,8 +2,7 @@
  * The local event source mapping (lib/local/poller.ts) driving the step handler on fauxqs:
  * batches received with a visibility timeout, processed messages deleted, failed ones left to
  * reappear, and SQS's own redrive policy moving a message to the DLQ after 5 receives.
- * DESIGN section 10; issue 5 ("polls SQS and invokes functions/step.ts the way the event
- * source mapping does").
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { randomUUID } from 'node:crypto';
 import {

@@ -2,7 +2,7 @@
  * The sweeper handler (lib/handlers/sweeper.ts, behind functions/sweeper.ts) on DynamoDB Local
  * and fauxqs: two passes a short gap apart (SWEEP_PASS_GAP_MS in Lambda), the takeover of a dead
  * worker's lease, and the step handler finishing the run from the wake-up the sweeper sent.
- * DESIGN section 8; issue 5 ("EventBridge Scheduler event → two sweeper passes 30 s apart").
+ * docs/architecture.md, "The sweeper".
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';

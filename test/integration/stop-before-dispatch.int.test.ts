@@ -1,10 +1,10 @@
 /**
- * A stop is honoured up to the last moment (issue 25 item 11), through the HTTP API on DynamoDB
+ * A stop is honoured up to the last moment, through the HTTP API on DynamoDB
  * Local and fauxqs: a stop that commits after a non-interruptible operation's start commit and
  * before its dispatch (a latch at the `before_dispatch` fault point posts it) cancels the
  * operation instead of running it. The tool is never called, the run ends stopped, the log says
  * the operation was cancelled before dispatch, and no tool call is counted. Bob, who may not
- * see alice's run, cannot stop it. Seed: agent-runs, "Controls" (stop).
+ * see alice's run, cannot stop it. docs/contracts/run-lifecycle.md, "Controls" (stop).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';

@@ -1,5 +1,5 @@
 /**
- * A stop through the HTTP API reaches an operation in flight (issue 12, item 6): an
+ * A stop through the HTTP API reaches an operation in flight: an
  * interruptible one is aborted by the stop watch's status read, long before the lease heartbeat
  * (set to a minute here, so that only the watch can see the stop in time); a non-interruptible
  * one runs to its end, its result is recorded, and the run stops before the next operation.

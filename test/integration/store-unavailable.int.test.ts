@@ -4,7 +4,7 @@
  * (retryable, the SDK's error as its cause), a commit throttled on every attempt is retried by
  * the store and then StoreUnavailable, and the HTTP API answers it 503 store_unavailable with
  * Retry-After. Faults are injected by a middleware on the real SDK client (DynamoDB Local cannot
- * be made to throttle); everything else runs for real. Issue 30, point 1.
+ * be made to throttle); everything else runs for real.
  */
 import { createServer } from 'node:net';
 import {

@@ -4,7 +4,7 @@
  * caller: a create (or fork) in a workspace not granted to the caller is 403
  * workspace_not_granted whether or not a subject there has a live run; a user owns `user:{id}`;
  * in `open` mode an ungranted workspace stays open while granted ones are their grantees'.
- * Issue 25 item 1; docs/guides/who-may-do-what.md states these rules.
+ * docs/guides/who-may-do-what.md states these rules.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,8 +2,9 @@
  * Tool results through the HTTP API, as a peer's tools send them: over the runtime on DynamoDB
  * Local and fauxqs, a run calls an in-process tool (through the dispatcher) or waits and gets a
  * result over POST /results/{resume_key}; the test reads what the reducer was given from
- * GET /runs/{id}/events. Issue 11 item 7 (one normalizer on every path) and issue 12 item 9
- * (null optionals, exact refusal codes). Each test uses its own subject and its own resume key.
+ * GET /runs/{id}/events: one normalizer on every path, null optionals, exact refusal codes
+ * (docs/contracts/tool-result.md, "The tool-result envelope"). Each test uses its own subject and
+ * its own resume key.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';

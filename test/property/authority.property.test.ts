@@ -3,7 +3,7 @@
  * authority over a run (not its principal, not the user it acts for, not a system caller, not
  * holding its capability) never changes the run's version or log and never sees any of its
  * fields: every read, control, listing and create on its subject answers as if the run did not
- * exist. Issue 11, "Done when"; seed agent-runs, "Controls" (authorization).
+ * exist. docs/contracts/run-lifecycle.md, "Controls" (authorization).
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';

@@ -5,7 +5,7 @@
  * key's run (not its principal, not the user it acts for, not a system caller, not holding its
  * capability) always gets one answer, 404 resume_key_not_found with the key and nothing else,
  * whatever the key holds, its delivery_id and its body, after the same store reads; and no run
- * changes. Issue 25 item 5.
+ * changes.
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';

@@ -1,7 +1,7 @@
 /**
  * Properties of the one tool-result normalizer (lib/core normalizeToolResult) over random tool
  * answers: any JSON value, and envelopes built from every field with valid, null, absent and
- * wrong values. Seed: agent-run-contracts, "The tool-result envelope".
+ * wrong values. docs/contracts/tool-result.md, "The tool-result envelope".
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

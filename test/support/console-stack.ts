@@ -2,7 +2,7 @@
  * What the console's browser tests and its benchmark share: a build of the console from the
  * current sources (vite, into a directory of the caller's), a local stack serving it with a
  * scripted model and two tools (a mutating `charge` that always needs approval, and a `slow`
- * one), and a headless Debian chromium driven by playwright-core. Issue 17.
+ * one), and a headless Debian chromium driven by playwright-core.
  *
  * The scripted model answers from the transcript it is shown, after `MODEL_DELAY_MS` (so a
  * page can be seen to advance): no tool called yet → call `charge {amount: 42}`; after the

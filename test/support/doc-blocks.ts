@@ -1,5 +1,5 @@
 /**
- * The code blocks of the docs as a test reads them (issue 27, point 2): every fenced block of
+ * The code blocks of the docs as a test reads them: every fenced block of
  * README.md and docs/guides/*.md is run (`sh`: as a bash script; `http`: one request with fetch)
  * or carries a marker on the line before its fence that says how else it is held true:
  *

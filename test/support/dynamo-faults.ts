@@ -3,7 +3,7 @@
  * client that cancels chosen TransactWriteItems (TransactionConflict, throttling, which DynamoDB
  * Local cannot be made to produce), one whose Query results are edited (a read-committed Query
  * on real DynamoDB may show part of a commit still landing), and a DynamoDB RunStore on the
- * local services built over such a client (issue 3, "Real services in every test").
+ * local services built over such a client.
  */
 
 import {

@@ -3,7 +3,7 @@
  * visible once the given clock has passed it, as SQS's DelaySeconds does (rounded up to whole
  * seconds, at most 900). Messages are delivered exactly once, in the order they became visible;
  * SQS's duplicates and reordering are the race tests' business, not this queue's.
- * A test aid, never a production option. DESIGN section 6.
+ * A test aid, never a production option. docs/architecture.md, "The step".
  */
 import type { Clock, StepMessage, StepQueue } from '../../lib/engine/ports.ts';
 

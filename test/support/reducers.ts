@@ -115,7 +115,7 @@ export function askOnce() {
 }
 
 /**
- * Delegation (issue 3): with input `{children: [args…]}` calls the delegate tool once per entry,
+ * Delegation: with input `{children: [args…]}` calls the delegate tool once per entry,
  * one after the other (each waits for its child's hand-back), then completes with a summary that
  * lists each hand-back as `status:payload.status`; a steer withdraws its wait and ends it (partial).
  * A background child's hand-back (`user_input` `{from_child}`) changes nothing. An entry `'pause'` instead asks the user `continue?` and goes on with the next entry once answered.

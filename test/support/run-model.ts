@@ -3,8 +3,8 @@
  * actions (workers, reducer answers, operations, results, controls, clock, crashes, sweeper)
  * are interpreted against the current record the way the engine and the control API would call
  * the pure transitions, and every step is recorded in a trace for the properties to inspect.
- * Pure: no I/O, time is the world's own clock. Seed: agent-runs, "Lifecycle", "Operations",
- * "Controls", "Budgets", "Leases, recovery and the sweeper".
+ * Pure: no I/O, time is the world's own clock. docs/contracts/run-lifecycle.md, "Lifecycle",
+ * "Operations", "Controls", "Budgets", "Leases, recovery and the sweeper".
  */
 import fc from 'fast-check';
 import {
@@ -599,7 +599,10 @@ export function runWorld(start: Start, actions: readonly Action[]): Trace {
 
 export type ConcreteAction = Exclude<Action, WorkAction>;
 
-/** The move a step worker would make next on `record` (DESIGN section 6, the step loop). */
+/**
+ * The move a step worker would make next on `record` (docs/architecture.md, "The step", the step
+ * loop).
+ */
 export function resolveWork(
   record: RunRecord,
   fence: Fence | null,

@@ -1,5 +1,5 @@
 /**
- * A reducer for narrowed-children tests (issue 25, point 13): its input `{calls, delegate}`
+ * A reducer for narrowed-children tests: its input `{calls, delegate}`
  * makes it call tools in order (`calls`, each `{tool, mutating}`) and then delegate once
  * (`delegate`, the delegate tool's args). Every tool result's first diagnostic code (else its
  * status) is kept in its state as `codes`; it completes with the codes as its summary, so a

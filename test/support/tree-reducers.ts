@@ -1,5 +1,5 @@
 /**
- * Reducers for delegation-tree tests (issue 16): a parent that starts children (in the background
+ * Reducers for delegation-tree tests: a parent that starts children (in the background
  * or awaited), steers them through the mailbox and completes once every hand-back is in; and a
  * child that spends model turns, posts to its parent, waits to be steered or gathers evidence.
  */

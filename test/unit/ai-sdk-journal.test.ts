@@ -1,7 +1,6 @@
 /**
  * The AI SDK adapter's pure parts: the journal read from a run's events (what a restart
  * replays), the model turn's recorded form and back, and where steers enter the prompt.
- * Issue 28, point 2.
  */
 import { describe, expect, it } from 'vitest';
 import { approvalSubject } from '../../lib/ai-sdk/approval.ts';

@@ -2,7 +2,7 @@
  * Who may see and act on a run (lib/core/authority.ts): the principal, the user it acts for,
  * system callers and holders of its capability; to anyone else the run does not exist. A wrong
  * capability is refused to whoever may see the run, and reveals nothing to anyone else.
- * Seed: agent-runs, "Controls" (authorization).
+ * docs/contracts/run-lifecycle.md, "Controls" (authorization).
  */
 import { describe, expect, it } from 'vitest';
 import type { Principal, RunRecord } from '../../lib/contracts/index.ts';

@@ -1,7 +1,7 @@
 /**
  * The one reading of the AWS SDK's "not now" errors (lib/aws-faults.ts): which errors become
  * StoreUnavailable, which pass through as thrown, and the adapter wrapper that applies it to
- * every method. The SDK's own exception classes are used, not look-alikes. Issue 30, point 1.
+ * every method. The SDK's own exception classes are used, not look-alikes.
  */
 import {
   ConditionalCheckFailedException,

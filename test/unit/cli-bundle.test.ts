@@ -2,7 +2,6 @@
  * The bundled CLI (bin/build-cli.mjs → dist/cli/agent-runs.mjs) and its launcher
  * (bin/agent-runs.mjs, the package bin): built here, run as fresh Node processes. Its help is
  * the program's help, command for command; the launcher rebuilds a bundle older than its sources.
- * Issue 26, point 4 (times are in bench/cli.bench.ts, not here).
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';

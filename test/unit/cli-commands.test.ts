@@ -299,7 +299,7 @@ describe('agent-runs runs', () => {
   });
 });
 
-describe('control characters in human output (issue 25, item c)', () => {
+describe('control characters in human output', () => {
   /** Any C0 or C1 control or DEL but the newline. */
   const CONTROL_BUT_NEWLINE = /(?!\n)\p{Cc}/u;
 

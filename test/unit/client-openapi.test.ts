@@ -2,7 +2,6 @@
  * The client and the OpenAPI document agree: every operationId of `GET /openapi.json` is a
  * method of the client, and the schema the client parses each JSON answer with (operations.ts)
  * is the very schema object the route documents and validates with, for every success status.
- * Issue 30, "one set of wire schemas".
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -3,7 +3,7 @@
  * 429 is sent again after the Retry-After it carried (a backoff without one), at most
  * `retry.attempts` tries, a Retry-After above `retry.maxWaitMs` thrown at once; other answers
  * are never retried. ApiError's code is the catalogue's, or `http_<status>` for one it does not
- * know. The waits are recorded by an injected sleep, not measured. Issue 30, point 1.
+ * know. The waits are recorded by an injected sleep, not measured.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

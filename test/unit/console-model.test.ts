@@ -1,7 +1,7 @@
 /**
  * The console's pure parts (console/src/model, console/src/auth/session.ts): lease takeover
  * estimates, budget bars, the transcript, listing filters and paging across statuses, stable
- * control ids, ack wording, the token in the URL fragment. Issue 17.
+ * control ids, ack wording, the token in the URL fragment.
  */
 import { describe, expect, it } from 'vitest';
 import { jwtExpiry, readSession, saveSession, tokenFromFragment } from '../../console/src/auth/session.ts';

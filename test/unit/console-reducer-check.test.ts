@@ -1,4 +1,4 @@
-/** The console's verdict line on a reducer check ("would the new reducer agree?"), issue 29 point 1. */
+/** The console's verdict line on a reducer check ("would the new reducer agree?"). */
 import { describe, expect, it } from 'vitest';
 import { checkVerdict } from '../../console/src/model/reducer-check.ts';
 

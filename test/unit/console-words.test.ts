@@ -2,7 +2,6 @@
  * The console's words for people (console/src/model): who drives a run without lease jargon on
  * server-driven runs, why an abandoned client-driven run still reads running, the modes where a
  * question appears, the grouped kind filter, pause reasons, short digests and plurals.
- * Issue 27, point 5.
  */
 import { describe, expect, it } from 'vitest';
 import { pauseText } from '../../console/src/model/budgets.ts';

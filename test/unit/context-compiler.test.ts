@@ -310,7 +310,7 @@ describe('compileContext', () => {
     ]);
     // Answers are not events: the manifest lists the log only.
     expect(manifest.included.map((i) => i.seq)).toEqual([1, 2, 5, 6]);
-    // Without the answer the call gets the runtime's synthetic result, never none (issue 25 item 9).
+    // Without the answer the call gets the runtime's synthetic result, never none.
     const unanswered = compileContext(events);
     expect(unanswered.messages.filter((m) => m.role === 'tool').map((m) => [m.call_id, m.content])).toEqual([
       ['c2', '12A'],

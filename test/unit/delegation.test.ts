@@ -1,7 +1,8 @@
 /**
  * The pure rules of delegation: the delegation budgets, the child plan, the hand-back envelope,
  * and the parent's transitions when a delegate call waits and its child ends.
- * Seed: agent-runs ("Budgets": max_children, max_live_children, max_depth; the sweeper's duties).
+ * docs/contracts/run-lifecycle.md ("Budgets": max_children, max_live_children, max_depth; the
+ * sweeper's duties).
  */
 import { describe, expect, it } from 'vitest';
 import { childResumeKey, DELEGATE_TOOL, type RunRecord } from '../../lib/contracts/index.ts';
@@ -107,7 +108,7 @@ describe('delegation budgets', () => {
   });
 });
 
-describe('tree bounds (issue 25 item 2)', () => {
+describe('tree bounds', () => {
   const withChildren = (record: RunRecord, children: number) =>
     ({ ...record, counters: { ...record.counters, children } }) as RunRecord;
 

@@ -1,6 +1,6 @@
 /**
  * Every code block of README.md and docs/guides/*.md is run by test/e2e/docs.e2e.test.ts or
- * says why not (issue 27, point 2), and the reader of those blocks (test/support/doc-blocks.ts)
+ * says why not, and the reader of those blocks (test/support/doc-blocks.ts)
  * reads markers, outputs and `http` examples as its docstring says.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -2,7 +2,7 @@
  * Dropped connections cannot flood the log: over TCP, the local gateway logs clients that go
  * away mid-body at warn, at most one line per interval with the count left out; the HTTP app
  * does the same for a request that fails after its client went away, while a real internal
- * error still logs at error. Issue 25 item 6.
+ * error still logs at error.
  */
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';

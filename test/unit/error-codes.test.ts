@@ -2,7 +2,7 @@
  * The one catalogue of error codes (lib/contracts/error-codes.ts) and what is derived from it:
  * every code has a status, a meaning, a remedy and a row in docs/reference/errors.md (which is
  * the catalogue's current rendering); the HTTP status map and the OpenAPI descriptions follow
- * it; and every code the sources raise is in it. Issue 30, point 1.
+ * it; and every code the sources raise is in it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -4,7 +4,7 @@
  * An example writes its own imports: from the repository root (`./lib/...`), or `@agent-runs/client`
  * for the client package (mapped to lib/client/index.ts, what packages/client publishes). An
  * example on a member of AgentRunsClient starts where createClient's example leaves off:
- * `client` (an AgentRunsClient) and `runId` (a run's id) are given. Issue 30, point 5.
+ * `client` (an AgentRunsClient) and `runId` (a run's id) are given.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

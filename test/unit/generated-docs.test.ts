@@ -1,5 +1,5 @@
 /**
- * The generated parts of the reference pages are current (issue 27, point 1): the route list of
+ * The generated parts of the reference pages are current: the route list of
  * docs/reference/http-api.md is the rendering of the OpenAPI document lib/http serves, and the
  * command list of docs/reference/cli.md the rendering of the CLI's commander definitions. The
  * prose around the GENERATED markers is kept by the writers, so only the marked lines are

@@ -1,6 +1,6 @@
 /**
  * The control function's console configuration from its environment (consoleFromEnv) and the
- * page's Content-Security-Policy. Issue 17.
+ * page's Content-Security-Policy.
  */
 import { describe, expect, it } from 'vitest';
 import { consoleFromEnv, contentSecurityPolicy } from '../../lib/http/console.ts';

@@ -348,7 +348,7 @@ describe('the error codes in the document', () => {
     expect(missing).toEqual([]);
   });
 
-  it('lists the authority answers on the routes that give them (issue 11)', async () => {
+  it('lists the authority answers on the routes that give them', async () => {
     const doc = await document();
     const statuses = (method: string, path: string) =>
       Object.keys(operation(doc, method, path)?.responses ?? {});

@@ -1,5 +1,5 @@
 /**
- * Bounded waiting (issue 25, point 3): each caller holds at most AGENT_RUNS_MAX_OPEN_WAITS long
+ * Bounded waiting: each caller holds at most AGENT_RUNS_MAX_OPEN_WAITS long
  * polls and event streams at once (per process); past it 429 too_many_waits with Retry-After and
  * nothing read; a wait that ends, however (answer, abort, error), frees its slot; a client that
  * goes away ends the store polling, over the HTTP app itself and through the local gateway
@@ -126,7 +126,7 @@ async function polled(runId: string, more: number): Promise<void> {
 const stateOf = (p: Promise<unknown>) =>
   Promise.race([p.then(() => 'settled'), new Promise((r) => setTimeout(() => r('pending'), 50))]);
 
-describe('bounded waiting (issue 25, point 3)', () => {
+describe('bounded waiting', () => {
   it('refuses a third long poll of one caller with 429 too_many_waits and Retry-After, reading nothing; another caller is not affected', async () => {
     const first = longPoll('alice', aliceRun);
     const second = longPoll('alice', aliceRun);

@@ -2,7 +2,7 @@
  * The live fan-out and socket (lib/live/fan-out.ts, socket.ts) over an in-memory log and
  * subscription store: each seq reaches a subscription once while several pumps run, a cursor
  * beyond the log's head is refused, the client's ordering keeps each seq once, in order
- * (issue 25, point 7), and a socket is served nothing after its token's `exp` (issue 25).
+ *, and a socket is served nothing after its token's `exp`.
  */
 import { describe, expect, it } from 'vitest';
 import { seqOrder } from '../../lib/client/live.ts';

@@ -1,7 +1,7 @@
 /**
  * The WebSocket connect's token check in AWS (lib/live/jwt-auth.ts): a token is the same caller
  * as on the HTTP API's JWT authorizer, and anything the authorizer would refuse is refused, a
- * token without `exp` too; the token's `exp` comes along (issue 25).
+ * token without `exp` too; the token's `exp` comes along.
  */
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';

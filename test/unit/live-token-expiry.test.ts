@@ -2,7 +2,7 @@
  * A live socket lives no longer than its token, and a token without `exp` opens nothing, over
  * the local stack's real parts: the `ws` socket server, the live handler, the local issuer and
  * its JWT authorizer before the HTTP app. The socket's clock is injected (no sleeping); the
- * tokens are real JWTs of the local issuer. Issue 25.
+ * tokens are real JWTs of the local issuer.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The offline first run of the local stack (issue 26, point 3): with no provider configured
+ * The offline first run of the local stack: with no provider configured
  * `npm start` serves the scripted local model at the default path and the banner says so; its
  * try command creates a task-mode run offered a sample tool.
  */

@@ -3,7 +3,7 @@
  * against a local HTTP server speaking its wire format (no network): OpenAI-compatible chat
  * completions, Bedrock Converse, Anthropic Messages, Gemini generateContent. The contract's output (usage with
  * fidelity, finish reason, call info with attempts) and its error classes are the same as the
- * hand-written adapters'. Issue 28 point 1.
+ * hand-written adapters'.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CompiledContext, ModelTurnInput } from '../../lib/contracts/index.ts';

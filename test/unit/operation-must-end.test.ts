@@ -1,4 +1,4 @@
-/** Core's one answer to "must the operation in flight end?" (issue 24, point 8). */
+/** Core's one answer to "must the operation in flight end?". */
 import { describe, expect, it } from 'vitest';
 import { operationMustEnd } from '../../lib/core/guards.ts';
 

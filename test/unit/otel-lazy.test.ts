@@ -1,5 +1,5 @@
 /**
- * Tracing costs nothing when it is off (issue 28, point 3): with no OTLP endpoint set, loading
+ * Tracing costs nothing when it is off: with no OTLP endpoint set, loading
  * the runtime (engine, handlers' hooks) and calling a tracing hook resolves no `@opentelemetry/*`
  * module at all. A child process counts the resolutions with a module resolve hook; the same
  * child with an endpoint set proves the hook sees the SDK when it is loaded.

@@ -1,7 +1,7 @@
 /**
  * The peer bench's reading of a step log (bench/peers/workload.ts) and its kill points
  * (bench/peers/processes.ts): what the crash table counts must be right before its figures mean
- * anything. Issue 19.
+ * anything.
  */
 import { appendFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -4,9 +4,9 @@
  * one sandbox host, each fed the same sequence of events (a start, a redelivered start, a
  * steer, a tool result and its redelivery, a failed operation it refuses, a stop), each
  * driving its own chain of state. Every answer must be byte-identical canonical JSON, and a
- * valid reducer/1 answer. Seed: agent-runs, "Deterministic by policy" ("JavaScript, Starlark
- * and WebAssembly reducers behave the same"); agent-run-contracts, "Writing a deterministic
- * reducer".
+ * valid reducer/1 answer. docs/contracts/run-lifecycle.md, "Deterministic by policy" ("JavaScript,
+ * Starlark and WebAssembly reducers behave the same"); docs/contracts/README.md, "Writing a
+ * deterministic reducer".
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

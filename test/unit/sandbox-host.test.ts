@@ -1,7 +1,7 @@
 /**
  * The sandbox ReducerHost over a FunctionRegistry: resolving a binding to its artifact hash,
  * pinning (reducer_changed), missing artifacts (reducer_unavailable), and the in-memory
- * registry. Seed: agent-run-contracts, "The reducer contract" and "Validation" (last paragraph).
+ * registry. docs/contracts/reducer.md and "Validation" (last paragraph).
  */
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,8 +1,8 @@
 /**
  * How a JavaScript reducer's faults come back: a throw is `threw` (the run fails), resource
  * exhaustion and an unloadable artifact are `unavailable` (the run pauses), and the handler a
- * binding names is the export that runs. Seed: agent-run-contracts, "Validation" (last
- * paragraph); DESIGN section 9.
+ * binding names is the export that runs. docs/contracts/reducer.md, "Validation" (last
+ * paragraph); docs/contracts/tool-result.md.
  */
 import { readFile } from 'node:fs/promises';
 import canonicalize from 'canonicalize';

@@ -1,8 +1,8 @@
 /**
  * A loaded JavaScript reducer's calls all start from the state its load left (the memory image
  * written back after every call, lib/sandbox/quickjs-image.ts): nothing one call does is seen by
- * the next, whatever the call did or how it ended. Seed: agent-run-contracts, "The reducer
- * contract" (deterministic by construction).
+ * the next, whatever the call did or how it ended. See docs/contracts/reducer.md, "The
+ * deterministic execution policy".
  */
 import { newQuickJSWASMModule, newVariant, RELEASE_SYNC } from 'quickjs-emscripten';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 /**
  * The deterministic execution policy for JavaScript reducers: no host function reachable,
  * clock at the epoch, a fixed Math.random sequence, a fresh context per call, canonical input.
- * Seed: agent-run-contracts, "The reducer contract"; DESIGN section 9.
+ * docs/contracts/reducer.md; docs/contracts/tool-result.md.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSandboxReducerHost, InMemoryFunctionRegistry } from '../../lib/sandbox/index.ts';

@@ -3,7 +3,7 @@
  * Go's wasm_exec.js glue in a worker. JSON maps to Starlark values and back exactly; no host
  * call, no clock, no randomness; steps, memory, stack and time are bounded, and every bound
  * makes the call `unavailable`; the reducer's own errors are `threw`, as for JavaScript.
- * Seed: agent-run-contracts, "The reducer contract" and "Validation"; DESIGN section 9.
+ * docs/contracts/reducer.md and "Validation"; docs/contracts/tool-result.md.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ReducerCallResult } from '../../lib/engine/ports.ts';

@@ -1,7 +1,7 @@
 /**
  * WebAssembly reducers: the core-module ABI (lib/sandbox/README.md), built from WAT at test
  * time with wabt; no imports; traps, timeouts and ABI violations are unavailable.
- * Seed: agent-run-contracts, "The reducer contract" and "Validation"; DESIGN section 9.
+ * docs/contracts/reducer.md and "Validation"; docs/contracts/tool-result.md.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReducerResponse } from '../../lib/contracts/index.ts';

@@ -1,9 +1,9 @@
 /**
- * The size limits of lib/ (issue 10, "Done when"; BRIEF "No source file in lib/ over 600 lines,
- * no function over 120 lines"): every source file at most 600 lines, every function (declared,
- * arrow, method, accessor) at most 120, and `createEngine` a short composition (under 80). The
- * TypeScript parser finds the functions; nothing is compiled. Third-party files kept in the tree
- * as they were shipped (Go's wasm_exec.js) and the built reducer artifact are not ours to split.
+ * The size limits of lib/ (docs/architecture.md, "Conventions"): every source file at most 600
+ * lines, every function (declared, arrow, method, accessor) at most 120, and `createEngine` a short
+ * composition (under 80). The TypeScript parser finds the functions; nothing is compiled.
+ * Third-party files kept in the tree as they were shipped (Go's wasm_exec.js) and the built reducer
+ * artifact are not ours to split.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

@@ -4,7 +4,7 @@
  * wasm_exec.js, as bin/build-starlark-runtime.ts wrote them. A module edited by hand, or a main.go
  * changed without a rebuild, fails here; `npm run build:starlark -- --check` (with Go 1.19 and
  * golang-starlark-dev installed) rebuilds it and compares byte for byte. Also: the memory patch
- * that caps the runtime's memory. DESIGN section 12 ("Starlark").
+ * that caps the runtime's memory. docs/guides/who-may-do-what.md.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

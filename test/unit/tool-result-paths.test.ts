@@ -22,7 +22,7 @@ import {
 // an in-process handler, the Lambda, HTTP and MCP adapters (all through the dispatcher), and a
 // delivery over POST /results/{resume_key} (the engine's deliverResult normalizes the body
 // with normalizeToolResult and the waiting operation's id). Every path must give the same
-// envelope. Seed: agent-run-contracts, "The tool-result envelope".
+// envelope. docs/contracts/tool-result.md, "The tool-result envelope".
 
 const revision = { value: 'r42', alg: 'raisin.node/1' };
 const locator = { workspace: 'content', path: '/articles/b' };

@@ -1,6 +1,6 @@
 /**
- * The reason codes the runtime detects itself in a turn outcome a client reports (issue 14,
- * item 2; seed turn-outcome-v1): binding-mismatch, event-stale, event-unauthorized,
+ * The reason codes the runtime detects itself in a turn outcome a client reports
+ * (docs/contracts/turn-outcome.md): binding-mismatch, event-stale, event-unauthorized,
  * usage-malformed, usage-overflow and usage-missing, each naming its field; and what an accepted
  * outcome becomes. Pure: core's turnOutcomeResult over a parsed document.
  */

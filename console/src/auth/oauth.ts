@@ -4,7 +4,6 @@
  * authorization endpoint, come back to `/console/callback` with a code, exchange it at the token
  * endpoint (a public client: no secret), keep the tokens in the session. The protocol work is
  * oauth4webapi's; the verifier and state live in sessionStorage between the two page loads.
- * Issue 17, "login".
  */
 import * as oauth from 'oauth4webapi';
 import type { ConsoleConfig } from '../../../lib/http/console-config.ts';

@@ -2,7 +2,7 @@
  * The signed-in session: the bearer token the console sends to the API, kept in the browser's
  * localStorage (never in a static file, never in a URL the server sees). A token may arrive in
  * the page's URL fragment (`/console/#token=...`, the link `npm start` prints): the console takes
- * it and removes it from the address bar. Issue 17, "login".
+ * it and removes it from the address bar.
  */
 
 export interface Session {

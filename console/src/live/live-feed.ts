@@ -7,7 +7,7 @@
  * requests fail `maxFailures` times in a row, hands over to the next transport, resuming from
  * the last seq delivered. Same promise as followRun: every event after `after`, once, in seq
  * order, until the run settles or the signal aborts; 401, 403 and 404 (run_not_found,
- * unauthorized) end the feed. Issue 27, point 5.
+ * unauthorized) end the feed.
  */
 import { createClient } from '../../../lib/client/client.ts';
 import { ApiError } from '../../../lib/client/errors.ts';

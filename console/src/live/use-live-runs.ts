@@ -4,7 +4,7 @@
  * last seq the list holds. Any event or `settled` for one of them calls `onNews` (at most once
  * per `debounceMs`), so the list is read again at once instead of at its next poll. Returns
  * whether the socket is open: while it is not (no live_url, refused, dropped), the list keeps
- * polling at its usual pace; the socket reconnects with backoff. Issue 27, point 5.
+ * polling at its usual pace; the socket reconnects with backoff.
  */
 import { useEffect, useRef, useState } from 'react';
 import { LiveServerMessage, type RunRecord } from '../../../lib/contracts/index.ts';

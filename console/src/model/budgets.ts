@@ -1,7 +1,7 @@
 /**
  * Usage against budgets, one bar per limit, in the order core checks them (lib/core/budgets.ts):
  * what counts as used for each limit is what the check compares. Pure: `now` is a parameter.
- * Seed: agent-runs, "Budgets".
+ * docs/contracts/run-lifecycle.md, "Budgets".
  */
 import { budgetUsed } from '../../../lib/client/budget-use.ts';
 import { BUDGET_LIMITS, type BudgetLimit, type RunRecord } from '../../../lib/contracts/index.ts';

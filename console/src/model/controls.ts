@@ -2,7 +2,8 @@
  * Controls as the console sends them: one control_id per intended action, kept until that
  * action is acknowledged, so a retry after a lost answer (network error, 5xx) is the same
  * control and the run applies it at most once (its ack is then `duplicate`); and the words an
- * ack is shown with. Seed: agent-runs, "Controls" (control_id, acks, rejection reasons).
+ * ack is shown with. docs/contracts/run-lifecycle.md, "Controls" (control_id, acks, rejection
+ * reasons).
  */
 
 import type { ControlInput } from '../../../lib/client/shapes.ts';

@@ -3,8 +3,9 @@
  * (it has a reducer) is worked by the service's workers, so the header speaks of a worker; a
  * client-driven run (no reducer) is moved by the caller's own code, which holds a lease, so the
  * header names the client and says why an abandoned run still reads "running" and when the
- * sweeper acts. Pure: the lease view (lease.ts) and the timers are parameters. Seed: agent-runs,
- * "Server-driven and client-driven runs", "Leases, recovery and the sweeper".
+ * sweeper acts. Pure: the lease view (lease.ts) and the timers are parameters.
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
+ * the sweeper".
  */
 import type { RunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';

@@ -2,7 +2,7 @@
  * One line of text per persisted event for the timeline, read from the event's data by kind.
  * The data is parsed with the reducer contract's schemas where one exists (lib/contracts), and
  * read defensively otherwise: a reader ignores what it does not know (growth rule), so an event
- * whose data has another shape still gets a line (its kind). DESIGN section 4; issue 17.
+ * whose data has another shape still gets a line (its kind). docs/reference/storage.md.
  */
 import {
   BudgetExceededData,

@@ -1,8 +1,8 @@
 /**
  * What the run header says about the lease: who holds it, at which epoch, until when, and, when
  * the holder has stopped renewing it, about when the sweeper will take the run over. Pure: the
- * clock and what was observed are parameters. Seed: agent-runs, "Leases, recovery and the
- * sweeper".
+ * clock and what was observed are parameters. docs/contracts/run-lifecycle.md, "Leases, recovery
+ * and the sweeper".
  */
 import type { RunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../../../lib/contracts/timings.ts';

@@ -1,6 +1,6 @@
 /**
  * The console's reading of a reducer check (`POST /admin/reducers/check` for one run): one line
- * for the person about to accept a reducer change. Issue 29 point 1 ("would the new reducer agree?").
+ * for the person about to accept a reducer change.
  */
 
 /** The verdict on one run: agrees (identical), differs (first divergent seq and what), or unknown. */

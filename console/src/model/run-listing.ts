@@ -3,7 +3,7 @@
  * the API's listing. `GET /runs` lists one status at a time, newest first, with a cursor per
  * page; "all statuses" asks every status for a page and merges them, keeping one cursor per
  * status that has more. Principal, subject prefix and time are filtered here, over the pages
- * loaded (the API filters by status only). Issue 17, "Runs list".
+ * loaded (the API filters by status only).
  */
 import { RUN_STATUSES, type RunRecord, type RunStatus } from '../../../lib/contracts/index.ts';
 

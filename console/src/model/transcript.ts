@@ -2,7 +2,7 @@
  * The run as a conversation, read from its event log: what the user said (the input, steers,
  * answers), what the model said and which tools it called, each tool's envelope, and the
  * moments that changed the run (approvals, failures, the end). Pure: events in, entries out,
- * in seq order. Seed: agent-run-contracts, "The tool-result envelope"; issue 17, "Transcript".
+ * in seq order. docs/contracts/tool-result.md, "The tool-result envelope".
  */
 import {
   ModelTurnCompletedData,

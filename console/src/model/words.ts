@@ -1,4 +1,4 @@
-/** Small wording helpers the views share: short digests and counted nouns. Pure. Issue 27, point 5. */
+/** Small wording helpers the views share: short digests and counted nouns. Pure. */
 
 /** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
 export function shortDigest(value: string, n = 12): string {

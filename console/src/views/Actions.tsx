@@ -4,7 +4,7 @@
  * increase after a budget pause and accept_reducer_change after reducer_changed). Every
  * control keeps its control_id until it is acknowledged (model/controls.ts), so "Send again"
  * after a failure is the same control; every ack is shown in a live region.
- * Seed: agent-runs, "Controls", "Approvals", "Budgets".
+ * docs/contracts/run-lifecycle.md, "Controls", "Requests", "Budgets".
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useCallback, useId, useRef, useState } from 'react';

@@ -1,7 +1,7 @@
 /**
  * "Would the new reducer agree?": on a run paused `reducer_changed`, checks the artifact
  * published at the run's path against the run's recorded decisions (`POST /admin/reducers/check`,
- * admin only) and shows the verdict before the change is accepted. Issue 29 point 1.
+ * admin only) and shows the verdict before the change is accepted.
  */
 import { useState } from 'react';
 import type { RunRecord } from '../../../lib/contracts/index.ts';

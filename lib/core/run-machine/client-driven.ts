@@ -8,8 +8,8 @@
  * what a client does differently lives here. A client-driven run is never stepped by the server
  * and never woken: when its lease expires the sweeper lets it go (epoch + 1; a non-replay-safe
  * operation in flight is abandoned with outcome_unknown: true) and the run waits for a client.
- * Seed: agent-runs, "Server-driven and client-driven runs", "Leases, recovery and the sweeper",
- * "Operations", "Controls".
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
+ * the sweeper", "Operations", "Controls".
  */
 import {
   type ApprovalSubject,
@@ -104,7 +104,7 @@ function check(record: RunRecord, fence: Fence, now: number): TransitionResult |
  * becomes running; the holder asking again renews it (same epoch). Rejected `not_client_driven`,
  * `run_terminal`, `run_paused` (resume it first), `lease_held` (someone holds an unexpired lease)
  * or `lease_expired` (an expired lease must be let go first: {@link expireClientLease}).
- * Seed: "Leases".
+ * docs/contracts/run-lifecycle.md, "Leases".
  */
 export function acquireClientLease(
   record: RunRecord,
@@ -124,7 +124,10 @@ export function acquireClientLease(
   return leased(record, owner, now, ttlMs);
 }
 
-/** The holder renews its lease. Rejected `fenced_out` once it was lost. Seed: "Leases". */
+/**
+ * The holder renews its lease. Rejected `fenced_out` once it was lost.
+ * docs/contracts/run-lifecycle.md, "Leases".
+ */
 export function renewClientLease(
   record: RunRecord,
   fence: Fence,
@@ -159,7 +162,7 @@ export function releaseClientLease(record: RunRecord, fence: Fence, now: number)
  * begin again under the same op_id (attempt + 1); a non-replay-safe one is recorded abandoned,
  * operation_failed with outcome_unknown: true; a cancelling run ends stopped; a pause asked for
  * meanwhile applies. The run is never woken. Rejected `no_lease`, `lease_held` (not expired),
- * `not_client_driven`. Seed: "Leases, recovery and the sweeper".
+ * `not_client_driven`. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 export function expireClientLease(record: RunRecord, now: number): TransitionResult {
   if (!isClientDriven(record)) return reject('not_client_driven', 'the run has a reducer: takeOver applies');
@@ -221,7 +224,8 @@ function specKey(op: Pick<Operation, 'kind' | 'effect' | 'replay_safe' | 'interr
  * then gone), then event operation_started. The same request again while it is in flight answers
  * with it unchanged (a retried begin); a pending operation (kept by a takeover or a budget pause)
  * must be begun again as it was. Rejected `fenced_out`, `run_stopping` (cancelling),
- * `operation_in_flight`, `operation_pending`, `requests_open`. Seed: "Operations", "Budgets".
+ * `operation_in_flight`, `operation_pending`, `requests_open`. docs/contracts/run-lifecycle.md,
+ * "Operations", "Budgets".
  */
 export function beginClientOperation(
   record: RunRecord,
@@ -287,7 +291,8 @@ function withCallId(result: TransitionResult, op: Operation): TransitionResult {
  * The holder reports how its operation `opId` ended: the result event, usage charged in the same
  * commit; a cancelling run ends stopped, a pause asked for meanwhile applies (both clear the
  * lease). Rejected `fenced_out`, `no_operation` (nothing in flight, or another op_id).
- * Seed: "Operations" (six outcomes), "Controls" (stop), "Budgets" (usage).
+ * docs/contracts/run-lifecycle.md, "Operations" (six outcomes), "Controls" (stop), "Budgets"
+ * (usage).
  */
 export function finishClientOperation(
   record: RunRecord,
@@ -308,7 +313,8 @@ export function finishClientOperation(
  * The holder opens an approval or a question between operations (request id
  * `{run_id}/req/{n}`, effect id `client:req:{n}`), event request_opened. It may keep the lease
  * and wait, or release it: the run then rests waiting and costs nothing until the answer.
- * Rejected `fenced_out`, `operation_in_flight`. Seed: "Controls" (approve, provide_input).
+ * Rejected `fenced_out`, `operation_in_flight`. docs/contracts/run-lifecycle.md, "Controls"
+ * (approve, provide_input).
  */
 export function openClientRequest(
   record: RunRecord,
@@ -343,7 +349,8 @@ export function openClientRequest(
 /**
  * The holder takes every queued steer at a boundary (events steer_consumed, oldest first); the
  * steers themselves are in the events. Rejected `fenced_out`, `operation_in_flight`,
- * `no_steer`. Seed: "Controls" (steer: consumed at the next safe boundary).
+ * `no_steer`. docs/contracts/run-lifecycle.md, "Controls" (steer: consumed at the next safe
+ * boundary).
  */
 export function takeClientSteers(record: RunRecord, fence: Fence, now: number): TransitionResult {
   const refused = check(record, fence, now);
@@ -363,7 +370,7 @@ export function takeClientSteers(record: RunRecord, fence: Fence, now: number): 
 /**
  * The holder completes the run (event run_completed; open requests closed, queued steers
  * discarded, lease cleared with epoch + 1). Rejected `fenced_out`, `operation_in_flight`.
- * Seed: "Lifecycle".
+ * docs/contracts/run-lifecycle.md, "Lifecycle".
  */
 export function completeClientRun(
   record: RunRecord,
@@ -394,7 +401,7 @@ export function completeClientRun(
 
 /**
  * The holder fails the run with its own `code` (event run_failed). Rejected `fenced_out`,
- * `operation_in_flight`. Seed: "Lifecycle".
+ * `operation_in_flight`. docs/contracts/run-lifecycle.md, "Lifecycle".
  */
 export function failClientRun(record: RunRecord, fence: Fence, code: string, now: number): TransitionResult {
   const refused = check(record, fence, now);

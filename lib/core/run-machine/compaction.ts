@@ -3,8 +3,8 @@
  * (asked for by the reducer's checkpoint effect of reason `compaction`, or decided by the
  * runtime), and the compaction's end: a checkpoint of reason `compaction` that the next model
  * turns are compiled from, and the model turn pending again under a new op id. The reducer sees
- * nothing of it: no reducer-visible event is written. Seed: agent-runs, "Operations" (a
- * compaction is one of the operations; replay-safe), "Checkpoints".
+ * nothing of it: no reducer-visible event is written. docs/contracts/run-lifecycle.md, "Operations"
+ * (a compaction is one of the operations; replay-safe), "Checkpoints".
  */
 import type { Operation, RunRecord } from '../../contracts/index.ts';
 import type { CompactionPlan } from '../compaction.ts';

@@ -1,7 +1,7 @@
 /**
  * Controls: one decision per control (duplicate, rejected with a reason, applied) and the
  * transitions of stop, pause, resume, steer, approve and provide_input.
- * Seed: agent-runs, "Controls".
+ * docs/contracts/run-lifecycle.md, "Controls".
  */
 import {
   type Budgets,
@@ -52,7 +52,7 @@ export type ControlDecision =
  * control_rejected event, whose seq the ack carries; on a run that ended, nothing is written and
  * the seq is its last event) or applied (its events, the first of which the ack's seq names).
  * Never throws for a rejected control. `digest` is the canonical digest of the command without
- * its control_id. Seed: agent-runs, "Controls".
+ * its control_id. docs/contracts/run-lifecycle.md, "Controls".
  */
 export function decideControl(
   record: RunRecord,
@@ -114,7 +114,7 @@ export const DEFAULT_MAX_QUEUED_STEERS = 32;
  * that id: `request_already_resolved` when it names a request this run opened (ids are
  * `{run_id}/req/{n}`, n up to counters.next_req) that is no longer open (answered, or closed:
  * expired, withdrawn, stopped), else `request_not_found`. Decided from the record alone.
- * Seed: agent-runs, "Controls"; issue 25 item 10.
+ * docs/contracts/run-lifecycle.md, "Controls".
  */
 function noOpenRequest(record: RunRecord, requestId: string): TransitionResult {
   const prefix = `${record.run_id}/req/`;
@@ -205,8 +205,8 @@ function applyControl(
  * operation is in flight, `when_busy` decides: `enqueue` (default) queues it; `reject` refuses it
  * `run_busy`; `interrupt` queues it and, when the operation is interruptible and the run is not
  * stopping, marks the record `interrupt_requested` (the operation's executor cancels it; the
- * steer_queued event names the operation in `interrupts`). A waiting run is woken. Seed:
- * "Controls" (steer); issue 14, item 5.
+ * steer_queued event names the operation in `interrupts`). A waiting run is woken.
+ * docs/contracts/run-lifecycle.md, "Controls" (steer).
  */
 function steerRun(record: RunRecord, control: Extract<Control, { command: 'steer' }>, now: number) {
   const whenBusy = control.when_busy ?? 'enqueue';
@@ -247,7 +247,8 @@ function steerRun(record: RunRecord, control: Extract<Control, { command: 'steer
 /**
  * Stop: immediate between operations (open requests closed, steers discarded, lease cleared with
  * epoch + 1, a pending operation dropped); during a started operation the run enters cancelling
- * and becomes stopped when the operation returns. Seed: "Controls" (stop).
+ * and becomes stopped when the operation returns. docs/contracts/run-lifecycle.md, "Controls"
+ * (stop).
  */
 export function stopRun(
   record: RunRecord,
@@ -304,7 +305,8 @@ function pauseControl(record: RunRecord, reason: string, now: number): Transitio
 /**
  * Resume a paused run: budget_increase adds to the limits; a `reducer_changed` pause needs
  * accept_reducer_change (the artifact pin is then cleared and re-taken at the next call).
- * Event resumed {from_checkpoint_no} reaches the reducer. Seed: "Controls" (resume), "Budgets".
+ * Event resumed {from_checkpoint_no} reaches the reducer. docs/contracts/run-lifecycle.md,
+ * "Controls" (resume), "Budgets".
  */
 function resumeRun(
   record: RunRecord,
@@ -377,7 +379,7 @@ function resumeRun(
 /**
  * The budget that would refuse the pending operation at once after a resume with `budgets`
  * (consecutive failures count from zero again after a resume), or null. A resume that cannot
- * resume is rejected rather than applied and re-paused. Seed: agent-runs, "Budgets".
+ * resume is rejected rather than applied and re-paused. docs/contracts/run-lifecycle.md, "Budgets".
  */
 function stillExceeded(record: RunRecord, budgets: Budgets, now: number): BudgetExceeded | null {
   const op = record.operation;

@@ -1,7 +1,7 @@
 /**
  * Delegation in the run machine: which operations are delegations, a child's hand-back, and an
- * ended run's owed duties. Seed: agent-runs, sweeper ("delivers owed child hand-backs, stops
- * children of ended parents").
+ * ended run's owed duties. docs/contracts/run-lifecycle.md, sweeper ("delivers owed child
+ * hand-backs, stops children of ended parents").
  */
 import {
   ChildStartedPayload,
@@ -53,7 +53,8 @@ function isRefusal(envelope: ToolResultEnvelope): boolean {
  * terms (its reservation, whether the parent waits on it); a hand-back answered at once (a child
  * that had already ended when a re-dispatch found it) charges its usage; a refusal that wrote
  * nothing (DELEGATION_REFUSALS: quota, tree bounds) takes back the `counters.children` its start
- * counted. Other results change nothing. Seed: agent-runs, "Budgets" (children reserve against the parent).
+ * counted. Other results change nothing. docs/contracts/run-lifecycle.md, "Budgets" (children
+ * reserve against the parent).
  */
 export function noteDelegationResult(draft: Draft, envelope: ToolResultEnvelope): Draft {
   const handBack = HandBackPayload.safeParse(envelope.payload);
@@ -86,7 +87,8 @@ export function noteDelegationResult(draft: Draft, envelope: ToolResultEnvelope)
  * (like {@link deliverResult}); a background child's (delegated with `wait: false`) is queued as
  * a steer `{from_child, hand_back}` the parent sees as `user_input`. Rejected `run_terminal` for
  * an ended parent and `nothing_to_do` when the hand-back was already taken (so a repeated delivery
- * adds nothing). Seed: agent-runs, sweeper ("delivers owed child hand-backs"), "Budgets".
+ * adds nothing). docs/contracts/run-lifecycle.md, sweeper ("delivers owed child hand-backs"),
+ * "Budgets".
  */
 export function childEnded(
   record: RunRecord,

@@ -2,9 +2,9 @@
  * Deliveries of external results by resume_key, decided from what the key holds: apply to the
  * wait, hold until the wait is recorded (a result that arrived first), or answer a repeat of a
  * delivery_id as a duplicate. A delivery_id is bound to its body as a control_id is to its
- * command: the same id with another body is refused `delivery_id_reused`. Seed: agent-runs,
- * "Operations" (waiting with a resume_key), "Controls" (control_id_reused); issue 12 (early
- * results are never lost, deliveries are idempotent), issue 25 item 10.
+ * command: the same id with another body is refused `delivery_id_reused`. So an early result is
+ * never lost and a delivery is idempotent. docs/contracts/run-lifecycle.md, "Operations" (waiting with a resume_key), "Controls"
+ * (control_id_reused).
  */
 import { digestOf } from '../canonical.ts';
 

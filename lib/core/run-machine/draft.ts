@@ -21,7 +21,10 @@ import {
 } from '../../contracts/index.ts';
 import { noteLargeResults } from '../compaction.ts';
 
-/** Default lease length: 90 s (lib/contracts/timings.ts). Seed: "Leases, recovery and the sweeper". */
+/**
+ * Default lease length: 90 s (lib/contracts/timings.ts). docs/contracts/run-lifecycle.md, "Leases,
+ * recovery and the sweeper".
+ */
 export { LEASE_TTL_MS } from '../../contracts/timings.ts';
 
 export type Ok = { ok: true; record: RunRecord; events: RunEvent[] };
@@ -147,7 +150,9 @@ export function terminalFields(record: RunRecord, now: number, reason: string) {
   };
 }
 
-/** Every transition that clears a lease bumps the epoch (seed: "Leases"). */
+/**
+ * Every transition that clears a lease bumps the epoch (docs/contracts/run-lifecycle.md, "Leases").
+ */
 export function clearedEpoch(record: RunRecord): number {
   return record.lease !== null ? record.epoch + 1 : record.epoch;
 }
@@ -196,8 +201,8 @@ export function closeAllRequests(draft: Draft, now: number, reason: string): { e
 
 /**
  * The steers_discarded event of a run that ends with steers still queued: `{count, control_ids}`
- * (the control_ids of the steer controls, oldest first), or none. Seed: agent-runs, "Controls"
- * (stop: "queued steers discarded").
+ * (the control_ids of the steer controls, oldest first), or none. docs/contracts/run-lifecycle.md,
+ * "Controls" (stop: "queued steers discarded").
  */
 export function discardedSteers(record: Pick<RunRecord, 'queued_steers'>, now: number): NewRunEvent[] {
   const steers = record.queued_steers;

@@ -1,7 +1,7 @@
 /**
  * Leases and takeover: acquire, renew, release, and the sweeper's takeover of an expired lease.
- * Every transition that clears a lease bumps the epoch. Seed: agent-runs, "Leases, recovery and
- * the sweeper"; DESIGN section 6.
+ * Every transition that clears a lease bumps the epoch. docs/contracts/run-lifecycle.md, "Leases,
+ * recovery and the sweeper"; docs/architecture.md, "The step".
  */
 import type { NewRunEvent, Operation, RunRecord, Usage } from '../../contracts/index.ts';
 import {
@@ -40,7 +40,7 @@ export function holdsLease(record: RunRecord, fence: Fence, now: number): boolea
 /**
  * A worker takes the lease of a queued run (epoch + 1, expiry now + ttl) and the run becomes
  * running. Rejected with `nothing_to_do` when the run is not queued or has no work,
- * `lease_held` when someone holds an unexpired lease. Seed: "Leases".
+ * `lease_held` when someone holds an unexpired lease. docs/contracts/run-lifecycle.md, "Leases".
  */
 export function acquireLease(
   record: RunRecord,
@@ -50,7 +50,8 @@ export function acquireLease(
 ): TransitionResult {
   if (record.lease !== null && record.lease.expires_at > now)
     return reject('lease_held', 'another worker holds the lease');
-  // A client-driven run is never stepped by the server (seed: "Server-driven and client-driven runs").
+  // A client-driven run is never stepped by the server (docs/contracts/run-lifecycle.md,
+  // "Server-driven and client-driven runs").
   if (record.reducer === null) return reject('nothing_to_do', 'the run is client-driven');
   if (record.status !== 'queued') return reject('nothing_to_do', `run is ${record.status}`);
   if (!hasWork(record)) return reject('nothing_to_do', 'run has no work');
@@ -89,7 +90,8 @@ export function renewLease(
 /**
  * The holder lets go: epoch + 1; the run rests as waiting (open requests and nothing to do) or
  * queued with a wake deadline the sweeper honours if the next step message is lost.
- * A terminal or paused run already has no lease. Seed: "Leases"; DESIGN section 6, step 4.
+ * A terminal or paused run already has no lease. docs/contracts/run-lifecycle.md, "Leases";
+ * docs/architecture.md, "The step".
  */
 export function releaseLease(
   record: RunRecord,
@@ -120,7 +122,8 @@ export function releaseLease(
  * is kept for dispatch again under the same op_id (attempt + 1); a started non-replay-safe one is
  * abandoned and reaches the reducer as operation_failed with outcome_unknown: true. A cancelling
  * run ends stopped. The run rests queued for a fresh worker, which the sweeper wakes after
- * `wakeDelayMs` if the step message is lost. Seed: "Leases, recovery and the sweeper".
+ * `wakeDelayMs` if the step message is lost. docs/contracts/run-lifecycle.md, "Leases, recovery and
+ * the sweeper".
  */
 export function takeOver(record: RunRecord, now: number, wakeDelayMs = 0): TransitionResult {
   if (record.lease === null) return reject('no_lease', 'run holds no lease');
@@ -148,7 +151,7 @@ export function leaseOwnerOf(incarnation: WorkerIncarnation, suffix: string): st
  * the owner names the same slot and a start before `self.startedAt`. Since a slot has at most
  * one live process, that holder is dead and its lease need not be waited out. A lease of any
  * other owner (another slot, an unslotted worker, a client, a later process of the same slot)
- * is not. Seed: "Leases, recovery and the sweeper"; issue 24, point 6.
+ * is not. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 export function heldByDeadPredecessor(record: RunRecord, self: WorkerIncarnation): boolean {
   if (record.lease === null) return false;
@@ -247,7 +250,8 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
 /**
  * Usage after a started operation that ends on takeover (abandoned, or cancelled unacknowledged):
  * it counts as an operation (and a tool or model call) like any finished one; its tokens are
- * unknown. Seed: "Budgets" (usage updated in the same commit as each finished operation).
+ * unknown. docs/contracts/run-lifecycle.md, "Budgets" (usage updated in the same commit as each
+ * finished operation).
  */
 function usageOfEnded(usage: Usage, op: Operation): Usage {
   const model = op.kind === 'model_turn' ? 1 : 0;
@@ -264,8 +268,8 @@ function usageOfEnded(usage: Usage, op: Operation): Usage {
 /**
  * The sweeper is about to wake a queued run nobody drives: its wake deadline moves `delayMs`
  * out first, so that a second sweeper does not wake it too. Rejected `nothing_to_do` unless the
- * run is queued, holds no lease and its deadline has passed. Seed: agent-runs, sweeper ("wakes
- * queued runs that nobody is driving").
+ * run is queued, holds no lease and its deadline has passed. docs/contracts/run-lifecycle.md,
+ * sweeper ("wakes queued runs that nobody is driving").
  */
 export function postponeWake(record: RunRecord, now: number, delayMs: number): TransitionResult {
   if (record.status !== 'queued' || record.lease !== null || record.wake_at === null || record.wake_at > now)

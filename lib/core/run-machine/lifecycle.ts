@@ -1,6 +1,7 @@
 /**
- * Creating, failing and pausing a run. Seed: agent-runs, "Lifecycle", "Subject, principal and
- * admission"; agent-run-contracts, "Validation" (reducer_unavailable, reducer_changed pauses).
+ * Creating, failing and pausing a run. docs/contracts/run-lifecycle.md, "Lifecycle", "Subject,
+ * principal and admission"; docs/contracts/reducer.md, "Validation" (reducer_unavailable,
+ * reducer_changed pauses).
  */
 import {
   type Budgets,
@@ -52,7 +53,7 @@ export interface CreateRunParams {
   depth?: number;
   /**
    * How long after `now` the sweeper wakes the new run if its first step message is lost (ms;
-   * default 0). DESIGN section 6, step 4.
+   * default 0). docs/architecture.md, "The step".
    */
   wake_delay_ms?: number;
   /** The risk tier admission decided (default standard). */
@@ -66,7 +67,10 @@ export interface CreateRunParams {
   scope?: RunRecord['scope'];
 }
 
-/** A new run: status queued, event run_started (seq 1). Seed: "Subject, principal and admission". */
+/**
+ * A new run: status queued, event run_started (seq 1). docs/contracts/run-lifecycle.md, "Subject,
+ * principal and admission".
+ */
 export function createRun(p: CreateRunParams, now: number): Ok {
   const base = {
     run_id: p.run_id,

@@ -1,6 +1,7 @@
 /**
  * Operations: starting the pending one (budgets checked first) and recording how it ended.
- * Seed: agent-runs, "Operations", "Budgets"; agent-run-contracts, "The tool-result envelope".
+ * docs/contracts/run-lifecycle.md, "Operations", "Budgets"; docs/contracts/tool-result.md, "The
+ * tool-result envelope".
  */
 import {
   childOfResumeKey,
@@ -41,7 +42,8 @@ import { failRun, pauseRun } from './lifecycle.ts';
  * `budget_exceeded:<which>` (`child_budget_exceeded:<which>` for a child run's tree limit, which
  * its parent reserved for it). A gated operation (open approval) cannot start, nor one of a
  * server-driven run with steers queued (`steers_queued`: they are consumed first).
- * Seed: "Budgets"; "Operations"; "Controls" (steer: consumed at the next safe boundary).
+ * docs/contracts/run-lifecycle.md, "Budgets"; "Operations"; "Controls" (steer: consumed at the next
+ * safe boundary).
  */
 export function startOperation(record: RunRecord, now: number): TransitionResult {
   const op = record.operation;
@@ -135,7 +137,7 @@ export type OperationResult =
       kind: 'operation_cancelled';
       acknowledged: boolean;
       usage?: { input_tokens: number; output_tokens: number };
-      /** Cancelled after its start commit but before it was dispatched: it never ran (issue 25 item 11). */
+      /** Cancelled after its start commit but before it was dispatched: it never ran. */
       before_dispatch?: true;
     }
   | CompactionResult;
@@ -271,7 +273,8 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
  * commit, the operation cleared. A tool answering `waiting` with a resume_key parks the run
  * behind a result request. A cancelling run ends stopped once the operation returns (its usage
  * still counted); a pause asked for during the operation is applied now.
- * Seed: "Operations" (six outcomes), "Controls" (stop), "Budgets" (usage).
+ * docs/contracts/run-lifecycle.md, "Operations" (six outcomes), "Controls" (stop), "Budgets"
+ * (usage).
  */
 export function finishOperation(
   record: RunRecord,

@@ -1,6 +1,6 @@
 /**
  * Applying a validated reducer answer: the effects of raisin.agent-run.reducer/1 become the
- * run's operation, requests, checkpoints and ending. Seed: agent-run-contracts, "Response".
+ * run's operation, requests, checkpoints and ending. docs/contracts/reducer.md, "Response".
  */
 import {
   type Effect,
@@ -36,7 +36,7 @@ export interface ReducerAnswer {
   diagnostics: unknown[];
   /**
    * The hash of the reducer artifact that answered; pins the binding when the run has not pinned
-   * one yet (seed: agent-runs, "Domain reducers": "Pinned").
+   * one yet (docs/contracts/reducer.md, "Binding": the run pins the artifact hash).
    */
   artifact_hash?: string;
 }
@@ -100,7 +100,8 @@ function requestOf(
  * Whether `effect` may replace the pending operation `op`: a request_model_turn replaces a model
  * turn that has not started (the reducer re-asks with a newer transcript, e.g. after a steer it
  * saw at the boundary before that turn). Anything else while an operation is pending is
- * multiple_operations. Seed: agent-runs, "Controls" (steer: "consumed at the next safe boundary").
+ * multiple_operations. docs/contracts/run-lifecycle.md, "Controls" (steer: "consumed at the next
+ * safe boundary").
  */
 function supersedes(op: Operation, effect: Effect): boolean {
   return op.started_at === null && op.kind === 'model_turn' && effect.kind === 'request_model_turn';
@@ -233,7 +234,7 @@ function endByEffect(
  * state_rev, records the projection, and applies each effect (operation, requests, checkpoint,
  * terminal). An operation effect while another operation is pending fails the run
  * (reducer_refused:multiple_operations), except a request_model_turn replacing a model turn that
- * has not started. Seed: agent-run-contracts, "Response", effect table.
+ * has not started. docs/contracts/reducer.md, "Response", effect table.
  */
 export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now: number): TransitionResult {
   if (record.inbox[0] !== answer.event_seq) {

@@ -1,7 +1,7 @@
 /**
  * Steers and requests between operations: consuming a steer, the policy gate's approval,
- * expiring requests, delivering an external result. Seed: agent-runs, "Controls" (steer),
- * "Operations" (waiting with a resume_key), sweeper ("closes requests past their expiry").
+ * expiring requests, delivering an external result. docs/contracts/run-lifecycle.md, "Controls"
+ * (steer), "Operations" (waiting with a resume_key), sweeper ("closes requests past their expiry").
  */
 import {
   isTerminalStatus,
@@ -25,7 +25,8 @@ import {
 /**
  * Queues a steer (event steer_queued): it reaches the reducer as `user_input` at the next boundary
  * between operations; a waiting run is queued to take it. Used by the steer control and by the
- * delegation mailbox (a background child's hand-back). Seed: agent-runs, "Controls" (steer).
+ * delegation mailbox (a background child's hand-back). docs/contracts/run-lifecycle.md, "Controls"
+ * (steer).
  */
 export function queueSteer(
   draft: Draft,
@@ -131,7 +132,8 @@ export function openRequestAs(
 
 /**
  * Closes open requests past their expiry (request_closed reason expired); a gated operation whose
- * approval expired is dropped. Seed: sweeper duty "closes requests past their expiry".
+ * approval expired is dropped. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper"
+ * (expiry of requests).
  */
 export function expireRequests(record: RunRecord, now: number): TransitionResult {
   const expired = record.open_requests.filter((r) => r.expires_at !== null && r.expires_at <= now);
@@ -162,7 +164,8 @@ export interface DeliveryMark {
  * Delivers an external result for a parked tool call by its resume_key: the result request
  * closes and the tool_result reaches the reducer. `mark` is recorded on result_delivered
  * ({request_id, resume_key, delivery_id?, body_digest?, early?}). Rejected `request_not_found` when no open
- * result request has that key. Seed: "Operations" (waiting with a resume_key).
+ * result request has that key. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
+ * resume_key).
  */
 export function deliverResult(
   record: RunRecord,

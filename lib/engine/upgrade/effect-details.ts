@@ -6,7 +6,7 @@
  * names), the run_completed or run_failed of complete / fail, the checkpoint_written of a
  * checkpoint, the request_closed of a withdraw_request. The check compares these fields too, so
  * a changed summary or question is a divergence. Fields the log does not hold (a tool's args, a
- * model turn's request, the projection) are not compared. Issue 29 point 1.
+ * model turn's request, the projection) are not compared.
  */
 import type { Effect, RunEvent } from '../../contracts/index.ts';
 

@@ -5,7 +5,7 @@
  * `validateAnswer`), and each answer is compared with the recorded one. Per decision, not per
  * run: each delivery gets the state the old artifact wrote, so a run can be taken over at any
  * point. Result per run: identical, or the first divergent delivery with both answers and a
- * short diff. DESIGN section 13 ("upgrades can be checked exactly"); issue 29 point 1.
+ * short diff. docs/guides/upgrading-a-reducer.md.
  */
 import type { ReducerBinding, ReducerRequest } from '../../contracts/index.ts';
 import { canonicalJson } from '../../core/canonical.ts';

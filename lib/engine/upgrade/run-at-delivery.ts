@@ -9,7 +9,7 @@
  * its calls: counted 1; a failed turn's `attempts` are recorded), budgets raised on a resume (the
  * record's current budgets are used), and a delivery the worker rebased onto a concurrent
  * control's commit (the request then had the summary before that control's events).
- * Seed: agent-run-contracts, "Request"; issue 29 point 1.
+ * docs/contracts/reducer.md, "Request".
  */
 import {
   EMPTY_USAGE,
@@ -173,7 +173,7 @@ function emptyFold(): Fold {
 /**
  * The run as it stood after the last of `events` (seq 1 upward, contiguous): the summary fields
  * folded from the log (`last_seq` the last event's) and the domain state revision then. Used by
- * the time-travel read (`GET /runs/{id}/at/{seq}`); issue 29 point 5.
+ * the time-travel read (`GET /runs/{id}/at/{seq}`).
  */
 export function summaryAfter(
   run: Pick<RunRecord, 'run_id' | 'subject' | 'budgets'>,

@@ -6,7 +6,7 @@
  * comes from sending the deliveries up to the seq to the run's pinned reducer again (each with the
  * state the run stored for it, as the reducer check does). When the pinned artifact is no longer
  * served, or it does not reproduce a recorded state revision, the projection (and a state the
- * store lost) is reported unknown. Issue 29 point 5; seed: agent-runs, "Projections", "Checkpoints".
+ * store lost) is reported unknown. docs/contracts/run-lifecycle.md, "Projections", "Checkpoints".
  */
 import type { Checkpoint, Projection, ReducerBinding, RunEvent, RunRecord } from '../../contracts/index.ts';
 import { effectiveProjection } from '../../core/projection.ts';

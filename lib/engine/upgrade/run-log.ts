@@ -5,7 +5,7 @@
  * API returns it without `capability_hash` (the hash of its control capability), every event
  * from seq 1, every checkpoint, and each domain state revision the store still holds
  * (`{state_rev, state}`; a revision an answer replaced inside one commit was never stored).
- * Seed: agent-runs, "Checkpoints", "Storage and cluster behaviour"; issue 29 point 2.
+ * docs/contracts/run-lifecycle.md, "Checkpoints", "Storage and cluster behaviour".
  */
 import { z } from 'zod';
 import { Budgets, Checkpoint, ReducerBinding, RunEvent, Subject } from '../../contracts/index.ts';

@@ -5,8 +5,8 @@
  * reducer reads the same shape leniently, through the JSON Schema derived from this one
  * (context-json-schema.ts, inlined into the artifact by the build): a bad field falls back to its
  * default (context.ts says how). The artifact never imports this module's values, so zod stays
- * out of the sandbox. Seed: agent-runs, "Where runs are used"; agent-run-contracts, "Effects"
- * (the call_tool flags).
+ * out of the sandbox. docs/contracts/run-lifecycle.md, "Where runs are used";
+ * docs/contracts/reducer.md, "Effects" (the call_tool flags).
  *
  * Property order is the order the reducer's state keeps them in.
  */

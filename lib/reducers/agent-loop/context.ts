@@ -12,7 +12,7 @@
  *   (`tool_duplicate`);
  * - a context that is not an object counts as {} (`context_invalid`).
  * The reducer's answer depends only on the context's JSON value, as before the schema existed.
- * Seed: agent-run-contracts, "Writing a deterministic reducer".
+ * docs/contracts/reducer.md, "Writing a deterministic reducer".
  */
 
 import { CONTEXT_JSON_SCHEMA, type SchemaNode } from './context-json-schema.ts';

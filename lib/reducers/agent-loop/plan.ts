@@ -14,7 +14,7 @@
  *   or an approval quoting another digest answers it `refused`. Until the current plan is
  *   approved, every other tool call is answered `refused` without running. A changed plan needs a
  *   new approval; proposing the approved plan again needs none.
- * Seed: agent-run-contracts ("request_approval", "Writing a deterministic reducer": digests over
+ * docs/contracts/reducer.md ("request_approval", "Writing a deterministic reducer": digests over
  * canonical JSON; "Projection").
  */
 import { canonical, clip, isObject } from './json.ts';

@@ -5,7 +5,7 @@
  * steer). Each completed model turn counts as idle when no progress came since the turn before
  * (the run's start counts as progress). When the idle count reaches N on a turn that asks for
  * tools, its calls are answered not_executed and the run ends: capability_gap, then
- * complete{blocked}. Seed: agent-run-contracts ("capability_gap ... must be followed by
+ * complete{blocked}. docs/contracts/reducer.md ("capability_gap ... must be followed by
  * complete{blocked} or ask_user").
  */
 import { canonical, clip } from './json.ts';

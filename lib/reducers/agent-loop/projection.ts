@@ -5,7 +5,7 @@
  * for not executed, stopped), then `respond` (the reply or the task's end: in_progress while the model works, pending during
  * tools, waiting for the user, in_progress while the verifier runs, then completed / blocked /
  * failed / stopped), and a one-line summary (`; plan <done> of <n> done` appended with a plan).
- * Seed: agent-run-contracts, "Projection".
+ * docs/contracts/reducer.md, "Projection".
  */
 import type { Projection, ProjectionItem } from '../../contracts/index.ts';
 import { PROPOSE_PLAN, planSummary } from './plan-names.ts';

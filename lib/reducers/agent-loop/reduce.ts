@@ -4,9 +4,9 @@
  * lib/reducers/build.ts (`npm run build:reducers`) into lib/reducers/agent-loop.js, one
  * self-contained ES module the QuickJS sandbox evaluates under the deterministic execution
  * policy: no imports, no host calls, no clock, no randomness. It exports `reduce(request)`: a
- * `raisin.agent-run.reducer/1` request in, the response out. Seeds: agent-run-contracts ("The
- * reducer contract", "Validation", "Writing a deterministic reducer", "Projection"); agent-runs
- * ("Domain reducers", "Where runs are used").
+ * `raisin.agent-run.reducer/1` request in, the response out. docs/contracts/reducer.md
+ * ("Validation", "Writing a deterministic reducer", "Projection"); docs/contracts/run-lifecycle.md
+ * ("Where runs are used").
  *
  * Where the rest is described: the context (run_started.data.context) in context-schema.ts and
  * how a bad one is read in context.ts; the state in state.ts; running a turn's calls in

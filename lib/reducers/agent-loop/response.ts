@@ -1,8 +1,8 @@
 /**
  * The response builder: the reduction of one event (what the handlers read and write), effect
  * ids, and the three answers a request gets: changed (state_rev + 1, effects, projection),
- * unchanged (same state and state_rev, diagnostics only) and refused. Seed: agent-run-contracts,
- * "The reducer contract" (response fields, effect ids `${state_rev}:${i}`), "Validation".
+ * unchanged (same state and state_rev, diagnostics only) and refused. docs/contracts/reducer.md
+ * (response fields, effect ids `${state_rev}:${i}`), "Validation".
  */
 import type { z } from 'zod';
 import type { Effect, Projection, REDUCER_CONTRACT } from '../../contracts/index.ts';

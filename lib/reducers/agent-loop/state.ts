@@ -3,7 +3,7 @@
  * Small and bounded: the transcript stays in the event log and is referenced by seq, only the
  * current turn's pending calls keep their args, the configuration is capped at 160 KiB and one
  * turn's args at 64 KiB (UTF-8 of canonical JSON), so the canonical state stays below the
- * contract's 256 KiB however long the run. Seed: agent-run-contracts, "Writing a deterministic
+ * contract's 256 KiB however long the run. docs/contracts/reducer.md, "Writing a deterministic
  * reducer" (state is data, versioned).
  */
 import type { AgentLoopOutcome, AgentLoopSettings, AgentLoopToolSettings } from './context-schema.ts';

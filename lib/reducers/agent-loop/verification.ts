@@ -13,8 +13,9 @@
  * with evidence entries all ok is added to the ledger and decides; still not proven → complete
  * {partial} with `Not verified: <why>. <summary>`, or (on_missing ask_user) ask_user with
  * choices accept | continue: `accept` completes partial, any other answer goes back to the model.
- * Seeds: deterministic-seams ("completion claims require independent verification");
- * agent-run-contracts ("The tool-result envelope": evidence, artifact_refs, legacy).
+ * docs/architecture.md, "The seams of a step" ("completion claims require independent
+ * verification"); docs/contracts/tool-result.md ("The tool-result envelope": evidence,
+ * artifact_refs, legacy).
  */
 import { canonical, clip, isObject, type JsonRecord } from './json.ts';
 import { complete, requestModelTurn } from './operations.ts';

@@ -8,7 +8,7 @@
  * records, their versions, the receipt keyed on the operation id) and installs it with one
  * assignment, so no reader ever sees the change without its receipt or the receipt without its
  * change. Tools run synchronously between begin and commit, so two dispatches of one operation
- * cannot interleave. Seed: agent-run-contracts, "Tool calls" ("A mutating tool should use the
+ * cannot interleave. docs/contracts/tool-result.md, "Tool calls" ("A mutating tool should use the
  * operation id as its idempotency key").
  *
  * Records keep the key order of the files: the tools print them with Python's json.dumps, whose

@@ -15,8 +15,9 @@
  *   {@link withTodaysAddressKey} maps that one key in the recorded outputs before anything
  *   compares them.
  *
- * Seed: agent-run-contracts, "Tool calls" and "The tool-result envelope"; agent-runs, "Leases,
- * recovery and the sweeper" (a replay-safe operation is dispatched again under the same op_id).
+ * docs/contracts/tool-result.md, "Tool calls" and "The tool-result envelope";
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper" (a replay-safe operation is
+ * dispatched again under the same op_id).
  */
 import { z } from 'zod';
 import type { ContextMessage, ToolResultEnvelope } from '../../contracts/index.ts';

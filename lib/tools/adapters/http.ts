@@ -3,8 +3,8 @@
  * headers `Content-Type: application/json`, the tool's own headers, and `Idempotency-Key: <op_id>`
  * when the call is mutating. Redirects are not followed (no hidden network access). A 2xx answer's
  * body is the result (JSON; empty means null); other statuses map to error classes with
- * errorClassForHttpStatus, and their bodies are discarded unread. Seed: agent-run-contracts,
- * "Tool calls"; tool-invocation-contract, "Non-goals" (no implicit network access).
+ * errorClassForHttpStatus, and their bodies are discarded unread. docs/contracts/tool-result.md,
+ * "Tool calls"; docs/contracts/tool-result.md, "Non-goals" (no implicit network access).
  */
 import type { ToolErrorClass } from '../../contracts/index.ts';
 import { ToolError } from '../errors.ts';

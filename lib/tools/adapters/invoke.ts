@@ -1,7 +1,7 @@
 /**
  * The one dispatch from a handler kind to its adapter: `module` runs in process, `lambda`,
  * `http` and `mcp` go through the adapter beside this file. Nothing else in lib/tools switches
- * on the kind. Seed: tool-invocation-contract, "Invocation".
+ * on the kind. docs/contracts/tool-result.md, "Invocation".
  */
 import type { InvokeOptions, ToolHandler, ToolInvocationContext } from '../handler-types.ts';
 import { invokeHttp } from './http.ts';

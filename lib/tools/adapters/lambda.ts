@@ -2,7 +2,7 @@
  * The AWS Lambda handler kind: one synchronous `Invoke` (RequestResponse) of the tool's function
  * with the JSON payload `{args, context}` where `context` is {run_id, operation_id,
  * idempotency_key?, principal, attempt, timeout_ms}. The function answers with its result
- * (ideally a raisin.tool-result/1 envelope). Seed: agent-run-contracts, "Tool calls".
+ * (ideally a raisin.tool-result/1 envelope). docs/contracts/tool-result.md, "Tool calls".
  *
  * Error mapping (messages are generic; the function's errorMessage never leaves this module):
  * - FunctionError with errorType `Sandbox.Timedout` → timeout; errorType naming a tool error class

@@ -4,7 +4,7 @@
  * forgotten so that the next call tries again. Auth headers (a secret) are read when the
  * connection opens. The calls themselves go through adapters/mcp.ts like any MCP tool's. The
  * MCP SDK's client is imported when the first connection opens, so a process that calls no MCP
- * tool never loads it (issue 24, point 7).
+ * tool never loads it.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { McpToolClient } from '../handler-types.ts';

@@ -13,7 +13,7 @@
  * invalid_input, MethodNotFound → unsupported, RequestTimeout → timeout, ConnectionClosed →
  * transient, others → tool_error. The SDK's McpError is recognized by its shape (a numeric `code`
  * and the SDK's "MCP error <code>:" message), not by importing the SDK's types module, which
- * builds its zod schemas at import (issue 24, point 7). Seed: agent-run-contracts, "Tool calls".
+ * builds its zod schemas at import. docs/contracts/tool-result.md, "Tool calls".
  */
 import { isToolErrorClass, ToolError } from '../errors.ts';
 import type { McpHandler, ToolInvocationContext } from '../handler-types.ts';

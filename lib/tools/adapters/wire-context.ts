@@ -1,6 +1,6 @@
 /**
  * The JSON `context` object the out-of-process adapters (Lambda, HTTP, MCP `_meta`) send with
- * the args. Seed: agent-run-contracts, "Tool calls".
+ * the args. docs/contracts/tool-result.md, "Tool calls".
  */
 import type { ToolInvocationContext, WireContext } from '../handler-types.ts';
 
