@@ -13,10 +13,10 @@ import type {
   CreateRunInput,
   DeploymentConfig,
   ForkRunInput,
+  PublicRunRecord,
   ReducerCheckReport,
   ReducerUpgradeReport,
   RunEvent,
-  RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
 import { type CallFn, httpCaller, pauseFor } from './call.ts';
@@ -84,7 +84,7 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
    * const run = await client.getRun(runId);
    * if (run.status === 'waiting') console.log(run.open_requests);
    */
-  getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
+  getRun(runId: string, options?: RunCallOptions): Promise<PublicRunRecord>;
   /**
    * One page of runs the caller may read (`GET /runs`): by status, newest first, or a subject's live run.
    *

@@ -15,6 +15,7 @@ export * from './limits.ts';
 export * from './live.ts';
 export * from './model-context.ts';
 export * from './model-turn.ts';
+export * from './public-run.ts';
 export * from './reducer.ts';
 export * from './reducer-check.ts';
 export * from './registry.ts';

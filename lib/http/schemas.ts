@@ -14,7 +14,6 @@ import { zodToOpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from '@hono/zod-openapi';
 import {
   AgentEntry as AgentEntryContract,
-  Checkpoint as CheckpointContract,
   CheckpointList as CheckpointListContract,
   ChildRun as ChildRunContract,
   ChildRunList as ChildRunListContract,
@@ -33,6 +32,8 @@ import {
   HeldDeliveryResponse as HeldDeliveryResponseContract,
   OpenApiDocument,
   PolicyDocument as PolicyDocumentContract,
+  PublicCheckpoint,
+  PublicRunRecord,
   PublishResult as PublishResultContract,
   RegistryEntry as RegistryEntryContract,
   RegistryEntryView as RegistryEntryViewContract,
@@ -40,7 +41,6 @@ import {
   RunAtSeq as RunAtSeqContract,
   RunEvent as RunEventContract,
   RunList as RunListContract,
-  RunRecord as RunRecordContract,
   RunStatus,
   StateRevision as StateRevisionContract,
   Subject,
@@ -64,7 +64,7 @@ export function named<T extends z.ZodType>(name: string, schema: T): T {
   return schema;
 }
 
-export const RunRecord = named('RunRecord', RunRecordContract);
+export const RunRecord = named('RunRecord', PublicRunRecord);
 export const RunEvent = named('RunEvent', RunEventContract);
 export const Control = named('Control', ControlContract);
 export const ControlAck = named('ControlAck', ControlAckContract);
@@ -83,7 +83,7 @@ export const RegistryEntryView = named('RegistryEntryView', RegistryEntryViewCon
 export const CreateRunResponse = named('CreateRunResponse', CreateRunResponseContract);
 export const RunList = named('RunList', RunListContract);
 export const EventPage = named('EventPage', EventPageContract);
-export const Checkpoint = named('Checkpoint', CheckpointContract);
+export const Checkpoint = named('Checkpoint', PublicCheckpoint);
 export const CheckpointList = named('CheckpointList', CheckpointListContract);
 export const ChildRun = named('ChildRun', ChildRunContract);
 export const ChildRunList = named('ChildRunList', ChildRunListContract);

@@ -9,7 +9,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type ReactNode, useCallback, useId, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
+import type { PublicRunRecord, RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { budgetBars, budgetPauseLimit, formatAmount, pauseText } from '../model/budgets.ts';
@@ -93,7 +93,7 @@ export function RunPage({ runId }: { runId: string }) {
   );
 }
 
-function statusDetail(run: RunRecord): string | null {
+function statusDetail(run: PublicRunRecord): string | null {
   switch (run.status) {
     case 'paused':
       return `paused: ${pauseText(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
@@ -109,7 +109,7 @@ function statusDetail(run: RunRecord): string | null {
   }
 }
 
-function RunHeader({ run }: { run: RunRecord }) {
+function RunHeader({ run }: { run: PublicRunRecord }) {
   const { config } = useApi();
   const now = useNow();
   const observed = useRef<LeaseObservation | null>(null);
@@ -195,7 +195,7 @@ function Fact(props: { term: string; wide?: boolean; testId?: string; children: 
   );
 }
 
-function Plan({ run }: { run: RunRecord }) {
+function Plan({ run }: { run: PublicRunRecord }) {
   const projection = run.projection;
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
@@ -219,7 +219,7 @@ function Plan({ run }: { run: RunRecord }) {
   );
 }
 
-function Usage({ run }: { run: RunRecord }) {
+function Usage({ run }: { run: PublicRunRecord }) {
   const now = useNow();
   const ids = useId();
   const bars = budgetBars(run, now);
