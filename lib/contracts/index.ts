@@ -7,6 +7,7 @@ export * from './compaction.ts';
 export * from './controls.ts';
 export * from './create-run.ts';
 export * from './delegation.ts';
+export * from './env-names.ts';
 export * from './error-codes.ts';
 export * from './events.ts';
 export * from './fork.ts';
