@@ -12,6 +12,7 @@ export * from './error-codes.ts';
 export * from './events.ts';
 export * from './fork.ts';
 export * from './http-api.ts';
+export * from './http-params.ts';
 export * from './limits.ts';
 export * from './live.ts';
 export * from './model-context.ts';

@@ -14,9 +14,9 @@ import {
   FailedRun,
   PausedRun,
   QueuedRun,
-  type RunRecord,
   RunningBetweenOperations,
   RunningWithOperation,
+  type RunRecord,
   StoppedRun,
   WaitingRun,
 } from './run.ts';

@@ -5,6 +5,8 @@
  * Seed: agent-runs, "Server-driven and client-driven runs"; "over HTTP, WebSocket" (the events
  * as server-sent events).
  */
+
+import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 import type { RunEvent } from '../contracts/index.ts';
 import { withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
@@ -23,7 +25,6 @@ import {
   takeLeaseRoute,
   takeSteersRoute,
 } from './routes.ts';
-import { MAX_WAIT_SECONDS } from './schemas.ts';
 import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /** How long an EventSource waits before it reconnects after a response ended (ms). */

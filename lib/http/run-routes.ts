@@ -3,6 +3,8 @@
  * one engine use case, and maps the result (a run record or checkpoint made public: no storage
  * key, lib/contracts/public-run.ts). Seed: agent-runs ("Controls"); DESIGN section 7.
  */
+
+import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 import { publicCheckpoint, publicRun, withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -21,7 +23,6 @@ import {
   runAtRoute,
   stateRoute,
 } from './routes.ts';
-import { MAX_WAIT_SECONDS } from './schemas.ts';
 import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /**
