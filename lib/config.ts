@@ -11,6 +11,7 @@
  * their contents (and throw their own errors naming the variable).
  */
 import { z } from 'zod';
+import { CLI_ENV } from './contracts/env-names.ts';
 import { RiskTier } from './contracts/index.ts';
 import {
   defaultClockSkewMs,
@@ -299,17 +300,22 @@ export const VARIABLES = {
     defaultText: '`/usr/bin/chromium`',
     docs: '../guides/web-console.md',
   }),
-  AGENT_RUNS_URL: cli(text, 'URL', "the CLI's API URL", {
+  [CLI_ENV.AGENT_RUNS_URL]: cli(text, 'URL', "the CLI's API URL", {
     defaultText: '`.agent-runs/local.json`',
     docs: GUIDE.local,
   }),
-  AGENT_RUNS_TOKEN: cli(text, 'string', "the CLI's bearer token", {
+  [CLI_ENV.AGENT_RUNS_TOKEN]: cli(text, 'string', "the CLI's bearer token", {
     defaultText: '`.agent-runs/local.json`',
     docs: GUIDE.deploy,
   }),
-  AGENT_RUNS_WS_URL: cli(text, 'URL', 'the live WebSocket URL for `events --follow` (or `--ws-url`)', {
-    docs: '../guides/client-driven.md',
-  }),
+  [CLI_ENV.AGENT_RUNS_WS_URL]: cli(
+    text,
+    'URL',
+    'the live WebSocket URL for `events --follow` (or `--ws-url`)',
+    {
+      docs: '../guides/client-driven.md',
+    },
+  ),
   AWS_REGION: aws(text, 'string', "the function's region (set by Lambda)"),
   AWS_DEFAULT_REGION: aws(text, 'string', 'the region when AWS_REGION is unset'),
   AWS_LAMBDA_FUNCTION_NAME: aws(

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { cliInvocation } from '../../lib/client/cli-invocation.ts';
+import { CLI_ENV } from '../../lib/contracts/env-names.ts';
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
 import { printableLines } from './printable.ts';
@@ -111,19 +112,19 @@ export function createCliContext(io: CliIo): CliContext {
     client(cmd) {
       const { createClient, readLocalState } = loaded();
       const opts = cmd.optsWithGlobals<GlobalOptions>();
-      const explicitUrl = opts.url ?? io.env.AGENT_RUNS_URL;
+      const explicitUrl = opts.url ?? io.env[CLI_ENV.AGENT_RUNS_URL];
       const state = explicitUrl === undefined || opts.token === undefined ? readLocalState(io.cwd) : null;
       const url = explicitUrl ?? state?.url;
       if (url === undefined) {
         throw new CliError(
           'no_url',
-          'no API URL: pass --url, set AGENT_RUNS_URL, or start the local stack (npm start), which writes .agent-runs/local.json',
+          `no API URL: pass --url, set ${CLI_ENV.AGENT_RUNS_URL}, or start the local stack (npm start), which writes .agent-runs/local.json`,
         );
       }
       // The state file's token goes only to the state file's URL.
       const token =
         opts.token ??
-        io.env.AGENT_RUNS_TOKEN ??
+        io.env[CLI_ENV.AGENT_RUNS_TOKEN] ??
         (state !== null && state.url === url ? state.token : undefined);
       return createClient({
         baseUrl: url,
@@ -134,7 +135,7 @@ export function createCliContext(io: CliIo): CliContext {
     liveTarget(cmd) {
       const client = ctx.client(cmd);
       const opts = cmd.optsWithGlobals<GlobalOptions>();
-      let wsUrl = opts.wsUrl ?? io.env.AGENT_RUNS_WS_URL;
+      let wsUrl = opts.wsUrl ?? io.env[CLI_ENV.AGENT_RUNS_WS_URL];
       if (wsUrl === undefined) {
         const state = loaded().readLocalState(io.cwd);
         if (state !== null && state.url === client.baseUrl) wsUrl = state.ws_url;

@@ -9,6 +9,7 @@
  */
 import type { Command } from 'commander';
 import type { LiveTarget } from '../../lib/client/live.ts';
+import { CLI_ENV } from '../../lib/contracts/env-names.ts';
 import { CliError, type CommandModule, parseIntArg } from './context.ts';
 
 interface EventsOptions {
@@ -31,7 +32,7 @@ export function followVia(via: string | undefined, target: LiveTarget): FollowVi
   if (via === 'ws' && target.wsUrl === undefined)
     throw new CliError(
       'invalid_argument',
-      '--via ws needs the live WebSocket URL: pass --ws-url or set AGENT_RUNS_WS_URL',
+      `--via ws needs the live WebSocket URL: pass --ws-url or set ${CLI_ENV.AGENT_RUNS_WS_URL}`,
     );
   return via as FollowVia;
 }

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import { followLive, followSse, type LiveTarget } from '../../lib/client/live.ts';
 import type { EventPage } from '../../lib/client/shapes.ts';
-import { RUN_EVENT_KINDS, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import { type PublicRunRecord, RUN_EVENT_KINDS, type RunEvent } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError } from './context.ts';
 import type { FollowVia } from './events.ts';
 import { formatEvent, printable } from './format.ts';
@@ -33,7 +33,7 @@ export function eventsOver(
 }
 
 /** The status line's values for a run. */
-export function statusPayload(run: RunRecord, frame: number): Record<string, string | number> {
+export function statusPayload(run: PublicRunRecord, frame: number): Record<string, string | number> {
   return {
     spinner: SPINNER[frame % SPINNER.length] ?? '',
     status: run.status,
@@ -46,7 +46,7 @@ export function statusPayload(run: RunRecord, frame: number): Record<string, str
 }
 
 /** A live status line on `stream`, with events logged above it. */
-function liveView(stream: NodeJS.WritableStream, run: RunRecord) {
+function liveView(stream: NodeJS.WritableStream, run: PublicRunRecord) {
   const max = run.budgets.max_operations;
   const format = `{spinner} {status} | ${max ? '{bar} ' : ''}ops {value}${max ? '/{total}' : ''} | turns {turns} | model {model_calls} | tools {tool_calls} | tokens {tokens} | seq {seq}`;
   const multi = new cliProgress.MultiBar(
@@ -75,7 +75,7 @@ function liveView(stream: NodeJS.WritableStream, run: RunRecord) {
   process.once('SIGINT', interrupted);
   return {
     log: (line: string) => multi.log(`${line}\n`),
-    update(next: RunRecord) {
+    update(next: PublicRunRecord) {
       current = next;
       bar.update(next.usage.operations, statusPayload(next, frame));
     },
@@ -108,7 +108,7 @@ export async function follow(
   via: FollowVia = 'poll',
   target: LiveTarget = { baseUrl: client.baseUrl },
   until?: RunEvent['kind'],
-): Promise<RunRecord> {
+): Promise<PublicRunRecord> {
   let run = await client.getRun(runId);
   const json = ctx.json(cmd);
   const view = !json && ctx.io.tty !== undefined ? liveView(ctx.io.tty, run) : null;

@@ -14,8 +14,8 @@ import {
 } from '../../lib/client/waiting.ts';
 import type {
   ControlAck,
+  PublicRunRecord,
   RunEvent,
-  RunRecord,
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
@@ -47,7 +47,7 @@ function table(cells: string[][]): string {
     .join('\n');
 }
 
-export function formatUsage(run: RunRecord): string {
+export function formatUsage(run: PublicRunRecord): string {
   const u = run.usage;
   return `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · tokens ${u.input_tokens} in / ${u.output_tokens} out`;
 }
@@ -72,11 +72,11 @@ export function formatCost(c: UsageCost): string {
 }
 
 /** One open request, with what a person needs to answer it (the commands are under "waiting"). */
-export function formatRequest(r: RunRecord['open_requests'][number]): string {
+export function formatRequest(r: PublicRunRecord['open_requests'][number]): string {
   return printable(requestLine(r));
 }
 
-function requestLine(r: RunRecord['open_requests'][number]): string {
+function requestLine(r: PublicRunRecord['open_requests'][number]): string {
   switch (r.kind) {
     case 'approval':
       return `approval ${r.request_id}: ${r.subject.summary}  (digest ${r.subject.digest})`;
@@ -124,7 +124,7 @@ export function formatWaiting(
  * assume the deployment's `timing` (`GET /config`; default the runtime's defaults).
  */
 export function formatRun(
-  run: RunRecord,
+  run: PublicRunRecord,
   now: number,
   children: ReadonlyMap<string, readonly WaitingReason[]> = new Map(),
   cli: string = DEFAULT_CLI,
@@ -190,15 +190,15 @@ export function formatRunAt(at: RunAtSeq): string {
     ['run', at.run_id],
     ['at seq', `${at.seq} of ${at.current_seq}`],
     ['status', at.status],
-    ['usage', formatUsage(at as unknown as RunRecord)],
+    ['usage', formatUsage(at as unknown as PublicRunRecord)],
     ['state rev', `${at.state_rev}${at.state_known ? '' : ' (not stored)'}`],
     ['checkpoint', cp === null ? '(none yet)' : `#${cp.n} ${cp.reason} (state rev ${cp.state_rev})`],
   ]);
-  const requests = at.open_requests as unknown as RunRecord['open_requests'];
+  const requests = at.open_requests as unknown as PublicRunRecord['open_requests'];
   if (requests.length > 0)
     text += `\nopen requests:\n${requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   if (at.state_known) text += `\nstate: ${brief(at.state, 400)}`;
-  const projection = at.projection as RunRecord['projection'];
+  const projection = at.projection as PublicRunRecord['projection'];
   if (!at.projection_known) text += '\nplan: unknown';
   else if (projection !== null) {
     text += `\nplan${projection.summary ? `: ${printable(projection.summary)}` : ''}`;
@@ -209,7 +209,7 @@ export function formatRunAt(at: RunAtSeq): string {
 }
 
 /** The `runs list` table. */
-export function formatRunList(runs: RunRecord[], cursor?: string): string {
+export function formatRunList(runs: PublicRunRecord[], cursor?: string): string {
   if (runs.length === 0) return cursor ? `no runs on this page (next: --cursor ${cursor})` : 'no runs';
   const rows = [
     ['RUN', 'STATUS', 'SUBJECT', 'CREATED'],

@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ApiError } from '../../lib/client/errors.ts';
+import { CLI_ENV } from '../../lib/contracts/env-names.ts';
 import {
   type CliContext,
   CliError,
@@ -22,12 +23,15 @@ export function buildProgram(modules: readonly CommandModule[], ctx: CliContext,
     .version(version)
     .option(
       '--url <url>',
-      'API base URL (default: AGENT_RUNS_URL, or .agent-runs/local.json of the local stack)',
+      `API base URL (default: ${CLI_ENV.AGENT_RUNS_URL}, or .agent-runs/local.json of the local stack)`,
     )
-    .option('--token <token>', 'bearer token (default: AGENT_RUNS_TOKEN, or the local stack token)')
+    .option(
+      '--token <token>',
+      `bearer token (default: ${CLI_ENV.AGENT_RUNS_TOKEN}, or the local stack token)`,
+    )
     .option(
       '--ws-url <url>',
-      "live event WebSocket for events --follow (default: AGENT_RUNS_WS_URL, or the local stack's)",
+      `live event WebSocket for events --follow (default: ${CLI_ENV.AGENT_RUNS_WS_URL}, or the local stack's)`,
     )
     .option('--json', 'print JSON (one object, or one event per line with events --follow)')
     .showHelpAfterError()

@@ -6,7 +6,7 @@
 import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/shapes.ts';
 import type { WaitingReason } from '../../lib/client/waiting.ts';
-import type { CreateRunInput, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
+import type { CreateRunInput, PublicRunRecord, RunStatus } from '../../lib/contracts/index.ts';
 import { RUN_STATUSES, TERMINAL_STATUSES } from '../../lib/contracts/names.ts';
 import { CliError, type CommandModule, parseIntArg, parseJsonArg } from './context.ts';
 
@@ -176,7 +176,7 @@ export const runsCommand: CommandModule = {
             const pages = await Promise.all(
               LIVE_STATUSES.map((status) => client.listRuns({ status, limit })),
             );
-            const all: RunRecord[] = pages.flatMap((p) => p.runs);
+            const all: PublicRunRecord[] = pages.flatMap((p) => p.runs);
             page = { runs: all.sort((a, b) => b.created_at - a.created_at).slice(0, limit) };
           }
           const { formatRunList } = await format();

@@ -3,7 +3,7 @@
  * events and the acks so far (the Ink view in watch-view.ts only lays them out).
  */
 import { type LeaseTiming, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
-import type { ControlAck, RunEvent, RunRecord, RunStatus } from '../../lib/contracts/index.ts';
+import type { ControlAck, PublicRunRecord, RunEvent, RunStatus } from '../../lib/contracts/index.ts';
 import { formatAck, formatEvent, formatRequest, formatWaiting, printable } from './format.ts';
 
 /** How many of the last events the view keeps. */
@@ -18,7 +18,7 @@ export type WatchMode =
   | { kind: 'confirm_stop' };
 
 export interface WatchState {
-  run: RunRecord;
+  run: PublicRunRecord;
   /** The last EVENT_LINES events, oldest first. */
   events: RunEvent[];
   /** The last ACK_LINES acks and errors, oldest first, as printed. */
@@ -32,7 +32,7 @@ export interface WatchState {
   ended: boolean;
 }
 
-export function initialState(run: RunRecord, via: string): WatchState {
+export function initialState(run: PublicRunRecord, via: string): WatchState {
   return { run, events: [], acks: [], selected: 0, mode: { kind: 'keys' }, via, ended: false };
 }
 
@@ -43,7 +43,7 @@ export function withEvent(state: WatchState, event: RunEvent): WatchState {
 }
 
 /** The state with the run as read now (the selection kept within its open requests). */
-export function withRun(state: WatchState, run: RunRecord): WatchState {
+export function withRun(state: WatchState, run: PublicRunRecord): WatchState {
   const selected = Math.min(state.selected, Math.max(0, run.open_requests.length - 1));
   return { ...state, run, selected };
 }
@@ -72,7 +72,7 @@ export function statusLine(state: WatchState): string {
 }
 
 /** The plan: the projection's summary and items, or nothing. */
-export function planLines(run: RunRecord): string[] {
+export function planLines(run: PublicRunRecord): string[] {
   if (run.projection === null) return [];
   const head = `plan${run.projection.summary ? `: ${run.projection.summary}` : ''}`;
   return [head, ...run.projection.items.map((item) => `  [${item.status}] ${item.title}`)].map(printable);
@@ -86,7 +86,7 @@ export function requestLines(state: WatchState): string[] {
 }
 
 /** Why the run is not moving, in words (the commands are the keys here). */
-export function waitingLines(run: RunRecord, now: number, timing?: LeaseTiming): string[] {
+export function waitingLines(run: PublicRunRecord, now: number, timing?: LeaseTiming): string[] {
   const reasons: WaitingReason[] = waitingReasons(run, now, timing).map((r) => ({ ...r, commands: [] }));
   return formatWaiting(reasons, new Map(), '  ');
 }

@@ -12,7 +12,7 @@ import { createElement as h, type ReactElement, useEffect, useRef, useState } fr
 import type { AgentRunsClient } from '../../lib/client/client.ts';
 import type { LiveTarget } from '../../lib/client/live.ts';
 import type { LeaseTiming } from '../../lib/client/waiting.ts';
-import type { ControlAck, RunRecord } from '../../lib/contracts/index.ts';
+import type { ControlAck, PublicRunRecord } from '../../lib/contracts/index.ts';
 import type { FollowVia } from './events.ts';
 import { eventsOver } from './follow.ts';
 import {
@@ -37,7 +37,7 @@ export interface WatchProps {
   timing?: LeaseTiming;
   target: LiveTarget;
   via: FollowVia;
-  run: RunRecord;
+  run: PublicRunRecord;
 }
 
 /** Events shown before the live ones start: the last few already in the log. */

@@ -1,5 +1,5 @@
 /** What a run has used of each budget limit, for the CLI's waiting hints and the console's bars. */
-import { type BudgetLimit, isTerminalStatus, type RunRecord, treeUsed } from '../contracts/index.ts';
+import { type BudgetLimit, isTerminalStatus, type PublicRunRecord, treeUsed } from '../contracts/index.ts';
 
 /**
  * The amount `record` has used of budget `limit` at `now` (ms epoch), as core's budget check
@@ -8,7 +8,7 @@ import { type BudgetLimit, isTerminalStatus, type RunRecord, treeUsed } from '..
  * children, depth; wall time in ms since creation (stopping at `finished_at` once the run
  * ended). docs/contracts/run-lifecycle.md, "Budgets".
  */
-export function budgetUsed(record: RunRecord, limit: BudgetLimit, now: number): number {
+export function budgetUsed(record: PublicRunRecord, limit: BudgetLimit, now: number): number {
   switch (limit) {
     case 'max_wall_ms': {
       const end = isTerminalStatus(record.status) && 'finished_at' in record ? record.finished_at : now;

@@ -3,17 +3,23 @@
  * run's capability, and the zod schema of the documented answer. Its own module so that the
  * client (client.ts) and the client-driven methods (client-driven.ts) share it without
  * importing each other; `httpCaller` is the one over HTTP. It retries an answer that says "not
- * now" (503 store_unavailable, 429) as long as its Retry-After says (`CallerOptions.retry`).
+ * now" (503 store_unavailable, 429) as long as its Retry-After says (`CallerOptions.retry`). A
+ * call whose path or query parameters the operation's schemas refuse is not sent at all.
  */
 import type { z } from 'zod';
 import { isErrorCode } from '../contracts/error-codes.ts';
 import { ErrorBody } from '../contracts/http-api.ts';
+import { validationIssues, validationMessage } from '../contracts/validation-issues.ts';
 import { ApiError, type ApiErrorCode } from './errors.ts';
 
 export interface Call<T extends z.ZodType> {
   method: 'GET' | 'POST' | 'PUT';
   path: string;
+  /** The values `path` was built from, and the operation's schema of them (lib/contracts/http-params.ts). */
+  params?: { schema: z.ZodType; values: Record<string, string | number> };
   query?: Record<string, string | number | undefined>;
+  /** The operation's schema of `query` (lib/contracts/http-params.ts). */
+  querySchema?: z.ZodType;
   json?: unknown;
   body?: { bytes: Uint8Array; contentType: string };
   capability?: string | undefined;
@@ -81,6 +87,8 @@ export function httpCaller(baseUrl: string, options: CallerOptions): CallFn {
   const backoffMs = options.retry?.backoffMs ?? DEFAULT_BACKOFF_MS;
   const sleep = options.retry?.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   return async function call<T extends z.ZodType>(c: Call<T>): Promise<z.infer<T>> {
+    const refused = refusedParameters(c);
+    if (refused !== undefined) throw refused;
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await once(c);
@@ -94,6 +102,30 @@ export function httpCaller(baseUrl: string, options: CallerOptions): CallFn {
       }
     }
   };
+}
+
+/**
+ * The ApiError `validation_failed` (status 0: nothing was sent) for parameters the operation's
+ * own schemas refuse, worded and detailed as the API would answer it (`{target, issues}`), or
+ * undefined when they pass. The values are checked as text, as the API receives them.
+ */
+export function refusedParameters(c: Call<z.ZodType>): ApiError | undefined {
+  const checks = [
+    ['param', c.params?.schema, c.params?.values],
+    ['query', c.querySchema, c.query],
+  ] as const;
+  for (const [target, schema, values] of checks) {
+    if (schema === undefined) continue;
+    const text = Object.entries(values ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]]));
+    const parsed = schema.safeParse(Object.fromEntries(text));
+    if (parsed.success) continue;
+    const issues = validationIssues(parsed.error.issues);
+    return new ApiError('validation_failed', 0, `${validationMessage(target, issues)} (not sent)`, {
+      target,
+      issues,
+    });
+  }
+  return undefined;
 }
 
 /** One try of a call: the request, then the parsed answer or an ApiError. */

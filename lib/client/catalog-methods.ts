@@ -4,6 +4,7 @@
  * route's own answer schema (operations.ts). Errors: ApiError (`validation_failed` for a function
  * path without a leading "/", before any request).
  */
+import { FunctionParams } from '../contracts/http-params.ts';
 import type { CallFn } from './call.ts';
 import { ApiError } from './errors.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
@@ -15,6 +16,11 @@ const enc = encodeURIComponent;
 export function catalogMethods(call: CallFn) {
   const functionRoute = (functionPath: string) =>
     `/functions/${functionPath.slice(1).split('/').map(enc).join('/')}`;
+  // The path without its leading "/", checked with the route's own schema.
+  const functionParams = (functionPath: string) => ({
+    schema: FunctionParams,
+    values: { path: functionPath.slice(1) },
+  });
   return {
     listTools: async () =>
       (await call({ method: 'GET', path: '/v1/tools', schema: ANSWERS.listTools[200] })).tools,
@@ -27,6 +33,7 @@ export function catalogMethods(call: CallFn) {
       return call({
         method: 'PUT',
         path: functionRoute(functionPath),
+        params: functionParams(functionPath),
         body: { bytes, contentType: ARTIFACT_MEDIA_TYPES[kind] },
         schema: ANSWERS.putFunction[200],
       });
@@ -37,6 +44,7 @@ export function catalogMethods(call: CallFn) {
       const found = await call({
         method: 'GET',
         path: functionRoute(functionPath),
+        params: functionParams(functionPath),
         schema: ANSWERS.getFunction[200],
       });
       const { bytes_base64, ...artifact } = found;

@@ -18,6 +18,7 @@ import type {
   ReportOutcomeResponse,
   TakeSteersResponse,
 } from '../contracts/index.ts';
+import { RunIdParams } from '../contracts/http-params.ts';
 import type { CallFn } from './call.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 
@@ -93,11 +94,13 @@ export interface ClientDrivenMethods {
 }
 
 const path = (runId: string, rest: string) => `/runs/${encodeURIComponent(runId)}${rest}`;
+/** The run id the path is built from, checked with the routes' own schema. */
+const runParams = (runId: string) => ({ schema: RunIdParams, values: { id: runId } });
 
 /** The client-driven methods on `call` (mixed into the client by `createClient`). */
 export function clientDrivenMethods(call: CallFn): ClientDrivenMethods {
   const post = <T extends z.ZodType>(runId: string, rest: string, json: unknown, schema: T) =>
-    call({ method: 'POST', path: path(runId, rest), json, schema });
+    call({ method: 'POST', path: path(runId, rest), params: runParams(runId), json, schema });
   return {
     takeLease: (runId, body) => post(runId, '/lease', body, ANSWERS.takeLease[200]),
     releaseLease: (runId, fence) => post(runId, '/lease/release', { fence }, ANSWERS.releaseLease[200]),
@@ -110,6 +113,12 @@ export function clientDrivenMethods(call: CallFn): ClientDrivenMethods {
     completeRun: (runId, fence, body = {}) =>
       post(runId, '/complete', { fence, ...body }, ANSWERS.completeRun[200]),
     failRun: (runId, fence, code) => post(runId, '/fail', { fence, code }, ANSWERS.failRun[200]),
-    getLease: (runId) => call({ method: 'GET', path: path(runId, '/lease'), schema: ANSWERS.getLease[200] }),
+    getLease: (runId) =>
+      call({
+        method: 'GET',
+        path: path(runId, '/lease'),
+        params: runParams(runId),
+        schema: ANSWERS.getLease[200],
+      }),
   };
 }

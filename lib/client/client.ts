@@ -8,15 +8,26 @@
  * Published as the `@agent-runs/client` package (packages/client). The web console (console/) runs
  * this same client in the browser.
  */
+import type { z } from 'zod';
+import {
+  CheckpointParams,
+  DeliveryQuery,
+  EventsQuery,
+  ListRunsQuery,
+  ResumeKeyParams,
+  RunAtParams,
+  RunIdParams,
+  StateQuery,
+} from '../contracts/http-params.ts';
 import type {
   ControlAck,
   CreateRunInput,
   DeploymentConfig,
   ForkRunInput,
+  PublicRunRecord,
   ReducerCheckReport,
   ReducerUpgradeReport,
   RunEvent,
-  RunRecord,
   ToolDescriptor,
 } from '../contracts/index.ts';
 import { type CallFn, httpCaller, pauseFor } from './call.ts';
@@ -84,7 +95,7 @@ export interface AgentRunsClient extends ClientDrivenMethods, RegistryMethods, D
    * const run = await client.getRun(runId);
    * if (run.status === 'waiting') console.log(run.open_requests);
    */
-  getRun(runId: string, options?: RunCallOptions): Promise<RunRecord>;
+  getRun(runId: string, options?: RunCallOptions): Promise<PublicRunRecord>;
   /**
    * One page of runs the caller may read (`GET /runs`): by status, newest first, or a subject's live run.
    *
@@ -329,6 +340,8 @@ export { httpCaller } from './call.ts';
 
 const enc = encodeURIComponent;
 const runPath = (runId: string) => `/runs/${enc(runId)}`;
+/** The run id a run's path is built from, checked with the routes' own schema. */
+const runParams = (runId: string) => ({ schema: RunIdParams, values: { id: runId } });
 
 function sendControl(
   call: CallFn,
@@ -340,6 +353,7 @@ function sendControl(
   return call({
     method: 'POST',
     path: `${runPath(runId)}/controls`,
+    params: runParams(runId),
     json: body,
     capability: opts.capability,
     schema: ANSWERS.applyControl[200],
@@ -356,6 +370,23 @@ function controlOf<F extends Record<string, unknown>>(
   if (opts.control_id !== undefined) out.control_id = opts.control_id;
   for (const f of fields) if (opts[f] !== undefined) out[f as string] = opts[f];
   return [out as ControlInput, opts.capability !== undefined ? { capability: opts.capability } : {}];
+}
+
+/** A GET of `rest` under one run's path (its id checked), with the run's capability. */
+function readRun<T extends z.ZodType>(
+  call: CallFn,
+  runId: string,
+  rest: string,
+  capability: string | undefined,
+  schema: T,
+): Promise<z.infer<T>> {
+  return call({
+    method: 'GET',
+    path: `${runPath(runId)}${rest}`,
+    params: runParams(runId),
+    capability,
+    schema,
+  });
 }
 
 /** The read methods (runs, events, checkpoints, state, children), create and fork. */
@@ -379,8 +410,7 @@ function runMethods(
   return {
     createRun: (input) =>
       call({ method: 'POST', path: '/runs', json: input, schema: ANSWERS.createRun[201] }),
-    getRun: (runId, opts = {}) =>
-      call({ method: 'GET', path: runPath(runId), capability: opts.capability, schema: ANSWERS.getRun[200] }),
+    getRun: (runId, opts = {}) => readRun(call, runId, '', opts.capability, ANSWERS.getRun[200]),
     listRuns: (params) =>
       call({
         method: 'GET',
@@ -392,13 +422,16 @@ function runMethods(
           limit: params.limit,
           cursor: params.cursor,
         },
+        querySchema: ListRunsQuery,
         schema: ANSWERS.listRuns[200],
       }),
     listRunEvents: (runId, params = {}) =>
       call({
         method: 'GET',
         path: `${runPath(runId)}/events`,
+        params: runParams(runId),
         query: { after: params.after, limit: params.limit, wait: params.wait },
+        querySchema: EventsQuery,
         capability: params.capability,
         schema: ANSWERS.listRunEvents[200],
       }),
@@ -422,27 +455,15 @@ function runMethods(
       }
     },
     listRunCheckpoints: async (runId, opts = {}) =>
-      (
-        await call({
-          method: 'GET',
-          path: `${runPath(runId)}/checkpoints`,
-          capability: opts.capability,
-          schema: ANSWERS.listRunCheckpoints[200],
-        })
-      ).checkpoints,
+      (await readRun(call, runId, '/checkpoints', opts.capability, ANSWERS.listRunCheckpoints[200]))
+        .checkpoints,
     listRunChildren: async (runId, opts = {}) =>
-      (
-        await call({
-          method: 'GET',
-          path: `${runPath(runId)}/children`,
-          capability: opts.capability,
-          schema: ANSWERS.listRunChildren[200],
-        })
-      ).children,
+      (await readRun(call, runId, '/children', opts.capability, ANSWERS.listRunChildren[200])).children,
     getRunCheckpoint: (runId, n, opts = {}) =>
       call({
         method: 'GET',
         path: `${runPath(runId)}/checkpoints/${n}`,
+        params: { schema: CheckpointParams, values: { id: runId, n } },
         capability: opts.capability,
         schema: ANSWERS.getRunCheckpoint[200],
       }),
@@ -450,7 +471,9 @@ function runMethods(
       call({
         method: 'GET',
         path: `${runPath(runId)}/state`,
+        params: runParams(runId),
         query: { rev: opts.rev },
+        querySchema: StateQuery,
         capability: opts.capability,
         schema: ANSWERS.getRunState[200],
       }),
@@ -458,6 +481,7 @@ function runMethods(
       call({
         method: 'GET',
         path: `${runPath(runId)}/at/${seq}`,
+        params: { schema: RunAtParams, values: { id: runId, seq } },
         capability: opts.capability,
         schema: ANSWERS.getRunAtSeq[200],
       }),
@@ -465,6 +489,7 @@ function runMethods(
       call({
         method: 'POST',
         path: `${runPath(runId)}/fork`,
+        params: runParams(runId),
         json: input,
         capability: opts.capability,
         schema: ANSWERS.forkRun[201],
@@ -507,7 +532,10 @@ function controlMethods(
     deliverResult: (resumeKey, result, opts = {}) =>
       call({
         method: 'POST',
-        path: `/results/${enc(resumeKey)}${opts.delivery_id !== undefined ? `?delivery_id=${enc(opts.delivery_id)}` : ''}`,
+        path: `/results/${enc(resumeKey)}`,
+        params: { schema: ResumeKeyParams, values: { resume_key: resumeKey } },
+        query: { delivery_id: opts.delivery_id },
+        querySchema: DeliveryQuery,
         json: result === undefined ? null : result,
         capability: opts.capability,
         schema: Delivery,

@@ -12,7 +12,7 @@ import type {
   ClientOperationResult,
   Fence,
   Operation,
-  RunRecord,
+  PublicRunRecord,
 } from '../contracts/index.ts';
 import { operationMustEnd } from '../core/operation-end.ts';
 import type { AgentRunsClient } from './client.ts';
@@ -45,7 +45,7 @@ export interface DriveSession {
   /** The fence every write carries. */
   readonly fence: Fence;
   /** The run as the last answer showed it. */
-  readonly run: RunRecord;
+  readonly run: PublicRunRecord;
   /** Aborts once the lease is lost or the run stops. */
   readonly signal: AbortSignal;
   /**
@@ -70,9 +70,9 @@ export interface DriveSession {
    */
   approval(subject: ApprovalSubject, options?: { expires_in_ms?: number }): Promise<string>;
   /** Ends the run `completed` (outcome default `succeeded`); returns the ended run. */
-  complete(summary?: string, outcome?: 'succeeded' | 'partial' | 'blocked'): Promise<RunRecord>;
+  complete(summary?: string, outcome?: 'succeeded' | 'partial' | 'blocked'): Promise<PublicRunRecord>;
   /** Ends the run `failed` with the error `code`; returns the ended run. */
-  fail(code: string): Promise<RunRecord>;
+  fail(code: string): Promise<PublicRunRecord>;
 }
 
 /** The run's state after `drive` returned. */
@@ -80,12 +80,12 @@ export interface DriveResult<T> {
   /** What the loop returned (undefined when it did not return). */
   value: T | undefined;
   /** The run as last seen. */
-  run: RunRecord;
+  run: PublicRunRecord;
   /** Why the loop ended: it returned, the lease was lost, or the run stopped. */
   ended: 'returned' | 'lease_lost' | 'stopped';
 }
 
-const live = (run: RunRecord) => run.status === 'running' || run.status === 'cancelling';
+const live = (run: PublicRunRecord) => run.status === 'running' || run.status === 'cancelling';
 
 /** The report of one operation's work: its own, or what its throw means (cancelled when aborted). */
 async function reportOf<Op>(
@@ -143,7 +143,7 @@ export async function drive<T>(
   let operation: AbortController | null = null;
   let ended: DriveResult<T>['ended'] = 'returned';
 
-  const seen = (next: RunRecord) => {
+  const seen = (next: PublicRunRecord) => {
     run = next;
     const end = operationMustEnd(next);
     if (end !== null) operation?.abort(new Error(end === 'interrupt' ? 'interrupted' : 'stopped'));
@@ -170,7 +170,7 @@ export async function drive<T>(
     }
   });
   /** A fenced write: a lost lease ends the session; the run it answers with is seen. */
-  const write = async <R extends { run: RunRecord }>(fn: () => Promise<R>): Promise<R> => {
+  const write = async <R extends { run: PublicRunRecord }>(fn: () => Promise<R>): Promise<R> => {
     try {
       const out = await fn();
       seen(out.run);

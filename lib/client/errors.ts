@@ -30,7 +30,7 @@ export class ApiError extends Error {
   override name = 'ApiError';
   /** The API's code (`run_not_found`, `validation_failed`, ...) or one of the client's own. */
   readonly code: ApiErrorCode;
-  /** HTTP status; 0 when the API could not be reached. */
+  /** HTTP status; 0 when no answer came: the API could not be reached, or the client refused the call. */
   readonly status: number;
   /** What the API added: the field a validation_failed names, a refusal's reason, a lease's expires_at, ... ({} when nothing). */
   readonly details: Record<string, unknown>;
@@ -51,11 +51,12 @@ export class ApiError extends Error {
   }
 
   /**
-   * Whether retrying the same call later may succeed: unreachable (0), 503 (store_unavailable)
+   * Whether retrying the same call later may succeed: `unreachable`, 503 (store_unavailable)
    * or 429 (too_many_waits, quota_exceeded, the stage's throttling); wait `retryAfterSeconds`
-   * first when the API said so. The client's own retries (call.ts) already waited some out.
+   * first when the API said so. The client's own retries (call.ts) already waited some out. A
+   * call the client itself refused before sending it (status 0, e.g. `validation_failed`) is not.
    */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 503 || this.status === 429;
+    return this.code === 'unreachable' || this.status === 503 || this.status === 429;
   }
 }

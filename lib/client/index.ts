@@ -8,8 +8,9 @@ export type {
   ControlAck,
   CreateRunInput,
   ForkRunInput,
+  /** A run record as the API answers it (no storage key: lib/contracts/public-run.ts). */
+  PublicRunRecord as RunRecord,
   RunEvent,
-  RunRecord,
   RunStatus,
   ToolDescriptor,
 } from '../contracts/index.ts';

@@ -8,8 +8,9 @@
  * "over HTTP, WebSocket".
  */
 import { createParser } from 'eventsource-parser';
+import { RunIdParams, StreamQuery } from '../contracts/http-params.ts';
 import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
-import { answeredCode } from './call.ts';
+import { answeredCode, refusedParameters } from './call.ts';
 import { ApiError } from './errors.ts';
 
 /** The options of `followLive` and `followSse`: where to start, how to stop, reconnect pacing. */
@@ -209,13 +210,23 @@ export async function* followLive(
  * Follows `runId` over server-sent events: each response carries the events found within its
  * wait; the next request resumes with Last-Event-ID. Returns when the run settled (an
  * `event: settled`, or 204). A 429 `too_many_waits` is retried after its Retry-After. Throws
- * ApiError for any other error answer (run_not_found, ...).
+ * ApiError for any other error answer (run_not_found, ...), and `validation_failed` (nothing
+ * sent) for a run id, `after` or `wait` the route's own schemas refuse.
  */
 export async function* followSse(
   target: LiveTarget,
   runId: string,
   options: FollowLiveOptions & { wait?: number } = {},
 ): AsyncGenerator<RunEvent, void, undefined> {
+  const refused = refusedParameters({
+    method: 'GET',
+    path: '/runs/{id}/events/stream',
+    params: { schema: RunIdParams, values: { id: runId } },
+    query: { after: options.after, wait: options.wait },
+    querySchema: StreamQuery,
+    schema: RunEvent,
+  });
+  if (refused !== undefined) throw refused;
   const doFetch = target.fetch ?? ((r: Request) => fetch(r));
   let last = options.after ?? 0;
   let pause = options.reconnectMs ?? 200;

@@ -7,7 +7,6 @@
  */
 import {
   BeginOperationResponse,
-  Checkpoint,
   CheckpointList,
   ChildRunList,
   ClientWriteResponse,
@@ -24,6 +23,8 @@ import {
   LeaseView,
   OpenApiDocument,
   OpenRequestResponse,
+  PublicCheckpoint,
+  PublicRunRecord,
   PublishResult,
   ReducerCheckReport,
   ReducerUpgradeReport,
@@ -32,7 +33,6 @@ import {
   ReportOutcomeResponse,
   RunAtSeq,
   RunList,
-  RunRecord,
   StateRevision,
   TakeSteersResponse,
   ToolList,
@@ -51,10 +51,10 @@ export type OperationAnswers = {
   getOpenApiDocument: { 200: typeof OpenApiDocument };
   createRun: { 200: typeof CreateRunResponse; 201: typeof CreateRunResponse };
   listRuns: { 200: typeof RunList };
-  getRun: { 200: typeof RunRecord };
+  getRun: { 200: typeof PublicRunRecord };
   listRunEvents: { 200: typeof EventPage };
   listRunCheckpoints: { 200: typeof CheckpointList };
-  getRunCheckpoint: { 200: typeof Checkpoint };
+  getRunCheckpoint: { 200: typeof PublicCheckpoint };
   getRunState: { 200: typeof StateRevision };
   forkRun: { 200: typeof CreateRunResponse; 201: typeof CreateRunResponse };
   listRunChildren: { 200: typeof ChildRunList };
@@ -100,10 +100,10 @@ export const OPERATION_ANSWERS: OperationAnswers = {
   getOpenApiDocument: { 200: OpenApiDocument },
   createRun: { 200: CreateRunResponse, 201: CreateRunResponse },
   listRuns: { 200: RunList },
-  getRun: { 200: RunRecord },
+  getRun: { 200: PublicRunRecord },
   listRunEvents: { 200: EventPage },
   listRunCheckpoints: { 200: CheckpointList },
-  getRunCheckpoint: { 200: Checkpoint },
+  getRunCheckpoint: { 200: PublicCheckpoint },
   getRunState: { 200: StateRevision },
   forkRun: { 200: CreateRunResponse, 201: CreateRunResponse },
   listRunChildren: { 200: ChildRunList },

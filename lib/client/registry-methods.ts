@@ -18,6 +18,7 @@ import type {
   ToolEntry,
   WorkspaceGrant,
 } from '../contracts/index.ts';
+import { RegistryEntryQuery } from '../contracts/http-params.ts';
 import type { CallFn } from './call.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 
@@ -66,6 +67,7 @@ export function registryMethods(call: CallFn): RegistryMethods {
       method: 'GET',
       path: `/admin/${kind}/entry`,
       query: { name, version },
+      querySchema: RegistryEntryQuery,
       schema: ANSWERS.getToolEntry[200],
     });
   return {

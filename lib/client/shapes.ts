@@ -7,7 +7,6 @@
  */
 import { z } from 'zod';
 import {
-  Checkpoint as CheckpointContract,
   ChildRun as ChildRunContract,
   type Control as ControlSchema,
   CreateRunResponse,
@@ -16,6 +15,7 @@ import {
   FunctionArtifact as FunctionArtifactContract,
   FunctionArtifactSource,
   HeldDeliveryResponse,
+  PublicCheckpoint,
   RunAtSeq as RunAtSeqContract,
   RunList,
   type RunStatus,
@@ -34,10 +34,11 @@ export const EventPage = EventPageContract;
 export type EventPage = z.infer<typeof EventPage>;
 
 /**
- * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, the seq it was taken
- * at, the state it holds and its digest; what `forkRun` starts from.
+ * A checkpoint of a run (`GET /runs/{id}/checkpoints[/{n}]`): number `n`, why it was written,
+ * what core owns (copied), the state revision it references and the transcript cutoff; what
+ * `forkRun` starts from. The contract's PublicCheckpoint: no storage key.
  */
-export const Checkpoint = CheckpointContract;
+export const Checkpoint = PublicCheckpoint;
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
 /** One domain state revision of a run (`GET /runs/{id}/state`): `{run_id, state_rev, state, state_digest}`. */

@@ -7,7 +7,7 @@
  * cliInvocation); a line that is only advice carries no command. docs/contracts/run-lifecycle.md
  * ("Controls", "Leases", "Budgets").
  */
-import type { BudgetLimit, RunRecord } from '../contracts/index.ts';
+import type { BudgetLimit, PublicRunRecord } from '../contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../contracts/timings.ts';
 import { budgetUsed } from './budget-use.ts';
 import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
@@ -46,7 +46,7 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = DEFAULT_TIMINGS;
  * `unreachable`), as the run's own read would.
  */
 export async function timingFor(
-  run: RunRecord,
+  run: PublicRunRecord,
   client: Pick<AgentRunsClient, 'getConfig'>,
 ): Promise<LeaseTiming> {
   return run.status === 'running' && run.reducer !== null ? deploymentTiming(client) : DEFAULT_LEASE_TIMING;
@@ -79,7 +79,7 @@ const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
  * start with `cli` (default {@link DEFAULT_CLI}; the CLI passes cliInvocation(env)).
  */
 export function waitingReasons(
-  run: RunRecord,
+  run: PublicRunRecord,
   now: number,
   timing: LeaseTiming = DEFAULT_LEASE_TIMING,
   cli: string = DEFAULT_CLI,
@@ -114,7 +114,7 @@ export function waitingReasons(
   }
 }
 
-function requestReason(runId: string, r: RunRecord['open_requests'][number], cmd: Cmd): WaitingReason {
+function requestReason(runId: string, r: PublicRunRecord['open_requests'][number], cmd: Cmd): WaitingReason {
   const expires = r.expires_at === null ? '' : ` (closes ${new Date(r.expires_at).toISOString()})`;
   switch (r.kind) {
     case 'approval':
@@ -156,7 +156,7 @@ function requestReason(runId: string, r: RunRecord['open_requests'][number], cmd
   }
 }
 
-function wakeReason(run: RunRecord, now: number): WaitingReason[] {
+function wakeReason(run: PublicRunRecord, now: number): WaitingReason[] {
   if (run.open_requests.length > 0 || run.wake_at === null) return [];
   return [
     {
@@ -166,7 +166,11 @@ function wakeReason(run: RunRecord, now: number): WaitingReason[] {
   ];
 }
 
-function pausedReason(run: Extract<RunRecord, { status: 'paused' }>, now: number, cmd: Cmd): WaitingReason {
+function pausedReason(
+  run: Extract<PublicRunRecord, { status: 'paused' }>,
+  now: number,
+  cmd: Cmd,
+): WaitingReason {
   const id = run.run_id;
   const reason = run.pause_reason;
   if (reason.startsWith('budget_exceeded:')) {
@@ -213,7 +217,7 @@ function budgetIncrease(which: BudgetLimit, limit: number | undefined, used: num
 }
 
 function leaseReason(
-  run: Extract<RunRecord, { status: 'running' }>,
+  run: Extract<PublicRunRecord, { status: 'running' }>,
   now: number,
   timing: LeaseTiming,
 ): WaitingReason[] {
@@ -244,7 +248,10 @@ function clientDrivenReason(): WaitingReason {
   };
 }
 
-function clientLeaseReason(run: Extract<RunRecord, { status: 'running' }>, now: number): WaitingReason[] {
+function clientLeaseReason(
+  run: Extract<PublicRunRecord, { status: 'running' }>,
+  now: number,
+): WaitingReason[] {
   const { owner, expires_at } = run.lease;
   if (now < expires_at) return [];
   return [
@@ -255,7 +262,7 @@ function clientLeaseReason(run: Extract<RunRecord, { status: 'running' }>, now: 
   ];
 }
 
-function queuedReason(run: RunRecord, now: number): WaitingReason {
+function queuedReason(run: PublicRunRecord, now: number): WaitingReason {
   const since = seconds(now - run.updated_at);
   const wake =
     run.wake_at === null

@@ -3,13 +3,14 @@
  * and delivery answers, the client-driven write answers, the error body). Defined once here:
  * the HTTP layer (lib/http) names them in its OpenAPI document and the client (lib/client)
  * parses every answer with the very same schema, so the document and the client cannot drift.
+ * A run record or checkpoint in an answer is the public one (public-run.ts: no storage key).
  * Plain zod, browser-safe.
  */
 import { z } from 'zod';
-import { Checkpoint } from './checkpoint.ts';
 import { LeaseGrant, TakenSteer } from './client-driven.ts';
 import { RunEvent } from './events.ts';
-import { Operation, RunRecord, RunStatus } from './run.ts';
+import { PublicCheckpoint, PublicRunRecord } from './public-run.ts';
+import { Operation, RunStatus } from './run.ts';
 import { Timings } from './timings.ts';
 import { ToolDescriptor } from './tool-registration.ts';
 
@@ -35,14 +36,14 @@ export type OpenApiDocument = z.infer<typeof OpenApiDocument>;
  * when the run is created (sent back as `X-Control-Capability`).
  */
 export const CreateRunResponse = z.object({
-  run: RunRecord,
+  run: PublicRunRecord,
   created: z.boolean(),
   control_capability: z.string().optional(),
 });
 export type CreateRunResponse = z.infer<typeof CreateRunResponse>;
 
 /** `GET /runs`: a page of runs the caller may read, newest first; `cursor` (opaque) absent on the last page. */
-export const RunList = z.object({ runs: z.array(RunRecord), cursor: z.string().optional() });
+export const RunList = z.object({ runs: z.array(PublicRunRecord), cursor: z.string().optional() });
 export type RunList = z.infer<typeof RunList>;
 
 /**
@@ -68,7 +69,7 @@ export const EventPage = z.object({
 export type EventPage = z.infer<typeof EventPage>;
 
 /** `GET /runs/{id}/checkpoints`: the run's checkpoints, oldest first. */
-export const CheckpointList = z.object({ checkpoints: z.array(Checkpoint) });
+export const CheckpointList = z.object({ checkpoints: z.array(PublicCheckpoint) });
 export type CheckpointList = z.infer<typeof CheckpointList>;
 
 /** A child run as its parent's listing shows it; `created_at` in ms since the epoch. */
@@ -151,12 +152,12 @@ export type FunctionArtifactSource = z.infer<typeof FunctionArtifactSource>;
 // ---------------------------------------------------------------- client-driven answers
 
 const writeFields = {
-  run: RunRecord,
+  run: PublicRunRecord,
   lease: LeaseGrant.nullable().describe('The lease still held after the write, or null.'),
 };
 
 /** `POST /runs/{id}/lease`: the lease taken or renewed, and the run. */
-export const LeaseResponse = z.object({ lease: LeaseGrant, run: RunRecord });
+export const LeaseResponse = z.object({ lease: LeaseGrant, run: PublicRunRecord });
 export type LeaseResponse = z.infer<typeof LeaseResponse>;
 
 /** What every client-driven write answers: the run after the write and the lease (null once let go or the run ended). */

@@ -4,6 +4,7 @@
  * Reserved system paths (RESERVED_FUNCTION_PREFIXES) are refused to every caller: 403 reserved_path.
  * docs/contracts/tool-result.md ("Discovery returns metadata only").
  */
+import { FunctionParams } from '../contracts/http-params.ts';
 import type { ToolHost } from '../engine/ports.ts';
 import {
   type ArtifactKind,
@@ -16,7 +17,6 @@ import { compileWasmReducer } from '../sandbox/wasm-module.ts';
 import { HttpError, validationFailed } from './errors.ts';
 import { type HttpApp, mediaTypeOf } from './middleware.ts';
 import { getFunctionRoute, putFunctionRoute, toolsRoute } from './routes.ts';
-import { FunctionParams } from './schemas.ts';
 
 /** The catalogue routes: tools (discovery) and function artifacts (admin). */
 export function registerCatalogRoutes(

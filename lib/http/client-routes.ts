@@ -1,10 +1,14 @@
 /**
  * The client-driven routes and the event stream of the HTTP API: each handler hands the body to
  * one engine use case (which parses it, so that a refused turn outcome keeps its reason code)
- * and answers its result. docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs";
- * "over HTTP, WebSocket" (the events as server-sent events).
+ * and answers its result, its run made public (no storage key, lib/contracts/public-run.ts).
+ * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs"; "over HTTP, WebSocket"
+ * (the events as server-sent events).
  */
+
+import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 import type { RunEvent } from '../contracts/index.ts';
+import { withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
 import { HttpError } from './errors.ts';
@@ -21,7 +25,6 @@ import {
   takeLeaseRoute,
   takeSteersRoute,
 } from './routes.ts';
-import { MAX_WAIT_SECONDS } from './schemas.ts';
 import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /** How long an EventSource waits before it reconnects after a response ended (ms). */
@@ -46,28 +49,52 @@ export function registerClientRoutes(
   // schema, and a turn outcome keeps its reason code).
   const c = engine.client;
   app.openapi({ ...takeLeaseRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.takeLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.takeLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...releaseLeaseRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.releaseLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.releaseLease(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...beginOperationRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.beginOperation(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.beginOperation(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...reportOutcomeRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.reportOutcome(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.reportOutcome(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...openRequestRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.openRequest(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.openRequest(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...takeSteersRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.takeSteers(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.takeSteers(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...completeRunRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.completeRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.completeRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
   app.openapi({ ...failRunRoute, middleware: [jsonBody] }, async (ctx) =>
-    ctx.json(await c.failRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx)), 200),
+    ctx.json(
+      withPublicRun(await c.failRun(ctx.req.valid('param').id, ctx.req.valid('json'), callerOf(ctx))),
+      200,
+    ),
   );
 
   app.openapi(leaseRoute, async (c) =>

@@ -63,39 +63,3 @@ export const ReportOutcomeResponse = named('ReportOutcomeResponse', ReportOutcom
 export const OpenRequestResponse = named('OpenRequestResponse', OpenRequestResponseContract);
 export const TakeSteersResponse = named('TakeSteersResponse', TakeSteersResponseContract);
 export const LeaseView = named('LeaseView', LeaseViewContract);
-
-/** `GET /runs/{id}/events/stream`: like the events query, but waiting 20 s by default. */
-export const StreamQuery = z.object({
-  after: z
-    .string()
-    .regex(/^\d{1,15}$/, 'expected a whole number')
-    .default('0')
-    .transform(Number)
-    .openapi({
-      param: {
-        name: 'after',
-        in: 'query',
-        description: 'Events with seq > after (default 0); Last-Event-ID wins when larger.',
-      },
-    }),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, 'expected a whole number')
-    .default('100')
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(1000))
-    .openapi({ param: { name: 'limit', in: 'query', description: '1..1000 (default 100).' } }),
-  wait: z
-    .string()
-    .regex(/^\d{1,3}(\.\d{1,3})?$/, 'expected a number of seconds')
-    .default('20')
-    .transform(Number)
-    .pipe(z.number().min(0).max(20))
-    .openapi({
-      param: {
-        name: 'wait',
-        in: 'query',
-        description: 'Seconds (0..20, default 20) a response waits for the first event.',
-      },
-    }),
-});

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type ErrorStatusMap } from '../contracts/error-codes.ts';
+import { validationIssues, validationMessage } from '../contracts/validation-issues.ts';
 import { EngineError } from '../engine/errors.ts';
 import { EngineModuleError } from '../engine/module-error.ts';
 import { RegistryError } from '../sandbox/function-registry.ts';
@@ -57,39 +58,7 @@ export class HttpError extends Error {
   }
 }
 
-/** One validation problem: `path` is dotted (`subject.path`, `budgets.max_turns`, `0.kind`), '' for the whole value. */
-export interface ValidationIssue {
-  path: string;
-  code: string;
-  message: string;
-}
-
-/** Flattens zod issues (or the engine's copy of them) into {path, code, message}. */
-export function validationIssues(
-  issues: readonly z.core.$ZodIssue[] | readonly unknown[],
-): ValidationIssue[] {
-  return issues.flatMap((raw) => {
-    const issue = raw as { path?: readonly PropertyKey[]; code?: unknown; message?: unknown; keys?: unknown };
-    const path = (issue.path ?? []).map((p) => String(p));
-    // An unknown field (a typo such as budget_incrase) is named by its own path.
-    if (issue.code === 'unrecognized_keys' && Array.isArray(issue.keys) && issue.keys.length > 0) {
-      return issue.keys.map((key) => ({
-        path: [...path, String(key)].join('.'),
-        code: 'unrecognized_key',
-        message: `unknown field ${JSON.stringify(String(key))}`,
-      }));
-    }
-    // A custom rule's own code (e.g. too_large) rather than zod's `custom`.
-    const own = issue.code === 'custom' ? (issue as { params?: { code?: unknown } }).params?.code : undefined;
-    return [
-      {
-        path: path.join('.'),
-        code: typeof own === 'string' ? own : String(issue.code ?? 'invalid'),
-        message: String(issue.message ?? 'invalid value'),
-      },
-    ];
-  });
-}
+export { type ValidationIssue, validationIssues } from '../contracts/validation-issues.ts';
 
 /**
  * A validation_failed error naming where the input was (`json`, `query`, `param`, `header`), worded
@@ -100,23 +69,8 @@ export function validationFailed(
   issues: readonly z.core.$ZodIssue[] | readonly unknown[],
 ): HttpError {
   const flat = validationIssues(issues);
-  const first = flat[0];
-  const part = TARGET_WORDS[target] ?? { whole: target, field: target };
-  const where = first === undefined || first.path === '' ? part.whole : `${part.field} ${first.path}`;
-  return new HttpError(
-    'validation_failed',
-    `invalid request: ${where}${first === undefined ? '' : `: ${first.message}`}`,
-    { target, issues: flat },
-  );
+  return new HttpError('validation_failed', validationMessage(target, flat), { target, issues: flat });
 }
-
-/** How a validation message names the part of the request that failed, whole or one field of it. */
-const TARGET_WORDS: Record<string, { whole: string; field: string }> = {
-  json: { whole: 'the body', field: 'field' },
-  query: { whole: 'the query', field: 'query parameter' },
-  param: { whole: 'the path', field: 'path parameter' },
-  header: { whole: 'the headers', field: 'header' },
-};
 
 /**
  * Maps any error to the HttpError the API answers with, by the stable code the layers below

@@ -1,4 +1,6 @@
 /** lib/http: the HTTP API (routes, auth, error mapping, OpenAPI document). */
+
+export { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 export {
   API_VERSION,
   createHttpApp,
@@ -34,5 +36,4 @@ export {
   type ValidationIssue,
 } from './errors.ts';
 export { ROUTES } from './routes.ts';
-export { MAX_WAIT_SECONDS } from './schemas.ts';
 export { DEFAULT_MAX_OPEN_WAITS, maxOpenWaitsFromEnv } from './wait-slots.ts';

@@ -4,6 +4,19 @@
  * and the behaviour cannot drift.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import {
+  CheckpointParams,
+  DeliveryQuery,
+  EventsQuery,
+  FunctionParams,
+  ListRunsQuery,
+  RegistryEntryQuery,
+  ResumeKeyParams,
+  RunAtParams,
+  RunIdParams,
+  StateQuery,
+  StreamQuery,
+} from '../contracts/http-params.ts';
 import type { RegistryKind } from '../contracts/index.ts';
 import {
   BeginOperationInput,
@@ -19,7 +32,6 @@ import {
   OpenRequestResponse,
   ReportOutcomeInput,
   ReportOutcomeResponse,
-  StreamQuery,
   TakeSteersResponse,
 } from './client-schemas.ts';
 import { reducerCheckRoute, reducerUpgradeRoute } from './reducer-schemas.ts';
@@ -28,38 +40,28 @@ import {
   CapabilityHeaders,
   Checkpoint,
   CheckpointList,
-  CheckpointParams,
   ChildRunList,
   Control,
   ControlAck,
   CreateRunInput,
   CreateRunResponse,
-  DeliveryQuery,
   DeliveryResponse,
   DeploymentConfig,
   EventPage,
-  EventsQuery,
   ForkRunInput,
   FunctionArtifact,
   FunctionArtifactSource,
-  FunctionParams,
   Health,
   HeldDeliveryResponse,
-  ListRunsQuery,
   OpenApiDocument,
   PublishResult,
   RegistryDocuments,
-  RegistryEntryQuery,
   RegistryEntryView,
   RegistryListing,
   ResultBody,
-  ResumeKeyParams,
-  RunAtParams,
   RunAtView,
-  RunIdParams,
   RunList,
   RunRecord,
-  StateQuery,
   StateRevision,
   ToolList,
 } from './schemas.ts';

@@ -1,7 +1,11 @@
 /**
  * The run routes of the HTTP API: each handler parses its input with the route's schema, calls
- * one engine use case, and maps the result. docs/contracts/run-lifecycle.md, "Controls".
+ * one engine use case, and maps the result (a run record or checkpoint made public: no storage
+ * key, lib/contracts/public-run.ts). docs/contracts/run-lifecycle.md, "Controls".
  */
+
+import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
+import { publicCheckpoint, publicRun, withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
 import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
@@ -19,7 +23,6 @@ import {
   runAtRoute,
   stateRoute,
 } from './routes.ts';
-import { MAX_WAIT_SECONDS } from './schemas.ts';
 import { inWaitSlot, type WaitSlots, waitBudgetMs } from './wait-slots.ts';
 
 /**
@@ -35,17 +38,18 @@ export function registerRunRoutes(
 ): void {
   app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
     const out = await engine.createRun(c.req.valid('json'), callerOf(c));
-    return c.json(out, out.created ? 201 : 200);
+    return c.json(withPublicRun(out), out.created ? 201 : 200);
   });
 
   app.openapi(listRunsRoute, async (c) => {
     const q = c.req.valid('query');
-    return c.json(await engine.listRuns(q, callerOf(c)), 200);
+    const page = await engine.listRuns(q, callerOf(c));
+    return c.json({ ...page, runs: page.runs.map(publicRun) }, 200);
   });
 
   app.openapi(getRunRoute, async (c) => {
     const run = await engine.getRun(c.req.valid('param').id, callerOf(c));
-    return c.json(run, 200);
+    return c.json(publicRun(run), 200);
   });
 
   app.openapi(eventsRoute, async (c) => {
@@ -61,7 +65,7 @@ export function registerRunRoutes(
 
   app.openapi(checkpointsRoute, async (c) => {
     const checkpoints = await engine.listCheckpoints(c.req.valid('param').id, callerOf(c));
-    return c.json({ checkpoints }, 200);
+    return c.json({ checkpoints: checkpoints.map(publicCheckpoint) }, 200);
   });
 
   app.openapi(childrenRoute, async (c) => {
@@ -71,7 +75,7 @@ export function registerRunRoutes(
 
   app.openapi(checkpointRoute, async (c) => {
     const { id, n } = c.req.valid('param');
-    return c.json(await engine.getCheckpoint(id, callerOf(c), n), 200);
+    return c.json(publicCheckpoint(await engine.getCheckpoint(id, callerOf(c), n)), 200);
   });
 
   app.openapi(stateRoute, async (c) => {
@@ -86,7 +90,7 @@ export function registerRunRoutes(
 
   app.openapi({ ...forkRoute, middleware: [jsonBody] }, async (c) => {
     const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), callerOf(c));
-    return c.json(out, out.created ? 201 : 200);
+    return c.json(withPublicRun(out), out.created ? 201 : 200);
   });
 
   app.openapi({ ...controlRoute, middleware: [jsonBody] }, async (c) => {

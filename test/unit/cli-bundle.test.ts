@@ -128,6 +128,7 @@ describe('lazy loading (the CLI from source)', () => {
     expect(files.filter((f) => f.startsWith('lib/')).sort()).toEqual([
       'lib/client/cli-invocation.ts',
       'lib/client/errors.ts',
+      'lib/contracts/env-names.ts',
       'lib/contracts/names.ts',
       'lib/local/start-command.ts',
       'lib/local/token-command.ts',

@@ -8,7 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_REFERENCE_PATH, renderConfigReference } from '../../lib/checker/config-reference.ts';
-import { ConfigError, configFromEnv, ENV, NAMES } from '../../lib/config.ts';
+import { ConfigError, configFromEnv, ENV, NAMES, VARIABLES } from '../../lib/config.ts';
+import { CLI_ENV } from '../../lib/contracts/env-names.ts';
 import { DEFAULT_TIMINGS } from '../../lib/contracts/timings.ts';
 import type { Engine } from '../../lib/engine/engine.ts';
 import { bearerTokenAuth, createHttpApp } from '../../lib/http/index.ts';
@@ -118,7 +119,12 @@ describe('docs/reference/configuration.md', () => {
   });
 });
 
-/** The source files of the parts that read configuration (the client package and the CLI keep their own few). */
+/**
+ * The source files of the parts that read configuration: lib (the client included), the CLI
+ * (bin), cdk, functions. lib/config.ts spells the names, and lib/contracts/env-names.ts those
+ * of the CLI (zod-free, so that `--help` stays light); everyone else uses ENV or CLI_ENV.
+ */
+const SPELLERS = new Set(['lib/config.ts', 'lib/contracts/env-names.ts']);
 function sourceFiles(): string[] {
   const walk = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -126,10 +132,10 @@ function sourceFiles(): string[] {
       if (entry.isDirectory()) return walk(path);
       return /\.tsx?$/.test(entry.name) ? [path] : [];
     });
-  return ['lib', 'cdk', 'functions']
+  return ['lib', 'bin', 'cdk', 'functions']
     .flatMap((dir) => walk(join(ROOT, dir)))
     .map((path) => relative(ROOT, path))
-    .filter((path) => path !== 'lib/config.ts' && !path.startsWith('lib/client/'));
+    .filter((path) => !SPELLERS.has(path));
 }
 
 /** Where `code` (comments stripped) spells a variable name: a string literal or `env.NAME`. */
@@ -151,6 +157,23 @@ describe('the variable names', () => {
       spelledNames(readFileSync(join(ROOT, path), 'utf8')).map((hit) => `${path}: ${hit}`),
     );
     expect(found).toEqual([]);
+  });
+});
+
+describe("the CLI's variable names (lib/contracts/env-names.ts)", () => {
+  it('are each in the schema, read by the CLI, under the same name', () => {
+    const names = Object.values(CLI_ENV);
+    expect(names).toEqual(['AGENT_RUNS_URL', 'AGENT_RUNS_TOKEN', 'AGENT_RUNS_WS_URL']);
+    for (const name of names) {
+      expect(ENV[name]).toBe(name);
+      expect(VARIABLES[name].readBy).toBe('cli');
+    }
+    expect(NAMES.filter((n) => VARIABLES[n].readBy === 'cli').sort()).toEqual([...names].sort());
+  });
+
+  it('come from a module without imports, so that --help loads nothing more for them', () => {
+    const source = readFileSync(join(ROOT, 'lib/contracts/env-names.ts'), 'utf8');
+    expect(source).not.toMatch(/^\s*(import|export .* from)\b/m);
   });
 });
 

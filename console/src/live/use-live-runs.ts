@@ -7,18 +7,18 @@
  * polling at its usual pace; the socket reconnects with backoff.
  */
 import { useEffect, useRef, useState } from 'react';
-import { LiveServerMessage, type RunRecord } from '../../../lib/contracts/index.ts';
+import { LiveServerMessage, type PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 
 const FINISHED = new Set(['completed', 'failed', 'stopped']);
 
 /** The runs worth following: those not finished, with the seq the list holds. */
-function followed(runs: Pick<RunRecord, 'run_id' | 'status' | 'last_seq'>[]): Map<string, number> {
+function followed(runs: Pick<PublicRunRecord, 'run_id' | 'status' | 'last_seq'>[]): Map<string, number> {
   return new Map(runs.filter((r) => !FINISHED.has(r.status)).map((r) => [r.run_id, r.last_seq]));
 }
 
 export function useLiveRuns(
-  runs: Pick<RunRecord, 'run_id' | 'status' | 'last_seq'>[],
+  runs: Pick<PublicRunRecord, 'run_id' | 'status' | 'last_seq'>[],
   onNews: () => void,
   debounceMs = 150,
 ): boolean {

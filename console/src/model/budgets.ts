@@ -4,7 +4,7 @@
  * docs/contracts/run-lifecycle.md, "Budgets".
  */
 import { budgetUsed } from '../../../lib/client/budget-use.ts';
-import { BUDGET_LIMITS, type BudgetLimit, type RunRecord } from '../../../lib/contracts/index.ts';
+import { BUDGET_LIMITS, type BudgetLimit, type PublicRunRecord } from '../../../lib/contracts/index.ts';
 
 export interface BudgetBar {
   limit: BudgetLimit;
@@ -28,7 +28,7 @@ const LABELS: Record<BudgetLimit, [string, BudgetBar['unit']]> = {
 };
 
 /** Every limit, with its budget when one is set: bounded ones first (they are what can pause the run). */
-export function budgetBars(record: RunRecord, now: number): BudgetBar[] {
+export function budgetBars(record: PublicRunRecord, now: number): BudgetBar[] {
   const bars = BUDGET_LIMITS.map((limit): BudgetBar => {
     const [label, unit] = LABELS[limit];
     const max = record.budgets[limit];
@@ -39,7 +39,7 @@ export function budgetBars(record: RunRecord, now: number): BudgetBar[] {
 }
 
 /** The budget limit a `budget_exceeded:<which>` pause names, or null. */
-export function budgetPauseLimit(record: RunRecord): BudgetLimit | null {
+export function budgetPauseLimit(record: PublicRunRecord): BudgetLimit | null {
   if (record.status !== 'paused') return null;
   const match = /^budget_exceeded:(\w+)$/.exec(record.pause_reason);
   const which = match?.[1];
@@ -61,7 +61,7 @@ export function formatAmount(value: number, unit: BudgetBar['unit']): string {
  * provider is unavailable`, else the reason as given (`_` read as spaces). Never the status it
  * was paused from (`queued` says nothing to the reader).
  */
-export function pauseText(record: RunRecord): string {
+export function pauseText(record: PublicRunRecord): string {
   if (record.status !== 'paused') return '';
   const budget = budgetPauseLimit(record);
   if (budget !== null) return `the ${budget.replaceAll('_', ' ')} budget is used up`;

@@ -7,7 +7,7 @@
  * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
  * the sweeper".
  */
-import type { RunRecord } from '../../../lib/contracts/index.ts';
+import type { PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import type { LeaseView } from './lease.ts';
 
@@ -26,7 +26,7 @@ const seconds = (s: number) => (s === 1 ? '1 second' : `${s} seconds`);
 
 /** The words for `run`, given its lease view and the sweeper's period (ms). */
 export function driverWords(
-  run: Pick<RunRecord, 'reducer' | 'status'>,
+  run: Pick<PublicRunRecord, 'reducer' | 'status'>,
   lease: LeaseView,
   sweepIntervalMs: number = DEFAULT_TIMINGS.sweep_interval_ms,
 ): DriverWords {
@@ -72,7 +72,7 @@ export function driverWords(
   };
 }
 
-function serverDriven(status: RunRecord['status'], ended: boolean, lease: LeaseView): DriverWords {
+function serverDriven(status: PublicRunRecord['status'], ended: boolean, lease: LeaseView): DriverWords {
   const term = 'Worker';
   if (lease.kind === 'held') return { term, text: 'a worker is on it now', warn: false };
   if (lease.kind === 'stale') {

@@ -4,7 +4,7 @@
  * clock and what was observed are parameters. docs/contracts/run-lifecycle.md, "Leases, recovery
  * and the sweeper".
  */
-import type { RunRecord } from '../../../lib/contracts/index.ts';
+import type { PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings, takeoverEstimate } from '../../../lib/contracts/timings.ts';
 
 export type LeaseView =
@@ -41,7 +41,7 @@ export interface LeaseObservation {
 /** The observation after seeing `run` at `now`: kept while the lease has not moved, renewed when it has. */
 export function observeLease(
   previous: LeaseObservation | null,
-  run: Pick<RunRecord, 'lease'>,
+  run: Pick<PublicRunRecord, 'lease'>,
   now: number,
 ): LeaseObservation | null {
   if (run.lease === null) return null;
@@ -56,7 +56,7 @@ export function observeLease(
 }
 
 export function leaseView(
-  run: Pick<RunRecord, 'lease' | 'epoch'>,
+  run: Pick<PublicRunRecord, 'lease' | 'epoch'>,
   now: number,
   observed: LeaseObservation | null,
   timers: LeaseTimers = {},

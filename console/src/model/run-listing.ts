@@ -5,7 +5,7 @@
  * status that has more. Principal, subject prefix and time are filtered here, over the pages
  * loaded (the API filters by status only).
  */
-import { RUN_STATUSES, type RunRecord, type RunStatus } from '../../../lib/contracts/index.ts';
+import { type PublicRunRecord, RUN_STATUSES, type RunStatus } from '../../../lib/contracts/index.ts';
 
 export type StatusFilter = RunStatus | 'all';
 
@@ -61,16 +61,16 @@ export function filtersToQuery(filters: RunFilters): string {
 }
 
 /** `kind:id` (and `for user` when the principal acts on behalf of one). */
-export function principalLabel(p: RunRecord['principal']): string {
+export function principalLabel(p: PublicRunRecord['principal']): string {
   return `${p.kind}:${p.id}${p.on_behalf_of !== undefined ? ` for ${p.on_behalf_of}` : ''}`;
 }
 
-export function subjectLabel(s: RunRecord['subject']): string {
+export function subjectLabel(s: PublicRunRecord['subject']): string {
   return `${s.workspace}:${s.path}${s.node_id !== undefined ? `#${s.node_id}` : ''}`;
 }
 
 /** Whether `run` passes the filters the API does not apply (principal, subject, time). */
-export function matchesFilters(run: RunRecord, f: RunFilters): boolean {
+export function matchesFilters(run: PublicRunRecord, f: RunFilters): boolean {
   if (f.principal !== '') {
     const needle = f.principal.toLowerCase();
     const hay = [`${run.principal.kind}:${run.principal.id}`, run.principal.on_behalf_of ?? ''];
@@ -91,7 +91,7 @@ export function matchesFilters(run: RunRecord, f: RunFilters): boolean {
 }
 
 /** Sorted by creation (run id breaks ties, so the order is stable). */
-export function sortRuns(runs: readonly RunRecord[], order: RunFilters['order']): RunRecord[] {
+export function sortRuns(runs: readonly PublicRunRecord[], order: RunFilters['order']): PublicRunRecord[] {
   const sign = order === 'newest' ? -1 : 1;
   return [...runs].sort(
     (a, b) =>
@@ -103,7 +103,7 @@ export function sortRuns(runs: readonly RunRecord[], order: RunFilters['order'])
 export type StatusCursors = Partial<Record<RunStatus, string>>;
 
 export interface ListingPage {
-  runs: RunRecord[];
+  runs: PublicRunRecord[];
   /** null: the last page of every status was read. */
   next: StatusCursors | null;
 }
@@ -112,7 +112,7 @@ export type ListRuns = (params: {
   status: RunStatus;
   limit: number;
   cursor?: string;
-}) => Promise<{ runs: RunRecord[]; cursor?: string | undefined }>;
+}) => Promise<{ runs: PublicRunRecord[]; cursor?: string | undefined }>;
 
 /**
  * One page of the listing: for a single status, that status' page; for `all`, a page of every
@@ -140,7 +140,7 @@ export async function fetchListingPage(
   const next: StatusCursors = {};
   for (const [s, page] of pages) if (page.cursor !== undefined) next[s] = page.cursor;
   // A run that changed status between two status pages may be in both: keep its first copy.
-  const byId = new Map<string, RunRecord>();
+  const byId = new Map<string, PublicRunRecord>();
   for (const run of pages.flatMap(([, page]) => page.runs))
     if (!byId.has(run.run_id)) byId.set(run.run_id, run);
   const runs = [...byId.values()];

@@ -14,7 +14,7 @@ import {
   type BudgetLimit,
   isTerminalStatus,
   type OpenRequest,
-  type RunRecord,
+  type PublicRunRecord,
 } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunMode } from '../live/use-run-mode.ts';
@@ -99,7 +99,7 @@ export function AckList({ acks }: { acks: AckLine[] }) {
 
 // ---------------------------------------------------------------- open requests
 
-export function OpenRequests({ run, controls }: { run: RunRecord; controls: ControlSender }) {
+export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
   if (run.open_requests.length === 0) return null;
   return (
     <section className="card attention" aria-labelledby="requests-title">
@@ -431,7 +431,7 @@ function ResultCard(props: { request: Extract<OpenRequest, { kind: 'result' }>; 
 
 // ---------------------------------------------------------------- steer and lifecycle
 
-export function RunControls({ run, controls }: { run: RunRecord; controls: ControlSender }) {
+export function RunControls({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
   const ids = useId();
   const [steer, setSteer] = useState('');
   const [stopReason, setStopReason] = useState('');
@@ -510,7 +510,7 @@ function ResumeForm({
   run,
   controls,
 }: {
-  run: Extract<RunRecord, { status: 'paused' }>;
+  run: Extract<PublicRunRecord, { status: 'paused' }>;
   controls: ControlSender;
 }) {
   const ids = useId();

@@ -4,11 +4,11 @@
  * admin only) and shows the verdict before the change is accepted.
  */
 import { useState } from 'react';
-import type { RunRecord } from '../../../lib/contracts/index.ts';
+import type { PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { type CheckVerdict, checkVerdict } from '../model/reducer-check.ts';
 
-export function ReducerCheckButton({ run }: { run: RunRecord }) {
+export function ReducerCheckButton({ run }: { run: PublicRunRecord }) {
   const { client } = useApi();
   const [verdict, setVerdict] = useState<CheckVerdict | null>(null);
   const [busy, setBusy] = useState(false);

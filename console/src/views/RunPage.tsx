@@ -9,7 +9,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, type ReactNode, Suspense, useCallback, useId, useRef, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
-import type { RunEvent, RunRecord } from '../../../lib/contracts/index.ts';
+import type { PublicRunRecord, RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { budgetBars, budgetPauseLimit, formatAmount, pauseText } from '../model/budgets.ts';
@@ -155,7 +155,7 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
   );
 }
 
-function statusDetail(run: RunRecord): string | null {
+function statusDetail(run: PublicRunRecord): string | null {
   switch (run.status) {
     case 'paused':
       return `paused: ${pauseText(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
@@ -171,7 +171,7 @@ function statusDetail(run: RunRecord): string | null {
   }
 }
 
-function RunHeader({ run }: { run: RunRecord }) {
+function RunHeader({ run }: { run: PublicRunRecord }) {
   const { config } = useApi();
   const now = useNow();
   const observed = useRef<LeaseObservation | null>(null);
@@ -257,7 +257,7 @@ function Fact(props: { term: string; wide?: boolean; testId?: string; children: 
   );
 }
 
-function Usage({ run }: { run: RunRecord }) {
+function Usage({ run }: { run: PublicRunRecord }) {
   const now = useNow();
   const ids = useId();
   const bars = budgetBars(run, now);
