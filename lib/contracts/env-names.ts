@@ -3,7 +3,7 @@
  * base URL, the bearer token, the live WebSocket URL. Plain constants, no imports (no zod),
  * browser-safe, so the CLI's `--help` loads nothing more for them (test/unit/cli-bundle.test.ts);
  * lib/config.ts describes each (type, default, meaning) under the very same name, and
- * test/unit/config.test.ts allows no other file to spell one. Issue 30, point 3.
+ * test/unit/config.test.ts allows no other file to spell one.
  */
 export const CLI_ENV = {
   /** The API's base URL (else `--url`, else the local stack's `.agent-runs/local.json`). */

@@ -4,7 +4,7 @@
  * lib/http validates requests with these very objects and documents them in `GET /openapi.json`
  * (a parameter's name and place come from its key and the route; `.meta` adds its description
  * and example); the client (lib/client) checks its own parameters with them before it sends a
- * call. Plain zod, browser-safe. Issue 5, "The HTTP API"; issue 30 ("one set of wire schemas").
+ * call. Plain zod, browser-safe. See docs/reference/http-api.md.
  */
 import { z } from 'zod';
 import { Subject } from './common.ts';

@@ -3,8 +3,7 @@
  * checkpoint.ts) without the fields only the store reads (STORAGE_FIELDS). The engine and the
  * stores keep the full shapes; lib/http answers these (`publicRun`, `publicCheckpoint`), and the
  * client parses with them, so a storage key never reaches a caller. A compatible change: each
- * field left out was optional. Plain zod, browser-safe. Issue 30 ("no storage key or other
- * internal detail in a public shape").
+ * field left out was optional. Plain zod, browser-safe.
  */
 import { z } from 'zod';
 import { Checkpoint } from './checkpoint.ts';

@@ -3,7 +3,7 @@
  * flattened to `{path, code, message}`, and the sentence naming where the first one is
  * (`invalid request: query parameter limit: ...`). Shared by the API (lib/http/errors.ts) and the
  * client, which refuses a call its parameters would fail with these same words. No zod at run
- * time (types only), browser-safe. Issue 5 ("Errors are JSON"); issue 30.
+ * time (types only), browser-safe. See docs/reference/errors.md.
  */
 import type { z } from 'zod';
 

@@ -1,5 +1,5 @@
 /**
- * Issue 29 in the web console, in a real browser (Debian's chromium, driven by playwright-core)
+ * Safe reducer upgrades in the web console, in a real browser (Debian's chromium, driven by playwright-core)
  * against the local stack: time travel on a run's page (an event's "View the run at #seq", the
  * "View at seq" form and `?at=SEQ` show the state, plan and open requests as they stood then,
  * read from `GET /runs/{id}/at/{seq}`, labelled as the past, with a way back to now; the view's

@@ -1,5 +1,5 @@
 /**
- * No storage key in a public shape (issue 30): neither the OpenAPI document nor the JSON Schemas
+ * No storage key in a public shape: neither the OpenAPI document nor the JSON Schemas
  * of schemas/ name a field of STORAGE_FIELDS (or a DynamoDB key attribute) anywhere, and the
  * answers about a run whose stored record and checkpoints do carry `state_at` leave it out, over
  * HTTP and through the client.

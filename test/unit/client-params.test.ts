@@ -1,5 +1,5 @@
 /**
- * One set of parameter schemas (issue 30): every route's path and query parameters are schema
+ * One set of parameter schemas: every route's path and query parameters are schema
  * objects of lib/contracts/http-params.ts, and the client checks its own parameters with those
  * very objects before it sends anything: a refused call is never sent, fails with ApiError
  * `validation_failed` (status 0, not retryable), and carries the details the API answers for

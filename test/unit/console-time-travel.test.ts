@@ -1,6 +1,6 @@
 /**
  * The console's reading of time travel (console/src/model/time-travel.ts): the `?at=SEQ` of a
- * run page's address, and the past view of a `GET /runs/{id}/at/{seq}` answer. Issue 29 point 5.
+ * run page's address, and the past view of a `GET /runs/{id}/at/{seq}` answer.
  */
 import { describe, expect, it } from 'vitest';
 import { pastView, requestLine, travelSearch, travelSeq } from '../../console/src/model/time-travel.ts';

@@ -1,5 +1,5 @@
 /**
- * The console's time travel (issue 29 point 5): which seq a run page shows the past at (the
+ * The console's time travel: which seq a run page shows the past at (the
  * `?at=SEQ` of its address), and the reading of `GET /runs/{id}/at/{seq}` the past view draws:
  * the state, the effective projection and the open requests as they stood at that seq, each
  * parsed with the contract's own schema. Pure: no fetch, no DOM.

@@ -1,5 +1,5 @@
 /**
- * Time travel on the run page (issue 29 point 5): the run as it stood at one seq, read from
+ * Time travel on the run page: the run as it stood at one seq, read from
  * `GET /runs/{id}/at/{seq}` (the log, the checkpoints and the stored states; no new run): its
  * status and turn then, the open requests, the plan (effective projection) and the domain state,
  * under a banner that says this is the past, with steps to the seq before and after and a way

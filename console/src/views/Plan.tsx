@@ -1,6 +1,6 @@
 /**
  * The plan: a run's effective projection (its items with their status, and its summary), drawn
- * for the run now (RunPage) and as it stood at a seq (PastView). Seed: agent-runs, "Projections".
+ * for the run now (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
  */
 import type { Projection } from '../../../lib/contracts/index.ts';
 import { detailText, StatusBadge } from './common.tsx';

@@ -4,7 +4,7 @@
  * `id="event-{seq}"` so other sections can link to a seq. Rows are rendered ROWS_STEP at a time
  * (more as the list is scrolled to its end, or with the "Show more" button): a page with
  * thousands of events paints its newest ones first. An opened event offers "View the run at
- * #seq" (time travel, issue 29 point 5); while the page shows the past, the row of that seq is
+ * #seq" (time travel); while the page shows the past, the row of that seq is
  * marked current and the later rows are dimmed.
  */
 import { memo, useEffect, useId, useRef, useState } from 'react';
