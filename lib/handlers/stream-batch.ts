@@ -37,7 +37,7 @@ export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHand
       if (change === null) return;
       const notification = notificationOf(change);
       if (notification !== null) await deps.publisher.publish([notification]);
-      if (change.after === null || pumped.has(change.run_id)) return;
+      if (change.status === null || pumped.has(change.run_id)) return;
       pumped.add(change.run_id);
       try {
         await pumpRun(deps, change.run_id);

@@ -7,7 +7,13 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { isTerminalStatus, type RunNotification, type RunRecord } from '../contracts/index.ts';
+import {
+  isTerminalStatus,
+  RUN_STATUSES,
+  type RunNotification,
+  type RunRecord,
+  type RunStatus,
+} from '../contracts/index.ts';
 import { recordOf } from '../store/item-codec.ts';
 
 /** The parts of a stream record (Lambda's DynamoDBRecord, or DynamoDB Streams' own) read here. */
@@ -22,11 +28,20 @@ export interface StreamRecordLike {
     | undefined;
 }
 
-/** One commit of a run, as the stream shows it. */
+/**
+ * One commit of a run, as the stream shows it. The statuses come from the item's plain `status`
+ * attribute (written beside the compressed body for the status index), so a commit that kept the
+ * status costs no decoding: the record itself is decoded only when asked for (`after()`), which
+ * notificationOf does for a status change only.
+ */
 export interface RunChange {
   run_id: string;
-  before: RunRecord | null;
-  after: RunRecord | null;
+  /** The status before the commit; null when the record is new. */
+  previous_status: RunStatus | null;
+  /** The status after the commit; null when the record was removed. */
+  status: RunStatus | null;
+  /** The record after the commit (decoded once, on first call); null when it was removed. Throws on a corrupt image. */
+  after(): RunRecord | null;
 }
 
 /** The filter the event source mapping applies (and the local poller too): run record items only. */
@@ -43,24 +58,43 @@ function imageRecord(image: Record<string, unknown> | undefined): RunRecord | nu
   return recordOf(unmarshall(image as Record<string, AttributeValue>));
 }
 
-/** The run change a stream record carries, or null for any other item. Throws on a corrupt image. */
+const STATUSES: ReadonlySet<string> = new Set(RUN_STATUSES);
+
+/** The image's status attribute; the decoded record's when the attribute is absent or not a status. */
+function imageStatus(image: Record<string, unknown> | undefined): RunStatus | null {
+  if (image === undefined) return null;
+  const attribute = (image.status as { S?: unknown } | undefined)?.S;
+  if (typeof attribute === 'string' && STATUSES.has(attribute)) return attribute as RunStatus;
+  return imageRecord(image)?.status ?? null;
+}
+
+/**
+ * The run change a stream record carries, or null for any other item. Throws on a corrupt image
+ * only when the image has no status attribute (the record is then decoded to read it).
+ */
 export function runChangeOf(record: StreamRecordLike): RunChange | null {
   if (!isRunRecordChange(record)) return null;
   const keys = record.dynamodb?.Keys as Record<string, { S?: string }>;
   const runId = (keys.pk?.S ?? '').slice('RUN#'.length);
+  const newImage = record.dynamodb?.NewImage;
+  let decoded: { record: RunRecord | null } | undefined;
   return {
     run_id: runId,
-    before: imageRecord(record.dynamodb?.OldImage),
-    after: imageRecord(record.dynamodb?.NewImage),
+    previous_status: imageStatus(record.dynamodb?.OldImage),
+    status: imageStatus(newImage),
+    after: () => {
+      decoded ??= { record: imageRecord(newImage) };
+      return decoded.record;
+    },
   };
 }
 
 /** The lifecycle notification of a change, or null when the status stayed. */
 export function notificationOf(change: RunChange): RunNotification | null {
-  const after = change.after;
+  if (change.status === null || change.previous_status === change.status) return null;
+  const after = change.after();
   if (after === null) return null;
-  const previous = change.before?.status ?? null;
-  if (previous === after.status) return null;
+  const previous = change.previous_status;
   return {
     run_id: after.run_id,
     status: after.status,
