@@ -4,11 +4,11 @@
  * rejection reasons. Seed: agent-runs, "Controls".
  */
 import { z } from 'zod';
-import { cleanId } from './create-run.ts';
+import { cleanId } from './clean-text.ts';
 import { STEER_WHEN_BUSY } from './names.ts';
 import { Budgets } from './run.ts';
 
-/** No control characters in a control id (create-run.ts cleanId). */
+/** No control characters in a control id (clean-text.ts cleanId). */
 const controlBase = { control_id: cleanId(200) };
 
 export const StopControl = z.strictObject({

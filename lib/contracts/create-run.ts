@@ -4,53 +4,9 @@
  */
 import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
+import { cleanId, refuseControlChars } from './clean-text.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
-
-/**
- * The first C0 control (U+0000-U+001F), DEL (U+007F) or C1 control (U+0080-U+009F) of `text`
- * that `allowed` does not hold, with its UTF-16 index, or null. Such a character in a subject or
- * an objective could clear a terminal or forge a line where the run is shown (issue 25, item b).
- */
-export function firstControlChar(text: string, allowed = ''): { index: number; char: string } | null {
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if ((c <= 0x1f || (c >= 0x7f && c <= 0x9f)) && !allowed.includes(text[i] as string)) {
-      return { index: i, char: `U+${c.toString(16).toUpperCase().padStart(4, '0')}` };
-    }
-  }
-  return null;
-}
-
-/** Adds a `control_character` issue at `path` when `text` holds a control character not in `allowed`. */
-function refuseControlChars(
-  ctx: z.RefinementCtx,
-  path: string[],
-  text: string | undefined,
-  allowed = '',
-): void {
-  const found = text === undefined ? null : firstControlChar(text, allowed);
-  if (found === null) return;
-  ctx.addIssue({
-    code: 'custom',
-    path,
-    params: { code: 'control_character' },
-    message: `holds the control character ${found.char} at index ${found.index}${allowed === '' ? '' : ' (only tab and newline are allowed)'}`,
-  });
-}
-
-/**
- * A caller-chosen identifier (a create key, a control id): 1..`max` characters, none of them a
- * control character (C0, C1, DEL: `control_character`), so that it prints safely wherever it is
- * shown.
- */
-export function cleanId(max: number) {
-  return z
-    .string()
-    .min(1)
-    .max(max)
-    .superRefine((text, ctx) => refuseControlChars(ctx, [], text));
-}
 
 /** A subject whose workspace, path and node_id hold no control character (tab and newline neither). */
 const CleanSubject = Subject.strict().superRefine((subject, ctx) => {

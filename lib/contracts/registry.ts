@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import { Count, JsonObject } from './common.ts';
+import { cleanId } from './clean-text.ts';
 import { REGISTRY_KINDS } from './names.ts';
 import { Principal } from './run.ts';
 import { SEMVER_PATTERN, ToolMetadata, ToolRisk } from './tool-registration.ts';
@@ -22,11 +23,8 @@ export type RegistryKind = z.infer<typeof RegistryKind>;
 
 /** A stable code: lowercase letters, digits and `_.:-`, at most 64 characters. */
 const Code = z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'a code is 1-64 of a-z 0-9 _ . : -');
-const Name = z
-  .string()
-  .min(1)
-  .max(128)
-  .refine((s) => s.trim() === s && s.length > 0, 'no surrounding whitespace');
+/** A name (tool, group, agent, workspace, principal id): no surrounding whitespace, no control character. */
+const Name = cleanId(128).refine((s) => s.trim() === s, 'no surrounding whitespace');
 const Names = z.array(Name).max(256);
 
 // ---------------------------------------------------------------- tools

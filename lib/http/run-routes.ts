@@ -4,7 +4,7 @@
  */
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
-import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
+import { callerOf, creatorOf, type HttpApp, jsonBody } from './middleware.ts';
 import {
   checkpointRoute,
   checkpointsRoute,
@@ -34,7 +34,7 @@ export function registerRunRoutes(
   waits: WaitSlots,
 ): void {
   app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
-    const out = await engine.createRun(c.req.valid('json'), callerOf(c));
+    const out = await engine.createRun(c.req.valid('json'), creatorOf(c));
     return c.json(out, out.created ? 201 : 200);
   });
 
@@ -85,7 +85,7 @@ export function registerRunRoutes(
   });
 
   app.openapi({ ...forkRoute, middleware: [jsonBody] }, async (c) => {
-    const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), callerOf(c));
+    const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), creatorOf(c));
     return c.json(out, out.created ? 201 : 200);
   });
 
