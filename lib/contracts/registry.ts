@@ -153,14 +153,15 @@ export type AgentEntry = z.infer<typeof AgentEntry>;
 export const OWN_WORKSPACE_PREFIX = 'user:';
 
 /**
- * A workspace grant: who may create runs in the workspace (and so learn that a subject in it
- * has a live run): user ids, groups of the user (as the verified token names them), and agents
- * acting for nobody. A workspace `user:{id}` is its user's own and cannot be granted.
+ * A workspace grant: who may create runs in the workspace (and so learn that a subject in it has
+ * a live run): user ids, groups of the user (as the verified token names them), and agents
+ * acting for nobody. A workspace `user:{id}` is its user's own and cannot be granted, nor can
+ * one starting with `user:` in any other case (`User:`, `USER:`: nobody's, core/workspaces.ts).
  */
 export const WorkspaceGrant = z.strictObject({
   workspace: Name.refine(
-    (w) => !w.startsWith(OWN_WORKSPACE_PREFIX),
-    `a ${OWN_WORKSPACE_PREFIX}{id} workspace is its user's own and cannot be granted`,
+    (w) => w.slice(0, OWN_WORKSPACE_PREFIX.length).toLowerCase() !== OWN_WORKSPACE_PREFIX,
+    `a ${OWN_WORKSPACE_PREFIX}{id} workspace (in any case) is its user's own or nobody's and cannot be granted`,
   ),
   description: z.string().max(4000).optional(),
   users: Names.default([]),
