@@ -48,7 +48,7 @@ export const SteerControl = z.strictObject({
 export const ApproveControl = z.strictObject({
   ...controlBase,
   command: z.literal('approve'),
-  request_id: z.string().min(1),
+  request_id: cleanId(256),
   subject_digest: z.string().min(1),
   decision: z.enum(['approved', 'rejected']).default('approved'),
   reason: z.string().optional(),
@@ -56,7 +56,7 @@ export const ApproveControl = z.strictObject({
 export const ProvideInputControl = z.strictObject({
   ...controlBase,
   command: z.literal('provide_input'),
-  request_id: z.string().min(1),
+  request_id: cleanId(256),
   value: z.unknown(),
 });
 

@@ -3,8 +3,8 @@
  * admission", "Server-driven and client-driven runs" (a run without a reducer is client-driven).
  */
 import { z } from 'zod';
-import { Count, JsonObject, Subject } from './common.ts';
 import { cleanId, refuseControlChars } from './clean-text.ts';
+import { Count, JsonObject, Subject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
 
@@ -27,7 +27,11 @@ export const CreateRunInput = z
   .strictObject({
     /** Strict here: an unknown key in a client's subject is a typo, never silently kept. No control characters. */
     subject: CleanSubject,
-    reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
+    /** No control characters in the function path or the handler. */
+    reducer: ReducerBinding.pick({ function_path: true, handler: true })
+      .extend({ function_path: cleanId(1024), handler: cleanId(256).optional() })
+      .nullable()
+      .optional(),
     /** The run's first input (run_started.data.input); null when absent. */
     input: z.unknown().default(null),
     /** No control characters but tab and newline. */
@@ -40,8 +44,8 @@ export const CreateRunInput = z
     budgets: Budgets.default({}),
     on_exceeded: OnExceeded.default('pause'),
     on_provider_outage: OnProviderOutage.default('pause'),
-    as_agent: z.string().min(1).optional(),
-    on_behalf_of: z.string().min(1).optional(),
+    as_agent: cleanId(256).optional(),
+    on_behalf_of: cleanId(256).optional(),
     create_key: cleanId(256).optional(),
     executor_config: JsonObject.default({}),
     /** The tier asked for; the deployment's floor applies when absent or lower. */

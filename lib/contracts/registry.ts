@@ -10,8 +10,8 @@
  * 1-2, issue 11 item 4.
  */
 import { z } from 'zod';
-import { Count, JsonObject } from './common.ts';
 import { cleanId } from './clean-text.ts';
+import { Count, JsonObject } from './common.ts';
 import { REGISTRY_KINDS } from './names.ts';
 import { Principal } from './run.ts';
 import { SEMVER_PATTERN, ToolMetadata, ToolRisk } from './tool-registration.ts';

@@ -22,6 +22,7 @@ import {
   Control as ControlContract,
   CreateRunInput as CreateRunInputContract,
   CreateRunResponse as CreateRunResponseContract,
+  cleanId,
   DeliveryResponse as DeliveryResponseContract,
   DeploymentConfig as DeploymentConfigContract,
   ErrorBody as ErrorBodyContract,
@@ -246,11 +247,8 @@ export const CapabilityHeaders = z.object({
 });
 
 export const ResumeKeyParams = z.object({
-  resume_key: z
-    .string()
-    .min(1)
-    .max(1024)
-    .openapi({ param: { name: 'resume_key', in: 'path' } }),
+  /** No control characters (contracts cleanId): 400 validation_failed, whatever the key's state. */
+  resume_key: cleanId(1024).openapi({ param: { name: 'resume_key', in: 'path' } }),
 });
 
 /** Any JSON value: a raisin.tool-result/1 envelope, or any other result (wrapped as legacy). */

@@ -20,10 +20,10 @@ import { createAuditLog } from '../../lib/tools/audit-log.ts';
 import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';
 import { createToolRegistry } from '../../lib/tools/registry.ts';
 import { alice as aliceUser } from './hosts.ts';
+import { type MemoryTestEngine, makeMemoryTestEngine } from './memory-engine.ts';
 
 /** The replay's caller: an admin, as the local stack's default user is (it may use the replay's workspace). */
 const alice = { ...aliceUser, admin: true };
-import { type MemoryTestEngine, makeMemoryTestEngine } from './memory-engine.ts';
 
 export interface MemoryReplayStack {
   start: StartReplayStack;
