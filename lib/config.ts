@@ -123,10 +123,15 @@ export const VARIABLES = {
       docs: GUIDE.who,
     },
   ),
-  AGENT_RUNS_WORKSPACES: runtime(z.enum(['owned', 'open']), '`owned` or `open`', 'who may use a workspace', {
-    defaultText: '`open`',
-    docs: GUIDE.who,
-  }),
+  AGENT_RUNS_WORKSPACES: runtime(
+    z.enum(['owned', 'open']),
+    '`owned` or `open`',
+    'who may use a workspace nobody was granted: nobody but admins (`owned`) or everyone (`open`, for a migration)',
+    {
+      defaultText: '`owned`',
+      docs: GUIDE.who,
+    },
+  ),
   AGENT_RUNS_MAX_CHILDREN_PER_RUN: runtime(
     positive,
     'positive integer',
@@ -397,7 +402,7 @@ export function required<K extends VariableName>(config: Config, name: K): NonNu
 /**
  * A deployment's admission settings (core/admission.ts AdmissionConfig) from its environment:
  * the AGENT_RUNS_MAX_* limits and AGENT_RUNS_RISK_TIER_FLOOR, AGENT_RUNS_WORKSPACES; unset means
- * unlimited / standard / open (the two tree bounds: 16 and 4). Throws ConfigError.
+ * unlimited / standard / owned (the two tree bounds: 16 and 4). Throws ConfigError.
  */
 export function admissionFromEnv(env: Readonly<Record<string, string | undefined>>): AdmissionConfig {
   const c = configFromEnv(env);

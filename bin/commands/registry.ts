@@ -1,5 +1,5 @@
 /**
- * `agent-runs registry publish|list|get <tools|policy|agents>` (admin): the three registries
+ * `agent-runs registry publish|list|get <tools|policy|agents|workspaces>` (admin): the four registries
  * through one command shape, as the API has one route shape. Documents are JSON or `@file`.
  */
 import type { Command } from 'commander';
@@ -18,11 +18,13 @@ export const registryCommand: CommandModule = {
     const registry = program
       .command('registry')
       .description(
-        'tools, the tool policy and agents as data: versioned, published versions immutable (admin)',
+        'tools, the tool policy, agents and workspace grants as data: versioned, published versions immutable (admin)',
       );
     registry
       .command('publish <kind> <document>')
-      .description('publish a document (JSON or @file) as a new version; kind: tools, policy or agents')
+      .description(
+        'publish a document (JSON or @file) as a new version; kind: tools, policy, agents or workspaces',
+      )
       .action(async (kind: string, document: string, _opts: unknown, cmd: Command) => {
         const result = await ctx.client(cmd).publishEntry(kindOf(kind), parseJsonArg('document', document));
         const what = `${result.kind} ${result.name} ${result.version} (registry version ${result.registry_version})`;

@@ -6,11 +6,12 @@
  * document).
  */
 import { z } from 'zod';
+import { cleanId } from './clean-text.ts';
 import { Count, JsonObject } from './common.ts';
 import { ApprovalSubject, TokenUsage, ToolCall, ToolOffered } from './reducer.ts';
 
 /** The fence a lease holder presents on every write: its owner name and the run's epoch. */
-export const Fence = z.strictObject({ owner: z.string().min(1).max(200), epoch: Count });
+export const Fence = z.strictObject({ owner: cleanId(200), epoch: Count });
 export type Fence = z.infer<typeof Fence>;
 
 /** Longest lease a client may ask for (ms): 15 minutes. */
@@ -23,7 +24,7 @@ export const MIN_CLIENT_LEASE_MS = 1_000;
  * `{owner, epoch}` (refused fenced_out once it was lost). `ttl_ms` defaults to 90 000.
  */
 export const LeaseRequest = z.strictObject({
-  owner: z.string().min(1).max(200),
+  owner: cleanId(200),
   epoch: Count.optional(),
   ttl_ms: z.number().int().min(MIN_CLIENT_LEASE_MS).max(MAX_CLIENT_LEASE_MS).optional(),
 });
@@ -46,10 +47,10 @@ export const BeginOperationInput = z.discriminatedUnion('kind', [
     kind: z.literal('tool_call'),
     ...flags,
     request: z.strictObject({
-      tool: z.string().min(1),
+      tool: cleanId(256),
       args: JsonObject.default({}),
       mutating: z.boolean(),
-      call_id: z.string().min(1).optional(),
+      call_id: cleanId(256).optional(),
     }),
   }),
   z.strictObject({
@@ -122,7 +123,7 @@ export type ClientOperationResult = z.infer<typeof ClientOperationResult>;
 export const ReportOutcomeInput = z
   .strictObject({
     fence: Fence,
-    op_id: z.string().min(1),
+    op_id: cleanId(256),
     result: z.unknown().optional(),
     turn_outcome: z.unknown().optional(),
   })

@@ -4,11 +4,11 @@
  * rejection reasons. docs/contracts/run-lifecycle.md, "Controls".
  */
 import { z } from 'zod';
-import { cleanId } from './create-run.ts';
+import { cleanId } from './clean-text.ts';
 import { STEER_WHEN_BUSY } from './names.ts';
 import { Budgets } from './run.ts';
 
-/** No control characters in a control id (create-run.ts cleanId). */
+/** No control characters in a control id (clean-text.ts cleanId). */
 const controlBase = { control_id: cleanId(200) };
 
 export const StopControl = z.strictObject({
@@ -48,7 +48,7 @@ export const SteerControl = z.strictObject({
 export const ApproveControl = z.strictObject({
   ...controlBase,
   command: z.literal('approve'),
-  request_id: z.string().min(1),
+  request_id: cleanId(256),
   subject_digest: z.string().min(1),
   decision: z.enum(['approved', 'rejected']).default('approved'),
   reason: z.string().optional(),
@@ -56,7 +56,7 @@ export const ApproveControl = z.strictObject({
 export const ProvideInputControl = z.strictObject({
   ...controlBase,
   command: z.literal('provide_input'),
-  request_id: z.string().min(1),
+  request_id: cleanId(256),
   value: z.unknown(),
 });
 

@@ -4,54 +4,10 @@
  * client-driven).
  */
 import { z } from 'zod';
+import { cleanId, refuseControlChars } from './clean-text.ts';
 import { Count, JsonObject, Subject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
-
-/**
- * The first C0 control (U+0000-U+001F), DEL (U+007F) or C1 control (U+0080-U+009F) of `text`
- * that `allowed` does not hold, with its UTF-16 index, or null. Such a character in a subject or
- * an objective could clear a terminal or forge a line where the run is shown.
- */
-export function firstControlChar(text: string, allowed = ''): { index: number; char: string } | null {
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if ((c <= 0x1f || (c >= 0x7f && c <= 0x9f)) && !allowed.includes(text[i] as string)) {
-      return { index: i, char: `U+${c.toString(16).toUpperCase().padStart(4, '0')}` };
-    }
-  }
-  return null;
-}
-
-/** Adds a `control_character` issue at `path` when `text` holds a control character not in `allowed`. */
-function refuseControlChars(
-  ctx: z.RefinementCtx,
-  path: string[],
-  text: string | undefined,
-  allowed = '',
-): void {
-  const found = text === undefined ? null : firstControlChar(text, allowed);
-  if (found === null) return;
-  ctx.addIssue({
-    code: 'custom',
-    path,
-    params: { code: 'control_character' },
-    message: `holds the control character ${found.char} at index ${found.index}${allowed === '' ? '' : ' (only tab and newline are allowed)'}`,
-  });
-}
-
-/**
- * A caller-chosen identifier (a create key, a control id): 1..`max` characters, none of them a
- * control character (C0, C1, DEL: `control_character`), so that it prints safely wherever it is
- * shown.
- */
-export function cleanId(max: number) {
-  return z
-    .string()
-    .min(1)
-    .max(max)
-    .superRefine((text, ctx) => refuseControlChars(ctx, [], text));
-}
 
 /** A subject whose workspace, path and node_id hold no control character (tab and newline neither). */
 const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
@@ -72,7 +28,11 @@ export const CreateRunInput = z
   .strictObject({
     /** Strict here: an unknown key in a client's subject is a typo, never silently kept. No control characters. */
     subject: CleanSubject,
-    reducer: ReducerBinding.pick({ function_path: true, handler: true }).nullable().optional(),
+    /** No control characters in the function path or the handler. */
+    reducer: ReducerBinding.pick({ function_path: true, handler: true })
+      .extend({ function_path: cleanId(1024), handler: cleanId(256).optional() })
+      .nullable()
+      .optional(),
     /** The run's first input (run_started.data.input); null when absent. */
     input: z.unknown().default(null),
     /** No control characters but tab and newline. */
@@ -85,8 +45,8 @@ export const CreateRunInput = z
     budgets: Budgets.default({}),
     on_exceeded: OnExceeded.default('pause'),
     on_provider_outage: OnProviderOutage.default('pause'),
-    as_agent: z.string().min(1).optional(),
-    on_behalf_of: z.string().min(1).optional(),
+    as_agent: cleanId(256).optional(),
+    on_behalf_of: cleanId(256).optional(),
     create_key: cleanId(256).optional(),
     executor_config: JsonObject.default({}),
     /** The tier asked for; the deployment's floor applies when absent or lower. */

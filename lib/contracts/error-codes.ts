@@ -82,8 +82,9 @@ export const ERROR_CODES = {
   workspace_not_granted: {
     status: 403,
     source: 'engine',
-    meaning: 'the subject workspace is not granted to the caller; nothing of its runs is revealed',
-    action: 'use a workspace granted to the principal, or have it granted',
+    meaning:
+      "the subject workspace is not the caller's own (user:{sub}) nor granted to it; the same answer whether or not a run lives there",
+    action: 'use your own workspace user:{sub} or one an admin granted you (POST /admin/workspaces)',
   },
   run_not_found: {
     status: 404,

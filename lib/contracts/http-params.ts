@@ -7,6 +7,7 @@
  * call. Plain zod, browser-safe. See docs/reference/http-api.md.
  */
 import { z } from 'zod';
+import { cleanId } from './clean-text.ts';
 import { Subject } from './common.ts';
 import { RunStatus } from './run.ts';
 
@@ -111,8 +112,11 @@ export const StateQuery = z.object({
     .meta({ param: { description: 'The state revision (default: the current one).' } }),
 });
 
-/** `POST /results/{resume_key}`: the key an operation waits on. */
-export const ResumeKeyParams = z.object({ resume_key: z.string().min(1).max(1024) });
+/**
+ * `POST /results/{resume_key}`: the key an operation waits on. No control characters (cleanId):
+ * 400 validation_failed, whatever the key's state.
+ */
+export const ResumeKeyParams = z.object({ resume_key: cleanId(1024) });
 
 /** The caller-chosen id of a delivery: a repeat with the same id is answered as a duplicate. */
 export const DeliveryQuery = z.object({

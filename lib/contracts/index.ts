@@ -1,6 +1,7 @@
 /** Every wire shape of the product as a zod schema; the public types are `z.infer` of these. */
 export * from './budget-use.ts';
 export * from './checkpoint.ts';
+export * from './clean-text.ts';
 export * from './client-driven.ts';
 export * from './common.ts';
 export * from './compaction.ts';

@@ -9,6 +9,7 @@
  * docs/contracts/run-lifecycle.md ("Subject, principal and admission": as_agent).
  */
 import { z } from 'zod';
+import { cleanId } from './clean-text.ts';
 import { Count, JsonObject } from './common.ts';
 import { REGISTRY_KINDS } from './names.ts';
 import { Principal } from './run.ts';
@@ -21,11 +22,8 @@ export type RegistryKind = z.infer<typeof RegistryKind>;
 
 /** A stable code: lowercase letters, digits and `_.:-`, at most 64 characters. */
 const Code = z.string().regex(/^[a-z0-9_.:-]{1,64}$/, 'a code is 1-64 of a-z 0-9 _ . : -');
-const Name = z
-  .string()
-  .min(1)
-  .max(128)
-  .refine((s) => s.trim() === s && s.length > 0, 'no surrounding whitespace');
+/** A name (tool, group, agent, workspace, principal id): no surrounding whitespace, no control character. */
+const Name = cleanId(128).refine((s) => s.trim() === s, 'no surrounding whitespace');
 const Names = z.array(Name).max(256);
 
 // ---------------------------------------------------------------- tools
@@ -154,14 +152,15 @@ export type AgentEntry = z.infer<typeof AgentEntry>;
 export const OWN_WORKSPACE_PREFIX = 'user:';
 
 /**
- * A workspace grant: who may create runs in the workspace (and so learn that a subject in it
- * has a live run): user ids, groups of the user (as the verified token names them), and agents
- * acting for nobody. A workspace `user:{id}` is its user's own and cannot be granted.
+ * A workspace grant: who may create runs in the workspace (and so learn that a subject in it has
+ * a live run): user ids, groups of the user (as the verified token names them), and agents
+ * acting for nobody. A workspace `user:{id}` is its user's own and cannot be granted, nor can
+ * one starting with `user:` in any other case (`User:`, `USER:`: nobody's, core/workspaces.ts).
  */
 export const WorkspaceGrant = z.strictObject({
   workspace: Name.refine(
-    (w) => !w.startsWith(OWN_WORKSPACE_PREFIX),
-    `a ${OWN_WORKSPACE_PREFIX}{id} workspace is its user's own and cannot be granted`,
+    (w) => w.slice(0, OWN_WORKSPACE_PREFIX.length).toLowerCase() !== OWN_WORKSPACE_PREFIX,
+    `a ${OWN_WORKSPACE_PREFIX}{id} workspace (in any case) is its user's own or nobody's and cannot be granted`,
   ),
   description: z.string().max(4000).optional(),
   users: Names.default([]),

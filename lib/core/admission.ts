@@ -19,7 +19,7 @@ export interface AdmissionConfig {
   max_creates_per_minute?: number;
   /** The lowest risk tier a run may have (default `standard`). */
   risk_tier_floor?: RiskTier;
-  /** A workspace nobody was granted: refused (`owned`) or open to every caller (`open`, the default). */
+  /** A workspace nobody was granted: refused (`owned`, the default) or open to every caller (`open`, a migration opt-in). */
   workspaces?: WorkspaceMode;
   /**
    * Most children one run may start (default 16, core/delegation.ts); past it a delegation is

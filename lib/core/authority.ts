@@ -10,10 +10,15 @@
 import type { Principal, RunRecord } from '../contracts/index.ts';
 import { sha256Hex } from './canonical.ts';
 
-/** A caller of the runtime: a principal, plus the capability secret it presented, if any. */
+/**
+ * A caller of the runtime: a principal, plus the capability secret it presented, if any, and
+ * whether it has admin rights (it manages the registries; for runs it only widens the
+ * workspaces it may create in, lib/core/workspaces.ts: it sees no one else's runs).
+ */
 export interface Caller {
   principal: Principal;
   capability?: string;
+  admin?: boolean;
 }
 
 /** The stored form of a control capability secret: sha256 hex, never the secret itself. */

@@ -93,10 +93,14 @@ export async function createRun(deps: EngineDeps, raw: unknown, caller: Caller):
   const decided = principalFor(caller.principal, input.as_agent, input.on_behalf_of);
   if (!decided.ok) throw new EngineError(decided.code, decided.message, {});
   const principal = decided.principal;
-  const [pinned] = await Promise.all([
+  // Both read at once; a refused agent is answered first (the workspace check is the agent's).
+  const [registries, workspace] = await Promise.allSettled([
     admitRegistries(deps, principal, caller, input.as_agent !== undefined),
     admitWorkspace(deps, principal, caller, input.subject.workspace),
   ]);
+  if (registries.status === 'rejected') throw registries.reason;
+  if (workspace.status === 'rejected') throw workspace.reason;
+  const pinned = registries.value;
   const principalKey = principalKeyOf(principal);
   const quotaKey = quotaKeyOf(principal);
   // What a replayed create key must match: the request, without the key itself.

@@ -4,9 +4,9 @@
  * answer is the same whether the subject has a live run or not. The rule is core's
  * (lib/core/workspaces.ts); this reads the grant from the `workspaces` registry.
  */
-import { OWN_WORKSPACE_PREFIX, type Principal, WorkspaceGrant } from '../contracts/index.ts';
+import { type Principal, WorkspaceGrant } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
-import { mayUseWorkspace } from '../core/workspaces.ts';
+import { DEFAULT_WORKSPACE_MODE, mayUseWorkspace, workspaceKind } from '../core/workspaces.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
 
@@ -21,7 +21,8 @@ async function grantOf(deps: EngineDeps, workspace: string): Promise<WorkspaceGr
 
 /**
  * Throws EngineError workspace_not_granted (403, naming only the workspace the caller gave)
- * unless `principal`, created by `caller`, may use `workspace`. System callers are not checked.
+ * unless `principal`, created by `caller`, may use `workspace` (lib/core/workspaces.ts; the mode
+ * is the deployment's AGENT_RUNS_WORKSPACES, `owned` when unset). System callers are not checked.
  */
 export async function admitWorkspace(
   deps: EngineDeps,
@@ -30,10 +31,12 @@ export async function admitWorkspace(
   workspace: string,
 ): Promise<void> {
   if (caller.principal.kind === 'system') return;
-  const mode = deps.admission.workspaces ?? 'open';
-  const own = workspace.startsWith(OWN_WORKSPACE_PREFIX);
-  const grant = own ? null : await grantOf(deps, workspace);
-  if (mayUseWorkspace(workspace, grant, principal, mode)) return;
+  const mode = deps.admission.workspaces ?? DEFAULT_WORKSPACE_MODE;
+  const admin = caller.admin === true;
+  // Own and reserved names have no grant; an admin needs none: only a grant-deciding case reads.
+  const needsGrant = workspaceKind(workspace) === 'grantable' && !admin;
+  const grant = needsGrant ? await grantOf(deps, workspace) : null;
+  if (mayUseWorkspace(workspace, grant, { principal, admin }, mode)) return;
   throw new EngineError('workspace_not_granted', `the workspace ${workspace} is not granted to the caller`, {
     workspace,
   });

@@ -12,11 +12,11 @@ import { configFromEnv } from '../config.ts';
 import type { Principal } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 
-/** A caller of the HTTP API: the engine's Caller plus whether it may use the admin routes. */
-export interface HttpCaller extends Caller {
-  /** May register function artifacts (`PUT /functions/...`). */
-  admin?: boolean;
-}
+/**
+ * A caller of the HTTP API: the engine's Caller, whose `admin` also says it may use the admin
+ * routes (registries, `PUT /functions/...`).
+ */
+export type HttpCaller = Caller;
 
 /**
  * Authenticates one request. `env` is what the runtime adapter passes to `app.fetch` (for

@@ -215,6 +215,14 @@ export const callerOf = (c: Context<AppEnv>): Caller => {
   return capability === undefined ? { principal } : { principal, capability };
 };
 
+/**
+ * The engine's Caller of a create or fork: callerOf's, plus `admin` when the caller has admin
+ * rights (an admin may create in every workspace but other users' own, core/workspaces.ts).
+ * Only these routes pass it: no other engine call depends on it.
+ */
+export const creatorOf = (c: Context<AppEnv>): Caller =>
+  c.get('caller').admin === true ? { ...callerOf(c), admin: true } : callerOf(c);
+
 function errorResponse(c: Context, error: HttpErrorType): Response {
   return c.json(error.toBody(), error.status, error.headers);
 }

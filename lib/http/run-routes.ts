@@ -8,7 +8,7 @@ import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 import { publicCheckpoint, publicRun, withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import type { Engine } from '../engine/engine.ts';
-import { callerOf, type HttpApp, jsonBody } from './middleware.ts';
+import { callerOf, creatorOf, type HttpApp, jsonBody } from './middleware.ts';
 import {
   checkpointRoute,
   checkpointsRoute,
@@ -37,7 +37,7 @@ export function registerRunRoutes(
   waits: WaitSlots,
 ): void {
   app.openapi({ ...createRunRoute, middleware: [jsonBody] }, async (c) => {
-    const out = await engine.createRun(c.req.valid('json'), callerOf(c));
+    const out = await engine.createRun(c.req.valid('json'), creatorOf(c));
     return c.json(withPublicRun(out), out.created ? 201 : 200);
   });
 
@@ -89,7 +89,7 @@ export function registerRunRoutes(
   });
 
   app.openapi({ ...forkRoute, middleware: [jsonBody] }, async (c) => {
-    const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), callerOf(c));
+    const out = await engine.forkRun(c.req.valid('param').id, c.req.valid('json'), creatorOf(c));
     return c.json(withPublicRun(out), out.created ? 201 : 200);
   });
 

@@ -122,8 +122,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req, maxBody);
     if (body === null) {
-      sendJson(res, 413, 'payload_too_large', overLimitMessage('the request body', maxBody), {
+      // Worded as the HTTP app words its own body limit (lib/http/middleware.ts): one message.
+      const declared = Number(req.headers['content-length']);
+      const bytes = Number.isSafeInteger(declared) && declared > maxBody ? declared : undefined;
+      sendJson(res, 413, 'payload_too_large', overLimitMessage('the body', maxBody, bytes), {
         limit_bytes: maxBody,
+        ...(bytes !== undefined ? { bytes } : {}),
       });
       return;
     }

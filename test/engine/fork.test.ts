@@ -189,7 +189,8 @@ describe('forking a run from a checkpoint', () => {
     const capability = created.control_capability ?? '';
     await drive(runId);
     const mallory = { principal: { kind: 'user' as const, id: 'mallory' } };
-    const fork = { checkpoint: 1, subject: uniqueSubject() };
+    // In mallory's own workspace: a fork is created in a workspace granted to its caller.
+    const fork = { checkpoint: 1, subject: uniqueSubject('mallory') };
     // A stranger: the run does not exist, for a fork, a state read, or with a wrong capability.
     await expect(t.engine.getState(runId, mallory)).rejects.toMatchObject({ code: 'run_not_found' });
     await expect(t.engine.forkRun(runId, fork, { ...mallory, capability: 'not-it' })).rejects.toMatchObject({

@@ -14,9 +14,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Principal, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { inProcessReducers, subjectIn } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { askOnce } from '../support/reducers.ts';
+import { grantWorkspace } from '../support/workspace-grants.ts';
 
 const local = inject('localServices');
 const PRINCIPALS: Record<string, Principal> = {
@@ -34,6 +35,8 @@ let quotaRuntime: Runtime;
 let quotaApp: HttpApp;
 /** The quota runtime's clock runs this far ahead of Date.now() (ms): a test can start a minute. */
 let clockOffset = 0;
+/** The workspace the users share. */
+let shared: string;
 /** Every log line the runtime and the app wrote, as JSON text. */
 const logLines: string[] = [];
 
@@ -63,7 +66,12 @@ beforeAll(async () => {
     admission: { max_live_runs: 2, max_creates_per_minute: 4, risk_tier_floor: 'standard' },
   }));
   quotaApp = appOver(quotaRuntime, 'quota');
+  // One workspace all three users share (granted by an operator), so that they can meet on a subject.
+  shared = await grantWorkspace(runtime.engine, { users: ['alice', 'bob', 'carol'] });
 });
+
+/** A fresh subject in the workspace granted to alice, bob and carol (and so to alice's agent). */
+const uniqueSubject = () => subjectIn(shared);
 
 afterAll(() => {
   runtime.close();

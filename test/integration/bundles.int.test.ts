@@ -320,7 +320,7 @@ describe('the bundles, invoked as Lambda invokes them', () => {
     const created = await http('POST', '/runs', {
       claims: USER,
       body: {
-        subject: uniqueSubject(),
+        subject: uniqueSubject('user-7'),
         reducer: { function_path: AGENT_LOOP_PATH },
         input: 'Where is my order A-17?',
         context: {

@@ -88,7 +88,7 @@ describe('clock-skew allowance', () => {
     const response = await app.request('/runs', {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ subject: uniqueSubject(), reducer: { function_path: '/r/held' } }),
+      body: JSON.stringify({ subject: uniqueSubject('kai'), reducer: { function_path: '/r/held' } }),
     });
     const { run } = (await response.json()) as { run: RunRecord };
     const step = worker.engine.stepRun(run.run_id);

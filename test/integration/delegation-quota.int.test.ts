@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELEGATE_TOOL, type Principal, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { inProcessReducers, subjectIn } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { delegator } from '../support/reducers.ts';
+import { grantWorkspace } from '../support/workspace-grants.ts';
 
 // Ids of their own: the table is shared, and other test files leave live runs of a 'bob'
 // holding quota slots under that principal's key.
@@ -26,6 +27,8 @@ const REDUCER = '/r/delegator';
 
 let runtime: Runtime;
 let app: HttpApp;
+/** A workspace granted to every user of the test (workspaces are owned). */
+let shared: string;
 
 beforeAll(async () => {
   ({ runtime } = await localRuntime('delegation-quota', {
@@ -36,7 +39,13 @@ beforeAll(async () => {
     bearerTokenAuth(`t-${who}`, PRINCIPALS[who], { admin: false }),
   );
   app = createHttpApp({ ...runtime, auth: anyOf(...auth), pollIntervalMs: 50, log: () => {} });
+  shared = await grantWorkspace(runtime.engine, {
+    users: Object.values(PRINCIPALS).flatMap((p) => (p.kind === 'user' ? [p.id] : [])),
+  });
 });
+
+/** A fresh subject in the shared workspace. */
+const uniqueSubject = () => subjectIn(shared);
 
 afterAll(() => runtime.close());
 

@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal, RunRecord } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { inProcessReducers, subjectIn } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { askOnce } from '../support/reducers.ts';
+import { grantWorkspace } from '../support/workspace-grants.ts';
 
 // Ids of this file's own: quota items are per principal in the table other test files share.
 const tag = randomUUID().slice(0, 8);
@@ -26,6 +27,8 @@ type Who = 'alice' | 'bob' | 'carol';
 
 let runtime: Runtime;
 let app: HttpApp;
+/** A workspace granted to every user of the test (workspaces are owned). */
+let shared: string;
 
 beforeAll(async () => {
   ({ runtime } = await localRuntime('fork-authority', {
@@ -40,7 +43,13 @@ beforeAll(async () => {
     pollIntervalMs: 50,
     log: () => {},
   });
+  shared = await grantWorkspace(runtime.engine, {
+    users: Object.values(PRINCIPALS).flatMap((p) => (p.kind === 'user' ? [p.id] : [])),
+  });
 });
+
+/** A fresh subject in the shared workspace. */
+const uniqueSubject = () => subjectIn(shared);
 
 afterAll(() => runtime.close());
 

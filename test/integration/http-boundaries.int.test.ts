@@ -119,7 +119,10 @@ async function errorOf(response: Response): Promise<ErrorBody & { status: number
 }
 
 async function waitingRun(): Promise<RunRecord> {
-  const response = await post('/runs', { subject: uniqueSubject(), reducer: { function_path: '/r/ask' } });
+  const response = await post('/runs', {
+    subject: uniqueSubject('una'),
+    reducer: { function_path: '/r/ask' },
+  });
   expect(response.status).toBe(201);
   const { run } = (await response.json()) as { run: RunRecord };
   await runtime.engine.stepRun(run.run_id);
@@ -193,7 +196,7 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
       });
     // A lone continuation byte, a truncated sequence, an overlong encoding, an encoded surrogate.
     for (const bad of [[0x80], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff]]) {
-      const subject = uniqueSubject();
+      const subject = uniqueSubject('una');
       const body = bytes(`{"subject":{"workspace":"${subject.workspace}","path":"${subject.path}@"}}`, bad);
       const error = await errorOf(await postBytes('/runs', body));
       expect(error, JSON.stringify(bad)).toMatchObject({
@@ -212,7 +215,7 @@ describe('HTTP API: text that is not well-formed Unicode', () => {
     expect(await errorOf(steer)).toMatchObject({ status: 400, code: 'invalid_unicode' });
     await unchanged(run);
     // Valid UTF-8 outside ASCII is read as sent.
-    const subject = uniqueSubject();
+    const subject = uniqueSubject('una');
     const ok = await postBytes(
       '/runs',
       new TextEncoder().encode(
@@ -253,7 +256,7 @@ describe('HTTP API: control characters in a create body', () => {
       ['path', '\n'],
       ['path', '\r'],
     ] as const) {
-      const subject = uniqueSubject();
+      const subject = uniqueSubject('una');
       const bad = { ...subject, [field]: `${subject[field]}${char}` };
       const error = await errorOf(await post('/runs', { subject: bad, reducer: null }));
       expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
@@ -267,7 +270,7 @@ describe('HTTP API: control characters in a create body', () => {
 
   it('refuses control characters in the objective but tab and newline, and in a fork subject', async () => {
     for (const char of ['\u0000', '\u001b', '\r', '\u0085']) {
-      const subject = uniqueSubject();
+      const subject = uniqueSubject('una');
       const error = await errorOf(await post('/runs', { subject, reducer: null, objective: `do${char}it` }));
       expect(error, JSON.stringify(char)).toMatchObject({ status: 400, code: 'validation_failed' });
       expect(error.details.issues).toEqual([
@@ -276,7 +279,7 @@ describe('HTTP API: control characters in a create body', () => {
       expect(await runtime.store.findBySubject(subject)).toBeNull();
     }
     const created = await post('/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('una'),
       reducer: null,
       objective: 'line 1\n\tline 2',
     });
@@ -299,7 +302,7 @@ describe('HTTP API: control characters in a create body', () => {
 
 describe('HTTP API: caller-chosen ids hold no control characters', () => {
   it('refuses a control character in a create_key or a control_id with 400 naming the field, writing nothing', async () => {
-    const subject = uniqueSubject();
+    const subject = uniqueSubject('una');
     const create = await errorOf(await post('/runs', { subject, reducer: null, create_key: 'k\u007f' }));
     expect(create).toMatchObject({ status: 400, code: 'validation_failed' });
     expect(create.details.issues).toEqual([
@@ -307,7 +310,7 @@ describe('HTTP API: caller-chosen ids hold no control characters', () => {
     ]);
     expect(await runtime.store.findBySubject(subject)).toBeNull();
 
-    const created = await post('/runs', { subject: uniqueSubject(), reducer: null });
+    const created = await post('/runs', { subject: uniqueSubject('una'), reducer: null });
     const { run } = (await created.json()) as { run: RunRecord };
     const control = await errorOf(
       await post(`/runs/${run.run_id}/controls`, { control_id: 'c\u001b', command: 'pause' }),
@@ -319,7 +322,7 @@ describe('HTTP API: caller-chosen ids hold no control characters', () => {
 
 describe('HTTP API: an event stream resumes only from a seq it sent', () => {
   it('refuses a Last-Event-ID that is not a whole number with 400, and resumes after a valid one', async () => {
-    const created = await post('/runs', { subject: uniqueSubject(), reducer: null });
+    const created = await post('/runs', { subject: uniqueSubject('una'), reducer: null });
     const { run } = (await created.json()) as { run: RunRecord };
     const stream = (lastEventId: string) =>
       app.request(`/runs/${run.run_id}/events/stream?wait=0`, {
@@ -370,7 +373,7 @@ describe('HTTP API: control bodies are checked as strictly as create bodies', ()
 describe('HTTP API: a budget_increase past a safe integer', () => {
   async function pausedRun(budgets: Record<string, number>): Promise<RunRecord> {
     const response = await post('/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('una'),
       reducer: { function_path: '/r/ask' },
       budgets,
     });
@@ -433,7 +436,7 @@ describe('HTTP API: a budget_increase past a safe integer', () => {
 
 describe('HTTP API: sizes', () => {
   it(`refuses at create a context over ${MAX_CONTEXT_BYTES} bytes (a 300 KB instructions) with 400 naming context, creating nothing`, async () => {
-    const subject = uniqueSubject();
+    const subject = uniqueSubject('una');
     const response = await post('/runs', {
       subject,
       reducer: { function_path: '/r/ask' },
@@ -449,7 +452,7 @@ describe('HTTP API: sizes', () => {
   it('accepts a context just under the limit', async () => {
     const instructions = 'y'.repeat(MAX_CONTEXT_BYTES - JSON.stringify({ instructions: '' }).length);
     const response = await post('/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('una'),
       reducer: null,
       context: { instructions },
     });
@@ -472,7 +475,11 @@ describe('HTTP API: sizes', () => {
     });
     expect(body.message).toMatch(/^the body is (\d+ bytes, )?over the 1048576-byte limit$/);
     const context = await errorOf(
-      await post('/runs', { subject: uniqueSubject(), reducer: null, context: { t: 'z'.repeat(200_000) } }),
+      await post('/runs', {
+        subject: uniqueSubject('una'),
+        reducer: null,
+        context: { t: 'z'.repeat(200_000) },
+      }),
     );
     expect(context.message).toMatch(/context and objective is \d+ bytes, over the 163840-byte limit$/);
   });
@@ -480,7 +487,10 @@ describe('HTTP API: sizes', () => {
 
 describe('HTTP API: a peer tool result with null for absent optional fields', () => {
   it('accepts a delivered envelope whose optionals are null (diagnostic class, error_class, retry_policy)', async () => {
-    const response = await post('/runs', { subject: uniqueSubject(), reducer: { function_path: '/r/park' } });
+    const response = await post('/runs', {
+      subject: uniqueSubject('una'),
+      reducer: { function_path: '/r/park' },
+    });
     const { run } = (await response.json()) as { run: RunRecord };
     await runtime.engine.stepRun(run.run_id);
     const delivered = await post(`/results/rk-${run.run_id}`, {
@@ -511,7 +521,7 @@ describe('HTTP API: a peer tool result with null for absent optional fields', ()
 
   it('answers a tool result with resume_key "" as waiting_without_resume_key (not envelope_mismatch)', async () => {
     const response = await post('/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('una'),
       reducer: { function_path: '/r/blank-key' },
     });
     const { run } = (await response.json()) as { run: RunRecord };
@@ -526,7 +536,7 @@ describe('HTTP API: a peer tool result with null for absent optional fields', ()
 
   it('runs a peer reducer that sends null for absent optionals (summary, evidence, diagnostic class)', async () => {
     const response = await post('/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('una'),
       reducer: { function_path: '/r/nulls' },
     });
     const { run } = (await response.json()) as { run: RunRecord };

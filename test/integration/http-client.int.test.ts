@@ -41,7 +41,7 @@ afterAll(() => runtime.close());
 
 async function waitingRun() {
   const { run, control_capability } = await client.createRun({
-    subject: uniqueSubject(),
+    subject: uniqueSubject('local-user'),
     reducer: { function_path: '/r/ask' },
     input: 'go',
   });
@@ -64,7 +64,7 @@ describe('the typed client', () => {
   it('creates, reads and lists a run, and answers health and the OpenAPI document', async () => {
     expect(await client.health()).toEqual({ status: 'ok' });
     expect((await client.openapi()).openapi).toBe('3.1.0');
-    const subject = uniqueSubject();
+    const subject = uniqueSubject('local-user');
     const created = await client.createRun({ subject, reducer: { function_path: '/r/ask' }, input: 'hi' });
     expect(created).toMatchObject({ created: true, control_capability: expect.any(String) });
     expect(await client.createRun({ subject, input: 'again' })).toMatchObject({
@@ -210,7 +210,7 @@ describe('the CLI against the API', () => {
   }
 
   it('creates a run, follows its events live until it completes, and shows it', async () => {
-    const subject = uniqueSubject();
+    const subject = uniqueSubject('local-user');
     const created = await cli(
       '--json',
       'runs',

@@ -199,7 +199,11 @@ describe('PUT /functions/{path} with the stored registry', () => {
       const created = await app.request('/runs', {
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json' },
-        body: JSON.stringify({ subject: uniqueSubject(), reducer: { function_path: path }, input: null }),
+        body: JSON.stringify({
+          subject: uniqueSubject('local-user'),
+          reducer: { function_path: path },
+          input: null,
+        }),
       });
       expect(created.status).toBe(201);
       const { run } = (await created.json()) as {

@@ -139,7 +139,7 @@ async function json<T = Record<string, unknown>>(response: Response | Promise<Re
 
 async function createRun(reducer: string, extra: Record<string, unknown> = {}): Promise<RunRecord> {
   const response = await request('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('dana'),
     reducer: { function_path: reducer },
     input: 'go',
     ...extra,

@@ -173,9 +173,10 @@ describe('callers of the local stack', () => {
       body: JSON.stringify({ agent_id: agentId, acts_for: { users: ['alice'] }, tools: [] }),
     });
     expect(published.status, await published.clone().text()).toBe(201);
-    const body = (who: string) =>
+    // Workspaces are owned: alice's runs (and her agent's) go in her own workspace.
+    const body = (who: string, workspace = 'user:alice') =>
       JSON.stringify({
-        subject: { workspace: 'local-stack', path: `/callers/${crypto.randomUUID()}` },
+        subject: { workspace, path: `/callers/${crypto.randomUUID()}` },
         reducer: null,
         input: who,
       });
@@ -200,6 +201,21 @@ describe('callers of the local stack', () => {
     expect(agentRun.principal).toEqual({ kind: 'agent', id: agentId, on_behalf_of: 'alice' });
     expect(bobAsAgent.status).toBe(403);
     expect(await bobAsAgent.json()).toMatchObject({ code: 'agent_not_allowed' });
+    // bob may not create in alice's workspace, nor in one nobody was granted; the admin (the
+    // default user) may create in the latter, and grants it to bob's group.
+    const shared = `local-stack-${crypto.randomUUID()}`;
+    for (const workspace of ['user:alice', shared]) {
+      const refused = await as(bob, '/runs', { method: 'POST', body: body('bob', workspace) });
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ code: 'workspace_not_granted' });
+    }
+    expect((await api('/runs', { method: 'POST', body: body('admin', shared) })).status).toBe(201);
+    const granted = await api('/admin/workspaces', {
+      method: 'POST',
+      body: JSON.stringify({ workspace: shared, groups: ['staff'] }),
+    });
+    expect(granted.status, await granted.clone().text()).toBe(201);
+    expect((await as(bob, '/runs', { method: 'POST', body: body('bob', shared) })).status).toBe(201);
     for (const run of [ownRun, agentRun]) {
       expect((await as(alice, `/runs/${run.run_id}`)).status).toBe(200);
       const hidden = await as(bob, `/runs/${run.run_id}`);

@@ -16,9 +16,10 @@ import {
 } from '../../lib/contracts/index.ts';
 import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
-import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
+import { inProcessReducers, subjectIn } from '../support/engine.ts';
 import { localRuntime } from '../support/local-runtime.ts';
 import { type ScopedInput, scopedReducer } from '../support/scope-reducers.ts';
+import { grantWorkspace } from '../support/workspace-grants.ts';
 
 const TAG = randomUUID().slice(0, 8);
 const PRINCIPALS: Record<string, Principal> = {
@@ -31,6 +32,8 @@ const executed: string[] = [];
 
 let runtime: Runtime;
 let app: HttpApp;
+/** A workspace granted to every user of the test (workspaces are owned). */
+let shared: string;
 
 beforeAll(async () => {
   ({ runtime } = await localRuntime('narrowed-children', {
@@ -60,7 +63,13 @@ beforeAll(async () => {
     bearerTokenAuth(`t-${who}`, PRINCIPALS[who], { admin: false }),
   );
   app = createHttpApp({ ...runtime, auth: anyOf(...auth), pollIntervalMs: 50, log: () => {} });
+  shared = await grantWorkspace(runtime.engine, {
+    users: Object.values(PRINCIPALS).flatMap((p) => (p.kind === 'user' ? [p.id] : [])),
+  });
 });
+
+/** A fresh subject in the shared workspace. */
+const uniqueSubject = () => subjectIn(shared);
 
 afterAll(() => runtime.close());
 

@@ -281,7 +281,7 @@ describe('registry answers', () => {
     const unregistered = `functions:/agents/nobody-${randomUUID()}`;
     const create = (who: Who, asAgent: string) =>
       call(who, 'POST', '/runs', {
-        subject: uniqueSubject(),
+        subject: uniqueSubject(PRINCIPALS[who]?.id),
         reducer: { function_path: '/r/wait' },
         input: 'x',
         as_agent: asAgent,

@@ -77,7 +77,7 @@ function send(method: string, path: string, body?: unknown) {
 }
 async function create(extra: Record<string, unknown> = {}): Promise<RunRecord> {
   const response = await send('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('pia'),
     reducer: { function_path: '/r/ask-model' },
     input: 'hello',
     ...extra,
@@ -196,7 +196,7 @@ describe('provider calls and retries', () => {
 
   it('refuses an unknown on_provider_outage at create', async () => {
     const response = await send('POST', '/runs', {
-      subject: uniqueSubject(),
+      subject: uniqueSubject('pia'),
       reducer: null,
       on_provider_outage: 'retry_forever',
     });

@@ -128,9 +128,12 @@ async function publish(kind: 'tools' | 'policy' | 'agents', body: unknown, who: 
   return { status: response.status, body: await json<Record<string, unknown>>(response) };
 }
 
+/** The user whose own workspace `who`'s runs go in (a system caller may use any: alice's). */
+const OWNER: Record<Who, string> = { admin: 'root', alice: 'alice', bob: 'bob', system: 'alice' };
+
 async function create(who: Who, reducer: string, extra: Record<string, unknown> = {}) {
   const response = await call(who, 'POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject(OWNER[who]),
     reducer: { function_path: reducer },
     input: 'go',
     ...extra,

@@ -71,7 +71,7 @@ async function view(runId: string): Promise<RunRecord> {
 
 async function create(reducer: string, extra: Record<string, unknown> = {}): Promise<RunRecord> {
   const response = await send('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('cora'),
     reducer: { function_path: reducer },
     input: 'go',
     ...extra,

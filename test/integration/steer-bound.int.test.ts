@@ -42,7 +42,10 @@ const steer = (n: number) => ({ control_id: `steer-${n}`, command: 'steer', inpu
 
 describe('a run’s steer queue', () => {
   it('refuses a steer past the bound with steer_queue_full, and takes one again once a steer is consumed', async () => {
-    const created = await send('alice-token', 'POST', '/runs', { subject: uniqueSubject(), input: 'go' });
+    const created = await send('alice-token', 'POST', '/runs', {
+      subject: uniqueSubject('steer-bound-alice'),
+      input: 'go',
+    });
     expect(created.status).toBe(201);
     const runId = (created.body.run as RunRecord).run_id;
     const controls = `/runs/${encodeURIComponent(runId)}/controls`;

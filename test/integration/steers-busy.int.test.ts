@@ -106,7 +106,7 @@ function userTexts(from: number, n: number): string[] {
 async function agentRunInFlight(): Promise<{ run: RunRecord; stepping: Promise<unknown>; from: number }> {
   const from = model.received.length;
   const { run } = await send<{ run: RunRecord }>('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('sam'),
     reducer: { function_path: '/agent' },
     input: 'Where is order A-17?',
     context: {

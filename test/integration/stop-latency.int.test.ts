@@ -93,7 +93,7 @@ function send(method: string, path: string, body?: unknown) {
 }
 async function start(reducer: string): Promise<{ run: RunRecord; step: Promise<unknown> }> {
   const response = await send('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('sol'),
     reducer: { function_path: reducer },
   });
   const { run } = (await response.json()) as { run: RunRecord };

@@ -2,8 +2,10 @@
  * Owned workspaces through the HTTP API on DynamoDB Local and fauxqs, with the users alice, bob
  * and carol (of the group `team`), the agent `planner` acting for alice, an admin and a system
  * caller: a create (or fork) in a workspace not granted to the caller is 403
- * workspace_not_granted whether or not a subject there has a live run; a user owns `user:{id}`;
- * in `open` mode an ungranted workspace stays open while granted ones are their grantees'.
+ * workspace_not_granted whether or not a subject there has a live run; a user owns `user:{id}`
+ * (exactly: `User:` and `USER:` are nobody's); an admin may use every workspace but other users'
+ * own; `owned` is the default, and in `open` mode an ungranted workspace stays open while
+ * granted ones are their grantees'.
  * docs/guides/who-may-do-what.md states these rules.
  */
 import { randomUUID } from 'node:crypto';
@@ -31,7 +33,8 @@ const apps: Record<'owned' | 'open', HttpApp> = {} as Record<'owned' | 'open', H
 beforeAll(async () => {
   for (const mode of ['owned', 'open'] as const) {
     const { runtime } = await localRuntime(`tenancy-${mode}`, {
-      admission: { workspaces: mode },
+      // `owned` is the default: that runtime is given no workspace mode at all.
+      admission: mode === 'open' ? { workspaces: 'open' } : {},
       reducers: inProcessReducers({ '/r/ask': askOnce() }),
     });
     runtimes.push(runtime);
@@ -127,6 +130,53 @@ describe('owned workspaces', () => {
       users: ['bob'],
     });
     expect(selfGrant.status).toBe(403);
+  });
+});
+
+describe('own workspaces and admins', () => {
+  it("treats case variants of user: as nobody's: refused to their namesake, admins and grants alike", async () => {
+    for (const workspace of ['User:alice', 'USER:alice', 'uSeR:alice']) {
+      for (const who of ['alice', 'planner', 'admin'] as const) {
+        const refused = await call('owned', who, 'POST', '/runs', createBody(workspace));
+        expect(refused.status, `${who} in ${workspace}`).toBe(403);
+        expect(JSON.parse(refused.text)).toMatchObject({
+          code: 'workspace_not_granted',
+          details: { workspace },
+        });
+      }
+      const grant = await call('owned', 'admin', 'POST', '/admin/workspaces', { workspace, users: ['bob'] });
+      expect(grant.status, grant.text).toBe(400);
+      // The operators may still reach runs kept there from before (the migration).
+      expect((await call('owned', 'ops', 'POST', '/runs', createBody(workspace))).status).toBe(201);
+    }
+    // The own workspace is matched case-sensitively: alice is not `Alice`.
+    expect((await call('owned', 'alice', 'POST', '/runs', createBody('user:Alice'))).status).toBe(403);
+    expect((await call('owned', 'alice', 'POST', '/runs', createBody('user:alice2'))).status).toBe(403);
+  });
+
+  it("lets an admin create in a workspace nobody was granted, but not in another user's own", async () => {
+    const ungranted = `Alice2-${randomUUID()}`;
+    expect((await call('owned', 'admin', 'POST', '/runs', createBody(ungranted))).status).toBe(201);
+    const bob = await call('owned', 'bob', 'POST', '/runs', createBody(ungranted));
+    expect(bob.status).toBe(403);
+    expect(JSON.parse(bob.text)).toMatchObject({ code: 'workspace_not_granted' });
+    const intruder = await call('owned', 'admin', 'POST', '/runs', createBody('user:bob'));
+    expect(intruder.status).toBe(403);
+    expect(JSON.parse(intruder.text)).toMatchObject({ code: 'workspace_not_granted' });
+    expect((await call('owned', 'admin', 'POST', '/runs', createBody('user:root'))).status).toBe(201);
+  });
+
+  it('refuses a grant whose names hold a control character, with 400 naming the field', async () => {
+    const bad = [
+      { workspace: `ws-\u001b[2J-${randomUUID()}`, users: ['alice'] },
+      { workspace: `ws-${randomUUID()}`, groups: ['te\u0000am'] },
+      { workspace: `ws-${randomUUID()}`, users: ['ali\u009bce'] },
+    ];
+    for (const body of bad) {
+      const refused = await call('owned', 'admin', 'POST', '/admin/workspaces', body);
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.text).toContain('control_character');
+    }
   });
 });
 

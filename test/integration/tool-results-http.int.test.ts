@@ -59,7 +59,7 @@ function request(method: string, path: string, body?: unknown): Promise<Response
 /** Creates a run over HTTP whose one tool call answers `answer`, and runs its first step. */
 async function runCalling(answer: unknown): Promise<RunRecord> {
   const response = await request('POST', '/runs', {
-    subject: uniqueSubject(),
+    subject: uniqueSubject('carol'),
     reducer: { function_path: '/r/answer' },
     input: 'go',
   });

@@ -34,6 +34,12 @@ function stands(caller: Principal, owner: Principal): boolean {
   return caller.kind === 'user' && owner.on_behalf_of === caller.id;
 }
 
+/** The spec of owned workspaces for these callers: a user's own `user:{id}` is its and its agents'. */
+function mayCreateIn(caller: Principal, workspace: string): boolean {
+  if (caller.kind === 'system') return true;
+  return workspace === `user:${caller.kind === 'user' ? caller.id : caller.on_behalf_of}`;
+}
+
 const actionArb = fc.record({
   caller: fc.constantFrom(...NAMES),
   run: fc.nat({ max: OWNERS.length - 1 }),
@@ -80,7 +86,11 @@ async function world() {
   for (const owner of OWNERS) {
     const secret = `secret-input-${randomUUID()}`;
     const response = await call(owner, 'POST', '/runs', {
-      subject: { workspace: 'prop', path: `/p/${randomUUID()}` },
+      // Each owner in its user's own workspace (alice's agent in alice's).
+      subject: {
+        workspace: `user:${CALLERS[owner].on_behalf_of ?? CALLERS[owner].id}`,
+        path: `/p/${randomUUID()}`,
+      },
       reducer: null,
       input: secret,
     });
@@ -150,7 +160,11 @@ describe('authority over random callers and runs', () => {
           if (a.kind === 'list' && stands(CALLERS[a.caller], record.principal)) continue;
           if (a.kind === 'create' && stands(CALLERS[a.caller], record.principal)) continue;
           // No authority: the run does not exist for this caller.
-          if (a.kind === 'create') {
+          if (a.kind === 'create' && !mayCreateIn(CALLERS[a.caller], record.subject.workspace)) {
+            // Not the caller's workspace: refused before any run of it is looked up.
+            expect(response.status, text).toBe(403);
+            expect(JSON.parse(text)).toMatchObject({ code: 'workspace_not_granted' });
+          } else if (a.kind === 'create') {
             // A live run's subject is busy (409); an ended one's is free (201, a new run of the caller's),
             // or already holds a newer run the caller may see (200): never the target run.
             expect([200, 201, 409], text).toContain(response.status);

@@ -93,7 +93,11 @@ async function world() {
   const runs: { record: RunRecord; capability: string; key: string }[] = [];
   for (const owner of OWNERS) {
     const response = await call(owner, '/runs', {
-      subject: { workspace: 'prop', path: `/p/${randomUUID()}` },
+      // Each owner in its user's own workspace (alice's agent in alice's).
+      subject: {
+        workspace: `user:${CALLERS[owner].on_behalf_of ?? CALLERS[owner].id}`,
+        path: `/p/${randomUUID()}`,
+      },
       reducer: { function_path: '/r/wait' },
       input: 'x',
     });

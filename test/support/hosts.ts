@@ -107,6 +107,12 @@ export function testClock(): { now: () => number; advance: (ms: number) => void 
 export const alice = { principal: { kind: 'user' as const, id: 'alice' } };
 export const system = { principal: { kind: 'system' as const, id: 'sweeper' } };
 
-export function uniqueSubject() {
-  return { workspace: 'test', path: `/runs/${randomUUID()}` };
+/** A fresh subject in `workspace` (one granted to the test's callers, or a user's own). */
+export function subjectIn(workspace: string) {
+  return { workspace, path: `/runs/${randomUUID()}` };
+}
+
+/** A fresh subject in `user`'s own workspace (`user:{user}`, default alice's: `alice` may create there). */
+export function uniqueSubject(user = 'alice') {
+  return { workspace: `user:${user}`, path: `/runs/${randomUUID()}` };
 }

@@ -19,8 +19,11 @@ import { createMemoryRegistryStore } from '../../lib/store/memory-registry-store
 import { createAuditLog } from '../../lib/tools/audit-log.ts';
 import { createCatalogueToolHost } from '../../lib/tools/catalogue-host.ts';
 import { createToolRegistry } from '../../lib/tools/registry.ts';
-import { alice } from './hosts.ts';
+import { alice as aliceUser } from './hosts.ts';
 import { type MemoryTestEngine, makeMemoryTestEngine } from './memory-engine.ts';
+
+/** The replay's caller: an admin, as the local stack's default user is (it may use the replay's workspace). */
+const alice = { ...aliceUser, admin: true };
 
 export interface MemoryReplayStack {
   start: StartReplayStack;

@@ -117,9 +117,11 @@ describe('local API gateway', () => {
     const gateway = await serve(echo(seen), 1024);
     const response = await fetch(`${gateway.url}/runs`, { method: 'POST', body: 'x'.repeat(2048) });
     expect(response.status).toBe(413);
-    expect(await response.json()).toMatchObject({
+    // Worded as the HTTP app words its own limit: "the body is N bytes, over the L-byte limit".
+    expect(await response.json()).toEqual({
       code: 'payload_too_large',
-      details: { limit_bytes: 1024 },
+      message: 'the body is 2048 bytes, over the 1024-byte limit',
+      details: { limit_bytes: 1024, bytes: 2048 },
     });
     expect(seen).toHaveLength(0);
   });

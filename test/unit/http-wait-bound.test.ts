@@ -84,7 +84,10 @@ beforeAll(async () => {
     { subject: uniqueSubject(), input: 'a' },
     { principal: ALICE },
   ));
-  ({ run: bobRun } = await t.engine.createRun({ subject: uniqueSubject(), input: 'b' }, { principal: BOB }));
+  ({ run: bobRun } = await t.engine.createRun(
+    { subject: uniqueSubject('bob'), input: 'b' },
+    { principal: BOB },
+  ));
 });
 
 // Every wait a test left open ends (and frees its slot) before the next test.
@@ -361,7 +364,10 @@ describe('the local gateway ends a long poll when its client goes away', () => {
   });
 
   it('stops polling the store once the client aborted, and frees its slot for the next wait', async () => {
-    const { run } = await t.engine.createRun({ subject: uniqueSubject(), input: 'g' }, { principal: BOB });
+    const { run } = await t.engine.createRun(
+      { subject: uniqueSubject('bob'), input: 'g' },
+      { principal: BOB },
+    );
     const token = await issuer.sign({ sub: 'bob' });
     const headers = { authorization: `Bearer ${token}` };
     const url = `${gateway.url}/runs/${run.run_id}/events?after=${run.last_seq}&wait=20`;
