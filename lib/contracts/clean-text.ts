@@ -2,14 +2,14 @@
  * Text a caller gives that is printed where operators look (the CLI, `watch`, the console, logs):
  * no control character (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F) in an identifier, so that
  * none can clear a terminal or forge a line. Refused with the zod issue code `control_character`
- * (params.code), answered 400 validation_failed naming the field. Issue 25, item 6.
+ * (params.code), answered 400 validation_failed naming the field.
  */
 import { z } from 'zod';
 
 /**
  * The first C0 control (U+0000-U+001F), DEL (U+007F) or C1 control (U+0080-U+009F) of `text`
  * that `allowed` does not hold, with its UTF-16 index, or null. Such a character in a subject or
- * an objective could clear a terminal or forge a line where the run is shown (issue 25, item b).
+ * an objective could clear a terminal or forge a line where the run is shown.
  */
 export function firstControlChar(text: string, allowed = ''): { index: number; char: string } | null {
   for (let i = 0; i < text.length; i += 1) {

@@ -1,5 +1,5 @@
 /**
- * No control characters in the identifiers the API takes (issue 25, point 6), through the HTTP
+ * No control characters in the identifiers the API takes, through the HTTP
  * API on DynamoDB Local and fauxqs, with the users alice and bob, an admin and a system caller: a
  * C0 control, DEL or a C1 control in a create's reducer path, handler, node_id, as_agent or
  * on_behalf_of, in a resume key or a delivery_id, in a client-driven lease owner, tool name,

@@ -1,5 +1,5 @@
 /**
- * Exact event streams over HTTP (issue 25, point 7), on DynamoDB Local with the users alice and
+ * Exact event streams over HTTP, on DynamoDB Local with the users alice and
  * bob: a long poll (`GET /runs/{id}/events`) or an SSE request (`GET /runs/{id}/events/stream`)
  * from cursor N gets each seq > N once, and a client that reconnects from the last seq it
  * received (SSE: Last-Event-ID, with the first request's `after=` still in the URL, as
