@@ -1,7 +1,7 @@
 /**
  * The logic behind `functions/live.ts`: API Gateway WebSocket events ($connect, $disconnect,
- * $default) → lib/live/socket.ts. $connect answers 401 for bad credentials (API Gateway then
- * refuses the upgrade); every other route answers 200 and replies through the connection.
+ * $default) → lib/live/socket.ts. $connect answers 401 for bad credentials and 429 for a
+ * principal at its bound of open sockets (API Gateway then refuses the upgrade); every other route answers 200 and replies through the connection.
  * Seed: agent-runs, "over HTTP, WebSocket".
  */
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
@@ -27,9 +27,11 @@ export function createSocketHandler(deps: SocketDeps & { logger: LogSink }): Soc
     try {
       if (type === 'CONNECT' || type === '$connect') {
         const token = connectToken(event.queryStringParameters ?? undefined, event.headers ?? undefined);
-        return (await connect(deps, id, token))
-          ? { statusCode: 200 }
-          : { statusCode: 401, body: 'unauthenticated' };
+        const outcome = await connect(deps, id, token);
+        if (outcome === 'connected') return { statusCode: 200 };
+        return outcome === 'unauthenticated'
+          ? { statusCode: 401, body: 'unauthenticated' }
+          : { statusCode: 429, body: 'too_many_connections' };
       }
       if (type === 'DISCONNECT' || type === '$disconnect') {
         await disconnect(deps, id);
