@@ -163,36 +163,159 @@ function tokenExpOf(item: Record<string, unknown>): number {
   return Number.isFinite(exp) ? exp : 0;
 }
 
+/** What the item functions of a store share. */
+interface Table {
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  /** The TTL of an item written now (s since epoch). */
+  ttl: () => number;
+}
+
+/** Raises the connection's `sub_count` below `max`: `full` at the bound, `gone` without the connection. */
+async function countSubscription(
+  { doc, tableName }: Table,
+  connectionId: string,
+  max: number,
+): Promise<'counted' | 'full' | 'gone'> {
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: connectionPk(connectionId), sk: 'C' },
+        UpdateExpression: 'ADD sub_count :one',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(sub_count) OR sub_count < :max)',
+        ExpressionAttributeValues: { ':one': 1, ':max': max },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return 'counted';
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    return (err as { Item?: unknown }).Item === undefined ? 'gone' : 'full';
+  }
+}
+
+/** SubscriptionStore.subscribe: the index item first (its absence says the run is new to the connection), then the count, then the cursor. */
+async function subscribeIn(table: Table, sub: Subscription, max: number): Promise<SubscribeOutcome> {
+  const { doc, tableName, ttl } = table;
+  const index = { pk: connectionPk(sub.connection_id), sk: `S#${sub.run_id}` };
+  let replaced = false;
+  try {
+    await doc.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...index, [ATTR.expiresAtTtl]: ttl() },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    replaced = true;
+  }
+  if (!replaced) {
+    const counted = await countSubscription(table, sub.connection_id, max);
+    if (counted !== 'counted') {
+      await doc.send(new DeleteCommand({ TableName: tableName, Key: index }));
+      return counted;
+    }
+  }
+  await doc.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: {
+        pk: runPk(sub.run_id),
+        sk: `W#${sub.connection_id}`,
+        connection_id: sub.connection_id,
+        sent_seq: sub.sent_seq,
+        token_exp: sub.token_exp,
+        [ATTR.expiresAtTtl]: ttl(),
+      },
+    }),
+  );
+  return replaced ? 'replaced' : 'subscribed';
+}
+
+/** SubscriptionStore.unsubscribe: the count falls only when the index item was there. */
+async function unsubscribeIn({ doc, tableName }: Table, runId: string, connectionId: string): Promise<void> {
+  await doc.send(
+    new DeleteCommand({ TableName: tableName, Key: { pk: runPk(runId), sk: `W#${connectionId}` } }),
+  );
+  const out = await doc.send(
+    new DeleteCommand({
+      TableName: tableName,
+      Key: { pk: connectionPk(connectionId), sk: `S#${runId}` },
+      ReturnValues: 'ALL_OLD',
+    }),
+  );
+  if (out.Attributes === undefined) return;
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: connectionPk(connectionId), sk: 'C' },
+        UpdateExpression: 'ADD sub_count :minus',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':minus': -1 },
+      }),
+    );
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+}
+
+/** SubscriptionStore.takeSubscribe. */
+async function takeSubscribeIn(
+  { doc, tableName }: Table,
+  connectionId: string,
+  nowMs: number,
+  perMinute: number,
+): Promise<boolean> {
+  const key = { pk: connectionPk(connectionId), sk: 'C' };
+  const window = Math.floor(nowMs / 60_000);
+  try {
+    // This minute's count, below the bound.
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'ADD sub_window_count :one',
+        ConditionExpression: 'sub_window = :w AND sub_window_count < :max',
+        ExpressionAttributeValues: { ':one': 1, ':w': window, ':max': perMinute },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+  try {
+    // The first of a new minute (a connection that exists, last counted in an earlier one).
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'SET sub_window = :w, sub_window_count = :one',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(sub_window) OR sub_window < :w)',
+        ExpressionAttributeValues: { ':one': 1, ':w': window },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    return false;
+  }
+}
+
 export function createDynamoSubscriptionStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
   now: () => number = Date.now,
 ): SubscriptionStore {
   const ttl = () => Math.floor(now() / 1000) + SUBSCRIPTION_TTL_SECONDS;
-  /** Raises the connection's `sub_count` below `max`: `full` at the bound, `gone` without the connection. */
-  const countSubscription = async (
-    connectionId: string,
-    max: number,
-  ): Promise<'counted' | 'full' | 'gone'> => {
-    try {
-      await doc.send(
-        new UpdateCommand({
-          TableName: tableName,
-          Key: { pk: connectionPk(connectionId), sk: 'C' },
-          UpdateExpression: 'ADD sub_count :one',
-          ConditionExpression:
-            'attribute_exists(pk) AND (attribute_not_exists(sub_count) OR sub_count < :max)',
-          ExpressionAttributeValues: { ':one': 1, ':max': max },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return 'counted';
-    } catch (err) {
-      if (!conditionFailed(err)) throw err;
-      return (err as { Item?: unknown }).Item === undefined ? 'gone' : 'full';
-    }
-  };
+  const table: Table = { doc, tableName, ttl };
   return {
+    subscribe: (sub, max) => subscribeIn(table, sub, max),
+    unsubscribe: (runId, connectionId) => unsubscribeIn(table, runId, connectionId),
+    takeSubscribe: (connectionId, nowMs, perMinute) => takeSubscribeIn(table, connectionId, nowMs, perMinute),
     async openConnection(connection: LiveConnection, max: number, nowMs: number) {
       const claimed = await claimSlot(doc, tableName, connection, max, nowMs);
       if (!claimed.admitted) return claimed;
@@ -233,105 +356,6 @@ export function createDynamoSubscriptionStore(
       };
     },
     deleteConnection: (connectionId) => deleteConnectionItems(doc, tableName, connectionId),
-    async subscribe(sub: Subscription, max: number): Promise<SubscribeOutcome> {
-      const index = { pk: connectionPk(sub.connection_id), sk: `S#${sub.run_id}` };
-      let replaced = false;
-      try {
-        await doc.send(
-          new PutCommand({
-            TableName: tableName,
-            Item: { ...index, [ATTR.expiresAtTtl]: ttl() },
-            ConditionExpression: 'attribute_not_exists(pk)',
-          }),
-        );
-      } catch (err) {
-        if (!conditionFailed(err)) throw err;
-        replaced = true;
-      }
-      if (!replaced) {
-        const counted = await countSubscription(sub.connection_id, max);
-        if (counted !== 'counted') {
-          await doc.send(new DeleteCommand({ TableName: tableName, Key: index }));
-          return counted;
-        }
-      }
-      await doc.send(
-        new PutCommand({
-          TableName: tableName,
-          Item: {
-            pk: runPk(sub.run_id),
-            sk: `W#${sub.connection_id}`,
-            connection_id: sub.connection_id,
-            sent_seq: sub.sent_seq,
-            token_exp: sub.token_exp,
-            [ATTR.expiresAtTtl]: ttl(),
-          },
-        }),
-      );
-      return replaced ? 'replaced' : 'subscribed';
-    },
-    async unsubscribe(runId, connectionId) {
-      await doc.send(
-        new DeleteCommand({ TableName: tableName, Key: { pk: runPk(runId), sk: `W#${connectionId}` } }),
-      );
-      const out = await doc.send(
-        new DeleteCommand({
-          TableName: tableName,
-          Key: { pk: connectionPk(connectionId), sk: `S#${runId}` },
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      if (out.Attributes === undefined) return;
-      try {
-        await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: { pk: connectionPk(connectionId), sk: 'C' },
-            UpdateExpression: 'ADD sub_count :minus',
-            ConditionExpression: 'attribute_exists(pk)',
-            ExpressionAttributeValues: { ':minus': -1 },
-          }),
-        );
-      } catch (err) {
-        if (!conditionFailed(err)) throw err;
-      }
-    },
-    async takeSubscribe(connectionId, nowMs, perMinute) {
-      const key = { pk: connectionPk(connectionId), sk: 'C' };
-      const window = Math.floor(nowMs / 60_000);
-      try {
-        // This minute's count, below the bound.
-        await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: key,
-            UpdateExpression: 'ADD sub_window_count :one',
-            ConditionExpression: 'sub_window = :w AND sub_window_count < :max',
-            ExpressionAttributeValues: { ':one': 1, ':w': window, ':max': perMinute },
-          }),
-        );
-        return true;
-      } catch (err) {
-        if (!conditionFailed(err)) throw err;
-      }
-      try {
-        // The first of a new minute (a connection that exists, last counted in an earlier one).
-        await doc.send(
-          new UpdateCommand({
-            TableName: tableName,
-            Key: key,
-            UpdateExpression: 'SET sub_window = :w, sub_window_count = :one',
-            ConditionExpression:
-              'attribute_exists(pk) AND (attribute_not_exists(sub_window) OR sub_window < :w)',
-            ExpressionAttributeValues: { ':one': 1, ':w': window },
-          }),
-        );
-        return true;
-      } catch (err) {
-        if (!conditionFailed(err)) throw err;
-        return false;
-      }
-    },
     async subscribers(runId) {
       const out = await doc.send(
         new QueryCommand({

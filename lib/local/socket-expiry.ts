@@ -8,8 +8,11 @@
  */
 import type { SocketHandler } from '../handlers/live-socket.ts';
 import { describeError, type LogSink } from '../handlers/observability.ts';
-import { expireConnection } from '../live/expiry.ts';
+import { expireConnection, tokenExpired } from '../live/expiry.ts';
 import type { ConnectionPoster, SubscriptionStore } from '../live/ports.ts';
+
+/** The longest delay setTimeout takes (ms); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Wraps the live handler with the expiry timers. `now`: the clock the timers count from (ms since epoch). */
 export function withExpiryTimers(
@@ -17,6 +20,22 @@ export function withExpiryTimers(
   deps: { poster: ConnectionPoster; subscriptions: SubscriptionStore; now: () => number; logger: LogSink },
 ): SocketHandler {
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Sets the timer of `id` for `exp`; a delay past setTimeout's limit (about 24.8 days) is waited out in steps. */
+  const arm = (id: string, exp: number) => {
+    const delay = exp * 1000 - deps.now();
+    const timer = setTimeout(
+      () => {
+        timers.delete(id);
+        if (!tokenExpired(exp, deps.now())) return arm(id, exp);
+        void expireConnection(deps, id).catch((err: unknown) =>
+          deps.logger.warn('live token expiry close failed', { connection_id: id, ...describeError(err) }),
+        );
+      },
+      Math.min(Math.max(0, delay), MAX_TIMER_MS),
+    );
+    timer.unref();
+    timers.set(id, timer);
+  };
   return async (event) => {
     const result = await handler(event);
     const id = event.requestContext.connectionId;
@@ -29,18 +48,7 @@ export function withExpiryTimers(
     const admitted = typeof result === 'object' && result !== null && result.statusCode === 200;
     if (type !== 'CONNECT' || !admitted) return result;
     const connection = await deps.subscriptions.getConnection(id);
-    if (connection === null) return result;
-    const timer = setTimeout(
-      () => {
-        timers.delete(id);
-        void expireConnection(deps, id).catch((err: unknown) =>
-          deps.logger.warn('live token expiry close failed', { connection_id: id, ...describeError(err) }),
-        );
-      },
-      Math.max(0, connection.token_exp * 1000 - deps.now()),
-    );
-    timer.unref();
-    timers.set(id, timer);
+    if (connection !== null) arm(id, connection.token_exp);
     return result;
   };
 }

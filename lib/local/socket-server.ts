@@ -65,6 +65,75 @@ export interface SocketServerOptions {
   maxConnectionMs?: number;
 }
 
+/** The API Gateway WebSocket event of one moment of connection `id`. */
+function event(id: string, eventType: string, req?: IncomingMessage, body?: string): SocketEvent {
+  const url = new URL(req?.url ?? '/', 'http://local');
+  return {
+    requestContext: {
+      connectionId: id,
+      eventType,
+      routeKey: eventType === 'MESSAGE' ? '$default' : `$${eventType.toLowerCase()}`,
+    },
+    queryStringParameters: Object.fromEntries(url.searchParams),
+    headers: Object.fromEntries(
+      Object.entries(req?.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+    ),
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
+/**
+ * Plays API Gateway for one open connection: its frames to the handler in order ($default), its
+ * close to $disconnect unless `closed()` says it is not to be delivered, the idle and maximum
+ * duration timers (close 1001).
+ */
+function attach(
+  ws: WebSocket,
+  c: {
+    id: string;
+    req: IncomingMessage;
+    handler: SocketHandler;
+    idleMs: number;
+    maxConnectionMs: number;
+    logger: LogSink;
+  },
+  closed: () => boolean,
+): void {
+  const { id, req, logger } = c;
+  const h = c.handler;
+  const ended = (reason: string) => () => ws.close(GOING_AWAY_CLOSE, reason);
+  const maxTimer = setTimeout(ended('max_connection_duration'), c.maxConnectionMs);
+  let idleTimer = setTimeout(ended('idle_timeout'), c.idleMs);
+  const active = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(ended('idle_timeout'), c.idleMs);
+  };
+  ws.on('ping', active);
+  ws.on('pong', active);
+  let queue = Promise.resolve();
+  ws.on('message', (data, isBinary) => {
+    active();
+    const body = isBinary ? Buffer.from(data as Buffer).toString('base64') : data.toString();
+    queue = queue.then(() =>
+      h({ ...event(id, 'MESSAGE', req, body), isBase64Encoded: isBinary }).then(
+        () => undefined,
+        (err: unknown) => logger.error('live handler threw', describeError(err)),
+      ),
+    );
+  });
+  ws.on('close', () => {
+    clearTimeout(maxTimer);
+    clearTimeout(idleTimer);
+    if (!closed()) return;
+    queue = queue.then(() =>
+      h(event(id, 'DISCONNECT', req)).then(
+        () => undefined,
+        (err: unknown) => logger.error('live disconnect failed', describeError(err)),
+      ),
+    );
+  });
+}
+
 /** Starts the server. Connections wait for a handler until one is set. */
 export async function startSocketServer(options: SocketServerOptions = {}): Promise<SocketServer> {
   const logger = options.logger ?? SILENT_LOG;
@@ -79,22 +148,6 @@ export async function startSocketServer(options: SocketServerOptions = {}): Prom
     res.writeHead(426, { 'content-type': 'text/plain' });
     res.end('this endpoint speaks WebSocket');
   });
-
-  const event = (id: string, eventType: string, req?: IncomingMessage, body?: string): SocketEvent => {
-    const url = new URL(req?.url ?? '/', 'http://local');
-    return {
-      requestContext: {
-        connectionId: id,
-        eventType,
-        routeKey: eventType === 'MESSAGE' ? '$default' : `$${eventType.toLowerCase()}`,
-      },
-      queryStringParameters: Object.fromEntries(url.searchParams),
-      headers: Object.fromEntries(
-        Object.entries(req?.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
-      ),
-      ...(body !== undefined ? { body } : {}),
-    };
-  };
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const id = randomUUID().replaceAll('-', '').slice(0, 16);
@@ -111,37 +164,9 @@ export async function startSocketServer(options: SocketServerOptions = {}): Prom
         if (status !== 200) return refuse(status);
         wss.handleUpgrade(req, socket, head, (ws) => {
           sockets.set(id, ws);
-          const ended = (reason: string) => () => ws.close(GOING_AWAY_CLOSE, reason);
-          const maxTimer = setTimeout(ended('max_connection_duration'), maxConnectionMs);
-          let idleTimer = setTimeout(ended('idle_timeout'), idleMs);
-          const active = () => {
-            clearTimeout(idleTimer);
-            idleTimer = setTimeout(ended('idle_timeout'), idleMs);
-          };
-          ws.on('ping', active);
-          ws.on('pong', active);
-          let queue = Promise.resolve();
-          ws.on('message', (data, isBinary) => {
-            active();
-            const body = isBinary ? Buffer.from(data as Buffer).toString('base64') : data.toString();
-            queue = queue.then(() =>
-              h({ ...event(id, 'MESSAGE', req, body), isBase64Encoded: isBinary }).then(
-                () => undefined,
-                (err: unknown) => logger.error('live handler threw', describeError(err)),
-              ),
-            );
-          });
-          ws.on('close', () => {
-            clearTimeout(maxTimer);
-            clearTimeout(idleTimer);
+          attach(ws, { id, req, handler: h, idleMs, maxConnectionMs, logger }, () => {
             sockets.delete(id);
-            if (undelivered.delete(id)) return;
-            queue = queue.then(() =>
-              h(event(id, 'DISCONNECT', req)).then(
-                () => undefined,
-                (err: unknown) => logger.error('live disconnect failed', describeError(err)),
-              ),
-            );
+            return !undelivered.delete(id);
           });
         });
       },

@@ -134,6 +134,29 @@ describe('the local live socket, as API Gateway bounds it', { timeout: 15_000 },
     expect(again).toBe(401);
   });
 
+  it("keeps open a socket whose token's exp lies beyond setTimeout's reach (about 24.8 days)", async () => {
+    const server = await serve({}, 1);
+    const token = await issuer.sign({ sub: 'alice', ttlSeconds: 40 * 86_400 });
+    const ws = new WebSocket(`${server.url}/?token=${encodeURIComponent(token)}`);
+    const received: LiveServerMessage[] = [];
+    ws.on('message', (data) => received.push(JSON.parse(String(data))));
+    await new Promise((resolve) => ws.once('open', resolve));
+    for (let i = 0; i < 3; i += 1) {
+      ws.send(JSON.stringify({ action: 'subscribe', run_id: RUN, after: 0 }));
+      await expect.poll(() => received.length).toBe(2 * (i + 1));
+    }
+    expect(received.map((m) => m.type)).toEqual([
+      'subscribed',
+      'event',
+      'subscribed',
+      'event',
+      'subscribed',
+      'event',
+    ]);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    ws.close();
+  });
+
   it.each([
     ['the idle timeout', { idleMs: 60 }],
     ['the maximum connection duration', { maxConnectionMs: 120 }],
