@@ -111,8 +111,9 @@ async function play(ops: Op[]): Promise<void> {
     if (o.kind === 'connect') {
       if (opened.has(conn) || (await subscriptions.getConnection(conn)) !== null) continue;
       const exp = Math.floor(clock.ms / 1000) + o.ttlS;
-      if ((await connect(deps, conn, `${o.who}:${exp}`)) === 'connected')
-        opened.set(conn, { who: o.who, exp, n: (connects += 1) });
+      if ((await connect(deps, conn, `${o.who}:${exp}`)) !== 'connected') continue;
+      connects += 1;
+      opened.set(conn, { who: o.who, exp, n: connects });
     } else if (o.kind === 'subscribe' || o.kind === 'unsubscribe') {
       if (!opened.has(conn)) continue;
       const message =
