@@ -5,6 +5,7 @@
  * Seed: agent-runs, "over HTTP, WebSocket".
  */
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
+import { createConnectGate } from '../live/connect-gate.ts';
 import { connect, connectToken, disconnect, receive, type SocketDeps } from '../live/socket.ts';
 import { describeError, type LogSink } from './observability.ts';
 
@@ -19,7 +20,9 @@ export interface SocketEvent {
 
 export type SocketHandler = (event: SocketEvent) => Promise<APIGatewayProxyResultV2>;
 
+/** The handler, with a connect gate of its own unless `deps.gate` is given (lib/live/connect-gate.ts). */
 export function createSocketHandler(deps: SocketDeps & { logger: LogSink }): SocketHandler {
+  const gated = { ...deps, gate: deps.gate ?? createConnectGate() };
   return async (event) => {
     const id = event.requestContext.connectionId;
     if (id === undefined) return { statusCode: 400, body: 'no connection id' };
@@ -27,7 +30,7 @@ export function createSocketHandler(deps: SocketDeps & { logger: LogSink }): Soc
     try {
       if (type === 'CONNECT' || type === '$connect') {
         const token = connectToken(event.queryStringParameters ?? undefined, event.headers ?? undefined);
-        const outcome = await connect(deps, id, token);
+        const outcome = await connect(gated, id, token);
         if (outcome === 'connected') return { statusCode: 200 };
         return outcome === 'unauthenticated'
           ? { statusCode: 401, body: 'unauthenticated' }

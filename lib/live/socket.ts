@@ -17,8 +17,10 @@
  */
 import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import { quotaKeyOf } from '../core/principal.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
+import type { ConnectGate } from './connect-gate.ts';
 import { DEFAULT_LIVE_LIMITS } from './limits.ts';
 import type { LiveConnection, LiveLimits } from './ports.ts';
 
@@ -37,6 +39,8 @@ export interface SocketDeps extends FanOutDeps {
   now(): number;
   /** The bounds (default DEFAULT_LIVE_LIMITS). */
   limits?: LiveLimits;
+  /** This process's gate before admissions (lib/live/connect-gate.ts); without it each connect reads the store. */
+  gate?: ConnectGate;
 }
 
 /** What a connect came to: `unauthenticated` is answered 401, `too_many_connections` 429. */
@@ -66,7 +70,8 @@ export function connectToken(
  * `deps.now()`; `too_many_connections` when the principal holds `maxConnections` open sockets.
  * At the bound, the principal's sockets older than PROBE_AFTER_MS are asked after
  * (`poster.alive`, API Gateway's GetConnection): one whose $disconnect never came is forgotten
- * and its place given to this one.
+ * and its place given to this one. Through `deps.gate`, one principal's connects are admitted one
+ * at a time and a principal just refused is refused again without a store read.
  */
 export async function connect(
   deps: SocketDeps,
@@ -83,7 +88,24 @@ export async function connect(
     connected_at: now,
     token_exp: identity.exp,
   };
+  const quotaKey = quotaKeyOf(identity.caller.principal);
+  const gate = deps.gate;
+  if (gate === undefined) return admit(deps, connection);
+  return gate.serially(quotaKey, async () => {
+    if (gate.refusedRecently(quotaKey, deps.now())) return 'too_many_connections';
+    const outcome = await admit(deps, connection);
+    if (outcome === 'too_many_connections') gate.noteRefusal(quotaKey, deps.now());
+    return outcome;
+  });
+}
+
+/**
+ * Records `connection` within its principal's bound; at the bound, forgets the principal's
+ * sockets older than PROBE_AFTER_MS that `poster.alive` says are gone, and tries once more.
+ */
+async function admit(deps: SocketDeps, connection: LiveConnection): Promise<ConnectOutcome> {
   const max = (deps.limits ?? DEFAULT_LIVE_LIMITS).maxConnections;
+  const now = connection.connected_at;
   const first = await deps.subscriptions.openConnection(connection, max, now);
   if (first.admitted) return 'connected';
   let freed = 0;

@@ -16,6 +16,7 @@ import type { LiveServerMessage, RunEvent, RunRecord } from '../../lib/contracts
 import { EngineError } from '../../lib/engine/errors.ts';
 import { createSocketHandler } from '../../lib/handlers/live-socket.ts';
 import { SILENT_LOG } from '../../lib/handlers/observability.ts';
+import { REFUSAL_MEMO_MS } from '../../lib/live/connect-gate.ts';
 import { createDynamoSubscriptionStore } from '../../lib/live/dynamo-subscriptions.ts';
 import { pumpRun } from '../../lib/live/fan-out.ts';
 import type { LiveLimits } from '../../lib/live/ports.ts';
@@ -159,10 +160,15 @@ describe('the live socket bounds, alice and bob', { timeout: 20_000 }, () => {
     await mine.until(4);
     expect(typesOf(mine.received)).toEqual(['subscribed', 'event', 'event', 'event']);
 
-    // A socket closed (its $disconnect delivered) gives its place back.
+    // A socket closed (its $disconnect delivered) gives its place back; a refused principal is
+    // refused without a store read for REFUSAL_MEMO_MS, so each try comes that much later.
     bobs[0]?.ws.close();
     await bobs[0]?.closed;
-    await expect.poll(() => upgradeStatus(bob), { timeout: 5_000 }).toBe(101);
+    const later = () => {
+      clock.ms += REFUSAL_MEMO_MS;
+      return upgradeStatus(bob);
+    };
+    await expect.poll(later, { timeout: 5_000 }).toBe(101);
     for (const s of [...bobs, mine]) s.ws.close();
   });
 
