@@ -71,6 +71,11 @@ describe('the live socket on the local stack, bounded by its environment', () =>
         seen.push(event);
     })();
 
+    await until(
+      async () => connects.length,
+      (n) => n > 0,
+      10_000,
+    );
     await drive(alice.client, run.run_id, async (session) => {
       for (let burst = 0; burst < 3; burst += 1) {
         const before = connects.length;
