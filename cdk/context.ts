@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { ENV } from '../lib/config.ts';
-import type { AgentRunsStackProps } from './stack.ts';
+import type { AgentRunsStackProps, LiveBoundsProps } from './stack.ts';
 import type { StackTool } from './tools.ts';
 
 /** The context keys that configure a model, in the order the refusal names them. */
@@ -109,6 +109,15 @@ export function stackPropsFromContext(read: ContextReader, cwd: string = process
       : {}),
     ...(integer('maxTreeDepth') !== undefined ? { maxTreeDepth: integer('maxTreeDepth') } : {}),
   };
+  const liveBounds = Object.fromEntries(
+    (
+      [
+        ['maxConnections', integer('liveMaxConnections')],
+        ['maxSubscriptions', integer('liveMaxSubscriptions')],
+        ['subscribesPerMinute', integer('liveSubscribesPerMinute')],
+      ] as const
+    ).filter(([, value]) => value !== undefined),
+  ) as LiveBoundsProps;
   const issuer = context('consoleOAuthIssuer');
   const domainUrl = context('consoleOAuthDomain');
   const clientId = context('consoleOAuthClientId');
@@ -155,6 +164,7 @@ export function stackPropsFromContext(read: ContextReader, cwd: string = process
     ...optional('consoleDomainPrefix', context('consoleDomainPrefix')),
     ...optional('environment', tracingEnvironment(context)),
     admission,
+    liveBounds,
   };
 }
 

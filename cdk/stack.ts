@@ -225,6 +225,37 @@ export interface AgentRunsStackProps extends StackProps {
    * creates a minute, risk tier floor `standard`.
    */
   readonly admission?: AdmissionProps;
+  /**
+   * The live socket's bounds (lib/live/limits.ts): sockets per principal, runs per socket,
+   * subscribes per socket per minute. Default: the runtime's (8, 16, 60).
+   */
+  readonly liveBounds?: LiveBoundsProps;
+}
+
+/** The live function's AGENT_RUNS_LIVE_* variables (each unset: the runtime's default). */
+export interface LiveBoundsProps {
+  /** Open live sockets per principal (AGENT_RUNS_LIVE_MAX_CONNECTIONS). */
+  readonly maxConnections?: number;
+  /** Runs one socket may be subscribed to (AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS). */
+  readonly maxSubscriptions?: number;
+  /** Subscribe messages per socket per minute (AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE). */
+  readonly subscribesPerMinute?: number;
+}
+
+/** The live function's environment for `bounds`. Throws naming the variable of a value that is not a positive integer. */
+export function liveBoundsEnvironment(bounds: LiveBoundsProps = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of [
+    [ENV.AGENT_RUNS_LIVE_MAX_CONNECTIONS, bounds.maxConnections],
+    [ENV.AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS, bounds.maxSubscriptions],
+    [ENV.AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE, bounds.subscribesPerMinute],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`liveBounds: ${name} must be a positive integer`);
+    env[name] = String(value);
+  }
+  return env;
 }
 
 /** A deployment's admission settings (the control function's AGENT_RUNS_* variables). */
@@ -379,6 +410,8 @@ export class AgentRunsStack extends Stack {
     this.grantRuntimeAccess(this.stepFunction, 'step');
     this.grantRuntimeAccess(this.sweeperFunction, 'sweeper');
     this.liveFunction = makeFunction('live', LIVE_TIMEOUT);
+    for (const [name, value] of Object.entries(liveBoundsEnvironment(props.liveBounds)))
+      this.liveFunction.addEnvironment(name, value);
     this.streamFunction = makeFunction('stream', STREAM_TIMEOUT);
     this.grantRuntimeAccess(this.liveFunction, 'live');
     this.grantRuntimeAccess(this.streamFunction, 'stream');

@@ -199,6 +199,24 @@ export const VARIABLES = {
     'long polls and event streams one caller may hold open at once, per process',
     { docs: GUIDE.who },
   ),
+  AGENT_RUNS_LIVE_MAX_CONNECTIONS: handlers(
+    positive.default(8),
+    'positive integer',
+    'live sockets one principal may hold open at once (one more is refused 429 `too_many_connections`)',
+    { docs: GUIDE.who },
+  ),
+  AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS: handlers(
+    positive.default(16),
+    'positive integer',
+    'runs one live socket may be subscribed to at once (one more is refused `too_many_subscriptions`)',
+    { docs: GUIDE.who },
+  ),
+  AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE: handlers(
+    positive.default(60),
+    'positive integer',
+    'subscribe messages one live socket may send per minute (one more is refused `subscribe_rate_exceeded`)',
+    { docs: GUIDE.who },
+  ),
   AGENT_RUNS_LOCAL_TOKEN: handlers(
     text,
     'string',
@@ -296,6 +314,18 @@ export const VARIABLES = {
     {
       docs: GUIDE.local,
     },
+  ),
+  AGENT_RUNS_LIVE_IDLE_MS: local(
+    positive.default(600_000),
+    'milliseconds',
+    "how long the local live socket stays open without a client frame (API Gateway's idle timeout: 10 min)",
+    { docs: GUIDE.who },
+  ),
+  AGENT_RUNS_LIVE_MAX_CONNECTION_MS: local(
+    positive.default(7_200_000),
+    'milliseconds',
+    "how long a local live socket may stay open at most (API Gateway's limit: 2 h)",
+    { docs: GUIDE.who },
   ),
   AGENT_RUNS_DYNAMODB_JAVA_OPTS: local(text, 'whitespace-separated flags', "DynamoDB Local's JVM flags", {
     defaultText: 'C1 only and the serial GC',

@@ -51,9 +51,20 @@ export interface LiveTarget {
 export { TOKEN_EXPIRED_CLOSE };
 
 /** The error codes of the live socket that another try will not change: the follow throws them. */
-const FINAL_CODES = ['run_not_found', 'unauthorized', 'invalid_message', 'cursor_ahead'] as const;
+const FINAL_CODES = [
+  'run_not_found',
+  'unauthorized',
+  'invalid_message',
+  'cursor_ahead',
+  'too_many_subscriptions',
+] as const;
 const isFinal = (code: string): code is (typeof FINAL_CODES)[number] =>
   (FINAL_CODES as readonly string[]).includes(code);
+
+/** The `error` code of a subscribe past the socket's rate; the follow subscribes again after RATE_RETRY_MS. */
+const SUBSCRIBE_RATE_EXCEEDED = 'subscribe_rate_exceeded';
+/** The pause before a subscribe the server refused for its rate (ms): the rate is counted per minute. */
+const RATE_RETRY_MS = 10_000;
 
 const aborted = (options: FollowLiveOptions) => options.signal?.aborted === true;
 
@@ -77,6 +88,7 @@ type Signal =
   | { kind: 'message'; message: LiveServerMessage }
   | { kind: 'closed'; reason: string }
   | { kind: 'gap' }
+  | { kind: 'retry' }
   | { kind: 'open' };
 
 /**
@@ -112,10 +124,13 @@ export function seqOrder(after: number) {
 /**
  * Follows `runId` over the WebSocket at `target.wsUrl` (token in the `token` query parameter).
  * Yields each event once, in order; returns when the run settled. A gap that stays open for
- * `gapMs` is closed by subscribing again from the last seq held, on the same socket. Throws
+ * `gapMs` is closed by subscribing again from the last seq held, on the same socket. Any close
+ * (a dropped network, the server's idle timeout or maximum connection duration, close 1001, an
+ * expired token with a `tokenProvider`) is followed by a reconnect and a subscribe from the last
+ * seq held; an upgrade refused (401, 429 `too_many_connections`) is tried again with a doubling
+ * pause up to 5 s; a `subscribe_rate_exceeded` is retried on the same socket after 10 s. Throws
  * ApiError for an `error` message that will not go away (run_not_found, unauthorized,
- * cursor_ahead), for an expired token without a `tokenProvider`, or when the socket is refused
- * at connect (unauthenticated).
+ * cursor_ahead, too_many_subscriptions), or for an expired token without a `tokenProvider`.
  */
 export async function* followLive(
   target: LiveTarget,
@@ -140,6 +155,7 @@ export async function* followLive(
     /** The server said the token expired: the close that follows is the token's end. */
     let expired = false;
     let gapTimer: ReturnType<typeof setTimeout> | undefined;
+    let retryTimer: ReturnType<typeof setTimeout> | undefined;
     const subscribe = () =>
       ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: order.last }));
     ws.onopen = () => {
@@ -166,6 +182,11 @@ export async function* followLive(
           if (order.gapped) subscribe();
           continue;
         }
+        if (signal.kind === 'retry') {
+          retryTimer = undefined;
+          subscribe();
+          continue;
+        }
         if (signal.kind === 'closed') {
           if (
             (expired || signal.reason === String(TOKEN_EXPIRED_CLOSE)) &&
@@ -182,6 +203,10 @@ export async function* followLive(
         if (msg.type === 'error') {
           if (isFinal(msg.code)) throw new ApiError(msg.code, 0, msg.message);
           if (msg.code === TOKEN_EXPIRED) expired = true; // the close follows
+          if (msg.code === SUBSCRIBE_RATE_EXCEEDED && retryTimer === undefined) {
+            // The socket stays open: subscribe again later, from the last seq held.
+            retryTimer = setTimeout(() => queue.push({ kind: 'retry' }), RATE_RETRY_MS);
+          }
           continue;
         }
         if (msg.type === 'settled') {
@@ -196,6 +221,7 @@ export async function* followLive(
       }
     } finally {
       clearTimeout(gapTimer);
+      clearTimeout(retryTimer);
       options.signal?.removeEventListener('abort', abort);
       ws.onclose = null;
       ws.onmessage = null;

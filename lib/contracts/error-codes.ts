@@ -284,6 +284,27 @@ export const ERROR_CODES = {
     meaning: 'the caller holds as many open long polls and event streams as it may (per process)',
     action: 'retry after Retry-After seconds, or close a wait',
   },
+  too_many_connections: {
+    status: 429,
+    source: 'http',
+    meaning:
+      'the caller holds as many open live sockets as it may (AGENT_RUNS_LIVE_MAX_CONNECTIONS): the WebSocket upgrade is refused',
+    action: 'close a live socket, or follow several runs over one socket',
+  },
+  too_many_subscriptions: {
+    status: 429,
+    source: 'http',
+    meaning:
+      'a live socket is subscribed to as many runs as it may (AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS): an `error` message on the socket',
+    action: 'unsubscribe from a run first; a subscribe to a run already subscribed replaces it',
+  },
+  subscribe_rate_exceeded: {
+    status: 429,
+    source: 'http',
+    meaning:
+      'a live socket sent as many subscribe messages this minute as it may (AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE): an `error` message on the socket',
+    action: 'subscribe again in the next minute (details: none; the socket stays open)',
+  },
   internal: {
     status: 500,
     source: 'http',

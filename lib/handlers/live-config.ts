@@ -12,6 +12,7 @@ import { ConfigError, configFromEnv, ENV, required } from '../config.ts';
 import { apiGatewayPoster, eventBridgePublisher } from '../live/adapters.ts';
 import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
 import { jwtTokenAuth } from '../live/jwt-auth.ts';
+import { liveLimitsFromEnv } from '../live/limits.ts';
 import type { Container } from './container.ts';
 import { createSocketHandler, type SocketHandler } from './live-socket.ts';
 import { createStreamBatchHandler, type StreamBatchHandler } from './stream-batch.ts';
@@ -69,6 +70,7 @@ export function liveSocketFromEnv(container: Container, env: NodeJS.ProcessEnv):
       await runtime.engine.getRun(runId, caller);
     },
     now: () => Date.now(),
+    limits: liveLimitsFromEnv(env),
     logger,
   });
 }

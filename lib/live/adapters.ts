@@ -1,7 +1,7 @@
 /**
  * The live fan-out's adapters outside the table: API Gateway's management API (PostToConnection
  * on a WebSocket API connection, a GoneException means the client left; DeleteConnection to
- * close one, with a close code API Gateway chooses), EventBridge
+ * close one, with a close code API Gateway chooses; GetConnection to learn whether one is still open), EventBridge
  * (PutEvents, ten entries per call, a failed entry fails the batch so that the stream record is
  * retried), and the local stack's notification file (one JSON line per notification, appended).
  */
@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import {
   type ApiGatewayManagementApiClient,
   DeleteConnectionCommand,
+  GetConnectionCommand,
   PostToConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
@@ -36,6 +37,15 @@ export function apiGatewayPoster(client: ApiGatewayManagementApiClient): Connect
         await client.send(new DeleteConnectionCommand({ ConnectionId: connectionId }));
       } catch (err) {
         if ((err as { name?: string }).name === 'GoneException') return;
+        throw err;
+      }
+    },
+    async alive(connectionId) {
+      try {
+        await client.send(new GetConnectionCommand({ ConnectionId: connectionId }));
+        return true;
+      } catch (err) {
+        if ((err as { name?: string }).name === 'GoneException') return false;
         throw err;
       }
     },

@@ -7,6 +7,13 @@
  * subscription keep the `exp` of the connection's token (`token_exp`, seconds since epoch); an
  * item written without one reads as expired (0), so it is served nothing. The stream's consumer
  * skips these items (it reads run records only).
+ *
+ * The bounds (issue 25, point 3): a principal's open connections are one item `WSP#{quota key} /
+ * C` holding `conns` (connection id → `{at, until}`) and a `version`, written conditionally on
+ * the version it was read at, so that concurrent connects cannot pass the bound together; a
+ * connection's subscriptions are counted in `sub_count` on its own item (raised only for a run
+ * not yet subscribed, conditionally below the bound); its subscribe messages in `sub_window` (the
+ * minute) and `sub_window_count`.
  */
 import {
   DeleteCommand,
@@ -17,14 +24,32 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { Principal } from '../contracts/index.ts';
+import { quotaKeyOf } from '../core/principal.ts';
 import { ATTR } from '../store/table.ts';
-import type { LiveConnection, Subscription, SubscriptionStore } from './ports.ts';
+import {
+  countsUntil,
+  type LiveConnection,
+  type OpenOutcome,
+  type SubscribeOutcome,
+  type Subscription,
+  type SubscriptionStore,
+} from './ports.ts';
 
 /** How long the items of a connection live (s): above API Gateway's two-hour connection limit. */
 export const SUBSCRIPTION_TTL_SECONDS = 3 * 3600;
 
 const connectionPk = (id: string) => `WSC#${id}`;
 const runPk = (id: string) => `RUN#${id}`;
+const principalPk = (quotaKey: string) => `WSP#${quotaKey}`;
+
+/** Tries of an openConnection whose conditional write lost to a concurrent connect or delete. */
+const OPEN_TRIES = 8;
+
+const conditionFailed = (err: unknown) =>
+  (err as { name?: string }).name === 'ConditionalCheckFailedException';
+
+/** A principal's open connections as kept in its `WSP#` item. */
+type Slots = Record<string, { at: number; until: number }>;
 
 /** Deletes a connection's items: each subscription in its run's partition, then the connection's own. */
 async function deleteConnectionItems(
@@ -32,6 +57,13 @@ async function deleteConnectionItems(
   tableName: string,
   connectionId: string,
 ): Promise<void> {
+  const own = await doc.send(
+    new GetCommand({
+      TableName: tableName,
+      Key: { pk: connectionPk(connectionId), sk: 'C' },
+      ConsistentRead: true,
+    }),
+  );
   const out = await doc.send(
     new QueryCommand({
       TableName: tableName,
@@ -51,6 +83,78 @@ async function deleteConnectionItems(
       );
     await doc.send(new DeleteCommand({ TableName: tableName, Key: { pk: connectionPk(connectionId), sk } }));
   }
+  const quotaKey = own.Item?.principal_key;
+  if (typeof quotaKey === 'string') await releaseSlot(doc, tableName, quotaKey, connectionId);
+}
+
+/** Takes the connection out of its principal's count (the version moves, so a concurrent open re-reads). */
+async function releaseSlot(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  quotaKey: string,
+  connectionId: string,
+): Promise<void> {
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: principalPk(quotaKey), sk: 'C' },
+        UpdateExpression: 'REMOVE conns.#id ADD version :one',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#id': connectionId },
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+}
+
+/**
+ * Claims a place in the principal's count for `connection`: reads the principal's item, drops
+ * the places whose `until` passed, and writes it back with this one added, conditionally on the
+ * version read. Refused when `max` places are taken, or after OPEN_TRIES lost races.
+ */
+async function claimSlot(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  connection: LiveConnection,
+  max: number,
+  nowMs: number,
+): Promise<OpenOutcome> {
+  const key = { pk: principalPk(quotaKeyOf(connection.caller.principal)), sk: 'C' };
+  for (let attempt = 0; attempt < OPEN_TRIES; attempt += 1) {
+    const out = await doc.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
+    const version = Number(out.Item?.version ?? 0);
+    const slots = Object.fromEntries(
+      Object.entries((out.Item?.conns ?? {}) as Slots).filter(([, slot]) => slot.until > nowMs),
+    );
+    if (Object.keys(slots).length >= max)
+      return {
+        admitted: false,
+        holders: Object.entries(slots).map(([id, slot]) => ({ connection_id: id, connected_at: slot.at })),
+      };
+    slots[connection.connection_id] = { at: connection.connected_at, until: countsUntil(connection) };
+    try {
+      await doc.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: { ...key, conns: slots, version: version + 1, [ATTR.expiresAtTtl]: ttlOf(slots) },
+          ConditionExpression: out.Item === undefined ? 'attribute_not_exists(pk)' : 'version = :v',
+          ...(out.Item === undefined ? {} : { ExpressionAttributeValues: { ':v': version } }),
+        }),
+      );
+      return { admitted: true };
+    } catch (err) {
+      if (!conditionFailed(err)) throw err;
+    }
+  }
+  return { admitted: false, holders: [] };
+}
+
+/** The principal item's TTL (s): after the last place it holds stops counting. */
+function ttlOf(slots: Slots): number {
+  return Math.ceil(Math.max(...Object.values(slots).map((s) => s.until)) / 1000) + 60;
 }
 
 /** The item's `token_exp`, or 0 (expired) for an item written without one. */
@@ -59,14 +163,162 @@ function tokenExpOf(item: Record<string, unknown>): number {
   return Number.isFinite(exp) ? exp : 0;
 }
 
+/** What the item functions of a store share. */
+interface Table {
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  /** The TTL of an item written now (s since epoch). */
+  ttl: () => number;
+}
+
+/** Raises the connection's `sub_count` below `max`: `full` at the bound, `gone` without the connection. */
+async function countSubscription(
+  { doc, tableName }: Table,
+  connectionId: string,
+  max: number,
+): Promise<'counted' | 'full' | 'gone'> {
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: connectionPk(connectionId), sk: 'C' },
+        UpdateExpression: 'ADD sub_count :one',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(sub_count) OR sub_count < :max)',
+        ExpressionAttributeValues: { ':one': 1, ':max': max },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return 'counted';
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    return (err as { Item?: unknown }).Item === undefined ? 'gone' : 'full';
+  }
+}
+
+/** SubscriptionStore.subscribe: the index item first (its absence says the run is new to the connection), then the count, then the cursor. */
+async function subscribeIn(table: Table, sub: Subscription, max: number): Promise<SubscribeOutcome> {
+  const { doc, tableName, ttl } = table;
+  const index = { pk: connectionPk(sub.connection_id), sk: `S#${sub.run_id}` };
+  let replaced = false;
+  try {
+    await doc.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...index, [ATTR.expiresAtTtl]: ttl() },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    replaced = true;
+  }
+  if (!replaced) {
+    const counted = await countSubscription(table, sub.connection_id, max);
+    if (counted !== 'counted') {
+      await doc.send(new DeleteCommand({ TableName: tableName, Key: index }));
+      return counted;
+    }
+  }
+  await doc.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: {
+        pk: runPk(sub.run_id),
+        sk: `W#${sub.connection_id}`,
+        connection_id: sub.connection_id,
+        sent_seq: sub.sent_seq,
+        token_exp: sub.token_exp,
+        [ATTR.expiresAtTtl]: ttl(),
+      },
+    }),
+  );
+  return replaced ? 'replaced' : 'subscribed';
+}
+
+/** SubscriptionStore.unsubscribe: the count falls only when the index item was there. */
+async function unsubscribeIn({ doc, tableName }: Table, runId: string, connectionId: string): Promise<void> {
+  await doc.send(
+    new DeleteCommand({ TableName: tableName, Key: { pk: runPk(runId), sk: `W#${connectionId}` } }),
+  );
+  const out = await doc.send(
+    new DeleteCommand({
+      TableName: tableName,
+      Key: { pk: connectionPk(connectionId), sk: `S#${runId}` },
+      ReturnValues: 'ALL_OLD',
+    }),
+  );
+  if (out.Attributes === undefined) return;
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: connectionPk(connectionId), sk: 'C' },
+        UpdateExpression: 'ADD sub_count :minus',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':minus': -1 },
+      }),
+    );
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+}
+
+/** SubscriptionStore.takeSubscribe. */
+async function takeSubscribeIn(
+  { doc, tableName }: Table,
+  connectionId: string,
+  nowMs: number,
+  perMinute: number,
+): Promise<boolean> {
+  const key = { pk: connectionPk(connectionId), sk: 'C' };
+  const window = Math.floor(nowMs / 60_000);
+  try {
+    // This minute's count, below the bound.
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'ADD sub_window_count :one',
+        ConditionExpression: 'sub_window = :w AND sub_window_count < :max',
+        ExpressionAttributeValues: { ':one': 1, ':w': window, ':max': perMinute },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+  try {
+    // The first of a new minute (a connection that exists, last counted in an earlier one).
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'SET sub_window = :w, sub_window_count = :one',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(sub_window) OR sub_window < :w)',
+        ExpressionAttributeValues: { ':one': 1, ':w': window },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    return false;
+  }
+}
+
 export function createDynamoSubscriptionStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
   now: () => number = Date.now,
 ): SubscriptionStore {
   const ttl = () => Math.floor(now() / 1000) + SUBSCRIPTION_TTL_SECONDS;
+  const table: Table = { doc, tableName, ttl };
   return {
-    async putConnection(connection: LiveConnection) {
+    subscribe: (sub, max) => subscribeIn(table, sub, max),
+    unsubscribe: (runId, connectionId) => unsubscribeIn(table, runId, connectionId),
+    takeSubscribe: (connectionId, nowMs, perMinute) => takeSubscribeIn(table, connectionId, nowMs, perMinute),
+    async openConnection(connection: LiveConnection, max: number, nowMs: number) {
+      const claimed = await claimSlot(doc, tableName, connection, max, nowMs);
+      if (!claimed.admitted) return claimed;
       await doc.send(
         new PutCommand({
           TableName: tableName,
@@ -74,12 +326,15 @@ export function createDynamoSubscriptionStore(
             pk: connectionPk(connection.connection_id),
             sk: 'C',
             caller_json: JSON.stringify(connection.caller),
+            principal_key: quotaKeyOf(connection.caller.principal),
             connected_at: connection.connected_at,
             token_exp: connection.token_exp,
+            sub_count: 0,
             [ATTR.expiresAtTtl]: ttl(),
           },
         }),
       );
+      return claimed;
     },
     async getConnection(connectionId) {
       const out = await doc.send(
@@ -101,38 +356,6 @@ export function createDynamoSubscriptionStore(
       };
     },
     deleteConnection: (connectionId) => deleteConnectionItems(doc, tableName, connectionId),
-    async subscribe(sub: Subscription) {
-      await doc.send(
-        new PutCommand({
-          TableName: tableName,
-          Item: { pk: connectionPk(sub.connection_id), sk: `S#${sub.run_id}`, [ATTR.expiresAtTtl]: ttl() },
-        }),
-      );
-      await doc.send(
-        new PutCommand({
-          TableName: tableName,
-          Item: {
-            pk: runPk(sub.run_id),
-            sk: `W#${sub.connection_id}`,
-            connection_id: sub.connection_id,
-            sent_seq: sub.sent_seq,
-            token_exp: sub.token_exp,
-            [ATTR.expiresAtTtl]: ttl(),
-          },
-        }),
-      );
-    },
-    async unsubscribe(runId, connectionId) {
-      await doc.send(
-        new DeleteCommand({ TableName: tableName, Key: { pk: runPk(runId), sk: `W#${connectionId}` } }),
-      );
-      await doc.send(
-        new DeleteCommand({
-          TableName: tableName,
-          Key: { pk: connectionPk(connectionId), sk: `S#${runId}` },
-        }),
-      );
-    },
     async subscribers(runId) {
       const out = await doc.send(
         new QueryCommand({
@@ -172,7 +395,7 @@ export function createDynamoSubscriptionStore(
         );
         return true;
       } catch (err) {
-        if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;
+        if (conditionFailed(err)) return false;
         throw err;
       }
     },

@@ -4,12 +4,19 @@
  * table's stream says which run changed, never what to send), then `settled` once the run ended
  * and its log is complete. Each subscription keeps the last seq sent; a pump claims a page by
  * moving that cursor (conditionally) before it sends the page, so each seq reaches a
- * subscription once even while several pumps run.
+ * subscription once even while several pumps run. The subscribers of one
+ * pump share its page reads: a page read from a cursor is read once per pump, however many
+ * subscriptions stand at that cursor.
  * A connection that is gone is dropped; one whose token expired (the subscription's
  * `token_exp`) is sent nothing more and ended (lib/live/expiry.ts).
  * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
  */
-import { isTerminalStatus, type LiveServerMessage, type RunRecord } from '../contracts/index.ts';
+import {
+  isTerminalStatus,
+  type LiveServerMessage,
+  type RunEvent,
+  type RunRecord,
+} from '../contracts/index.ts';
 import type { RunStore } from '../engine/ports.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
 import type { ConnectionPoster, Subscription, SubscriptionStore } from './ports.ts';
@@ -50,9 +57,15 @@ export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscripti
   if (subs.length === 0) return report;
   const record = await deps.store.getRun(runId);
   if (record === null) return report;
+  const pages = new Map<number, RunEvent[]>();
+  const page = async (after: number) => {
+    const found = pages.get(after) ?? (await deps.store.readEvents(runId, after, FAN_OUT_PAGE));
+    pages.set(after, found);
+    return found;
+  };
   for (const sub of subs) {
     report.subscribers += 1;
-    const outcome = await catchUp(deps, record, sub);
+    const outcome = await catchUp(deps, record, sub, page);
     report.sent += outcome.sent;
     if (outcome.state === 'settled') report.settled += 1;
     if (outcome.state === 'gone') report.gone += 1;
@@ -65,6 +78,7 @@ async function catchUp(
   deps: FanOutDeps,
   record: RunRecord,
   sub: Subscription,
+  page: (after: number) => Promise<RunEvent[]>,
 ): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' | 'expired' }> {
   const now = deps.now ?? Date.now;
   /** Sends one message unless the token expired (the connection is then ended). */
@@ -85,7 +99,7 @@ async function catchUp(
       await expireConnection(deps, sub.connection_id);
       return { sent, state: 'expired' };
     }
-    const events = await deps.store.readEvents(record.run_id, cursor, FAN_OUT_PAGE);
+    const events = await page(cursor);
     const next = events[events.length - 1]?.seq;
     if (next === undefined) break;
     // Claim the page before sending it: a pump sends only what it moved the cursor over, so two

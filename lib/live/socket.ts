@@ -7,12 +7,23 @@
  * up by the stream's fan-out. A socket lives no longer than its token: the connection keeps
  * the token's `exp`, and the first message received or event pushed at or after it ends the
  * socket (lib/live/expiry.ts: an `error` message `token_expired`, then close code 4001).
- * docs/contracts/run-lifecycle.md, "over HTTP, WebSocket".
+ *
+ * Bounds (lib/live/limits.ts): a principal holds at most `maxConnections` open sockets (one more
+ * is refused at connect, 429 `too_many_connections`), a socket at most `maxSubscriptions` runs
+ * (a subscribe to a run it holds replaces that subscription's cursor; a new one past the bound is
+ * an `error` `too_many_subscriptions`) and sends at most `subscribesPerMinute` subscribes a
+ * minute (`error` `subscribe_rate_exceeded`), so that no caller can make the server replay logs
+ * without limit. docs/contracts/run-lifecycle.md,
+ * "over HTTP, WebSocket".
  */
 import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import { quotaKeyOf } from '../core/principal.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
+import type { ConnectGate } from './connect-gate.ts';
+import { DEFAULT_LIVE_LIMITS } from './limits.ts';
+import type { LiveConnection, LiveLimits } from './ports.ts';
 
 /** Who a verified token stands for, and until when: its `exp` (seconds since epoch). */
 export interface TokenIdentity {
@@ -27,7 +38,20 @@ export interface SocketDeps extends FanOutDeps {
   authorizeRead(runId: string, caller: Caller): Promise<void>;
   /** The clock, ms since epoch (also the fan-out's, for the token's expiry). */
   now(): number;
+  /** The bounds (default DEFAULT_LIVE_LIMITS). */
+  limits?: LiveLimits;
+  /** This process's gate before admissions (lib/live/connect-gate.ts); without it each connect reads the store. */
+  gate?: ConnectGate;
 }
+
+/** What a connect came to: `unauthenticated` is answered 401, `too_many_connections` 429. */
+export type ConnectOutcome = 'connected' | 'unauthenticated' | 'too_many_connections';
+
+/**
+ * A connection younger than this (ms) is not asked after when its principal is at the bound: it
+ * may be between its admission and the end of its upgrade.
+ */
+export const PROBE_AFTER_MS = 10_000;
 
 /** The token of a connect request: `?token=` first, else `Authorization: Bearer`. */
 export function connectToken(
@@ -42,25 +66,59 @@ export function connectToken(
 }
 
 /**
- * Authenticates and records the connection with its token's `exp`. Returns false (refuse with
- * 401) for bad credentials, a token without `exp` or one already expired by `deps.now()`.
+ * Authenticates and records the connection with its token's `exp`, within its principal's bound.
+ * `unauthenticated` for bad credentials, a token without `exp` or one already expired by
+ * `deps.now()`; `too_many_connections` when the principal holds `maxConnections` open sockets.
+ * At the bound, the principal's sockets older than PROBE_AFTER_MS are asked after
+ * (`poster.alive`, API Gateway's GetConnection): one whose $disconnect never came is forgotten
+ * and its place given to this one. Through `deps.gate`, one principal's connects are admitted one
+ * at a time and a principal just refused is refused again without a store read.
  */
 export async function connect(
   deps: SocketDeps,
   connectionId: string,
   token: string | null,
-): Promise<boolean> {
+): Promise<ConnectOutcome> {
   const identity = await deps.authenticate(token);
-  if (identity === null || !Number.isFinite(identity.exp)) return false;
+  if (identity === null || !Number.isFinite(identity.exp)) return 'unauthenticated';
   const now = deps.now();
-  if (tokenExpired(identity.exp, now)) return false;
-  await deps.subscriptions.putConnection({
+  if (tokenExpired(identity.exp, now)) return 'unauthenticated';
+  const connection: LiveConnection = {
     connection_id: connectionId,
     caller: identity.caller,
     connected_at: now,
     token_exp: identity.exp,
+  };
+  const quotaKey = quotaKeyOf(identity.caller.principal);
+  const gate = deps.gate;
+  if (gate === undefined) return admit(deps, connection);
+  return gate.serially(quotaKey, async () => {
+    if (gate.refusedRecently(quotaKey, deps.now())) return 'too_many_connections';
+    const outcome = await admit(deps, connection);
+    if (outcome === 'too_many_connections') gate.noteRefusal(quotaKey, deps.now());
+    return outcome;
   });
-  return true;
+}
+
+/**
+ * Records `connection` within its principal's bound; at the bound, forgets the principal's
+ * sockets older than PROBE_AFTER_MS that `poster.alive` says are gone, and tries once more.
+ */
+async function admit(deps: SocketDeps, connection: LiveConnection): Promise<ConnectOutcome> {
+  const max = (deps.limits ?? DEFAULT_LIVE_LIMITS).maxConnections;
+  const now = connection.connected_at;
+  const first = await deps.subscriptions.openConnection(connection, max, now);
+  if (first.admitted) return 'connected';
+  let freed = 0;
+  for (const holder of first.holders) {
+    if (now - holder.connected_at < PROBE_AFTER_MS) continue;
+    if (await deps.poster.alive(holder.connection_id)) continue;
+    await deps.subscriptions.deleteConnection(holder.connection_id);
+    freed += 1;
+  }
+  if (freed > 0 && (await deps.subscriptions.openConnection(connection, max, now)).admitted)
+    return 'connected';
+  return 'too_many_connections';
 }
 
 /**
@@ -105,45 +163,65 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
     await deps.subscriptions.unsubscribe(msg.run_id, connectionId);
     return;
   }
+  await subscribeTo(deps, connection, msg.run_id, msg.after);
+}
+
+/**
+ * A subscribe: within the socket's rate, authorized like a read of the run, a cursor not beyond
+ * its head, within the socket's bound (or replacing its subscription to the run); then
+ * `subscribed` and the catch-up. Every refusal is an `error` message naming the run.
+ */
+async function subscribeTo(
+  deps: SocketDeps,
+  connection: LiveConnection,
+  runId: string,
+  after: number,
+): Promise<void> {
+  const connectionId = connection.connection_id;
+  const limits = deps.limits ?? DEFAULT_LIVE_LIMITS;
+  const refuse = (code: string, message: string) =>
+    deps.poster.post(connectionId, { type: 'error', code, message, run_id: runId });
+  if (!(await deps.subscriptions.takeSubscribe(connectionId, deps.now(), limits.subscribesPerMinute))) {
+    await refuse(
+      'subscribe_rate_exceeded',
+      `at most ${limits.subscribesPerMinute} subscribes per socket per minute: subscribe again in the next minute`,
+    );
+    return;
+  }
   try {
-    await deps.authorizeRead(msg.run_id, connection.caller);
+    await deps.authorizeRead(runId, connection.caller);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    await deps.poster.post(connectionId, {
-      type: 'error',
-      code: code === 'run_not_found' || code === 'unauthorized' ? code : 'internal',
-      message:
-        code === 'run_not_found' || code === 'unauthorized'
-          ? String((err as Error).message)
-          : 'internal error',
-      run_id: msg.run_id,
-    });
+    const known = code === 'run_not_found' || code === 'unauthorized';
+    await refuse(known ? code : 'internal', known ? String((err as Error).message) : 'internal error');
     return;
   }
   // A cursor beyond the log's head is refused, as over HTTP.
-  const head = (await deps.store.getRun(msg.run_id))?.last_seq ?? 0;
-  if (msg.after > head) {
-    await deps.poster.post(connectionId, {
-      type: 'error',
-      code: 'cursor_ahead',
-      message: `cursor ${msg.after} is beyond the run's last seq ${head}`,
-      run_id: msg.run_id,
-    });
+  const head = (await deps.store.getRun(runId))?.last_seq ?? 0;
+  if (after > head) {
+    await refuse('cursor_ahead', `cursor ${after} is beyond the run's last seq ${head}`);
     return;
   }
   const subscription = {
-    run_id: msg.run_id,
+    run_id: runId,
     connection_id: connectionId,
-    sent_seq: msg.after,
+    sent_seq: after,
     token_exp: connection.token_exp,
   };
-  await deps.subscriptions.subscribe(subscription);
-  if (
-    (await deps.poster.post(connectionId, { type: 'subscribed', run_id: msg.run_id, after: msg.after })) ===
-    'gone'
-  )
+  const outcome = await deps.subscriptions.subscribe(subscription, limits.maxSubscriptions);
+  if (outcome === 'gone') return;
+  if (outcome === 'full') {
+    await refuse(
+      'too_many_subscriptions',
+      `at most ${limits.maxSubscriptions} runs per socket: unsubscribe from one first`,
+    );
     return;
-  await pumpRun(deps, msg.run_id, subscription);
+  }
+  if ((await deps.poster.post(connectionId, { type: 'subscribed', run_id: runId, after })) === 'gone') {
+    await deps.subscriptions.deleteConnection(connectionId);
+    return;
+  }
+  await pumpRun(deps, runId, subscription);
 }
 
 /** Forgets the connection and its subscriptions. */

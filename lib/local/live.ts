@@ -11,10 +11,13 @@ import { createSocketHandler } from '../handlers/live-socket.ts';
 import type { LogSink } from '../handlers/observability.ts';
 import { createStreamBatchHandler } from '../handlers/stream-batch.ts';
 import { fileNotificationPublisher } from '../live/adapters.ts';
+import { configFromEnv } from '../config.ts';
 import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
+import { liveLimitsFromEnv } from '../live/limits.ts';
 import type { TokenIdentity } from '../live/socket.ts';
 import type { Runtime } from '../runtime.ts';
 import type { LocalServices } from './services.ts';
+import { withExpiryTimers } from './socket-expiry.ts';
 import { type SocketServer, startSocketServer } from './socket-server.ts';
 import { type StreamPoller, startStreamPoller } from './stream-poller.ts';
 
@@ -29,6 +32,12 @@ export interface LocalLiveOptions {
   /** WebSocket port on 127.0.0.1 (default: a free one). */
   port?: number;
   logger: LogSink;
+  /**
+   * Where the bounds and durations are read (default process.env): AGENT_RUNS_LIVE_MAX_* and
+   * AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE (lib/live/limits.ts), AGENT_RUNS_LIVE_IDLE_MS and
+   * AGENT_RUNS_LIVE_MAX_CONNECTION_MS (the socket server's). Throws ConfigError on a bad value.
+   */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface LocalLive {
@@ -43,23 +52,28 @@ export interface LocalLive {
 export async function startLocalLive(options: LocalLiveOptions): Promise<LocalLive> {
   const { runtime, logger } = options;
   const subscriptions = createDynamoSubscriptionStore(runtime.clients.doc, options.tableName);
+  const env = options.env ?? process.env;
+  const config = configFromEnv(env);
+  const limits = liveLimitsFromEnv(env);
   const sockets = await startSocketServer({
     ...(options.port !== undefined ? { port: options.port } : {}),
     logger,
+    idleMs: config.AGENT_RUNS_LIVE_IDLE_MS,
+    maxConnectionMs: config.AGENT_RUNS_LIVE_MAX_CONNECTION_MS,
   });
   const now = () => Date.now();
   const fanOut = { store: runtime.store, subscriptions, poster: sockets.poster, now };
-  sockets.setHandler(
-    createSocketHandler({
-      ...fanOut,
-      authenticate: options.authenticate,
-      authorizeRead: async (runId, caller) => {
-        await runtime.engine.getRun(runId, caller);
-      },
-      now,
-      logger,
-    }),
-  );
+  const handler = createSocketHandler({
+    ...fanOut,
+    authenticate: options.authenticate,
+    authorizeRead: async (runId, caller) => {
+      await runtime.engine.getRun(runId, caller);
+    },
+    now,
+    limits,
+    logger,
+  });
+  sockets.setHandler(withExpiryTimers(handler, { ...fanOut, logger }));
   const streams = new DynamoDBStreamsClient({
     region: options.services.region,
     credentials: options.services.credentials,

@@ -4,8 +4,13 @@
  * live handler (functions/live.ts) receives in AWS, refuses the upgrade with 401 when $connect
  * answers it, handles one connection's frames in order, and plays the management API's
  * PostToConnection for the fan-out (a closed connection is `gone`, as GoneException says in
- * AWS) and its DeleteConnection (here with the close code and reason asked for, e.g. 4001
- * `token_expired`). docs/guides/local-stack.md, "How it stands in for AWS".
+ * AWS), its DeleteConnection (here with the close code and reason asked for, e.g. 4001
+ * `token_expired`) and GetConnection (`alive`). As API Gateway does, it closes a connection
+ * that received no client frame for `idleMs` (10 min there) and any connection after
+ * `maxConnectionMs` (2 h there), with code 1001 and reason `idle_timeout` or
+ * `max_connection_duration` (API Gateway's own reason text may differ: a client must treat any
+ * close as "reconnect and subscribe from the last seq held"). Refused upgrades answer the
+ * $connect status (401, 429). docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -25,8 +30,12 @@ export interface SocketServer {
   setHandler(handler: SocketHandler): void;
   /** Open connections (tests). */
   connections(): number;
-  /** Cuts every open connection as a network failure would (close code 1006 at the client; tests). */
-  dropConnections(): number;
+  /**
+   * Cuts every open connection as a network failure would (close code 1006 at the client; tests).
+   * `deliverDisconnect: false` plays a $disconnect API Gateway never delivers (it promises it at
+   * best effort): the live handler is not told.
+   */
+  dropConnections(options?: { deliverDisconnect?: boolean }): number;
   stop(): Promise<void>;
 }
 
@@ -36,11 +45,102 @@ function statusOf(result: unknown): number {
     : 200;
 }
 
-/** Starts the server on `port` (0: a free one). Connections wait for a handler until one is set. */
-export async function startSocketServer(
-  options: { port?: number; logger?: LogSink } = {},
-): Promise<SocketServer> {
+/** The close code of a connection the server ends for idleness or age (API Gateway's "going away"). */
+export const GOING_AWAY_CLOSE = 1001;
+
+const REFUSED_TEXT: Record<number, string> = {
+  401: 'Unauthorized',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export interface SocketServerOptions {
+  /** Port on 127.0.0.1 (default 0: a free one). */
+  port?: number;
+  logger?: LogSink;
+  /** Closes a connection that received no client frame for this long (ms; default 600 000, API Gateway's). */
+  idleMs?: number;
+  /** Closes every connection this long after it opened (ms; default 7 200 000, API Gateway's). */
+  maxConnectionMs?: number;
+}
+
+/** The API Gateway WebSocket event of one moment of connection `id`. */
+function event(id: string, eventType: string, req?: IncomingMessage, body?: string): SocketEvent {
+  const url = new URL(req?.url ?? '/', 'http://local');
+  return {
+    requestContext: {
+      connectionId: id,
+      eventType,
+      routeKey: eventType === 'MESSAGE' ? '$default' : `$${eventType.toLowerCase()}`,
+    },
+    queryStringParameters: Object.fromEntries(url.searchParams),
+    headers: Object.fromEntries(
+      Object.entries(req?.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+    ),
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
+/**
+ * Plays API Gateway for one open connection: its frames to the handler in order ($default), its
+ * close to $disconnect unless `closed()` says it is not to be delivered, the idle and maximum
+ * duration timers (close 1001).
+ */
+function attach(
+  ws: WebSocket,
+  c: {
+    id: string;
+    req: IncomingMessage;
+    handler: SocketHandler;
+    idleMs: number;
+    maxConnectionMs: number;
+    logger: LogSink;
+  },
+  closed: () => boolean,
+): void {
+  const { id, req, logger } = c;
+  const h = c.handler;
+  const ended = (reason: string) => () => ws.close(GOING_AWAY_CLOSE, reason);
+  const maxTimer = setTimeout(ended('max_connection_duration'), c.maxConnectionMs);
+  let idleTimer = setTimeout(ended('idle_timeout'), c.idleMs);
+  const active = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(ended('idle_timeout'), c.idleMs);
+  };
+  ws.on('ping', active);
+  ws.on('pong', active);
+  let queue = Promise.resolve();
+  ws.on('message', (data, isBinary) => {
+    active();
+    const body = isBinary ? Buffer.from(data as Buffer).toString('base64') : data.toString();
+    queue = queue.then(() =>
+      h({ ...event(id, 'MESSAGE', req, body), isBase64Encoded: isBinary }).then(
+        () => undefined,
+        (err: unknown) => logger.error('live handler threw', describeError(err)),
+      ),
+    );
+  });
+  ws.on('close', () => {
+    clearTimeout(maxTimer);
+    clearTimeout(idleTimer);
+    if (!closed()) return;
+    queue = queue.then(() =>
+      h(event(id, 'DISCONNECT', req)).then(
+        () => undefined,
+        (err: unknown) => logger.error('live disconnect failed', describeError(err)),
+      ),
+    );
+  });
+}
+
+/** Starts the server. Connections wait for a handler until one is set. */
+export async function startSocketServer(options: SocketServerOptions = {}): Promise<SocketServer> {
   const logger = options.logger ?? SILENT_LOG;
+  const idleMs = options.idleMs ?? 600_000;
+  const maxConnectionMs = options.maxConnectionMs ?? 7_200_000;
+  /** Connections whose $disconnect is not delivered (dropConnections). */
+  const undelivered = new Set<string>();
   let handler: SocketHandler | null = null;
   const sockets = new Map<string, WebSocket>();
   const wss = new WebSocketServer({ noServer: true });
@@ -49,60 +149,30 @@ export async function startSocketServer(
     res.end('this endpoint speaks WebSocket');
   });
 
-  const event = (id: string, eventType: string, req?: IncomingMessage, body?: string): SocketEvent => {
-    const url = new URL(req?.url ?? '/', 'http://local');
-    return {
-      requestContext: {
-        connectionId: id,
-        eventType,
-        routeKey: eventType === 'MESSAGE' ? '$default' : `$${eventType.toLowerCase()}`,
-      },
-      queryStringParameters: Object.fromEntries(url.searchParams),
-      headers: Object.fromEntries(
-        Object.entries(req?.headers ?? {}).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
-      ),
-      ...(body !== undefined ? { body } : {}),
-    };
-  };
-
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const id = randomUUID().replaceAll('-', '').slice(0, 16);
-    const refuse = (status: number, text: string) => {
+    const refuse = (status: number) => {
+      const text = REFUSED_TEXT[status] ?? 'Refused';
       socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       socket.destroy();
     };
-    if (handler === null) return refuse(503, 'Service Unavailable');
+    if (handler === null) return refuse(503);
     const h = handler;
     h(event(id, 'CONNECT', req)).then(
       (result) => {
         const status = statusOf(result);
-        if (status !== 200) return refuse(status, status === 401 ? 'Unauthorized' : 'Refused');
+        if (status !== 200) return refuse(status);
         wss.handleUpgrade(req, socket, head, (ws) => {
           sockets.set(id, ws);
-          let queue = Promise.resolve();
-          ws.on('message', (data, isBinary) => {
-            const body = isBinary ? Buffer.from(data as Buffer).toString('base64') : data.toString();
-            queue = queue.then(() =>
-              h({ ...event(id, 'MESSAGE', req, body), isBase64Encoded: isBinary }).then(
-                () => undefined,
-                (err: unknown) => logger.error('live handler threw', describeError(err)),
-              ),
-            );
-          });
-          ws.on('close', () => {
+          attach(ws, { id, req, handler: h, idleMs, maxConnectionMs, logger }, () => {
             sockets.delete(id);
-            queue = queue.then(() =>
-              h(event(id, 'DISCONNECT', req)).then(
-                () => undefined,
-                (err: unknown) => logger.error('live disconnect failed', describeError(err)),
-              ),
-            );
+            return !undelivered.delete(id);
           });
         });
       },
       (err: unknown) => {
         logger.error('live connect failed', describeError(err));
-        refuse(500, 'Internal Server Error');
+        refuse(500);
       },
     );
   });
@@ -128,14 +198,20 @@ export async function startSocketServer(
         if (ws === undefined || ws.readyState !== WebSocket.OPEN) return;
         ws.close(code, reason);
       },
+      async alive(connectionId) {
+        return sockets.get(connectionId)?.readyState === WebSocket.OPEN;
+      },
     },
     setHandler(next) {
       handler = next;
     },
     connections: () => sockets.size,
-    dropConnections() {
+    dropConnections(drop = {}) {
       const n = sockets.size;
-      for (const ws of sockets.values()) ws.terminate();
+      for (const [id, ws] of sockets) {
+        if (drop.deliverDisconnect === false) undelivered.add(id);
+        ws.terminate();
+      }
       return n;
     },
     async stop() {

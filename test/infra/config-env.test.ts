@@ -51,6 +51,7 @@ function functionEnvironments(): Array<Record<string, unknown>> {
       },
     ],
     admission: { maxChildrenPerRun: 8, maxTreeDepth: 3, maxQueuedSteers: 16 },
+    liveBounds: { maxConnections: 4, maxSubscriptions: 8, subscribesPerMinute: 30 },
     jwtIssuer: 'https://issuer.example.com/',
     jwtAudience: ['agent-runs-api'],
   });

@@ -118,6 +118,17 @@ describe('a synth without a model', () => {
     });
   });
 
+  it("reads the live socket's bounds from liveMaxConnections, liveMaxSubscriptions and liveSubscribesPerMinute", () => {
+    const model = { bedrockModelId: 'us.anthropic.claude-sonnet-4-6' };
+    const props = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
+    expect(props(model).liveBounds).toEqual({});
+    expect(
+      props({ ...model, liveMaxConnections: '4', liveMaxSubscriptions: '8', liveSubscribesPerMinute: '30' })
+        .liveBounds,
+    ).toEqual({ maxConnections: 4, maxSubscriptions: 8, subscribesPerMinute: 30 });
+    expect(() => props({ ...model, liveMaxConnections: 'many' })).toThrow(/liveMaxConnections/);
+  });
+
   it('refuses a tools file whose Lambda tool names a handler file that does not exist', () => {
     const dir = tempDir();
     const file = join(dir, 'tools.json');

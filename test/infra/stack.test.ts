@@ -24,6 +24,7 @@ import {
   AgentRunsStack,
   type AgentRunsStackProps,
   admissionEnvironment,
+  liveBoundsEnvironment,
   OBJECT_PREFIXES,
   SERVICE_NAMES,
   VISIBILITY_TIMEOUT_FACTOR,
@@ -32,6 +33,7 @@ import { lazyClient } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import { admissionFromEnv } from '../../lib/config.ts';
 import { METRIC, METRICS_NAMESPACE } from '../../lib/handlers/observability.ts';
+import { liveLimitsFromEnv } from '../../lib/live/limits.ts';
 import { CALLER_GROUPS } from '../../lib/http/auth.ts';
 import { ConsoleConfig } from '../../lib/http/console-config.ts';
 import { STEP_QUEUE_DEFINITION } from '../../lib/local/resources.ts';
@@ -381,6 +383,22 @@ describe('functions', () => {
       AGENT_RUNS_MAX_TREE_DEPTH: '2',
     });
     expect(() => admissionEnvironment({ maxTreeDepth: 0 })).toThrow(/AGENT_RUNS_MAX_TREE_DEPTH/);
+  });
+
+  it("gives the live function the live socket's bounds it is given, each read as the runtime will", () => {
+    expect(liveBoundsEnvironment()).toEqual({});
+    const env = liveBoundsEnvironment({ maxConnections: 4, maxSubscriptions: 8, subscribesPerMinute: 30 });
+    expect(env).toEqual({
+      AGENT_RUNS_LIVE_MAX_CONNECTIONS: '4',
+      AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS: '8',
+      AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE: '30',
+    });
+    expect(liveLimitsFromEnv(env)).toEqual({
+      maxConnections: 4,
+      maxSubscriptions: 8,
+      subscribesPerMinute: 30,
+    });
+    expect(() => liveBoundsEnvironment({ maxConnections: 0 })).toThrow(/AGENT_RUNS_LIVE_MAX_CONNECTIONS/);
   });
 
   it('feeds the step queue to the step function in batches of 10 with partial batch responses', () => {

@@ -20,13 +20,10 @@ describe('the live subscriptions in DynamoDB', () => {
   it("keep the token's exp on the connection and its subscriptions", async () => {
     const id = `c-${randomUUID().slice(0, 8)}`;
     const run = `run-${randomUUID().slice(0, 8)}`;
-    await store.putConnection({
-      connection_id: id,
-      caller: { principal: { kind: 'user', id: 'alice' } },
-      connected_at: 1_000,
-      token_exp: 1_700_000_123,
-    });
-    await store.subscribe({ run_id: run, connection_id: id, sent_seq: 4, token_exp: 1_700_000_123 });
+    const caller = { principal: { kind: 'user', id: `alice-${id}` } } as const;
+    const connection = { connection_id: id, caller, connected_at: 1_000, token_exp: 1_700_000_123 };
+    expect(await store.openConnection(connection, 8, 1_000)).toEqual({ admitted: true });
+    await store.subscribe({ run_id: run, connection_id: id, sent_seq: 4, token_exp: 1_700_000_123 }, 16);
 
     expect(await store.getConnection(id)).toMatchObject({ connected_at: 1_000, token_exp: 1_700_000_123 });
     expect(await store.subscribers(run)).toEqual([

@@ -9,6 +9,7 @@ import { seqOrder } from '../../lib/client/live.ts';
 import type { LiveServerMessage, RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { type FanOutDeps, pumpRun } from '../../lib/live/fan-out.ts';
 import { createMemorySubscriptionStore } from '../../lib/live/memory-subscriptions.ts';
+import type { SubscriptionStore } from '../../lib/live/ports.ts';
 import { connect, receive, type SocketDeps } from '../../lib/live/socket.ts';
 
 const RUN = 'run-fan-out';
@@ -56,8 +57,17 @@ function recordingPoster() {
       async close(connection: string, code: number, reason: string) {
         closed.push({ connection, code, reason });
       },
+      async alive() {
+        return true;
+      },
     },
   };
+}
+
+/** Records connection `id` of alice in `subscriptions`, its token valid until FAR. */
+async function openConnection(subscriptions: SubscriptionStore, id: string) {
+  const caller = { principal: { kind: 'user', id: 'alice' } } as const;
+  await subscriptions.openConnection({ connection_id: id, caller, connected_at: 0, token_exp: FAR }, 8, 0);
 }
 
 describe('the live fan-out', () => {
@@ -67,7 +77,8 @@ describe('the live fan-out', () => {
     const out = recordingPoster();
     const deps = { store, subscriptions, poster: out.poster };
     const sub = { run_id: RUN, connection_id: 'c1', sent_seq: 0, token_exp: FAR };
-    await subscriptions.subscribe(sub);
+    await openConnection(subscriptions, 'c1');
+    await subscriptions.subscribe(sub, 16);
 
     const reports = await Promise.all([pumpRun(deps, RUN), pumpRun(deps, RUN, sub), pumpRun(deps, RUN)]);
 
@@ -81,10 +92,11 @@ describe('the live fan-out', () => {
     const subscriptions = createMemorySubscriptionStore();
     const out = recordingPoster();
     const deps = { store, subscriptions, poster: out.poster };
-    await subscriptions.subscribe({ run_id: RUN, connection_id: 'c1', sent_seq: 0, token_exp: FAR });
+    await openConnection(subscriptions, 'c1');
+    await subscriptions.subscribe({ run_id: RUN, connection_id: 'c1', sent_seq: 0, token_exp: FAR }, 16);
     await pumpRun(deps, RUN);
     const again = { run_id: RUN, connection_id: 'c1', sent_seq: 20, token_exp: FAR };
-    await subscriptions.subscribe(again);
+    expect(await subscriptions.subscribe(again, 1)).toBe('replaced');
 
     await Promise.all([pumpRun(deps, RUN, again), pumpRun(deps, RUN)]);
 
@@ -119,7 +131,7 @@ function socketDeps(n: number) {
 describe('the live socket', () => {
   it('refuses a subscribe from a cursor beyond the log head with cursor_ahead, and holds no subscription', async () => {
     const { deps, out, subscriptions } = socketDeps(5);
-    expect(await connect(deps, 'c1', 'alice')).toBe(true);
+    expect(await connect(deps, 'c1', 'alice')).toBe('connected');
 
     await receive(deps, 'c1', JSON.stringify({ action: 'subscribe', run_id: RUN, after: 6 }));
 
@@ -145,16 +157,16 @@ describe('the live socket after its token expired', () => {
 
   it('refuses a connect with a token already expired by the clock, or without exp', async () => {
     const { deps, clock, subscriptions } = socketDeps(1);
-    expect(await connect(deps, 'c0', 'no-exp')).toBe(false);
+    expect(await connect(deps, 'c0', 'no-exp')).toBe('unauthenticated');
     clock.ms = 100_000; // exactly exp: expired, as jose decides
-    expect(await connect(deps, 'c1', 'alice')).toBe(false);
+    expect(await connect(deps, 'c1', 'alice')).toBe('unauthenticated');
     expect(await subscriptions.getConnection('c0')).toBeNull();
     expect(await subscriptions.getConnection('c1')).toBeNull();
   });
 
   it('answers a frame after exp with token_expired and close 4001, and forgets the connection', async () => {
     const { deps, out, subscriptions, clock } = socketDeps(2);
-    expect(await connect(deps, 'c1', 'alice')).toBe(true);
+    expect(await connect(deps, 'c1', 'alice')).toBe('connected');
     expect((await subscriptions.getConnection('c1'))?.token_exp).toBe(100);
     clock.ms = 99_999;
     await receive(deps, 'c1', subscribe());

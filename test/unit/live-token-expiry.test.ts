@@ -76,6 +76,7 @@ beforeAll(async () => {
       post: (id, message) => sockets.poster.post(id, message),
       close: (id, code, reason) =>
         sockets.poster.close(id, closeAs ?? code, closeAs === null ? reason : 'deleted'),
+      alive: (id) => sockets.poster.alive(id),
     },
     authenticate: (token) => identityOfToken(issuer, token),
     authorizeRead: async () => {},
