@@ -5,7 +5,7 @@
  * principal thus costs the store a few reads, not one or more per connect (the adversarial pass
  * slowed another user's reads from 85 ms to seconds through the store client's sockets). The
  * table's conditional write still holds the bound across processes (lib/live/ports.ts
- * openConnection). Issue 25, point 3.
+ * openConnection).
  */
 
 /** How long (ms) a principal refused at its bound is refused again without a store read. */

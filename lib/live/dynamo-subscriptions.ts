@@ -8,7 +8,7 @@
  * item written without one reads as expired (0), so it is served nothing. The stream's consumer
  * skips these items (it reads run records only).
  *
- * The bounds (issue 25, point 3): a principal's open connections are one item `WSP#{quota key} /
+ * The bounds: a principal's open connections are one item `WSP#{quota key} /
  * C` holding `conns` (connection id → `{at, until}`) and a `version`, written conditionally on
  * the version it was read at, so that concurrent connects cannot pass the bound together; a
  * connection's subscriptions are counted in `sub_count` on its own item (raised only for a run

@@ -1,5 +1,5 @@
 /**
- * The live socket's bounds from lib/config.ts (issue 25, point 3): AGENT_RUNS_LIVE_MAX_CONNECTIONS
+ * The live socket's bounds from lib/config.ts: AGENT_RUNS_LIVE_MAX_CONNECTIONS
  * (open sockets per principal, default 8), AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS (runs per socket,
  * default 16) and AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE (subscribe messages per socket per
  * minute, default 60). A principal thus holds at most 8 × 16 subscriptions and makes the server

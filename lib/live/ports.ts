@@ -30,7 +30,7 @@ export interface LiveConnection {
 }
 
 /**
- * What a principal may hold on the live socket (issue 25, point 3): open connections per
+ * What a principal may hold on the live socket: open connections per
  * principal (counted under its quota key, core/principal.ts quotaKeyOf), subscriptions per
  * connection, subscribe messages per connection per minute. lib/live/limits.ts reads them from
  * lib/config.ts.

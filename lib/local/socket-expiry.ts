@@ -1,5 +1,5 @@
 /**
- * The local socket server ends a connection at its token's `exp` (issue 25, point 4): a timer
+ * The local socket server ends a connection at its token's `exp`: a timer
  * per connection, set when $connect admits it (at the `token_exp` its record keeps), cleared at
  * $disconnect; when it fires, the connection gets an `error` message `token_expired` and close
  * code 4001 (lib/live/expiry.ts). In AWS there is no timer: the live handler refuses a frame at

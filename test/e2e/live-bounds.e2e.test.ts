@@ -2,7 +2,7 @@
  * End to end on the local stack, configured through its environment as a deployment would be
  * (AGENT_RUNS_LIVE_MAX_CONNECTIONS=2, AGENT_RUNS_LIVE_IDLE_MS=300): bob's third live socket is
  * refused 429 while alice's opens, and alice follows a run she drives through the socket
- * server's idle closes, yielding exactly the run's log. Issue 25, points 3 and 4.
+ * server's idle closes, yielding exactly the run's log.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

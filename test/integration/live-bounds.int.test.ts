@@ -4,7 +4,7 @@
  * issuer. bob cannot open more sockets, hold more subscriptions or make the server replay a log
  * more often than the bounds allow, and alice is served throughout; a socket whose $disconnect
  * never came, or that is gone when the fan-out posts to it, gives its place back. The run store
- * is a log in memory (the run's log is not what is under test). Issue 25, point 3.
+ * is a log in memory (the run's log is not what is under test).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -6,7 +6,7 @@
  * more runs, and no principal more sockets, than the bounds; no socket has more subscribes
  * served in a minute than its rate; within one subscription each seq is sent at most once,
  * in order. Over lib/live/socket.ts and the fan-out with the in-memory subscription store.
- * Issue 25, points 3 and 4.
+ *
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

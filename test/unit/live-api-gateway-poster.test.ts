@@ -3,7 +3,7 @@
  * a post answers `gone`, a close is no error, and `alive` (GetConnection, which the connect
  * uses to forget sockets whose $disconnect never came) answers false. Any other failure is
  * thrown (the stream record or the connect is then retried). The client is a stand-in that
- * records the commands and injects the fault. Issue 25, point 4.
+ * records the commands and injects the fault.
  */
 import {
   type ApiGatewayManagementApiClient,

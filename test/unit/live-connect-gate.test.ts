@@ -3,7 +3,7 @@
  * the live handler admits one principal's connects one at a time and refuses a principal just
  * refused at its bound without a store read for REFUSAL_MEMO_MS (lib/live/connect-gate.ts).
  * Another principal is admitted meanwhile. Over the live handler and the in-memory subscription
- * store, counting its admissions. Issue 25, point 3.
+ * store, counting its admissions.
  */
 import { describe, expect, it } from 'vitest';
 import { createSocketHandler } from '../../lib/handlers/live-socket.ts';

@@ -5,7 +5,7 @@
  * lib/local/socket-expiry.ts), after which a client with a token provider reconnects with a
  * fresh token. Real parts: the `ws` server, the live handler, the local issuer's JWTs, the
  * platform WebSocket of the client; the run's log is in memory and grows while the client
- * follows. Issue 25, point 4.
+ * follows.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
