@@ -313,6 +313,11 @@ export const Operation = z.object({
   approved_digest: z.string().optional(),
   /** For tool calls: the model's call id this operation answers. */
   call_id: z.string().optional(),
+  /**
+   * For model turns: provider requests made for this turn since it was last kept for a resume,
+   * each counted in usage when it was made (a takeover continues the retry budget from here).
+   */
+  provider_calls: z.number().int().nonnegative().optional(),
 });
 export type Operation = z.infer<typeof Operation>;
 /** An operation asked for but not yet dispatched (held by an approval, a budget pause or a takeover). */

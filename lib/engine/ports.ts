@@ -130,8 +130,21 @@ export interface ModelHost {
     input: ModelTurnInput,
     context: CompiledContext,
     signal: AbortSignal,
-    limits?: { maxCalls?: number },
+    limits?: ModelTurnLimits,
   ): Promise<ModelTurnOutput | ModelTurnError>;
+}
+
+/** What a model turn may still do, and the hook that counts each of its provider requests. */
+export interface ModelTurnLimits {
+  /** Provider calls this dispatch may make at most (what the run's max_model_calls leaves). */
+  maxCalls?: number;
+  /** Calls of the model-turn function earlier dispatches of this turn made (its retry budget used). */
+  callsMade?: number;
+  /**
+   * Awaited before each call of the model-turn function (not when none is made): the engine
+   * counts the request durably there. A rejection ends the turn with that error (lease lost).
+   */
+  beforeCall?: () => Promise<void>;
 }
 
 // ---------------------------------------------------------------- the run store

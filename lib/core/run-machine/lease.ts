@@ -250,16 +250,18 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
 /**
  * Usage after a started operation that ends on takeover (abandoned, or cancelled unacknowledged):
  * it counts as an operation (and a tool or model call) like any finished one; its tokens are
- * unknown. docs/contracts/run-lifecycle.md, "Budgets" (usage updated in the same commit as each
- * finished operation).
+ * unknown. A model turn whose requests were counted as they were made (`provider_calls`) adds
+ * no call here. docs/contracts/run-lifecycle.md, "Budgets" (usage updated in the same commit as
+ * each finished operation).
  */
 function usageOfEnded(usage: Usage, op: Operation): Usage {
   const model = op.kind === 'model_turn' ? 1 : 0;
+  const uncounted = op.provider_calls === undefined ? model : 0;
   return {
     ...usage,
     operations: usage.operations + 1,
     turns: usage.turns + model,
-    model_calls: usage.model_calls + model,
+    model_calls: usage.model_calls + uncounted,
     model_retries: usage.model_retries,
     tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
   };

@@ -19,6 +19,7 @@ import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { type CompactionResult, finishCompaction } from './compaction.ts';
 import { isDelegation, noteDelegationResult } from './delegation.ts';
+import { withProviderCalls } from './provider-calls.ts';
 import {
   append,
   closeAllRequests,
@@ -105,6 +106,8 @@ export type OperationResult =
       usage: { input_tokens: number; output_tokens: number };
       /** Provider calls the turn made, retries included (default 1). */
       calls?: number;
+      /** Of `calls`, those already counted in usage as they were made (noteProviderCall; default 0). */
+      counted?: number;
       /**
        * What the context compiler put in the turn's transcript and what it cut, and why: stored on
        * the model_turn_completed event (`data.manifest`, not shown to the reducer).
@@ -130,6 +133,8 @@ export type OperationResult =
       usage?: { input_tokens: number; output_tokens: number };
       /** Provider calls a failed model turn made, retries included (default 1). */
       calls?: number;
+      /** Of `calls`, those already counted in usage as they were made (noteProviderCall; default 0). */
+      counted?: number;
       /** Structured detail of the failure (e.g. a replay divergence), kept in the event. */
       detail?: Record<string, unknown>;
     }
@@ -144,14 +149,15 @@ export type OperationResult =
 
 /**
  * Usage after the started operation `op` ended with `result`: counted in the same commit. A
- * model turn kept for a retry (a provider outage) counts its calls, not a turn.
+ * model turn kept for a retry (a provider outage) counts its calls, not a turn; the calls it
+ * counted as they were made (`counted`, already in `usage`) are not counted again.
  */
 function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept = false): Usage {
-  const next: Usage = { ...usage, operations: usage.operations + 1 };
+  let next: Usage = { ...usage, operations: usage.operations + 1 };
   if (op.kind === 'model_turn') {
     const calls = 'calls' in result && result.calls !== undefined ? result.calls : 1;
-    next.model_calls += calls;
-    next.model_retries += calls - 1;
+    const counted = 'counted' in result && result.counted !== undefined ? result.counted : 0;
+    next = withProviderCalls(next, op.provider_calls ?? 0, Math.max(0, calls - counted));
     if (!kept) next.turns += 1;
   } else if (op.kind === 'tool_call' && !(result.kind === 'operation_cancelled' && result.before_dispatch)) {
     next.tool_calls += 1; // a call cancelled before its dispatch was never made

@@ -1,0 +1,38 @@
+/**
+ * Provider requests of a model turn, counted as they are made: before each call of the run's
+ * model-turn function the worker commits `noteProviderCall` (fenced), so that the run's usage and
+ * the operation's `provider_calls` already hold the request should the worker die in it. A
+ * takeover that dispatches the turn again continues its retry budget from `provider_calls`, and
+ * the commit that ends the turn adds only the requests not counted yet. Issue 25, point 8; seed
+ * agent-runs, "Budgets" (usage counts every provider call, retries included).
+ */
+import type { Operation, Usage } from '../../contracts/index.ts';
+import type { RunRecord } from '../../contracts/index.ts';
+import { type Draft, finish, reject, type TransitionResult } from './draft.ts';
+import { type Fence, holdsLease } from './lease.ts';
+
+/**
+ * Usage after `added` more provider requests of a turn that had made `before` (its retries are
+ * the requests beyond its first).
+ */
+export function withProviderCalls(usage: Usage, before: number, added: number): Usage {
+  const retries = Math.max(0, before + added - 1) - Math.max(0, before - 1);
+  return { ...usage, model_calls: usage.model_calls + added, model_retries: usage.model_retries + retries };
+}
+
+/**
+ * One provider request of the in-flight model turn is about to be made: usage.model_calls + 1
+ * (model_retries + 1 past the turn's first request) and the operation's `provider_calls` + 1, in a
+ * commit of the lease holder. Rejected `lease_lost` for another fence or an expired lease,
+ * `no_operation` when no model turn is in flight.
+ */
+export function noteProviderCall(record: RunRecord, fence: Fence, now: number): TransitionResult {
+  if (!holdsLease(record, fence, now)) return reject('lease_lost', 'the lease is no longer ours');
+  const op = record.operation;
+  if (op === null || op.started_at === null || op.kind !== 'model_turn')
+    return reject('no_operation', 'no model turn in flight');
+  const before = op.provider_calls ?? 0;
+  const operation: Operation = { ...op, provider_calls: before + 1 };
+  const usage = withProviderCalls(record.usage, before, 1);
+  return finish({ ...record, operation, usage, updated_at: now } as Draft, []);
+}
