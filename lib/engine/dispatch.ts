@@ -67,8 +67,8 @@ export function deniedEnvelope(
 /** What the worker does around an operation's requests. */
 export interface DispatchHooks {
   /**
-   * Awaited before each provider request of a model turn: the worker counts it in a fenced
-   * commit (noteProviderCall). Its rejection (the lease lost) ends the dispatch with that error.
+   * Awaited before each retry (provider request after the first) of a model turn: the worker
+   * counts it in a fenced commit (noteProviderCall). Its rejection (the lease lost) ends the dispatch with that error.
    */
   beforeModelCall?: () => Promise<void>;
 }
@@ -155,9 +155,11 @@ async function executeModelTurn(
     },
   };
   const limit = record.budgets.max_model_calls;
-  // Each request counted as made (hooks.beforeModelCall); the retry budget goes on from
-  // op.provider_calls, the requests of dispatches before a takeover.
+  // A dispatch's first request is counted by its start commit (a takeover counts it for a lost
+  // dispatch, the result commit otherwise); each retry before it is made (hooks.beforeModelCall).
+  // The retry budget goes on from op.provider_calls, the requests of dispatches before a takeover.
   let counted = 0;
+  let first = true;
   const beforeModelCall = hooks.beforeModelCall;
   const limits: ModelTurnLimits = {
     ...(limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) }),
@@ -165,6 +167,10 @@ async function executeModelTurn(
     ...(beforeModelCall !== undefined
       ? {
           beforeCall: async () => {
+            if (first) {
+              first = false;
+              return;
+            }
             await beforeModelCall();
             counted += 1;
           },

@@ -1,8 +1,9 @@
 /**
- * Counting a model turn's provider request before it is made: the worker that holds the lease
+ * Counting a model turn's retry (a provider request after its dispatch's first, which its start
+ * commit stands for) before it is made: the worker that holds the lease
  * commits core's `noteProviderCall` (usage.model_calls + 1, the operation's provider_calls + 1)
  * with its fence, so that a takeover sees the request and continues the turn's retry budget.
- * One small commit per provider request; a control that committed meanwhile is read and the
+ * One small commit per retry; a control that committed meanwhile is read and the
  * count decided again. Issue 25, point 8; seed agent-runs, "Budgets".
  */
 import type { RunRecord } from '../contracts/index.ts';

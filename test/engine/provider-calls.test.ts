@@ -1,9 +1,10 @@
 /**
- * Usage that survives a takeover: each provider request of a model turn is counted on the run
- * (usage.model_calls, the operation's provider_calls) in a fenced commit before it is made, so a
- * worker killed between two requests leaves them counted, and the worker that takes the turn
- * over continues its retry budget instead of starting it again. A turn whose model-turn function
- * is not configured makes no request and counts none. Issue 25, point 8.
+ * Usage that survives a takeover: a model turn's dispatch counts its first provider request by
+ * its start commit (the takeover of a lost dispatch counts it) and each retry in a fenced commit
+ * before it is made (usage.model_calls, the operation's provider_calls), so a worker killed
+ * between two requests leaves them counted, and the worker that takes the turn over continues
+ * its retry budget instead of starting it again. A turn whose model-turn function is not
+ * configured makes no request and counts none. Issue 25, point 8.
  */
 import { describe, expect, it } from 'vitest';
 import type { ModelTurnInput } from '../../lib/contracts/index.ts';
@@ -56,9 +57,10 @@ describe('provider requests of a model turn', () => {
     });
     await expect(a.stepRun(runId)).rejects.toBeInstanceOf(SimulatedCrash);
     expect(provider.requests()).toBe(1);
+    // Its start commit stands for the first request (no commit of its own on the happy path).
     const afterCrash = await store.getRun(runId);
-    expect(afterCrash?.usage).toMatchObject({ model_calls: 1, model_retries: 0 });
-    expect(afterCrash?.operation).toMatchObject({ kind: 'model_turn', provider_calls: 1 });
+    expect(afterCrash?.operation).toMatchObject({ kind: 'model_turn', attempt: 1 });
+    expect(afterCrash?.operation?.started_at).not.toBeNull();
 
     // Act: its restarted process takes the run over and dispatches the turn again.
     t.clock.advance(1_000);
@@ -101,6 +103,13 @@ describe('provider requests of a model turn', () => {
     });
     await expect(a.stepRun(runId)).rejects.toBeInstanceOf(SimulatedCrash);
     expect([provider.requests(), backoffs]).toEqual([RETRY_BUDGET, RETRY_BUDGET - 1]);
+    // Each retry was counted before it was made.
+    const afterCrash = await store.getRun(runId);
+    expect(afterCrash?.usage).toMatchObject({
+      model_calls: RETRY_BUDGET - 1,
+      model_retries: RETRY_BUDGET - 2,
+    });
+    expect(afterCrash?.operation?.provider_calls).toBe(RETRY_BUDGET - 1);
 
     t.clock.advance(1_000);
     const b = t.another({ store, workerSlot: 'box-1', models: createModelHost({ functions }) });

@@ -19,7 +19,6 @@ import { checkBudgets } from '../budgets.ts';
 import { keptForRetry, outagePauseReason, pausesForOutage } from '../provider-outage.ts';
 import { type CompactionResult, finishCompaction } from './compaction.ts';
 import { isDelegation, noteDelegationResult } from './delegation.ts';
-import { withProviderCalls } from './provider-calls.ts';
 import {
   append,
   closeAllRequests,
@@ -33,6 +32,7 @@ import {
   seal,
   type TransitionResult,
   terminalFields,
+  withProviderCalls,
 } from './draft.ts';
 import { type Fence, holdsLease } from './lease.ts';
 import { failRun, pauseRun } from './lifecycle.ts';

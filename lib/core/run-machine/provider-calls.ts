@@ -1,24 +1,17 @@
 /**
- * Provider requests of a model turn, counted as they are made: before each call of the run's
- * model-turn function the worker commits `noteProviderCall` (fenced), so that the run's usage and
- * the operation's `provider_calls` already hold the request should the worker die in it. A
+ * Provider requests of a model turn, counted durably before they are made: a dispatch's first
+ * request stands on the commit that started it (a takeover of the lost dispatch counts it, see
+ * lease.ts); before each retry the worker commits `noteProviderCall` (fenced), so that the run's
+ * usage and the operation's `provider_calls` already hold it should the worker die in it. A
  * takeover that dispatches the turn again continues its retry budget from `provider_calls`, and
  * the commit that ends the turn adds only the requests not counted yet. Issue 25, point 8; seed
  * agent-runs, "Budgets" (usage counts every provider call, retries included).
  */
-import type { Operation, Usage } from '../../contracts/index.ts';
-import type { RunRecord } from '../../contracts/index.ts';
-import { type Draft, finish, reject, type TransitionResult } from './draft.ts';
+import type { Operation, RunRecord } from '../../contracts/index.ts';
+import { type Draft, finish, reject, type TransitionResult, withProviderCalls } from './draft.ts';
 import { type Fence, holdsLease } from './lease.ts';
 
-/**
- * Usage after `added` more provider requests of a turn that had made `before` (its retries are
- * the requests beyond its first).
- */
-export function withProviderCalls(usage: Usage, before: number, added: number): Usage {
-  const retries = Math.max(0, before + added - 1) - Math.max(0, before - 1);
-  return { ...usage, model_calls: usage.model_calls + added, model_retries: usage.model_retries + retries };
-}
+export { withProviderCalls };
 
 /**
  * One provider request of the in-flight model turn is about to be made: usage.model_calls + 1
