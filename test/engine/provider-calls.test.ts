@@ -79,7 +79,7 @@ describe('provider requests of a model turn', () => {
     expect(final).toMatchObject({ status: 'paused', pause_reason: 'provider_outage:rate_limited' });
     const events = await readAll(store, runId);
     expect(events.map((e) => e.kind)).toContain('lease_taken_over');
-    expect(events.find((e) => e.kind === 'provider_outage')?.data).toMatchObject({ attempts: 2 });
+    expect(events.find((e) => e.kind === 'provider_outage')?.data).toMatchObject({ attempts: RETRY_BUDGET });
   });
 
   it('makes no request after a takeover when the dead workers used the whole budget', async () => {

@@ -171,6 +171,14 @@ function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept =
 }
 
 /**
+ * The provider calls a model turn made in all: those counted as made across its dispatches
+ * (`op.provider_calls`, a takeover's included) and those its last answer reported beyond them.
+ */
+function turnCalls(op: Operation, result: { calls?: number; counted?: number }): number {
+  return (op.provider_calls ?? 0) + Math.max(0, (result.calls ?? 1) - (result.counted ?? 0));
+}
+
+/**
  * A tool's `waiting` answer: the run parks behind a result request for its resume_key, open
  * for `expiresInMs` (then the sweeper closes it `expired`; the reducer sees request_closed).
  */
@@ -254,7 +262,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         retryable: result.retryable,
         outcome_unknown: result.outcome_unknown,
         message: result.message,
-        ...(op.kind === 'model_turn' ? { attempts: result.calls ?? 1 } : {}),
+        ...(op.kind === 'model_turn' ? { attempts: turnCalls(op, result) } : {}),
         ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
         ...(result.detail !== undefined ? { detail: result.detail } : {}),
       };
@@ -336,7 +344,7 @@ function pauseForOutage(
   const data = {
     error_class: result.error_class,
     message: result.message,
-    attempts: result.calls ?? 1,
+    attempts: turnCalls(op, result),
     ...(result.detail !== undefined ? { detail: result.detail } : {}),
   };
   const idFields = { operation_id: op.op_id, effect_id: op.effect_id };
