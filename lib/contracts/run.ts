@@ -318,6 +318,12 @@ export const Operation = z.object({
    * each counted in usage when it was made (a takeover continues the retry budget from here).
    */
   provider_calls: z.number().int().nonnegative().optional(),
+  /**
+   * For model turns: provider requests of this turn that answered a retryable failure, each noted
+   * durably when its answer came (the retry budget a takeover continues: a request lost with its
+   * worker, whose answer nobody saw, counts in usage but not here).
+   */
+  provider_failures: z.number().int().nonnegative().optional(),
 });
 export type Operation = z.infer<typeof Operation>;
 /** An operation asked for but not yet dispatched (held by an approval, a budget pause or a takeover). */

@@ -48,6 +48,6 @@ export function outagePauseReason(errorClass: string): string {
  * resume is the owner's decision to try the provider anew; the calls made stay in usage).
  */
 export function keptForRetry(op: Operation): Operation {
-  const { provider_calls: _made, ...kept } = op;
+  const { provider_calls: _made, provider_failures: _failed, ...kept } = op;
   return { ...kept, started_at: null, attempt: op.attempt + 1 };
 }

@@ -71,6 +71,8 @@ export interface DispatchHooks {
    * counts it in a fenced commit (noteProviderCall). Its rejection (the lease lost) ends the dispatch with that error.
    */
   beforeModelCall?: () => Promise<void>;
+  /** Awaited after each retryable failure answer of a model turn: the worker notes it (noteProviderFailure). */
+  afterModelFailure?: () => Promise<void>;
 }
 
 /**
@@ -157,13 +159,14 @@ async function executeModelTurn(
   const limit = record.budgets.max_model_calls;
   // A dispatch's first request is counted by its start commit (a takeover counts it for a lost
   // dispatch, the result commit otherwise); each retry before it is made (hooks.beforeModelCall).
-  // The retry budget goes on from op.provider_calls, the requests of dispatches before a takeover.
+  // The retry budget goes on from op.provider_failures, the failures dispatches before a takeover met.
   let counted = 0;
   let first = true;
   const beforeModelCall = hooks.beforeModelCall;
   const limits: ModelTurnLimits = {
     ...(limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) }),
-    ...(op.provider_calls !== undefined ? { callsMade: op.provider_calls } : {}),
+    ...(op.provider_failures !== undefined ? { failuresBefore: op.provider_failures } : {}),
+    ...(hooks.afterModelFailure !== undefined ? { afterFailure: hooks.afterModelFailure } : {}),
     ...(beforeModelCall !== undefined
       ? {
           beforeCall: async () => {

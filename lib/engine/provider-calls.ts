@@ -4,10 +4,16 @@
  * commits core's `noteProviderCall` (usage.model_calls + 1, the operation's provider_calls + 1)
  * with its fence, so that a takeover sees the request and continues the turn's retry budget.
  * One small commit per retry; a control that committed meanwhile is read and the
- * count decided again. Issue 25, point 8; seed agent-runs, "Budgets".
+ * count decided again. docs/contracts/run-lifecycle.md, "Budgets".
  */
 import type { RunRecord } from '../contracts/index.ts';
-import { type Fence, leaseNamedBy, noteProviderCall } from '../core/run-machine.ts';
+import {
+  type Fence,
+  leaseNamedBy,
+  noteProviderCall,
+  noteProviderFailure,
+  type TransitionResult,
+} from '../core/run-machine.ts';
 import { readDecideCommit } from './commit-loop.ts';
 import type { EngineContext } from './deps.ts';
 import { LeaseLost } from './errors.ts';
@@ -23,6 +29,7 @@ export async function commitProviderCall(
   ctx: EngineContext,
   base: RunRecord,
   fence: Fence,
+  note: (record: RunRecord, fence: Fence, now: number) => TransitionResult = noteProviderCall,
 ): Promise<RunRecord> {
   let first = true;
   const stored = await readDecideCommit<RunRecord | null, RunRecord>(ctx, {
@@ -35,7 +42,7 @@ export async function commitProviderCall(
     },
     decide: (record) => {
       if (record === null || !leaseNamedBy(record, fence)) throw new LeaseLost('fenced out');
-      const noted = noteProviderCall(record, fence, ctx.clock.now());
+      const noted = note(record, fence, ctx.clock.now());
       if (!noted.ok) throw new LeaseLost(`the provider call cannot be counted: ${noted.code}`);
       const commit = { record: noted.record, expectedVersion: record.version, fence, events: [] };
       return { commit, after: (s: RunRecord) => s };
@@ -63,6 +70,17 @@ export interface CountingWorker {
  */
 export async function countProviderCall(worker: CountingWorker): Promise<void> {
   const stored = await commitProviderCall(worker.ctx, worker.base, worker.fence);
+  worker.base = stored;
+  worker.staged = stored;
+}
+
+/**
+ * Notes a retryable failure answer of `worker`'s in-flight model turn (core noteProviderFailure)
+ * in a fenced commit, as countProviderCall counts a request: the turn's retry budget, continued by
+ * a takeover, is what failed.
+ */
+export async function noteFailedCall(worker: CountingWorker): Promise<void> {
+  const stored = await commitProviderCall(worker.ctx, worker.base, worker.fence, noteProviderFailure);
   worker.base = stored;
   worker.staged = stored;
 }

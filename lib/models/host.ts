@@ -70,10 +70,11 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
  * that nests deeper than MAX_JSON_DEPTH → output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
  * called again after a backoff (see {@link ModelRetryPolicy}) while attempts are left and the
  * signal has not aborted, and while `limits.maxCalls` (what the run's max_model_calls budget
- * leaves) allows. The retry budget continues across dispatches of one turn: `limits.callsMade`
- * calls were used before (a takeover), and none left → `retries_exhausted` without a request.
+ * leaves) allows. The retry budget continues across dispatches of one turn: `limits.failuresBefore`
+ * calls failed before (a takeover), and none left → `retries_exhausted` without a request.
  * `limits.beforeCall` is awaited before each call of the function (never for a path that is not
- * configured), so the engine counts each request as it is made (issue 25, point 8). The last
+ * configured), so the engine counts each request as it is made, and `limits.afterFailure` after
+ * each retryable failure answer, before its backoff, so the engine notes what failed. The last
  * answer is returned with `host_attempts` (times the function was called) and `provider_calls`
  * (provider requests made: each call's own `call.attempts`, else 1, summed; 0 when no function
  * was called) added, on a success as on an error, so that no retry is invisible.
@@ -84,20 +85,22 @@ export function createModelHost(options: ModelHostOptions): ModelHost {
   const once = callOnce(options);
   return {
     async turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal, limits = {}) {
-      // The retry budget continues across dispatches (a takeover): `callsMade` were used already.
-      const left = policy.attempts - (limits.callsMade ?? 0);
+      // The retry budget continues across dispatches (a takeover): `failuresBefore` were used already.
+      const left = policy.attempts - (limits.failuresBefore ?? 0);
       if (left <= 0) return retriesExhausted(policy.attempts);
       const maxCalls = Math.max(1, Math.min(left, limits.maxCalls ?? left));
       let { answer, called } = await once(input, context, signal, limits.beforeCall);
       let calls = called ? 1 : 0;
       let providerCalls = called ? providerCallsOf(answer) : 0;
-      while ('error_class' in answer && answer.retryable === true && calls < maxCalls) {
+      if (called && isRetryableFailure(answer)) await limits.afterFailure?.();
+      while (isRetryableFailure(answer) && calls < maxCalls) {
         const retryAfter = (answer as Record<string, unknown>).retry_after_ms;
         await sleep(retryDelayMs(policy, calls, retryAfter), signal);
         if (signal.aborted) break;
         ({ answer, called } = await once(input, context, signal, limits.beforeCall));
         calls += 1;
         providerCalls += providerCallsOf(answer);
+        if (called && isRetryableFailure(answer)) await limits.afterFailure?.();
       }
       return { ...answer, host_attempts: calls, provider_calls: providerCalls };
     },
@@ -109,8 +112,12 @@ export function createModelHost(options: ModelHostOptions): ModelHost {
  * budget: no request is made; retryable, an outage class (lib/core/provider-outage.ts).
  */
 function retriesExhausted(attempts: number) {
-  const message = `the turn made its ${attempts} provider calls before a takeover; none is left`;
+  const message = `the turn's ${attempts} provider calls failed before a takeover; none is left`;
   return { ...failure('retries_exhausted', message, true), host_attempts: 0, provider_calls: 0 };
+}
+
+function isRetryableFailure(answer: object): boolean {
+  return 'error_class' in answer && (answer as { retryable?: unknown }).retryable === true;
 }
 
 /** Provider requests behind one answer: its `call.attempts` when the function reported them, else 1. */

@@ -4,7 +4,8 @@
  * before it is made (usage.model_calls, the operation's provider_calls), so a worker killed
  * between two requests leaves them counted, and the worker that takes the turn over continues
  * its retry budget instead of starting it again. A turn whose model-turn function is not
- * configured makes no request and counts none. Issue 25, point 8.
+ * configured makes no request and counts none. Only failures use the retry budget: a request
+ * lost with its worker does not.
  */
 import { describe, expect, it } from 'vitest';
 import type { ModelTurnInput } from '../../lib/contracts/index.ts';
@@ -121,6 +122,43 @@ describe('provider requests of a model turn', () => {
     expect(final).toMatchObject({ status: 'paused', pause_reason: 'provider_outage:retries_exhausted' });
     // On resume the owner gives the provider a fresh budget.
     expect(final?.operation?.provider_calls).toBeUndefined();
+  });
+
+  it('uses no retry for a request lost with its worker: only failures count against the budget', async () => {
+    // A provider that answers at once; each of the first workers dies before committing the answer.
+    let requests = 0;
+    const fn: ModelTurnFunction = async () => {
+      requests += 1;
+      return {
+        message: { text: 'done' },
+        tool_calls: [],
+        finish_reason: 'stop',
+        usage: { input_tokens: 3, output_tokens: 1 },
+      };
+    };
+    const functions = { [DEFAULT_MODEL_TURN_FUNCTION]: fn };
+    const { t, store, runId } = await modelRun(functions);
+    for (let dead = 1; dead <= RETRY_BUDGET; dead += 1) {
+      const a = t.another({
+        store,
+        workerSlot: 'box-1',
+        models: createModelHost({ functions, sleep: async () => {} }),
+        faults: (point) => {
+          if (point === 'after_dispatch') throw new SimulatedCrash(point);
+        },
+      });
+      await expect(a.stepRun(runId)).rejects.toBeInstanceOf(SimulatedCrash);
+      t.clock.advance(1_000);
+    }
+    expect(requests).toBe(RETRY_BUDGET);
+
+    // As many lost requests as the budget holds: the next worker still asks, and the turn ends.
+    const b = t.another({ store, workerSlot: 'box-1', models: createModelHost({ functions }) });
+    expect(await b.stepRun(runId)).toMatchObject({ kind: 'progressed', status: 'completed' });
+    expect(requests).toBe(RETRY_BUDGET + 1);
+    const final = await store.getRun(runId);
+    // Every request made is in usage, the lost ones included.
+    expect(final?.usage).toMatchObject({ model_calls: RETRY_BUDGET + 1 });
   });
 
   it('counts no call for a turn whose model-turn function is not configured', async () => {
