@@ -219,6 +219,11 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
       const made = (op.provider_calls ?? 0) + 1;
       const again = { ...op, attempt: op.attempt + 1, started_at: null, provider_calls: made };
       draft = { ...draft, usage, operation: again } as Draft;
+      // In the log too, so a fold of the log (engine/upgrade/run-at-delivery.ts) counts it.
+      newEvents[0] = {
+        ...newEvents[0],
+        data: { ...newEvents[0]?.data, provider_calls: made },
+      } as NewRunEvent;
     } else if (op.replay_safe) {
       draft = { ...draft, operation: { ...op, attempt: op.attempt + 1, started_at: null } } as Draft;
     } else {
