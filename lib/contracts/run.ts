@@ -313,6 +313,17 @@ export const Operation = z.object({
   approved_digest: z.string().optional(),
   /** For tool calls: the model's call id this operation answers. */
   call_id: z.string().optional(),
+  /**
+   * For model turns: provider requests made for this turn since it was last kept for a resume,
+   * each counted in usage when it was made (a takeover continues the retry budget from here).
+   */
+  provider_calls: z.number().int().nonnegative().optional(),
+  /**
+   * For model turns: provider requests of this turn that answered a retryable failure, each noted
+   * durably when its answer came (the retry budget a takeover continues: a request lost with its
+   * worker, whose answer nobody saw, counts in usage but not here).
+   */
+  provider_failures: z.number().int().nonnegative().optional(),
 });
 export type Operation = z.infer<typeof Operation>;
 /** An operation asked for but not yet dispatched (held by an approval, a budget pause or a takeover). */

@@ -114,7 +114,13 @@ export function forkRun(p: ForkParams, now: number): Ok | Rejected {
   const cutoff = p.checkpoint.transcript_cutoff_seq;
   const from = p.original.run_id;
   const op = core.operation;
-  const { approved_digest: _granted, ...kept } = op ?? { approved_digest: undefined };
+  // Neither a grant nor the provider calls of the original's turn carry over (a fresh retry budget).
+  const {
+    approved_digest: _granted,
+    provider_calls: _made,
+    provider_failures: _failed,
+    ...kept
+  } = op ?? { approved_digest: undefined };
   const origin: ForkOrigin = {
     run_id: from,
     checkpoint_no: p.checkpoint.n,

@@ -9,7 +9,13 @@
 import type { Operation, RunRecord } from '../contracts/index.ts';
 
 /** The error classes of a provider that could not be reached or kept refusing for load. */
-export const OUTAGE_ERROR_CLASSES: ReadonlySet<string> = new Set(['rate_limited', 'transient', 'timeout']);
+export const OUTAGE_ERROR_CLASSES: ReadonlySet<string> = new Set([
+  'rate_limited',
+  'transient',
+  'timeout',
+  // The turn's retries were used up before a takeover (lib/models/host.ts).
+  'retries_exhausted',
+]);
 
 /** What a failed operation reported, as far as the outage rule reads it. */
 export interface FailedTurn {
@@ -37,7 +43,11 @@ export function outagePauseReason(errorClass: string): string {
   return `provider_outage:${errorClass}`;
 }
 
-/** The operation kept for resume: not started, its next attempt. */
+/**
+ * The operation kept for resume: not started, its next attempt, its retry budget whole again (a
+ * resume is the owner's decision to try the provider anew; the calls made stay in usage).
+ */
 export function keptForRetry(op: Operation): Operation {
-  return { ...op, started_at: null, attempt: op.attempt + 1 };
+  const { provider_calls: _made, provider_failures: _failed, ...kept } = op;
+  return { ...kept, started_at: null, attempt: op.attempt + 1 };
 }

@@ -76,6 +76,7 @@ export {
 } from './run-machine/lease.ts';
 export { type CreateRunParams, createRun, failRun, pauseRun } from './run-machine/lifecycle.ts';
 export { finishOperation, type OperationResult, startOperation } from './run-machine/operations.ts';
+export { noteProviderCall, noteProviderFailure, withProviderCalls } from './run-machine/provider-calls.ts';
 export { applyReducerAnswer, type ReducerAnswer } from './run-machine/reducer-answer.ts';
 export {
   consumeSteer,

@@ -13,7 +13,7 @@ import { isDelegateMessage, isDelegation, type OperationResult } from '../core/r
 import { noteModelCall, traceOperation } from '../telemetry/otel.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
-import type { ToolCallRequest } from './ports.ts';
+import type { ModelTurnLimits, ToolCallRequest } from './ports.ts';
 
 /** The ToolHost request of a tool operation of `record`. */
 export function toolRequestOf(record: RunRecord, op: Operation): ToolCallRequest {
@@ -64,6 +64,17 @@ export function deniedEnvelope(
   };
 }
 
+/** What the worker does around an operation's requests. */
+export interface DispatchHooks {
+  /**
+   * Awaited before each retry (provider request after the first) of a model turn: the worker
+   * counts it in a fenced commit (noteProviderCall). Its rejection (the lease lost) ends the dispatch with that error.
+   */
+  beforeModelCall?: () => Promise<void>;
+  /** Awaited after each retryable failure answer of a model turn: the worker notes it (noteProviderFailure). */
+  afterModelFailure?: () => Promise<void>;
+}
+
 /**
  * Executes the started operation `op` of `record` with `signal` (cancellation), in its span
  * when tracing is on (lib/telemetry/otel.ts). `reads` supplies the log and the domain state (a
@@ -75,8 +86,9 @@ export function executeOperation(
   op: Operation,
   signal: AbortSignal,
   reads: OperationReads,
+  hooks: DispatchHooks = {},
 ): Promise<OperationResult> {
-  return traceOperation(record, op, () => execute(ctx, record, op, signal, reads));
+  return traceOperation(record, op, () => execute(ctx, record, op, signal, reads, hooks));
 }
 
 async function execute(
@@ -85,6 +97,7 @@ async function execute(
   op: Operation,
   signal: AbortSignal,
   reads: OperationReads,
+  hooks: DispatchHooks,
 ): Promise<OperationResult> {
   const effect = op.effect;
   if (effect.kind === 'call_tool' && isDelegation(op)) {
@@ -105,7 +118,7 @@ async function execute(
     };
   }
   if (op.kind === 'compaction') return executeCompaction(ctx, record, op, reads);
-  if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, reads);
+  if (effect.kind === 'request_model_turn') return executeModelTurn(ctx, record, op, signal, reads, hooks);
   return {
     kind: 'operation_failed',
     error_class: 'unsupported',
@@ -121,6 +134,7 @@ async function executeModelTurn(
   op: Operation,
   signal: AbortSignal,
   reads: OperationReads,
+  hooks: DispatchHooks,
 ): Promise<OperationResult> {
   const effect = op.effect;
   if (effect.kind !== 'request_model_turn') throw new Error('not a model turn');
@@ -143,12 +157,36 @@ async function executeModelTurn(
     },
   };
   const limit = record.budgets.max_model_calls;
-  const limits =
-    limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) };
+  // A dispatch's first request is counted by its start commit (a takeover counts it for a lost
+  // dispatch, the result commit otherwise); each retry before it is made (hooks.beforeModelCall).
+  // The retry budget goes on from op.provider_failures, the failures dispatches before a takeover met.
+  let counted = 0;
+  let first = true;
+  const beforeModelCall = hooks.beforeModelCall;
+  const limits: ModelTurnLimits = {
+    ...(limit === undefined ? {} : { maxCalls: Math.max(1, limit - treeUsed(record, 'max_model_calls')) }),
+    ...(op.provider_failures !== undefined ? { failuresBefore: op.provider_failures } : {}),
+    ...(hooks.afterModelFailure !== undefined ? { afterFailure: hooks.afterModelFailure } : {}),
+    ...(beforeModelCall !== undefined
+      ? {
+          beforeCall: async () => {
+            if (first) {
+              first = false;
+              return;
+            }
+            await beforeModelCall();
+            counted += 1;
+          },
+        }
+      : {}),
+  };
   const out = await ctx.models.turn(input, compiled, signal, limits);
   noteModelCall(out, compiled);
   const { provider_calls, host_attempts: _attempts, ...answer } = out as typeof out & Record<string, unknown>;
-  const calls = typeof provider_calls === 'number' && provider_calls >= 1 ? { calls: provider_calls } : {};
+  const calls = {
+    ...(typeof provider_calls === 'number' && provider_calls >= 0 ? { calls: provider_calls } : {}),
+    ...(counted > 0 ? { counted } : {}),
+  };
   if ('error_class' in out) {
     const { error_class, message, retryable, ...detail } = answer as typeof out & Record<string, unknown>;
     return {

@@ -130,8 +130,29 @@ export interface ModelHost {
     input: ModelTurnInput,
     context: CompiledContext,
     signal: AbortSignal,
-    limits?: { maxCalls?: number },
+    limits?: ModelTurnLimits,
   ): Promise<ModelTurnOutput | ModelTurnError>;
+}
+
+/** What a model turn may still do, and the hook that counts each of its provider requests. */
+export interface ModelTurnLimits {
+  /** Provider calls this dispatch may make at most (what the run's max_model_calls leaves). */
+  maxCalls?: number;
+  /**
+   * Retryable failures earlier dispatches of this turn met (its retry budget used): a takeover
+   * continues the budget from there. Requests lost with a dead worker are not among them.
+   */
+  failuresBefore?: number;
+  /**
+   * Awaited before each call of the model-turn function (not when none is made): the engine
+   * counts the request durably there. A rejection ends the turn with that error (lease lost).
+   */
+  beforeCall?: () => Promise<void>;
+  /**
+   * Awaited after each answer that is a retryable failure, before any backoff: the engine notes
+   * it durably there (the budget a takeover continues). A rejection ends the turn with that error.
+   */
+  afterFailure?: () => Promise<void>;
 }
 
 // ---------------------------------------------------------------- the run store

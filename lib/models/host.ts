@@ -70,9 +70,14 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
  * that nests deeper than MAX_JSON_DEPTH → output_invalid. A provider fault is the function's own ModelTurnError: a retryable one is
  * called again after a backoff (see {@link ModelRetryPolicy}) while attempts are left and the
  * signal has not aborted, and while `limits.maxCalls` (what the run's max_model_calls budget
- * leaves) allows. The last answer is returned with `host_attempts` (times the function was
- * called) and `provider_calls` (provider requests made: each call's own `call.attempts`, else 1,
- * summed) added, on a success as on an error, so that no retry is invisible.
+ * leaves) allows. The retry budget continues across dispatches of one turn: `limits.failuresBefore`
+ * calls failed before (a takeover), and none left → `retries_exhausted` without a request.
+ * `limits.beforeCall` is awaited before each call of the function (never for a path that is not
+ * configured), so the engine counts each request as it is made, and `limits.afterFailure` after
+ * each retryable failure answer, before its backoff, so the engine notes what failed. The last
+ * answer is returned with `host_attempts` (times the function was called) and `provider_calls`
+ * (provider requests made: each call's own `call.attempts`, else 1, summed; 0 when no function
+ * was called) added, on a success as on an error, so that no retry is invisible.
  */
 export function createModelHost(options: ModelHostOptions): ModelHost {
   const policy: ModelRetryPolicy = { ...DEFAULT_MODEL_RETRY, ...(options.retry ?? {}) };
@@ -80,21 +85,39 @@ export function createModelHost(options: ModelHostOptions): ModelHost {
   const once = callOnce(options);
   return {
     async turn(input: ModelTurnInput, context: CompiledContext, signal: AbortSignal, limits = {}) {
-      const maxCalls = Math.max(1, Math.min(policy.attempts, limits.maxCalls ?? policy.attempts));
-      let answer = await once(input, context, signal);
-      let calls = 1;
-      let providerCalls = providerCallsOf(answer);
-      while ('error_class' in answer && answer.retryable === true && calls < maxCalls) {
+      // The retry budget continues across dispatches (a takeover): `failuresBefore` were used already.
+      const left = policy.attempts - (limits.failuresBefore ?? 0);
+      if (left <= 0) return retriesExhausted(policy.attempts);
+      const maxCalls = Math.max(1, Math.min(left, limits.maxCalls ?? left));
+      let { answer, called } = await once(input, context, signal, limits.beforeCall);
+      let calls = called ? 1 : 0;
+      let providerCalls = called ? providerCallsOf(answer) : 0;
+      if (called && isRetryableFailure(answer)) await limits.afterFailure?.();
+      while (isRetryableFailure(answer) && calls < maxCalls) {
         const retryAfter = (answer as Record<string, unknown>).retry_after_ms;
         await sleep(retryDelayMs(policy, calls, retryAfter), signal);
         if (signal.aborted) break;
-        answer = await once(input, context, signal);
+        ({ answer, called } = await once(input, context, signal, limits.beforeCall));
         calls += 1;
         providerCalls += providerCallsOf(answer);
+        if (called && isRetryableFailure(answer)) await limits.afterFailure?.();
       }
       return { ...answer, host_attempts: calls, provider_calls: providerCalls };
     },
   };
+}
+
+/**
+ * The answer of a turn whose earlier dispatches (before a takeover) used every call of its retry
+ * budget: no request is made; retryable, an outage class (lib/core/provider-outage.ts).
+ */
+function retriesExhausted(attempts: number) {
+  const message = `the turn's ${attempts} provider calls failed before a takeover; none is left`;
+  return { ...failure('retries_exhausted', message, true), host_attempts: 0, provider_calls: 0 };
+}
+
+function isRetryableFailure(answer: object): boolean {
+  return 'error_class' in answer && (answer as { retryable?: unknown }).retryable === true;
 }
 
 /** Provider requests behind one answer: its `call.attempts` when the function reported them, else 1. */
@@ -103,41 +126,67 @@ function providerCallsOf(answer: object): number {
   return typeof attempts === 'number' && Number.isInteger(attempts) && attempts >= 1 ? attempts : 1;
 }
 
-/** One call of the run's model-turn function, its answer parsed (never throws). */
-function callOnce(options: ModelHostOptions): ModelHost['turn'] {
+type Answer = Awaited<ReturnType<ModelHost['turn']>>;
+
+/**
+ * One call of the run's model-turn function, its answer parsed; `called` is false when no
+ * function was called (its path is not configured), so no provider request was made. Awaits
+ * `beforeCall` just before the call (its rejection is the only throw).
+ */
+function callOnce(
+  options: ModelHostOptions,
+): (
+  input: ModelTurnInput,
+  context: CompiledContext,
+  signal: AbortSignal,
+  beforeCall: (() => Promise<void>) | undefined,
+) => Promise<{ answer: Answer; called: boolean }> {
   const defaultPath = options.default ?? DEFAULT_MODEL_TURN_FUNCTION;
-  return async (input, context, signal) => {
+  return async (input, context, signal, beforeCall) => {
     const configured = input.executor_config.model_turn_function;
     const path = typeof configured === 'string' && configured !== '' ? configured : defaultPath;
     const fn = Object.hasOwn(options.functions, path) ? options.functions[path] : undefined;
     if (fn === undefined) {
-      return failure('model_turn_function_not_found', `no model-turn function at ${path}`, false);
+      const answer = failure('model_turn_function_not_found', `no model-turn function at ${path}`, false);
+      return { answer, called: false };
     }
-    let answer: unknown;
-    try {
-      answer = await fn(input, context, signal);
-    } catch (cause) {
-      const reason = cause instanceof Error ? cause.message : String(cause);
-      return failure('function_error', `model-turn function ${path} threw: ${reason}`, false);
-    }
-    if (jsonDepth(answer, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-      return failure(
-        'output_invalid',
-        `model-turn function ${path} answered nested deeper than ${MAX_JSON_DEPTH} levels`,
-        false,
-      );
-    }
-    // The parsed fields (defaults applied) over the original object, so extras survive.
-    const asError = ModelTurnError.safeParse(answer);
-    if (asError.success) return { ...(answer as object), ...asError.data };
-    const asOutput = ModelTurnOutput.safeParse(answer);
-    if (asOutput.success) return { ...(answer as object), ...asOutput.data };
+    await beforeCall?.();
+    return { answer: await callFunction(fn, path, input, context, signal), called: true };
+  };
+}
+
+/** Calls `fn` (served at `path`) and parses its answer (never throws). */
+async function callFunction(
+  fn: ModelTurnFunction,
+  path: string,
+  input: ModelTurnInput,
+  context: CompiledContext,
+  signal: AbortSignal,
+): Promise<Answer> {
+  let answer: unknown;
+  try {
+    answer = await fn(input, context, signal);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return failure('function_error', `model-turn function ${path} threw: ${reason}`, false);
+  }
+  if (jsonDepth(answer, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
     return failure(
       'output_invalid',
-      `model-turn function ${path} answered outside the contract: ${asOutput.error.issues
-        .map((i) => `${i.path.map(String).join('.') || '(answer)'}: ${i.message}`)
-        .join('; ')}`,
+      `model-turn function ${path} answered nested deeper than ${MAX_JSON_DEPTH} levels`,
       false,
     );
-  };
+  }
+  // The parsed fields (defaults applied) over the original object, so extras survive.
+  const asError = ModelTurnError.safeParse(answer);
+  if (asError.success) return { ...(answer as object), ...asError.data };
+  const asOutput = ModelTurnOutput.safeParse(answer);
+  if (asOutput.success) return { ...(answer as object), ...asOutput.data };
+  return failure(
+    'output_invalid',
+    `model-turn function ${path} answered outside the contract: ${asOutput.error.issues
+      .map((i) => `${i.path.map(String).join('.') || '(answer)'}: ${i.message}`)
+      .join('; ')}`,
+    false,
+  );
 }

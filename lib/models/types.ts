@@ -27,6 +27,8 @@ import type {
  * - invalid_response (retryable): the provider answered with a body we cannot decode (fails closed).
  * - divergence / recording_exhausted / recording_not_found (not retryable): the recorded model.
  * - model_turn_function_not_found / function_error / output_invalid (not retryable): the host.
+ * - retries_exhausted (retryable, an outage): the host; the turn's retry budget was used up by
+ *   dispatches before a takeover, so no request is made.
  */
 export const MODEL_ERROR_CLASSES = [
   'rate_limited',
@@ -42,6 +44,7 @@ export const MODEL_ERROR_CLASSES = [
   'model_turn_function_not_found',
   'function_error',
   'output_invalid',
+  'retries_exhausted',
 ] as const;
 export type ModelErrorClass = (typeof MODEL_ERROR_CLASSES)[number];
 

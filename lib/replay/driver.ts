@@ -123,7 +123,9 @@ export async function replayConversation(
         mode: 'conversation',
       },
       // The recording has exactly this many model turns: one more would have nothing to replay.
-      budgets: { max_model_calls: conversation.modelTurns },
+      // Turns, not provider calls: a request lost with a killed worker is a call (usage counts
+      // it) but not a turn, so chaos does not eat the budget of the conversation.
+      budgets: { max_turns: conversation.modelTurns },
       on_exceeded: 'pause',
       create_key: `replay:${conversation.key}`,
       executor_config: { model_turn_function: RECORDED_MODEL_PATH, [RECORDING_CONFIG_KEY]: conversation.key },

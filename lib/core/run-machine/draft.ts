@@ -18,6 +18,7 @@ import {
   type RunRecord,
   type RunStatus,
   safeParseRunRecord,
+  type Usage,
 } from '../../contracts/index.ts';
 import { noteLargeResults } from '../compaction.ts';
 
@@ -232,4 +233,13 @@ export function settleIdle(draft: Draft, now: number): Draft {
   const probe = seal({ ...draft, status: 'queued' });
   const status = restingStatus(probe);
   return { ...draft, status, wake_at: status === 'queued' ? now : nextRequestExpiry(probe) } as Draft;
+}
+
+/**
+ * Usage after `added` more provider requests of a turn that had made `before` (its retries are
+ * the requests beyond its first).
+ */
+export function withProviderCalls(usage: Usage, before: number, added: number): Usage {
+  const retries = Math.max(0, before + added - 1) - Math.max(0, before - 1);
+  return { ...usage, model_calls: usage.model_calls + added, model_retries: usage.model_retries + retries };
 }

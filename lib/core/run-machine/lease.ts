@@ -18,6 +18,7 @@ import {
   restingStatus,
   type TransitionResult,
   terminalFields,
+  withProviderCalls,
 } from './draft.ts';
 import { pauseRun } from './lifecycle.ts';
 
@@ -212,7 +213,18 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
     return finish(appended.draft, appended.events);
   }
   if (op !== null && op.started_at !== null) {
-    if (op.replay_safe) {
+    if (op.replay_safe && op.kind === 'model_turn') {
+      // The lost dispatch's first provider request, counted on its start: in usage and the turn's budget.
+      const usage = withProviderCalls(draft.usage, op.provider_calls ?? 0, 1);
+      const made = (op.provider_calls ?? 0) + 1;
+      const again = { ...op, attempt: op.attempt + 1, started_at: null, provider_calls: made };
+      draft = { ...draft, usage, operation: again } as Draft;
+      // In the log too, so a fold of the log (engine/upgrade/run-at-delivery.ts) counts it.
+      newEvents[0] = {
+        ...newEvents[0],
+        data: { ...newEvents[0]?.data, provider_calls: made },
+      } as NewRunEvent;
+    } else if (op.replay_safe) {
       draft = { ...draft, operation: { ...op, attempt: op.attempt + 1, started_at: null } } as Draft;
     } else {
       newEvents.push(
@@ -250,17 +262,17 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
 /**
  * Usage after a started operation that ends on takeover (abandoned, or cancelled unacknowledged):
  * it counts as an operation (and a tool or model call) like any finished one; its tokens are
- * unknown. docs/contracts/run-lifecycle.md, "Budgets" (usage updated in the same commit as each
- * finished operation).
+ * unknown. A model turn counts its lost dispatch's first provider request (its retries were
+ * counted as they were made, provider-calls.ts). docs/contracts/run-lifecycle.md, "Budgets"
+ * (usage updated in the same commit as each finished operation).
  */
 function usageOfEnded(usage: Usage, op: Operation): Usage {
   const model = op.kind === 'model_turn' ? 1 : 0;
+  const counted = model === 1 ? withProviderCalls(usage, op.provider_calls ?? 0, 1) : usage;
   return {
-    ...usage,
+    ...counted,
     operations: usage.operations + 1,
     turns: usage.turns + model,
-    model_calls: usage.model_calls + model,
-    model_retries: usage.model_retries,
     tool_calls: usage.tool_calls + (op.kind === 'tool_call' ? 1 : 0),
   };
 }

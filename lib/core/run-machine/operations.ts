@@ -32,6 +32,7 @@ import {
   seal,
   type TransitionResult,
   terminalFields,
+  withProviderCalls,
 } from './draft.ts';
 import { type Fence, holdsLease } from './lease.ts';
 import { failRun, pauseRun } from './lifecycle.ts';
@@ -105,6 +106,8 @@ export type OperationResult =
       usage: { input_tokens: number; output_tokens: number };
       /** Provider calls the turn made, retries included (default 1). */
       calls?: number;
+      /** Of `calls`, those already counted in usage as they were made (noteProviderCall; default 0). */
+      counted?: number;
       /**
        * What the context compiler put in the turn's transcript and what it cut, and why: stored on
        * the model_turn_completed event (`data.manifest`, not shown to the reducer).
@@ -130,6 +133,8 @@ export type OperationResult =
       usage?: { input_tokens: number; output_tokens: number };
       /** Provider calls a failed model turn made, retries included (default 1). */
       calls?: number;
+      /** Of `calls`, those already counted in usage as they were made (noteProviderCall; default 0). */
+      counted?: number;
       /** Structured detail of the failure (e.g. a replay divergence), kept in the event. */
       detail?: Record<string, unknown>;
     }
@@ -144,14 +149,15 @@ export type OperationResult =
 
 /**
  * Usage after the started operation `op` ended with `result`: counted in the same commit. A
- * model turn kept for a retry (a provider outage) counts its calls, not a turn.
+ * model turn kept for a retry (a provider outage) counts its calls, not a turn; the calls it
+ * counted as they were made (`counted`, already in `usage`) are not counted again.
  */
 function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept = false): Usage {
-  const next: Usage = { ...usage, operations: usage.operations + 1 };
+  let next: Usage = { ...usage, operations: usage.operations + 1 };
   if (op.kind === 'model_turn') {
     const calls = 'calls' in result && result.calls !== undefined ? result.calls : 1;
-    next.model_calls += calls;
-    next.model_retries += calls - 1;
+    const counted = 'counted' in result && result.counted !== undefined ? result.counted : 0;
+    next = withProviderCalls(next, op.provider_calls ?? 0, Math.max(0, calls - counted));
     if (!kept) next.turns += 1;
   } else if (op.kind === 'tool_call' && !(result.kind === 'operation_cancelled' && result.before_dispatch)) {
     next.tool_calls += 1; // a call cancelled before its dispatch was never made
@@ -162,6 +168,14 @@ function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept =
     next.output_tokens += tokens.output_tokens;
   }
   return next;
+}
+
+/**
+ * The provider calls a model turn made in all: those counted as made across its dispatches
+ * (`op.provider_calls`, a takeover's included) and those its last answer reported beyond them.
+ */
+function turnCalls(op: Operation, result: { calls?: number; counted?: number }): number {
+  return (op.provider_calls ?? 0) + Math.max(0, (result.calls ?? 1) - (result.counted ?? 0));
 }
 
 /**
@@ -248,7 +262,7 @@ function recordResult(draft: Draft, record: RunRecord, op: Operation, result: Op
         retryable: result.retryable,
         outcome_unknown: result.outcome_unknown,
         message: result.message,
-        ...(op.kind === 'model_turn' ? { attempts: result.calls ?? 1 } : {}),
+        ...(op.kind === 'model_turn' ? { attempts: turnCalls(op, result) } : {}),
         ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
         ...(result.detail !== undefined ? { detail: result.detail } : {}),
       };
@@ -330,7 +344,7 @@ function pauseForOutage(
   const data = {
     error_class: result.error_class,
     message: result.message,
-    attempts: result.calls ?? 1,
+    attempts: turnCalls(op, result),
     ...(result.detail !== undefined ? { detail: result.detail } : {}),
   };
   const idFields = { operation_id: op.op_id, effect_id: op.effect_id };

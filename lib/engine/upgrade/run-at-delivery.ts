@@ -20,6 +20,7 @@ import {
   type Usage,
 } from '../../contracts/index.ts';
 import { toReducerEvent } from '../../core/reducer-request.ts';
+import { withProviderCalls } from '../../core/run-machine.ts';
 
 /** The record fields a reducer request copies, as they stood when an event was delivered. */
 export type RunSummary = Pick<
@@ -72,6 +73,8 @@ interface Fold {
   unanswered_calls: string[];
   /** Started operations not yet ended, by op_id → kind. */
   started: Map<string, string>;
+  /** Provider calls of a model turn counted before its end (takeovers of lost dispatches), by op_id. */
+  counted: Map<string, number>;
   /** Seqs of reducer-visible events not yet answered, oldest first. */
   inbox: number[];
   state_rev: number;
@@ -93,12 +96,13 @@ function isEnded(status: RunStatus): boolean {
  * failed turn and an outage record; 1 otherwise) and, unless kept for a retry by an outage, a
  * turn; a tool call one tool call; the tokens the event carries.
  */
-function chargeEnd(usage: Usage, kind: string, event: RunEvent): Usage {
-  const next: Usage = { ...usage, operations: usage.operations + 1 };
+function chargeEnd(usage: Usage, kind: string, event: RunEvent, counted = 0): Usage {
+  let next: Usage = { ...usage, operations: usage.operations + 1 };
   if (kind === 'model_turn') {
-    const calls = typeof event.data.attempts === 'number' ? event.data.attempts : 1;
-    next.model_calls += calls;
-    next.model_retries += calls - 1;
+    // `attempts` (a failure's, an outage's) holds every call of the turn; otherwise this dispatch
+    // made one, after the `counted` ones its lost dispatches made (core withProviderCalls).
+    const added = typeof event.data.attempts === 'number' ? Math.max(0, event.data.attempts - counted) : 1;
+    next = withProviderCalls(next, counted, added);
     if (event.kind !== 'provider_outage') next.turns += 1;
   } else if (kind === 'tool_call') {
     next.tool_calls += 1;
@@ -125,8 +129,18 @@ function step(f: Fold, e: RunEvent): void {
   } else if (OPERATION_ENDS.has(e.kind) && e.operation_id !== undefined) {
     const kind = f.started.get(e.operation_id);
     if (kind !== undefined) {
-      f.usage = chargeEnd(f.usage, kind, e);
+      f.usage = chargeEnd(f.usage, kind, e, f.counted.get(e.operation_id));
       f.started.delete(e.operation_id);
+      f.counted.delete(e.operation_id);
+    }
+  }
+  if (e.kind === 'lease_taken_over' && typeof e.data.provider_calls === 'number') {
+    // The lost dispatch of the started model turn: its first request counted by the takeover.
+    for (const [opId, kind] of f.started) {
+      if (kind !== 'model_turn') continue;
+      const before = f.counted.get(opId) ?? 0;
+      f.usage = withProviderCalls(f.usage, before, 1);
+      f.counted.set(opId, before + 1);
     }
   }
   if (e.kind === 'checkpoint_written' && e.data.reason === 'compaction') {
@@ -165,6 +179,7 @@ function emptyFold(): Fold {
     open_requests: [],
     unanswered_calls: [],
     started: new Map(),
+    counted: new Map(),
     inbox: [],
     state_rev: 0,
   };
