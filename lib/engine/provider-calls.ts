@@ -16,6 +16,7 @@ import {
 } from '../core/run-machine.ts';
 import { readDecideCommit } from './commit-loop.ts';
 import type { EngineContext } from './deps.ts';
+import type { DispatchHooks } from './dispatch.ts';
 import { LeaseLost } from './errors.ts';
 import { CommitRejected } from './ports.ts';
 
@@ -83,4 +84,15 @@ export async function noteFailedCall(worker: CountingWorker): Promise<void> {
   const stored = await commitProviderCall(worker.ctx, worker.base, worker.fence, noteProviderFailure);
   worker.base = stored;
   worker.staged = stored;
+}
+
+/**
+ * The dispatch hooks of `worker`'s operation: each retry of a model turn counted
+ * (countProviderCall) before it is made, each retryable failure noted (noteFailedCall) as it comes.
+ */
+export function providerCallHooks(worker: CountingWorker): DispatchHooks {
+  return {
+    beforeModelCall: () => countProviderCall(worker),
+    afterModelFailure: () => noteFailedCall(worker),
+  };
 }

@@ -34,7 +34,7 @@ import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
 import { earlyDeliveries } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
-import { countProviderCall, noteFailedCall } from './provider-calls.ts';
+import { providerCallHooks } from './provider-calls.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
 import { askReducer } from './reducer-delivery.ts';
 import { stopBeforeDispatch, watchForStop } from './stop-watch.ts';
@@ -535,12 +535,7 @@ class StepWorker {
     }, this.ctx.heartbeatMs);
     const unwatch = op.interruptible ? watchForStop(this.ctx, this.base.run_id, cancel) : async () => {};
     try {
-      // Each provider request is counted (a fenced commit) before it is made, each retryable
-      // failure noted when it came: provider-calls.ts.
-      const hooks = {
-        beforeModelCall: () => countProviderCall(this),
-        afterModelFailure: () => noteFailedCall(this),
-      };
+      const hooks = providerCallHooks(this); // each provider request counted before it is made
       const result = await executeOperation(this.ctx, this.staged, op, abort.signal, this.reads(), hooks);
       clearInterval(timer);
       await unwatch();
