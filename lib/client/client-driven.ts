@@ -79,7 +79,10 @@ export interface ClientDrivenMethods {
     fence: Fence,
     request: OpenRequestInput['request'],
   ): Promise<OpenRequestResponse>;
-  /** Takes the queued steers, oldest first (`{steer_id, input, seq}`); none → []. */
+  /**
+   * Takes the queued steers, oldest first (`{steer_id, input, seq}`). Throws ApiError 409
+   * `no_steer` when none is queued (read `queued_steers` on the run first, as `drive` does).
+   */
   takeSteers(runId: string, fence: Fence): Promise<TakeSteersResponse>;
   /** Ends the run `completed` (outcome default `succeeded`), with an optional summary; the lease ends with it. */
   completeRun(
