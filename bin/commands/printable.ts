@@ -4,11 +4,16 @@
  * formatters' modules for `--help`; bin/commands/format.ts re-exports both functions.
  */
 
-/** C0 controls (tab and newline too), DEL and C1 controls. */
-const CONTROL_CHARS = /\p{Cc}/gu;
+/**
+ * C0 controls (tab and newline too), DEL and C1 controls; and the bidirectional formatting
+ * characters (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which can make a path
+ * display as another (`/x\u202egnp.exe` shown as `/xexe.png`).
+ */
+const CONTROL_CHARS = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
 
 /**
- * `text` with every control character (U+0000-U+001F, U+007F-U+009F) replaced by its escape
+ * `text` with every control character (U+0000-U+001F, U+007F-U+009F) and bidirectional
+ * formatting character replaced by its escape
  * `\uXXXX` (lower-case hex, as JSON writes it), so that it shows as one line of plain text: an
  * ESC cannot start a terminal sequence, a CR or LF cannot forge a line. Other text is kept.
  */

@@ -34,9 +34,9 @@ function waitSeconds(fallback: number) {
     .pipe(z.number().min(0).max(MAX_WAIT_SECONDS));
 }
 
-/** A run id in the path. */
+/** A run id in the path: no control characters (cleanId), so none is echoed back in an answer. */
 export const RunIdParams = z.object({
-  id: z.string().min(1).max(200).meta({ example: 'run_0f3c...' }),
+  id: cleanId(200).meta({ example: 'run_0f3c...' }),
 });
 
 /** `GET /runs`: by status (`status`), or by subject (`subject_workspace` + `subject_path`: the live run). */

@@ -10,6 +10,7 @@
  * are published through an outbox: DynamoDB Streams).
  */
 import { z } from 'zod';
+import { cleanId } from './clean-text.ts';
 import { Count } from './common.ts';
 import { RunEvent } from './events.ts';
 import { RunStatus } from './run.ts';
@@ -18,10 +19,10 @@ import { RunStatus } from './run.ts';
 export const LiveClientMessage = z.discriminatedUnion('action', [
   z.strictObject({
     action: z.literal('subscribe'),
-    run_id: z.string().min(1).max(200),
+    run_id: cleanId(200),
     after: Count.default(0),
   }),
-  z.strictObject({ action: z.literal('unsubscribe'), run_id: z.string().min(1).max(200) }),
+  z.strictObject({ action: z.literal('unsubscribe'), run_id: cleanId(200) }),
 ]);
 export type LiveClientMessage = z.infer<typeof LiveClientMessage>;
 

@@ -90,6 +90,26 @@ describe('control characters in identifiers', () => {
     }
   });
 
+  it('refuses them in a run id of the path, alike for every caller, echoing none', async () => {
+    for (const [suffix, route] of [
+      ['\u0007', ''],
+      ['\u009b', '/events'],
+    ] as const) {
+      const path = `/runs/${encodeURIComponent(`run_${randomUUID()}${suffix}`)}${route}`;
+      const answers = await Promise.all((['alice', 'bob'] as const).map((who) => call(who, 'GET', path)));
+      for (const answer of answers) {
+        expectControlCharacter(answer, 'id');
+        expect(JSON.stringify(answer.body)).not.toContain(suffix);
+      }
+      expect(answers[1]).toEqual(answers[0]);
+    }
+    const control = await call('alice', 'POST', `/runs/${encodeURIComponent('run_x\u007f')}/controls`, {
+      control_id: 'c1',
+      command: 'stop',
+    });
+    expectControlCharacter(control, 'id');
+  });
+
   it('refuses them in a resume key alike for every caller, and in a delivery_id', async () => {
     const keys = ['callback:run_x/op/1\u001b', `callback:${randomUUID()}\u0000`, 'k\u009d'];
     for (const key of keys) {

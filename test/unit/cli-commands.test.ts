@@ -307,6 +307,8 @@ describe('control characters in human output', () => {
     expect(printable('a\u001b[2Jb')).toBe('a\\u001b[2Jb');
     expect(printable('x\r\ny\tz\u0000')).toBe('x\\u000d\\u000ay\\u0009z\\u0000');
     expect(printable('\u007f\u0080\u009b\u009f')).toBe('\\u007f\\u0080\\u009b\\u009f');
+    // Bidirectional formatting characters: a path cannot display as another.
+    expect(printable('/x\u202egnp.exe\u2066')).toBe('/x\\u202egnp.exe\\u2066');
     expect(printable('ä 😀 \u00a0 plain')).toBe('ä 😀 \u00a0 plain');
     for (let c = 0; c <= 0xa0; c += 1) {
       const out = printable(String.fromCharCode(c));
