@@ -108,9 +108,9 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
     await row.waitFor({ timeout: 20_000 });
     // The run asks for its approval; once approved it runs the tool and takes its second turn.
-    await row.getByText('1 request').waitFor({ timeout: 20_000 });
+    await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
     await approveWhenAsked(run.run_id);
-    await row.locator('td[data-label="Turn"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
+    await row.locator('td[data-label="Turns"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
     await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
 
     expect(await marked(page)).toBe(1);
