@@ -1,9 +1,11 @@
 /**
- * Who is moving the run, in words a person reads without knowing leases: a server-driven run
- * (it has a reducer) is worked by the service's workers, so the header speaks of a worker; a
- * client-driven run (no reducer) is moved by the caller's own code, which holds a lease, so the
- * header names the client and says why an abandoned run still reads "running" and when the
- * sweeper acts. Pure: the lease view (lease.ts) and the timers are parameters.
+ * Who is moving the run ("Driven by", on both kinds), in words a person reads without knowing
+ * leases: a server-driven run (it has a reducer) is worked by the service's workers, so the
+ * header speaks of the service and a worker; a client-driven run (no reducer) is moved by the
+ * caller's own code, which holds a lease, so the header names the client and says why an
+ * abandoned run still reads "running". When a holder stopped renewing, the note says when the
+ * sweeper acts in the deployment's numbers (skew allowance, then its next pass), so its period
+ * and the estimate agree. Pure: the lease view (lease.ts) and the timings are parameters.
  * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs", "Leases, recovery and
  * the sweeper".
  */
