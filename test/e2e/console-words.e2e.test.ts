@@ -86,8 +86,8 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     await page.getByLabel('Subject prefix').fill(`words:${run.subject.path}`);
     const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
     await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
-    expect(await page.getByText(LIST_HINTS.principal).count()).toBe(1);
-    expect(await page.getByText(LIST_HINTS.subject).count()).toBe(1);
+    expect(await page.getByText(`Principal: ${LIST_HINTS.principal}`).count()).toBe(1);
+    expect(await page.getByText(`Subject prefix: ${LIST_HINTS.subject}`).count()).toBe(1);
     expect(await page.getByRole('columnheader', { name: 'Needs you' }).getAttribute('title')).toBe(
       LIST_HINTS.needsYou,
     );
@@ -106,7 +106,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const reducer = page.getByTestId('reducer');
     await reducer.waitFor({ timeout: 20_000 });
     expect(await reducer.textContent()).toMatch(
-      /· version [0-9a-f]{12}… show full \(the hash of its code, pinned when the run started/,
+      /· version [0-9a-f]{12}… show full \(its code's hash, fixed when the run started\)/,
     );
     expect(await page.getByTestId('lease').textContent()).toBe(
       'the service: no worker while the run waits for an answer',

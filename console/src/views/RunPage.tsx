@@ -227,10 +227,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
                 <>
                   {' · version '}
                   <Digest full={run.reducer.artifact_hash} />{' '}
-                  <span className="muted">
-                    (the hash of its code, pinned when the run started: publishing a new version does not
-                    change this run)
-                  </span>
+                  <span className="muted">(its code's hash, fixed when the run started)</span>
                 </>
               ) : (
                 <span className="muted"> (its version is pinned at its first call)</span>

@@ -103,9 +103,6 @@ export function RunsList() {
             value={filters.principal}
             onChange={(e) => setFilters({ principal: e.target.value })}
           />
-          <small id={`${ids}-principal-hint`} className="hint">
-            {LIST_HINTS.principal}
-          </small>
         </div>
         <div className="field">
           <label htmlFor={`${ids}-subject`}>Subject prefix</label>
@@ -117,9 +114,6 @@ export function RunsList() {
             value={filters.subject}
             onChange={(e) => setFilters({ subject: e.target.value })}
           />
-          <small id={`${ids}-subject-hint`} className="hint">
-            {LIST_HINTS.subject}
-          </small>
         </div>
         <div className="field">
           <label htmlFor={`${ids}-from`}>Created from</label>
@@ -157,6 +151,10 @@ export function RunsList() {
           </select>
         </div>
       </form>
+      <p className="hint filter-hints">
+        <span id={`${ids}-principal-hint`}>Principal: {LIST_HINTS.principal}</span>{' '}
+        <span id={`${ids}-subject-hint`}>Subject prefix: {LIST_HINTS.subject}</span>
+      </p>
 
       <p className="muted" aria-live="polite" data-testid="list-count">
         {listing.isPending
