@@ -1,6 +1,6 @@
 /**
  * The console's words for a newcomer, in a real browser (Debian's chromium) against the local
- * stack (issue 27 point 5): the runs list's filter hints, column titles, "Needs you" and count
+ * stack (docs/guides/web-console.md): the runs list's filter hints, column titles, "Needs you" and count
  * line; the run page's reducer version, "Driven by", model turns and events, the seq hint, the
  * line per event kind, the usage labels, the on_exceeded sentence and the run's US-dollar cost
  * (the API's usage.cost); the transcript without the wrapped-result badge on a plain answer; a

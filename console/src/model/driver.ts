@@ -39,7 +39,8 @@ const seconds = (s: number) => (s === 1 ? '1 second' : `${s} seconds`);
 /**
  * Why "in about N seconds": where the lease stands, then the sweeper's rule in the deployment's
  * numbers (the skew allowance past the expiry, then its next pass), so the period and the
- * estimate never seem to disagree. Seed: run-lifecycle, "Leases, recovery and the sweeper".
+ * estimate never seem to disagree. docs/contracts/run-lifecycle.md, "Leases, recovery and the
+ * sweeper".
  */
 function takeoverWhy(lease: Extract<LeaseView, { kind: 'stale' }>, timings: SweepTimings): string {
   const where =
