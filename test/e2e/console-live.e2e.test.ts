@@ -108,9 +108,9 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
     await row.waitFor({ timeout: 20_000 });
     // The run asks for its approval; once approved it runs the tool and takes its second turn.
-    await row.getByText('1 request').waitFor({ timeout: 20_000 });
+    await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
     await approveWhenAsked(run.run_id);
-    await row.locator('td[data-label="Turn"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
+    await row.locator('td[data-label="Turns"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
     await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
 
     expect(await marked(page)).toBe(1);
@@ -165,8 +165,10 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     expect(text).toContain(
       'still reads "running" because a client-driven run ends only when its client ends it',
     );
+    // The 60 s lease still runs; then the deployment's skew allowance (30 s by default), then the
+    // next pass of the local stack's sweeper, which passes every 2 seconds.
     expect(text).toMatch(
-      /The sweeper, which passes every 2 seconds, lets the lost lease go \(in about \d+ seconds\)/,
+      /The lease runs out in \d+ seconds\. The sweeper lets a lost lease go once it is \d+ seconds past its end \(room for clocks that differ between machines\), at its next pass \(it passes every 2 seconds\): in about \d+ seconds at the latest\./,
     );
     expect(text).toContain('The sweeper never ends the run.');
 
@@ -189,7 +191,9 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
 
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).not.toMatch(/Lease|epoch/);
-    expect(await page.getByTestId('lease').textContent()).toBe('none: the run is waiting for an answer');
+    expect(await page.getByTestId('lease').textContent()).toBe(
+      'the service: no worker while the run waits for an answer',
+    );
     expect(await page.locator('#usage').textContent()).toMatch(/1 tool call ·/);
     const groups = await attrs(page.locator('select optgroup'), 'label');
     expect(groups).toEqual([

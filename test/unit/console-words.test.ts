@@ -1,15 +1,26 @@
 /**
  * The console's words for people (console/src/model): who drives a run without lease jargon on
- * server-driven runs, why an abandoned client-driven run still reads running, the modes where a
- * question appears, the grouped kind filter, pause reasons, short digests and plurals.
+ * server-driven runs, why an abandoned client-driven run still reads running and how the
+ * sweeper's period and its takeover estimate agree, the modes where a question appears, the
+ * grouped kind filter and a line per kind, pause reasons, the runs list's words, turn outcomes
+ * and wrapped tool results in the transcript, dollars, short digests and plurals.
  */
 import { describe, expect, it } from 'vitest';
 import { pauseText } from '../../console/src/model/budgets.ts';
 import { driverWords } from '../../console/src/model/driver.ts';
-import { EVENT_KIND_GROUPS, matchesKindFilter } from '../../console/src/model/events.ts';
+import {
+  describeEvent,
+  EVENT_KIND_GROUPS,
+  EVENT_KIND_HINTS,
+  kindFilterHint,
+  matchesKindFilter,
+} from '../../console/src/model/events.ts';
+import { needsYouText, shownText } from '../../console/src/model/list-words.ts';
+import { legacyMatters, transcriptOf } from '../../console/src/model/transcript.ts';
+import { formatUsd } from '../../console/src/model/budgets.ts';
 import { leaseView, observeLease } from '../../console/src/model/lease.ts';
 import { runModeOf } from '../../console/src/model/run-mode.ts';
-import { plural, shortDigest } from '../../console/src/model/words.ts';
+import { noPlanText, plural, shortDigest } from '../../console/src/model/words.ts';
 import { RUN_EVENT_KINDS, type RunRecord, RunRecord as RunRecordSchema } from '../../lib/contracts/index.ts';
 
 const T0 = 1_800_000_000_000;
@@ -46,34 +57,32 @@ function record(patch: Record<string, unknown> = {}): RunRecord {
   });
 }
 
-const wordsAt = (run: RunRecord, now: number, sweepIntervalMs = 10_000) =>
-  driverWords(
-    run,
-    leaseView(run, now, observeLease(null, run, T0), { sweep_interval_ms: sweepIntervalMs }),
-    sweepIntervalMs,
-  );
+const TIMINGS = { sweep_interval_ms: 10_000, clock_skew_ms: 30_000 };
+const wordsAt = (run: RunRecord, now: number) =>
+  driverWords(run, leaseView(run, now, observeLease(null, run, T0), TIMINGS), TIMINGS);
 
 describe('who drives the run', () => {
   it('speaks of a worker, never a lease or an epoch, on a server-driven run', () => {
     const idle = wordsAt(record({ reducer: REDUCER, status: 'queued' }), T0);
-    expect(idle).toEqual({
-      term: 'Worker',
-      text: 'none right now: a worker picks the run up as soon as it has work',
+    expect(idle).toMatchObject({
+      term: 'Driven by',
+      text: 'the service: no worker right now; one picks the run up as soon as it has work',
       warn: false,
     });
+    expect(idle.hint).toContain('server-driven');
     const held = record({
       reducer: REDUCER,
       status: 'running',
       lease: { owner: 'step-1', expires_at: T0 + 30_000 },
     });
-    expect(wordsAt(held, T0).text).toBe('a worker is on it now');
+    expect(wordsAt(held, T0).text).toBe('the service: a worker is on it now');
     const dead = wordsAt(held, T0 + 31_000);
     expect(dead).toMatchObject({
       warn: true,
       // Expired 1 s ago: the 30 s skew allowance, then up to one 10 s sweeper period.
-      text: 'the worker stopped responding; another takes over in about 39 seconds',
+      text: 'the service: its worker stopped responding; another takes over in about 39 seconds',
     });
-    for (const w of [idle, wordsAt(held, T0), dead]) expect(JSON.stringify(w)).not.toMatch(/lease|epoch/i);
+    for (const w of [idle, wordsAt(held, T0), dead]) expect(w.text).not.toMatch(/lease|epoch/i);
   });
 
   it('says why a client-driven run whose client stopped renewing still reads running, and when the sweeper acts', () => {
@@ -85,9 +94,11 @@ describe('who drives the run', () => {
     expect(words.note).toContain(
       'still reads "running" because a client-driven run ends only when its client ends it',
     );
+    // Expired 3 s ago: the 30 s skew allowance, then up to one 10 s sweeper period: 27 + 10.
     expect(words.note).toContain(
-      // Expired 3 s ago: the 30 s skew allowance, then up to one 10 s sweeper period.
-      'The sweeper, which passes every 10 seconds, lets the lost lease go (in about 37 seconds)',
+      'The lease ran out 3 seconds ago. The sweeper lets a lost lease go once it is 30 seconds past its end ' +
+        '(room for clocks that differ between machines), at its next pass (it passes every 10 seconds): ' +
+        'in about 37 seconds at the latest.',
     );
     expect(words.note).toContain('The sweeper never ends the run.');
   });
@@ -138,5 +149,107 @@ describe('the words around a run', () => {
     expect(plural(1, 'model call')).toBe('1 model call');
     expect(plural(0, 'model call')).toBe('0 model calls');
     expect(plural(1200, 'token')).toBe('1,200 tokens');
+  });
+});
+
+describe('the words a newcomer asked about', () => {
+  it('says what the run waits on a person for, and what the count line counts', () => {
+    expect(needsYouText([{ kind: 'approval' }, { kind: 'input' }, { kind: 'input' }])).toBe(
+      '1 approval to decide, 2 questions to answer',
+    );
+    expect(needsYouText([{ kind: 'result' }])).toBe('');
+    expect(shownText(4, 4, false)).toBe('4 runs');
+    expect(shownText(1, 4, true)).toBe(
+      '1 run matches the filters, of 4 loaded; older runs not loaded yet (Load more)',
+    );
+  });
+
+  it('has a line for every event kind, shown for a one-kind filter only', () => {
+    for (const kind of RUN_EVENT_KINDS) expect(EVENT_KIND_HINTS[kind].length).toBeGreaterThan(10);
+    expect(kindFilterHint('capability_gap')).toBe(EVENT_KIND_HINTS.capability_gap);
+    expect(kindFilterHint('group:Model and tools')).toBeUndefined();
+    expect(kindFilterHint('')).toBeUndefined();
+  });
+
+  it('reads a reducer answer as what the reducer decided', () => {
+    const answered = describeEvent({
+      seq: 11,
+      kind: 'reducer_answered',
+      at: T0,
+      data: { event_seq: 10, state_rev: 2, effects: [{ effect_id: 'e1', kind: 'start_model_turn' }] },
+    });
+    expect(answered).toBe('answered event #10 with: start model turn');
+  });
+
+  it('says why a run has no plan by whether it has a reducer', () => {
+    expect(noPlanText(true)).toContain('the reducer');
+    expect(noPlanText(false)).toContain("moved by its client's own code");
+    expect(noPlanText(false)).not.toContain('has not');
+  });
+
+  it("shows a turn outcome's words, and marks a wrapped tool result only when it claims writes or evidence", () => {
+    const usage = { input_tokens: 20, output_tokens: 5 };
+    const [turn] = transcriptOf([
+      {
+        seq: 3,
+        kind: 'model_turn_completed',
+        at: T0,
+        data: {
+          message: { text: null },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage,
+          turn_outcome: {
+            'outcome/ref': 'o1',
+            'turn/ref': 'op1',
+            'binding/ref': 'run_1',
+            'agent/id': 'me',
+            status: 'completed',
+            'reason/code': 'completed',
+            retryability: 'terminal',
+            'product/ref': 'prod-1',
+            'product/digest': 'sha256:ab',
+            'budget/reserved': {},
+            'budget/charged': usage,
+            'usage/fidelity': 'host-measured',
+            'selected/at': '2026-12-03T10:00:00Z',
+            'selected/by': 'my-agent',
+          },
+        },
+      },
+    ]);
+    expect(turn).toMatchObject({
+      kind: 'assistant',
+      tokens: 25,
+      outcome: {
+        status: 'completed: completed',
+        product: 'product prod-1',
+        usage: 'as the host measured them',
+        by: 'my-agent',
+      },
+    });
+    const wrapped = {
+      envelope: 'raisin.tool-result/1' as const,
+      status: 'succeeded' as const,
+      legacy: true,
+      reads: [],
+      writes: [],
+      artifact_refs: [],
+      evidence: [],
+      diagnostics: [],
+      suggested_next_actions: [],
+      payload: 'hello',
+    };
+    expect(legacyMatters(wrapped)).toBe(false);
+    expect(legacyMatters({ ...wrapped, evidence: [{ kind: 'read_back', ok: true }] })).toBe(true);
+    expect(
+      legacyMatters({ ...wrapped, legacy: undefined, evidence: [{ kind: 'read_back', ok: true }] }),
+    ).toBe(false);
+  });
+
+  it('shows dollars with two significant digits under a cent', () => {
+    expect(formatUsd(0)).toBe('$0');
+    expect(formatUsd(0.000423)).toBe('$0.00042');
+    expect(formatUsd(1.254)).toBe('$1.25');
   });
 });

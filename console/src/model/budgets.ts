@@ -9,31 +9,41 @@ import { BUDGET_LIMITS, type BudgetLimit, type PublicRunRecord } from '../../../
 export interface BudgetBar {
   limit: BudgetLimit;
   label: string;
+  /** What the limit counts, in one line (the label's tooltip). */
+  hint: string;
   used: number;
   /** Absent: unlimited. */
   max?: number;
   unit: 'count' | 'tokens' | 'ms';
 }
 
-const LABELS: Record<BudgetLimit, [string, BudgetBar['unit']]> = {
-  max_wall_ms: ['wall time', 'ms'],
-  max_operations: ['operations', 'count'],
-  max_turns: ['turns', 'count'],
-  max_model_calls: ['model calls', 'count'],
-  max_total_tokens: ['tokens (in + out)', 'tokens'],
-  max_consecutive_op_failures: ['consecutive failures', 'count'],
-  max_children: ['children started', 'count'],
-  max_live_children: ['live children', 'count'],
-  max_depth: ['depth', 'count'],
+const LABELS: Record<BudgetLimit, [string, BudgetBar['unit'], string]> = {
+  max_wall_ms: ['wall time', 'ms', 'Time since the run was created.'],
+  max_operations: ['steps', 'count', 'Model turns and tool calls started, child runs included.'],
+  max_turns: ['turns', 'count', 'Times the model answered, child runs included.'],
+  max_model_calls: ['model calls', 'count', 'Calls to the model provider, retries included.'],
+  max_total_tokens: ['tokens (in + out)', 'tokens', 'Tokens sent to and received from the model.'],
+  max_consecutive_op_failures: [
+    'failed steps in a row',
+    'count',
+    'Model turns or tool calls that failed one after another; a success starts it again from 0.',
+  ],
+  max_children: ['child runs started', 'count', 'Runs this run handed work to (delegated), in all.'],
+  max_live_children: ['child runs still going', 'count', 'Child runs started and not yet ended.'],
+  max_depth: [
+    'delegation depth',
+    'count',
+    'How many delegations separate this run from the run a person started (0: this is that run).',
+  ],
 };
 
 /** Every limit, with its budget when one is set: bounded ones first (they are what can pause the run). */
 export function budgetBars(record: PublicRunRecord, now: number): BudgetBar[] {
   const bars = BUDGET_LIMITS.map((limit): BudgetBar => {
-    const [label, unit] = LABELS[limit];
+    const [label, unit, hint] = LABELS[limit];
     const max = record.budgets[limit];
     const used = budgetUsed(record, limit, now);
-    return max === undefined ? { limit, label, used, unit } : { limit, label, used, max, unit };
+    return max === undefined ? { limit, label, hint, used, unit } : { limit, label, hint, used, max, unit };
   });
   return [...bars.filter((b) => b.max !== undefined), ...bars.filter((b) => b.max === undefined)];
 }
@@ -54,6 +64,12 @@ export function formatAmount(value: number, unit: BudgetBar['unit']): string {
     return value >= 60_000 ? `${(value / 60_000).toFixed(1)} min` : `${(value / 1000).toFixed(1)} s`;
   const n = value.toLocaleString('en-US');
   return unit === 'tokens' ? `${n} tokens` : n;
+}
+
+/** US dollars for people: `$0`, `$0.00042` (two significant digits under a cent), `$1.25`. */
+export function formatUsd(value: number): string {
+  if (value === 0) return '$0';
+  return value < 0.01 ? `$${value.toPrecision(2)}` : `$${value.toFixed(2)}`;
 }
 
 /**

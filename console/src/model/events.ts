@@ -10,7 +10,7 @@ import {
   OperationFailedData,
   RequestResolvedData,
   type RunEvent,
-  type RunEventKind,
+  RunEventKind,
   ToolResultData,
 } from '../../../lib/contracts/index.ts';
 
@@ -126,9 +126,10 @@ export function describeEvent(event: RunEvent): string {
       return [str(d.code), str(d.message)].filter((s) => s !== undefined).join(': ');
     case 'reducer_answered': {
       const effects = Array.isArray(d.effects)
-        ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind))
+        ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind)?.replaceAll('_', ' '))
         : [];
-      return `event ${num(d.event_seq) ?? '?'} → ${effects.length === 0 ? 'no effects' : effects.join(', ')}`;
+      const what = effects.length === 0 ? 'nothing to do' : effects.join(', ');
+      return `answered event #${num(d.event_seq) ?? '?'} with: ${what}`;
     }
     case 'result_delivered':
       return str(d.resume_key) ?? '';
@@ -143,6 +144,50 @@ export function describeEvent(event: RunEvent): string {
     default:
       return '';
   }
+}
+
+/**
+ * What each event kind means, in one line a newcomer reads without the contracts: the kind
+ * filter's option titles, the row's kind title and the line under the filter. Every kind has one
+ * (the Record's type sees to it). docs/contracts/reducer.md, "Event kinds"; docs/concepts.md.
+ */
+export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
+  run_started: 'The run was created, with its input.',
+  run_completed: 'The run ended with an outcome and a summary.',
+  run_failed: 'The run ended in failure, with a code saying why.',
+  stopped: 'The run was stopped before it finished.',
+  result_delivered: 'A result the run was waiting for arrived from outside (by its resume key).',
+  checkpoint_written: 'A snapshot of the run was saved, to resume or fork from later.',
+  capability_gap:
+    'The agent could not do what was asked with the tools it has, and recorded what is missing.',
+  model_turn_completed: 'The model answered: its text, the tools it calls, the tokens it used.',
+  operation_started: 'The run started a model turn or a tool call.',
+  tool_result: 'A tool call ended; its result says what it read, wrote and proved.',
+  operation_failed: 'A model turn or tool call failed.',
+  operation_cancelled: 'A model turn or tool call was cancelled.',
+  provider_outage: 'The model provider stayed unavailable after its retries; the turn is kept for later.',
+  reducer_answered:
+    'The reducer (the code that decides the run) read an event and answered with what to do next.',
+  request_opened: 'The run asked a person: an approval, a question, or a wait for a result.',
+  request_resolved: 'A person approved, denied or answered.',
+  request_closed: 'A request ended without an answer: it expired, was cancelled or withdrawn.',
+  steer_queued: 'Someone sent the run a message; it is read at the next turn.',
+  steer_consumed: 'The run read a queued message.',
+  steers_discarded: 'Queued messages were dropped unread, because the run ended first.',
+  pause_requested: 'Someone asked the run to pause.',
+  paused: 'The run paused.',
+  resumed: 'The run was resumed.',
+  stop_requested: 'Someone asked the run to stop.',
+  control_rejected: 'A control (steer, stop, pause, resume, ...) was refused, with the reason.',
+  budget_exceeded: 'A budget was used up before the next step.',
+  lease_taken_over:
+    'The worker or client moving the run stopped responding, and the sweeper took the run back.',
+};
+
+/** The line for a kind filter that names one kind (undefined for '' and groups). */
+export function kindFilterHint(filter: string): string | undefined {
+  const kind = RunEventKind.safeParse(filter);
+  return kind.success ? EVENT_KIND_HINTS[kind.data] : undefined;
 }
 
 /** The timeline's kind filter, in groups a reader recognises; each kind is in exactly one group. */

@@ -2,7 +2,10 @@
  * The run as a conversation, read from its event log: what the user said (the input, steers,
  * answers), what the model said and which tools it called, each tool's envelope, and the
  * moments that changed the run (approvals, failures, the end). Pure: events in, entries out,
- * in seq order. docs/contracts/tool-result.md, "The tool-result envelope".
+ * in seq order. A turn run by the client's own runtime and reported as a turn outcome carries
+ * that outcome (`outcome`), since its model text and calls are not in the log. A tool result the
+ * runtime wrapped (`legacy`) is marked only where that hides something: writes or evidence it
+ * claimed. docs/contracts/tool-result.md, "The tool-result envelope"; docs/contracts/turn-outcome.md.
  */
 import {
   ModelTurnCompletedData,
@@ -11,7 +14,47 @@ import {
   type ToolCall,
   ToolResultData,
   type ToolResultEnvelope,
+  TurnOutcomeFields,
 } from '../../../lib/contracts/index.ts';
+
+/** A turn outcome as a model turn or tool result records it (`data.turn_outcome`), in words. */
+export interface OutcomeWords {
+  /** `completed: completed`, `failed: provider-unavailable`. */
+  status: string;
+  /** `product prod-1` when the turn produced one. */
+  product?: string;
+  /** How its tokens were counted: `as the provider counted them`, ... */
+  usage: string;
+  /** Who decided the outcome (`selected/by`). */
+  by: string;
+}
+
+const FIDELITY: Record<string, string> = {
+  authoritative: 'as the provider counted them',
+  'host-measured': 'as the host measured them',
+  estimated: 'estimated',
+  unavailable: 'not known',
+};
+
+const StoredOutcome = TurnOutcomeFields.omit({ schema: true });
+
+/** The words of a recorded turn outcome, or undefined when the event has none (or another shape). */
+export function outcomeWords(recorded: unknown): OutcomeWords | undefined {
+  const parsed = StoredOutcome.safeParse(recorded);
+  if (!parsed.success) return undefined;
+  const o = parsed.data;
+  return {
+    status: `${o.status}: ${o['reason/code']}`,
+    ...(o['product/ref'] !== undefined ? { product: `product ${o['product/ref']}` } : {}),
+    usage: FIDELITY[o['usage/fidelity']] ?? o['usage/fidelity'],
+    by: o['selected/by'],
+  };
+}
+
+/** Whether a tool card should say the runtime wrapped the result: only when it claimed writes or evidence. */
+export function legacyMatters(envelope: ToolResultEnvelope): boolean {
+  return envelope.legacy === true && (envelope.writes.length > 0 || envelope.evidence.length > 0);
+}
 
 export type TranscriptEntry =
   | { kind: 'user'; seq: number; via: 'input' | 'steer' | 'answer'; content: unknown }
@@ -22,8 +65,16 @@ export type TranscriptEntry =
       toolCalls: ToolCall[];
       finishReason: string;
       tokens: number;
+      outcome?: OutcomeWords;
     }
-  | { kind: 'tool'; seq: number; tool: string; callId?: string; envelope: ToolResultEnvelope }
+  | {
+      kind: 'tool';
+      seq: number;
+      tool: string;
+      callId?: string;
+      envelope: ToolResultEnvelope;
+      outcome?: OutcomeWords;
+    }
   | { kind: 'approval'; seq: number; requestId: string; summary: string; digest: string; changes?: unknown }
   | { kind: 'decision'; seq: number; requestId: string; decision: 'approved' | 'rejected'; reason?: string }
   | { kind: 'notice'; seq: number; tone: 'bad' | 'good' | 'attention'; text: string };
@@ -47,6 +98,7 @@ export function transcriptOf(events: readonly RunEvent[]): TranscriptEntry[] {
       case 'model_turn_completed': {
         const turn = ModelTurnCompletedData.safeParse(d);
         if (!turn.success) break;
+        const outcome = outcomeWords(d.turn_outcome);
         out.push({
           kind: 'assistant',
           seq: e.seq,
@@ -54,18 +106,21 @@ export function transcriptOf(events: readonly RunEvent[]): TranscriptEntry[] {
           toolCalls: turn.data.tool_calls,
           finishReason: turn.data.finish_reason,
           tokens: turn.data.usage.input_tokens + turn.data.usage.output_tokens,
+          ...(outcome !== undefined ? { outcome } : {}),
         });
         break;
       }
       case 'tool_result': {
         const result = ToolResultData.safeParse(d);
         if (!result.success) break;
+        const outcome = outcomeWords(d.turn_outcome);
         out.push({
           kind: 'tool',
           seq: e.seq,
           tool: result.data.tool,
           ...(result.data.call_id !== undefined ? { callId: result.data.call_id } : {}),
           envelope: result.data.envelope,
+          ...(outcome !== undefined ? { outcome } : {}),
         });
         break;
       }

@@ -11,6 +11,7 @@ import { useApi } from '../api.tsx';
 import { type PastView as Past, pastView, requestLine } from '../model/time-travel.ts';
 import { plural } from '../model/words.ts';
 import { errorText, Json, StatusBadge } from './common.tsx';
+import { noPlanText } from '../model/words.ts';
 import { ProjectionList } from './Plan.tsx';
 
 /**
@@ -21,6 +22,8 @@ export default function PastView(props: {
   runId: string;
   seq: number;
   lastSeq: number;
+  /** The run has a reducer (server-driven): what an empty plan then means. */
+  hasReducer: boolean;
   onTravel: (seq: number | null) => void;
 }) {
   const { client } = useApi();
@@ -61,12 +64,12 @@ export default function PastView(props: {
           {errorText(at.error)}
         </p>
       ) : null}
-      {past !== undefined ? <PastBody past={past} /> : null}
+      {past !== undefined ? <PastBody past={past} hasReducer={props.hasReducer} /> : null}
     </section>
   );
 }
 
-function PastBody({ past }: { past: Past }) {
+function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
   return (
     <>
       <dl className="facts grid">
@@ -129,7 +132,7 @@ function PastBody({ past }: { past: Past }) {
       {past.projection === undefined ? (
         <p className="muted">Unknown.</p>
       ) : (
-        <ProjectionList projection={past.projection} empty="The reducer had not projected a plan yet." />
+        <ProjectionList projection={past.projection} empty={noPlanText(hasReducer)} />
       )}
       <h3>State then (revision {past.stateRev})</h3>
       {past.state.known ? (

@@ -3,6 +3,7 @@
  * for the run now (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
  */
 import type { Projection } from '../../../lib/contracts/index.ts';
+import { noPlanText } from '../model/words.ts';
 import { detailText, StatusBadge } from './common.tsx';
 
 /** The projection's summary and items; `empty` when it is null or has no items. */
@@ -24,11 +25,11 @@ export function ProjectionList({ projection, empty }: { projection: Projection |
 }
 
 /** The run's plan now (its effective projection). */
-export function Plan({ projection }: { projection: Projection | null }) {
+export function Plan({ projection, hasReducer }: { projection: Projection | null; hasReducer: boolean }) {
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
       <h2 id="plan-title">Plan</h2>
-      <ProjectionList projection={projection} empty="The reducer has not projected a plan yet." />
+      <ProjectionList projection={projection} empty={noPlanText(hasReducer)} />
     </section>
   );
 }

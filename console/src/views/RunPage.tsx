@@ -12,7 +12,8 @@ import { Link, useLocation, useSearch } from 'wouter';
 import type { PublicRunRecord, RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
-import { budgetBars, budgetPauseLimit, formatAmount, pauseText } from '../model/budgets.ts';
+import { budgetBars, budgetPauseLimit, formatAmount, formatUsd, pauseText } from '../model/budgets.ts';
+import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import { driverWords } from '../model/driver.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
@@ -86,11 +87,17 @@ export function RunPage({ runId }: { runId: string }) {
           {atSeq === null ? (
             <>
               <OpenRequests run={record} controls={controls} />
-              <Plan projection={record.projection} />
+              <Plan projection={record.projection} hasReducer={record.reducer !== null} />
             </>
           ) : (
             <Suspense fallback={<p aria-live="polite">Loading the run at seq {atSeq}…</p>}>
-              <PastView runId={runId} seq={atSeq} lastSeq={record.last_seq} onTravel={travel} />
+              <PastView
+                runId={runId}
+                seq={atSeq}
+                lastSeq={record.last_seq}
+                hasReducer={record.reducer !== null}
+                onTravel={travel}
+              />
             </Suspense>
           )}
           <div id="events">
@@ -142,6 +149,8 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
       </label>
       <input
         id={`${ids}-seq`}
+        aria-describedby={`${ids}-seq-hint`}
+        title="seq: an event's number in the run's log"
         type="number"
         min={1}
         max={props.lastSeq}
@@ -151,6 +160,9 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
         onChange={(e) => setValue(e.target.value)}
       />
       <button type="submit">View</button>
+      <span id={`${ids}-seq-hint`} className="muted hint" data-testid="seq-hint">
+        seq is an event's number in the run's log (1 to {props.lastSeq})
+      </span>
     </form>
   );
 }
@@ -177,12 +189,14 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
   const observed = useRef<LeaseObservation | null>(null);
   observed.current = observeLease(observed.current, run, now);
   // The deployment's timings (config.json's `timings`, from the API's own), else the older fields.
-  const lease = leaseView(run, now, observed.current, {
-    heartbeat_ms: config.timings?.heartbeat_ms ?? config.heartbeat_ms,
-    clock_skew_ms: config.timings?.clock_skew_ms,
-    sweep_interval_ms: config.timings?.sweep_interval_ms ?? config.sweep_interval_ms,
-  });
-  const driver = driverWords(run, lease, config.sweep_interval_ms);
+  const timings = {
+    heartbeat_ms: config.timings?.heartbeat_ms ?? config.heartbeat_ms ?? DEFAULT_TIMINGS.heartbeat_ms,
+    clock_skew_ms: config.timings?.clock_skew_ms ?? DEFAULT_TIMINGS.clock_skew_ms,
+    sweep_interval_ms:
+      config.timings?.sweep_interval_ms ?? config.sweep_interval_ms ?? DEFAULT_TIMINGS.sweep_interval_ms,
+  };
+  const lease = leaseView(run, now, observed.current, timings);
+  const driver = driverWords(run, lease, timings);
   const detail = statusDetail(run);
   const agent = run.principal.kind === 'agent' ? run.principal.id : undefined;
   return (
@@ -200,25 +214,28 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
         <Fact term="Agent">
           {agent ?? (typeof run.executor_config.agent_ref === 'string' ? run.executor_config.agent_ref : '—')}
         </Fact>
-        <Fact term="Reducer" wide>
+        <Fact term="Reducer" hint={REDUCER_HINT} wide testId="reducer">
           {run.reducer === null ? (
-            '—'
+            'none: the client drives this run'
           ) : (
-            <span className="mono">
-              {run.reducer.function_path}
-              {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
+            <>
+              <span className="mono">
+                {run.reducer.function_path}
+                {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
+              </span>
               {run.reducer.artifact_hash !== undefined ? (
                 <>
-                  {' @ '}
-                  <Digest full={run.reducer.artifact_hash} />
+                  {' · version '}
+                  <Digest full={run.reducer.artifact_hash} />{' '}
+                  <span className="muted">(its code's hash, fixed when the run started)</span>
                 </>
               ) : (
-                <span className="muted"> (hash pinned at first call)</span>
+                <span className="muted"> (its version is pinned at its first call)</span>
               )}
-            </span>
+            </>
           )}
         </Fact>
-        <Fact term={driver.term} wide testId="lease">
+        <Fact term={driver.term} hint={driver.hint} wide testId="lease">
           {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
         </Fact>
         {run.parent_run_id !== undefined ? (
@@ -226,7 +243,9 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
             <Link href={`/runs/${encodeURIComponent(run.parent_run_id)}`} className="mono">
               {run.parent_run_id}
             </Link>{' '}
-            (depth {run.depth})
+            <span title="How many delegations separate this run from the run a person started.">
+              ({plural(run.depth, 'level')} down its delegation tree)
+            </span>
           </Fact>
         ) : null}
         <Fact term="Created">
@@ -235,8 +254,11 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
         <Fact term="Updated">
           <Time ms={run.updated_at} now={now} />
         </Fact>
-        <Fact term="Turn · events">
-          {run.turn} · {run.last_seq}
+        <Fact term="Model turns" hint="How many times the model has answered in this run." testId="turns">
+          {run.turn}
+        </Fact>
+        <Fact term="Events" hint="Entries in the run's log, numbered 1, 2, 3… (their seq)." testId="events">
+          {run.last_seq}
         </Fact>
       </dl>
       {driver.note !== undefined ? (
@@ -248,10 +270,14 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
   );
 }
 
-function Fact(props: { term: string; wide?: boolean; testId?: string; children: ReactNode }) {
+/** The reducer fact's hint. */
+const REDUCER_HINT = 'The code that decides what the run does next, step by step (its reducer).';
+
+/** One fact of the header; `hint` is the term's tooltip (what the word means). */
+function Fact(props: { term: string; hint?: string; wide?: boolean; testId?: string; children: ReactNode }) {
   return (
     <div className={props.wide === true ? 'fact wide' : 'fact'}>
-      <dt>{props.term}</dt>
+      <dt title={props.hint}>{props.term}</dt>
       <dd data-testid={props.testId}>{props.children}</dd>
     </div>
   );
@@ -267,13 +293,18 @@ function Usage({ run }: { run: PublicRunRecord }) {
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted">
         {plural(u.model_calls, 'model call')} · {plural(u.tool_calls, 'tool call')} ·{' '}
-        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')} · when a budget
-        is used up: {run.on_exceeded === 'pause' ? 'the run pauses' : 'the run fails'}
+        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')}
+      </p>
+      <CostLine cost={u.cost} />
+      <p className="muted" data-testid="on-exceeded">
+        {run.on_exceeded === 'pause'
+          ? 'If a limit below is reached, the run pauses before its next step; raise the limit and resume it to go on.'
+          : 'If a limit below is reached, the run ends as failed.'}
       </p>
       <ul className="bars">
         {bars.map((b) => (
           <li key={b.limit} className={b.max === undefined ? 'unbounded' : ''}>
-            <label htmlFor={`${ids}-${b.limit}`}>
+            <label htmlFor={`${ids}-${b.limit}`} title={b.hint}>
               {b.label}{' '}
               <span className="muted">
                 {formatAmount(b.used, b.unit)}
@@ -294,6 +325,21 @@ function Usage({ run }: { run: PublicRunRecord }) {
         ))}
       </ul>
     </section>
+  );
+}
+
+/** What the run cost in US dollars (usage.cost, computed by the API when the run is read). */
+function CostLine({ cost }: { cost: PublicRunRecord['usage']['cost'] }) {
+  if (cost === undefined) return null;
+  return (
+    <p data-testid="cost" title={`Prices of ${cost.prices_as_of}, region ${cost.region}`}>
+      Cost: <strong>{formatUsd(cost.total_usd)}</strong>{' '}
+      <span className="muted">
+        (model {formatUsd(cost.model_usd)}
+        {cost.model === null ? ', this model has no price here' : ''}; AWS {formatUsd(cost.aws_usd)}; prices
+        of {cost.prices_as_of})
+      </span>
+    </p>
   );
 }
 

@@ -12,6 +12,7 @@ import { Link, useLocation, useSearch } from 'wouter';
 import { RUN_STATUSES } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useLiveRuns } from '../live/use-live-runs.ts';
+import { LIST_HINTS, needsYouText, shownText } from '../model/list-words.ts';
 import {
   fetchListingPage,
   filtersFromQuery,
@@ -97,6 +98,7 @@ export function RunsList() {
           <input
             id={`${ids}-principal`}
             type="search"
+            aria-describedby={`${ids}-principal-hint`}
             placeholder="user:alice"
             value={filters.principal}
             onChange={(e) => setFilters({ principal: e.target.value })}
@@ -107,6 +109,7 @@ export function RunsList() {
           <input
             id={`${ids}-subject`}
             type="search"
+            aria-describedby={`${ids}-subject-hint`}
             placeholder="workspace:/path"
             value={filters.subject}
             onChange={(e) => setFilters({ subject: e.target.value })}
@@ -148,11 +151,15 @@ export function RunsList() {
           </select>
         </div>
       </form>
+      <p className="hint filter-hints">
+        <span id={`${ids}-principal-hint`}>Principal: {LIST_HINTS.principal}</span>{' '}
+        <span id={`${ids}-subject-hint`}>Subject prefix: {LIST_HINTS.subject}</span>
+      </p>
 
-      <p className="muted" aria-live="polite">
+      <p className="muted" aria-live="polite" data-testid="list-count">
         {listing.isPending
           ? 'Loading runs…'
-          : `${runs.length} shown of ${unique.length} loaded${listing.isFetching ? ' · refreshing' : ''}`}{' '}
+          : `${shownText(runs.length, unique.length, listing.hasNextPage)}${listing.isFetching ? ' · refreshing' : ''}`}{' '}
         <span className={live ? 'feed feed-live' : 'feed'} data-testid="list-feed">
           {live ? 'updates live' : `refreshed every ${REFRESH_MS / 1000} s`}
         </span>
@@ -169,17 +176,24 @@ export function RunsList() {
           <tr>
             <th scope="col">Run</th>
             <th scope="col">Status</th>
-            <th scope="col">Subject</th>
-            <th scope="col">Principal</th>
+            <th scope="col" title={LIST_HINTS.subject}>
+              Subject
+            </th>
+            <th scope="col" title={LIST_HINTS.principal}>
+              Principal
+            </th>
             <th scope="col">Created</th>
             <th scope="col">Updated</th>
-            <th scope="col">Turn</th>
-            <th scope="col">Needs you</th>
+            <th scope="col" title={LIST_HINTS.turn}>
+              Turns
+            </th>
+            <th scope="col" title={LIST_HINTS.needsYou}>
+              Needs you
+            </th>
           </tr>
         </thead>
         <tbody>
           {runs.map((run) => {
-            const open = run.open_requests.filter((r) => r.kind !== 'result').length;
             return (
               <tr key={run.run_id} data-run-id={run.run_id}>
                 <td data-label="Run">
@@ -200,8 +214,8 @@ export function RunsList() {
                 <td data-label="Updated">
                   <Time ms={run.updated_at} now={now} />
                 </td>
-                <td data-label="Turn">{run.turn}</td>
-                <td data-label="Needs you">{open > 0 ? `${open} request${open > 1 ? 's' : ''}` : ''}</td>
+                <td data-label="Turns">{run.turn}</td>
+                <td data-label="Needs you">{needsYouText(run.open_requests)}</td>
               </tr>
             );
           })}

@@ -11,7 +11,14 @@ import { memo, useEffect, useId, useRef, useState } from 'react';
 import type { RunEvent } from '../../../lib/contracts/index.ts';
 import type { Transport } from '../live/live-feed.ts';
 import type { FeedState } from '../live/use-run-events.ts';
-import { describeEvent, EVENT_KIND_GROUPS, eventTone, matchesKindFilter } from '../model/events.ts';
+import {
+  describeEvent,
+  EVENT_KIND_GROUPS,
+  EVENT_KIND_HINTS,
+  eventTone,
+  kindFilterHint,
+  matchesKindFilter,
+} from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json } from './common.tsx';
 
@@ -37,8 +44,14 @@ const EventRow = memo(function EventRow(props: {
     >
       <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
         <summary>
-          <span className="seq">#{event.seq}</span> <span className="time">{clock(event.at)}</span>{' '}
-          <span className="kind">{event.kind}</span> <span className="desc">{describeEvent(event)}</span>
+          <span className="seq" title={`Event ${event.seq} of the run's log`}>
+            #{event.seq}
+          </span>{' '}
+          <span className="time">{clock(event.at)}</span>{' '}
+          <span className="kind" title={EVENT_KIND_HINTS[event.kind]}>
+            {event.kind}
+          </span>{' '}
+          <span className="desc">{describeEvent(event)}</span>
         </summary>
         {open ? (
           <div className="event-body">
@@ -140,7 +153,7 @@ export function Timeline(props: {
             <optgroup key={g.label} label={g.label}>
               <option value={`group:${g.label}`}>all of {g.label.toLowerCase()}</option>
               {g.kinds.map((k) => (
-                <option key={k} value={k}>
+                <option key={k} value={k} title={EVENT_KIND_HINTS[k]}>
                   {k.replaceAll('_', ' ')}
                 </option>
               ))}
@@ -151,6 +164,11 @@ export function Timeline(props: {
           {props.events.length} loaded{kind !== '' ? `, ${matching.length} match` : ''}
         </span>
       </div>
+      {kindFilterHint(kind) !== undefined ? (
+        <p className="muted hint" data-testid="kind-hint">
+          {kindFilterHint(kind)}
+        </p>
+      ) : null}
       <ol className="timeline" aria-label="Events, newest first" reversed>
         {shown.map((e) => (
           <EventRow key={e.seq} event={e} then={thenOf(e.seq, props.atSeq)} onTravel={props.onTravel} />

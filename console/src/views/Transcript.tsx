@@ -10,7 +10,7 @@ import type { ToolResultEnvelope } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { subjectLabel } from '../model/run-listing.ts';
-import { type TranscriptEntry, transcriptOf } from '../model/transcript.ts';
+import { legacyMatters, type OutcomeWords, type TranscriptEntry, transcriptOf } from '../model/transcript.ts';
 import { Digest, errorText, Json, StatusBadge } from './common.tsx';
 
 export function TranscriptPage({ runId }: { runId: string }) {
@@ -72,12 +72,13 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
       return (
         <li className="bubble assistant">
           <p className="who">
-            Model{' '}
+            {entry.outcome !== undefined ? 'Model (run by the client)' : 'Model'}{' '}
             <span className="muted">
-              · {entry.tokens} tokens · {entry.finishReason}
+              · {entry.tokens} tokens{entry.outcome === undefined ? ` · ${entry.finishReason}` : ''}
             </span>
           </p>
           {entry.text !== null && entry.text !== '' ? <p className="said">{entry.text}</p> : null}
+          {entry.outcome !== undefined ? <OutcomeLine outcome={entry.outcome} /> : null}
           {entry.toolCalls.map((call) => (
             <div key={call.call_id} className="tool-call">
               <p>
@@ -92,6 +93,7 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
       return (
         <li className="tool-card">
           <ToolCard tool={entry.tool} callId={entry.callId} envelope={entry.envelope} />
+          {entry.outcome !== undefined ? <OutcomeLine outcome={entry.outcome} /> : null}
         </li>
       );
     case 'approval':
@@ -112,6 +114,17 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
   }
 }
 
+/** What a turn reported as a turn outcome says: its text and calls are not in the log, this is. */
+function OutcomeLine({ outcome }: { outcome: OutcomeWords }) {
+  return (
+    <p className="outcome" data-testid="turn-outcome">
+      The client's own runtime ran this turn and reported its outcome: {outcome.status}
+      {outcome.product !== undefined ? `, ${outcome.product}` : ''}; tokens {outcome.usage}; decided by{' '}
+      {outcome.by}.
+    </p>
+  );
+}
+
 function locator(l: {
   workspace?: string | undefined;
   path?: string | undefined;
@@ -127,7 +140,14 @@ function ToolCard(props: { tool: string; callId: string | undefined; envelope: T
       <p className="who">
         Tool <strong>{props.tool}</strong> <StatusBadge status={env.status} />
         {env.error_class !== undefined ? <span className="badge badge-failed">{env.error_class}</span> : null}
-        {env.legacy === true ? <span className="badge">legacy (untrusted writes and evidence)</span> : null}
+        {legacyMatters(env) ? (
+          <span
+            className="badge"
+            title="The tool answered in its own format rather than the runtime's result envelope, so the runtime cannot vouch for the writes and evidence it lists."
+          >
+            unchecked writes and evidence
+          </span>
+        ) : null}
         {props.callId !== undefined ? <span className="mono muted"> {props.callId}</span> : null}
       </p>
       {env.writes.length > 0 ? (

@@ -1,0 +1,42 @@
+/**
+ * The runs list's words for people: what each filter and column means (the hints under the
+ * filters and the column titles), what a run waits on a person for, and the count line. Pure.
+ * docs/contracts/run-lifecycle.md, "Subject, principal and admission" and "Requests".
+ */
+import type { OpenRequest } from '../../../lib/contracts/index.ts';
+import { plural } from './words.ts';
+
+/** One line per filter or column a newcomer asked about. */
+export const LIST_HINTS = {
+  principal: 'Who the run acts for, as kind:id (user:alice, agent:billing); any part of it matches.',
+  subject: 'What the run is about, as workspace:/path; matches that path and everything under it.',
+  turn: 'How many times the model has answered in the run.',
+  needsYou: 'Approvals to decide and questions to answer; empty when the run needs nobody.',
+} as const;
+
+/**
+ * What the run waits on a person for: `1 approval to decide`, `2 questions to answer`, both
+ * joined by `, `; '' when nothing (a wait for an external result needs no person).
+ */
+export function needsYouText(requests: readonly Pick<OpenRequest, 'kind'>[]): string {
+  const approvals = requests.filter((r) => r.kind === 'approval').length;
+  const questions = requests.filter((r) => r.kind === 'input').length;
+  return [
+    approvals > 0 ? `${plural(approvals, 'approval')} to decide` : '',
+    questions > 0 ? `${plural(questions, 'question')} to answer` : '',
+  ]
+    .filter((s) => s !== '')
+    .join(', ');
+}
+
+/**
+ * The count line: the filters apply to the pages loaded so far, so it says how many of those
+ * match and whether older pages remain (`Load more`).
+ */
+export function shownText(shown: number, loaded: number, more: boolean): string {
+  const of =
+    shown === loaded
+      ? plural(shown, 'run')
+      : `${plural(shown, 'run')} ${shown === 1 ? 'matches' : 'match'} the filters, of ${loaded} loaded`;
+  return more ? `${of}; older runs not loaded yet (Load more)` : of;
+}

@@ -1,0 +1,191 @@
+/**
+ * The console's words for a newcomer, in a real browser (Debian's chromium) against the local
+ * stack (docs/guides/web-console.md): the runs list's filter hints, column titles, "Needs you" and count
+ * line; the run page's reducer version, "Driven by", model turns and events, the seq hint, the
+ * line per event kind, the usage labels, the on_exceeded sentence and the run's US-dollar cost
+ * (the API's usage.cost); the transcript without the wrapped-result badge on a plain answer; a
+ * client-driven run's plan text and a turn reported as a turn outcome.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatUsd } from '../../console/src/model/budgets.ts';
+import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
+import { LIST_HINTS } from '../../console/src/model/list-words.ts';
+import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
+import type { RunRecord } from '../../lib/contracts/index.ts';
+import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
+import {
+  buildConsole,
+  CONSOLE_TOOLS_CONTEXT,
+  type ConsoleStack,
+  launchChromium,
+  startConsoleStack,
+} from '../support/console-stack.ts';
+
+let dir: string;
+let cs: ConsoleStack;
+let browser: Browser;
+let client: AgentRunsClient;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'agent-runs-console-words-'));
+  await buildConsole(dir);
+  cs = await startConsoleStack(dir);
+  client = createClient({ baseUrl: cs.stack.url, token: cs.stack.token });
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await browser?.close();
+  await cs?.stack.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+async function signedIn(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  await page.goto(cs.stack.consoleUrl ?? '');
+  await page.getByRole('heading', { name: 'Runs', exact: true }).waitFor();
+  return page;
+}
+
+const path = (scenario: string) => `/${scenario}/${randomUUID().slice(0, 8)}`;
+
+async function until(runId: string, done: (run: RunRecord) => boolean): Promise<RunRecord> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const run = await client.getRun(runId);
+    if (done(run)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} stuck: ${run.status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the console in words a newcomer reads, in chromium', { timeout: 120_000 }, () => {
+  it('explains the list, the header, seq, event kinds and usage, and shows the cost', async () => {
+    // Another run, so the filter below leaves one of the loaded runs out.
+    await client.createRun({ subject: { workspace: 'words', path: path('other') }, input: 'x' });
+    const { run } = await client.createRun({
+      subject: { workspace: 'words', path: path('server') },
+      reducer: { function_path: AGENT_LOOP_PATH },
+      input: 'Please charge the customer 42 for the repair.',
+      context: { mode: 'conversation', tools: CONSOLE_TOOLS_CONTEXT },
+      budgets: { max_turns: 10, max_consecutive_op_failures: 3 },
+    });
+    await until(run.run_id, (r) => r.open_requests.some((q) => q.kind === 'approval'));
+    const page = await signedIn();
+
+    // The list: a hint under each filter, titles on the columns, what the run needs in words.
+    await page.getByLabel('Subject prefix').fill(`words:${run.subject.path}`);
+    const row = page.locator(`tr[data-run-id="${run.run_id}"]`);
+    await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
+    expect(await page.getByText(`Principal: ${LIST_HINTS.principal}`).count()).toBe(1);
+    expect(await page.getByText(`Subject prefix: ${LIST_HINTS.subject}`).count()).toBe(1);
+    expect(await page.getByRole('columnheader', { name: 'Needs you' }).getAttribute('title')).toBe(
+      LIST_HINTS.needsYou,
+    );
+    expect(await page.getByTestId('list-count').textContent()).toMatch(
+      /^1 run matches the filters, of [2-9]\d* loaded/,
+    );
+
+    // Let the run finish its turns: the approval, the tool, the question.
+    const waiting = await client.getRun(run.run_id);
+    const approval = waiting.open_requests.find((q) => q.kind === 'approval');
+    if (approval?.kind !== 'approval') throw new Error('no approval');
+    await client.approve(run.run_id, approval.request_id, approval.subject.digest);
+    const asking = await until(run.run_id, (r) => r.open_requests.some((q) => q.kind === 'input'));
+
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    const reducer = page.getByTestId('reducer');
+    await reducer.waitFor({ timeout: 20_000 });
+    expect(await reducer.textContent()).toMatch(
+      /· version [0-9a-f]{12}… show full \(its code's hash, fixed when the run started\)/,
+    );
+    expect(await page.getByTestId('lease').textContent()).toBe(
+      'the service: no worker while the run waits for an answer',
+    );
+    expect(await page.getByText('Driven by', { exact: true }).getAttribute('title')).toContain(
+      'server-driven',
+    );
+    await page.getByTestId('turns').getByText(String(asking.turn), { exact: true }).waitFor();
+    expect(await page.getByTestId('seq-hint').textContent()).toContain("an event's number in the run's log");
+
+    // Usage: the cost the API computes, plain limit names, what happens at a limit.
+    const cost = asking.usage.cost;
+    expect(cost).toBeDefined();
+    const costText = (await page.getByTestId('cost').textContent()) ?? '';
+    expect(costText).toContain(`Cost: ${formatUsd(cost?.total_usd ?? -1)}`);
+    expect(costText).toContain(`prices of ${cost?.prices_as_of}`);
+    expect(await page.locator('#usage').textContent()).toContain('failed steps in a row');
+    expect(await page.getByTestId('on-exceeded').textContent()).toContain(
+      'If a limit below is reached, the run pauses before its next step',
+    );
+
+    // One kind chosen: its line under the filter, and the reducer's answer read as a decision.
+    await page.getByLabel('Kind').selectOption({ label: 'reducer answered' });
+    expect(await page.getByTestId('kind-hint').textContent()).toBe(EVENT_KIND_HINTS.reducer_answered);
+    const answered = page.locator('li.event[data-kind="reducer_answered"]').first();
+    expect(await answered.locator('.desc').textContent()).toMatch(/^answered event #\d+ with: /);
+    expect(await answered.locator('.kind').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
+
+    // The transcript: charge answered a plain value, so its card carries no wrapped-result badge.
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}/transcript`);
+    const card = page.getByRole('region', { name: 'Result of charge' });
+    await card.waitFor();
+    expect(await card.textContent()).not.toMatch(/legacy|unchecked/);
+  });
+
+  it('says a client-driven run has no reducer plan, and shows what a turn outcome reported', async () => {
+    const { run } = await client.createRun({
+      subject: { workspace: 'words', path: path('client') },
+      input: 'driven by my own code',
+    });
+    const owner = 'runtime-1';
+    const { lease } = await client.takeLease(run.run_id, { owner });
+    const fence = { owner, epoch: lease.epoch };
+    const begun = await client.beginOperation(run.run_id, { fence, kind: 'model_turn' });
+    const opId = begun.operation?.op_id;
+    if (opId === undefined) throw new Error('no operation');
+    await client.reportOperationOutcome(run.run_id, {
+      fence,
+      op_id: opId,
+      turn_outcome: {
+        schema: 'agent.external-runtime.turn-outcome.v1',
+        'outcome/ref': `outcome-${randomUUID()}`,
+        'turn/ref': opId,
+        'binding/ref': run.run_id,
+        'agent/id': 'agents/words',
+        status: 'completed',
+        'reason/code': 'completed',
+        retryability: 'terminal',
+        'product/ref': 'answer-1',
+        'product/digest': 'sha256:abc',
+        'budget/reserved': {},
+        'budget/charged': { input_tokens: 20, output_tokens: 5 },
+        'usage/fidelity': 'host-measured',
+        'selected/at': '2026-12-03T10:00:00Z',
+        'selected/by': 'my-runtime',
+      },
+    });
+    const page = await signedIn();
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    await page.getByText("No plan: this run is moved by its client's own code").waitFor({ timeout: 20_000 });
+    expect(await page.locator('#plan').textContent()).not.toContain('reducer has not');
+    expect(await page.getByTestId('reducer').textContent()).toBe('none: the client drives this run');
+
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}/transcript`);
+    const outcome = page.getByTestId('turn-outcome');
+    await outcome.waitFor({ timeout: 20_000 });
+    expect(await outcome.textContent()).toBe(
+      "The client's own runtime ran this turn and reported its outcome: completed: completed, product answer-1; tokens as the host measured them; decided by my-runtime.",
+    );
+    expect(await page.getByText('Model (run by the client)').count()).toBe(1);
+  });
+});
