@@ -491,7 +491,7 @@ try {
   async function createRun(i: number): Promise<string> {
     const { run } = await engine.createRun(
       {
-        subject: { workspace: 'bench', path: `/runs/${randomUUID()}` },
+        subject: { workspace: 'user:bench', path: `/runs/${randomUUID()}` },
         reducer: { function_path: '/bench/loop' },
         input: i,
       },
@@ -684,7 +684,7 @@ try {
     });
     const { run } = await worker.createRun(
       {
-        subject: { workspace: 'bench', path: `/burst/${randomUUID()}` },
+        subject: { workspace: 'user:bench', path: `/burst/${randomUUID()}` },
         reducer: { function_path: '/bench/loop' },
         input: 0,
       },

@@ -19,16 +19,16 @@ const stack = await startLocalStack({ port: 0, stateDir: false, logger: SILENT_L
 const alice = await stack.issuer.sign({ sub: 'alice', ttlSeconds: 3600 });
 const bob = await stack.issuer.sign({ sub: 'bob', ttlSeconds: 3600 });
 
-async function create(token: string, path: string): Promise<string> {
+async function create(token: string, user: string, path: string): Promise<string> {
   const response = await fetch(`${stack.url}/runs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ subject: { workspace: 'flood', path }, input: 'x' }),
+    body: JSON.stringify({ subject: { workspace: `user:${user}`, path }, input: 'x' }),
   });
   return ((await response.json()) as { run: { run_id: string } }).run.run_id;
 }
-const aliceRun = await create(alice, `/alice/${Date.now()}`);
-const bobRun = await create(bob, `/bob/${Date.now()}`);
+const aliceRun = await create(alice, 'alice', `/flood/${Date.now()}`);
+const bobRun = await create(bob, 'bob', `/flood/${Date.now()}`);
 
 /** Median and max (ms) of `n` sequential reads of alice's run by alice. */
 async function aliceReads(n = 20): Promise<{ median: number; max: number }> {

@@ -72,7 +72,7 @@ try {
   const create = async () => {
     const out = await runtime.engine.createRun(
       {
-        subject: { workspace: 'bench', path: `/stop/${randomUUID()}` },
+        subject: { workspace: 'user:bench', path: `/stop/${randomUUID()}` },
         reducer: { function_path: '/bench/wait' },
       },
       caller,
