@@ -14,7 +14,7 @@ import { type LocalStack, startLocalStack } from '../../lib/local/stack.ts';
 import { until } from '../support/local-runtime.ts';
 
 let stack: LocalStack;
-let alice: { token: string; client: AgentRunsClient };
+let alice: { sub: string; token: string; client: AgentRunsClient };
 let bob: string;
 const saved = { ...process.env };
 
@@ -23,8 +23,9 @@ beforeAll(async () => {
   process.env.AGENT_RUNS_LIVE_MAX_CONNECTIONS = '2';
   process.env.AGENT_RUNS_LIVE_IDLE_MS = '300';
   stack = await startLocalStack({ port: 0, stateDir: false, logger: SILENT_LOG });
-  const token = await stack.issuer.sign({ sub: `alice-${randomUUID().slice(0, 8)}`, ttlSeconds: 3600 });
-  alice = { token, client: createClient({ baseUrl: stack.url, token }) };
+  const sub = `alice-${randomUUID().slice(0, 8)}`;
+  const token = await stack.issuer.sign({ sub, ttlSeconds: 3600 });
+  alice = { sub, token, client: createClient({ baseUrl: stack.url, token }) };
   bob = await stack.issuer.sign({ sub: `bob-${randomUUID().slice(0, 8)}`, ttlSeconds: 3600 });
 }, 120_000);
 
@@ -57,7 +58,7 @@ describe('the live socket on the local stack, bounded by its environment', () =>
 
   it('follows a run through the idle closes, yielding exactly its log', { timeout: 60_000 }, async () => {
     const { run } = await alice.client.createRun({
-      subject: { workspace: 'e2e', path: `/live-idle/${randomUUID()}` },
+      subject: { workspace: `user:${alice.sub}`, path: `/live-idle/${randomUUID()}` },
       input: 'follow me through idle closes',
     });
     const seen: RunEvent[] = [];
