@@ -108,6 +108,10 @@ export async function startConsoleStack(
   extra: Partial<LocalStackOptions> = {},
 ): Promise<ConsoleStack> {
   const charges: number[] = [];
+  // A browser suite opens many pages as the stack's one user, each with its live socket (and the
+  // console files run at once on one DynamoDB Local): the default bound of 8 sockets a principal
+  // would turn later pages to SSE. This worker's environment only, read by the stack as in Lambda.
+  process.env.AGENT_RUNS_LIVE_MAX_CONNECTIONS ??= '256';
   const stack = await startLocalStack({
     port: 0,
     stateDir: false,
