@@ -123,7 +123,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const costText = (await page.getByTestId('cost').textContent()) ?? '';
     expect(costText).toContain(`Cost: ${formatUsd(cost?.total_usd ?? -1)}`);
     expect(costText).toContain(`prices of ${cost?.prices_as_of}`);
-    expect(await page.locator('#usage').textContent()).toContain('failed steps in a row');
+    expect(await page.locator('#usage').textContent()).toContain('failed operations in a row');
     expect(await page.getByTestId('on-exceeded').textContent()).toContain(
       'If a limit below is reached, the run pauses before its next step',
     );

@@ -87,7 +87,7 @@ function feedText(state: FeedState): string {
     case 'live':
       return `live (${TRANSPORT_WORDS[state.transport]})`;
     case 'settled':
-      return 'complete: the run has settled';
+      return 'complete: the run has ended and every event is shown; no more will come';
     case 'retrying':
       return `reconnecting in ${Math.round(state.retryInMs / 1000)} s (${state.message})`;
     case 'ended':
