@@ -50,7 +50,7 @@ function takeoverWhy(lease: Extract<LeaseView, { kind: 'stale' }>, timings: Swee
   const skew = seconds(Math.round(timings.clock_skew_ms / 1000));
   const sweep = seconds(Math.round(timings.sweep_interval_ms / 1000));
   return (
-    `${where} The sweeper lets a lost lease go once it is ${skew} past its end (room for clocks ` +
+    `${where} The sweeper (the service's regular check for stalled runs) lets a lost lease go once it is ${skew} past its end (room for clocks ` +
     `that differ between machines), at its next pass (it passes every ${sweep}): in about ` +
     `${seconds(lease.takeoverInS)} at the latest.`
   );
