@@ -192,7 +192,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).not.toMatch(/Lease|epoch/);
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer',
+      'the service: no worker while the run waits for an answer to its question',
     );
     expect(await page.locator('#usage').textContent()).toMatch(/1 tool call ·/);
     const groups = await attrs(page.locator('select optgroup'), 'label');
