@@ -168,7 +168,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     // The 60 s lease still runs; then the deployment's skew allowance (30 s by default), then the
     // next pass of the local stack's sweeper, which passes every 2 seconds.
     expect(text).toMatch(
-      /The lease runs out in \d+ seconds\. The sweeper lets a lost lease go once it is \d+ seconds past its end \(room for clocks that differ between machines\), at its next pass \(it passes every 2 seconds\): in about \d+ seconds at the latest\./,
+      /The lease runs out in \d+ seconds\. The sweeper \(the service's regular check for stalled runs\) lets a lost lease go once it is \d+ seconds past its end \(room for clocks that differ between machines\), at its next pass \(it passes every 2 seconds\): in about \d+ seconds at the latest\./,
     );
     expect(text).toContain('The sweeper never ends the run.');
 
@@ -192,7 +192,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).not.toMatch(/Lease|epoch/);
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer',
+      'the service: no worker while the run waits for an answer to its question',
     );
     expect(await page.locator('#usage').textContent()).toMatch(/1 tool call ·/);
     const groups = await attrs(page.locator('select optgroup'), 'label');

@@ -4,7 +4,9 @@
  * line; the run page's reducer version, "Driven by", model turns and events, the seq hint, the
  * line per event kind, the usage labels, the on_exceeded sentence and the run's US-dollar cost
  * (the API's usage.cost); the transcript without the wrapped-result badge on a plain answer; a
- * client-driven run's plan text and a turn reported as a turn outcome.
+ * client-driven run's plan text and a turn reported as a turn outcome. Second round: what the
+ * approval digest covers, what a waiting run waits for, the Principal hint and no empty Agent fact,
+ * an effect id read out, the tool card's own operation and a finish reason in plain words.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +16,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd } from '../../console/src/model/budgets.ts';
 import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
-import { LIST_HINTS } from '../../console/src/model/list-words.ts';
+import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
@@ -95,6 +97,21 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       /^1 run matches the filters, of [2-9]\d* loaded/,
     );
 
+    // The run page while the approval is open: what it waits for, what the digest covers.
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    await page.getByTestId('digest-hint').waitFor({ timeout: 20_000 });
+    expect(await page.getByTestId('digest-hint').textContent()).toContain(
+      'the exact call: the tool, its version and its arguments',
+    );
+    expect(await page.getByTestId('lease').textContent()).toBe(
+      'the service: no worker while the run waits for an approval',
+    );
+    expect(await page.getByText('Principal', { exact: true }).getAttribute('title')).toBe(
+      `${PRINCIPAL_HINT}.`,
+    );
+    // A user's own run acts as nobody else: no Agent fact.
+    expect(await page.getByText('Agent', { exact: true }).count()).toBe(0);
+
     // Let the run finish its turns: the approval, the tool, the question.
     const waiting = await client.getRun(run.run_id);
     const approval = waiting.open_requests.find((q) => q.kind === 'approval');
@@ -109,7 +126,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       /· version [0-9a-f]{12}… show full \(its code's hash, fixed when the run started\)/,
     );
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer',
+      'the service: no worker while the run waits for an answer to its question',
     );
     expect(await page.getByText('Driven by', { exact: true }).getAttribute('title')).toContain(
       'server-driven',
@@ -123,7 +140,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const costText = (await page.getByTestId('cost').textContent()) ?? '';
     expect(costText).toContain(`Cost: ${formatUsd(cost?.total_usd ?? -1)}`);
     expect(costText).toContain(`prices of ${cost?.prices_as_of}`);
-    expect(await page.locator('#usage').textContent()).toContain('failed steps in a row');
+    expect(await page.locator('#usage').textContent()).toContain('failed operations in a row');
     expect(await page.getByTestId('on-exceeded').textContent()).toContain(
       'If a limit below is reached, the run pauses before its next step',
     );
@@ -135,11 +152,25 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await answered.locator('.desc').textContent()).toMatch(/^answered event #\d+ with: /);
     expect(await answered.locator('.kind').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
 
+    // An expanded tool result: its effect id read out, a line per term of its raw JSON.
+    await page.getByLabel('Kind').selectOption({ label: 'tool result' });
+    const result = page.locator('li.event[data-kind="tool_result"]').first();
+    await result.locator('summary').click();
+    expect(await result.getByTestId('event-ids').textContent()).toMatch(
+      /effect \d+:0 \(the reducer's 1st ask at state revision \d+\)/,
+    );
+
     // The transcript: charge answered a plain value, so its card carries no wrapped-result badge.
     await page.goto(`${cs.stack.url}/console/runs/${run.run_id}/transcript`);
     const card = page.getByRole('region', { name: 'Result of charge' });
     await card.waitFor();
     expect(await card.textContent()).not.toMatch(/legacy|unchecked/);
+    // The card names the operation that ran the tool, which is not the model turn's that asked.
+    const toolOp = (await card.getByTestId('tool-op').textContent()) ?? '';
+    const turnOp = `${run.run_id}/op/1`;
+    expect(toolOp).toMatch(/^ ran as \S+\/op\/\d+$/);
+    expect(toolOp).not.toBe(` ran as ${turnOp}`);
+    expect(await page.getByText('· asked for tools').count()).toBeGreaterThan(0);
   });
 
   it('says a client-driven run has no reducer plan, and shows what a turn outcome reported', async () => {

@@ -228,7 +228,10 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     // Each action through the API's log: what the page did is what the run recorded. The
     // reducer still answers the stop after it, so both sides are read once the run has settled.
     await until(run.run_id, (r) => r.status === 'stopped');
-    await page.getByTestId('feed-state').getByText('the run has settled').waitFor({ timeout: 20_000 });
+    await page
+      .getByTestId('feed-state')
+      .getByText('no more will come', { exact: false })
+      .waitFor({ timeout: 20_000 });
     const events = await eventsOf(run.run_id);
     const resolved = events.filter((e) => e.kind === 'request_resolved').map((e) => e.data);
     expect(resolved).toEqual([

@@ -96,7 +96,7 @@ describe('who drives the run', () => {
     );
     // Expired 3 s ago: the 30 s skew allowance, then up to one 10 s sweeper period: 27 + 10.
     expect(words.note).toContain(
-      'The lease ran out 3 seconds ago. The sweeper lets a lost lease go once it is 30 seconds past its end ' +
+      "The lease ran out 3 seconds ago. The sweeper (the service's regular check for stalled runs) lets a lost lease go once it is 30 seconds past its end " +
         '(room for clocks that differ between machines), at its next pass (it passes every 10 seconds): ' +
         'in about 37 seconds at the latest.',
     );

@@ -19,14 +19,18 @@ export interface BudgetBar {
 
 const LABELS: Record<BudgetLimit, [string, BudgetBar['unit'], string]> = {
   max_wall_ms: ['wall time', 'ms', 'Time since the run was created.'],
-  max_operations: ['steps', 'count', 'Model turns and tool calls started, child runs included.'],
+  max_operations: [
+    'operations',
+    'count',
+    "Operations started (model turns and tool calls, the CLI's word too), child runs included.",
+  ],
   max_turns: ['turns', 'count', 'Times the model answered, child runs included.'],
   max_model_calls: ['model calls', 'count', 'Calls to the model provider, retries included.'],
   max_total_tokens: ['tokens (in + out)', 'tokens', 'Tokens sent to and received from the model.'],
   max_consecutive_op_failures: [
-    'failed steps in a row',
+    'failed operations in a row',
     'count',
-    'Model turns or tool calls that failed one after another; a success starts it again from 0.',
+    'Operations (model turns or tool calls) that failed one after another; a success starts it again from 0.',
   ],
   max_children: ['child runs started', 'count', 'Runs this run handed work to (delegated), in all.'],
   max_live_children: ['child runs still going', 'count', 'Child runs started and not yet ended.'],

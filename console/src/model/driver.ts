@@ -50,7 +50,7 @@ function takeoverWhy(lease: Extract<LeaseView, { kind: 'stale' }>, timings: Swee
   const skew = seconds(Math.round(timings.clock_skew_ms / 1000));
   const sweep = seconds(Math.round(timings.sweep_interval_ms / 1000));
   return (
-    `${where} The sweeper lets a lost lease go once it is ${skew} past its end (room for clocks ` +
+    `${where} The sweeper (the service's regular check for stalled runs) lets a lost lease go once it is ${skew} past its end (room for clocks ` +
     `that differ between machines), at its next pass (it passes every ${sweep}): in about ` +
     `${seconds(lease.takeoverInS)} at the latest.`
   );
@@ -58,12 +58,14 @@ function takeoverWhy(lease: Extract<LeaseView, { kind: 'stale' }>, timings: Swee
 
 /** The words for `run`, given its lease view and the deployment's sweeper timings. */
 export function driverWords(
-  run: Pick<PublicRunRecord, 'reducer' | 'status'>,
+  run: Pick<PublicRunRecord, 'reducer' | 'status'> & { open_requests?: PublicRunRecord['open_requests'] },
   lease: LeaseView,
   timings: SweepTimings = DEFAULT_TIMINGS,
 ): DriverWords {
   const ended = ['completed', 'failed', 'stopped'].includes(run.status);
-  if (run.reducer !== null) return serverDriven(run.status, ended, lease, timings);
+  if (run.reducer !== null) {
+    return serverDriven(run.status, ended, lease, timings, waitsFor(run.open_requests ?? []));
+  }
   const why =
     `The run still reads "${run.status}" because a client-driven run ends only when its client ` +
     'ends it or someone stops it. ';
@@ -105,11 +107,26 @@ export function driverWords(
   };
 }
 
+/**
+ * What a waiting run waits for, in words: `an approval`, `an answer to its question`, `an
+ * external result`, joined by ` and ` when it waits on several kinds; `an answer` when unknown.
+ */
+export function waitsFor(requests: readonly { kind: string }[]): string {
+  const kinds = new Set(requests.map((r) => r.kind));
+  const parts = [
+    kinds.has('approval') ? 'an approval' : '',
+    kinds.has('input') ? 'an answer to its question' : '',
+    kinds.has('result') ? 'an external result' : '',
+  ].filter((s) => s !== '');
+  return parts.length === 0 ? 'an answer' : parts.join(' and ');
+}
+
 function serverDriven(
   status: PublicRunRecord['status'],
   ended: boolean,
   lease: LeaseView,
   timings: SweepTimings,
+  waiting: string,
 ): DriverWords {
   const words = (text: string, warn = false, note?: string): DriverWords => ({
     term: TERM,
@@ -128,6 +145,6 @@ function serverDriven(
   }
   if (ended) return words('no worker, the run has ended');
   if (status === 'paused') return words('no worker while the run is paused');
-  if (status === 'waiting') return words('no worker while the run waits for an answer');
+  if (status === 'waiting') return words(`no worker while the run waits for ${waiting}`);
   return words('no worker right now; one picks the run up as soon as it has work');
 }

@@ -156,8 +156,10 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   run_completed: 'The run ended with an outcome and a summary.',
   run_failed: 'The run ended in failure, with a code saying why.',
   stopped: 'The run was stopped before it finished.',
-  result_delivered: 'A result the run was waiting for arrived from outside (by its resume key).',
-  checkpoint_written: 'A snapshot of the run was saved, to resume or fork from later.',
+  result_delivered:
+    'A result the run was waiting for arrived from outside, quoting its resume key (the name the run gave that wait).',
+  checkpoint_written:
+    'A snapshot of the run was saved, to resume from later or to fork from (start a new run from this point).',
   capability_gap:
     'The agent could not do what was asked with the tools it has, and recorded what is missing.',
   model_turn_completed: 'The model answered: its text, the tools it calls, the tokens it used.',
@@ -181,7 +183,7 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   control_rejected: 'A control (steer, stop, pause, resume, ...) was refused, with the reason.',
   budget_exceeded: 'A budget was used up before the next step.',
   lease_taken_over:
-    'The worker or client moving the run stopped responding, and the sweeper took the run back.',
+    "The worker or client moving the run stopped responding, and the sweeper (the service's regular check for stalled runs) took the run back.",
 };
 
 /** The line for a kind filter that names one kind (undefined for '' and groups). */

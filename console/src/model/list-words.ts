@@ -6,9 +6,12 @@
 import type { OpenRequest } from '../../../lib/contracts/index.ts';
 import { plural } from './words.ts';
 
+/** What "principal" means, on the list's filter and the run page's header alike. */
+export const PRINCIPAL_HINT = 'Who the run acts for, as kind:id (user:alice, agent:billing)';
+
 /** One line per filter or column a newcomer asked about. */
 export const LIST_HINTS = {
-  principal: 'Who the run acts for, as kind:id (user:alice, agent:billing); any part of it matches.',
+  principal: `${PRINCIPAL_HINT}; any part of it matches.`,
   subject: 'What the run is about, as workspace:/path; matches that path and everything under it.',
   turn: 'How many times the model has answered in the run.',
   needsYou: 'Approvals to decide and questions to answer; empty when the run needs nobody.',

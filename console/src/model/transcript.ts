@@ -72,12 +72,30 @@ export type TranscriptEntry =
       seq: number;
       tool: string;
       callId?: string;
+      /** The operation that ran the tool (the event's operation_id), not the model turn that asked. */
+      opId?: string;
       envelope: ToolResultEnvelope;
       outcome?: OutcomeWords;
     }
   | { kind: 'approval'; seq: number; requestId: string; summary: string; digest: string; changes?: unknown }
   | { kind: 'decision'; seq: number; requestId: string; decision: 'approved' | 'rejected'; reason?: string }
   | { kind: 'notice'; seq: number; tone: 'bad' | 'good' | 'attention'; text: string };
+
+const FINISH_WORDS: Record<string, string> = {
+  stop: 'finished',
+  tool_calls: 'asked for tools',
+  length: 'cut off at its length limit',
+  content_filter: "stopped by the provider's content filter",
+  error: 'ended in an error',
+};
+
+/**
+ * Why the model's turn ended, in plain words (`tool_calls` → `asked for tools`, `stop` →
+ * `finished`); another reason is shown as the provider gave it, underscores as spaces.
+ */
+export function finishText(reason: string): string {
+  return FINISH_WORDS[reason] ?? reason.replaceAll('_', ' ');
+}
 
 const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 
@@ -119,6 +137,7 @@ export function transcriptOf(events: readonly RunEvent[]): TranscriptEntry[] {
           seq: e.seq,
           tool: result.data.tool,
           ...(result.data.call_id !== undefined ? { callId: result.data.call_id } : {}),
+          ...(e.operation_id !== undefined ? { opId: e.operation_id } : {}),
           envelope: result.data.envelope,
           ...(outcome !== undefined ? { outcome } : {}),
         });

@@ -21,6 +21,7 @@ import { useRunMode } from '../live/use-run-mode.ts';
 import { budgetPauseLimit, pauseText } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS } from '../model/run-mode.ts';
+import { digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
 import { Digest, errorText, Json, relative, useNow } from './common.tsx';
 import { ReducerCheckButton } from './ReducerCheck.tsx';
 
@@ -166,13 +167,21 @@ function ApprovalCard(props: {
     });
   return (
     <article className="request" aria-labelledby={`${ids}-t`} data-request-id={request.request_id}>
-      <h3 id={`${ids}-t`}>Approval: {request.subject.summary}</h3>
+      <h3 id={`${ids}-t`}>
+        Approval:{' '}
+        <span title={request.subject.kind === 'tool_call' ? TOOL_SUMMARY_HINT : undefined}>
+          {request.subject.summary}
+        </span>
+      </h3>
       <dl className="facts">
         <dt>Kind</dt>
         <dd>{request.subject.kind}</dd>
         <dt>Digest</dt>
         <dd>
           <Digest full={`${request.subject.digest_alg}:${digest}`} testId="approval-digest" />
+          <div className="muted" data-testid="digest-hint">
+            {digestHint(request.subject.kind)}
+          </div>
         </dd>
         <dt>Request</dt>
         <dd className="mono">{request.request_id}</dd>

@@ -15,6 +15,7 @@ import { useRunEvents } from '../live/use-run-events.ts';
 import { budgetBars, budgetPauseLimit, formatAmount, formatUsd, pauseText } from '../model/budgets.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import { driverWords } from '../model/driver.ts';
+import { PRINCIPAL_HINT } from '../model/list-words.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
@@ -198,7 +199,9 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
   const lease = leaseView(run, now, observed.current, timings);
   const driver = driverWords(run, lease, timings);
   const detail = statusDetail(run);
-  const agent = run.principal.kind === 'agent' ? run.principal.id : undefined;
+  const agentRef = run.executor_config.agent_ref;
+  const agent =
+    run.principal.kind === 'agent' ? run.principal.id : typeof agentRef === 'string' ? agentRef : undefined;
   return (
     <header className="card run-header">
       <h1 id="run-title">
@@ -210,10 +213,14 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
         <Fact term="Run">
           <span className="mono">{run.run_id}</span>
         </Fact>
-        <Fact term="Principal">{principalLabel(run.principal)}</Fact>
-        <Fact term="Agent">
-          {agent ?? (typeof run.executor_config.agent_ref === 'string' ? run.executor_config.agent_ref : '—')}
+        <Fact term="Principal" hint={`${PRINCIPAL_HINT}.`}>
+          {principalLabel(run.principal)}
         </Fact>
+        {agent !== undefined ? (
+          <Fact term="Agent" hint={AGENT_HINT}>
+            {agent}
+          </Fact>
+        ) : null}
         <Fact term="Reducer" hint={REDUCER_HINT} wide testId="reducer">
           {run.reducer === null ? (
             'none: the client drives this run'
@@ -269,6 +276,10 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
     </header>
   );
 }
+
+/** The agent fact's hint; the fact is left out when the run acts as its principal itself. */
+const AGENT_HINT =
+  'The agent identity this run acts as (its configured agent); when none, the run acts as its principal.';
 
 /** The reducer fact's hint. */
 const REDUCER_HINT = 'The code that decides what the run does next, step by step (its reducer).';

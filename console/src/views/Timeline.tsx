@@ -21,6 +21,20 @@ import {
 } from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json } from './common.tsx';
+import { EVENT_TERM_HINTS, effectText, jsonTermHints } from '../model/event-terms.ts';
+
+/** A line per term of the raw JSON a newcomer asks about (state_rev, manifest, legacy, ...). */
+function TermHints({ data }: { data: unknown }) {
+  const hints = jsonTermHints(data);
+  if (hints.length === 0) return null;
+  return (
+    <ul className="term-hints muted" data-testid="term-hints">
+      {hints.map((h) => (
+        <li key={h}>{h}</li>
+      ))}
+    </ul>
+  );
+}
 
 /** Where an event stands against the seq the page shows the past at. */
 type Then = 'now' | 'current' | 'before' | 'after';
@@ -56,12 +70,20 @@ const EventRow = memo(function EventRow(props: {
         {open ? (
           <div className="event-body">
             {event.operation_id !== undefined || event.effect_id !== undefined ? (
-              <p className="mono muted">
-                {event.operation_id !== undefined ? `operation ${event.operation_id} ` : ''}
-                {event.effect_id !== undefined ? `effect ${event.effect_id}` : ''}
+              <p className="mono muted" data-testid="event-ids">
+                {event.operation_id !== undefined ? (
+                  <span title={EVENT_TERM_HINTS.operation}>operation {event.operation_id} </span>
+                ) : null}
+                {event.effect_id !== undefined ? (
+                  <span title={EVENT_TERM_HINTS.effect_id}>
+                    effect {event.effect_id}
+                    {effectText(event.effect_id) !== undefined ? ` (${effectText(event.effect_id)})` : ''}
+                  </span>
+                ) : null}
               </p>
             ) : null}
             <Json value={event.data} label={`Data of event ${event.seq}`} />
+            <TermHints data={event.data} />
             {then !== 'current' ? (
               <button type="button" className="link-button" onClick={() => props.onTravel(event.seq)}>
                 View the run at #{event.seq}
@@ -87,7 +109,7 @@ function feedText(state: FeedState): string {
     case 'live':
       return `live (${TRANSPORT_WORDS[state.transport]})`;
     case 'settled':
-      return 'complete: the run has settled';
+      return 'complete: the run has ended and every event is shown; no more will come';
     case 'retrying':
       return `reconnecting in ${Math.round(state.retryInMs / 1000)} s (${state.message})`;
     case 'ended':

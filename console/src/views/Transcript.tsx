@@ -10,7 +10,13 @@ import type { ToolResultEnvelope } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { subjectLabel } from '../model/run-listing.ts';
-import { legacyMatters, type OutcomeWords, type TranscriptEntry, transcriptOf } from '../model/transcript.ts';
+import {
+  finishText,
+  legacyMatters,
+  type OutcomeWords,
+  type TranscriptEntry,
+  transcriptOf,
+} from '../model/transcript.ts';
 import { Digest, errorText, Json, StatusBadge } from './common.tsx';
 
 export function TranscriptPage({ runId }: { runId: string }) {
@@ -74,7 +80,13 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           <p className="who">
             {entry.outcome !== undefined ? 'Model (run by the client)' : 'Model'}{' '}
             <span className="muted">
-              · {entry.tokens} tokens{entry.outcome === undefined ? ` · ${entry.finishReason}` : ''}
+              · {entry.tokens} tokens
+              {entry.outcome === undefined ? (
+                <span title={`Why the turn ended (the provider's finish reason: ${entry.finishReason}).`}>
+                  {' '}
+                  · {finishText(entry.finishReason)}
+                </span>
+              ) : null}
             </span>
           </p>
           {entry.text !== null && entry.text !== '' ? <p className="said">{entry.text}</p> : null}
@@ -92,7 +104,7 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
     case 'tool':
       return (
         <li className="tool-card">
-          <ToolCard tool={entry.tool} callId={entry.callId} envelope={entry.envelope} />
+          <ToolCard tool={entry.tool} callId={entry.callId} opId={entry.opId} envelope={entry.envelope} />
           {entry.outcome !== undefined ? <OutcomeLine outcome={entry.outcome} /> : null}
         </li>
       );
@@ -133,7 +145,12 @@ function locator(l: {
   return `${l.workspace ?? ''}${l.workspace !== undefined ? ':' : ''}${l.path ?? ''}${l.node_id !== undefined ? `#${l.node_id}` : ''}`;
 }
 
-function ToolCard(props: { tool: string; callId: string | undefined; envelope: ToolResultEnvelope }) {
+function ToolCard(props: {
+  tool: string;
+  callId: string | undefined;
+  opId: string | undefined;
+  envelope: ToolResultEnvelope;
+}) {
   const { envelope: env } = props;
   return (
     <section aria-label={`Result of ${props.tool}`} className={`envelope status-${env.status}`}>
@@ -148,7 +165,21 @@ function ToolCard(props: { tool: string; callId: string | undefined; envelope: T
             unchecked writes and evidence
           </span>
         ) : null}
-        {props.callId !== undefined ? <span className="mono muted"> {props.callId}</span> : null}
+        {props.opId !== undefined ? (
+          <span className="muted" data-testid="tool-op" title="The operation that ran this tool call.">
+            {' '}
+            ran as <span className="mono">{props.opId}</span>
+          </span>
+        ) : null}
+        {props.callId !== undefined ? (
+          <span
+            className="muted"
+            title="The id the model gave this call in its turn (it may name that turn's operation)."
+          >
+            {' '}
+            · call <span className="mono">{props.callId}</span>
+          </span>
+        ) : null}
       </p>
       {env.writes.length > 0 ? (
         <>

@@ -1,0 +1,51 @@
+/**
+ * One-line hints for the terms an expanded event shows: its operation and effect ids, and the
+ * fields of its raw JSON a newcomer asks about (`state_rev`, `manifest`, `legacy`, ...). Pure.
+ * docs/contracts/reducer.md ("Answer": effect_id is `{state_rev}:{i}`), lib/contracts/tool-result.ts
+ * (`legacy`), lib/contracts/model-context.ts (the context manifest).
+ */
+
+/** What each term means, in one line. Keys are the JSON field names (and `operation`). */
+export const EVENT_TERM_HINTS = {
+  operation: 'operation: one model turn or tool call the run started, named run/op/N.',
+  effect_id:
+    'effect: one thing the reducer asked for (call a tool, ask a person, ...), named state_rev:i (its i-th ask, from 0, at that revision).',
+  state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
+  manifest: 'manifest: what the model was shown this turn (which events and items went into its context).',
+  legacy:
+    'legacy: true: the tool did not answer in the standard result shape, so the runtime wrapped it; its writes and evidence are not checked.',
+  resume_key:
+    'resume key: the name a waiting tool call gave its wait; whoever delivers the result quotes it.',
+} as const;
+
+type Term = keyof typeof EVENT_TERM_HINTS;
+const JSON_TERMS: readonly Term[] = ['effect_id', 'state_rev', 'manifest', 'legacy', 'resume_key'];
+
+/** The JSON field names in `value`, searched to `depth` levels (objects and arrays). */
+function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
+  if (depth < 0 || value === null || typeof value !== 'object') return into;
+  const entries = Array.isArray(value) ? value.map((v) => ['', v] as const) : Object.entries(value);
+  for (const [k, v] of entries) {
+    if (k !== '') into.add(k);
+    keysOf(v, into, depth - 1);
+  }
+  return into;
+}
+
+/** The hint lines for the terms `data` holds (to four levels down), in EVENT_TERM_HINTS order. */
+export function jsonTermHints(data: unknown): string[] {
+  const keys = keysOf(data, new Set(), 4);
+  return JSON_TERMS.filter((t) => keys.has(t)).map((t) => EVENT_TERM_HINTS[t]);
+}
+
+/**
+ * `3:0` read out: `the reducer's 1st ask at state revision 3`; undefined when the id has
+ * another shape.
+ */
+export function effectText(effectId: string): string | undefined {
+  const m = /^(\d+):(\d+)$/.exec(effectId);
+  if (m === null) return undefined;
+  const i = Number(m[2]) + 1;
+  const nth = i === 1 ? '1st' : i === 2 ? '2nd' : i === 3 ? '3rd' : `${i}th`;
+  return `the reducer's ${nth} ask at state revision ${m[1]}`;
+}
