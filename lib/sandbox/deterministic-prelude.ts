@@ -1,5 +1,6 @@
 /**
- * The script QuickJS evaluates in every fresh context before the reducer's module: it installs
+ * The script QuickJS evaluates in a reducer's context, before its module, when the reducer is
+ * loaded (quickjs-reducer.ts; every call then starts from that state): it installs
  * the deterministic execution policy. docs/contracts/reducer.md, "The deterministic
  * execution policy" (the clock reads the epoch and randomness is a fixed sequence).
  *
@@ -14,7 +15,7 @@
  * - Nothing is added: QuickJS has no host functions (no fetch, require, process, console,
  *   setTimeout, raisin); naming one throws ReferenceError inside the reducer.
  *
- * Kept short on purpose: QuickJS compiles it in every fresh context (about 0.25 ms).
+ * Kept short on purpose: QuickJS compiles it at every load of a reducer (about 0.25 ms).
  */
 
 /** Seed of the Math.random sequence ("RAIS"). Changing it changes replays: treat it as a runtime version. */

@@ -8,7 +8,8 @@ import { SandboxLimitError } from './errors.ts';
 export interface SandboxLimits {
   /**
    * Wall-clock budget of one call in milliseconds, loading the artifact included (JavaScript:
-   * module evaluation + handler; WebAssembly: instantiation + handler; Starlark: loading the
+   * the prelude and module evaluation on the call that loads the reducer, then the handler alone
+   * while it stays loaded; WebAssembly: instantiation + handler; Starlark: loading the
    * module + handler, not the start of the Go runtime). Exceeding it makes the call
    * `unavailable` with reason `timeout: …`.
    */

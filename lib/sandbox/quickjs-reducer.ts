@@ -146,15 +146,6 @@ function dropLoaded(source: string, key: string): void {
 }
 
 /**
- * Drops every loaded reducer so the next call loads afresh. Called after an instance itself
- * failed (a host stack overflow inside QuickJS, an emscripten abort), whose state can no longer
- * be trusted.
- */
-export function resetQuickJS(): void {
-  loadedReducers.clear();
-}
-
-/**
  * Calls `handler` of the ES module `source` with the request `requestJson` (a JSON text).
  * Returns `answered` with the parsed response; `threw` when the handler threw (code = the
  * error's string `code`, else `reducer_threw`; message = `Name: message`, or the message alone
