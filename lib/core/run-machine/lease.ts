@@ -187,10 +187,21 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
   if (record.lease === null) return reject('no_lease', 'run holds no lease');
   const previous = { owner: record.lease.owner, epoch: record.epoch };
   let draft = { ...record, lease: null, epoch: record.epoch + 1, updated_at: now } as Draft;
-  const newEvents: NewRunEvent[] = [
-    ev('lease_taken_over', now, { previous_owner: previous.owner, previous_epoch: previous.epoch }),
-  ];
   const op = record.operation;
+  // A started model turn that is dispatched again: its lost dispatch's first provider request is
+  // counted now, in usage and the turn's provider_calls, and in the log (so a fold of the log,
+  // engine/upgrade/run-at-delivery.ts, counts it too).
+  const lostCall =
+    record.status !== 'cancelling' && op?.started_at != null && op.replay_safe && op.kind === 'model_turn'
+      ? (op.provider_calls ?? 0) + 1
+      : undefined;
+  const newEvents: NewRunEvent[] = [
+    ev('lease_taken_over', now, {
+      previous_owner: previous.owner,
+      previous_epoch: previous.epoch,
+      ...(lostCall !== undefined ? { provider_calls: lostCall } : {}),
+    }),
+  ];
   if (record.status === 'cancelling' && op !== null) {
     if (op.started_at !== null) {
       newEvents.push(
@@ -213,17 +224,10 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
     return finish(appended.draft, appended.events);
   }
   if (op !== null && op.started_at !== null) {
-    if (op.replay_safe && op.kind === 'model_turn') {
-      // The lost dispatch's first provider request, counted on its start: in usage and the turn's budget.
+    if (lostCall !== undefined) {
       const usage = withProviderCalls(draft.usage, op.provider_calls ?? 0, 1);
-      const made = (op.provider_calls ?? 0) + 1;
-      const again = { ...op, attempt: op.attempt + 1, started_at: null, provider_calls: made };
+      const again = { ...op, attempt: op.attempt + 1, started_at: null, provider_calls: lostCall };
       draft = { ...draft, usage, operation: again } as Draft;
-      // In the log too, so a fold of the log (engine/upgrade/run-at-delivery.ts) counts it.
-      newEvents[0] = {
-        ...newEvents[0],
-        data: { ...newEvents[0]?.data, provider_calls: made },
-      } as NewRunEvent;
     } else if (op.replay_safe) {
       draft = { ...draft, operation: { ...op, attempt: op.attempt + 1, started_at: null } } as Draft;
     } else {
