@@ -321,6 +321,12 @@ export class PendingCharges {
  * `writeRequests` (write requests sent for them: a TransactWriteItems, or a commit's plain
  * Put and UpdateItem each, a refused attempt's page delete), retries, units.
  */
+/** A committed version of a run's record its caller holds (RunStore.readEvents `held`). */
+export interface HeldVersion {
+  version: number;
+  last_seq: number;
+}
+
 export interface StoreMetrics {
   reads: number;
   queries: number;
@@ -403,8 +409,13 @@ export interface RunStore {
   /**
    * Events with seq > after, up to limit, in order, strongly consistent: never a gap (a read
    * that meets one, as a read-committed Query may while a commit lands, stops before it).
+   * `held`: a version of the record the caller holds (one it committed or read); the events it
+   * covers are committed and never change, so what that version's inline tail holds is served
+   * from the tail this store instance remembers of it, without a request, and the answer then
+   * stops at `held.last_seq`. Without `held`, or when the tail is not remembered or does not
+   * reach back to `after`, the record is read as usual.
    */
-  readEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+  readEvents(runId: string, after: number, limit: number, held?: HeldVersion): Promise<RunEvent[]>;
   getCheckpoint(runId: string, n: number): Promise<CheckpointItem | null>;
   listCheckpoints(runId: string): Promise<CheckpointItem[]>;
   findBySubject(subject: Subject): Promise<string | null>;

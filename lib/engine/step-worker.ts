@@ -432,7 +432,7 @@ class StepWorker {
   async eventAt(seq: number): Promise<RunEvent> {
     const cached = this.eventCache.get(seq);
     if (cached !== undefined) return cached;
-    const page = await this.ctx.store.readEvents(this.base.run_id, seq - 1, 100);
+    const page = await this.ctx.store.readEvents(this.base.run_id, seq - 1, 100, this.base);
     for (const e of page) this.eventCache.set(e.seq, e);
     const found = this.eventCache.get(seq);
     if (found === undefined) throw new Error(`event ${seq} of run ${this.base.run_id} is missing`);
@@ -462,7 +462,7 @@ class StepWorker {
     for (let s = fromSeq; s <= last; s += 1) if (!this.eventCache.has(s)) missing.push(s);
     if (missing.length > 0) {
       const first = missing[0] as number;
-      const page = await this.ctx.store.readEvents(this.base.run_id, first - 1, last - first + 1);
+      const page = await this.ctx.store.readEvents(this.base.run_id, first - 1, last - first + 1, this.base);
       for (const e of page) this.eventCache.set(e.seq, e);
     }
     const out: RunEvent[] = [];

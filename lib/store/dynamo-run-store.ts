@@ -19,6 +19,7 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { type RunEvent, RunStatus } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
 import {
+  type HeldVersion,
   noStoreMetrics,
   PendingCharges,
   type RunStatusView,
@@ -48,6 +49,7 @@ import {
   controlAckOf,
   createKeyItemOf,
   eventsOf,
+  heldTailEntries,
   quotaUsageOf,
   recordAndTailOf,
   resumeKeyEntryOf,
@@ -205,7 +207,15 @@ async function queryPages(
   return out;
 }
 
-async function readEvents(io: DynamoIo, runId: string, after: number, limit: number): Promise<RunEvent[]> {
+async function readEvents(
+  io: DynamoIo,
+  runId: string,
+  after: number,
+  limit: number,
+  held?: HeldVersion,
+): Promise<RunEvent[]> {
+  const known = heldTailEntries(io.tails, runId, after, limit, held);
+  if (known !== null) return readLinks(io, runId, known);
   // The record first: only what its last_seq covers is committed, and its tail holds the newest
   // events; pages are read only below the tail (event-tail.ts).
   const item = await getItem(io, runPk(runId), 'R');
@@ -401,7 +411,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       getStatus: (runId, opts) => getStatus(io, runId, opts?.consistent === true),
       getRunAndAck: (runId, controlId) => getRunAndAck(io, runId, controlId),
       getState: (runId, rev, at) => getState(io, runId, rev, at),
-      readEvents: (runId, after, limit) => readEvents(io, runId, after, limit),
+      readEvents: (runId, after, limit, held) => readEvents(io, runId, after, limit, held),
       async getCheckpoint(runId, n) {
         const item = await getItem(io, runPk(runId), checkpointSk(n));
         return item === undefined ? null : checkpointOf(item);

@@ -11,9 +11,15 @@ import {
   safeParseRunRecord,
 } from '../contracts/index.ts';
 import type { QuotaUsage } from '../core/admission.ts';
-import type { CheckpointItem, ControlAckItem, CreateKeyItem, ResumeKeyEntry } from '../engine/ports.ts';
+import type {
+  CheckpointItem,
+  ControlAckItem,
+  CreateKeyItem,
+  HeldVersion,
+  ResumeKeyEntry,
+} from '../engine/ports.ts';
 import { type Item, itemSize } from './commit-plan.ts';
-import { type EventTail, emptyTail, parseTail } from './event-tail.ts';
+import { type EventTail, emptyTail, pagedSeq, parseTail, type TailCache } from './event-tail.ts';
 import { indexKeysOf } from './metering.ts';
 import { unpackBody, unpackMetered, unpackPageBody, unpackRecord } from './record-codec.ts';
 
@@ -289,4 +295,24 @@ export function resumeKeyEntryOf(item: Item | undefined, now: number): ResumeKey
 export function waitOf(item: Item | undefined): { run_id: string; op_id: string } | null {
   if (item === undefined || typeof item.run_id !== 'string' || item.delivered_seq !== undefined) return null;
   return { run_id: item.run_id, op_id: String(item.op_id) };
+}
+
+/**
+ * The entries after `after` (at most `limit`, up to `held.last_seq`) that the remembered inline
+ * tail of the held version holds, read without a request (RunStore.readEvents `held`): null when
+ * that version's tail is not remembered or starts after `after + 1` (pages hold what comes first).
+ */
+export function heldTailEntries(
+  tails: TailCache,
+  runId: string,
+  after: number,
+  limit: number,
+  held: HeldVersion | undefined,
+): Item[] | null {
+  if (held === undefined) return null;
+  const tail = tails.get(runId, held.version);
+  if (tail === undefined || after < pagedSeq(tail)) return null;
+  const entries: Item[] = [];
+  if (after < held.last_seq) takeContiguous([{ events: tail.events }], after, limit, entries, held.last_seq);
+  return entries;
 }

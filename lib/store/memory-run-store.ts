@@ -61,6 +61,7 @@ import {
   controlAckOf,
   createKeyItemOf,
   eventsOf,
+  heldTailEntries,
   quotaUsageOf,
   recordAndTailOf,
   recordOf,
@@ -442,9 +443,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       const sk = at ?? stateSk(rev);
       return stateOf(stateItemIn(table, runId, rev, sk), runId, rev, sk, blobGets(runId));
     },
-    async readEvents(runId, after, limit) {
+    async readEvents(runId, after, limit, held) {
       await yieldOnce();
-      const entries = eventEntriesIn(table, runId, after, limit);
+      const entries =
+        heldTailEntries(table.tails, runId, after, limit, held) ?? eventEntriesIn(table, runId, after, limit);
       return eventsOf(entries, blobGets(runId), (linked, first, count) =>
         this.readEvents(linked, first, count),
       );

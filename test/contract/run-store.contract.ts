@@ -527,6 +527,25 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.readEvents('store-never-created', 0, 100)).toEqual([]);
       });
 
+      it('serves the events of a held version from its remembered tail, with no request, stopping at its last seq', async () => {
+        const created = await storedRun(s.store);
+        const first = await append(s.store, created, [{ a: 1 }, { a: 2 }]);
+        const second = await append(s.store, first.record, [{ a: 3 }]);
+        const all = await s.store.readEvents(created.run_id, 0, 100);
+        const requests = () => s.store.metrics.reads + s.store.metrics.queries;
+        const before = requests();
+        // The version this store wrote last: its tail is known, the answer is the same as a read.
+        expect(await s.store.readEvents(created.run_id, 0, 100, second.record)).toEqual(all);
+        expect(await s.store.readEvents(created.run_id, 1, 1, second.record)).toEqual([all[1]]);
+        expect(await s.store.readEvents(created.run_id, second.record.last_seq, 10, second.record)).toEqual(
+          [],
+        );
+        expect(requests()).toBe(before);
+        // An older version held: the store knows only the newest tail, so it reads, and says all.
+        expect(await s.store.readEvents(created.run_id, 0, 100, first.record)).toEqual(all);
+        expect(requests()).toBe(before + 1);
+      });
+
       it('keeps a record too large for one write unit taking small commits inline, not a page per commit', async () => {
         // An objective that does not compress: the record item alone passes 1 KB.
         const objective = Array.from({ length: 40 }, () => randomUUID()).join(' ');

@@ -43,7 +43,7 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     getStatus: (id, opts) => store.getStatus(id, opts),
     getRunAndAck: (id, control) => store.getRunAndAck(id, control),
     getState: (id, rev, at) => store.getState(id, rev, at),
-    readEvents: (id, after, limit) => store.readEvents(id, after, limit),
+    readEvents: (id, after, limit, held) => store.readEvents(id, after, limit, held),
     getCheckpoint: (id, n) => store.getCheckpoint(id, n),
     listCheckpoints: (id) => store.listCheckpoints(id),
     findBySubject: (s) => store.findBySubject(s),
