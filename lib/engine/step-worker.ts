@@ -37,8 +37,9 @@ import { LeaseLost } from './errors.ts';
 import { providerCallHooks } from './provider-calls.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
 import { askReducer } from './reducer-delivery.ts';
+import { StepReads } from './step-reads.ts';
 import { stopBeforeDispatch, watchForStop } from './stop-watch.ts';
-import { takeLease } from './take-lease.ts';
+import { LeaseRace, stageLease } from './take-lease.ts';
 
 export type StepOutcome =
   | { kind: 'not_found' }
@@ -68,24 +69,36 @@ export async function stepRun(ctx: EngineContext, runId: string): Promise<StepOu
 }
 
 async function stepRunMetered(ctx: EngineContext, runId: string): Promise<StepOutcome> {
-  const taken = await takeLease(ctx, runId);
-  if ('kind' in taken) return taken;
-  const { base } = taken;
-  const lease = base.lease;
-  if (lease === null) throw new Error('acquired a lease that is not there');
-  noteStepLeased(base);
-  await ctx.faults('after_lease_acquire', runId);
-  const worker = new StepWorker(ctx, base, { owner: lease.owner, epoch: base.epoch });
-  try {
-    return await worker.run();
-  } catch (err) {
-    if (err instanceof LeaseLost) {
-      ctx.records.forget(runId);
-      return { kind: 'fenced' };
+  let known: RunRecord | undefined;
+  // A first commit refused stale_version wrote nothing: start again from the record it carried.
+  for (let round = 1; ; round += 1) {
+    const taken = await stageLease(ctx, runId, known);
+    if ('kind' in taken) return taken;
+    const lease = taken.acquired.lease;
+    if (lease === null) throw new Error('staged a lease that is not there');
+    noteStepLeased(taken.acquired);
+    const worker = new StepWorker(ctx, taken.read, { owner: lease.owner, epoch: taken.acquired.epoch });
+    worker.stageLease(taken.acquired);
+    try {
+      return await worker.run();
+    } catch (err) {
+      if (err instanceof LeaseRace && round < MAX_LEASE_RACES) {
+        ctx.records.forget(runId);
+        known = err.current ?? undefined;
+        continue;
+      }
+      if (err instanceof LeaseRace) return { kind: 'busy' };
+      if (err instanceof LeaseLost) {
+        ctx.records.forget(runId);
+        return { kind: 'fenced' };
+      }
+      throw err;
     }
-    throw err;
   }
 }
+
+/** How many times a step starts again after its first commit lost a race, before it says busy. */
+const MAX_LEASE_RACES = 3;
 
 /** One staged transition of the worker, replayable on another record of the same run. */
 type Move = (record: RunRecord) => TransitionResult;
@@ -103,8 +116,7 @@ class StepWorker {
   staged: RunRecord;
   events: RunEvent[] = [];
   stateWrite: { rev: number; value: unknown } | undefined;
-  readonly eventCache = new Map<number, RunEvent>();
-  readonly stateCache = new Map<number, unknown>();
+  readonly cache: StepReads;
   /** The moves staged since the last commit, in order (for a rebase). */
   moves: Move[] = [];
   /** How many of this step's commits were rebased onto a concurrent commit. */
@@ -116,19 +128,32 @@ class StepWorker {
   operationsRun = 0;
   /** Rounds of early results staged into one commit (bounded). */
   earlyRounds = 0;
+  /**
+   * Whether a commit of this step has written its lease. Until then the lease is only staged
+   * (stageLease): the first commit is conditioned on the version read, not on the fence, and a
+   * stale version there is a LeaseRace (start the step again), never a rebase.
+   */
+  leaseWritten = true;
 
   constructor(ctx: EngineContext, base: RunRecord, fence: Fence) {
     this.ctx = ctx;
     this.base = base;
     this.staged = base;
     this.fence = fence;
+    this.cache = new StepReads(ctx);
+  }
+
+  /** Stages the lease `acquired` (a record under this worker's new lease): the first commit writes it. */
+  stageLease(acquired: RunRecord): void {
+    this.staged = acquired;
+    this.leaseWritten = false;
   }
 
   apply(result: TransitionResult): boolean {
     if (!result.ok) return false;
     this.staged = result.record;
     this.events.push(...result.events);
-    for (const e of result.events) this.eventCache.set(e.seq, e);
+    for (const e of result.events) this.cache.events.set(e.seq, e);
     return true;
   }
 
@@ -172,8 +197,8 @@ class StepWorker {
       events.push(...result.events);
     }
     this.moves = this.moves.slice(0, kept);
-    for (const seq of [...this.eventCache.keys()]) if (seq > this.base.last_seq) this.eventCache.delete(seq);
-    for (const e of events) this.eventCache.set(e.seq, e);
+    this.cache.forgetPast(this.base, false);
+    for (const e of events) this.cache.events.set(e.seq, e);
     this.base = current;
     this.staged = record;
     this.events = events;
@@ -295,12 +320,16 @@ class StepWorker {
         const stored = await commitRun(this.ctx, {
           record: this.staged,
           expectedVersion: this.base.version,
-          fence: this.fence,
+          ...this.fenced(),
           events: this.events,
           ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
         });
         this.noteDetachedChildren(before, events);
         this.committed(stored);
+        if (!this.leaseWritten) {
+          this.leaseWritten = true;
+          await this.ctx.faults('after_lease_acquire', stored.run_id);
+        }
         return;
       } catch (err) {
         if (err instanceof CommitTooLarge || (err instanceof CommitRejected && err.code === 'validation')) {
@@ -312,6 +341,8 @@ class StepWorker {
         if (err.code === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
         if (err.code === 'early_result_held' && (await this.stageEarlyResults())) continue;
         if (err.code !== 'stale_version' && err.code !== 'early_result_gone') throw err;
+        if (!this.leaseWritten)
+          throw new LeaseRace(err.code === 'stale_version' ? (err.current ?? null) : null);
         // A concurrent commit (a control) took the version: replay the staged moves on it and
         // commit again, without redoing any work.
         // (An early result that is gone is not replayed: recompute without it.)
@@ -361,13 +392,18 @@ class StepWorker {
       stored = await commitRun(this.ctx, {
         record: failed.record,
         expectedVersion: this.base.version,
-        fence: this.fence,
+        ...this.fenced(),
         events: failed.events,
       });
     } catch {
       throw cause;
     }
     this.committed(stored);
+  }
+
+  /** The commit's fence: none until the lease is written (the version read guards that commit). */
+  fenced(): { fence?: Fence } {
+    return this.leaseWritten ? { fence: this.fence } : {};
   }
 
   /** Takes `stored` as the base after a commit: nothing is staged any more. */
@@ -399,8 +435,7 @@ class StepWorker {
     // Everything past the last commit we know of was staged by this worker and never stored:
     // a concurrent commit (a control) may have taken those seqs for other events.
     const committed = this.base;
-    for (const seq of [...this.eventCache.keys()]) if (seq > committed.last_seq) this.eventCache.delete(seq);
-    for (const rev of [...this.stateCache.keys()]) if (rev > committed.state_rev) this.stateCache.delete(rev);
+    this.cache.forgetPast(committed);
     this.base = fresh;
     this.staged = fresh;
     this.moves = [];
@@ -413,7 +448,10 @@ class StepWorker {
     const outcome = await askReducer(
       this.ctx,
       this.staged,
-      { event: (seq) => this.eventAt(seq), state: (rev) => this.stateAt(rev) },
+      {
+        event: (seq) => this.cache.eventAt(this.base, seq),
+        state: (rev) => this.cache.stateAt(this.base, rev),
+      },
       { faultPoint: true },
     );
     const at = this.ctx.clock.now();
@@ -425,52 +463,13 @@ class StepWorker {
       return;
     if (first.state !== undefined) {
       this.stateWrite = first.state;
-      this.stateCache.set(first.state.rev, first.state.value);
+      this.cache.states.set(first.state.rev, first.state.value);
     }
   }
 
-  async eventAt(seq: number): Promise<RunEvent> {
-    const cached = this.eventCache.get(seq);
-    if (cached !== undefined) return cached;
-    const page = await this.ctx.store.readEvents(this.base.run_id, seq - 1, 100, this.base);
-    for (const e of page) this.eventCache.set(e.seq, e);
-    const found = this.eventCache.get(seq);
-    if (found === undefined) throw new Error(`event ${seq} of run ${this.base.run_id} is missing`);
-    return found;
-  }
-
-  async stateAt(rev: number): Promise<unknown> {
-    if (this.stateCache.has(rev)) return this.stateCache.get(rev);
-    const value = await this.ctx.store.getState(
-      this.base.run_id,
-      rev,
-      rev === this.base.state_rev ? this.base.state_at : undefined,
-    );
-    this.stateCache.set(rev, value);
-    return value;
-  }
-
-  /** What an operation reads: the events and states this worker caches. */
+  /** What an operation reads: the events and states this step caches. */
   reads(): OperationReads {
-    return { eventsFrom: (from, to) => this.eventsFrom(from, to), state: (rev) => this.stateAt(rev) };
-  }
-
-  /** Events from `fromSeq` to `toSeq` (default: the staged last seq): cached, or read in one page. */
-  async eventsFrom(fromSeq: number, toSeq?: number): Promise<RunEvent[]> {
-    const last = Math.min(toSeq ?? this.staged.last_seq, this.staged.last_seq);
-    const missing: number[] = [];
-    for (let s = fromSeq; s <= last; s += 1) if (!this.eventCache.has(s)) missing.push(s);
-    if (missing.length > 0) {
-      const first = missing[0] as number;
-      const page = await this.ctx.store.readEvents(this.base.run_id, first - 1, last - first + 1, this.base);
-      for (const e of page) this.eventCache.set(e.seq, e);
-    }
-    const out: RunEvent[] = [];
-    for (let s = fromSeq; s <= last; s += 1) {
-      const e = this.eventCache.get(s);
-      if (e !== undefined) out.push(e);
-    }
-    return out;
+    return this.cache.operationReads(() => this);
   }
 
   /**

@@ -1,6 +1,8 @@
 /**
- * The first commit of a step: take the run's lease, with no read a step does not
- * need. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
+ * How a step takes the run's lease, with no read or write a step does not need: the lease is
+ * staged here and committed with the step's first commit (step-worker.ts), so a step that ends
+ * one operation and starts the next, or rests again, is one write from its first move.
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 import { randomUUID } from 'node:crypto';
 import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
@@ -13,16 +15,32 @@ import { CommitRejected, SWEEP_SHARDS } from './ports.ts';
 export type NoLease = { kind: 'not_found' } | { kind: 'nothing_to_do'; status: string } | { kind: 'busy' };
 
 /**
- * Takes the run's lease in one commit. Starts from the record this process committed last
- * (ctx.records), when it has one: no read. A guess that is out of date costs nothing more: the
- * commit is refused `stale_version` with the current record, and the lease is taken on that one;
- * a guess on which the lease cannot be taken is checked against the store before giving up.
+ * A lease staged on a committed record, not written yet: `read` is the committed record (its
+ * version is the first commit's expected version), `acquired` the record under the new lease.
+ * `guessed`: `read` is the record this process committed last (ctx.records), not read now.
  */
-export async function takeLease(ctx: EngineContext, runId: string): Promise<{ base: RunRecord } | NoLease> {
+export interface StagedLease {
+  read: RunRecord;
+  acquired: RunRecord;
+  guessed: boolean;
+}
+
+/**
+ * Stages the run's lease on `known` (a record a refused first commit carried), else on the
+ * record this process committed last (ctx.records), else on the stored record. A guess on which
+ * the lease cannot be taken is checked against the store before giving up; a guess that is out
+ * of date costs nothing more: the step's first commit is refused `stale_version` with the
+ * current record, and the step starts again from it (LeaseRace).
+ */
+export async function stageLease(
+  ctx: EngineContext,
+  runId: string,
+  known?: RunRecord,
+): Promise<StagedLease | NoLease> {
   const owner = `${ctx.workerId}/${randomUUID().slice(0, 8)}`;
-  const cached = ctx.records.get(runId);
-  let guess = cached !== undefined && !isTerminalStatus(cached.status);
-  let first = guess ? (cached as RunRecord) : await ctx.store.getRun(runId);
+  const cached = known ?? ctx.records.get(runId);
+  let guessed = known === undefined && cached !== undefined && !isTerminalStatus(cached.status);
+  let first = known ?? (guessed ? (cached as RunRecord) : await ctx.store.getRun(runId));
   for (;;) {
     if (first === null) return { kind: 'not_found' };
     if (isTerminalStatus(first.status)) {
@@ -30,34 +48,31 @@ export async function takeLease(ctx: EngineContext, runId: string): Promise<{ ba
       return { kind: 'nothing_to_do', status: first.status };
     }
     const acquired = acquireLease(first, owner, ctx.clock.now(), ctx.leaseTtlMs);
-    if (!acquired.ok) {
-      if (guess) {
-        guess = false;
-        first = await ctx.store.getRun(runId);
-        continue;
-      }
-      if (acquired.code !== 'lease_held') return { kind: 'nothing_to_do', status: first.status };
-      // Held by a dead earlier process of this worker's slot: taken over now, not waited out.
-      const predecessor = await takeOverDeadPredecessor(ctx, first);
-      if (predecessor === null) return { kind: 'busy' };
-      first = predecessor;
+    if (acquired.ok) return { read: first, acquired: acquired.record, guessed };
+    if (guessed) {
+      guessed = false;
+      first = await ctx.store.getRun(runId);
       continue;
     }
-    try {
-      const base = await commitRun(ctx, {
-        record: acquired.record,
-        expectedVersion: first.version,
-        events: [],
-      });
-      ctx.records.remember(base);
-      return { base };
-    } catch (err) {
-      if (!(err instanceof CommitRejected && err.code === 'stale_version')) throw err;
-      if (!guess) return { kind: 'busy' };
-      // The guess was out of date: go on from the record the refusal carries.
-      guess = false;
-      first = err.current ?? (await ctx.store.getRun(runId));
-    }
+    if (acquired.code !== 'lease_held') return { kind: 'nothing_to_do', status: first.status };
+    // Held by a dead earlier process of this worker's slot: taken over now, not waited out.
+    const predecessor = await takeOverDeadPredecessor(ctx, first);
+    if (predecessor === null) return { kind: 'busy' };
+    first = predecessor;
+  }
+}
+
+/**
+ * The step's first commit, the one that writes its staged lease, was refused `stale_version`:
+ * the run changed since it was read (a control, another worker, or an out-of-date guess).
+ * Nothing was written and nothing was dispatched: the step starts again from `current`.
+ */
+export class LeaseRace extends Error {
+  override name = 'LeaseRace';
+  readonly current: RunRecord | null;
+  constructor(current: RunRecord | null) {
+    super('the run changed before the step could take its lease');
+    this.current = current;
   }
 }
 

@@ -52,10 +52,33 @@ const NOT_REPLAY_SAFE: Flavor = {
   replay_safe: false,
 };
 
-/** Where the worker dies, and which operation (1-based) has its result lost by that death. */
-const CASES: { point: CrashPoint; nth: number; abandoned: number | null; what: string }[] = [
-  { point: 'after_lease_acquire', nth: 1, abandoned: null, what: 'right after it took the lease' },
-  { point: 'after_reducer_answer', nth: 1, abandoned: null, what: 'after the first reducer answer' },
+/**
+ * Where the worker dies; which operation (1-based) its death abandons, and whether that one had
+ * run (`dispatched`); `leased`: whether the dead worker's lease was written (a step's lease is
+ * written with its first commit, so a death before that commit leaves the run as it was).
+ */
+const CASES: {
+  point: CrashPoint;
+  nth: number;
+  abandoned: number | null;
+  dispatched?: boolean;
+  leased?: boolean;
+  what: string;
+}[] = [
+  {
+    point: 'after_lease_acquire',
+    nth: 1,
+    abandoned: 1,
+    dispatched: false,
+    what: 'right after the first commit took the lease and started operation 1',
+  },
+  {
+    point: 'after_reducer_answer',
+    nth: 1,
+    abandoned: null,
+    leased: false,
+    what: 'after the first reducer answer, before any commit',
+  },
   {
     point: 'after_reducer_answer',
     nth: 2,
@@ -121,16 +144,22 @@ describe('a worker killed at a crash point converges under the sweeper and a fre
         expect(died).toBeInstanceOf(SimulatedCrash);
         expect((died as SimulatedCrash).point).toBe(c.point);
         const orphaned = await store.getRun(run.run_id);
-        // The dead worker still holds the lease, and the sweeper owes the run a look at its expiry.
-        expect(orphaned?.lease).not.toBeNull();
-        expect(orphaned && sweepDue(orphaned)).toBe(orphaned?.lease?.expires_at);
+        const leased = c.leased ?? true;
+        if (leased) {
+          // The dead worker still holds the lease, and the sweeper owes the run a look at its expiry.
+          expect(orphaned?.lease).not.toBeNull();
+          expect(orphaned && sweepDue(orphaned)).toBe(orphaned?.lease?.expires_at);
+        } else {
+          // Nothing was written: the run is as created, and its step message is run again.
+          expect(orphaned).toMatchObject({ status: 'queued', lease: null, last_seq: 1 });
+        }
 
         const { record, rounds } = await settle(fresh, store, t.clock, run.run_id);
         expect(rounds).toBe(1);
         expect(record).toMatchObject({ status: 'completed', lease: null, inbox: [] });
         const events = await readAll(store, run.run_id, 7);
         const outcomes = expectConvergedLog(events);
-        expect(events.filter((e) => e.kind === 'lease_taken_over')).toHaveLength(1);
+        expect(events.filter((e) => e.kind === 'lease_taken_over')).toHaveLength(leased ? 1 : 0);
 
         const opIds = [...outcomes.keys()];
         for (const [i, opId] of opIds.entries()) {
@@ -142,12 +171,12 @@ describe('a worker killed at a crash point converges under the sweeper and a fre
             expect(outcome?.kind).toBe('tool_result');
           } else if (flavor.replay_safe) {
             // Dispatched again under the same op_id; its one result is in the log.
-            expect(tools.executions.get(opId)).toBe(2);
+            expect(tools.executions.get(opId)).toBe(c.dispatched === false ? 1 : 2);
             expect(started.map((e) => e.data.attempt)).toEqual([1, 2]);
             expect(outcome?.kind).toBe('tool_result');
           } else {
             // Executed at most once, and reported to the reducer with outcome_unknown.
-            expect(tools.executions.get(opId)).toBe(1);
+            expect(tools.executions.get(opId)).toBe(c.dispatched === false ? undefined : 1);
             expect(started.map((e) => e.data.attempt)).toEqual([1]);
             expect(outcome).toMatchObject({
               kind: 'operation_failed',
@@ -156,7 +185,8 @@ describe('a worker killed at a crash point converges under the sweeper and a fre
           }
         }
         // Every execution of the tool is an operation the log accounts for.
-        expect([...tools.executions.keys()].sort()).toEqual([...opIds].sort());
+        const neverRan = !flavor.replay_safe && c.dispatched === false ? opIds[(c.abandoned ?? 0) - 1] : null;
+        expect([...tools.executions.keys()].sort()).toEqual(opIds.filter((id) => id !== neverRan).sort());
         expect(record.usage.tool_calls).toBe(opIds.length);
       });
     }
