@@ -38,6 +38,7 @@ import { createUsageMeter, type UsageMeter } from './usage-meter.ts';
 
 /** Named points where a fault injector may kill the worker (crash tests, chaos replay). */
 export type CrashPoint =
+  /** After the step's first commit, the one that wrote its lease (with its first moves). */
   | 'after_lease_acquire'
   | 'after_reducer_answer'
   /** After an operation's start commit, before it is dispatched (or cancelled by a stop seen then). */

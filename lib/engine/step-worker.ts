@@ -1,5 +1,5 @@
 /**
- * The step (server-driven runs): take the lease, then loop on core's `nextMove` (deliver the
+ * The step (server-driven runs): stage the lease (written with the first commit, take-lease.ts), then loop on core's `nextMove` (deliver the
  * inbox head to the reducer, consume steers, gate and start the pending operation, execute it
  * with an AbortSignal while a heartbeat renews the lease and watches for a stop), committing
  * fused: an operation's result, the reducer's answer to it and the next operation's start in one
