@@ -15,11 +15,13 @@ import {
 import type {
   ControlAck,
   PublicRunRecord,
+  RegistryListing,
   RunEvent,
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
 import { printable, printableLines } from './printable.ts';
+import { type PolicyView, policyEffect } from './tool-policy.ts';
 
 export { printable, printableLines };
 
@@ -259,19 +261,71 @@ export function formatAck(ack: ControlAck): string {
   }
 }
 
-export function formatTools(tools: ToolDescriptor[]): string {
+/**
+ * The `agent-runs tools` table. TOOL APPROVAL is the tool's own declaration; POLICY what the
+ * published policy of `policy` does with a call (tool-policy.ts policyEffect), `?` when the
+ * policy could not be read (a string: the error's code); FROM, when the tools registry `catalogue`
+ * could be read, says whether a tool was published there or is built in (registered in code).
+ * Notes under the table say what the columns mean.
+ */
+export function formatTools(
+  tools: ToolDescriptor[],
+  policy?: RegistryListing | string,
+  catalogue?: RegistryListing | string,
+): string {
   if (tools.length === 0) return 'no tools registered';
-  return table([
-    ['NAME', 'VERSION', 'RISK', 'MUTATING', 'APPROVAL', 'DESCRIPTION'],
+  const published = typeof policy === 'object' ? policy.entries.find((e) => e.name === 'default') : undefined;
+  const policyOf = (t: ToolDescriptor): string =>
+    typeof policy !== 'object'
+      ? '?'
+      : published === undefined
+        ? 'in-code rules'
+        : policyEffect(t, published.body as unknown as PolicyView);
+  const inRegistry =
+    typeof catalogue === 'object' ? new Set(catalogue.entries.map((e) => e.name)) : undefined;
+  const from = (t: ToolDescriptor) =>
+    inRegistry === undefined ? [] : [inRegistry.has(t.name) ? 'registry' : 'built in'];
+  const notes = [
+    'TOOL APPROVAL: what the tool itself declares. POLICY: what the published policy does with a call of it. A call needs approval when either asks for it.',
+  ];
+  if (typeof policy === 'string')
+    notes.push(
+      `POLICY ?: the policy could not be read (${policy}; reading it needs an admin token): it may still deny a call or require approval for it.`,
+    );
+  else if (published === undefined)
+    notes.push(
+      'no policy is published (policy registry version 0): the rules the deployment was configured with in code apply; they are not shown here (`npm start` configures none: every call is allowed unless TOOL APPROVAL asks).',
+    );
+  else
+    notes.push(
+      `the policy is "default" version ${published.version} (policy registry version ${policy?.registry_version}); see it with: agent-runs registry get policy default`,
+    );
+  if (inRegistry !== undefined)
+    notes.push(
+      'FROM: "built in" tools are registered in code (the local stack\'s sample tools), not in the tools registry; "registry" tools were published with `agent-runs registry publish tools`.',
+    );
+  return `${table([
+    [
+      'NAME',
+      'VERSION',
+      ...(inRegistry === undefined ? [] : ['FROM']),
+      'RISK',
+      'MUTATING',
+      'TOOL APPROVAL',
+      'POLICY',
+      'DESCRIPTION',
+    ],
     ...tools.map((t) => [
       t.name,
       t.version,
+      ...from(t),
       t.metadata.risk,
       t.metadata.mutating ? 'yes' : 'no',
       t.metadata.approval,
+      policyOf(t),
       t.description ?? '',
     ]),
-  ]);
+  ])}\n${notes.map(printable).join('\n')}`;
 }
 
 export function formatCheckpoints(checkpoints: Checkpoint[]): string {

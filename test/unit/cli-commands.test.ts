@@ -715,29 +715,78 @@ describe('agent-runs events and tools', () => {
     expect(r.out).toBe('run run_1 completed: completed');
   });
 
-  it('tools prints a table of metadata', async () => {
-    const r = await cli(['tools'], () => [
-      200,
-      {
-        tools: [
-          {
-            name: 'lookup',
-            version: '1.2.0',
-            description: 'finds things',
-            input_schema: {},
-            metadata: {
-              mutating: false,
-              replay_safe: true,
-              risk: 'low',
-              timeout_ms: 1000,
-              max_output_bytes: 10,
-              approval: 'never',
-            },
-          },
-        ],
-      },
-    ]);
-    expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+finds things$/);
+  const lookupTool = (approval: string) => ({
+    name: 'lookup',
+    version: '1.2.0',
+    description: 'finds things',
+    input_schema: {},
+    metadata: {
+      mutating: false,
+      replay_safe: true,
+      risk: 'low',
+      timeout_ms: 1000,
+      max_output_bytes: 10,
+      approval,
+    },
+  });
+  const listing = (kind: string, entries: { name: string; version: string; body: unknown }[], v: number) => ({
+    kind,
+    registry_version: v,
+    entries: entries.map((e) => ({
+      ...e,
+      kind,
+      digest: 'a'.repeat(64),
+      published_at: 1,
+      published_by: { kind: 'user', id: 'root' },
+      registry_version: v,
+    })),
+  });
+
+  it('tools prints a table of metadata, and says the policy is unknown when it cannot be read', async () => {
+    const r = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('never')] }]
+        : [403, { code: 'unauthorized', message: 'admin only', details: {} }],
+    );
+    expect(r.code).toBe(0);
+    expect(r.out.split('\n')[0]).toMatch(
+      /^NAME\s+VERSION\s+RISK\s+MUTATING\s+TOOL APPROVAL\s+POLICY\s+DESCRIPTION$/,
+    );
+    expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+\?\s+finds things$/);
+    expect(r.out).toContain('the policy could not be read (unauthorized');
+  });
+
+  it('tools shows what the published policy does with a call beside what the tool declares', async () => {
+    const policy = {
+      rules: [
+        { effect: 'require_approval', tools: ['lookup'] },
+        { effect: 'deny', tools: ['lookup'], principal_kinds: ['agent'] },
+      ],
+      default_effect: 'allow',
+    };
+    const r = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('never'), { ...lookupTool('never'), name: 'echo' }] }]
+        : s.path === '/admin/policy'
+          ? [200, listing('policy', [{ name: 'default', version: '1', body: policy }], 1)]
+          : [200, listing('tools', [{ name: 'lookup', version: '1.2.0', body: {} }], 3)],
+    );
+    const rows = r.out.split('\n');
+    expect(rows[0]).toMatch(/^NAME\s+VERSION\s+FROM\s+RISK/);
+    expect(rows[1]).toMatch(
+      /^lookup\s+1\.2\.0\s+registry\s+low\s+no\s+never\s+approval required; 1 rule\(s\) for some callers\s+finds things$/,
+    );
+    expect(rows[2]).toMatch(
+      /^echo\s+1\.2\.0\s+built in\s+low\s+no\s+never\s+allow \(default\)\s+finds things$/,
+    );
+    expect(r.out).toContain('"default" version 1 (policy registry version 1)');
+    const none = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('always')] }]
+        : [200, listing(s.path.slice('/admin/'.length), [], 0)],
+    );
+    expect(none.out.split('\n')[1]).toMatch(/\salways\s+in-code rules\s/);
+    expect(none.out).toContain('no policy is published');
   });
 });
 
