@@ -245,9 +245,25 @@ function eventDetail(event: RunEvent): string {
       return `${event.operation_id ?? ''} ${Object.keys(d).length === 0 ? '' : brief(d, 80)}`.trim();
     case 'control_rejected':
       return `${String(d.command ?? '')} rejected: ${String(d.reason ?? '')}`;
-    default:
-      return Object.keys(d).length === 0 ? '' : brief(d);
+    default: {
+      // The registry versions a run pinned at admission, in words (run_started).
+      const { pinned, ...rest } = d;
+      if (!isPins(pinned)) return Object.keys(d).length === 0 ? '' : brief(d);
+      const words = `registry versions pinned: tools ${pinned.catalogue}, policy ${pinned.policy}, agents ${pinned.agents} (its tool calls use these, whatever is published later)`;
+      return Object.keys(rest).length === 0 ? words : `${brief(rest)} ${words}`;
+    }
   }
+}
+
+function isPins(value: unknown): value is { catalogue: number; policy: number; agents: number } {
+  const v = value as Record<string, unknown> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.catalogue === 'number' &&
+    typeof v.policy === 'number' &&
+    typeof v.agents === 'number'
+  );
 }
 
 export function formatAck(ack: ControlAck): string {

@@ -615,6 +615,18 @@ describe('agent-runs events and tools', () => {
     ]);
   });
 
+  it('an event line says the registry versions a run pinned in words', () => {
+    const line = formatEvent({
+      seq: 1,
+      kind: 'run_started',
+      at: Date.UTC(2026, 0, 1),
+      data: { pinned: { catalogue: 0, policy: 1, agents: 0 } },
+    } as never);
+    expect(line).toBe(
+      '#   1  00:00:00.000  run_started             registry versions pinned: tools 0, policy 1, agents 0 (its tool calls use these, whatever is published later)',
+    );
+  });
+
   /** A fake API for `events --follow`: two pages, the run completing on the second. */
   function followApi(s: Sent): [number, unknown] {
     const ev = (seq: number, kind: string) => ({ seq, kind, at: Date.UTC(2026, 0, 1), data: {} });
@@ -907,12 +919,47 @@ describe('agent-runs registry', () => {
     const r = await cli(['registry', 'publish', 'agents', `@${file}`], () => [201, result]);
     expect(r.code).toBe(0);
     expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/admin/agents', body: agent });
-    expect(r.out).toBe('published agents functions:/agents/x 2 (registry version 7)');
+    expect(r.out).toBe(
+      'published agent "functions:/agents/x" version 2; the agents registry is at version 7 now (runs created from now on use it)',
+    );
     const again = await cli(['registry', 'publish', 'agents', JSON.stringify(agent)], () => [
       200,
       { ...result, created: false },
     ]);
     expect(again.out).toMatch(/^already published: /);
+  });
+
+  it('lists a registry in words: an empty tools registry says where the built-in tools are', async () => {
+    const tools = await cli(['registry', 'list', 'tools'], () => [
+      200,
+      { kind: 'tools', registry_version: 0, entries: [] },
+    ]);
+    expect(tools.out).toContain(
+      'tools registry version 0 (one more with each publication)\n  nothing published',
+    );
+    expect(tools.out).toContain('`agent-runs tools` lists every tool');
+    const policy = await cli(['registry', 'list', 'policy'], () => [
+      200,
+      {
+        kind: 'policy',
+        registry_version: 2,
+        entries: [
+          {
+            kind: 'policy',
+            name: 'default',
+            version: '2',
+            body: { rules: [], default_effect: 'allow' },
+            digest: 'a'.repeat(64),
+            published_at: 1,
+            published_by: { kind: 'user', id: 'root' },
+            registry_version: 2,
+          },
+        ],
+      },
+    ]);
+    expect(policy.out).toBe(
+      'policy registry version 2 (one more with each publication)\n  policy "default" (the one policy of the deployment) version 2',
+    );
   });
 
   it('reads one version of an entry with --at, and refuses an unknown kind without a request', async () => {
@@ -935,7 +982,7 @@ describe('agent-runs registry', () => {
       path: '/admin/tools/entry',
       query: { name: 'lookup', version: '1.0.0' },
     });
-    expect(r.out).toContain('lookup 1.0.0 (versions: 1.0.0, 1.1.0)');
+    expect(r.out).toContain('tool "lookup" version 1.0.0 (published versions: 1.0.0, 1.1.0)');
     const bad = await cli(['registry', 'list', 'widgets']);
     expect(bad.code).not.toBe(0);
     expect(bad.sent).toEqual([]);
