@@ -154,7 +154,10 @@ export function formatRun(
   if (run.objective !== undefined) lines.push(['objective', run.objective]);
   if (run.operation !== null) {
     const op = run.operation;
-    lines.push(['operation', `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending' : 'in flight'})`]);
+    lines.push([
+      'operation',
+      `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending: asked for, not started yet' : 'in flight: started, its result not in yet'})`,
+    ]);
   }
   if (run.status === 'paused') lines.push(['paused', run.pause_reason]);
   if (run.status === 'cancelling') lines.push(['stopping', run.stop_reason]);

@@ -286,7 +286,10 @@ describe('agent-runs runs', () => {
     ]);
     const rows = r.out.split('\n');
     expect(rows[0]).toMatch(/^RUN\s+STATUS\s+SUBJECT\s+CREATED$/);
-    expect(rows.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
+    expect(rows.slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
+    expect(rows[3]).toBe(
+      'ended runs (completed, failed, stopped) are not listed: add --status completed (or failed, stopped)',
+    );
   });
 
   it('runs list --status pages with a cursor and prints the next one', async () => {
