@@ -11,7 +11,9 @@ import type { EventPage } from '../../lib/client/shapes.ts';
 import { type PublicRunRecord, RUN_EVENT_KINDS, type RunEvent } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError } from './context.ts';
 import type { FollowVia } from './events.ts';
-import { formatEvent, printable } from './format.ts';
+import { endedWords, formatEvent, printable } from './format.ts';
+
+const endedOf = (run: PublicRunRecord) => endedWords(run) || run.status;
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -134,7 +136,7 @@ export async function follow(
   }
   if (!json)
     ctx.io.out(
-      printable(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`),
+      printable(`run ${runId} ${run.status}${endedOf(run) === run.status ? '' : ` (${endedOf(run)})`}`),
     );
   return run;
 }

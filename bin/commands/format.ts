@@ -121,6 +121,20 @@ export function formatWaiting(
 }
 
 /**
+ * How an ended run ended, each word once: `succeeded` (a completed run's outcome), then its
+ * terminal reason when it says more than the status and outcome already do (`completed`,
+ * `completed:succeeded` say nothing more), e.g. `stopped by the user`, `budget_exceeded`.
+ * Empty for a run that has not ended.
+ */
+export function endedWords(run: PublicRunRecord): string {
+  if (run.status !== 'completed' && run.status !== 'failed' && run.status !== 'stopped') return '';
+  const outcome = run.status === 'completed' ? run.outcome : undefined;
+  const said = [run.status, ...(outcome === undefined ? [] : [outcome, `${run.status}:${outcome}`])];
+  const reason = said.includes(run.terminal_reason) ? '' : run.terminal_reason;
+  return [outcome, reason].filter((w) => w !== undefined && w !== '').join(': ') || run.status;
+}
+
+/**
  * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
  * and the waiting reasons of the children it waits for, by run id; hints start with `cli` and
  * assume the deployment's `timing` (`GET /config`; default the runtime's defaults).
@@ -162,8 +176,7 @@ export function formatRun(
   if (run.status === 'paused') lines.push(['paused', run.pause_reason]);
   if (run.status === 'cancelling') lines.push(['stopping', run.stop_reason]);
   if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
-    const outcome = run.status === 'completed' ? ` (${run.outcome})` : '';
-    lines.push(['ended', `${run.terminal_reason}${outcome}`]);
+    lines.push(['ended', endedWords(run)]);
     // One row per line of the summary, the rest under an empty key: a newline in it shows as
     // the summary's next line, never as a line of the CLI's own.
     if (run.status === 'completed' && run.summary !== undefined)

@@ -683,7 +683,7 @@ describe('agent-runs events and tools', () => {
       '#   1  00:00:00.000  run_started',
       '#   2  00:00:00.000  operation_started',
       '#   3  00:00:00.000  run_completed',
-      'run run_1 completed: completed',
+      'run run_1 completed (succeeded)',
     ]);
     const polls = r.sent.filter((x) => x.path.endsWith('/events'));
     expect(polls.map((x) => x.query)).toEqual([
@@ -727,7 +727,7 @@ describe('agent-runs events and tools', () => {
     const drawn = chunks.join('');
     expect(drawn).toContain('#   3  00:00:00.000  run_completed');
     expect(drawn).toMatch(/completed \| ops 1 \| turns 0 \| model 0 \| tools 0 \| tokens 0 \| seq 3/);
-    expect(r.out).toBe('run run_1 completed: completed');
+    expect(r.out).toBe('run run_1 completed (succeeded)');
   });
 
   const lookupTool = (approval: string) => ({
