@@ -54,9 +54,14 @@ export function formatUsage(run: PublicRunRecord): string {
   return `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · tokens ${u.input_tokens} in / ${u.output_tokens} out`;
 }
 
-/** Dollars for people: 6 significant digits below a cent, else cents. */
+/**
+ * Dollars for people, in fixed decimals (never `4.00e-7`): cents from a cent up, else three
+ * significant digits (`$0.000250`, `$0.000000400`).
+ */
 export function formatUsd(usd: number): string {
-  return usd !== 0 && usd < 0.01 ? `$${usd.toPrecision(3)}` : `$${usd.toFixed(2)}`;
+  if (usd === 0 || usd >= 0.01) return `$${usd.toFixed(2)}`;
+  const digits = Math.min(20, 2 - Math.floor(Math.log10(usd)));
+  return `$${usd.toFixed(digits)}`;
 }
 
 /** A run's cost: the total, then model and AWS, then the AWS lines (prices of their date). */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
-import { formatEvent, printable, printableLines } from '../../bin/commands/format.ts';
+import { formatEvent, formatUsd, printable, printableLines } from '../../bin/commands/format.ts';
 import { formatLease } from '../../bin/commands/lease.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import { planLines } from '../../bin/commands/watch-model.ts';
@@ -262,6 +262,13 @@ describe('agent-runs runs', () => {
       /^cost\s+\$0\.000\d+ \(model gpt-4o \$0\.000075\d* · AWS \$0\.000\d+: DynamoDB \$0\.000250/m,
     );
     expect(r.out).toContain(`us-east-1 prices of ${DEFAULT_PRICES.as_of}`);
+    expect(r.out).not.toMatch(/\de-\d/);
+    expect([formatUsd(4e-7), formatUsd(0.00025), formatUsd(0), formatUsd(1.254)]).toEqual([
+      '$0.000000400',
+      '$0.000250',
+      '$0.00',
+      '$1.25',
+    ]);
   });
 
   it('--json prints the API response as JSON', async () => {
