@@ -50,7 +50,7 @@ export function statusPayload(run: PublicRunRecord, frame: number): Record<strin
 /** A live status line on `stream`, with events logged above it. */
 function liveView(stream: NodeJS.WritableStream, run: PublicRunRecord) {
   const max = run.budgets.max_operations;
-  const format = `{spinner} {status} | ${max ? '{bar} ' : ''}ops {value}${max ? '/{total}' : ''} | turns {turns} | model {model_calls} | tools {tool_calls} | tokens {tokens} | seq {seq}`;
+  const format = `{spinner} {status} | ${max ? '{bar} ' : ''}operations {value}${max ? '/{total}' : ''} | turns {turns} | model calls {model_calls} | tool calls {tool_calls} | tokens {tokens} | events {seq}`;
   const multi = new cliProgress.MultiBar(
     { format, stream, hideCursor: true, clearOnComplete: false, barsize: 20 },
     cliProgress.Presets.shades_classic,

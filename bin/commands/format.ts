@@ -368,7 +368,7 @@ export function formatTools(
 export function formatCheckpoints(checkpoints: Checkpoint[]): string {
   if (checkpoints.length === 0) return 'no checkpoints';
   return table([
-    ['N', 'REASON', 'STATE REV', 'CUTOFF SEQ', 'AT'],
+    ['CHECKPOINT', 'REASON', 'STATE REVISION', 'UP TO EVENT', 'WRITTEN AT'],
     ...checkpoints.map((c) => [
       String(c.n),
       c.reason,

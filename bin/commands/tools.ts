@@ -40,7 +40,11 @@ async function readListing(read: () => Promise<RegistryListing>): Promise<Regist
 export const functionsCommand: CommandModule = {
   name: 'functions',
   register(program, ctx) {
-    const functions = program.command('functions').description('reducer artifacts (admin)');
+    const functions = program
+      .command('functions')
+      .description(
+        'publish reducer code (a JavaScript module, WebAssembly or Starlark file) at a function path (admin); `reducers` checks one against recorded runs',
+      );
     functions
       .command('put <function_path> <file>')
       .description(

@@ -733,7 +733,9 @@ describe('agent-runs events and tools', () => {
     expect(r.code).toBe(0);
     const drawn = chunks.join('');
     expect(drawn).toContain('#   3  00:00:00.000  run_completed');
-    expect(drawn).toMatch(/completed \| ops 1 \| turns 0 \| model 0 \| tools 0 \| tokens 0 \| seq 3/);
+    expect(drawn).toMatch(
+      /completed \| operations 1 \| turns 0 \| model calls 0 \| tool calls 0 \| tokens 0 \| events 3/,
+    );
     expect(r.out).toBe('run run_1 completed (succeeded)');
   });
 
@@ -829,6 +831,13 @@ describe('agent-runs lease', () => {
     expect(formatLease(view('queued', true))).toMatch(/lease\s+none \(the run waits for a client\)/);
     expect(formatLease(view('completed', true))).toMatch(/lease\s+none \(the run ended\)/);
     expect(formatLease(view('queued', false))).toMatch(/lease\s+none\n/);
+    const held = formatLease({
+      ...view('running', true),
+      lease: { owner: 'me', epoch: 2, expires_at: 1 },
+      expires_in_ms: 4_000,
+    } as LeaseView);
+    expect(held).toMatch(/lease\s+held by me, expires in 4\.0 s\n/);
+    expect(held.match(/epoch/g)).toHaveLength(1);
   });
 });
 
