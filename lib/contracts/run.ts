@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
 import { CompactionRef, LargeResultRef } from './compaction.ts';
 import { ForkOrigin } from './fork.ts';
-import { BUDGET_LIMITS, RUN_STATUSES } from './names.ts';
+import { type BUDGET_LIMITS, RUN_STATUSES } from './names.ts';
 import { ApprovalSubject, Effect, Projection } from './reducer.ts';
 
 // ---------------------------------------------------------------- statuses
