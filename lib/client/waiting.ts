@@ -105,7 +105,10 @@ export function waitingReasons(
     case 'running':
       // A client-driven run's holder may wait on a request it opened (an approval of a tool call).
       return run.reducer === null
-        ? [...run.open_requests.map((r) => requestReason(id, r, cmd)), ...clientLeaseReason(run, now, timing, cmd)]
+        ? [
+            ...run.open_requests.map((r) => requestReason(id, r, cmd)),
+            ...clientLeaseReason(run, now, timing, cmd),
+          ]
         : leaseReason(run, now, timing);
     case 'queued':
       if (run.reducer === null) return [clientDrivenReason()];
@@ -243,7 +246,7 @@ function leaseReason(
 /** A client-driven run (no reducer) moves only when its own client leases it and writes. */
 function clientDrivenReason(): WaitingReason {
   return {
-    text: 'client-driven (no reducer): the server never steps it. It moves when its client takes the lease (POST /runs/{id}/lease; the typed client\'s takeLease, no CLI command) and writes its steps',
+    text: "client-driven (no reducer): the server never steps it. It moves when its client takes the lease (POST /runs/{id}/lease; the typed client's takeLease, no CLI command) and writes its steps",
     commands: [],
   };
 }
