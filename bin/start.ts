@@ -13,7 +13,7 @@ const program = addStartOptions(
   new Command()
     .name('npm start')
     .description(
-      'Run Agent Runs locally: DynamoDB Local, fauxqs (SQS, S3), the HTTP API, step poller and sweeper.',
+      'Run Agent Runs locally: DynamoDB Local, fauxqs (a local stand-in for SQS and S3), the HTTP API, the step poller (runs the queued steps) and the sweeper (takes over stalled runs).',
     ),
 ).parse();
 

@@ -1,7 +1,7 @@
 /**
  * Progress of long work (the replay, the bench, the local stack's start): a bar (cli-progress)
  * on a terminal, and plain lines elsewhere (CI logs, `| tee`), each with the count, the rate
- * and the time left, at most every 5 % of the work or every 15 s, and always at the end. The
+ * and the time left (without them when `pace` is false), at most every 5 % of the work or every 15 s, and always at the end. The
  * clock is a parameter, so that what is printed follows from the work, not from wall time in
  * tests.
  */
@@ -24,6 +24,11 @@ export interface ProgressOptions {
   everyMs?: number;
   /** After this many units, one line with the expected total duration (default: no such line). */
   estimateAfter?: number;
+  /**
+   * Whether to show the rate and the time left (default true). False for a few steps of unlike
+   * length (the local stack's start), where a rate says nothing: the count and percent only.
+   */
+  pace?: boolean;
 }
 
 export interface Progress {
@@ -49,8 +54,10 @@ export function progressLine(
   total: number,
   elapsedMs: number,
   note = '',
+  pace = true,
 ): string {
   const percent = total === 0 ? 100 : Math.floor((done / total) * 100);
+  if (!pace) return `${label}: ${done}/${total} ${unit} (${percent}%)${note ? `, ${note}` : ''}`;
   const rate = elapsedMs > 0 ? done / (elapsedMs / 1000) : 0;
   const left =
     done >= total
@@ -82,8 +89,11 @@ export function startProgress(options: ProgressOptions): Progress {
     );
   };
   if (options.tty !== undefined) {
+    const pace = options.pace ?? true;
     const barOptions: Options = {
-      format: `${label} [{bar}] {value}/{total} ${unit} | {note}{rate}/s | {eta_formatted} left`,
+      format: pace
+        ? `${label} [{bar}] {value}/{total} ${unit} | {note}{rate}/s | {eta_formatted} left`
+        : `${label} [{bar}] {value}/{total} ${unit}{note}`,
       hideCursor: true,
       stream: options.tty,
       etaBuffer: 20,
@@ -95,7 +105,7 @@ export function startProgress(options: ProgressOptions): Progress {
         done += n;
         const elapsed = now() - started;
         const rate = elapsed > 0 ? (done / (elapsed / 1000)).toFixed(2) : '0';
-        bar.increment(n, { note: text ? `${text} | ` : '', rate });
+        bar.increment(n, { note: text ? (pace ? `${text} | ` : ` | ${text}`) : '', rate });
       },
       stop() {
         if (stopped) return;
@@ -111,7 +121,7 @@ export function startProgress(options: ProgressOptions): Progress {
   const print = () => {
     lastAt = now();
     lastDone = done;
-    options.out(progressLine(label, unit, done, total, lastAt - started, note));
+    options.out(progressLine(label, unit, done, total, lastAt - started, note, options.pace ?? true));
   };
   options.out(`${label}: 0/${total} ${unit}`);
   return {

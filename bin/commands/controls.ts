@@ -134,7 +134,9 @@ export const controlsCommand: CommandModule = {
       );
 
     withCommon(program.command('answer <run> <request_id> <value>'))
-      .description('answer an open question (provide_input); value is JSON, @file, or a plain string')
+      .description(
+        'answer a question the run asked (an open input request); value is JSON, @file, or a plain string',
+      )
       .action(async (runId: string, requestId: string, value: string, opts: CommonOptions, cmd: Command) => {
         const ack = await ctx
           .client(cmd)

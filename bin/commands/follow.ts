@@ -11,7 +11,9 @@ import type { EventPage } from '../../lib/client/shapes.ts';
 import { type PublicRunRecord, RUN_EVENT_KINDS, type RunEvent } from '../../lib/contracts/index.ts';
 import { type CliContext, CliError } from './context.ts';
 import type { FollowVia } from './events.ts';
-import { formatEvent, printable } from './format.ts';
+import { endedWords, formatEvent, printable } from './format.ts';
+
+const endedOf = (run: PublicRunRecord) => endedWords(run) || run.status;
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -48,7 +50,7 @@ export function statusPayload(run: PublicRunRecord, frame: number): Record<strin
 /** A live status line on `stream`, with events logged above it. */
 function liveView(stream: NodeJS.WritableStream, run: PublicRunRecord) {
   const max = run.budgets.max_operations;
-  const format = `{spinner} {status} | ${max ? '{bar} ' : ''}ops {value}${max ? '/{total}' : ''} | turns {turns} | model {model_calls} | tools {tool_calls} | tokens {tokens} | seq {seq}`;
+  const format = `{spinner} {status} | ${max ? '{bar} ' : ''}operations {value}${max ? '/{total}' : ''} | turns {turns} | model calls {model_calls} | tool calls {tool_calls} | tokens {tokens} | events {seq}`;
   const multi = new cliProgress.MultiBar(
     { format, stream, hideCursor: true, clearOnComplete: false, barsize: 20 },
     cliProgress.Presets.shades_classic,
@@ -134,7 +136,7 @@ export async function follow(
   }
   if (!json)
     ctx.io.out(
-      printable(`run ${runId} ${run.status}${'terminal_reason' in run ? `: ${run.terminal_reason}` : ''}`),
+      printable(`run ${runId} ${run.status}${endedOf(run) === run.status ? '' : ` (${endedOf(run)})`}`),
     );
   return run;
 }

@@ -15,11 +15,13 @@ import {
 import type {
   ControlAck,
   PublicRunRecord,
+  RegistryListing,
   RunEvent,
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
 import { printable, printableLines } from './printable.ts';
+import { type PolicyView, policyEffect } from './tool-policy.ts';
 
 export { printable, printableLines };
 
@@ -52,9 +54,14 @@ export function formatUsage(run: PublicRunRecord): string {
   return `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · tokens ${u.input_tokens} in / ${u.output_tokens} out`;
 }
 
-/** Dollars for people: 6 significant digits below a cent, else cents. */
+/**
+ * Dollars for people, in fixed decimals (never `4.00e-7`): cents from a cent up, else three
+ * significant digits (`$0.000250`, `$0.000000400`).
+ */
 export function formatUsd(usd: number): string {
-  return usd !== 0 && usd < 0.01 ? `$${usd.toPrecision(3)}` : `$${usd.toFixed(2)}`;
+  if (usd === 0 || usd >= 0.01) return `$${usd.toFixed(2)}`;
+  const digits = Math.min(20, 2 - Math.floor(Math.log10(usd)));
+  return `$${usd.toFixed(digits)}`;
 }
 
 /** A run's cost: the total, then model and AWS, then the AWS lines (prices of their date). */
@@ -119,6 +126,20 @@ export function formatWaiting(
 }
 
 /**
+ * How an ended run ended, each word once: `succeeded` (a completed run's outcome), then its
+ * terminal reason when it says more than the status and outcome already do (`completed`,
+ * `completed:succeeded` say nothing more), e.g. `stopped by the user`, `budget_exceeded`.
+ * Empty for a run that has not ended.
+ */
+export function endedWords(run: PublicRunRecord): string {
+  if (run.status !== 'completed' && run.status !== 'failed' && run.status !== 'stopped') return '';
+  const outcome = run.status === 'completed' ? run.outcome : undefined;
+  const said = [run.status, ...(outcome === undefined ? [] : [outcome, `${run.status}:${outcome}`])];
+  const reason = said.includes(run.terminal_reason) ? '' : run.terminal_reason;
+  return [outcome, reason].filter((w) => w !== undefined && w !== '').join(': ') || run.status;
+}
+
+/**
  * The `runs get` view of a run at `now` (ms epoch), with why it is not moving (waitingReasons)
  * and the waiting reasons of the children it waits for, by run id; hints start with `cli` and
  * assume the deployment's `timing` (`GET /config`; default the runtime's defaults).
@@ -152,13 +173,15 @@ export function formatRun(
   if (run.objective !== undefined) lines.push(['objective', run.objective]);
   if (run.operation !== null) {
     const op = run.operation;
-    lines.push(['operation', `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending' : 'in flight'})`]);
+    lines.push([
+      'operation',
+      `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending: asked for, not started yet' : 'in flight: started, its result not in yet'})`,
+    ]);
   }
   if (run.status === 'paused') lines.push(['paused', run.pause_reason]);
   if (run.status === 'cancelling') lines.push(['stopping', run.stop_reason]);
   if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
-    const outcome = run.status === 'completed' ? ` (${run.outcome})` : '';
-    lines.push(['ended', `${run.terminal_reason}${outcome}`]);
+    lines.push(['ended', endedWords(run)]);
     // One row per line of the summary, the rest under an empty key: a newline in it shows as
     // the summary's next line, never as a line of the CLI's own.
     if (run.status === 'completed' && run.summary !== undefined)
@@ -243,9 +266,25 @@ function eventDetail(event: RunEvent): string {
       return `${event.operation_id ?? ''} ${Object.keys(d).length === 0 ? '' : brief(d, 80)}`.trim();
     case 'control_rejected':
       return `${String(d.command ?? '')} rejected: ${String(d.reason ?? '')}`;
-    default:
-      return Object.keys(d).length === 0 ? '' : brief(d);
+    default: {
+      // The registry versions a run pinned at admission, in words (run_started).
+      const { pinned, ...rest } = d;
+      if (!isPins(pinned)) return Object.keys(d).length === 0 ? '' : brief(d);
+      const words = `registry versions pinned: tools ${pinned.catalogue}, policy ${pinned.policy}, agents ${pinned.agents} (its tool calls use these, whatever is published later)`;
+      return Object.keys(rest).length === 0 ? words : `${brief(rest)} ${words}`;
+    }
   }
+}
+
+function isPins(value: unknown): value is { catalogue: number; policy: number; agents: number } {
+  const v = value as Record<string, unknown> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.catalogue === 'number' &&
+    typeof v.policy === 'number' &&
+    typeof v.agents === 'number'
+  );
 }
 
 export function formatAck(ack: ControlAck): string {
@@ -259,25 +298,77 @@ export function formatAck(ack: ControlAck): string {
   }
 }
 
-export function formatTools(tools: ToolDescriptor[]): string {
+/**
+ * The `agent-runs tools` table. TOOL APPROVAL is the tool's own declaration; POLICY what the
+ * published policy of `policy` does with a call (tool-policy.ts policyEffect), `?` when the
+ * policy could not be read (a string: the error's code); FROM, when the tools registry `catalogue`
+ * could be read, says whether a tool was published there or is built in (registered in code).
+ * Notes under the table say what the columns mean.
+ */
+export function formatTools(
+  tools: ToolDescriptor[],
+  policy?: RegistryListing | string,
+  catalogue?: RegistryListing | string,
+): string {
   if (tools.length === 0) return 'no tools registered';
-  return table([
-    ['NAME', 'VERSION', 'RISK', 'MUTATING', 'APPROVAL', 'DESCRIPTION'],
+  const published = typeof policy === 'object' ? policy.entries.find((e) => e.name === 'default') : undefined;
+  const policyOf = (t: ToolDescriptor): string =>
+    typeof policy !== 'object'
+      ? '?'
+      : published === undefined
+        ? 'in-code rules'
+        : policyEffect(t, published.body as unknown as PolicyView);
+  const inRegistry =
+    typeof catalogue === 'object' ? new Set(catalogue.entries.map((e) => e.name)) : undefined;
+  const from = (t: ToolDescriptor) =>
+    inRegistry === undefined ? [] : [inRegistry.has(t.name) ? 'registry' : 'built in'];
+  const notes = [
+    'TOOL APPROVAL: what the tool itself declares. POLICY: what the published policy does with a call of it. A call needs approval when either asks for it.',
+  ];
+  if (typeof policy === 'string')
+    notes.push(
+      `POLICY ?: the policy could not be read (${policy}; reading it needs an admin token): it may still deny a call or require approval for it.`,
+    );
+  else if (published === undefined)
+    notes.push(
+      'no policy is published (policy registry version 0): the rules the deployment was configured with in code apply; they are not shown here (`npm start` configures none: every call is allowed unless TOOL APPROVAL asks).',
+    );
+  else
+    notes.push(
+      `the policy is "default" version ${published.version} (policy registry version ${policy?.registry_version}); see it with: agent-runs registry get policy default`,
+    );
+  if (inRegistry !== undefined)
+    notes.push(
+      'FROM: "built in" tools are registered in code (the local stack\'s sample tools), not in the tools registry; "registry" tools were published with `agent-runs registry publish tools`.',
+    );
+  return `${table([
+    [
+      'NAME',
+      'VERSION',
+      ...(inRegistry === undefined ? [] : ['FROM']),
+      'RISK',
+      'MUTATING',
+      'TOOL APPROVAL',
+      'POLICY',
+      'DESCRIPTION',
+    ],
     ...tools.map((t) => [
       t.name,
       t.version,
+      ...from(t),
       t.metadata.risk,
       t.metadata.mutating ? 'yes' : 'no',
       t.metadata.approval,
+      policyOf(t),
       t.description ?? '',
     ]),
-  ]);
+  ])}\n${notes.map(printable).join('\n')}`;
 }
 
 export function formatCheckpoints(checkpoints: Checkpoint[]): string {
   if (checkpoints.length === 0) return 'no checkpoints';
   return table([
-    ['N', 'REASON', 'STATE REV', 'CUTOFF SEQ', 'AT'],
+    ['CHECKPOINT', 'REASON', 'STATE REVISION', 'UP TO EVENT', 'WRITTEN AT'],
     ...checkpoints.map((c) => [
       String(c.n),
       c.reason,

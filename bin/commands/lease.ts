@@ -18,7 +18,7 @@ export function formatLease(view: LeaseView): string {
   const lease =
     view.lease === null
       ? unleased(view)
-      : `${view.lease.owner}, epoch ${view.lease.epoch}, ${
+      : `held by ${view.lease.owner}, ${
           (view.expires_in_ms ?? 0) > 0
             ? `expires in ${((view.expires_in_ms ?? 0) / 1000).toFixed(1)} s`
             : `expired ${(-(view.expires_in_ms ?? 0) / 1000).toFixed(1)} s ago`
@@ -28,7 +28,7 @@ export function formatLease(view: LeaseView): string {
     `run        ${view.run_id} (${view.client_driven ? 'client-driven' : 'server-driven'})`,
     `status     ${view.status}`,
     `lease      ${lease}`,
-    `epoch      ${view.epoch}`,
+    `epoch      ${view.epoch} (raised each time the lease changes hands; a write under an older one is refused)`,
     `operation  ${op === null ? 'none' : `${op.op_id} ${op.kind} attempt ${op.attempt}${op.replay_safe ? ' replay-safe' : ''}`}`,
     `steers     ${view.queued_steers} queued`,
     `requests   ${view.open_requests} open`,

@@ -28,7 +28,9 @@ export const reducersCommand: CommandModule = {
   register(program, ctx) {
     const reducers = program
       .command('reducers')
-      .description('reducer upgrades: check an artifact against recorded runs');
+      .description(
+        'reducer upgrades: check reducer code (an artifact, as `functions put` publishes) against recorded runs',
+      );
     reducers
       .command('check')
       .description(

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import type { RunPage } from '../../lib/client/shapes.ts';
 import type { WaitingReason } from '../../lib/client/waiting.ts';
 import type { CreateRunInput, PublicRunRecord, RunStatus } from '../../lib/contracts/index.ts';
-import { RUN_STATUSES, TERMINAL_STATUSES } from '../../lib/contracts/names.ts';
+import { BUDGET_LIMITS, RUN_STATUSES, TERMINAL_STATUSES } from '../../lib/contracts/names.ts';
 import { CliError, type CommandModule, parseIntArg, parseJsonArg } from './context.ts';
 
 // Registration stays light (no zod, no formatting): each action imports what it uses.
@@ -73,18 +73,32 @@ export const runsCommand: CommandModule = {
 
     runs
       .command('create')
-      .description('create a run (or get the live run of the subject: created false)')
-      .option('--workspace <workspace>', 'subject workspace')
-      .option('--path <path>', 'subject path')
-      .option('--node-id <id>', 'subject node id')
+      .description(
+        'create a run on a subject (what the run works on: a workspace and a path); if the subject already has a live run (one not ended), that run is returned instead, not a new one',
+      )
+      .option('--workspace <workspace>', 'the workspace of the subject')
+      .option('--path <path>', 'the path of the subject in its workspace')
+      .option('--node-id <id>', 'one node (item) inside the subject path, when the run works on one only')
       .option('--reducer <function_path>', 'reducer function (omit for a client-driven run)')
-      .option('--handler <name>', 'reducer handler export')
+      .option('--handler <name>', 'the function the reducer module exports to call (default: reduce)')
       .option('--input <json|@file>', 'run input (JSON, @file, or a plain string)')
-      .option('--objective <text>', 'objective')
-      .option('--context <json|@file>', 'context (JSON, @file, or a plain string)')
-      .option('--budgets <json|@file>', 'budgets, e.g. {"max_turns":10}')
+      .option(
+        '--objective <text>',
+        'what the run is for, in words (shown with the run; given to the reducer)',
+      )
+      .option(
+        '--context <json|@file>',
+        'what the reducer reads besides the input, e.g. the tools offered (JSON, @file, or a plain string)',
+      )
+      .option(
+        '--budgets <json|@file>',
+        `limits, e.g. {"max_turns":10}; keys: ${BUDGET_LIMITS.join(', ')} (max_wall_ms in milliseconds, the rest counts; absent: unlimited)`,
+      )
       .addOption(
-        new Option('--on-exceeded <action>', 'what a budget overrun does').choices(['pause', 'fail']),
+        new Option('--on-exceeded <action>', 'what a budget overrun does (default: pause)').choices([
+          'pause',
+          'fail',
+        ]),
       )
       .option('--as-agent <path>', 'act as this agent, on behalf of the caller')
       .option('--create-key <key>', 'idempotency key of the create')
@@ -112,9 +126,12 @@ export const runsCommand: CommandModule = {
     runs
       .command('get <run>')
       .description(
-        'show a run with its effective projection, and why it is not moving (with the command that moves it on)',
+        'show a run with its plan (what its reducer shows of its progress), and why it is not moving (with the command that moves it on)',
       )
-      .option('--at <seq>', 'the run as it stood at this seq: status, state, projection, open requests')
+      .option(
+        '--at <seq>',
+        'the run as it stood at this event number (seq): status, state, plan, open requests',
+      )
       .action(async (runId: string, opts: { at?: string }, cmd: Command) => {
         const client = ctx.client(cmd);
         if (opts.at !== undefined) {
@@ -143,10 +160,15 @@ export const runsCommand: CommandModule = {
 
     runs
       .command('list')
-      .description('list runs by status (default: every live status) or by subject')
+      .description(
+        'list runs by status or by subject; default: the live ones (queued, running, waiting, paused, cancelling), not the ended ones (completed, failed, stopped)',
+      )
       .addOption(new Option('--status <status>', 'only this status').choices([...RUN_STATUSES]))
-      .option('--workspace <workspace>', 'subject workspace (with --path: the subject live run)')
-      .option('--path <path>', 'subject path')
+      .option(
+        '--workspace <workspace>',
+        "the subject's workspace (with --path: that subject's live run, if any)",
+      )
+      .option('--path <path>', "the subject's path")
       .option('--limit <n>', 'page size (1..100)', '20')
       .option('--cursor <cursor>', 'next page, as printed by the previous one')
       .action(
@@ -180,7 +202,11 @@ export const runsCommand: CommandModule = {
             page = { runs: all.sort((a, b) => b.created_at - a.created_at).slice(0, limit) };
           }
           const { formatRunList } = await format();
-          ctx.print(cmd, () => formatRunList(page.runs, page.cursor), page);
+          const ended =
+            opts.status === undefined && opts.workspace === undefined
+              ? `\nended runs (${TERMINAL_STATUSES.join(', ')}) are not listed: add --status completed (or failed, stopped)`
+              : '';
+          ctx.print(cmd, () => `${formatRunList(page.runs, page.cursor)}${ended}`, page);
         },
       );
 

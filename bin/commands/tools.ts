@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import type { FunctionArtifact } from '../../lib/client/index.ts';
+import type { RegistryListing } from '../../lib/contracts/index.ts';
 import type { CommandModule } from './context.ts';
 
 export const toolsCommand: CommandModule = {
@@ -9,19 +10,41 @@ export const toolsCommand: CommandModule = {
   register(program, ctx) {
     program
       .command('tools')
-      .description('list the registered tools (metadata only)')
+      .description(
+        'list the registered tools (metadata only): what each declares about approval, and what the published policy does with a call of it (read with an admin token)',
+      )
       .action(async (_opts: unknown, cmd: Command) => {
-        const tools = await ctx.client(cmd).listTools();
+        const client = ctx.client(cmd);
+        const tools = await client.listTools();
+        if (ctx.json(cmd) || tools.length === 0) return ctx.print(cmd, () => 'no tools registered', tools);
+        const [policy, catalogue] = await Promise.all([
+          readListing(() => client.listEntries('policy')),
+          readListing(() => client.listEntries('tools')),
+        ]);
         const { formatTools } = await import('./format.ts');
-        ctx.print(cmd, () => formatTools(tools), tools);
+        ctx.print(cmd, () => formatTools(tools, policy, catalogue), tools);
       });
   },
 };
 
+/** A registry listing, or the code of the error that kept it from being read (403 for a non-admin). */
+async function readListing(read: () => Promise<RegistryListing>): Promise<RegistryListing | string> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof Error && 'code' in err && typeof err.code === 'string') return err.code;
+    throw err;
+  }
+}
+
 export const functionsCommand: CommandModule = {
   name: 'functions',
   register(program, ctx) {
-    const functions = program.command('functions').description('reducer artifacts (admin)');
+    const functions = program
+      .command('functions')
+      .description(
+        'publish reducer code (a JavaScript module, WebAssembly or Starlark file) at a function path (admin); `reducers` checks one against recorded runs',
+      );
     functions
       .command('put <function_path> <file>')
       .description(

@@ -54,6 +54,13 @@ export function withAck(state: WatchState, what: string, ack: ControlAck | { err
   return { ...state, acks: [...state.acks, line].slice(-ACK_LINES) };
 }
 
+/** How events arrive, in words (the `--via` transports). */
+const VIA_WORDS: Record<string, string> = {
+  ws: 'websocket',
+  sse: 'server-sent events',
+  poll: 'long polling',
+};
+
 /** The status line: run, status, usage and how events arrive. */
 export function statusLine(state: WatchState): string {
   const { run } = state;
@@ -66,8 +73,8 @@ export function statusLine(state: WatchState): string {
         : '';
   return printable(
     `${run.run_id}  ${run.status.toUpperCase()}${extra}  ` +
-      `turns ${u.turns} · ops ${u.operations} · model ${u.model_calls} · tools ${u.tool_calls} · ` +
-      `tokens ${u.input_tokens + u.output_tokens} · seq ${run.last_seq}  [${state.via}]`,
+      `turns ${u.turns} · operations ${u.operations} · model calls ${u.model_calls} · tool calls ${u.tool_calls} · ` +
+      `tokens ${u.input_tokens + u.output_tokens} · events ${run.last_seq}  live: ${VIA_WORDS[state.via] ?? state.via}`,
   );
 }
 

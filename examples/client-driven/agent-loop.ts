@@ -9,7 +9,8 @@
  * With `npm start` running, the URL and token come from `.agent-runs/local.json`. The model is
  * OPENAI_BASE_URL + OPENAI_MODEL (+ OPENAI_API_KEY) when set; otherwise the example starts a
  * scripted OpenAI-compatible server on 127.0.0.1 that first asks for the `add` tool, then
- * answers with its result. It prints the run id, each step and the final status as JSON lines.
+ * answers with its result. It prints the run id, each step and the final status as JSON lines:
+ * the run's status and outcome (how the run ended), and `loop_ended` (why the loop stopped).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -181,7 +182,16 @@ async function main(): Promise<void> {
     }
   });
   scripted?.close();
-  print({ run_id: run.run_id, status: result.run.status, ended: result.ended, usage: result.run.usage });
+  // How the run ended (its status and outcome), then why the loop stopped: `returned` (the loop
+  // function returned), `lease_lost` or `stopped`: two different things, named apart.
+  const outcome = result.run.status === 'completed' ? { outcome: result.run.outcome } : {};
+  print({
+    run_id: run.run_id,
+    status: result.run.status,
+    ...outcome,
+    loop_ended: result.ended,
+    usage: result.run.usage,
+  });
 }
 
 main().catch((err: unknown) => {

@@ -40,7 +40,7 @@ export const DEFAULT_LEASE_TIMING: LeaseTiming = DEFAULT_TIMINGS;
 
 /**
  * The timings the hints about `run` need: the deployment's from `GET /config` when the run is
- * one a worker leases (only that hint depends on them), else the defaults without a request.
+ * running (held by a lease: only those hints depend on them), else the defaults without a request.
  * An API that answers no timings (an older one: 404, or an answer of another shape) gives the
  * defaults too, the hints being advice; an API that cannot be reached throws (ApiError
  * `unreachable`), as the run's own read would.
@@ -49,7 +49,7 @@ export async function timingFor(
   run: PublicRunRecord,
   client: Pick<AgentRunsClient, 'getConfig'>,
 ): Promise<LeaseTiming> {
-  return run.status === 'running' && run.reducer !== null ? deploymentTiming(client) : DEFAULT_LEASE_TIMING;
+  return run.status === 'running' ? deploymentTiming(client) : DEFAULT_LEASE_TIMING;
 }
 
 /** The deployment's timings from `GET /config`, or the defaults as {@link timingFor} says. */
@@ -105,7 +105,10 @@ export function waitingReasons(
     case 'running':
       // A client-driven run's holder may wait on a request it opened (an approval of a tool call).
       return run.reducer === null
-        ? [...run.open_requests.map((r) => requestReason(id, r, cmd)), ...clientLeaseReason(run, now)]
+        ? [
+            ...run.open_requests.map((r) => requestReason(id, r, cmd)),
+            ...clientLeaseReason(run, now, timing, cmd),
+          ]
         : leaseReason(run, now, timing);
     case 'queued':
       if (run.reducer === null) return [clientDrivenReason()];
@@ -243,21 +246,41 @@ function leaseReason(
 /** A client-driven run (no reducer) moves only when its own client leases it and writes. */
 function clientDrivenReason(): WaitingReason {
   return {
-    text: 'client-driven (no reducer): the server never steps it; it moves when its client takes the lease (POST /runs/{id}/lease) and writes',
+    text: "client-driven (no reducer): the server never steps it. It moves when its client takes the lease (POST /runs/{id}/lease; the typed client's takeLease, no CLI command) and writes its steps",
     commands: [],
   };
 }
 
+/**
+ * A running client-driven run: its client holds the lease and moves it; or the lease ran out and
+ * the sweeper lets it go (the skew allowance past its end, then its next pass), after which the
+ * run waits, queued, for a client.
+ */
 function clientLeaseReason(
   run: Extract<PublicRunRecord, { status: 'running' }>,
   now: number,
+  timing: LeaseTiming,
+  cmd: Cmd,
 ): WaitingReason[] {
   const { owner, expires_at } = run.lease;
-  if (now < expires_at) return [];
+  const commands = [cmd('lease', run.run_id)];
+  if (now < expires_at) {
+    return [
+      {
+        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, renewed while it works); the run moves when that client writes its next step`,
+        commands,
+      },
+    ];
+  }
+  const takeover = takeoverEstimate(expires_at, now, timing);
+  const when =
+    takeover.fromMs > 0
+      ? `in ${seconds(takeover.fromMs)} to ${seconds(takeover.byMs)}`
+      : `at its next pass, within ${seconds(takeover.byMs)}`;
   return [
     {
-      text: `client-driven: the lease of client ${owner} expired ${seconds(now - expires_at)} ago; the run moves when a client takes the lease again`,
-      commands: [],
+      text: `client-driven: the lease of client ${owner} ran out ${seconds(now - expires_at)} ago; the sweeper lets it go ${when}, and the run then waits, queued, for a client to take the lease again`,
+      commands,
     },
   ];
 }

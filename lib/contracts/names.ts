@@ -26,6 +26,22 @@ export function isTerminalStatus(status: (typeof RUN_STATUSES)[number]): status 
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
+/**
+ * The 9 budget limits (run.ts Budgets), checked when an operation begins. Absent means
+ * unlimited; `max_wall_ms` is milliseconds, the rest are counts.
+ */
+export const BUDGET_LIMITS = [
+  'max_turns',
+  'max_operations',
+  'max_model_calls',
+  'max_total_tokens',
+  'max_wall_ms',
+  'max_consecutive_op_failures',
+  'max_children',
+  'max_live_children',
+  'max_depth',
+] as const;
+
 /** What a steer does while an operation is in flight (see controls.ts SteerWhenBusy). */
 export const STEER_WHEN_BUSY = ['enqueue', 'reject', 'interrupt'] as const;
 

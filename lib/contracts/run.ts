@@ -7,12 +7,18 @@ import { z } from 'zod';
 import { Count, JsonObject, Subject } from './common.ts';
 import { CompactionRef, LargeResultRef } from './compaction.ts';
 import { ForkOrigin } from './fork.ts';
-import { RUN_STATUSES } from './names.ts';
+import { type BUDGET_LIMITS, RUN_STATUSES } from './names.ts';
 import { ApprovalSubject, Effect, Projection } from './reducer.ts';
 
 // ---------------------------------------------------------------- statuses
 
-export { isTerminalStatus, RUN_STATUSES, TERMINAL_STATUSES, type TerminalStatus } from './names.ts';
+export {
+  BUDGET_LIMITS,
+  isTerminalStatus,
+  RUN_STATUSES,
+  TERMINAL_STATUSES,
+  type TerminalStatus,
+} from './names.ts';
 /**
  * A run's status: `queued`, `running`, `waiting` (an approval or question is open), `paused`,
  * `cancelling` (stopping once the operation in flight ends), and the terminal `completed`,
@@ -23,18 +29,6 @@ export type RunStatus = z.infer<typeof RunStatus>;
 
 // ---------------------------------------------------------------- budgets and usage
 
-/** The 9 limits, checked when an operation begins. Absent means unlimited. */
-export const BUDGET_LIMITS = [
-  'max_turns',
-  'max_operations',
-  'max_model_calls',
-  'max_total_tokens',
-  'max_wall_ms',
-  'max_consecutive_op_failures',
-  'max_children',
-  'max_live_children',
-  'max_depth',
-] as const;
 export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
 
 const Limit = z.number().int().positive();

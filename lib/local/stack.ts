@@ -508,6 +508,7 @@ export async function runLocalStack(options: RunLocalStackOptions = {}): Promise
         unit: 'steps',
         out: print,
         tty: options.progressTty,
+        pace: false,
       })
     : null;
   try {

@@ -76,7 +76,7 @@ export const startCommand = {
       program
         .command('start')
         .description(
-          'run the local stack: DynamoDB Local, fauxqs (SQS, S3), the HTTP API, poller and sweeper',
+          'run the local stack: DynamoDB Local, fauxqs (a local stand-in for SQS and S3), the HTTP API, the step poller (runs queued steps) and the sweeper (takes over stalled runs)',
         ),
     ).action(async (opts: StartOptions, cmd: Command) => {
       const stack = await startFromOptions(opts, { ...ctx.io, cli: ctx.cli }, ctx.json(cmd));

@@ -293,6 +293,8 @@ describe('client-driven runs over HTTP', () => {
       env: {},
     });
     expect(code).toBe(0);
-    expect(out.join('\n')).toMatch(new RegExp(`lease\\s+viewer, epoch ${lease.epoch}, expires in`));
+    expect(out.join('\n')).toMatch(/lease\s+held by viewer, expires in/);
+    expect(out.join('\n')).toMatch(new RegExp(`epoch\\s+${lease.epoch} \\(`));
+    expect(out.join('\n').match(/epoch/g)).toHaveLength(1);
   });
 });

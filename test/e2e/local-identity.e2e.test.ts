@@ -113,13 +113,11 @@ describe('the local stack’s identity', () => {
       expect(viaScript).toContain('          npm run agent-runs -- watch RUN_ID');
       expect(printed[0]).toBe(`start: 0/${START_STEPS} steps`);
       expect(printed).toContainEqual(
-        expect.stringMatching(
-          /^start: 2\/5 steps \(40%\), DynamoDB Local and fauxqs up, [\d.]+\/s, about \S+ left, /,
-        ),
+        expect.stringMatching(/^start: 2\/5 steps \(40%\), DynamoDB Local and fauxqs up$/),
       );
-      expect(printed).toContainEqual(
-        expect.stringMatching(/^start: 5\/5 steps \(100%\), live event stream serving, [\d.]+\/s, done, /),
-      );
+      expect(printed).toContainEqual('start: 5/5 steps (100%), live event stream serving');
+      // A few steps of unlike length: no rate, no time left.
+      expect(printed.filter((l) => /\/s\b| left\b/.test(l) && l.startsWith('start:'))).toEqual([]);
       expect(printed.findIndex((l) => l.startsWith('agent-runs local stack ready'))).toBe(START_STEPS + 1);
     } finally {
       await memory.stop();

@@ -146,7 +146,7 @@ describe('agent-runs watch in a terminal', () => {
       expect(first).toContain(`approval ${approval.request_id}: ${approval.subject.summary}`);
       expect(first).toContain('WAITING');
       expect(first).toContain('a approve · r reject');
-      expect(first).toMatch(/\[ws\]/);
+      expect(first).toMatch(/live: websocket/);
 
       await keys('a');
       await untilScreen(`approve ${approval.request_id}: applied (seq`);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../bin/agent-runs.ts';
-import { formatEvent, printable, printableLines } from '../../bin/commands/format.ts';
+import { formatEvent, formatUsd, printable, printableLines } from '../../bin/commands/format.ts';
 import { formatLease } from '../../bin/commands/lease.ts';
 import { runCli } from '../../bin/commands/program.ts';
 import { planLines } from '../../bin/commands/watch-model.ts';
@@ -262,6 +262,13 @@ describe('agent-runs runs', () => {
       /^cost\s+\$0\.000\d+ \(model gpt-4o \$0\.000075\d* · AWS \$0\.000\d+: DynamoDB \$0\.000250/m,
     );
     expect(r.out).toContain(`us-east-1 prices of ${DEFAULT_PRICES.as_of}`);
+    expect(r.out).not.toMatch(/\de-\d/);
+    expect([formatUsd(4e-7), formatUsd(0.00025), formatUsd(0), formatUsd(1.254)]).toEqual([
+      '$0.000000400',
+      '$0.000250',
+      '$0.00',
+      '$1.25',
+    ]);
   });
 
   it('--json prints the API response as JSON', async () => {
@@ -286,7 +293,10 @@ describe('agent-runs runs', () => {
     ]);
     const rows = r.out.split('\n');
     expect(rows[0]).toMatch(/^RUN\s+STATUS\s+SUBJECT\s+CREATED$/);
-    expect(rows.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
+    expect(rows.slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
+    expect(rows[3]).toBe(
+      'ended runs (completed, failed, stopped) are not listed: add --status completed (or failed, stopped)',
+    );
   });
 
   it('runs list --status pages with a cursor and prints the next one', async () => {
@@ -615,6 +625,18 @@ describe('agent-runs events and tools', () => {
     ]);
   });
 
+  it('an event line says the registry versions a run pinned in words', () => {
+    const line = formatEvent({
+      seq: 1,
+      kind: 'run_started',
+      at: Date.UTC(2026, 0, 1),
+      data: { pinned: { catalogue: 0, policy: 1, agents: 0 } },
+    } as never);
+    expect(line).toBe(
+      '#   1  00:00:00.000  run_started             registry versions pinned: tools 0, policy 1, agents 0 (its tool calls use these, whatever is published later)',
+    );
+  });
+
   /** A fake API for `events --follow`: two pages, the run completing on the second. */
   function followApi(s: Sent): [number, unknown] {
     const ev = (seq: number, kind: string) => ({ seq, kind, at: Date.UTC(2026, 0, 1), data: {} });
@@ -668,7 +690,7 @@ describe('agent-runs events and tools', () => {
       '#   1  00:00:00.000  run_started',
       '#   2  00:00:00.000  operation_started',
       '#   3  00:00:00.000  run_completed',
-      'run run_1 completed: completed',
+      'run run_1 completed (succeeded)',
     ]);
     const polls = r.sent.filter((x) => x.path.endsWith('/events'));
     expect(polls.map((x) => x.query)).toEqual([
@@ -711,33 +733,84 @@ describe('agent-runs events and tools', () => {
     expect(r.code).toBe(0);
     const drawn = chunks.join('');
     expect(drawn).toContain('#   3  00:00:00.000  run_completed');
-    expect(drawn).toMatch(/completed \| ops 1 \| turns 0 \| model 0 \| tools 0 \| tokens 0 \| seq 3/);
-    expect(r.out).toBe('run run_1 completed: completed');
+    expect(drawn).toMatch(
+      /completed \| operations 1 \| turns 0 \| model calls 0 \| tool calls 0 \| tokens 0 \| events 3/,
+    );
+    expect(r.out).toBe('run run_1 completed (succeeded)');
   });
 
-  it('tools prints a table of metadata', async () => {
-    const r = await cli(['tools'], () => [
-      200,
-      {
-        tools: [
-          {
-            name: 'lookup',
-            version: '1.2.0',
-            description: 'finds things',
-            input_schema: {},
-            metadata: {
-              mutating: false,
-              replay_safe: true,
-              risk: 'low',
-              timeout_ms: 1000,
-              max_output_bytes: 10,
-              approval: 'never',
-            },
-          },
-        ],
-      },
-    ]);
-    expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+finds things$/);
+  const lookupTool = (approval: string) => ({
+    name: 'lookup',
+    version: '1.2.0',
+    description: 'finds things',
+    input_schema: {},
+    metadata: {
+      mutating: false,
+      replay_safe: true,
+      risk: 'low',
+      timeout_ms: 1000,
+      max_output_bytes: 10,
+      approval,
+    },
+  });
+  const listing = (kind: string, entries: { name: string; version: string; body: unknown }[], v: number) => ({
+    kind,
+    registry_version: v,
+    entries: entries.map((e) => ({
+      ...e,
+      kind,
+      digest: 'a'.repeat(64),
+      published_at: 1,
+      published_by: { kind: 'user', id: 'root' },
+      registry_version: v,
+    })),
+  });
+
+  it('tools prints a table of metadata, and says the policy is unknown when it cannot be read', async () => {
+    const r = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('never')] }]
+        : [403, { code: 'unauthorized', message: 'admin only', details: {} }],
+    );
+    expect(r.code).toBe(0);
+    expect(r.out.split('\n')[0]).toMatch(
+      /^NAME\s+VERSION\s+RISK\s+MUTATING\s+TOOL APPROVAL\s+POLICY\s+DESCRIPTION$/,
+    );
+    expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+\?\s+finds things$/);
+    expect(r.out).toContain('the policy could not be read (unauthorized');
+  });
+
+  it('tools shows what the published policy does with a call beside what the tool declares', async () => {
+    const policy = {
+      rules: [
+        { effect: 'require_approval', tools: ['lookup'] },
+        { effect: 'deny', tools: ['lookup'], principal_kinds: ['agent'] },
+      ],
+      default_effect: 'allow',
+    };
+    const r = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('never'), { ...lookupTool('never'), name: 'echo' }] }]
+        : s.path === '/admin/policy'
+          ? [200, listing('policy', [{ name: 'default', version: '1', body: policy }], 1)]
+          : [200, listing('tools', [{ name: 'lookup', version: '1.2.0', body: {} }], 3)],
+    );
+    const rows = r.out.split('\n');
+    expect(rows[0]).toMatch(/^NAME\s+VERSION\s+FROM\s+RISK/);
+    expect(rows[1]).toMatch(
+      /^lookup\s+1\.2\.0\s+registry\s+low\s+no\s+never\s+approval required; 1 rule\(s\) for some callers\s+finds things$/,
+    );
+    expect(rows[2]).toMatch(
+      /^echo\s+1\.2\.0\s+built in\s+low\s+no\s+never\s+allow \(default\)\s+finds things$/,
+    );
+    expect(r.out).toContain('"default" version 1 (policy registry version 1)');
+    const none = await cli(['tools'], (s) =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('always')] }]
+        : [200, listing(s.path.slice('/admin/'.length), [], 0)],
+    );
+    expect(none.out.split('\n')[1]).toMatch(/\salways\s+in-code rules\s/);
+    expect(none.out).toContain('no policy is published');
   });
 });
 
@@ -758,6 +831,13 @@ describe('agent-runs lease', () => {
     expect(formatLease(view('queued', true))).toMatch(/lease\s+none \(the run waits for a client\)/);
     expect(formatLease(view('completed', true))).toMatch(/lease\s+none \(the run ended\)/);
     expect(formatLease(view('queued', false))).toMatch(/lease\s+none\n/);
+    const held = formatLease({
+      ...view('running', true),
+      lease: { owner: 'me', epoch: 2, expires_at: 1 },
+      expires_in_ms: 4_000,
+    } as LeaseView);
+    expect(held).toMatch(/lease\s+held by me, expires in 4\.0 s\n/);
+    expect(held.match(/epoch/g)).toHaveLength(1);
   });
 });
 
@@ -858,12 +938,47 @@ describe('agent-runs registry', () => {
     const r = await cli(['registry', 'publish', 'agents', `@${file}`], () => [201, result]);
     expect(r.code).toBe(0);
     expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/admin/agents', body: agent });
-    expect(r.out).toBe('published agents functions:/agents/x 2 (registry version 7)');
+    expect(r.out).toBe(
+      'published agent "functions:/agents/x" version 2; the agents registry is at version 7 now (runs created from now on use it)',
+    );
     const again = await cli(['registry', 'publish', 'agents', JSON.stringify(agent)], () => [
       200,
       { ...result, created: false },
     ]);
     expect(again.out).toMatch(/^already published: /);
+  });
+
+  it('lists a registry in words: an empty tools registry says where the built-in tools are', async () => {
+    const tools = await cli(['registry', 'list', 'tools'], () => [
+      200,
+      { kind: 'tools', registry_version: 0, entries: [] },
+    ]);
+    expect(tools.out).toContain(
+      'tools registry version 0 (one more with each publication)\n  nothing published',
+    );
+    expect(tools.out).toContain('`agent-runs tools` lists every tool');
+    const policy = await cli(['registry', 'list', 'policy'], () => [
+      200,
+      {
+        kind: 'policy',
+        registry_version: 2,
+        entries: [
+          {
+            kind: 'policy',
+            name: 'default',
+            version: '2',
+            body: { rules: [], default_effect: 'allow' },
+            digest: 'a'.repeat(64),
+            published_at: 1,
+            published_by: { kind: 'user', id: 'root' },
+            registry_version: 2,
+          },
+        ],
+      },
+    ]);
+    expect(policy.out).toBe(
+      'policy registry version 2 (one more with each publication)\n  policy "default" (the one policy of the deployment) version 2',
+    );
   });
 
   it('reads one version of an entry with --at, and refuses an unknown kind without a request', async () => {
@@ -886,7 +1001,7 @@ describe('agent-runs registry', () => {
       path: '/admin/tools/entry',
       query: { name: 'lookup', version: '1.0.0' },
     });
-    expect(r.out).toContain('lookup 1.0.0 (versions: 1.0.0, 1.1.0)');
+    expect(r.out).toContain('tool "lookup" version 1.0.0 (published versions: 1.0.0, 1.1.0)');
     const bad = await cli(['registry', 'list', 'widgets']);
     expect(bad.code).not.toBe(0);
     expect(bad.sent).toEqual([]);

@@ -54,6 +54,23 @@ describe('progress lines without a terminal', () => {
     ]);
   });
 
+  it('leaves the rate and the time left out for a few steps of unlike length (pace false)', () => {
+    let now = 0;
+    const lines: string[] = [];
+    const progress = startProgress({
+      label: 'start',
+      total: 5,
+      unit: 'steps',
+      out: (l) => lines.push(l),
+      now: () => now,
+      pace: false,
+    });
+    now = 23;
+    progress.tick(1, 'HTTP port 8890 bound');
+    progress.stop();
+    expect(lines).toEqual(['start: 0/5 steps', 'start: 1/5 steps (20%), HTTP port 8890 bound']);
+  });
+
   it('words durations in hours, minutes and seconds', () => {
     expect(formatDuration(9_400)).toBe('9s');
     expect(formatDuration(125_000)).toBe('2m 05s');

@@ -203,6 +203,32 @@ describe('why a run is not moving', () => {
     expect(reason?.commands).toEqual([]);
   });
 
+  it('says who holds a client-driven run, and when the sweeper lets a lease that ran out go', () => {
+    const running = (expires_at: number) =>
+      as({
+        status: 'running',
+        reducer: null,
+        lease: { owner: 'ai-sdk-1', expires_at },
+        operation: null,
+        open_requests: [],
+      });
+    const [held] = waitingReasons(running(T + 30_000), T);
+    expect(held?.text).toBe(
+      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, renewed while it works); the run moves when that client writes its next step`,
+    );
+    expect(held?.commands).toEqual(['agent-runs lease run-1']);
+    const timing = {
+      lease_ttl_ms: 90_000,
+      heartbeat_ms: 30_000,
+      clock_skew_ms: 5_000,
+      sweep_interval_ms: 60_000,
+    };
+    const [lapsed] = waitingReasons(running(T), T + 2_000, timing);
+    expect(lapsed?.text).toBe(
+      'client-driven: the lease of client ai-sdk-1 ran out 2 s ago; the sweeper lets it go in 3 s to 63 s, and the run then waits, queued, for a client to take the lease again',
+    );
+  });
+
   it('names the approval a client holding the lease waits for, with the approve command', () => {
     const approval = {
       kind: 'approval',
