@@ -148,7 +148,7 @@ export const runsCommand: CommandModule = {
       .option('--workspace <workspace>', 'subject workspace (with --path: the subject live run)')
       .option('--path <path>', 'subject path')
       .option('--limit <n>', 'page size (1..100)', '20')
-      .option('--cursor <cursor>', 'next page, as printed by the previous one')
+      .option('--cursor <cursor>', 'next page, as printed by the previous one (with its --status)')
       .action(
         async (
           opts: { status?: RunStatus; workspace?: string; path?: string; limit: string; cursor?: string },
@@ -160,14 +160,16 @@ export const runsCommand: CommandModule = {
             throw new CliError('invalid_argument', '--workspace and --path go together');
           }
           let page: RunPage;
+          let listed: RunStatus | undefined;
           if (opts.workspace !== undefined && opts.path !== undefined) {
             page = await client.listRuns({
               subject: { workspace: opts.workspace, path: opts.path },
               ...(opts.status !== undefined ? { status: opts.status } : {}),
             });
           } else if (opts.status !== undefined || opts.cursor !== undefined) {
+            listed = opts.status ?? 'running';
             page = await client.listRuns({
-              status: opts.status ?? 'running',
+              status: listed,
               limit,
               ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
             });
@@ -180,7 +182,7 @@ export const runsCommand: CommandModule = {
             page = { runs: all.sort((a, b) => b.created_at - a.created_at).slice(0, limit) };
           }
           const { formatRunList } = await format();
-          ctx.print(cmd, () => formatRunList(page.runs, page.cursor), page);
+          ctx.print(cmd, () => formatRunList(page.runs, page.cursor, listed), page);
         },
       );
 
