@@ -50,6 +50,10 @@ export interface EventQuery {
 /** A page of runs the caller may read. */
 export interface RunListing {
   runs: RunRecord[];
+  /**
+   * Continues a listing by status (absent at its end): sealed (list-cursor.ts), it shows nothing
+   * and is accepted only from the caller it was returned to, for the same status.
+   */
   cursor?: string;
 }
 
@@ -65,6 +69,11 @@ export interface RunListQuery {
 export interface Reads {
   getRun(runId: string, caller: Caller): Promise<RunRecord>;
   readEvents(runId: string, caller: Caller, query: EventQuery): Promise<EventPage>;
+  /**
+   * Runs by status (a full page of the caller's, list-cursor.ts), or a subject's live run (none,
+   * without a store read, in a workspace the caller may not use). Throws EngineError
+   * validation_failed (`cursor`, `invalid_cursor`) for a cursor not returned to this caller.
+   */
   listRuns(query: RunListQuery, caller: Caller): Promise<RunListing>;
   listCheckpoints(runId: string, caller: Caller): Promise<CheckpointItem[]>;
   getCheckpoint(runId: string, caller: Caller, n: number): Promise<CheckpointItem>;
