@@ -231,9 +231,14 @@ export function formatRunAt(at: RunAtSeq): string {
   return text;
 }
 
-/** The `runs list` table. */
-export function formatRunList(runs: PublicRunRecord[], cursor?: string): string {
-  if (runs.length === 0) return cursor ? `no runs on this page (next: --cursor ${cursor})` : 'no runs';
+/**
+ * The `runs list` table, and the options of its next page when `cursor` is given: a cursor
+ * continues only the status it was returned for, so `status` is named beside it.
+ */
+export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?: string): string {
+  const next =
+    cursor === undefined ? '' : `${status !== undefined ? `--status ${status} ` : ''}--cursor ${cursor}`;
+  if (runs.length === 0) return cursor ? `no runs on this page (next: ${next})` : 'no runs';
   const rows = [
     ['RUN', 'STATUS', 'SUBJECT', 'CREATED'],
     ...runs.map((r) => [
@@ -243,7 +248,7 @@ export function formatRunList(runs: PublicRunRecord[], cursor?: string): string 
       new Date(r.created_at).toISOString(),
     ]),
   ];
-  return table(rows) + (cursor ? `\nnext page: --cursor ${cursor}` : '');
+  return table(rows) + (cursor ? `\nnext page: ${next}` : '');
 }
 
 /** One event line: `#seq  time  kind  detail`. */

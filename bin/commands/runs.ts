@@ -170,7 +170,7 @@ export const runsCommand: CommandModule = {
       )
       .option('--path <path>', "the subject's path")
       .option('--limit <n>', 'page size (1..100)', '20')
-      .option('--cursor <cursor>', 'next page, as printed by the previous one')
+      .option('--cursor <cursor>', 'next page, as printed by the previous one (with its --status)')
       .action(
         async (
           opts: { status?: RunStatus; workspace?: string; path?: string; limit: string; cursor?: string },
@@ -182,14 +182,16 @@ export const runsCommand: CommandModule = {
             throw new CliError('invalid_argument', '--workspace and --path go together');
           }
           let page: RunPage;
+          let listed: RunStatus | undefined;
           if (opts.workspace !== undefined && opts.path !== undefined) {
             page = await client.listRuns({
               subject: { workspace: opts.workspace, path: opts.path },
               ...(opts.status !== undefined ? { status: opts.status } : {}),
             });
           } else if (opts.status !== undefined || opts.cursor !== undefined) {
+            listed = opts.status ?? 'running';
             page = await client.listRuns({
-              status: opts.status ?? 'running',
+              status: listed,
               limit,
               ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
             });
@@ -206,7 +208,7 @@ export const runsCommand: CommandModule = {
             opts.status === undefined && opts.workspace === undefined
               ? `\nended runs (${TERMINAL_STATUSES.join(', ')}) are not listed: add --status completed (or failed, stopped)`
               : '';
-          ctx.print(cmd, () => `${formatRunList(page.runs, page.cursor)}${ended}`, page);
+          ctx.print(cmd, () => `${formatRunList(page.runs, page.cursor, listed)}${ended}`, page);
         },
       );
 

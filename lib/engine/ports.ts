@@ -452,6 +452,12 @@ export interface RunStore {
     limit: number,
     cursor?: string,
   ): Promise<{ run_ids: string[]; cursor?: string }>;
+  /**
+   * The deployment's listing key (32 bytes): created by the first call over the table (one
+   * conditional write), the same bytes for every store over it afterwards (one strongly
+   * consistent read). What the engine seals listing cursors with (lib/store/listing-key.ts).
+   */
+  listingKey(): Promise<Uint8Array>;
   /** Writes one commit in one TransactWriteItems; returns the stored record (new version, state_at). */
   commit(commit: Commit): Promise<RunRecord>;
   readonly metrics: StoreMetrics;

@@ -11,7 +11,9 @@ import { DEFAULT_PRICES, type PriceTables, withCost } from '../core/prices.ts';
 import { effectiveProjection } from '../core/projection.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
+import { listVisibleByStatus } from './list-cursor.ts';
 import type { CheckpointItem } from './ports.ts';
+import { admitWorkspace } from './workspace-admission.ts';
 
 /** A child run as its parent's listing shows it. */
 export interface ChildRunSummary {
@@ -48,6 +50,10 @@ export interface EventQuery {
 /** A page of runs the caller may read. */
 export interface RunListing {
   runs: RunRecord[];
+  /**
+   * Continues a listing by status (absent at its end): sealed (list-cursor.ts), it shows nothing
+   * and is accepted only from the caller it was returned to, for the same status.
+   */
   cursor?: string;
 }
 
@@ -63,6 +69,11 @@ export interface RunListQuery {
 export interface Reads {
   getRun(runId: string, caller: Caller): Promise<RunRecord>;
   readEvents(runId: string, caller: Caller, query: EventQuery): Promise<EventPage>;
+  /**
+   * Runs by status (a full page of the caller's, list-cursor.ts), or a subject's live run (none,
+   * without a store read, in a workspace the caller may not use). Throws EngineError
+   * validation_failed (`cursor`, `invalid_cursor`) for a cursor not returned to this caller.
+   */
   listRuns(query: RunListQuery, caller: Caller): Promise<RunListing>;
   listCheckpoints(runId: string, caller: Caller): Promise<CheckpointItem[]>;
   getCheckpoint(runId: string, caller: Caller, n: number): Promise<CheckpointItem>;
@@ -177,38 +188,39 @@ export function createReads(deps: EngineDeps): Reads {
     }
   }
 
+  // The deployment's listing key, read once per process (again after a failed read).
+  let listingKey: Promise<Uint8Array> | undefined;
+  const keyOf = () => {
+    listingKey ??= store.listingKey().catch((err: unknown) => {
+      listingKey = undefined;
+      throw err;
+    });
+    return listingKey;
+  };
+
   async function listRuns(query: RunListQuery, caller: Caller): Promise<RunListing> {
-    let ids: string[];
-    let cursor: string | undefined;
-    if (query.subject_workspace !== undefined && query.subject_path !== undefined) {
-      const live = await store.findBySubject({
-        workspace: query.subject_workspace,
-        path: query.subject_path,
-      });
-      ids = live === null ? [] : [live];
-    } else {
-      let page: { run_ids: string[]; cursor?: string };
-      try {
-        page = await store.listByStatus(query.status ?? 'running', query.limit, query.cursor);
-      } catch (err) {
-        // The stores throw SyntaxError for a cursor they did not issue (listing-order.ts).
-        if (query.cursor !== undefined && err instanceof SyntaxError) {
-          throw new EngineError('validation_failed', 'invalid query cursor: not a cursor this API returned', {
-            target: 'query',
-            issues: [{ path: ['cursor'], code: 'invalid_cursor', message: 'not a cursor this API returned' }],
-          });
-        }
-        throw err;
-      }
-      ids = page.run_ids;
-      cursor = page.cursor;
+    if (query.subject_workspace === undefined || query.subject_path === undefined) {
+      const page = await listVisibleByStatus(store, keyOf, query, caller);
+      const runs = page.runs.map((r) => runView(r, deps.prices));
+      return page.cursor === undefined ? { runs } : { runs, cursor: page.cursor };
     }
-    const records = await Promise.all(ids.map((id) => store.getRun(id)));
-    const runs = records
-      .filter((r): r is RunRecord => r !== null)
-      .filter((r) => mayList(r, caller) && (query.status === undefined || r.status === query.status))
-      .map((r) => runView(r, deps.prices));
-    return cursor === undefined ? { runs } : { runs, cursor };
+    // A subject is looked up only in a workspace the caller may use (the create path's check):
+    // elsewhere the answer is no run, before anything of the subject is read.
+    try {
+      await admitWorkspace(deps, caller.principal, caller, query.subject_workspace);
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'workspace_not_granted') return { runs: [] };
+      throw err;
+    }
+    const live = await store.findBySubject({ workspace: query.subject_workspace, path: query.subject_path });
+    const record = live === null ? null : await store.getRun(live);
+    const runs =
+      record !== null &&
+      mayList(record, caller) &&
+      (query.status === undefined || record.status === query.status)
+        ? [runView(record, deps.prices)]
+        : [];
+    return { runs };
   }
 
   return {

@@ -14,6 +14,13 @@ import type { Caller } from '../core/authority.ts';
 import type { EngineDeps } from './deps.ts';
 import { EngineError } from './errors.ts';
 
+/**
+ * A document version no publication ever has (agents and workspace grants are versioned 1, 2,
+ * ...): what a refusal reads for a name the registry does not hold, so that a name it holds and
+ * one it does not cost the same reads.
+ */
+export const UNPUBLISHED_VERSION = '0';
+
 /** Whether `agent` may act for the user `principal` names (id or groups). */
 function mayActFor(agent: AgentEntry, principal: Principal): boolean {
   const user = principal.on_behalf_of;
@@ -51,7 +58,9 @@ export async function admitRegistries(
         { as_agent: principal.id },
       );
     const version = (await reg.snapshot('agents', agents))?.entries[principal.id];
-    const entry = version === undefined ? null : await reg.entry('agents', principal.id, version);
+    // An unregistered agent is read too (a version never published): both answers cost the
+    // same registry reads, so neither the reads nor their time tell them apart.
+    const entry = await reg.entry('agents', principal.id, version ?? UNPUBLISHED_VERSION);
     const agent = entry === null ? null : AgentEntry.safeParse(entry.body);
     if (agent === null || !agent.success) throw refuse('the agent is not registered');
     const forNobody = principal.on_behalf_of === undefined && caller.principal.kind === 'system';

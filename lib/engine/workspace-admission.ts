@@ -8,13 +8,16 @@ import { type Principal, WorkspaceGrant } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { DEFAULT_WORKSPACE_MODE, mayUseWorkspace, workspaceKind } from '../core/workspaces.ts';
 import type { EngineDeps } from './deps.ts';
+import { UNPUBLISHED_VERSION } from './registry-admission.ts';
 import { EngineError } from './errors.ts';
 
 /** The grant published for `workspace`, or null. */
 async function grantOf(deps: EngineDeps, workspace: string): Promise<WorkspaceGrant | null> {
   const reg = deps.registries;
   const version = (await reg.snapshot('workspaces', await reg.head('workspaces')))?.entries[workspace];
-  const entry = version === undefined ? null : await reg.entry('workspaces', workspace, version);
+  // A workspace nobody was granted is read too (a version never published): a granted and an
+  // ungranted name cost the same registry reads.
+  const entry = await reg.entry('workspaces', workspace, version ?? UNPUBLISHED_VERSION);
   const parsed = entry === null ? null : WorkspaceGrant.safeParse(entry.body);
   return parsed?.success === true ? parsed.data : null;
 }

@@ -12,6 +12,7 @@ import {
   BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { raisingStoreUnavailable } from '../aws-faults.ts';
@@ -58,6 +59,7 @@ import {
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
+import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets } from './metering.ts';
 import { ATTR, LISTING_SHARDS } from './table.ts';
@@ -372,6 +374,26 @@ async function listShard(
   return found;
 }
 
+/** The deployment's listing key: read, or created by a conditional put when absent (listing-key.ts). */
+async function listingKey(io: DynamoIo): Promise<Uint8Array> {
+  const found = listingKeyOf(await getItem(io, LISTING_KEY_ITEM.pk, LISTING_KEY_ITEM.sk));
+  if (found !== null) return found;
+  const item = newListingKeyItem();
+  try {
+    io.metrics.writeRequests += 1;
+    await io.doc.send(
+      new PutCommand({ TableName: io.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }),
+    );
+  } catch (err) {
+    // Another store created it first: that one is the deployment's.
+    if ((err as { name?: unknown }).name !== 'ConditionalCheckFailedException') throw err;
+    const theirs = listingKeyOf(await getItem(io, LISTING_KEY_ITEM.pk, LISTING_KEY_ITEM.sk));
+    if (theirs === null) throw new Error('the listing key item holds no key');
+    return theirs;
+  }
+  return listingKeyOf(item) as Uint8Array;
+}
+
 /**
  * Builds the DynamoDB RunStore over one table (lib/store/table.ts defines it) with large payloads
  * in `blobs` (S3). Does no I/O. Every method throws StoreUnavailable (retryable) for what the
@@ -438,6 +460,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
       sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
       listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
+      listingKey: () => listingKey(io),
       async commit(commit) {
         const runId = commit.record.run_id;
         const bodies = await storeCommitBodies(commit, io.blobs);

@@ -73,6 +73,7 @@ import {
 } from './item-codec.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
+import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { ATTR } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -507,6 +508,15 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       metrics.queries += 1;
       return listingIn(table, status, limit, cursor);
+    },
+    async listingKey() {
+      await yieldOnce();
+      const found = listingKeyOf(table.read(LISTING_KEY_ITEM.pk, LISTING_KEY_ITEM.sk));
+      if (found !== null) return found;
+      const item = newListingKeyItem();
+      table.metrics.writeRequests += 1;
+      table.apply({ op: 'put', role: 'record', item });
+      return listingKeyOf(item) as Uint8Array;
     },
     async commit(commit) {
       await yieldOnce();

@@ -1108,6 +1108,22 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe('the listing key', () => {
+      freshStoreEach(false);
+      it('is 32 bytes, created once and then the same on every call, by one read', async () => {
+        const first = await s.store.listingKey();
+        expect(first).toBeInstanceOf(Uint8Array);
+        expect(first.length).toBe(32);
+        expect(new Set(first).size).toBeGreaterThan(1);
+        const writes = s.store.metrics.writeRequests;
+        const reads = s.store.metrics.reads;
+        const again = await s.store.listingKey();
+        expect(Buffer.from(again).equals(Buffer.from(first))).toBe(true);
+        expect(s.store.metrics.writeRequests).toBe(writes);
+        expect(s.store.metrics.reads).toBe(reads + 1);
+      });
+    });
+
     describe('payloads', () => {
       freshStoreEach(false);
       it('keeps a 450 KB event data and a 450 KB domain state in the blob store and reads both back intact', async () => {

@@ -64,6 +64,26 @@ runStoreContract('DynamoDB Local', async ({ empty }) => {
   };
 });
 
+describe('the listing key on DynamoDB', () => {
+  it('is one key for every store over the table, even when two create it at once', async () => {
+    const tableName = `listing-key-${randomUUID()}`;
+    await clients.dynamo.send(new CreateTableCommand(createTableInput(tableName)));
+    try {
+      const blobs = createMemoryBlobStore();
+      const a = createDynamoRunStore({ doc: clients.doc, tableName, blobs });
+      const b = createDynamoRunStore({ doc: clients.doc, tableName, blobs });
+      const [ka, kb] = await Promise.all([a.listingKey(), b.listingKey()]);
+      expect(ka.length).toBe(32);
+      expect(Buffer.from(ka).equals(Buffer.from(kb))).toBe(true);
+      const later = createDynamoRunStore({ doc: clients.doc, tableName, blobs });
+      expect(Buffer.from(await later.listingKey()).equals(Buffer.from(ka))).toBe(true);
+      expect(later.metrics.writeRequests).toBe(0);
+    } finally {
+      await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
+    }
+  });
+});
+
 /**
  * A store whose writes are recorded, to check a commit's shape: each TransactWriteItems (its
  * items), and each plain Put and Update (as a one-item list in `plain`).

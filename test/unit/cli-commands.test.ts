@@ -305,7 +305,7 @@ describe('agent-runs runs', () => {
       { runs: [waitingRun()], cursor: 'c1' },
     ]);
     expect(r.sent[0]?.query).toEqual({ status: 'waiting', limit: '5', cursor: 'c0' });
-    expect(r.out).toContain('next page: --cursor c1');
+    expect(r.out).toContain('next page: --status waiting --cursor c1');
   });
 });
 
