@@ -151,7 +151,7 @@ describe('control characters in identifiers', () => {
 
     const lease = await call('alice', 'POST', `/runs/${run.run_id}/lease`, { owner: 'worker-1' });
     expect(lease.status, JSON.stringify(lease.body)).toBe(200);
-    const fence = { owner: 'worker-1', epoch: lease.body.epoch as number };
+    const fence = { owner: 'worker-1', epoch: (lease.body.lease as { epoch: number }).epoch };
     const leased = await runtime.store.getRun(run.run_id);
     const begin = (request: Record<string, unknown>) =>
       call('alice', 'POST', `/runs/${run.run_id}/operations`, {
