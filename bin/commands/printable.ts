@@ -7,13 +7,15 @@
 /**
  * C0 controls (tab and newline too), DEL and C1 controls; and the bidirectional formatting
  * characters (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which can make a path
- * display as another (`/x\u202egnp.exe` shown as `/xexe.png`).
+ * display as another (`/x\u202egnp.exe` shown as `/xexe.png`); and the line and paragraph
+ * separators (U+2028, U+2029), which some viewers break a line at. The same set the API refuses
+ * in identifiers (lib/contracts/clean-text.ts), so text stored before that rule prints safely too.
  */
-const CONTROL_CHARS = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+const CONTROL_CHARS = /[\p{Cc}\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/gu;
 
 /**
  * `text` with every control character (U+0000-U+001F, U+007F-U+009F) and bidirectional
- * formatting character replaced by its escape
+ * formatting character or line or paragraph separator replaced by its escape
  * `\uXXXX` (lower-case hex, as JSON writes it), so that it shows as one line of plain text: an
  * ESC cannot start a terminal sequence, a CR or LF cannot forge a line. Other text is kept.
  */

@@ -122,8 +122,39 @@ export function seqOrder(after: number) {
 }
 
 /**
+ * Event `seq` of `runId` read whole over HTTP (`GET /runs/{id}/events?after={seq-1}&limit=1`,
+ * bearer token as the follow's), or null when it could not be read (any failure: the caller
+ * treats it as not received).
+ */
+async function wholeEvent(
+  target: LiveTarget,
+  runId: string,
+  seq: number,
+  signal: AbortSignal | undefined,
+): Promise<RunEvent | null> {
+  try {
+    const url = new URL(`${target.baseUrl.replace(/\/+$/, '')}/runs/${encodeURIComponent(runId)}/events`);
+    url.searchParams.set('after', String(seq - 1));
+    url.searchParams.set('limit', '1');
+    const headers = new Headers({ accept: 'application/json' });
+    const token = target.tokenProvider !== undefined ? await target.tokenProvider() : target.token;
+    if (token !== undefined) headers.set('authorization', `Bearer ${token}`);
+    const doFetch = target.fetch ?? ((r: Request) => fetch(r));
+    const response = await doFetch(new Request(url, { headers, ...(signal ? { signal } : {}) }));
+    if (!response.ok) return null;
+    const body = (await response.json()) as { events?: unknown[] };
+    const parsed = RunEvent.safeParse(body.events?.[0]);
+    return parsed.success && parsed.data.seq === seq ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Follows `runId` over the WebSocket at `target.wsUrl` (token in the `token` query parameter).
- * Yields each event once, in order; returns when the run settled. A gap that stays open for
+ * Yields each event once, in order, whole: an event the server sent `truncated` (its frame was
+ * over MAX_LIVE_FRAME_BYTES) is read whole over HTTP at `target.baseUrl` before it is yielded.
+ * Returns when the run settled. A gap that stays open for
  * `gapMs` is closed by subscribing again from the last seq held, on the same socket. Any close
  * (a dropped network, the server's idle timeout or maximum connection duration, close 1001, an
  * expired token with a `tokenProvider`) is followed by a reconnect and a subscribe from the last
@@ -156,6 +187,8 @@ export async function* followLive(
     let expired = false;
     let gapTimer: ReturnType<typeof setTimeout> | undefined;
     let retryTimer: ReturnType<typeof setTimeout> | undefined;
+    /** A truncated event could not be read whole: subscribe again, as for a gap. */
+    let missed = false;
     const subscribe = () =>
       ws.send(JSON.stringify({ action: 'subscribe', run_id: runId, after: order.last }));
     ws.onopen = () => {
@@ -179,7 +212,8 @@ export async function* followLive(
         }
         if (signal.kind === 'gap') {
           gapTimer = undefined;
-          if (order.gapped) subscribe();
+          if (order.gapped || missed) subscribe();
+          missed = false;
           continue;
         }
         if (signal.kind === 'retry') {
@@ -215,8 +249,15 @@ export async function* followLive(
           continue;
         }
         if (msg.type !== 'event' || msg.run_id !== runId) continue;
-        for (const event of order.take(msg.event)) yield event;
-        if (order.gapped && gapTimer === undefined)
+        // Too large for one frame: the server sent it without its data; read it whole over HTTP.
+        // Unread (a failed fetch), it stays a gap that the gap timer closes by subscribing again.
+        const whole =
+          msg.truncated === true && msg.event.seq > order.last
+            ? await wholeEvent(target, runId, msg.event.seq, options.signal)
+            : msg.event;
+        if (whole !== null) for (const event of order.take(whole)) yield event;
+        else missed = true;
+        if ((order.gapped || missed) && gapTimer === undefined)
           gapTimer = setTimeout(() => queue.push({ kind: 'gap' }), options.gapMs ?? 1_000);
       }
     } finally {

@@ -1,8 +1,11 @@
 /**
  * Text a caller gives that is printed where operators look (the CLI, `watch`, the console, logs):
  * no control character (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F) in an identifier, so that
- * none can clear a terminal or forge a line. Refused with the zod issue code `control_character`
- * (params.code), answered 400 validation_failed naming the field.
+ * none can clear a terminal or forge a line; and, in an identifier, no bidirectional formatting
+ * character (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) nor line or paragraph separator
+ * (U+2028, U+2029), so that none can make one name display as another or forge a line. Refused
+ * with the zod issue code `control_character` (params.code), answered 400 validation_failed
+ * naming the field.
  */
 import { z } from 'zod';
 
@@ -15,10 +18,43 @@ export function firstControlChar(text: string, allowed = ''): { index: number; c
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if ((c <= 0x1f || (c >= 0x7f && c <= 0x9f)) && !allowed.includes(text[i] as string)) {
-      return { index: i, char: `U+${c.toString(16).toUpperCase().padStart(4, '0')}` };
+      return { index: i, char: codePointName(c) };
     }
   }
   return null;
+}
+
+/**
+ * Whether UTF-16 unit `c` is a bidirectional formatting character (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069) or a line or paragraph separator (U+2028, U+2029): invisible
+ * characters that reorder or break the text around them where it is shown.
+ */
+function isBidiOrSeparator(c: number): boolean {
+  return (
+    c === 0x061c ||
+    c === 0x200e ||
+    c === 0x200f ||
+    (c >= 0x2028 && c <= 0x202e) ||
+    (c >= 0x2066 && c <= 0x2069)
+  );
+}
+
+/**
+ * The first character of `text` an identifier may not hold, with its UTF-16 index, or null:
+ * a control character ({@link firstControlChar}, none allowed), a bidirectional formatting
+ * character or a line or paragraph separator (U+2028, U+2029).
+ */
+export function firstUnsafeIdChar(text: string): { index: number; char: string; bidi: boolean } | null {
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    const control = c <= 0x1f || (c >= 0x7f && c <= 0x9f);
+    if (control || isBidiOrSeparator(c)) return { index: i, char: codePointName(c), bidi: !control };
+  }
+  return null;
+}
+
+function codePointName(c: number): string {
+  return `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
 /** Adds a `control_character` issue at `path` when `text` holds a control character not in `allowed`. */
@@ -39,15 +75,34 @@ export function refuseControlChars(
 }
 
 /**
+ * Adds a `control_character` issue at `path` when the identifier `text` holds a control
+ * character, a bidirectional formatting character or a line or paragraph separator
+ * ({@link firstUnsafeIdChar}).
+ */
+export function refuseUnsafeIdChars(ctx: z.RefinementCtx, path: string[], text: string | undefined): void {
+  const found = text === undefined ? null : firstUnsafeIdChar(text);
+  if (found === null) return;
+  ctx.addIssue({
+    code: 'custom',
+    path,
+    params: { code: 'control_character' },
+    message: found.bidi
+      ? `holds the bidirectional formatting or separator character ${found.char} at index ${found.index}`
+      : `holds the control character ${found.char} at index ${found.index}`,
+  });
+}
+
+/**
  * A caller-chosen identifier (a create key, a control id, a resume key, a name in a registry
- * document, a function path, an op id, ...): 1..`max` characters, none of them a control
- * character (C0, C1, DEL: 400 validation_failed with issue code `control_character`), so that
- * it prints safely wherever it is shown.
+ * document, a function path, an op id, ...): 1..`max` characters (UTF-16 units), none of them a
+ * control character (C0, C1, DEL), a bidirectional formatting character or a line or paragraph
+ * separator (400 validation_failed with issue code `control_character`), so that it prints
+ * safely wherever it is shown.
  */
 export function cleanId(max: number) {
   return z
     .string()
     .min(1)
     .max(max)
-    .superRefine((text, ctx) => refuseControlChars(ctx, [], text));
+    .superRefine((text, ctx) => refuseUnsafeIdChars(ctx, [], text));
 }

@@ -40,6 +40,30 @@ export type LeaseGrant = z.infer<typeof LeaseGrant>;
 
 const flags = { replay_safe: z.boolean(), interruptible: z.boolean().default(true) };
 
+/**
+ * The tool names a client-driven run may not call: every name starting with `/lib/raisin`
+ * (case-blind), the runtime's own tools (the delegate tools, DELEGATE_TOOL), which core executes
+ * for a reducer-driven run only. A client executes its operations itself, so core would never
+ * start the child a delegate call stands for, yet count it (`counters.children`). Refused 400
+ * validation_failed, issue `reserved_tool` at `request.tool`. docs/guides/delegation.md.
+ */
+export const CLIENT_RESERVED_TOOL_PREFIX = '/lib/raisin';
+
+/** Whether a client-driven `tool_call` may not name `tool` ({@link CLIENT_RESERVED_TOOL_PREFIX}). */
+export function isClientReservedTool(tool: string): boolean {
+  return tool.toLowerCase().startsWith(CLIENT_RESERVED_TOOL_PREFIX);
+}
+
+/** A client's tool name: a clean identifier outside the runtime's reserved tools. */
+const ClientTool = cleanId(256).superRefine((tool, ctx) => {
+  if (!isClientReservedTool(tool)) return;
+  ctx.addIssue({
+    code: 'custom',
+    params: { code: 'reserved_tool' },
+    message: `${tool} is a runtime tool (delegation is for reducer-driven runs); a client-driven run calls its own tools`,
+  });
+});
+
 /** `POST /runs/{id}/operations`: begin an operation the client executes itself. */
 export const BeginOperationInput = z.discriminatedUnion('kind', [
   z.strictObject({
@@ -47,7 +71,8 @@ export const BeginOperationInput = z.discriminatedUnion('kind', [
     kind: z.literal('tool_call'),
     ...flags,
     request: z.strictObject({
-      tool: cleanId(256),
+      /** Not a runtime tool (`/lib/raisin...`): refused `reserved_tool`. */
+      tool: ClientTool,
       args: JsonObject.default({}),
       mutating: z.boolean(),
       call_id: cleanId(256).optional(),

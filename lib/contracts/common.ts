@@ -7,6 +7,7 @@
  * the reducer and tool-result contracts accept null and read it as absent.
  */
 import { z } from 'zod';
+import { refuseUnsafeIdChars } from './clean-text.ts';
 
 /**
  * An optional field that also accepts `null`: absent, `undefined` and `null` all decode as
@@ -77,6 +78,33 @@ export const Subject = z.object({
   node_id: optionalField(z.string()),
 });
 export type Subject = z.infer<typeof Subject>;
+
+/** The longest subject `workspace` a caller may give, in characters (UTF-16 units, as zod counts). */
+export const MAX_SUBJECT_WORKSPACE_CHARS = 256;
+/** The longest subject `path` a caller may give, in characters (UTF-16 units). */
+export const MAX_SUBJECT_PATH_CHARS = 1024;
+/** The longest subject `node_id` a caller may give, in characters (UTF-16 units). */
+export const MAX_SUBJECT_NODE_ID_CHARS = 256;
+
+/**
+ * A subject as a caller gives it (a create, a fork, a delegation, a list by subject): strict
+ * (an unknown key is a typo, never silently kept); `workspace` 1..256, `path` 1..1024, `node_id`
+ * at most 256 characters (a longer one is refused `too_big`, so a run's events and notifications stay
+ * small enough to deliver); none holds a control character, a bidirectional formatting character
+ * or a line or paragraph separator (`control_character`, clean-text.ts). Each refusal is 400
+ * validation_failed naming the field.
+ */
+export const CallerSubject = z
+  .strictObject({
+    workspace: z.string().min(1).max(MAX_SUBJECT_WORKSPACE_CHARS),
+    path: z.string().min(1).max(MAX_SUBJECT_PATH_CHARS),
+    node_id: optionalField(z.string().max(MAX_SUBJECT_NODE_ID_CHARS)),
+  })
+  .superRefine((subject, ctx) => {
+    refuseUnsafeIdChars(ctx, ['workspace'], subject.workspace);
+    refuseUnsafeIdChars(ctx, ['path'], subject.path);
+    refuseUnsafeIdChars(ctx, ['node_id'], subject.node_id ?? undefined);
+  });
 
 /** A sha256 digest in lowercase hex. */
 export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex sha256 digest');

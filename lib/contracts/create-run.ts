@@ -5,16 +5,12 @@
  */
 import { z } from 'zod';
 import { cleanId, refuseControlChars } from './clean-text.ts';
-import { Count, JsonObject, Subject } from './common.ts';
+import { CallerSubject, Count, JsonObject } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
 
-/** A subject whose workspace, path and node_id hold no control character (tab and newline neither). */
-const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
-  refuseControlChars(ctx, ['workspace'], subject.workspace);
-  refuseControlChars(ctx, ['path'], subject.path);
-  refuseControlChars(ctx, ['node_id'], subject.node_id);
-});
+/** A subject bounded in length and free of control and bidirectional characters (common.ts CallerSubject). */
+const CleanSubject = CallerSubject;
 
 /**
  * What `POST /runs` takes: the `subject` (`{workspace, path, node_id?}`) the run works on; the
@@ -26,7 +22,7 @@ const CleanSubject = Subject.strict().superRefine((subject, ctx) => {
  */
 export const CreateRunInput = z
   .strictObject({
-    /** Strict here: an unknown key in a client's subject is a typo, never silently kept. No control characters. */
+    /** Strict here: an unknown key in a client's subject is a typo, never silently kept. Bounded; no control characters. */
     subject: CleanSubject,
     /** No control characters in the function path or the handler. */
     reducer: ReducerBinding.pick({ function_path: true, handler: true })

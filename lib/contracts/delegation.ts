@@ -10,7 +10,7 @@
  * (resume_key `child:{run_id}` for a child run).
  */
 import { z } from 'zod';
-import { JsonObject, Subject } from './common.ts';
+import { CallerSubject, JsonObject } from './common.ts';
 import { Budgets, OnExceeded, RunScope, TreeAmounts } from './run.ts';
 
 /** The reserved tool path a reducer calls to start a child run. */
@@ -45,10 +45,11 @@ export function childOfResumeKey(key: string): string | null {
  * executor_config, on_exceeded and run context, and gets the subject `{parent workspace, parent path +
  * "/children/{n}"}` (n: 1 for the parent's first delegation, 2 for the next, ...). `max_depth` is inherited as a ceiling:
  * the child's own max_depth is the smaller of the two, and it cannot be raised on the child. A
- * given `subject` must stay in the parent's workspace. Unknown keys are refused.
+ * given `subject` must stay in the parent's workspace and is bounded as a create's (common.ts
+ * CallerSubject). Unknown keys are refused.
  */
 export const DelegateArgs = z.strictObject({
-  subject: Subject.optional(),
+  subject: CallerSubject.optional(),
   reducer: z.object({ function_path: z.string().min(1), handler: z.string().optional() }).optional(),
   input: z.unknown().optional(),
   objective: z.string().max(10_000).optional(),

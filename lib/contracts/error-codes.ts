@@ -76,7 +76,7 @@ export const ERROR_CODES = {
     status: 403,
     source: 'http',
     meaning:
-      'a write to a reserved system path (a function under /lib/raisin/ or /lib/models/), refused to every caller, admins included',
+      'a write to a reserved system path (a function path starting with /lib/raisin or /lib/models), refused to every caller, admins included',
     action: 'register the function under another path',
   },
   workspace_not_granted: {

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { cleanId } from './clean-text.ts';
-import { Subject } from './common.ts';
+import { MAX_SUBJECT_PATH_CHARS, MAX_SUBJECT_WORKSPACE_CHARS, Subject } from './common.ts';
 import { RunStatus } from './run.ts';
 
 /** Maximum long-polling wait, in seconds. */
@@ -43,8 +43,8 @@ export const RunIdParams = z.object({
 export const ListRunsQuery = z
   .object({
     status: RunStatus.optional(),
-    subject_workspace: Subject.shape.workspace.optional(),
-    subject_path: Subject.shape.path.optional(),
+    subject_workspace: Subject.shape.workspace.max(MAX_SUBJECT_WORKSPACE_CHARS).optional(),
+    subject_path: Subject.shape.path.max(MAX_SUBJECT_PATH_CHARS).optional(),
     limit: wholeNumber(1, 100, 20).meta({ param: { description: '1..100 (default 20).' } }),
     cursor: z.string().min(1).max(2048).optional(),
   })
@@ -79,12 +79,19 @@ export const EventsQuery = z.object({
   }),
 });
 
+/** A seq as a stream's `after=` takes it: 1..15 plain decimal digits (no sign, point, exponent, space or `0x`). */
+const SeqDigits = z.string().regex(/^\d{1,15}$/, 'expected a whole number');
+
+/**
+ * The `Last-Event-ID` header of `GET /runs/{id}/events/stream`, parsed exactly as its `after=`:
+ * plain decimal digits to a whole number, 0 or more. Anything else (`0x5`, `+4`, `4e0`, `3.0`,
+ * ` 4 `, an empty value) fails; the route answers 400 validation_failed naming the header.
+ */
+export const LastEventIdHeader = SeqDigits.transform(Number);
+
 /** `GET /runs/{id}/events/stream`: like the events query, but waiting 20 s by default. */
 export const StreamQuery = z.object({
-  after: z
-    .string()
-    .regex(/^\d{1,15}$/, 'expected a whole number')
-    .default('0')
+  after: SeqDigits.default('0')
     .transform(Number)
     .meta({ param: { description: 'Events with seq > after (default 0); Last-Event-ID wins when larger.' } }),
   limit: z

@@ -30,7 +30,18 @@ export type LiveClientMessage = z.infer<typeof LiveClientMessage>;
 export const LiveServerMessage = z.discriminatedUnion('type', [
   /** The subscription holds; events after `after` follow. */
   z.object({ type: z.literal('subscribed'), run_id: z.string(), after: Count }),
-  z.object({ type: z.literal('event'), run_id: z.string(), event: RunEvent }),
+  /**
+   * One event. `truncated: true`: the event's frame would have been over
+   * {@link MAX_LIVE_FRAME_BYTES}, so it is sent without its `data` (`data: {}`; seq, kind, at,
+   * effect_id and operation_id kept); fetch it whole with `GET /runs/{id}/events?after={seq-1}&limit=1`
+   * (the client library's followLive does).
+   */
+  z.object({
+    type: z.literal('event'),
+    run_id: z.string(),
+    event: RunEvent,
+    truncated: z.literal(true).optional(),
+  }),
   /** The run ended and its log is complete at `last_seq`: the subscription ends. */
   z.object({ type: z.literal('settled'), run_id: z.string(), last_seq: Count, status: RunStatus }),
   /** A message refused (invalid_message, run_not_found, unauthorized, ...). */
@@ -59,6 +70,18 @@ export const NOTIFICATION_SOURCE = 'agent-runs';
 export const NOTIFICATION_DETAIL_TYPE = 'Agent Run Status Changed';
 
 /**
+ * The largest live message the server sends whole, in UTF-8 bytes of its JSON: 96 KiB, under
+ * API Gateway's 128 KB per WebSocket message. An `event` message over it is sent truncated.
+ */
+export const MAX_LIVE_FRAME_BYTES = 96 * 1024;
+
+/**
+ * The largest notification detail sent whole, in UTF-8 bytes of its JSON: 64 KiB, well under
+ * EventBridge's 256 KB per PutEvents entry. A larger one is sent truncated (RunNotification).
+ */
+export const MAX_NOTIFICATION_BYTES = 64 * 1024;
+
+/**
  * A run's status changed (or the run was created). Delivered at least once; `seq` (the run's
  * last seq at the change) and `version` are increasing per run, so a consumer de-duplicates by
  * (run_id, version) and orders by seq.
@@ -75,6 +98,12 @@ export const RunNotification = z.object({
   outcome: z.string().optional(),
   parent_run_id: z.string().optional(),
   principal: z.object({ kind: z.string(), id: z.string() }),
-  subject: z.object({ workspace: z.string(), path: z.string() }),
+  /** Absent only in a truncated notification. */
+  subject: z.object({ workspace: z.string(), path: z.string() }).optional(),
+  /**
+   * true: the detail would have been over {@link MAX_NOTIFICATION_BYTES}, so it is sent without
+   * `subject`, `terminal_reason` and `outcome`; read them with `GET /runs/{run_id}`.
+   */
+  truncated: z.literal(true).optional(),
 });
 export type RunNotification = z.infer<typeof RunNotification>;

@@ -6,6 +6,11 @@
  * been sent). Partial failures are reported through `@aws-lambda-powertools/batch`
  * (EventType.DynamoDBStreams, processed one record after the other): Lambda retries from the
  * first failed record, so a notification is published at least once and in order per run.
+ * Only what is worth holding the shard for fails a record: a store or subscription read, or a
+ * notification EventBridge refused (notifications are bounded, so a large run cannot cause
+ * that). A post to one connection that fails (not gone) is logged at most every 10 s and
+ * skipped (lib/live/fan-out.ts pumpRun says why): retrying the record would hold every later
+ * record of the shard, other tenants' runs too.
  * docs/architecture.md, "The seams of a step" (notifications are published through an outbox:
  * no writer knows who listens); docs/contracts/run-lifecycle.md, "Following a run over HTTP,
  * WebSocket and SSE".
@@ -14,6 +19,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { type FanOutDeps, pumpRun } from '../live/fan-out.ts';
 import type { NotificationPublisher } from '../live/ports.ts';
+import { rateLimitedLog } from '../core/rate-limited-log.ts';
 import { notificationOf, runChangeOf, type StreamRecordLike } from '../live/stream-records.ts';
 import { describeError, type LogSink } from './observability.ts';
 
@@ -28,6 +34,15 @@ export type StreamBatchHandler = (
 ) => Promise<DynamoDBBatchResponse>;
 
 export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHandler {
+  // One line per 10 s at most, however many connections fail: a client can cause these at will.
+  const postFailures =
+    deps.postFailures ??
+    rateLimitedLog(
+      (message, attributes) => deps.logger.warn(message, attributes),
+      'live post failed; that subscription skips to its next change (the client sees a gap and resubscribes)',
+      { now: deps.now ?? Date.now },
+    );
+  const fanOut: FanOutDeps = { ...deps, postFailures };
   return async (event, context) => {
     const processor = new BatchProcessor(EventType.DynamoDBStreams);
     // A run pumped once in this batch is current: its later records only need their notification.
@@ -40,7 +55,7 @@ export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHand
       if (change.status === null || pumped.has(change.run_id)) return;
       pumped.add(change.run_id);
       try {
-        await pumpRun(deps, change.run_id);
+        await pumpRun(fanOut, change.run_id);
       } catch (err) {
         pumped.delete(change.run_id);
         deps.logger.warn('live fan-out failed; the record is retried', {

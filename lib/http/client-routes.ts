@@ -6,7 +6,7 @@
  * (the events as server-sent events).
  */
 
-import { MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
+import { LastEventIdHeader, MAX_WAIT_SECONDS } from '../contracts/http-params.ts';
 import type { RunEvent } from '../contracts/index.ts';
 import { withPublicRun } from '../contracts/public-run.ts';
 import { quotaKeyOf } from '../core/principal.ts';
@@ -105,15 +105,16 @@ export function registerClientRoutes(
     const { id } = c.req.valid('param');
     const { after, limit, wait } = c.req.valid('query');
     const header = c.req.header('last-event-id');
-    // A Last-Event-ID is a seq this stream sent: anything else is refused as `after=` would be.
-    const lastEventId = header === undefined ? Number.NaN : Number(header);
-    if (header !== undefined && !(Number.isSafeInteger(lastEventId) && lastEventId >= 0)) {
+    // A Last-Event-ID is a seq this stream sent, parsed exactly as `after=` is (plain decimal
+    // digits, 1..15 of them): `0x5`, `+4`, `4e0`, `3.0`, an empty value are refused.
+    const parsedId = header === undefined ? undefined : LastEventIdHeader.safeParse(header);
+    if (parsedId !== undefined && !parsedId.success) {
       throw new HttpError('validation_failed', 'Last-Event-ID is not a seq this stream sent', {
         target: 'header',
-        issues: [{ path: 'last-event-id', message: 'expected a whole number, 0 or more' }],
+        issues: [{ path: 'last-event-id', message: 'expected a whole number in decimal digits, 0 or more' }],
       });
     }
-    const from = Number.isInteger(lastEventId) && lastEventId > after ? lastEventId : after;
+    const from = Math.max(parsedId?.data ?? 0, after);
     const caller = callerOf(c);
     const waitMs = waitBudgetMs(Math.min(wait, MAX_WAIT_SECONDS) * 1000, c.env);
     const page = await inWaitSlot(waits, quotaKeyOf(caller.principal), waitMs, () =>

@@ -426,7 +426,7 @@ export const putFunctionRoute = createRoute({
   method: 'put',
   path: '/functions/{path}',
   summary:
-    'Register a reducer artifact (admin only). Runs already bound keep the hash they pinned. Paths under /lib/raisin/ and /lib/models/ are reserved: 403 reserved_path for every caller.',
+    'Register a reducer artifact (admin only). Runs already bound keep the hash they pinned. Paths starting with /lib/raisin or /lib/models (case-blind) are reserved: 403 reserved_path for every caller.',
   request: {
     params: FunctionParams,
     body: {

@@ -17,8 +17,10 @@ import {
   type RunEvent,
   type RunRecord,
 } from '../contracts/index.ts';
+import type { RateLimitedLog } from '../core/rate-limited-log.ts';
 import type { RunStore } from '../engine/ports.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
+import { liveEventMessage } from './frame-bounds.ts';
 import type { ConnectionPoster, Subscription, SubscriptionStore } from './ports.ts';
 
 /** Events read per page while catching a subscription up. */
@@ -30,6 +32,12 @@ export interface FanOutDeps {
   poster: ConnectionPoster;
   /** The clock against the tokens' `exp` (ms since epoch; default Date.now). */
   now?: () => number;
+  /**
+   * Where a post that failed for a reason other than a gone connection is noted (a
+   * rate-limited warn line with run_id, connection_id and the error's name); unset: only
+   * counted in the report.
+   */
+  postFailures?: Pick<RateLimitedLog, 'note'>;
 }
 
 /** What one pump of a run did. */
@@ -40,6 +48,8 @@ export interface PumpReport {
   gone: number;
   /** Connections ended because their token expired. */
   expired: number;
+  /** Subscriptions whose catch-up stopped at a post that failed (not gone): see {@link pumpRun}. */
+  failed: number;
 }
 
 /** An ended run whose reducer has received every event: its log will not grow. */
@@ -50,9 +60,19 @@ function settledAt(record: RunRecord): boolean {
 /**
  * Sends every subscriber of `runId` (or only `only`, a new subscription) what it misses. Throws
  * when the store or the subscriptions cannot be read (the stream record is then retried).
+ *
+ * A post that fails for a reason other than a gone connection (API Gateway throttling, a
+ * payload it refuses, a network error) does not throw: it is noted (`postFailures`, rate
+ * limited), counted (`failed`), and that subscription's catch-up stops while the other
+ * subscribers are served. Throwing would fail the stream record, and Lambda retries a DynamoDB
+ * stream from the failed record, holding every later record of the shard (other runs, other
+ * tenants) until the retries run out and then dropping them: one connection's trouble would
+ * stall everyone's live events. The page was claimed before the post, so the client sees a gap
+ * in seq at its next event and subscribes again from the last seq it holds (as after a crash
+ * between claim and send); the subscription is kept, so the next change of the run retries it.
  */
 export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscription): Promise<PumpReport> {
-  const report: PumpReport = { subscribers: 0, sent: 0, settled: 0, gone: 0, expired: 0 };
+  const report: PumpReport = { subscribers: 0, sent: 0, settled: 0, gone: 0, expired: 0, failed: 0 };
   const subs = only !== undefined ? [only] : await deps.subscriptions.subscribers(runId);
   if (subs.length === 0) return report;
   const record = await deps.store.getRun(runId);
@@ -70,6 +90,7 @@ export async function pumpRun(deps: FanOutDeps, runId: string, only?: Subscripti
     if (outcome.state === 'settled') report.settled += 1;
     if (outcome.state === 'gone') report.gone += 1;
     if (outcome.state === 'expired') report.expired += 1;
+    if (outcome.state === 'failed') report.failed += 1;
   }
   return report;
 }
@@ -79,15 +100,26 @@ async function catchUp(
   record: RunRecord,
   sub: Subscription,
   page: (after: number) => Promise<RunEvent[]>,
-): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' | 'expired' }> {
+): Promise<{ sent: number; state: 'open' | 'settled' | 'gone' | 'expired' | 'failed' }> {
   const now = deps.now ?? Date.now;
   /** Sends one message unless the token expired (the connection is then ended). */
-  const push = async (message: LiveServerMessage): Promise<'sent' | 'gone' | 'expired'> => {
+  const push = async (message: LiveServerMessage): Promise<'sent' | 'gone' | 'expired' | 'failed'> => {
     if (tokenExpired(sub.token_exp, now())) {
       await expireConnection(deps, sub.connection_id);
       return 'expired';
     }
-    const result = await deps.poster.post(sub.connection_id, message);
+    let result: 'sent' | 'gone';
+    try {
+      result = await deps.poster.post(sub.connection_id, message);
+    } catch (err) {
+      deps.postFailures?.note({
+        run_id: record.run_id,
+        connection_id: sub.connection_id,
+        error: (err as { name?: string }).name ?? 'Error',
+        message: err instanceof Error ? err.message.slice(0, 200) : String(err).slice(0, 200),
+      });
+      return 'failed';
+    }
     if (result === 'gone') await deps.subscriptions.deleteConnection(sub.connection_id);
     return result;
   };
@@ -113,7 +145,8 @@ async function catchUp(
       continue;
     }
     for (const event of events) {
-      const result = await push({ type: 'event', run_id: record.run_id, event });
+      // A frame over MAX_LIVE_FRAME_BYTES goes without its data: the client fetches it over HTTP.
+      const result = await push(liveEventMessage(record.run_id, event));
       if (result !== 'sent') return { sent, state: result };
       sent += 1;
     }

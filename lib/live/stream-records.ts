@@ -15,6 +15,7 @@ import {
   type RunStatus,
 } from '../contracts/index.ts';
 import { recordOf } from '../store/item-codec.ts';
+import { boundedNotification } from './frame-bounds.ts';
 
 /** The parts of a stream record (Lambda's DynamoDBRecord, or DynamoDB Streams' own) read here. */
 export interface StreamRecordLike {
@@ -89,13 +90,17 @@ export function runChangeOf(record: StreamRecordLike): RunChange | null {
   };
 }
 
-/** The lifecycle notification of a change, or null when the status stayed. */
+/**
+ * The lifecycle notification of a change, or null when the status stayed. Bounded: one over
+ * MAX_NOTIFICATION_BYTES is made without its subject, terminal_reason and outcome, marked
+ * `truncated: true` (frame-bounds.ts), so that EventBridge never refuses it.
+ */
 export function notificationOf(change: RunChange): RunNotification | null {
   if (change.status === null || change.previous_status === change.status) return null;
   const after = change.after();
   if (after === null) return null;
   const previous = change.previous_status;
-  return {
+  return boundedNotification({
     run_id: after.run_id,
     status: after.status,
     previous_status: previous,
@@ -108,5 +113,5 @@ export function notificationOf(change: RunChange): RunNotification | null {
     ...(after.parent_run_id !== undefined ? { parent_run_id: after.parent_run_id } : {}),
     principal: { kind: after.principal.kind, id: after.principal.id },
     subject: { workspace: after.subject.workspace, path: after.subject.path },
-  };
+  });
 }

@@ -63,13 +63,16 @@ export class RegistryError extends SandboxModuleError {
 }
 
 /**
- * The function-path prefixes the runtime keeps for itself: `/lib/raisin/` (the built-in agent
- * reducer, the default model-turn function, the delegate tools) and `/lib/models/` (the
- * configured model-turn functions). No caller, admin or system, may register an artifact there.
+ * The function-path prefixes the runtime keeps for itself: `/lib/raisin` (the built-in agent
+ * reducer, the default model-turn function, the delegate tools under `/lib/raisin/`) and
+ * `/lib/models` (the configured model-turn functions). No caller, admin or system, may register
+ * an artifact at a path that starts with one of them, so `/lib/raisin`, `/lib/raisin.star` and
+ * `/lib/raisinx/y` are refused as well as `/lib/raisin/x`: names easily taken for the reserved
+ * ones are reserved too.
  */
-export const RESERVED_FUNCTION_PREFIXES: readonly string[] = ['/lib/raisin/', '/lib/models/'];
+export const RESERVED_FUNCTION_PREFIXES: readonly string[] = ['/lib/raisin', '/lib/models'];
 
-/** Whether `functionPath` (with its leading `/`) lies under a {@link RESERVED_FUNCTION_PREFIXES} prefix. */
+/** Whether `functionPath` (with its leading `/`) starts with a {@link RESERVED_FUNCTION_PREFIXES} prefix (case-blind). */
 export function isReservedFunctionPath(functionPath: string): boolean {
   // Case-blind: `/Lib/raisin/x` must not pass for a path beside the reserved one.
   const path = functionPath.toLowerCase();

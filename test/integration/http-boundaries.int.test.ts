@@ -328,8 +328,19 @@ describe('HTTP API: an event stream resumes only from a seq it sent', () => {
       app.request(`/runs/${run.run_id}/events/stream?wait=0`, {
         headers: { authorization: `Bearer ${TOKEN}`, 'last-event-id': lastEventId },
       });
-    for (const bad of ['1e999', '-1', 'x', '1.5']) {
-      expect(await errorOf(await stream(bad)), bad).toMatchObject({ status: 400, code: 'validation_failed' });
+    // Parsed exactly as `after=` is: plain decimal digits only, as `after=` refuses the same texts.
+    for (const bad of ['1e999', '-1', 'x', '1.5', '0x5', '0b11', '.5e1', '+4', '4e0', '3.0', '']) {
+      const error = await errorOf(await stream(bad));
+      expect(error, JSON.stringify(bad)).toMatchObject({ status: 400, code: 'validation_failed' });
+      expect(error.details.issues, JSON.stringify(bad)).toEqual([
+        expect.objectContaining({ path: 'last-event-id' }),
+      ]);
+      const after = await errorOf(
+        await app.request(`/runs/${run.run_id}/events/stream?wait=0&after=${encodeURIComponent(bad)}`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        }),
+      );
+      expect(after, `after=${JSON.stringify(bad)}`).toMatchObject({ status: 400, code: 'validation_failed' });
     }
     const resumed = await stream('0');
     expect(resumed.status).toBe(200);

@@ -151,7 +151,7 @@ describe('control characters in identifiers', () => {
 
     const lease = await call('alice', 'POST', `/runs/${run.run_id}/lease`, { owner: 'worker-1' });
     expect(lease.status, JSON.stringify(lease.body)).toBe(200);
-    const fence = { owner: 'worker-1', epoch: lease.body.epoch as number };
+    const fence = { owner: 'worker-1', epoch: (lease.body.lease as { epoch: number }).epoch };
     const leased = await runtime.store.getRun(run.run_id);
     const begin = (request: Record<string, unknown>) =>
       call('alice', 'POST', `/runs/${run.run_id}/operations`, {
@@ -211,5 +211,113 @@ describe('control characters in identifiers', () => {
       body: 'export default {}',
     });
     expect(put.status).toBe(400);
+  });
+});
+
+/** Bidirectional formatting characters and the line and paragraph separators. */
+const BIDI = [
+  '\u061c',
+  '\u200e',
+  '\u200f',
+  '\u202a',
+  '\u202b',
+  '\u202c',
+  '\u202d',
+  '\u202e',
+  '\u2066',
+  '\u2067',
+  '\u2068',
+  '\u2069',
+  '\u2028',
+  '\u2029',
+];
+
+describe('bidirectional characters and separators in identifiers', () => {
+  it('refuses each in a subject path as a control character, writing nothing', async () => {
+    for (const char of BIDI) {
+      const subject = { ...own('alice'), path: `/x${char}gnp.exe-${randomUUID()}` };
+      const answer = await call('alice', 'POST', '/runs', { subject, reducer: null });
+      expectControlCharacter(answer, 'subject.path');
+      expect(JSON.stringify(answer.body), `U+${char.charCodeAt(0).toString(16)}`).toContain(
+        `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
+      );
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+  });
+
+  it('refuses them in the workspace, node_id, create_key, reducer path, resume key and op id', async () => {
+    const cases: [string, (subject: ReturnType<typeof own>) => Record<string, unknown>][] = [
+      [
+        'subject.workspace',
+        (subject) => ({ subject: { ...subject, workspace: `${subject.workspace}\u202e` } }),
+      ],
+      ['subject.node_id', (subject) => ({ subject: { ...subject, node_id: 'n\u2028x' } })],
+      ['create_key', (subject) => ({ subject, create_key: 'k\u2066' })],
+      ['reducer.function_path', (subject) => ({ subject, reducer: { function_path: '/r/\u200fa' } })],
+    ];
+    for (const [field, body] of cases) {
+      const subject = own('alice');
+      expectControlCharacter(
+        await call('alice', 'POST', '/runs', { reducer: null, ...body(subject) }),
+        field,
+      );
+      expect(await runtime.store.findBySubject(subject)).toBeNull();
+    }
+    const answers = await Promise.all(
+      (['alice', 'bob'] as const).map((who) =>
+        call(who, 'POST', `/results/${encodeURIComponent('callback:run_x/op/1\u2029')}`, { value: 1 }),
+      ),
+    );
+    for (const answer of answers) expectControlCharacter(answer, 'resume_key');
+    expect(answers[1]).toEqual(answers[0]);
+  });
+
+  it('keeps them in an objective, which is prose (right-to-left text needs its marks)', async () => {
+    const created = await call('alice', 'POST', '/runs', {
+      subject: own('alice'),
+      reducer: null,
+      objective: 'שלום\u200f world',
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+  });
+});
+
+describe('subject bounds', () => {
+  /** Expects a 400 validation_failed whose issues name `field` with the code too_big. */
+  function expectTooBig(answer: Answer, field: string): void {
+    expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).toBe(400);
+    expect(answer.body.code).toBe('validation_failed');
+    expect(answer.body.details?.issues).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: field, code: 'too_big' })]),
+    );
+  }
+
+  it('refuses a workspace over 256, a path over 1024 and a node_id over 256 characters, writing nothing', async () => {
+    const huge = { ...own('bob'), path: `/${'p'.repeat(300_000)}` };
+    expectTooBig(await call('bob', 'POST', '/runs', { subject: huge, reducer: null }), 'subject.path');
+    expect(await runtime.store.findBySubject(huge)).toBeNull();
+    const path = { ...own('bob'), path: `/${'p'.repeat(1024)}` };
+    expectTooBig(await call('bob', 'POST', '/runs', { subject: path, reducer: null }), 'subject.path');
+    expect(await runtime.store.findBySubject(path)).toBeNull();
+    const workspace = { ...own('bob'), workspace: `user:${'w'.repeat(252)}` };
+    expectTooBig(
+      await call('bob', 'POST', '/runs', { subject: workspace, reducer: null }),
+      'subject.workspace',
+    );
+    const node = { ...own('bob'), node_id: 'n'.repeat(257) };
+    expectTooBig(await call('bob', 'POST', '/runs', { subject: node, reducer: null }), 'subject.node_id');
+    expect(await runtime.store.findBySubject(node)).toBeNull();
+    const listed = await call(
+      'bob',
+      'GET',
+      `/runs?subject_workspace=${encodeURIComponent(huge.workspace)}&subject_path=${'p'.repeat(1025)}`,
+    );
+    expectTooBig(listed, 'subject_path');
+  });
+
+  it('accepts a subject at the bounds', async () => {
+    const subject = { ...own('bob'), path: `/${'p'.repeat(1023)}`, node_id: 'n'.repeat(256) };
+    const created = await call('bob', 'POST', '/runs', { subject, reducer: null });
+    expect(created.status, JSON.stringify(created.body).slice(0, 500)).toBe(201);
   });
 });

@@ -230,6 +230,13 @@ describe('reserved system paths', () => {
     // Case variants lie beside the reserved prefixes: refused too.
     '/Lib/raisin/x',
     '/LIB/MODELS/openai',
+    // Names easily taken for the reserved ones: every path starting with a reserved prefix.
+    '/lib/raisin',
+    '/lib/raisin.star',
+    '/lib/raisin./x',
+    '/lib/raisinx/y',
+    '/lib/models',
+    '/lib/models.js',
   ];
 
   it('refuses a function PUT at a reserved path to every caller, admins and system callers included', async () => {

@@ -14,7 +14,7 @@ import { runCli } from '../../bin/commands/program.ts';
 import { planLines } from '../../bin/commands/watch-model.ts';
 import type { LeaseView } from '../../lib/client/client-driven.ts';
 import { writeLocalState } from '../../lib/client/state-file.ts';
-import { EMPTY_METERED, type RunRecord } from '../../lib/contracts/index.ts';
+import { EMPTY_METERED, firstUnsafeIdChar, type RunRecord } from '../../lib/contracts/index.ts';
 import { DEFAULT_PRICES, withCost } from '../../lib/core/prices.ts';
 import { newRun } from '../support/runs.ts';
 
@@ -319,6 +319,19 @@ describe('control characters in human output', () => {
     expect(printable('\u007f\u0080\u009b\u009f')).toBe('\\u007f\\u0080\\u009b\\u009f');
     // Bidirectional formatting characters: a path cannot display as another.
     expect(printable('/x\u202egnp.exe\u2066')).toBe('/x\\u202egnp.exe\\u2066');
+    // Every character the API refuses in an identifier beside the controls (clean-text.ts).
+    for (const c of [
+      0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068,
+      0x2069,
+    ]) {
+      expect(printable(`a${String.fromCharCode(c)}b`), `U+${c.toString(16)}`).toBe(
+        `a\\u${c.toString(16).padStart(4, '0')}b`,
+      );
+      expect(firstUnsafeIdChar(`a${String.fromCharCode(c)}b`), `U+${c.toString(16)}`).toMatchObject({
+        index: 1,
+      });
+    }
+    expect(firstUnsafeIdChar('ä 😀 \u00a0 plain \u200b')).toBeNull();
     expect(printable('ä 😀 \u00a0 plain')).toBe('ä 😀 \u00a0 plain');
     for (let c = 0; c <= 0xa0; c += 1) {
       const out = printable(String.fromCharCode(c));
