@@ -110,7 +110,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     // The run asks for its approval; once approved it runs the tool and takes its second turn.
     await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
     await approveWhenAsked(run.run_id);
-    await row.locator('td[data-label="Turns"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
+    await row.locator('td[data-label="Model turns"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
     await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
 
     expect(await marked(page)).toBe(1);
@@ -192,7 +192,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).not.toMatch(/Lease|epoch/);
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer to its question',
+      'the service: idle while the run waits for an answer to its question',
     );
     expect(await page.locator('#usage').textContent()).toMatch(/1 tool call ·/);
     const groups = await attrs(page.locator('select optgroup'), 'label');

@@ -6,7 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { budgetBars, MODEL_CALLS_HINT, pauseText } from '../../console/src/model/budgets.ts';
 import { describeEvent, EVENT_KIND_HINTS, isQuietEvent } from '../../console/src/model/events.ts';
-import { approvalKindText, approvalWhy, digestHint, RESULT_WORDS } from '../../console/src/model/request-words.ts';
+import {
+  approvalKindText,
+  approvalWhy,
+  digestHint,
+  RESULT_WORDS,
+} from '../../console/src/model/request-words.ts';
 import { PAST_STATE_HINT, PAST_STATUS_HINT, requestLine } from '../../console/src/model/time-travel.ts';
 import { planStatusText, reasonText, shortId } from '../../console/src/model/words.ts';
 import { type RunEvent, RunRecord } from '../../lib/contracts/index.ts';
@@ -123,9 +128,16 @@ describe('a takeover and a lost operation', () => {
         'If it may have written something, check whether the write applied before you retry.',
     );
     const other = describeEvent(
-      event('operation_failed', { error_class: 'timeout', retryable: false, outcome_unknown: true, message: 'x' }),
+      event('operation_failed', {
+        error_class: 'timeout',
+        retryable: false,
+        outcome_unknown: true,
+        message: 'x',
+      }),
     );
-    expect(other).toBe('timeout: x Its outcome is unknown: check whether its write applied before you retry.');
+    expect(other).toBe(
+      'timeout: x Its outcome is unknown: check whether its write applied before you retry.',
+    );
   });
 });
 
@@ -138,10 +150,12 @@ describe('ids and a parked result', () => {
 
   it('names the delivery key apart from Resume, explains the envelope and a paused run', () => {
     expect(RESULT_WORDS.keyHint).toContain('Not the Resume control');
-    expect(RESULT_WORDS.bodyHint).toContain("the runtime’s standard result shape");
+    expect(RESULT_WORDS.bodyHint).toContain('the runtime’s standard result shape');
     expect(RESULT_WORDS.paused).toContain('reads it once it is resumed');
     expect(
-      describeEvent(event('request_opened', { kind: 'result', tool: 'wait', resume_key: `callback:${RUN}/op/2` })),
+      describeEvent(
+        event('request_opened', { kind: 'result', tool: 'wait', resume_key: `callback:${RUN}/op/2` }),
+      ),
     ).toBe('waiting for a result: wait (delivery key callback:run_3f2a9c…/op/2)');
     expect(
       requestLine({

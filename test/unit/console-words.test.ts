@@ -90,7 +90,9 @@ describe('who drives the run', () => {
     const run = record({ status: 'running', lease: { owner: 'laptop-1', expires_at: T0 + 5_000 } });
     const words = wordsAt(run, T0 + 8_000);
     // Two plain sentences, not a chain of "which" clauses.
-    expect(words.text).toBe('the client laptop-1. Its hold on the run ran out 3 seconds ago: it stopped renewing it.');
+    expect(words.text).toBe(
+      'the client laptop-1. Its hold on the run ran out 3 seconds ago: it stopped renewing it.',
+    );
     expect(words.note).toContain(
       'still reads "running" because a client-driven run ends only when its client ends it',
     );

@@ -17,7 +17,7 @@ export const EVENT_TERM_HINTS = {
   resume_key:
     'resume_key (the delivery key): the name a waiting tool call gave its wait; whoever delivers the result quotes it.',
   pinned:
-    'pinned: the registry versions the run was pinned to when it started: the tool catalogue, the policy and the agents (0: nothing published yet, the code\'s own).',
+    "pinned: the registry versions the run was pinned to when it started: the tool catalogue, the policy and the agents (0: nothing published yet, the code's own).",
 } as const;
 
 type Term = keyof typeof EVENT_TERM_HINTS;
@@ -48,7 +48,8 @@ const nth = (i: number) => (i === 1 ? '1st' : i === 2 ? '2nd' : i === 3 ? '3rd' 
  */
 export function effectText(effectId: string): string | undefined {
   const client = /^client:(req:)?(\d+)$/.exec(effectId);
-  if (client !== null) return `the client's ${client[1] !== undefined ? 'request' : 'operation'} no. ${client[2]}`;
+  if (client !== null)
+    return `the client's ${client[1] !== undefined ? 'request' : 'operation'} no. ${client[2]}`;
   const m = /^(\d+):(\d+)$/.exec(effectId);
   if (m === null) return undefined;
   return `the ${nth(Number(m[2]) + 1)} thing the reducer asked for at state revision ${m[1]}`;

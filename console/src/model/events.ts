@@ -161,7 +161,8 @@ export const LOST_TEXT =
   'If it may have written something, check whether the write applied before you retry.';
 
 /** What to do about an operation whose outcome is unknown. */
-export const UNKNOWN_OUTCOME_TEXT = 'Its outcome is unknown: check whether its write applied before you retry.';
+export const UNKNOWN_OUTCOME_TEXT =
+  'Its outcome is unknown: check whether its write applied before you retry.';
 
 /** `lease_taken_over` read out: who lost the run, and what its epoch number is. */
 export function takeoverText(owner: string, epoch: number | undefined): string {

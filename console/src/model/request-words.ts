@@ -48,8 +48,7 @@ export function approvalWhy(kind: string): string {
 /** The words of a parked tool call's card (views/ResultCard.tsx). */
 export const RESULT_WORDS = {
   what: 'The tool handed its work to something outside the run; the run goes on when its result is delivered here (or with agent-runs deliver).',
-  paused:
-    'The run is paused: a result delivered now is recorded, and the run reads it once it is resumed.',
+  paused: 'The run is paused: a result delivered now is recorded, and the run reads it once it is resumed.',
   keyHint:
     'The name this wait was given (resume_key); a delivery quotes it. Not the Resume control: delivering does not resume a paused run.',
   bodyHint:

@@ -41,7 +41,11 @@ export function Plan(props: { projection: Projection | null; hasReducer: boolean
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
       <h2 id="plan-title">Plan</h2>
-      <ProjectionList projection={props.projection} empty={noPlanText(props.hasReducer)} status={props.status} />
+      <ProjectionList
+        projection={props.projection}
+        empty={noPlanText(props.hasReducer)}
+        status={props.status}
+      />
     </section>
   );
 }

@@ -181,15 +181,20 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
 
 function statusDetail(run: PublicRunRecord): string | null {
   switch (run.status) {
-    case 'paused':
-      return `${pauseText(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
+    case 'paused': {
+      // `paused by a person (a pause control)`, not `paused: paused by control`.
+      const why = pauseText(run);
+      const text = why.startsWith('paused') ? why : `paused: ${why}`;
+      return `${text}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
+    }
     case 'cancelling':
       return `stopping: ${reasonText(run.stop_reason)}`;
     case 'completed':
       return `${run.outcome}${run.summary !== undefined ? `: ${run.summary}` : ''}`;
     case 'failed':
     case 'stopped':
-      return reasonText(run.terminal_reason);
+      // A stop's own reason is on its `stopped` event; `stopped` beside the badge says nothing.
+      return run.terminal_reason === run.status ? null : reasonText(run.terminal_reason);
     case 'queued':
       // Nothing else moves a client-driven run: after a takeover it waits for its client.
       return run.reducer === null && run.lease === null
@@ -207,8 +212,11 @@ function OperationFact({ run }: { run: PublicRunRecord }) {
   const what = op.effect.kind === 'call_tool' ? `tool ${op.effect.tool}` : op.kind.replaceAll('_', ' ');
   return (
     <Fact term="Current operation" hint={OPERATION_HINT} wide testId="operation">
-      {what} <span className="mono" title={op.op_id}>{shortId(op.op_id)}</span> (
-      {op.started_at === null ? 'pending: not started yet' : 'in flight'}
+      {what}{' '}
+      <span className="mono" title={op.op_id}>
+        {shortId(op.op_id)}
+      </span>{' '}
+      ({op.started_at === null ? 'pending: not started yet' : 'in flight'}
       {op.attempt > 1 ? `, attempt ${op.attempt}` : ''})
     </Fact>
   );
@@ -248,7 +256,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
       ) : null}
       {run.objective !== undefined ? <p className="objective">{run.objective}</p> : null}
       <dl className="facts grid">
-        <Fact term="Run" wide>
+        <Fact term="Run" wide testId="run-id">
           <span className="mono nowrap" title={run.run_id}>
             {run.run_id}
           </span>
@@ -296,7 +304,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
             </span>
           </Fact>
         ) : null}
-        <Fact term="Created">
+        <Fact term="Created" testId="created">
           <Time ms={run.created_at} now={now} />
         </Fact>
         <Fact term="Updated">
@@ -345,8 +353,8 @@ function Usage({ run }: { run: PublicRunRecord }) {
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted" data-testid="usage-line">
         <span title={MODEL_CALLS_HINT}>{plural(u.model_calls, 'model call')}</span> ·{' '}
-        {plural(u.tool_calls, 'tool call')} ·{' '}
-        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')}
+        {plural(u.tool_calls, 'tool call')} · {u.input_tokens.toLocaleString('en-US')} in /{' '}
+        {plural(u.output_tokens, 'out token')}
       </p>
       <CostLine cost={u.cost} />
       <p className="muted" data-testid="on-exceeded">
@@ -388,9 +396,8 @@ function CostLine({ cost }: { cost: PublicRunRecord['usage']['cost'] }) {
     <p data-testid="cost" title={`Prices of ${cost.prices_as_of}, region ${cost.region}`}>
       Cost: <strong>{formatUsd(cost.total_usd)}</strong>{' '}
       <span className="muted">
-        (model {formatUsd(cost.model_usd)}
-        {cost.model === null ? ', no price is known for this model' : ''}; AWS {formatUsd(cost.aws_usd)}; prices
-        of {cost.prices_as_of})
+        {`(model ${formatUsd(cost.model_usd)}${cost.model === null ? ', no price is known for this model' : ''}; ` +
+          `AWS ${formatUsd(cost.aws_usd)}; prices of ${cost.prices_as_of})`}
       </span>
     </p>
   );
