@@ -98,3 +98,12 @@ export function pauseText(record: PublicRunRecord): string {
   if (record.pause_reason === 'provider_outage') return 'the model provider is unavailable';
   return reasonText(record.pause_reason);
 }
+
+/**
+ * The paused line (status detail, resume form): `paused: the max turns budget is used up`, or
+ * the reason alone when it already says so (`paused by a person (a pause control)`).
+ */
+export function pausedLine(record: PublicRunRecord): string {
+  const why = pauseText(record);
+  return why.startsWith('paused') ? why : `paused: ${why}`;
+}

@@ -18,7 +18,7 @@ import {
 } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunMode } from '../live/use-run-mode.ts';
-import { budgetPauseLimit, pauseText } from '../model/budgets.ts';
+import { budgetPauseLimit, pausedLine } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS } from '../model/run-mode.ts';
 import { approvalKindText, approvalWhy, digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
@@ -478,6 +478,8 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
   );
 }
 
+const capitalised = (s: string) => `${s.charAt(0).toUpperCase()}${s.slice(1)}`;
+
 function ResumeForm({
   run,
   controls,
@@ -517,7 +519,7 @@ function ResumeForm({
   const shown: BudgetLimit[] = hit !== null ? [hit, ...BUDGET_LIMITS.filter((l) => l !== hit)] : [];
   return (
     <form onSubmit={submit} className="resume-form" aria-labelledby={`${ids}-h`}>
-      <h3 id={`${ids}-h`}>Paused: {pauseText(run)}</h3>
+      <h3 id={`${ids}-h`}>{capitalised(pausedLine(run))}</h3>
       {hit !== null ? (
         <fieldset>
           <legend>Budget increase (added to the current limits)</legend>

@@ -18,7 +18,7 @@ import {
   formatAmount,
   formatUsd,
   MODEL_CALLS_HINT,
-  pauseText,
+  pausedLine,
 } from '../model/budgets.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import { driverWords } from '../model/driver.ts';
@@ -181,12 +181,8 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
 
 function statusDetail(run: PublicRunRecord): string | null {
   switch (run.status) {
-    case 'paused': {
-      // `paused by a person (a pause control)`, not `paused: paused by control`.
-      const why = pauseText(run);
-      const text = why.startsWith('paused') ? why : `paused: ${why}`;
-      return `${text}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
-    }
+    case 'paused':
+      return `${pausedLine(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
     case 'cancelling':
       return `stopping: ${reasonText(run.stop_reason)}`;
     case 'completed':
