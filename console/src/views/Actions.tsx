@@ -116,7 +116,7 @@ export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls
     <section className="card attention" aria-labelledby="requests-title">
       <h2 id="requests-title">Needs you</h2>
       {run.open_requests.length === 0 ? <p className="muted">Nothing open now.</p> : null}
-      {acks.length > 0 ? <AckList acks={acks} label="Acknowledgements of your answers" /> : null}
+      {acks.length > 0 ? <AckList acks={acks} label="Acknowledgements of what you sent here" /> : null}
       {run.open_requests.map((request) => (
         <RequestCard
           key={request.request_id}
