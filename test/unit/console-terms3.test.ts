@@ -176,6 +176,9 @@ describe('an approval and the past', () => {
   it("says what is approved, why, and what the digest's rfc8785 is", () => {
     expect(approvalKindText('tool_call')).toBe('a tool call');
     expect(approvalWhy('tool_call')).toContain('the tool policy requires a person');
+    expect(approvalWhy('tool_call', false)).toBe(
+      "Why: the run's client asked a person to approve this before it goes on.",
+    );
     expect(digestHint('tool_call')).toContain('JSON canonical form (rfc8785)');
   });
 

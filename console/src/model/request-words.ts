@@ -35,14 +35,16 @@ export function approvalKindText(kind: string): string {
 }
 
 /**
- * Why the approval is asked: a tool call's approval is opened by the tool policy (a rule that
- * requires a person before that tool runs); another kind's by the run's own code. The policy
- * rule's code is not recorded with the request, so it cannot be named here.
+ * Why the approval is asked: on a server-driven run a tool call's approval is opened by the tool
+ * policy (a rule that requires a person before that tool runs), another kind's by its reducer;
+ * on a client-driven run the client opened it. The policy rule's code is not recorded with the
+ * request, so it is not named here.
  */
-export function approvalWhy(kind: string): string {
+export function approvalWhy(kind: string, hasReducer = true): string {
+  if (!hasReducer) return "Why: the run's client asked a person to approve this before it goes on.";
   return kind === 'tool_call'
     ? 'Why: the tool policy requires a person to approve this call before it runs (see the policy in the registry for the rule).'
-    : 'Why: the run asked a person to approve this before it goes on.';
+    : "Why: the run's reducer asked a person to approve this before it goes on.";
 }
 
 /** The words of a parked tool call's card (views/ResultCard.tsx). */

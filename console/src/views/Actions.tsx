@@ -141,7 +141,9 @@ function RequestCard(props: {
   const { request, controls } = props;
   switch (request.kind) {
     case 'approval':
-      return <ApprovalCard request={request} controls={controls} />;
+      return (
+        <ApprovalCard request={request} controls={controls} hasReducer={props.reducerPath !== undefined} />
+      );
     case 'input':
       return (
         <QuestionCard
@@ -159,6 +161,7 @@ function RequestCard(props: {
 function ApprovalCard(props: {
   request: Extract<OpenRequest, { kind: 'approval' }>;
   controls: ControlSender;
+  hasReducer: boolean;
 }) {
   const { request, controls } = props;
   const [reason, setReason] = useState('');
@@ -181,7 +184,7 @@ function ApprovalCard(props: {
           {request.subject.summary}
         </span>
       </h3>
-      <p data-testid="approval-why">{approvalWhy(request.subject.kind)}</p>
+      <p data-testid="approval-why">{approvalWhy(request.subject.kind, props.hasReducer)}</p>
       <dl className="facts">
         <dt>What</dt>
         <dd title={request.subject.kind}>{approvalKindText(request.subject.kind)}</dd>
