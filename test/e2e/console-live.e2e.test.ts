@@ -110,7 +110,10 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     // The run asks for its approval; once approved it runs the tool and takes its second turn.
     await row.getByText('1 approval to decide').waitFor({ timeout: 20_000 });
     await approveWhenAsked(run.run_id);
-    await row.locator('td[data-label="Turns"]').getByText('2', { exact: true }).waitFor({ timeout: 20_000 });
+    await row
+      .locator('td[data-label="Model turns"]')
+      .getByText('2', { exact: true })
+      .waitFor({ timeout: 20_000 });
     await row.locator('.badge-waiting').waitFor({ timeout: 20_000 });
 
     expect(await marked(page)).toBe(1);
@@ -159,7 +162,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const note = page.getByTestId('driver-note');
     await note.waitFor({ timeout: 20_000 });
     expect(await page.getByTestId('lease').textContent()).toBe(
-      `the client ${owner}, which has not renewed its lease for a while`,
+      `the client ${owner}. It has not renewed its hold on the run for a while.`,
     );
     const text = (await note.textContent()) ?? '';
     expect(text).toContain(
@@ -168,15 +171,15 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     // The 60 s lease still runs; then the deployment's skew allowance (30 s by default), then the
     // next pass of the local stack's sweeper, which passes every 2 seconds.
     expect(text).toMatch(
-      /The lease runs out in \d+ seconds\. The sweeper \(the service's regular check for stalled runs\) lets a lost lease go once it is \d+ seconds past its end \(room for clocks that differ between machines\), at its next pass \(it passes every 2 seconds\): in about \d+ seconds at the latest\./,
+      /Its hold on the run \(its lease\) runs out in \d+ seconds\. The service checks for stalled runs every 2 seconds \(the sweeper\)\. It frees a hold once the hold is \d+ seconds past its end, to allow for clocks that differ between machines: in about \d+ seconds at the latest\./,
     );
-    expect(text).toContain('The sweeper never ends the run.');
+    expect(text).toContain('The service never ends the run itself.');
 
-    // Let go: the run waits, queued, and the page says nothing moves it until a client comes back.
+    // Let go: the run waits (queued), and the page says nothing moves it until a client comes back.
     await client.releaseLease(run.run_id, { owner, epoch: lease.epoch });
     await page
       .getByTestId('driver-note')
-      .getByText('The run waits for a client to take it up again: nothing else moves a client-driven run')
+      .getByText('The run waits for a client to take it again: nothing else moves a client-driven run')
       .waitFor({ timeout: 20_000 });
     expect(await page.getByTestId('lease').textContent()).toBe('a client; none holds the run right now');
   });
@@ -192,7 +195,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).not.toMatch(/Lease|epoch/);
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer to its question',
+      'the service: idle while the run waits for an answer to its question',
     );
     expect(await page.locator('#usage').textContent()).toMatch(/1 tool call ·/);
     const groups = await attrs(page.locator('select optgroup'), 'label');

@@ -6,7 +6,10 @@
  * (the API's usage.cost); the transcript without the wrapped-result badge on a plain answer; a
  * client-driven run's plan text and a turn reported as a turn outcome. Second round: what the
  * approval digest covers, what a waiting run waits for, the Principal hint and no empty Agent fact,
- * an effect id read out, the tool card's own operation and a finish reason in plain words.
+ * an effect id read out, the tool card's own operation and a finish reason in plain words. Third
+ * round: what the approval is for and why, what usage counts, one time style, the run id on one
+ * line, a client-driven run's current operation and hold, a run waiting for its client (page
+ * and list) and a stop by a person.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,9 +17,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatUsd } from '../../console/src/model/budgets.ts';
+import { formatUsd, MODEL_CALLS_HINT } from '../../console/src/model/budgets.ts';
+import { approvalWhy } from '../../console/src/model/request-words.ts';
 import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
+import { shortId } from '../../console/src/model/words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
@@ -104,8 +109,11 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       'the exact call: the tool, its version and its arguments',
     );
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an approval',
+      'the service: idle while the run waits for an approval',
     );
+    expect(await page.getByTestId('approval-why').textContent()).toBe(approvalWhy('tool_call'));
+    expect(await page.getByText('a tool call', { exact: true }).count()).toBe(1);
+    expect(await page.getByTestId('digest-hint').textContent()).toContain('rfc8785');
     expect(await page.getByText('Principal', { exact: true }).getAttribute('title')).toBe(
       `${PRINCIPAL_HINT}.`,
     );
@@ -126,7 +134,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       /· version [0-9a-f]{12}… show full \(its code's hash, fixed when the run started\)/,
     );
     expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run waits for an answer to its question',
+      'the service: idle while the run waits for an answer to its question',
     );
     expect(await page.getByText('Driven by', { exact: true }).getAttribute('title')).toContain(
       'server-driven',
@@ -141,6 +149,17 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(costText).toContain(`Cost: ${formatUsd(cost?.total_usd ?? -1)}`);
     expect(costText).toContain(`prices of ${cost?.prices_as_of}`);
     expect(await page.locator('#usage').textContent()).toContain('failed operations in a row');
+    // What the usage counts count: operations once they end, calls a lost holder may have made.
+    expect(await page.locator('#usage').getByText('operations ended').getAttribute('title')).toContain(
+      'One still in flight is counted when it ends.',
+    );
+    expect(await page.getByTestId('usage-line').locator('span').first().getAttribute('title')).toBe(
+      MODEL_CALLS_HINT,
+    );
+    // One time style: 24-hour date and time, how long ago beside it.
+    expect(await page.getByTestId('created').textContent()).toMatch(
+      /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \((just now|\d+ (s|min|\.\d h) ago)\)$/,
+    );
     expect(await page.getByTestId('on-exceeded').textContent()).toContain(
       'If a limit below is reached, the run pauses before its next step',
     );
@@ -149,7 +168,9 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     await page.getByLabel('Kind').selectOption({ label: 'reducer answered' });
     expect(await page.getByTestId('kind-hint').textContent()).toBe(EVENT_KIND_HINTS.reducer_answered);
     const answered = page.locator('li.event[data-kind="reducer_answered"]').first();
-    expect(await answered.locator('.desc').textContent()).toMatch(/^answered event #\d+ with: /);
+    expect(await answered.locator('.desc').textContent()).toMatch(
+      /^answered event #\d+(: nothing more to do| with: )/,
+    );
     expect(await answered.locator('.kind').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
 
     // An expanded tool result: its effect id read out, a line per term of its raw JSON.
@@ -157,7 +178,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const result = page.locator('li.event[data-kind="tool_result"]').first();
     await result.locator('summary').click();
     expect(await result.getByTestId('event-ids').textContent()).toMatch(
-      /effect \d+:0 \(the reducer's 1st ask at state revision \d+\)/,
+      /effect \d+:0 \(the 1st thing the reducer asked for at state revision \d+\)/,
     );
 
     // The transcript: charge answered a plain value, so its card carries no wrapped-result badge.
@@ -168,8 +189,9 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     // The card names the operation that ran the tool, which is not the model turn's that asked.
     const toolOp = (await card.getByTestId('tool-op').textContent()) ?? '';
     const turnOp = `${run.run_id}/op/1`;
-    expect(toolOp).toMatch(/^ ran as \S+\/op\/\d+$/);
-    expect(toolOp).not.toBe(` ran as ${turnOp}`);
+    expect(toolOp).toMatch(/^ runtime operation run_\w{6}…\/op\/\d+$/);
+    expect(await card.getByTestId('tool-op').getAttribute('title')).not.toContain(`${turnOp}`);
+    expect(await card.getByTestId('tool-call-id').textContent()).toMatch(/· model's call id /);
     expect(await page.getByText('· asked for tools').count()).toBeGreaterThan(0);
   });
 
@@ -218,5 +240,64 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       "The client's own runtime ran this turn and reported its outcome: completed: completed, product answer-1; tokens as the host measured them; decided by my-runtime.",
     );
     expect(await page.getByText('Model (run by the client)').count()).toBe(1);
+  });
+
+  it("shows a client's operation and hold, a run waiting for its client, and a stop by a person", async () => {
+    const { run } = await client.createRun({
+      subject: { workspace: 'words', path: path('client-op') },
+      input: 'driven by my loop',
+    });
+    const owner = 'my-loop';
+    const { lease } = await client.takeLease(run.run_id, { owner });
+    const begun = await client.beginOperation(run.run_id, {
+      fence: { owner, epoch: lease.epoch },
+      kind: 'model_turn',
+    });
+    const opId = begun.operation?.op_id ?? '';
+    const page = await signedIn();
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    const op = page.getByTestId('operation');
+    await op.waitFor({ timeout: 20_000 });
+    // The operation in flight, as the CLI's `operation … (in flight)`, its id short.
+    expect(await op.textContent()).toBe(`model turn ${shortId(opId)} (in flight)`);
+    expect(await page.getByTestId('lease').textContent()).toMatch(
+      /^the client my-loop\. It must renew its hold on the run \(its lease\) while it works; unless renewed, the hold runs out in \d+ seconds?\.$/,
+    );
+    // The ended-operations count does not count the one in flight, and says so.
+    expect(await page.locator('#usage').textContent()).toContain('operations ended 0');
+    // The run id stays on one line at 1400 px: its box is no taller than a one-line fact's.
+    const idBox = await page.getByTestId('run-id').boundingBox();
+    const principalBox = await page
+      .getByText(/^user:/)
+      .first()
+      .boundingBox();
+    expect(idBox?.height).toBeLessThanOrEqual((principalBox?.height ?? 0) + 1);
+
+    // A client-driven run nobody holds waits for its client: said beside the status and in the list.
+    const { run: idle } = await client.createRun({
+      subject: { workspace: 'words', path: path('client-idle') },
+      input: 'waiting for my loop',
+    });
+    await page.goto(`${cs.stack.url}/console/runs/${idle.run_id}`);
+    await page.getByTestId('status-detail').waitFor({ timeout: 20_000 });
+    expect(await page.getByTestId('status-detail').textContent()).toBe(
+      'waiting for a client to take the run again (nothing else moves a client-driven run)',
+    );
+    await page.goto(`${cs.stack.url}/console/`);
+    await page.getByLabel('Subject prefix').fill(`words:${idle.subject.path}`);
+    await page
+      .locator(`tr[data-run-id="${idle.run_id}"]`)
+      .getByText('waits for its client')
+      .waitFor({ timeout: 20_000 });
+
+    // A stop without a reason reads as a person's in the log.
+    await client.stop(idle.run_id);
+    await until(idle.run_id, (r) => r.status === 'stopped');
+    await page.goto(`${cs.stack.url}/console/runs/${idle.run_id}`);
+    await page
+      .locator('li.event[data-kind="stopped"] .desc')
+      .getByText('stopped by a person (a stop control)')
+      .waitFor({ timeout: 20_000 });
   });
 });

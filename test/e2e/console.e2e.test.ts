@@ -308,9 +308,7 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     const header = (await page.locator('.run-header').textContent()) ?? '';
     expect(header).toContain('paused: the max turns budget is used up; raise it to go on');
     expect(header).not.toMatch(/from queued|epoch|Lease/);
-    expect(await page.getByTestId('lease').textContent()).toBe(
-      'the service: no worker while the run is paused',
-    );
+    expect(await page.getByTestId('lease').textContent()).toBe('the service: idle while the run is paused');
     expect(await page.locator('#usage').textContent()).toMatch(/1 model call · 1 tool call ·/);
     const increase = page.getByLabel('max_turns (now 1)');
     expect(await increase.inputValue()).toBe('1');

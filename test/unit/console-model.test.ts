@@ -128,7 +128,7 @@ describe('budget bars', () => {
     const bars = budgetBars(run, T0 + 2_000);
 
     expect(bars.slice(0, 2)).toMatchObject([
-      { limit: 'max_turns', label: 'turns', used: 2, max: 5, unit: 'count' },
+      { limit: 'max_turns', label: 'model turns', used: 2, max: 5, unit: 'count' },
       { limit: 'max_total_tokens', label: 'tokens (in + out)', used: 400, max: 1000, unit: 'tokens' },
     ]);
     expect(bars.every((b) => b.hint.length > 0)).toBe(true);

@@ -29,8 +29,10 @@ describe('the approval digest', () => {
 
 describe('an expanded event', () => {
   it('reads an effect id as the reducer ask it names', () => {
-    expect(effectText('3:0')).toBe("the reducer's 1st ask at state revision 3");
-    expect(effectText('12:2')).toBe("the reducer's 3rd ask at state revision 12");
+    expect(effectText('3:0')).toBe('the 1st thing the reducer asked for at state revision 3');
+    expect(effectText('12:2')).toBe('the 3rd thing the reducer asked for at state revision 12');
+    expect(effectText('client:1')).toBe("the client's operation no. 1");
+    expect(effectText('client:req:2')).toBe("the client's request no. 2");
     expect(effectText('plan')).toBeUndefined();
   });
 
@@ -44,6 +46,9 @@ describe('an expanded event', () => {
     expect(hints).toEqual([EVENT_TERM_HINTS.effect_id, EVENT_TERM_HINTS.state_rev, EVENT_TERM_HINTS.legacy]);
     expect(jsonTermHints({ manifest: { included: [] } })).toEqual([EVENT_TERM_HINTS.manifest]);
     expect(jsonTermHints({ input: 'x' })).toEqual([]);
+    const pinned = jsonTermHints({ pinned: { catalogue: 0, policy: 0, agents: 0 } });
+    expect(pinned).toEqual([EVENT_TERM_HINTS.pinned]);
+    expect(EVENT_TERM_HINTS.pinned).toContain('the tool catalogue, the policy and the agents');
   });
 });
 

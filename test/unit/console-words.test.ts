@@ -15,7 +15,7 @@ import {
   kindFilterHint,
   matchesKindFilter,
 } from '../../console/src/model/events.ts';
-import { needsYouText, shownText } from '../../console/src/model/list-words.ts';
+import { LIST_HINTS, needsYouText, shownText } from '../../console/src/model/list-words.ts';
 import { legacyMatters, transcriptOf } from '../../console/src/model/transcript.ts';
 import { formatUsd } from '../../console/src/model/budgets.ts';
 import { leaseView, observeLease } from '../../console/src/model/lease.ts';
@@ -66,7 +66,7 @@ describe('who drives the run', () => {
     const idle = wordsAt(record({ reducer: REDUCER, status: 'queued' }), T0);
     expect(idle).toMatchObject({
       term: 'Driven by',
-      text: 'the service: no worker right now; one picks the run up as soon as it has work',
+      text: 'the service: a worker picks the run up as soon as it has work',
       warn: false,
     });
     expect(idle.hint).toContain('server-driven');
@@ -82,30 +82,44 @@ describe('who drives the run', () => {
       // Expired 1 s ago: the 30 s skew allowance, then up to one 10 s sweeper period.
       text: 'the service: its worker stopped responding; another takes over in about 39 seconds',
     });
-    for (const w of [idle, wordsAt(held, T0), dead]) expect(w.text).not.toMatch(/lease|epoch/i);
+    for (const w of [idle, wordsAt(held, T0), dead]) expect(w.text).not.toMatch(/lease|epoch|no worker/i);
+    expect(dead.note).not.toMatch(/lease/i);
   });
 
   it('says why a client-driven run whose client stopped renewing still reads running, and when the sweeper acts', () => {
     const run = record({ status: 'running', lease: { owner: 'laptop-1', expires_at: T0 + 5_000 } });
     const words = wordsAt(run, T0 + 8_000);
+    // Two plain sentences, not a chain of "which" clauses.
     expect(words.text).toBe(
-      'the client laptop-1, which stopped renewing its lease, which ran out 3 seconds ago',
+      'the client laptop-1. Its hold on the run ran out 3 seconds ago: it stopped renewing it.',
     );
     expect(words.note).toContain(
       'still reads "running" because a client-driven run ends only when its client ends it',
     );
     // Expired 3 s ago: the 30 s skew allowance, then up to one 10 s sweeper period: 27 + 10.
     expect(words.note).toContain(
-      "The lease ran out 3 seconds ago. The sweeper (the service's regular check for stalled runs) lets a lost lease go once it is 30 seconds past its end " +
-        '(room for clocks that differ between machines), at its next pass (it passes every 10 seconds): ' +
-        'in about 37 seconds at the latest.',
+      'Its hold on the run (its lease) ran out 3 seconds ago. The service checks for stalled runs every ' +
+        '10 seconds (the sweeper). It frees a hold once the hold is 30 seconds past its end, to allow ' +
+        'for clocks that differ between machines: in about 37 seconds at the latest.',
     );
-    expect(words.note).toContain('The sweeper never ends the run.');
+    expect(words.note).toContain('The run then waits (status queued) for a client to take it again.');
+    expect(words.note).toContain('The service never ends the run itself.');
+    // The technical words once each, in parentheses; none of "a lost lease go" or "waits, queued".
+    expect(words.note?.match(/lease/g)).toHaveLength(1);
+    expect(words.note?.match(/sweeper/g)).toHaveLength(1);
+    expect(words.note).not.toMatch(/lost lease|waits, queued/);
+  });
+
+  it('says a live client must renew its hold, and when the hold runs out', () => {
+    const run = record({ status: 'running', lease: { owner: 'my-loop', expires_at: T0 + 25_000 } });
+    expect(wordsAt(run, T0).text).toBe(
+      'the client my-loop. It must renew its hold on the run (its lease) while it works; unless renewed, the hold runs out in 25 seconds.',
+    );
   });
 
   it('says a released client-driven run waits for a client, and nothing for an ended one', () => {
     expect(wordsAt(record({ status: 'queued' }), T0).note).toBe(
-      'The run waits for a client to take it up again: nothing else moves a client-driven run, and the sweeper only expires its open requests.',
+      "The run waits for a client to take it again: nothing else moves a client-driven run, and the service's regular check only expires its open requests.",
     );
     expect(
       wordsAt(
@@ -157,7 +171,15 @@ describe('the words a newcomer asked about', () => {
     expect(needsYouText([{ kind: 'approval' }, { kind: 'input' }, { kind: 'input' }])).toBe(
       '1 approval to decide, 2 questions to answer',
     );
-    expect(needsYouText([{ kind: 'result' }])).toBe('');
+    expect(needsYouText([{ kind: 'result' }])).toBe('1 result to deliver');
+    // A client-driven run nobody holds waits for its client; an ended or held one does not.
+    const client = record({ status: 'queued' });
+    expect(needsYouText([], client)).toBe('waits for its client');
+    expect(needsYouText([], record({ status: 'queued', reducer: REDUCER }))).toBe('');
+    expect(
+      needsYouText([], record({ status: 'running', lease: { owner: 'my-loop', expires_at: T0 + 1 } })),
+    ).toBe('');
+    expect(LIST_HINTS.needsYou).toContain('results to deliver');
     expect(shownText(4, 4, false)).toBe('4 runs');
     expect(shownText(1, 4, true)).toBe(
       '1 run matches the filters, of 4 loaded; older runs not loaded yet (Load more)',

@@ -4,6 +4,7 @@
  * docs/contracts/run-lifecycle.md, "Budgets".
  */
 import { budgetUsed } from '../../../lib/client/budget-use.ts';
+import { reasonText } from './words.ts';
 import { BUDGET_LIMITS, type BudgetLimit, type PublicRunRecord } from '../../../lib/contracts/index.ts';
 
 export interface BudgetBar {
@@ -17,15 +18,24 @@ export interface BudgetBar {
   unit: 'count' | 'tokens' | 'ms';
 }
 
+/**
+ * What usage.model_calls counts: provider calls, retries included, and, for a model turn lost in
+ * a takeover, the one call its lost worker or client may have made (lib/core/run-machine/lease.ts).
+ */
+export const MODEL_CALLS_HINT =
+  'Calls to the model provider, retries included. It includes a call a lost worker or client may ' +
+  'have made: a model turn lost in a takeover counts as one call, made or not.';
+
 const LABELS: Record<BudgetLimit, [string, BudgetBar['unit'], string]> = {
   max_wall_ms: ['wall time', 'ms', 'Time since the run was created.'],
   max_operations: [
-    'operations',
+    'operations ended',
     'count',
-    "Operations started (model turns and tool calls, the CLI's word too), child runs included.",
+    'Model turns and tool calls that have ended (finished, failed, or lost with their worker or ' +
+      'client), child runs included. One still in flight is counted when it ends.',
   ],
-  max_turns: ['turns', 'count', 'Times the model answered, child runs included.'],
-  max_model_calls: ['model calls', 'count', 'Calls to the model provider, retries included.'],
+  max_turns: ['model turns', 'count', 'Times the model answered, child runs included.'],
+  max_model_calls: ['model calls', 'count', MODEL_CALLS_HINT],
   max_total_tokens: ['tokens (in + out)', 'tokens', 'Tokens sent to and received from the model.'],
   max_consecutive_op_failures: [
     'failed operations in a row',
@@ -86,5 +96,14 @@ export function pauseText(record: PublicRunRecord): string {
   const budget = budgetPauseLimit(record);
   if (budget !== null) return `the ${budget.replaceAll('_', ' ')} budget is used up`;
   if (record.pause_reason === 'provider_outage') return 'the model provider is unavailable';
-  return record.pause_reason.replaceAll('_', ' ');
+  return reasonText(record.pause_reason);
+}
+
+/**
+ * The paused line (status detail, resume form): `paused: the max turns budget is used up`, or
+ * the reason alone when it already says so (`paused by a person (a pause control)`).
+ */
+export function pausedLine(record: PublicRunRecord): string {
+  const why = pauseText(record);
+  return why.startsWith('paused') ? why : `paused: ${why}`;
 }

@@ -37,22 +37,27 @@ const HINT =
 const seconds = (s: number) => (s === 1 ? '1 second' : `${s} seconds`);
 
 /**
- * Why "in about N seconds": where the lease stands, then the sweeper's rule in the deployment's
- * numbers (the skew allowance past the expiry, then its next pass), so the period and the
- * estimate never seem to disagree. docs/contracts/run-lifecycle.md, "Leases, recovery and the
- * sweeper".
+ * Why "in about N seconds": where the hold on the run stands, then the service's regular check
+ * (the sweeper) in the deployment's numbers (the skew allowance past the expiry, then its next
+ * pass), so the period and the estimate never seem to disagree. "lease" and "sweeper" appear
+ * once each, in parentheses. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
-function takeoverWhy(lease: Extract<LeaseView, { kind: 'stale' }>, timings: SweepTimings): string {
+function takeoverWhy(
+  lease: Extract<LeaseView, { kind: 'stale' }>,
+  timings: SweepTimings,
+  holder: 'client' | 'worker',
+): string {
+  const hold = holder === 'client' ? 'Its hold on the run (its lease)' : "The worker's hold on the run";
   const where =
     lease.expiresInS <= 0
-      ? `The lease ran out ${seconds(Math.abs(lease.expiresInS))} ago.`
-      : `The lease runs out in ${seconds(lease.expiresInS)}.`;
+      ? `${hold} ran out ${seconds(Math.abs(lease.expiresInS))} ago.`
+      : `${hold} runs out in ${seconds(lease.expiresInS)}.`;
   const skew = seconds(Math.round(timings.clock_skew_ms / 1000));
   const sweep = seconds(Math.round(timings.sweep_interval_ms / 1000));
   return (
-    `${where} The sweeper (the service's regular check for stalled runs) lets a lost lease go once it is ${skew} past its end (room for clocks ` +
-    `that differ between machines), at its next pass (it passes every ${sweep}): in about ` +
-    `${seconds(lease.takeoverInS)} at the latest.`
+    `${where} The service checks for stalled runs every ${sweep} (the sweeper). It frees a hold ` +
+    `once the hold is ${skew} past its end, to allow for clocks that differ between machines: ` +
+    `in about ${seconds(lease.takeoverInS)} at the latest.`
   );
 }
 
@@ -73,23 +78,25 @@ export function driverWords(
     return {
       term: TERM,
       hint: HINT,
-      text: `the client ${lease.owner} (its lease is renewed while it works)`,
+      text:
+        `the client ${lease.owner}. It must renew its hold on the run (its lease) while it works; ` +
+        `unless renewed, the hold runs out in ${seconds(Math.max(0, lease.expiresInS))}.`,
       warn: false,
     };
   }
   if (lease.kind === 'stale') {
     const what =
       lease.why === 'expired'
-        ? `stopped renewing its lease, which ran out ${seconds(Math.abs(lease.expiresInS))} ago`
-        : 'has not renewed its lease for a while';
+        ? `Its hold on the run ran out ${seconds(Math.abs(lease.expiresInS))} ago: it stopped renewing it.`
+        : 'It has not renewed its hold on the run for a while.';
     return {
       term: TERM,
       hint: HINT,
-      text: `the client ${lease.owner}, which ${what}`,
+      text: `the client ${lease.owner}. ${what}`,
       warn: true,
       note:
-        `${why}${takeoverWhy(lease, timings)} The run then waits, queued, for a client to take it ` +
-        'up again. The sweeper never ends the run.',
+        `${why}${takeoverWhy(lease, timings, 'client')} The run then waits (status queued) for a client to ` +
+        'take it again. The service never ends the run itself.',
     };
   }
   return {
@@ -101,8 +108,8 @@ export function driverWords(
       ? {}
       : {
           note:
-            `${run.status === 'queued' ? '' : why}The run waits for a client to take it up again: nothing else ` +
-            'moves a client-driven run, and the sweeper only expires its open requests.',
+            `${run.status === 'queued' ? '' : why}The run waits for a client to take it again: nothing else ` +
+            "moves a client-driven run, and the service's regular check only expires its open requests.",
         }),
   };
 }
@@ -140,11 +147,11 @@ function serverDriven(
     return words(
       `its worker stopped responding; another takes over in about ${seconds(lease.takeoverInS)}`,
       true,
-      takeoverWhy(lease, timings),
+      takeoverWhy(lease, timings, 'worker'),
     );
   }
-  if (ended) return words('no worker, the run has ended');
-  if (status === 'paused') return words('no worker while the run is paused');
-  if (status === 'waiting') return words(`no worker while the run waits for ${waiting}`);
-  return words('no worker right now; one picks the run up as soon as it has work');
+  if (ended) return words('the run has ended');
+  if (status === 'paused') return words('idle while the run is paused');
+  if (status === 'waiting') return words(`idle while the run waits for ${waiting}`);
+  return words('a worker picks the run up as soon as it has work');
 }

@@ -9,17 +9,19 @@
 export const EVENT_TERM_HINTS = {
   operation: 'operation: one model turn or tool call the run started, named run/op/N.',
   effect_id:
-    'effect: one thing the reducer asked for (call a tool, ask a person, ...), named state_rev:i (its i-th ask, from 0, at that revision).',
+    'effect: one thing the reducer (or, on a client-driven run, the client) asked for: call a tool, ask a person, ... A reducer names it state_rev:i (the i-th thing it asked for at that revision, from 0); a client, client:N (its operation no. N).',
   state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
   manifest: 'manifest: what the model was shown this turn (which events and items went into its context).',
   legacy:
     'legacy: true: the tool did not answer in the standard result shape, so the runtime wrapped it; its writes and evidence are not checked.',
   resume_key:
-    'resume key: the name a waiting tool call gave its wait; whoever delivers the result quotes it.',
+    'resume_key (the delivery key): the name a waiting tool call gave its wait; whoever delivers the result quotes it.',
+  pinned:
+    "pinned: the registry versions the run was pinned to when it started: the tool catalogue, the policy and the agents (0: nothing published yet, the code's own).",
 } as const;
 
 type Term = keyof typeof EVENT_TERM_HINTS;
-const JSON_TERMS: readonly Term[] = ['effect_id', 'state_rev', 'manifest', 'legacy', 'resume_key'];
+const JSON_TERMS: readonly Term[] = ['effect_id', 'state_rev', 'manifest', 'legacy', 'resume_key', 'pinned'];
 
 /** The JSON field names in `value`, searched to `depth` levels (objects and arrays). */
 function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
@@ -38,14 +40,17 @@ export function jsonTermHints(data: unknown): string[] {
   return JSON_TERMS.filter((t) => keys.has(t)).map((t) => EVENT_TERM_HINTS[t]);
 }
 
+const nth = (i: number) => (i === 1 ? '1st' : i === 2 ? '2nd' : i === 3 ? '3rd' : `${i}th`);
+
 /**
- * `3:0` read out: `the reducer's 1st ask at state revision 3`; undefined when the id has
- * another shape.
+ * `3:0` read out: `the 1st thing the reducer asked for at state revision 3`; `client:1`: `the
+ * client's operation no. 1` (`client:req:2`: its request no. 2); undefined when the id has another shape.
  */
 export function effectText(effectId: string): string | undefined {
+  const client = /^client:(req:)?(\d+)$/.exec(effectId);
+  if (client !== null)
+    return `the client's ${client[1] !== undefined ? 'request' : 'operation'} no. ${client[2]}`;
   const m = /^(\d+):(\d+)$/.exec(effectId);
   if (m === null) return undefined;
-  const i = Number(m[2]) + 1;
-  const nth = i === 1 ? '1st' : i === 2 ? '2nd' : i === 3 ? '3rd' : `${i}th`;
-  return `the reducer's ${nth} ask at state revision ${m[1]}`;
+  return `the ${nth(Number(m[2]) + 1)} thing the reducer asked for at state revision ${m[1]}`;
 }

@@ -13,6 +13,7 @@ import {
   RunEventKind,
   ToolResultData,
 } from '../../../lib/contracts/index.ts';
+import { reasonText, shortId } from './words.ts';
 
 /** How a kind is shown: a tone for its marker. */
 export type EventTone = 'neutral' | 'good' | 'bad' | 'attention' | 'model' | 'tool' | 'control';
@@ -81,7 +82,11 @@ export function describeEvent(event: RunEvent): string {
         .join(' · ');
     case 'operation_failed': {
       const failed = OperationFailedData.safeParse(d);
-      return failed.success ? `${failed.data.error_class}: ${brief(failed.data.message)}` : '';
+      if (!failed.success) return '';
+      // The engine's message names a worker; a client-driven run's holder is a client.
+      if (failed.data.error_class === 'lease_expired') return `lease_expired: ${LOST_TEXT}`;
+      const unknown = failed.data.outcome_unknown ? ` ${UNKNOWN_OUTCOME_TEXT}` : '';
+      return `${failed.data.error_class}: ${brief(failed.data.message)}${unknown}`;
     }
     case 'request_opened': {
       const kind = str(d.kind);
@@ -90,7 +95,8 @@ export function describeEvent(event: RunEvent): string {
         return `approval: ${brief(subject?.summary)}`;
       }
       if (kind === 'input') return `question: ${brief(d.question)}`;
-      if (kind === 'result') return `waiting for a result: ${str(d.tool) ?? ''} (${str(d.resume_key) ?? ''})`;
+      if (kind === 'result')
+        return `waiting for a result: ${str(d.tool) ?? ''} (delivery key ${shortId(str(d.resume_key) ?? '')})`;
       return kind ?? '';
     }
     case 'request_resolved': {
@@ -100,8 +106,11 @@ export function describeEvent(event: RunEvent): string {
         ? `approval ${resolved.data.decision ?? 'approved'}`
         : `answered: ${brief(resolved.data.value)}`;
     }
-    case 'request_closed':
-      return `${str(d.request_id) ?? ''} closed: ${str(d.reason) ?? ''}`;
+    case 'request_closed': {
+      const reason = str(d.reason) ?? '';
+      const why = reason === 'stopped' ? 'the run was stopped' : reason.replaceAll('_', ' ');
+      return `${shortId(str(d.request_id) ?? '')} closed: ${why}`;
+    }
     case 'steer_queued':
     case 'steer_consumed':
       return brief(d.input);
@@ -111,7 +120,7 @@ export function describeEvent(event: RunEvent): string {
     case 'stopped':
     case 'pause_requested':
     case 'paused':
-      return str(d.reason) ?? '';
+      return reasonText(str(d.reason) ?? '');
     case 'budget_exceeded': {
       const b = BudgetExceededData.safeParse(d);
       return b.success ? `${b.data.which}: ${b.data.used} of ${b.data.limit}` : '';
@@ -119,7 +128,7 @@ export function describeEvent(event: RunEvent): string {
     case 'checkpoint_written':
       return `checkpoint ${num(d.checkpoint_no) ?? '?'} (${str(d.reason) ?? ''})`;
     case 'lease_taken_over':
-      return `from ${str(d.previous_owner) ?? '?'} (epoch ${num(d.previous_epoch) ?? '?'})`;
+      return takeoverText(str(d.previous_owner) ?? '?', num(d.previous_epoch));
     case 'run_completed':
       return [str(d.outcome), brief(d.summary ?? '')].filter((s) => s !== undefined && s !== '').join(': ');
     case 'run_failed':
@@ -128,11 +137,11 @@ export function describeEvent(event: RunEvent): string {
       const effects = Array.isArray(d.effects)
         ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind)?.replaceAll('_', ' '))
         : [];
-      const what = effects.length === 0 ? 'nothing to do' : effects.join(', ');
-      return `answered event #${num(d.event_seq) ?? '?'} with: ${what}`;
+      if (effects.length === 0) return `answered event #${num(d.event_seq) ?? '?'}: nothing more to do`;
+      return `answered event #${num(d.event_seq) ?? '?'} with: ${effects.join(', ')}`;
     }
     case 'result_delivered':
-      return str(d.resume_key) ?? '';
+      return `delivery key ${shortId(str(d.resume_key) ?? '')}`;
     case 'steers_discarded':
       return `${num(d.count) ?? '?'} discarded`;
     case 'resumed':
@@ -146,6 +155,31 @@ export function describeEvent(event: RunEvent): string {
   }
 }
 
+/** The line for an operation lost with its holder (the engine's `lease_expired` failure). */
+export const LOST_TEXT =
+  'the worker or client running this operation was lost; its outcome is unknown. ' +
+  'If it may have written something, check whether the write applied before you retry.';
+
+/** What to do about an operation whose outcome is unknown. */
+export const UNKNOWN_OUTCOME_TEXT =
+  'Its outcome is unknown: check whether its write applied before you retry.';
+
+/** `lease_taken_over` read out: who lost the run, and what its epoch number is. */
+export function takeoverText(owner: string, epoch: number | undefined): string {
+  if (epoch === undefined) return `taken back from ${owner}`;
+  return `taken back from ${owner}, whose hold on the run was number ${epoch} (the epoch: each new holder gets the next number)`;
+}
+
+/**
+ * Whether `event` says nothing a reader needs: a reducer answer that asks for nothing (after a
+ * stop, the reducer is told and answers so). The timeline shows it dimmed.
+ */
+export function isQuietEvent(event: Pick<RunEvent, 'kind' | 'data'>): boolean {
+  return (
+    event.kind === 'reducer_answered' && Array.isArray(event.data.effects) && event.data.effects.length === 0
+  );
+}
+
 /**
  * What each event kind means, in one line a newcomer reads without the contracts: the kind
  * filter's option titles, the row's kind title and the line under the filter. Every kind has one
@@ -155,9 +189,10 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   run_started: 'The run was created, with its input.',
   run_completed: 'The run ended with an outcome and a summary.',
   run_failed: 'The run ended in failure, with a code saying why.',
-  stopped: 'The run was stopped before it finished.',
+  stopped:
+    'The run was stopped before it finished. Its open requests close, and the reducer is told of the stop; it answers with nothing more to do.',
   result_delivered:
-    'A result the run was waiting for arrived from outside, quoting its resume key (the name the run gave that wait).',
+    'A result the run was waiting for arrived from outside, quoting its delivery key (resume_key: the name the run gave that wait).',
   checkpoint_written:
     'A snapshot of the run was saved, to resume from later or to fork from (start a new run from this point).',
   capability_gap:
@@ -169,7 +204,7 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   operation_cancelled: 'A model turn or tool call was cancelled.',
   provider_outage: 'The model provider stayed unavailable after its retries; the turn is kept for later.',
   reducer_answered:
-    'The reducer (the code that decides the run) read an event and answered with what to do next.',
+    'The reducer (the code that decides the run) read an event and answered with what to do next; "nothing more to do" answers are shown dimmed.',
   request_opened: 'The run asked a person: an approval, a question, or a wait for a result.',
   request_resolved: 'A person approved, denied or answered.',
   request_closed: 'A request ended without an answer: it expired, was cancelled or withdrawn.',

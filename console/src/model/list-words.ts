@@ -3,7 +3,7 @@
  * filters and the column titles), what a run waits on a person for, and the count line. Pure.
  * docs/contracts/run-lifecycle.md, "Subject, principal and admission" and "Requests".
  */
-import type { OpenRequest } from '../../../lib/contracts/index.ts';
+import { isTerminalStatus, type OpenRequest, type PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { plural } from './words.ts';
 
 /** What "principal" means, on the list's filter and the run page's header alike. */
@@ -14,19 +14,30 @@ export const LIST_HINTS = {
   principal: `${PRINCIPAL_HINT}; any part of it matches.`,
   subject: 'What the run is about, as workspace:/path; matches that path and everything under it.',
   turn: 'How many times the model has answered in the run.',
-  needsYou: 'Approvals to decide and questions to answer; empty when the run needs nobody.',
+  needsYou:
+    'Approvals to decide, questions to answer, results to deliver from outside, and client-driven ' +
+    'runs that wait for their client to take them again; empty when the run needs nobody.',
 } as const;
 
 /**
- * What the run waits on a person for: `1 approval to decide`, `2 questions to answer`, both
- * joined by `, `; '' when nothing (a wait for an external result needs no person).
+ * What the run waits on someone for: `1 approval to decide`, `2 questions to answer`, `1 result
+ * to deliver` (a parked tool call's external result), and `waits for its client` for a
+ * client-driven run (no reducer) that nobody holds and that has not ended, joined by `, `; ''
+ * when nothing. `run` is left out when only the requests are known.
  */
-export function needsYouText(requests: readonly Pick<OpenRequest, 'kind'>[]): string {
-  const approvals = requests.filter((r) => r.kind === 'approval').length;
-  const questions = requests.filter((r) => r.kind === 'input').length;
+export function needsYouText(
+  requests: readonly Pick<OpenRequest, 'kind'>[],
+  run?: Pick<PublicRunRecord, 'reducer' | 'status' | 'lease'>,
+): string {
+  const count = (kind: OpenRequest['kind']) => requests.filter((r) => r.kind === kind).length;
+  const [approvals, questions, results] = [count('approval'), count('input'), count('result')];
+  const client =
+    run !== undefined && run.reducer === null && run.lease === null && !isTerminalStatus(run.status);
   return [
     approvals > 0 ? `${plural(approvals, 'approval')} to decide` : '',
     questions > 0 ? `${plural(questions, 'question')} to answer` : '',
+    results > 0 ? `${plural(results, 'result')} to deliver` : '',
+    client ? 'waits for its client' : '',
   ]
     .filter((s) => s !== '')
     .join(', ');

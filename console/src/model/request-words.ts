@@ -18,8 +18,9 @@ export function digestHint(kind: string): string {
         ? "the plan's items (under Changes)"
         : 'what the reducer put to approval (under Changes)';
   return (
-    `A fingerprint (sha256) of ${what}. Approving sends it back, so your approval covers exactly ` +
-    'this; if the call changed meanwhile, the approval is refused (digest_mismatch).'
+    `A fingerprint (sha256) of ${what}, taken over its JSON canonical form (rfc8785). Approving ` +
+    'sends it back, so your approval covers exactly this; if the call changed meanwhile, the ' +
+    'approval is refused (digest_mismatch).'
   );
 }
 
@@ -27,3 +28,31 @@ export function digestHint(kind: string): string {
 export const TOOL_SUMMARY_HINT =
   'The tool, its version, whether it changes anything (read-only or mutating) and its risk ' +
   '(low, medium, high), as declared when the tool was registered.';
+
+/** An approval subject's kind in plain words (`tool_call` → `a tool call`). */
+export function approvalKindText(kind: string): string {
+  return kind === 'tool_call' ? 'a tool call' : kind === 'plan' ? 'a plan' : kind.replaceAll('_', ' ');
+}
+
+/**
+ * Why the approval is asked: on a server-driven run a tool call's approval is opened by the tool
+ * policy (a rule that requires a person before that tool runs), another kind's by its reducer;
+ * on a client-driven run the client opened it. The policy rule's code is not recorded with the
+ * request, so it is not named here.
+ */
+export function approvalWhy(kind: string, hasReducer = true): string {
+  if (!hasReducer) return "Why: the run's client asked a person to approve this before it goes on.";
+  return kind === 'tool_call'
+    ? 'Why: the tool policy requires a person to approve this call before it runs (see the policy in the registry for the rule).'
+    : "Why: the run's reducer asked a person to approve this before it goes on.";
+}
+
+/** The words of a parked tool call's card (views/ResultCard.tsx). */
+export const RESULT_WORDS = {
+  what: 'The tool handed its work to something outside the run; the run goes on when its result is delivered here (or with agent-runs deliver).',
+  paused: 'The run is paused: a result delivered now is recorded, and the run reads it once it is resumed.',
+  keyHint:
+    'The name this wait was given (resume_key); a delivery quotes it. Not the Resume control: delivering does not resume a paused run.',
+  bodyHint:
+    'Any JSON is passed to the run as the tool’s result. A raisin.tool-result/1 envelope (the runtime’s standard result shape: status, payload, reads, writes, evidence) is passed as it is.',
+} as const;

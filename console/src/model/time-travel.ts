@@ -30,6 +30,16 @@ export function travelSearch(search: string, seq: number | null): string {
   return q === '' ? '' : `?${q}`;
 }
 
+/**
+ * The hint beside the status then: it is read from the log, whose reading does not always tell
+ * running from waiting, so "running" there may have been a wait (for an external result, say).
+ */
+export const PAST_STATUS_HINT =
+  'Read from the log, which does not always tell running from waiting: "running" here may have been a wait (for a result from outside, say).';
+
+/** The hint above the state then: whose state it is. */
+export const PAST_STATE_HINT = "The agent's own state at that revision, as its reducer stored it.";
+
 /** What the past view draws of a run at one seq. */
 export interface PastView {
   seq: number;
@@ -99,6 +109,6 @@ export function requestLine(request: OpenRequest): string {
     case 'input':
       return `question: ${request.question}${request.choices !== undefined ? ` (${request.choices.join(' / ')})` : ''}`;
     case 'result':
-      return `result of ${request.tool} (resume key ${request.resume_key})`;
+      return `result of ${request.tool} (delivery key ${request.resume_key})`;
   }
 }

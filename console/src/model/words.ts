@@ -20,3 +20,41 @@ export function noPlanText(hasReducer: boolean): string {
     ? 'No plan yet: the reducer (the code that decides this run) writes one as it works.'
     : "No plan: this run is moved by its client's own code, and only a server-side reducer writes a plan.";
 }
+
+/** The reasons core gives a pause or stop control sent without one (lib/core/run-machine/controls.ts). */
+const CONTROL_REASONS: Record<string, string> = {
+  'paused by control': 'paused by a person (a pause control)',
+  'stopped by control': 'stopped by a person (a stop control)',
+};
+
+/** A pause or stop reason for people: a control's default read out, else `_` read as spaces. */
+export function reasonText(reason: string): string {
+  return CONTROL_REASONS[reason] ?? reason.replaceAll('_', ' ');
+}
+
+/**
+ * A run or operation id shown short: a run id's long tail cut (`run_3f2a9c0d…/op/2` → `run_3f2a9c…/op/2`),
+ * so ids like `scripted-run_…/op/1` stay on one line; the full id goes in a title. Other text unchanged.
+ */
+export function shortId(id: string): string {
+  return id.replace(/run_([A-Za-z0-9]{6})[A-Za-z0-9]{4,}/g, 'run_$1…');
+}
+
+/**
+ * The line above a plan whose run no longer moves: a stopped, failed or paused run's plan stopped
+ * where it stands (its items still pending will not run, or wait for a resume); null otherwise.
+ */
+export function planStatusText(status: string): string | null {
+  switch (status) {
+    case 'stopped':
+      return 'The run was stopped, so the plan stopped here: items still pending will not run.';
+    case 'failed':
+      return 'The run failed, so the plan stopped here: items still pending will not run.';
+    case 'cancelling':
+      return 'The run is stopping, so the plan stops here: items still pending will not run.';
+    case 'paused':
+      return 'The run is paused, so the plan stopped here: it goes on when the run is resumed.';
+    default:
+      return null;
+  }
+}

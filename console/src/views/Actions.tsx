@@ -18,17 +18,21 @@ import {
 } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunMode } from '../live/use-run-mode.ts';
-import { budgetPauseLimit, pauseText } from '../model/budgets.ts';
+import { budgetPauseLimit, pausedLine } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS } from '../model/run-mode.ts';
-import { digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
-import { Digest, errorText, Json, relative, useNow } from './common.tsx';
+import { approvalKindText, approvalWhy, digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
+import { shortId } from '../model/words.ts';
+import { ResultCard } from './ResultCard.tsx';
+import { Digest, Expiry, errorText, Json } from './common.tsx';
 import { ReducerCheckButton } from './ReducerCheck.tsx';
 
 export interface AckLine {
   id: number;
   tone: 'good' | 'bad';
   text: string;
+  /** The control's label (`approve`, `answer`, `deliver`, ...): request acks also show under "Needs you". */
+  label?: string;
   controlId?: string;
   retry?: () => void;
 }
@@ -60,10 +64,11 @@ export function useControls(runId: string): ControlSender {
       try {
         const ack = await client.applyControl(runId, { ...control, control_id: controlId } as ControlInput);
         ids.current.acknowledged(control);
-        note({ ...describeAck(label, ack), controlId });
+        note({ ...describeAck(label, ack), controlId, label });
         await queryClient.invalidateQueries({ queryKey: ['run', runId] });
       } catch (error) {
         note({
+          label,
           tone: 'bad',
           text: `${label}: no ack (${errorText(error)}). Sending again reuses control ${controlId}, so it applies at most once.`,
           controlId,
@@ -78,9 +83,9 @@ export function useControls(runId: string): ControlSender {
   return { send, busy, acks, note };
 }
 
-export function AckList({ acks }: { acks: AckLine[] }) {
+export function AckList({ acks, label }: { acks: AckLine[]; label?: string }) {
   return (
-    <div className="acks" role="status" aria-live="polite" aria-label="Control acknowledgements">
+    <div className="acks" role="status" aria-live="polite" aria-label={label ?? 'Control acknowledgements'}>
       {acks.map((a) => (
         <p key={a.id} className={`ack ack-${a.tone}`} data-control-id={a.controlId}>
           {a.text}
@@ -100,11 +105,18 @@ export function AckList({ acks }: { acks: AckLine[] }) {
 
 // ---------------------------------------------------------------- open requests
 
+/** The labels of the controls that answer a request: their acks show under "Needs you" too. */
+const REQUEST_LABELS = new Set(['approve', 'deny', 'answer', 'deliver']);
+
 export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
-  if (run.open_requests.length === 0) return null;
+  // The answer's ack stays where it was given, also once the request it answered has closed.
+  const acks = controls.acks.filter((a) => a.label !== undefined && REQUEST_LABELS.has(a.label)).slice(0, 2);
+  if (run.open_requests.length === 0 && acks.length === 0) return null;
   return (
     <section className="card attention" aria-labelledby="requests-title">
       <h2 id="requests-title">Needs you</h2>
+      {run.open_requests.length === 0 ? <p className="muted">Nothing open now.</p> : null}
+      {acks.length > 0 ? <AckList acks={acks} label="Acknowledgements of what you sent here" /> : null}
       {run.open_requests.map((request) => (
         <RequestCard
           key={request.request_id}
@@ -112,16 +124,11 @@ export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls
           runId={run.run_id}
           reducerPath={run.reducer?.function_path}
           controls={controls}
+          paused={run.status === 'paused'}
         />
       ))}
     </section>
   );
-}
-
-function Expiry({ at }: { at: number | null }) {
-  const now = useNow();
-  if (at === null) return null;
-  return <p className="muted">Expires {relative(at, now)}.</p>;
 }
 
 function RequestCard(props: {
@@ -129,11 +136,14 @@ function RequestCard(props: {
   runId: string;
   reducerPath: string | undefined;
   controls: ControlSender;
+  paused: boolean;
 }) {
   const { request, controls } = props;
   switch (request.kind) {
     case 'approval':
-      return <ApprovalCard request={request} controls={controls} />;
+      return (
+        <ApprovalCard request={request} controls={controls} hasReducer={props.reducerPath !== undefined} />
+      );
     case 'input':
       return (
         <QuestionCard
@@ -144,13 +154,14 @@ function RequestCard(props: {
         />
       );
     case 'result':
-      return <ResultCard request={request} controls={controls} />;
+      return <ResultCard request={request} controls={controls} paused={props.paused} />;
   }
 }
 
 function ApprovalCard(props: {
   request: Extract<OpenRequest, { kind: 'approval' }>;
   controls: ControlSender;
+  hasReducer: boolean;
 }) {
   const { request, controls } = props;
   const [reason, setReason] = useState('');
@@ -173,9 +184,10 @@ function ApprovalCard(props: {
           {request.subject.summary}
         </span>
       </h3>
+      <p data-testid="approval-why">{approvalWhy(request.subject.kind, props.hasReducer)}</p>
       <dl className="facts">
-        <dt>Kind</dt>
-        <dd>{request.subject.kind}</dd>
+        <dt>What</dt>
+        <dd title={request.subject.kind}>{approvalKindText(request.subject.kind)}</dd>
         <dt>Digest</dt>
         <dd>
           <Digest full={`${request.subject.digest_alg}:${digest}`} testId="approval-digest" />
@@ -184,7 +196,9 @@ function ApprovalCard(props: {
           </div>
         </dd>
         <dt>Request</dt>
-        <dd className="mono">{request.request_id}</dd>
+        <dd className="mono" title={request.request_id}>
+          {shortId(request.request_id)}
+        </dd>
       </dl>
       {request.subject.changes !== undefined ? (
         <details open>
@@ -386,58 +400,6 @@ function QuestionCard(props: {
   );
 }
 
-function ResultCard(props: { request: Extract<OpenRequest, { kind: 'result' }>; controls: ControlSender }) {
-  const { request, controls } = props;
-  const { client } = useApi();
-  const ids = useId();
-  const [text, setText] = useState('{}');
-  const [busy, setBusy] = useState(false);
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    let value: unknown;
-    try {
-      value = JSON.parse(text) as unknown;
-    } catch {
-      controls.note({ tone: 'bad', text: 'deliver: the result must be JSON' });
-      return;
-    }
-    setBusy(true);
-    try {
-      const out = await client.deliverResult(request.resume_key, value);
-      const detail =
-        out.ack === 'applied'
-          ? `event ${out.seq}`
-          : out.ack === 'held'
-            ? 'held until the run waits'
-            : 'duplicate';
-      controls.note({ tone: 'good', text: `deliver: ${out.ack} (${detail})` });
-    } catch (err) {
-      controls.note({ tone: 'bad', text: `deliver: ${errorText(err)}` });
-    } finally {
-      setBusy(false);
-    }
-  }
-  return (
-    <article className="request" aria-labelledby={`${ids}-r`} data-request-id={request.request_id}>
-      <h3 id={`${ids}-r`}>Waiting for a result: {request.tool}</h3>
-      <dl className="facts">
-        <dt>Resume key</dt>
-        <dd className="mono wrap">{request.resume_key}</dd>
-        <dt>Operation</dt>
-        <dd className="mono">{request.op_id}</dd>
-      </dl>
-      <Expiry at={request.expires_at} />
-      <form onSubmit={submit}>
-        <label htmlFor={`${ids}-value`}>Result (JSON, or a raisin.tool-result/1 envelope)</label>
-        <textarea id={`${ids}-value`} rows={3} value={text} onChange={(e) => setText(e.target.value)} />
-        <button type="submit" disabled={busy}>
-          Deliver result
-        </button>
-      </form>
-    </article>
-  );
-}
-
 // ---------------------------------------------------------------- steer and lifecycle
 
 export function RunControls({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
@@ -471,7 +433,11 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
           id={`${ids}-steer`}
           rows={2}
           value={steer}
-          placeholder="A message the agent reads at its next boundary"
+          placeholder={
+            run.reducer === null
+              ? "A message for the run's own loop: it is queued until the client's code takes it"
+              : 'A message the agent reads between two steps (after the current one ends)'
+          }
           onChange={(e) => setSteer(e.target.value)}
         />
         <button type="submit" disabled={busy || steer.trim() === ''}>
@@ -515,6 +481,8 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
   );
 }
 
+const capitalised = (s: string) => `${s.charAt(0).toUpperCase()}${s.slice(1)}`;
+
 function ResumeForm({
   run,
   controls,
@@ -554,7 +522,7 @@ function ResumeForm({
   const shown: BudgetLimit[] = hit !== null ? [hit, ...BUDGET_LIMITS.filter((l) => l !== hit)] : [];
   return (
     <form onSubmit={submit} className="resume-form" aria-labelledby={`${ids}-h`}>
-      <h3 id={`${ids}-h`}>Paused: {pauseText(run)}</h3>
+      <h3 id={`${ids}-h`}>{capitalised(pausedLine(run))}</h3>
       {hit !== null ? (
         <fieldset>
           <legend>Budget increase (added to the current limits)</legend>

@@ -8,8 +8,14 @@
 import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useApi } from '../api.tsx';
-import { type PastView as Past, pastView, requestLine } from '../model/time-travel.ts';
-import { plural } from '../model/words.ts';
+import {
+  PAST_STATE_HINT,
+  PAST_STATUS_HINT,
+  type PastView as Past,
+  pastView,
+  requestLine,
+} from '../model/time-travel.ts';
+import { plural, shortId } from '../model/words.ts';
 import { errorText, Json, StatusBadge } from './common.tsx';
 import { noPlanText } from '../model/words.ts';
 import { ProjectionList } from './Plan.tsx';
@@ -74,13 +80,16 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
     <>
       <dl className="facts grid">
         <div className="fact">
-          <dt>Status then</dt>
+          <dt title={PAST_STATUS_HINT}>Status then</dt>
           <dd>
             <StatusBadge status={past.status} />
+            <div className="muted hint" data-testid="past-status-hint">
+              {PAST_STATUS_HINT}
+            </div>
           </dd>
         </div>
         <div className="fact">
-          <dt>Turn</dt>
+          <dt>Model turns then</dt>
           <dd>{past.turn}</dd>
         </div>
         <div className="fact">
@@ -114,7 +123,10 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
         <ul className="past-requests" data-testid="past-requests">
           {past.openRequests.map((r) => (
             <li key={r.request_id} data-request-id={r.request_id}>
-              {requestLine(r)} <span className="mono muted">{r.request_id}</span>
+              {requestLine(r)}{' '}
+              <span className="mono muted" title={r.request_id}>
+                {shortId(r.request_id)}
+              </span>
             </li>
           ))}
           {past.unreadRequests.map((r, i) => (
@@ -126,7 +138,10 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
         </ul>
       )}
       {past.unansweredCalls.length > 0 ? (
-        <p className="muted">Tool calls without a result then: {past.unansweredCalls.join(', ')}</p>
+        <p className="muted">
+          Tool calls without a result then (the model's call ids):{' '}
+          <span title={past.unansweredCalls.join(', ')}>{past.unansweredCalls.map(shortId).join(', ')}</span>
+        </p>
       ) : null}
       <h3>Plan then</h3>
       {past.projection === undefined ? (
@@ -135,6 +150,9 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
         <ProjectionList projection={past.projection} empty={noPlanText(hasReducer)} />
       )}
       <h3>State then (revision {past.stateRev})</h3>
+      <p className="muted hint" data-testid="past-state-hint">
+        {PAST_STATE_HINT}
+      </p>
       {past.state.known ? (
         <Json value={past.state.value} label={`Domain state at revision ${past.stateRev}`} />
       ) : (

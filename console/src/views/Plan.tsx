@@ -1,17 +1,29 @@
 /**
- * The plan: a run's effective projection (its items with their status, and its summary), drawn
- * for the run now (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
+ * The plan: a run's effective projection (its items with their status, and its summary, under a
+ * line saying the plan stopped when the run is stopped, failed or paused), drawn for the run now
+ * (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
  */
 import type { Projection } from '../../../lib/contracts/index.ts';
-import { noPlanText } from '../model/words.ts';
+import { noPlanText, planStatusText } from '../model/words.ts';
 import { detailText, StatusBadge } from './common.tsx';
 
 /** The projection's summary and items; `empty` when it is null or has no items. */
-export function ProjectionList({ projection, empty }: { projection: Projection | null; empty: string }) {
+export function ProjectionList(props: { projection: Projection | null; empty: string; status?: string }) {
+  const { projection, empty } = props;
   if (projection === null || projection.items.length === 0) return <p className="muted">{empty}</p>;
+  const stopped = props.status !== undefined ? planStatusText(props.status) : null;
   return (
     <>
-      {projection.summary !== undefined ? <p>{projection.summary}</p> : null}
+      {stopped !== null ? (
+        <p className="warn" data-testid="plan-stopped">
+          {stopped}
+        </p>
+      ) : null}
+      {projection.summary !== undefined ? (
+        <p className={stopped !== null ? 'muted' : undefined} data-testid="plan-summary">
+          {stopped !== null ? `Where it stood: ${projection.summary}` : projection.summary}
+        </p>
+      ) : null}
       <ol className="plan">
         {projection.items.map((item) => (
           <li key={item.key} data-key={item.key}>
@@ -24,12 +36,16 @@ export function ProjectionList({ projection, empty }: { projection: Projection |
   );
 }
 
-/** The run's plan now (its effective projection). */
-export function Plan({ projection, hasReducer }: { projection: Projection | null; hasReducer: boolean }) {
+/** The run's plan now (its effective projection), headed by what the run's status means for it. */
+export function Plan(props: { projection: Projection | null; hasReducer: boolean; status: string }) {
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
       <h2 id="plan-title">Plan</h2>
-      <ProjectionList projection={projection} empty={noPlanText(hasReducer)} />
+      <ProjectionList
+        projection={props.projection}
+        empty={noPlanText(props.hasReducer)}
+        status={props.status}
+      />
     </section>
   );
 }

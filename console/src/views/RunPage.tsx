@@ -12,7 +12,14 @@ import { Link, useLocation, useSearch } from 'wouter';
 import type { PublicRunRecord, RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
-import { budgetBars, budgetPauseLimit, formatAmount, formatUsd, pauseText } from '../model/budgets.ts';
+import {
+  budgetBars,
+  budgetPauseLimit,
+  formatAmount,
+  formatUsd,
+  MODEL_CALLS_HINT,
+  pausedLine,
+} from '../model/budgets.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import { driverWords } from '../model/driver.ts';
 import { PRINCIPAL_HINT } from '../model/list-words.ts';
@@ -20,7 +27,7 @@ import { type LeaseObservation, leaseView, observeLease } from '../model/lease.t
 import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
-import { plural } from '../model/words.ts';
+import { plural, reasonText, shortId } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
 import { Digest, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
 import { Plan } from './Plan.tsx';
@@ -88,7 +95,11 @@ export function RunPage({ runId }: { runId: string }) {
           {atSeq === null ? (
             <>
               <OpenRequests run={record} controls={controls} />
-              <Plan projection={record.projection} hasReducer={record.reducer !== null} />
+              <Plan
+                projection={record.projection}
+                hasReducer={record.reducer !== null}
+                status={record.status}
+              />
             </>
           ) : (
             <Suspense fallback={<p aria-live="polite">Loading the run at seq {atSeq}…</p>}>
@@ -171,18 +182,45 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
 function statusDetail(run: PublicRunRecord): string | null {
   switch (run.status) {
     case 'paused':
-      return `paused: ${pauseText(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
+      return `${pausedLine(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
     case 'cancelling':
-      return `stopping: ${run.stop_reason}`;
+      return `stopping: ${reasonText(run.stop_reason)}`;
     case 'completed':
       return `${run.outcome}${run.summary !== undefined ? `: ${run.summary}` : ''}`;
     case 'failed':
     case 'stopped':
-      return run.terminal_reason;
+      // A stop's own reason is on its `stopped` event; `stopped` beside the badge says nothing.
+      return run.terminal_reason === run.status ? null : reasonText(run.terminal_reason);
+    case 'queued':
+      // Nothing else moves a client-driven run: after a takeover it waits for its client.
+      return run.reducer === null && run.lease === null
+        ? 'waiting for a client to take the run again (nothing else moves a client-driven run)'
+        : null;
     default:
       return null;
   }
 }
+
+/** The operation in flight or pending, as the CLI's `runs get` shows it (`tool_call run_…/op/2 (in flight)`). */
+function OperationFact({ run }: { run: PublicRunRecord }) {
+  const op = 'operation' in run ? run.operation : null;
+  if (op === null || op === undefined) return null;
+  const what = op.effect.kind === 'call_tool' ? `tool ${op.effect.tool}` : op.kind.replaceAll('_', ' ');
+  return (
+    <Fact term="Current operation" hint={OPERATION_HINT} wide testId="operation">
+      {what}{' '}
+      <span className="mono" title={op.op_id}>
+        {shortId(op.op_id)}
+      </span>{' '}
+      ({op.started_at === null ? 'pending: not started yet' : 'in flight'}
+      {op.attempt > 1 ? `, attempt ${op.attempt}` : ''})
+    </Fact>
+  );
+}
+
+/** The current operation fact's hint. */
+const OPERATION_HINT =
+  'The model turn or tool call the run is on now: pending (asked for, not started) or in flight (started, not ended).';
 
 function RunHeader({ run }: { run: PublicRunRecord }) {
   const { config } = useApi();
@@ -207,11 +245,17 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
       <h1 id="run-title">
         <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
       </h1>
-      {detail !== null ? <p className="status-detail">{detail}</p> : null}
+      {detail !== null ? (
+        <p className="status-detail" data-testid="status-detail">
+          {detail}
+        </p>
+      ) : null}
       {run.objective !== undefined ? <p className="objective">{run.objective}</p> : null}
       <dl className="facts grid">
-        <Fact term="Run">
-          <span className="mono">{run.run_id}</span>
+        <Fact term="Run" wide testId="run-id">
+          <span className="mono nowrap" title={run.run_id}>
+            {run.run_id}
+          </span>
         </Fact>
         <Fact term="Principal" hint={`${PRINCIPAL_HINT}.`}>
           {principalLabel(run.principal)}
@@ -245,6 +289,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
         <Fact term={driver.term} hint={driver.hint} wide testId="lease">
           {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
         </Fact>
+        <OperationFact run={run} />
         {run.parent_run_id !== undefined ? (
           <Fact term="Parent">
             <Link href={`/runs/${encodeURIComponent(run.parent_run_id)}`} className="mono">
@@ -255,8 +300,8 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
             </span>
           </Fact>
         ) : null}
-        <Fact term="Created">
-          <Time ms={run.created_at} />
+        <Fact term="Created" testId="created">
+          <Time ms={run.created_at} now={now} />
         </Fact>
         <Fact term="Updated">
           <Time ms={run.updated_at} now={now} />
@@ -302,9 +347,10 @@ function Usage({ run }: { run: PublicRunRecord }) {
   return (
     <section className="card" id="usage" aria-labelledby={`${ids}-u`}>
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
-      <p className="muted">
-        {plural(u.model_calls, 'model call')} · {plural(u.tool_calls, 'tool call')} ·{' '}
-        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')}
+      <p className="muted" data-testid="usage-line">
+        <span title={MODEL_CALLS_HINT}>{plural(u.model_calls, 'model call')}</span> ·{' '}
+        {plural(u.tool_calls, 'tool call')} · {u.input_tokens.toLocaleString('en-US')} in /{' '}
+        {plural(u.output_tokens, 'out token')}
       </p>
       <CostLine cost={u.cost} />
       <p className="muted" data-testid="on-exceeded">
@@ -346,9 +392,8 @@ function CostLine({ cost }: { cost: PublicRunRecord['usage']['cost'] }) {
     <p data-testid="cost" title={`Prices of ${cost.prices_as_of}, region ${cost.region}`}>
       Cost: <strong>{formatUsd(cost.total_usd)}</strong>{' '}
       <span className="muted">
-        (model {formatUsd(cost.model_usd)}
-        {cost.model === null ? ', this model has no price here' : ''}; AWS {formatUsd(cost.aws_usd)}; prices
-        of {cost.prices_as_of})
+        {`(model ${formatUsd(cost.model_usd)}${cost.model === null ? ', no price is known for this model' : ''}; ` +
+          `AWS ${formatUsd(cost.aws_usd)}; prices of ${cost.prices_as_of})`}
       </span>
     </p>
   );
@@ -369,23 +414,26 @@ function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
       {list.data !== undefined && list.data.length === 0 ? <p className="muted">None yet.</p> : null}
       <ol className="checkpoints">
         {(list.data ?? []).map((cp) => {
-          const core = cp.core as { status?: unknown; operation?: { kind?: unknown } | null };
+          const core = cp.core as { operation?: { kind?: unknown } | null };
           return (
-            <li key={cp.n}>
+            <li key={cp.n} data-testid="checkpoint">
+              {checkpointText(cp.n, cp.reason)}{' '}
+              <span className="muted">
+                state revision {cp.state_rev}, the conversation up to event{' '}
+                <a href={`#event-${cp.transcript_cutoff_seq}`}>#{cp.transcript_cutoff_seq}</a>
+                {core.operation?.kind !== undefined
+                  ? `, with a ${String(core.operation.kind).replaceAll('_', ' ')} under way`
+                  : ''}
+                .
+              </span>{' '}
               <button
                 type="button"
                 className="link-button"
                 aria-expanded={open === cp.n}
                 onClick={() => setOpen(open === cp.n ? null : cp.n)}
               >
-                #{cp.n} {cp.reason}
-              </button>{' '}
-              <span className="muted">
-                state rev {cp.state_rev}, transcript to{' '}
-                <a href={`#event-${cp.transcript_cutoff_seq}`}>#{cp.transcript_cutoff_seq}</a>
-                {typeof core.status === 'string' ? `, run ${core.status}` : ''}
-                {core.operation?.kind !== undefined ? `, holding a ${String(core.operation.kind)}` : ''}
-              </span>
+                {open === cp.n ? 'hide raw' : 'raw'}
+              </button>
               {open === cp.n ? <Json value={cp} label={`Checkpoint ${cp.n}`} /> : null}
             </li>
           );
@@ -393,6 +441,17 @@ function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
       </ol>
     </section>
   );
+}
+
+/** `Checkpoint 1, written when the run paused:` (the checkpoint's reason read out). */
+function checkpointText(n: number, reason: string): string {
+  const when =
+    reason === 'paused'
+      ? 'when the run paused'
+      : reason === 'compaction'
+        ? 'when the conversation was compacted'
+        : `(${reason.replaceAll('_', ' ')})`;
+  return `Checkpoint ${n}, written ${when}:`;
 }
 
 function Children({ runId, enabled }: { runId: string; enabled: boolean }) {

@@ -185,7 +185,7 @@ export function RunsList() {
             <th scope="col">Created</th>
             <th scope="col">Updated</th>
             <th scope="col" title={LIST_HINTS.turn}>
-              Turns
+              Model turns
             </th>
             <th scope="col" title={LIST_HINTS.needsYou}>
               Needs you
@@ -209,13 +209,13 @@ export function RunsList() {
                 </td>
                 <td data-label="Principal">{principalLabel(run.principal)}</td>
                 <td data-label="Created">
-                  <Time ms={run.created_at} now={now} />
+                  <Time ms={run.created_at} now={now} compact />
                 </td>
                 <td data-label="Updated">
-                  <Time ms={run.updated_at} now={now} />
+                  <Time ms={run.updated_at} now={now} compact />
                 </td>
-                <td data-label="Turns">{run.turn}</td>
-                <td data-label="Needs you">{needsYouText(run.open_requests)}</td>
+                <td data-label="Model turns">{run.turn}</td>
+                <td data-label="Needs you">{needsYouText(run.open_requests, run)}</td>
               </tr>
             );
           })}

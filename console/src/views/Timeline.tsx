@@ -16,6 +16,7 @@ import {
   EVENT_KIND_GROUPS,
   EVENT_KIND_HINTS,
   eventTone,
+  isQuietEvent,
   kindFilterHint,
   matchesKindFilter,
 } from '../model/events.ts';
@@ -52,7 +53,7 @@ const EventRow = memo(function EventRow(props: {
   return (
     <li
       id={`event-${event.seq}`}
-      className={`event tone-${eventTone(event.kind)} then-${then}`}
+      className={`event tone-${eventTone(event.kind)} then-${then}${isQuietEvent(event) ? ' quiet' : ''}`}
       data-kind={event.kind}
       aria-current={then === 'current' ? 'step' : undefined}
     >

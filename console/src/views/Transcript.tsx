@@ -18,6 +18,7 @@ import {
   transcriptOf,
 } from '../model/transcript.ts';
 import { Digest, errorText, Json, StatusBadge } from './common.tsx';
+import { shortId } from '../model/words.ts';
 
 export function TranscriptPage({ runId }: { runId: string }) {
   const { client } = useApi();
@@ -94,7 +95,10 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           {entry.toolCalls.map((call) => (
             <div key={call.call_id} className="tool-call">
               <p>
-                Calls <strong>{call.name}</strong> <span className="mono muted">{call.call_id}</span>
+                Calls <strong>{call.name}</strong>{' '}
+                <span className="mono muted" title={`The model's call id: ${call.call_id}`}>
+                  {shortId(call.call_id)}
+                </span>
               </p>
               <Json value={call.args} label={`Arguments of ${call.name}`} />
             </div>
@@ -166,18 +170,23 @@ function ToolCard(props: {
           </span>
         ) : null}
         {props.opId !== undefined ? (
-          <span className="muted" data-testid="tool-op" title="The operation that ran this tool call.">
+          <span
+            className="muted"
+            data-testid="tool-op"
+            title={`The runtime's operation that ran this tool call: ${props.opId}`}
+          >
             {' '}
-            ran as <span className="mono">{props.opId}</span>
+            runtime operation <span className="mono">{shortId(props.opId)}</span>
           </span>
         ) : null}
         {props.callId !== undefined ? (
           <span
             className="muted"
-            title="The id the model gave this call in its turn (it may name that turn's operation)."
+            data-testid="tool-call-id"
+            title={`The id the model gave this call in its turn (it may name that turn's operation): ${props.callId}`}
           >
             {' '}
-            · call <span className="mono">{props.callId}</span>
+            · model's call id <span className="mono">{shortId(props.callId)}</span>
           </span>
         ) : null}
       </p>

@@ -1,7 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
-import { shortDigest } from '../model/words.ts';
+import { shortDigest, shortId } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -27,19 +27,40 @@ export function relative(ms: number, now: number): string {
   return s >= 0 ? `in ${text}` : `${text} ago`;
 }
 
-export function Time({ ms, now }: { ms: number; now?: number }) {
+/**
+ * A time in the console's one style: local `YYYY-MM-DD HH:MM:SS` (24-hour), followed by how long
+ * ago when `now` is given (`2026-12-04 01:04:11 (2 min ago)`); `compact` shows the relative part
+ * only, the full time on hover (the runs list's narrow columns).
+ */
+export function Time({ ms, now, compact }: { ms: number; now?: number; compact?: boolean }) {
   const date = new Date(ms);
+  const full = stamp(ms);
+  const ago = now !== undefined ? relative(ms, now) : undefined;
   return (
-    <time dateTime={date.toISOString()} title={date.toISOString()}>
-      {now !== undefined ? relative(ms, now) : date.toLocaleString()}
+    <time dateTime={date.toISOString()} title={`${full} (local time)`}>
+      {compact === true && ago !== undefined ? ago : ago !== undefined ? `${full} (${ago})` : full}
     </time>
   );
 }
 
-/** `HH:MM:SS.mmm` local time. */
+/** When an open request expires, `Expires in 3 min.`; nothing when it never does. */
+export function Expiry({ at }: { at: number | null }) {
+  const now = useNow();
+  if (at === null) return null;
+  return <p className="muted">Expires {relative(at, now)}.</p>;
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** `YYYY-MM-DD HH:MM:SS` local time, 24-hour: the console's one way of writing a time. */
+export function stamp(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(ms).slice(0, 8)}`;
+}
+
+/** `HH:MM:SS.mmm` local time, 24-hour (an event's time: `stamp`'s clock with milliseconds). */
 export function clock(ms: number): string {
   const d = new Date(ms);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }
 
@@ -56,13 +77,23 @@ export function Json({ value, label }: { value: unknown; label: string }) {
   );
 }
 
-/** A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls left out). */
+/** How a projection detail's keys read: the ids a newcomer asked about. */
+const DETAIL_KEYS: Record<string, string> = {
+  call_id: "model's call id",
+  op_id: 'runtime operation',
+  operation_id: 'runtime operation',
+};
+
+/**
+ * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
+ * left out; `call_id` read as "model's call id", run ids in values shown short).
+ */
 export function detailText(detail: unknown): string {
   if (typeof detail === 'string') return detail;
   if (detail !== null && typeof detail === 'object' && !Array.isArray(detail)) {
     return Object.entries(detail)
       .filter(([, v]) => v !== null && v !== undefined)
-      .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .map(([k, v]) => `${DETAIL_KEYS[k] ?? k} ${shortId(typeof v === 'string' ? v : JSON.stringify(v))}`)
       .join(' · ');
   }
   return JSON.stringify(detail);
