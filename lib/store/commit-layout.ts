@@ -4,6 +4,7 @@
  * D# item for a state without events. The rule is event-tail.ts's; the units it keeps a commit
  * to are metering.ts's. docs/reference/storage.md; docs/architecture.md, "The commit".
  */
+import { isTerminalStatus } from '../contracts/index.ts';
 import type { Commit } from '../engine/ports.ts';
 import { type CommitBodies, packPages, pageEntry } from './event-pages.ts';
 import {
@@ -14,6 +15,8 @@ import {
   TAIL_ITEM_LIMIT,
   type TailState,
   tailPageSk,
+  UNIT_TAIL_COMMITS,
+  UNIT_TAIL_ITEM_LIMIT,
 } from './event-tail.ts';
 import type { Item, ItemKey } from './planned-write.ts';
 import { packPageBody } from './record-codec.ts';
@@ -87,7 +90,7 @@ export function layoutOf(
     const grownAt = state === undefined ? undefined : tailPageSk(base);
     const inGrown = { tail: grown, pages: [], ...(grownAt ? { stateAt: grownAt } : {}) };
     const grownSize = sizeOf(grown, grownAt);
-    if (grownSize <= TAIL_ITEM_LIMIT) return inGrown;
+    if (grownSize <= UNIT_TAIL_ITEM_LIMIT) return inGrown;
     // The old tail's events and states are committed: flushed to the page its states point at.
     const fresh: EventTail = {
       first_seq: first,
@@ -98,6 +101,16 @@ export function layoutOf(
     const inFresh = { tail: fresh, pages: flushOf(base), ...(freshAt ? { stateAt: freshAt } : {}) };
     // An empty tail grown is the fresh one: nothing to flush, nothing else to try.
     const freshSize = base.events.length === 0 ? Number.POSITIVE_INFINITY : sizeOf(fresh, freshAt);
+    // A small record: flushed at one unit when the fresh tail holds a few more commits like this
+    // one (what this commit adds, estimated from the share of its events in the grown tail).
+    // Not in the commit that ends the run: no commit after it would gain, and the page would cost.
+    const perCommit = ((grownSize - freshSize) * entries.length) / Math.max(1, base.events.length);
+    if (
+      !isTerminalStatus(commit.record.status) &&
+      freshSize + UNIT_TAIL_COMMITS * perCommit <= UNIT_TAIL_ITEM_LIMIT
+    )
+      return inFresh;
+    if (grownSize <= TAIL_ITEM_LIMIT) return inGrown;
     if (freshSize <= TAIL_ITEM_LIMIT) return inFresh;
     // A record too large for one unit: its tail grows to the larger limit before a flush.
     if (grownSize <= LARGE_TAIL_ITEM_LIMIT) return inGrown;

@@ -47,6 +47,16 @@ export const eventSk = (seq: number) => `E#${String(seq).padStart(12, '0')}`;
  */
 export const TAIL_ITEM_LIMIT = 1_536 - 64;
 /**
+ * One write unit's worth, less the same room: a record small enough to stay under it for a few
+ * commits more after a flush (UNIT_TAIL_COMMITS) flushes its tail here instead, so that each of
+ * its record writes costs one unit rather than two. A larger record keeps TAIL_ITEM_LIMIT (its
+ * tail would be flushed about every second commit under one unit: a write request more per
+ * step for half a unit less).
+ */
+export const UNIT_TAIL_ITEM_LIMIT = 1_024 - 64;
+/** How many more commits like the flushing one a fresh tail must hold under UNIT_TAIL_ITEM_LIMIT. */
+export const UNIT_TAIL_COMMITS = 3;
+/**
  * The limit for a record too large to hold even one commit's events within TAIL_ITEM_LIMIT (its
  * own fields pass about 1.5 KB compressed: a model turn's instructions and tool list, many open
  * requests): its tail grows to this size before it is flushed, rather than every commit writing

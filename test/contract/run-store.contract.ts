@@ -546,6 +546,26 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(requests()).toBe(before + 1);
       });
 
+      it("flushes a small record's tail before its item passes one write unit, so that each write costs one unit", async () => {
+        let record = await storedRun(s.store);
+        const all: RunEvent[] = (await s.store.readEvents(record.run_id, 0, 10)).slice();
+        const units: number[] = [];
+        const writes: number[] = [];
+        for (let c = 0; c < 30; c++) {
+          const [u, w] = [s.store.metrics.writeCapacity, s.store.metrics.writeRequests];
+          // A small commit that compresses poorly: about 60 bytes more in the record item each time.
+          const out = await append(s.store, record, [{ c, note: randomUUID().slice(0, 24) }]);
+          units.push(s.store.metrics.writeCapacity - u);
+          writes.push(s.store.metrics.writeRequests - w);
+          record = out.record;
+          all.push(...out.events);
+        }
+        // Every record write stays within one unit; a flush adds its page (one more request).
+        expect(writes.filter((w) => w === 2).length).toBeGreaterThan(0);
+        for (const [i, w] of writes.entries()) expect(units[i]).toBe(w);
+        expect(await s.store.readEvents(record.run_id, 0, 100)).toEqual(all);
+      });
+
       it('keeps a record too large for one write unit taking small commits inline, not a page per commit', async () => {
         // An objective that does not compress: the record item alone passes 1 KB.
         const objective = Array.from({ length: 40 }, () => randomUUID()).join(' ');
