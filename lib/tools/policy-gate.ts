@@ -149,7 +149,10 @@ export function createPolicyGate(rules: readonly PolicyRule[] = [], options: Pol
       } catch {
         return { decision: 'deny', code: GATE_DENY_CODES.argsNotJson };
       }
-      const traits = [facts.mutating ? 'mutating' : 'read-only', `risk ${tool.metadata.risk}`].join(', ');
+      // Why a person is asked, in the summary the approval shows: the rule's code when a rule did.
+      const why = approvalRule?.code !== undefined ? `; policy rule ${approvalRule.code}` : '';
+      const traits =
+        [facts.mutating ? 'mutating' : 'read-only', `risk ${tool.metadata.risk}`].join(', ') + why;
       return {
         decision: 'require_approval',
         digest,

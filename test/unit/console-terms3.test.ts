@@ -176,6 +176,15 @@ describe('an approval and the past', () => {
   it("says what is approved, why, and what the digest's rfc8785 is", () => {
     expect(approvalKindText('tool_call')).toBe('a tool call');
     expect(approvalWhy('tool_call')).toContain('the tool policy requires a person');
+    expect(
+      approvalWhy(
+        'tool_call',
+        true,
+        'Call echo 1.0.0 (read-only, risk low; policy rule echo_needs_a_person)',
+      ),
+    ).toBe(
+      "Why: the tool policy's rule echo_needs_a_person requires a person to approve this call before it runs.",
+    );
     expect(approvalWhy('tool_call', false)).toBe(
       "Why: the run's client asked a person to approve this before it goes on.",
     );

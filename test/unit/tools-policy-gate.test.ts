@@ -146,6 +146,8 @@ describe('policy gate: rules as data', () => {
     expect(gate.decide(facts(descriptor('pay')))).toMatchObject({
       decision: 'require_approval',
       reason: 'pay_review',
+      // The approval a person sees says which rule asked for it.
+      summary: expect.stringContaining('policy rule pay_review'),
     });
     expect(gate.decide(facts(descriptor('other')))).toEqual({
       decision: 'deny',

@@ -37,11 +37,14 @@ export function approvalKindText(kind: string): string {
 /**
  * Why the approval is asked: on a server-driven run a tool call's approval is opened by the tool
  * policy (a rule that requires a person before that tool runs), another kind's by its reducer;
- * on a client-driven run the client opened it. The policy rule's code is not recorded with the
- * request, so it is not named here.
+ * on a client-driven run the client opened it. The rule's code is named when the summary carries
+ * it (the policy gate writes `; policy rule CODE` into a tool call's summary).
  */
-export function approvalWhy(kind: string, hasReducer = true): string {
+export function approvalWhy(kind: string, hasReducer = true, summary = ''): string {
   if (!hasReducer) return "Why: the run's client asked a person to approve this before it goes on.";
+  const rule = /; policy rule ([^\s)]+)/.exec(summary)?.[1];
+  if (kind === 'tool_call' && rule !== undefined)
+    return `Why: the tool policy's rule ${rule} requires a person to approve this call before it runs.`;
   return kind === 'tool_call'
     ? 'Why: the tool policy requires a person to approve this call before it runs (see the policy in the registry for the rule).'
     : "Why: the run's reducer asked a person to approve this before it goes on.";

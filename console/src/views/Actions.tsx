@@ -184,7 +184,9 @@ function ApprovalCard(props: {
           {request.subject.summary}
         </span>
       </h3>
-      <p data-testid="approval-why">{approvalWhy(request.subject.kind, props.hasReducer)}</p>
+      <p data-testid="approval-why">
+        {approvalWhy(request.subject.kind, props.hasReducer, request.subject.summary)}
+      </p>
       <dl className="facts">
         <dt>What</dt>
         <dd title={request.subject.kind}>{approvalKindText(request.subject.kind)}</dd>

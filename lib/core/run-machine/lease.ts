@@ -239,7 +239,7 @@ function takenOver(record: RunRecord, now: number, wakeDelayMs: number): Transit
             error_class: 'lease_expired',
             retryable: false,
             outcome_unknown: true,
-            message: 'the worker running this operation was lost; its outcome is unknown',
+            message: 'the worker or client running this operation was lost; its outcome is unknown',
             ...(op.call_id !== undefined ? { call_id: op.call_id } : {}),
           },
           { operation_id: op.op_id, effect_id: op.effect_id },
