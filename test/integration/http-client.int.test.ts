@@ -237,9 +237,9 @@ describe('the CLI against the API', () => {
     expect(followed.out).toContain('tool_result');
     const done = await client.getRun(run.run_id);
     expect(done.status).toBe('completed');
-    expect(lines.at(-1)).toBe(
-      `run ${run.run_id} completed: ${'terminal_reason' in done ? done.terminal_reason : ''}`,
-    );
+    // The end line says the status once, then the outcome (terminal_reason completed:succeeded).
+    expect('terminal_reason' in done ? done.terminal_reason : '').toBe('completed:succeeded');
+    expect(lines.at(-1)).toBe(`run ${run.run_id} completed (succeeded)`);
     expect(lines.filter((l) => l.startsWith('#'))).toHaveLength(done.last_seq);
 
     const shown = await cli('runs', 'get', run.run_id);
