@@ -382,7 +382,7 @@ function renderMarkdown(r: Report): string {
     if (p.floor === undefined) continue;
     lines.push('');
     lines.push(
-      `${label(p)}: DynamoDB Local's own latency right after the phase, one request at a time: consistent GetItem p50 ${p.floor.get_item?.p50_ms} ms (p99 ${p.floor.get_item?.p99_ms}), TransactWriteItems of one Put p50 ${p.floor.transact_write_one_put?.p50_ms} ms (p99 ${p.floor.transact_write_one_put?.p99_ms}).`,
+      `${label(p)}: DynamoDB Local's own latency right after the phase, one request at a time: consistent GetItem p50 ${p.floor.get_item?.p50_ms} ms (p99 ${p.floor.get_item?.p99_ms}), TransactWriteItems of one Put p50 ${p.floor.transact_write_one_put?.p50_ms} ms (p99 ${p.floor.transact_write_one_put?.p99_ms}); the AWS SDK's own CPU per request in the sending process ${p.floor.sdk_cpu_ms_per_request ?? '-'} ms (signing, marshalling, HTTP: a floor under the step worker's CPU per step of its requests per step times this).`,
     );
   }
   lines.push('');

@@ -32,8 +32,15 @@ export interface OursStackReady {
   dynamoPid: number;
 }
 
-/** The storage floor: sequential raw requests, one at a time (ms each). */
-export type StorageFloor = { get_item: Series; transact_write_one_put: Series };
+/**
+ * The storage floor: sequential raw requests, one at a time (ms each), and the AWS SDK's own CPU
+ * per request in the process that sent them (ms: signing, marshalling, HTTP; user + system).
+ */
+export type StorageFloor = {
+  get_item: Series;
+  transact_write_one_put: Series;
+  sdk_cpu_ms_per_request: number;
+};
 
 const options = JSON.parse(process.env.OURS_STACK ?? '{}') as OursStackOptions;
 const stack = await startLocalStack({
@@ -67,7 +74,7 @@ const sweeping = (async () => {
 /**
  * The storage floor right after a phase, on the same DynamoDB Local: sequential raw requests
  * from this process, one at a time: a consistent GetItem of a 1 KB item and a TransactWriteItems
- * of one 1 KB Put.
+ * of one 1 KB Put, with this process's CPU over those 200 requests (the SDK's floor per request).
  */
 async function dynamoFloor(): Promise<StorageFloor> {
   const doc = stack.runtime.clients.doc;
@@ -76,6 +83,7 @@ async function dynamoFloor(): Promise<StorageFloor> {
   const body = 'x'.repeat(1_000);
   const gets: number[] = [];
   const writes: number[] = [];
+  const cpu = process.cpuUsage();
   for (let i = 0; i < 100; i += 1) {
     let t = performance.now();
     await doc.send(
@@ -88,7 +96,13 @@ async function dynamoFloor(): Promise<StorageFloor> {
     await doc.send(new GetCommand({ TableName, Key: { pk, sk: String(i) }, ConsistentRead: true }));
     gets.push(performance.now() - t);
   }
-  return { get_item: summarize(gets), transact_write_one_put: summarize(writes) };
+  const used = process.cpuUsage(cpu);
+  const sdk = Math.round(((used.user + used.system) / 1000 / 200) * 1000) / 1000;
+  return {
+    get_item: summarize(gets),
+    transact_write_one_put: summarize(writes),
+    sdk_cpu_ms_per_request: sdk,
+  };
 }
 
 process.on('message', (message: unknown) => {

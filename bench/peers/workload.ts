@@ -294,8 +294,11 @@ export interface PhaseResult {
    * the HTTP API run in a process of their own, counted as `control_plane`).
    */
   cpu_ms_per_step: { system: number; driver: number; parts: Record<string, number> } | null;
-  /** The storage's own latency right after the phase (ours: raw DynamoDB Local requests). */
-  floor?: Record<string, Series>;
+  /**
+   * The storage's own latency right after the phase (ours: raw DynamoDB Local requests), and the
+   * SDK's CPU per request of the process that sent them (ms).
+   */
+  floor?: { get_item?: Series; transact_write_one_put?: Series; sdk_cpu_ms_per_request?: number };
   /** Load averages (1, 5, 15 min) when the phase started and ended. */
   load: { before: string; after: string };
   settings: Record<string, unknown>;
