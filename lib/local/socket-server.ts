@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { SocketEvent, SocketHandler } from '../handlers/live-socket.ts';
+import { type RateLimitedLog, rateLimitedLog } from '../core/rate-limited-log.ts';
 import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
 import type { ConnectionPoster } from '../live/ports.ts';
 
@@ -96,6 +97,8 @@ function attach(
     idleMs: number;
     maxConnectionMs: number;
     logger: LogSink;
+    /** Protocol errors of connections, logged at most once per interval (a client causes them at will). */
+    frameErrors: RateLimitedLog;
   },
   closed: () => boolean,
 ): void {
@@ -110,6 +113,10 @@ function attach(
   };
   ws.on('ping', active);
   ws.on('pong', active);
+  // A frame the protocol refuses (invalid UTF-8, a bad opcode, too large): ws closes this
+  // connection (1007 / 1002 / 1009) and emits the error; without a listener it would end the
+  // process, and with it every other user's connections.
+  ws.on('error', (err) => c.frameErrors.note({ connection_id: id, error: describeError(err) }));
   let queue = Promise.resolve();
   ws.on('message', (data, isBinary) => {
     active();
@@ -149,7 +156,14 @@ export async function startSocketServer(options: SocketServerOptions = {}): Prom
     res.end('this endpoint speaks WebSocket');
   });
 
+  const frameErrors = rateLimitedLog(
+    (message, attributes) => logger.warn(message, attributes),
+    'live socket connection refused by the protocol (closed)',
+    { now: Date.now },
+  );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A client that resets its connection during the upgrade: nothing to do but forget it.
+    socket.on('error', (err) => frameErrors.note({ error: describeError(err) }));
     const id = randomUUID().replaceAll('-', '').slice(0, 16);
     const refuse = (status: number) => {
       const text = REFUSED_TEXT[status] ?? 'Refused';
@@ -164,7 +178,7 @@ export async function startSocketServer(options: SocketServerOptions = {}): Prom
         if (status !== 200) return refuse(status);
         wss.handleUpgrade(req, socket, head, (ws) => {
           sockets.set(id, ws);
-          attach(ws, { id, req, handler: h, idleMs, maxConnectionMs, logger }, () => {
+          attach(ws, { id, req, handler: h, idleMs, maxConnectionMs, logger, frameErrors }, () => {
             sockets.delete(id);
             return !undelivered.delete(id);
           });

@@ -134,6 +134,32 @@ describe('the local live socket, as API Gateway bounds it', { timeout: 15_000 },
     expect(again).toBe(401);
   });
 
+  it('closes a connection that sends a frame the protocol refuses, and keeps serving the others', async () => {
+    const server = await serve({}, 2);
+    const token = await issuer.sign({ sub: 'alice', ttlSeconds: 600 });
+    const open = async () => {
+      const ws = new WebSocket(`${server.url}/?token=${encodeURIComponent(token)}`);
+      ws.on('error', () => {});
+      await new Promise((resolve) => ws.once('open', resolve));
+      return ws;
+    };
+    const bystander = await open();
+    const received: LiveServerMessage[] = [];
+    bystander.on('message', (data) => received.push(JSON.parse(String(data))));
+    const attacker = await open();
+    const closed = new Promise<number>((resolve) => attacker.on('close', (code) => resolve(code)));
+    // A text frame that is not UTF-8: the server must refuse it, not die of it.
+    attacker.send(Buffer.from([0xc3, 0x28]), { binary: false });
+    expect(await closed).toBe(1007);
+
+    bystander.send(JSON.stringify({ action: 'subscribe', run_id: RUN, after: 0 }));
+    await expect.poll(() => received.map((m) => m.type)).toEqual(['subscribed', 'event', 'event']);
+    const another = await open();
+    expect(another.readyState).toBe(WebSocket.OPEN);
+    bystander.close();
+    another.close();
+  });
+
   it("keeps open a socket whose token's exp lies beyond setTimeout's reach (about 24.8 days)", async () => {
     const server = await serve({}, 1);
     const token = await issuer.sign({ sub: 'alice', ttlSeconds: 40 * 86_400 });
