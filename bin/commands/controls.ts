@@ -113,8 +113,13 @@ export const controlsCommand: CommandModule = {
       );
 
     withCommon(program.command('approve <run> <request_id>'))
-      .description("decide an open approval; --digest must quote the request's subject_digest")
-      .requiredOption('--digest <subject_digest>', 'the subject digest shown with the request')
+      .description(
+        "decide an open approval; --digest must quote the request's subject.digest (as `runs get --json` shows it under open_requests; `runs get` prints the whole line to paste)",
+      )
+      .requiredOption(
+        '--digest <digest>',
+        "the request's subject.digest (`runs get` shows it as `digest ...`)",
+      )
       .option('--reject', 'reject instead of approve')
       .option('--reason <text>', 'why')
       .action(

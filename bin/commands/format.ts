@@ -4,6 +4,9 @@
  * API is passed through `printable` before it is shown, so that what a run stores cannot clear
  * the terminal or forge a line of the output.
  */
+
+import { needsYouText } from '../../console/src/model/list-words.ts';
+import { controlReasonText } from '../../lib/client/reason-words.ts';
 import type { Checkpoint, FunctionArtifact, RunAtSeq } from '../../lib/client/shapes.ts';
 import {
   DEFAULT_CLI,
@@ -20,6 +23,7 @@ import type {
   ToolDescriptor,
   UsageCost,
 } from '../../lib/contracts/index.ts';
+import { eventWords } from './event-words.ts';
 import { printable, printableLines } from './printable.ts';
 import { type PolicyView, policyEffect } from './tool-policy.ts';
 
@@ -135,7 +139,7 @@ export function endedWords(run: PublicRunRecord): string {
   if (run.status !== 'completed' && run.status !== 'failed' && run.status !== 'stopped') return '';
   const outcome = run.status === 'completed' ? run.outcome : undefined;
   const said = [run.status, ...(outcome === undefined ? [] : [outcome, `${run.status}:${outcome}`])];
-  const reason = said.includes(run.terminal_reason) ? '' : run.terminal_reason;
+  const reason = said.includes(run.terminal_reason) ? '' : controlReasonText(run.terminal_reason);
   return [outcome, reason].filter((w) => w !== undefined && w !== '').join(': ') || run.status;
 }
 
@@ -178,8 +182,8 @@ export function formatRun(
       `${op.kind} ${op.op_id} (${op.started_at === null ? 'pending: asked for, not started yet' : 'in flight: started, its result not in yet'})`,
     ]);
   }
-  if (run.status === 'paused') lines.push(['paused', run.pause_reason]);
-  if (run.status === 'cancelling') lines.push(['stopping', run.stop_reason]);
+  if (run.status === 'paused') lines.push(['paused', controlReasonText(run.pause_reason)]);
+  if (run.status === 'cancelling') lines.push(['stopping', controlReasonText(run.stop_reason)]);
   if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
     lines.push(['ended', endedWords(run)]);
     // One row per line of the summary, the rest under an empty key: a newline in it shows as
@@ -193,7 +197,12 @@ export function formatRun(
     text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
   }
   const waiting = formatWaiting(waitingReasons(run, now, timing, cli), children);
+  // The section is always there (README.md says so): an ended run, or one moving now, waits for nothing.
+  const ended = endedWords(run);
   if (waiting.length > 0) text += `\nwaiting:\n${waiting.join('\n')}`;
+  else if (ended !== '')
+    text += `\nwaiting: nothing: the run has ended (${printable(ended.startsWith(run.status) ? ended : `${run.status}, ${ended}`)})`;
+  else text += '\nwaiting: nothing: the run is moving by itself';
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {
     text += `\nplan${run.projection.summary ? `: ${printable(run.projection.summary)}` : ''}`;
@@ -232,7 +241,8 @@ export function formatRunAt(at: RunAtSeq): string {
 }
 
 /**
- * The `runs list` table, and the options of its next page when `cursor` is given: a cursor
+ * The `runs list` table (NEEDS YOU: approvals to decide, questions to answer, results to deliver,
+ * a client-driven run waiting for its client; the console's words), and the options of its next page when `cursor` is given: a cursor
  * continues only the status it was returned for, so `status` is named beside it.
  */
 export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?: string): string {
@@ -240,15 +250,19 @@ export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?:
     cursor === undefined ? '' : `${status !== undefined ? `--status ${status} ` : ''}--cursor ${cursor}`;
   if (runs.length === 0) return cursor ? `no runs on this page (next: ${next})` : 'no runs';
   const rows = [
-    ['RUN', 'STATUS', 'SUBJECT', 'CREATED'],
+    ['RUN', 'STATUS', 'SUBJECT', 'CREATED', 'NEEDS YOU'],
     ...runs.map((r) => [
       r.run_id,
       r.status,
       `${r.subject.workspace}:${r.subject.path}`,
       new Date(r.created_at).toISOString(),
+      needsYouText(r.open_requests, r),
     ]),
   ];
-  return table(rows) + (cursor ? `\nnext page: ${next}` : '');
+  const note = rows.slice(1).some((r) => r[4] !== '')
+    ? '\nNEEDS YOU: what a run waits on someone for; `runs get RUN` prints the command that gives it'
+    : '';
+  return table(rows) + note + (cursor ? `\nnext page: ${next}` : '');
 }
 
 /** One event line: `#seq  time  kind  detail`. */
@@ -267,16 +281,24 @@ function eventDetail(event: RunEvent): string {
       if (d.kind === 'input') return `question ${String(d.request_id)}: ${brief(d.question, 80)}`;
       return `${String(d.kind)} ${String(d.request_id)}${d.resume_key ? ` resume_key ${String(d.resume_key)}` : ''}`;
     }
-    case 'operation_started':
-      return `${event.operation_id ?? ''} ${Object.keys(d).length === 0 ? '' : brief(d, 80)}`.trim();
+    case 'operation_started': {
+      const words = eventWords(event);
+      return `${event.operation_id ?? ''} ${words !== '' || Object.keys(d).length === 0 ? words : brief(d, 80)}`.trim();
+    }
     case 'control_rejected':
       return `${String(d.command ?? '')} rejected: ${String(d.reason ?? '')}`;
-    default: {
-      // The registry versions a run pinned at admission, in words (run_started).
+    case 'run_started': {
+      // The registry versions a run pinned at admission, in words.
       const { pinned, ...rest } = d;
       if (!isPins(pinned)) return Object.keys(d).length === 0 ? '' : brief(d);
       const words = `registry versions pinned: tools ${pinned.catalogue}, policy ${pinned.policy}, agents ${pinned.agents} (its tool calls use these, whatever is published later)`;
       return Object.keys(rest).length === 0 ? words : `${brief(rest)} ${words}`;
+    }
+    default: {
+      // A few words where the kind has them (the details: `events --json`), else the data.
+      const words = eventWords(event);
+      if (words !== '') return words;
+      return Object.keys(d).length === 0 ? '' : brief(d);
     }
   }
 }

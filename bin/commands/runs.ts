@@ -78,9 +78,15 @@ export const runsCommand: CommandModule = {
       )
       .option('--workspace <workspace>', 'the workspace of the subject')
       .option('--path <path>', 'the path of the subject in its workspace')
-      .option('--node-id <id>', 'one node (item) inside the subject path, when the run works on one only')
+      .option(
+        '--node-id <id>',
+        'one item inside the subject path (e.g. one ticket or message) when the run works on that item only',
+      )
       .option('--reducer <function_path>', 'reducer function (omit for a client-driven run)')
-      .option('--handler <name>', 'the function the reducer module exports to call (default: reduce)')
+      .option(
+        '--handler <name>',
+        'which exported function of the reducer module the runtime calls at each step (default: reduce)',
+      )
       .option('--input <json|@file>', 'run input (JSON, @file, or a plain string)')
       .option(
         '--objective <text>',
@@ -100,11 +106,17 @@ export const runsCommand: CommandModule = {
           'fail',
         ]),
       )
-      .option('--as-agent <path>', 'act as this agent, on behalf of the caller')
-      .option('--create-key <key>', 'idempotency key of the create')
+      .option(
+        '--as-agent <path>',
+        "run as this registered agent (e.g. functions:/agents/x), on behalf of you: its tool calls get the agent's rights, narrowed to yours",
+      )
+      .option(
+        '--create-key <key>',
+        'any string you choose: sending the same create again with it (e.g. after a timeout) returns the run the first one made, not a second',
+      )
       .option(
         '--executor-config <json|@file>',
-        'executor config (JSON object), e.g. {"model_turn_function":"/lib/models/openai"}',
+        'settings for the runtime that carries out what the reducer asks for, such as which model answers its model turns (JSON object), e.g. {"model_turn_function":"/lib/models/openai"}',
       )
       .option('--body <json|@file>', 'the whole create request as JSON (options override its fields)')
       .action(async (opts: CreateOptions, cmd: Command) => {

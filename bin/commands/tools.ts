@@ -3,17 +3,22 @@ import { readFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
 import type { FunctionArtifact } from '../../lib/client/index.ts';
 import type { RegistryListing } from '../../lib/contracts/index.ts';
-import type { CommandModule } from './context.ts';
+import { CliError, type CommandModule } from './context.ts';
 
 export const toolsCommand: CommandModule = {
   name: 'tools',
   register(program, ctx) {
     program
-      .command('tools')
+      .command('tools [list]')
       .description(
-        'list the registered tools (metadata only): what each declares about approval, and what the published policy does with a call of it (read with an admin token)',
+        'list the registered tools (metadata only): what each declares about approval, and what the published policy does with a call of it (read with an admin token); `tools list` is the same',
       )
-      .action(async (_opts: unknown, cmd: Command) => {
+      .action(async (list: string | undefined, _opts: unknown, cmd: Command) => {
+        if (list !== undefined && list !== 'list')
+          throw new CliError(
+            'invalid_argument',
+            `unknown tools command '${list}': use \`tools\` or \`tools list\``,
+          );
         const client = ctx.client(cmd);
         const tools = await client.listTools();
         if (ctx.json(cmd) || tools.length === 0) return ctx.print(cmd, () => 'no tools registered', tools);

@@ -2,6 +2,7 @@
  * What `agent-runs watch` shows and which key does what, as pure functions of the run, its last
  * events and the acks so far (the Ink view in watch-view.ts only lays them out).
  */
+import { controlReasonText } from '../../lib/client/reason-words.ts';
 import { type LeaseTiming, type WaitingReason, waitingReasons } from '../../lib/client/waiting.ts';
 import type { ControlAck, PublicRunRecord, RunEvent, RunStatus } from '../../lib/contracts/index.ts';
 import { formatAck, formatEvent, formatRequest, formatWaiting, printable } from './format.ts';
@@ -67,9 +68,9 @@ export function statusLine(state: WatchState): string {
   const u = run.usage;
   const extra =
     run.status === 'paused'
-      ? ` (${run.pause_reason})`
+      ? ` (${controlReasonText(run.pause_reason)})`
       : 'terminal_reason' in run
-        ? ` (${run.terminal_reason})`
+        ? ` (${controlReasonText(run.terminal_reason)})`
         : '';
   return printable(
     `${run.run_id}  ${run.status.toUpperCase()}${extra}  ` +

@@ -13,6 +13,7 @@ import { budgetUsed } from './budget-use.ts';
 import { DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 import type { AgentRunsClient } from './client.ts';
 import { ApiError } from './errors.ts';
+import { controlReasonText } from './reason-words.ts';
 
 export { cliInvocation, DEFAULT_CLI, shellQuote } from './cli-invocation.ts';
 
@@ -71,7 +72,20 @@ const commandsOf =
   (cli: string): Cmd =>
   (...parts) =>
     [cli, ...parts.map(shellQuote)].join(' ');
-const seconds = (ms: number) => `${Math.max(0, Math.round(ms / 1000))} s`;
+/**
+ * A duration for people: seconds up to 90 s (`7 s`), minutes above, with the seconds left under
+ * ten minutes (`2 min 10 s`, `3 min`) and whole minutes from there (`25 min`).
+ */
+export function durationWords(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s <= 90) return `${s} s`;
+  if (s >= 600) return `${Math.round(s / 60)} min`;
+  return s % 60 === 0 ? `${s / 60} min` : `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+const seconds = durationWords;
+
+/** What an answer hint pastes when the question offers no choices: the person puts theirs in its place. */
+export const ANSWER_PLACEHOLDER = '<your answer>';
 
 /**
  * The reasons `run` is not moving at `now` (ms epoch), most important first; empty when it is
@@ -96,7 +110,7 @@ export function waitingReasons(
     case 'cancelling':
       return [
         {
-          text: `stopping (${run.stop_reason}): the operation in flight ends first (an interruptible one is aborted within seconds)`,
+          text: `stopping (${controlReasonText(run.stop_reason)}): the operation in flight ends first (an interruptible one is aborted within seconds)`,
           commands: [],
         },
       ];
@@ -139,8 +153,12 @@ function requestReason(runId: string, r: PublicRunRecord['open_requests'][number
       };
     case 'input':
       return {
-        text: `waiting for an answer to ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}${expires}`,
-        commands: [cmd('answer', runId, r.request_id, r.choices?.[0] ?? 'yes')],
+        text: `waiting for an answer to ${r.request_id}: ${r.question}${r.choices ? ` [${r.choices.join(' | ')}]` : ''}${expires}${
+          r.choices?.[0] === undefined
+            ? ` (put your answer in place of '${ANSWER_PLACEHOLDER}')`
+            : ' (the line answers the first choice: put another in its place)'
+        }`,
+        commands: [cmd('answer', runId, r.request_id, r.choices?.[0] ?? ANSWER_PLACEHOLDER)],
       };
     case 'result': {
       const child = r.resume_key.startsWith('child:') ? r.resume_key.slice('child:'.length) : null;
@@ -209,7 +227,10 @@ function pausedReason(
       commands: [cmd('resume', id)],
     };
   }
-  return { text: `paused (${reason}): resume it when ready`, commands: [cmd('resume', id)] };
+  return {
+    text: `paused (${controlReasonText(reason)}): resume it when ready`,
+    commands: [cmd('resume', id)],
+  };
 }
 
 /** An increase that lets the pending operation through: at least past what is used, else the limit again. */
@@ -267,7 +288,7 @@ function clientLeaseReason(
   if (now < expires_at) {
     return [
       {
-        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, renewed while it works); the run moves when that client writes its next step`,
+        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, unless it renews it); the run moves when that client writes its next step`,
         commands,
       },
     ];

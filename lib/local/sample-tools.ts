@@ -1,10 +1,12 @@
 /**
  * Two tools `npm start` registers so that a new local stack has something to call:
- * - `echo` (read-only, replay-safe): answers `{echo: args}`;
+ * - `echo` (read-only, replay-safe): answers a succeeded `raisin.tool-result/1` envelope whose
+ *   payload is `{echo: args}` (it reads and writes nothing, so it claims nothing);
  * - `wait_for_callback` (read-only, replay-safe): parks the call (`waiting`) under the resume key
  *   `callback:{operation_id}`; deliver its result with `agent-runs deliver callback:... '{...}'`
  *   or `POST /results/{resume_key}`.
- * A deployment registers its own tools instead (`registerTools` of lib/runtime.ts).
+ * Both answer in the standard envelope (docs/contracts/tool-result.md), so neither result is
+ * wrapped `legacy`. A deployment registers its own tools instead (`registerTools` of lib/runtime.ts).
  */
 import { envelopeOf } from '../core/tool-result-validation.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
@@ -19,7 +21,7 @@ export function registerSampleTools(registry: ToolRegistry): void {
       kind: 'module',
       fn: async (args) => {
         const { __raisin_context: _context, ...rest } = args;
-        return { echo: rest };
+        return envelopeOf('succeeded', { echo: rest });
       },
     },
     metadata: { mutating: false, replay_safe: true },

@@ -185,7 +185,7 @@ describe('the hints of agent-runs runs get, pasted', { timeout: 120_000 }, () =>
     const asked = await until(created.run_id, resting);
     const commands = await hints(created.run_id);
     expect(commands).toEqual([
-      `agent-runs answer ${created.run_id} ${asked.open_requests[0]?.request_id} yes`,
+      `agent-runs answer ${created.run_id} ${asked.open_requests[0]?.request_id} '<your answer>'`,
     ]);
     expect(await paste(commands[0] ?? '')).toMatch(/^applied/);
     // Answered: the next question is another request.

@@ -252,7 +252,7 @@ describe('the CLI against the API', () => {
     const { run } = await waitingRun();
     const requestId = run.open_requests[0]?.request_id ?? '';
     const shown = await cli('runs', 'get', run.run_id);
-    expect(shown.out).toContain(`$ agent-runs answer ${run.run_id} ${requestId} yes`);
+    expect(shown.out).toContain(`$ agent-runs answer ${run.run_id} ${requestId} '<your answer>'`);
 
     const answered = await cli('answer', run.run_id, requestId, 'HAT001');
     expect(answered).toMatchObject({ code: 0, out: expect.stringMatching(/^applied \(seq \d+\)$/) });

@@ -174,9 +174,14 @@ describe('agent-runs runs', () => {
       sweep_interval_ms: 15_000,
       stop_poll_ms: 2_000,
     };
+    // `7 s`, `2 min 10 s`, `3 min` in seconds.
+    const secs = (d: string) => {
+      const m = /^(?:(\d+) min)? ?(?:(\d+) s)?$/.exec(d);
+      return m === null ? Number.NaN : Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0);
+    };
     const window = (out: string) => {
-      const m = /takes the run over in (\d+) s to (\d+) s/.exec(out);
-      return m === null ? null : Number(m[2]) - Number(m[1]);
+      const m = /takes the run over in (.+?) to (.+?)(?:,|\n|$)/m.exec(out);
+      return m === null ? null : secs(m[2] ?? '') - secs(m[1] ?? '');
     };
 
     const told = await cli(['runs', 'get', 'run_1'], (sent) =>
@@ -292,9 +297,13 @@ describe('agent-runs runs', () => {
       'waiting',
     ]);
     const rows = r.out.split('\n');
-    expect(rows[0]).toMatch(/^RUN\s+STATUS\s+SUBJECT\s+CREATED$/);
+    expect(rows[0]).toMatch(/^RUN\s+STATUS\s+SUBJECT\s+CREATED\s+NEEDS YOU$/);
     expect(rows.slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(['run_new', 'run_old']);
-    expect(rows[3]).toBe(
+    // NEEDS YOU says what a run waits on a person for, and is empty for one that needs nobody.
+    expect(rows[1]).toMatch(/\s1 approval to decide$/);
+    expect(rows[2]).toMatch(/Z$/);
+    expect(rows[3]).toMatch(/^NEEDS YOU: /);
+    expect(rows[4]).toBe(
       'ended runs (completed, failed, stopped) are not listed: add --status completed (or failed, stopped)',
     );
   });
@@ -530,7 +539,7 @@ describe('agent-runs controls', () => {
   it('approve needs --digest, and --reject sends a rejection', async () => {
     const missing = await cli(['approve', 'run_1', 'req']);
     expect(missing.code).toBe(1);
-    expect(missing.err).toContain("required option '--digest <subject_digest>' not specified");
+    expect(missing.err).toContain("required option '--digest <digest>' not specified");
     const rejected = await cli(['approve', 'run_1', 'req', '--digest', 'd', '--reject', '--reason', 'no']);
     expect(rejected.sent[0]?.body).toMatchObject({ decision: 'rejected', reason: 'no' });
   });
@@ -791,6 +800,55 @@ describe('agent-runs events and tools', () => {
     );
     expect(r.out.split('\n')[1]).toMatch(/^lookup\s+1\.2\.0\s+low\s+no\s+never\s+\?\s+finds things$/);
     expect(r.out).toContain('the policy could not be read (unauthorized');
+  });
+
+  it('tools list is the same as tools, and another word is refused without a request', async () => {
+    const api = (s: Sent): [number, unknown] =>
+      s.path === '/v1/tools'
+        ? [200, { tools: [lookupTool('never')] }]
+        : [403, { code: 'unauthorized', message: 'admin only', details: {} }];
+    const plain = await cli(['tools'], api);
+    const listed = await cli(['tools', 'list'], api);
+    expect(listed.code).toBe(0);
+    expect(listed.out).toBe(plain.out);
+    const other = await cli(['tools', 'show'], api);
+    expect(other.code).not.toBe(0);
+    expect(other.err).toContain("unknown tools command 'show'");
+    expect(other.sent).toEqual([]);
+  });
+
+  it('event lines say a reducer answer, a tool result and an operation start in words', () => {
+    const at = Date.UTC(2026, 0, 1);
+    const line = (kind: string, data: unknown, operation_id?: string) =>
+      formatEvent({ seq: 1, at, kind, data, ...(operation_id ? { operation_id } : {}) } as never);
+    expect(
+      line('reducer_answered', {
+        event_seq: 1,
+        state_rev: 1,
+        effects: [{ effect_id: 'e1', kind: 'request_model_turn' }],
+      }),
+    ).toBe('#   1  00:00:00.000  reducer_answered        answered event #1: asks for a model turn');
+    expect(line('reducer_answered', { event_seq: 4, state_rev: 2, effects: [] })).toMatch(
+      /answered event #4: nothing more to do$/,
+    );
+    expect(
+      line('tool_result', {
+        call_id: 'c1',
+        tool: 'echo',
+        envelope: { status: 'succeeded', output: { x: 1 } },
+      }),
+    ).toMatch(/tool_result\s+echo succeeded$/);
+    expect(line('operation_started', { kind: 'model_turn', attempt: 1 }, 'run_1/op/1')).toMatch(
+      /operation_started\s+run_1\/op\/1 model turn, attempt 1$/,
+    );
+    expect(line('operation_started', { kind: 'tool_call', attempt: 2, tool: 'echo' }, 'run_1/op/2')).toMatch(
+      /run_1\/op\/2 tool call echo, attempt 2$/,
+    );
+    expect(line('paused', { reason: 'paused by control' })).toMatch(
+      /paused by a person \(a pause control\)$/,
+    );
+    // Data of a shape without words still shows, as JSON.
+    expect(line('tool_result', { surprise: true })).toMatch(/\{"surprise":true\}$/);
   });
 
   it('tools shows what the published policy does with a call beside what the tool declares', async () => {

@@ -35,6 +35,14 @@ describe('sample tools of the local stack', () => {
     expect(out).toMatchObject({ status: 'succeeded', payload: { echo: { city: 'Oslo' } } });
   });
 
+  it('answer in the standard result shape, so the runtime wraps neither as legacy', async () => {
+    for (const tool of ['echo', 'wait_for_callback']) {
+      const out = await host().execute(request(tool, { city: 'Oslo' }), new AbortController().signal);
+      expect(out).toMatchObject({ envelope: 'raisin.tool-result/1', operation_id: 'run-1/op/3' });
+      expect(out).not.toHaveProperty('legacy');
+    }
+  });
+
   it('wait_for_callback parks the call on callback:{operation_id}', async () => {
     const out = await host().execute(request('wait_for_callback', {}), new AbortController().signal);
     expect(out).toMatchObject({ status: 'waiting', resume_key: 'callback:run-1/op/3' });

@@ -6,7 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { formatRun, formatWaiting } from '../../bin/commands/format.ts';
 import { budgetUsed } from '../../lib/client/budget-use.ts';
-import { cliInvocation, DEFAULT_LEASE_TIMING, shellQuote, waitingReasons } from '../../lib/client/waiting.ts';
+import {
+  cliInvocation,
+  DEFAULT_LEASE_TIMING,
+  durationWords,
+  shellQuote,
+  waitingReasons,
+} from '../../lib/client/waiting.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
 import { treeUsed } from '../../lib/core/budgets.ts';
 import { LEASE_TTL_MS } from '../../lib/core/run-machine/draft.ts';
@@ -48,7 +54,7 @@ describe('why a run is not moving', () => {
     const [reason] = waitingReasons(run, T + 50_000);
     expect(reason?.text).toBe(
       'lease held by worker worker-7, which stopped renewing it 50 s ago (during tool_call run-1/op/3): ' +
-        'the sweeper takes the run over in 70 s to 130 s, and the operation runs again',
+        'the sweeper takes the run over in 70 s to 2 min 10 s, and the operation runs again',
     );
     expect(reason?.commands).toEqual([]);
     // A lease renewed within the heartbeat is a worker at work: nothing to explain.
@@ -189,6 +195,70 @@ describe('why a run is not moving', () => {
     );
   });
 
+  it('hints an answer with a placeholder the person replaces, or the first choice offered', () => {
+    const question = (choices?: string[]) => ({
+      kind: 'input',
+      request_id: 'req/2',
+      effect_id: 'e',
+      question: 'which flight?',
+      ...(choices === undefined ? {} : { choices }),
+      opened_at: T,
+      expires_at: null,
+    });
+    const waiting = (q: unknown) =>
+      as({ status: 'waiting', lease: null, operation: null, open_requests: [q] });
+    const [free] = waitingReasons(waiting(question()), T);
+    expect(free?.commands).toEqual(["agent-runs answer run-1 req/2 '<your answer>'"]);
+    expect(free?.text).toContain("put your answer in place of '<your answer>'");
+    const [chosen] = waitingReasons(waiting(question(['AF12', 'BA7'])), T);
+    expect(chosen?.commands).toEqual(['agent-runs answer run-1 req/2 AF12']);
+    expect(chosen?.text).toContain('[AF12 | BA7]');
+  });
+
+  it('says an ended run waits for nothing, and a paused one who paused it', () => {
+    const completed = as({
+      status: 'completed',
+      lease: null,
+      operation: null,
+      open_requests: [],
+      terminal_reason: 'completed',
+      outcome: 'succeeded',
+      finished_at: T,
+      owed: [],
+    });
+    expect(formatRun(completed, T)).toMatch(
+      /\nwaiting: nothing: the run has ended \(completed, succeeded\)$/,
+    );
+    const stopped = as({
+      status: 'stopped',
+      lease: null,
+      operation: null,
+      open_requests: [],
+      terminal_reason: 'stopped by control',
+      finished_at: T,
+      owed: [],
+    });
+    expect(formatRun(stopped, T)).toContain(
+      'waiting: nothing: the run has ended (stopped by a person (a stop control))',
+    );
+    const paused = as({ status: 'paused', lease: null, operation: null, pause_reason: 'paused by control' });
+    const text = formatRun(paused, T);
+    expect(text).toMatch(/^paused\s+paused by a person \(a pause control\)$/m);
+    expect(text).toContain('waiting:\n  paused (paused by a person (a pause control)): resume it when ready');
+    expect(text).not.toContain('paused by control');
+  });
+
+  it('says durations above 90 s in minutes', () => {
+    expect([5_000, 90_000, 91_000, 130_000, 180_000, 1_500_000].map(durationWords)).toEqual([
+      '5 s',
+      '90 s',
+      '1 min 31 s',
+      '2 min 10 s',
+      '3 min',
+      '25 min',
+    ]);
+  });
+
   it('says a client-driven run moves only when its client takes the lease, never blaming the poller', () => {
     const queued = as({
       status: 'queued',
@@ -214,7 +284,7 @@ describe('why a run is not moving', () => {
       });
     const [held] = waitingReasons(running(T + 30_000), T);
     expect(held?.text).toBe(
-      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, renewed while it works); the run moves when that client writes its next step`,
+      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, unless it renews it); the run moves when that client writes its next step`,
     );
     expect(held?.commands).toEqual(['agent-runs lease run-1']);
     const timing = {

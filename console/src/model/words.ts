@@ -1,4 +1,5 @@
 /** Small wording helpers the views share: short digests, counted nouns, an empty plan. Pure. */
+import { CONTROL_REASON_WORDS } from '../../../lib/client/reason-words.ts';
 
 /** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
 export function shortDigest(value: string, n = 12): string {
@@ -21,15 +22,9 @@ export function noPlanText(hasReducer: boolean): string {
     : "No plan: this run is moved by its client's own code, and only a server-side reducer writes a plan.";
 }
 
-/** The reasons core gives a pause or stop control sent without one (lib/core/run-machine/controls.ts). */
-const CONTROL_REASONS: Record<string, string> = {
-  'paused by control': 'paused by a person (a pause control)',
-  'stopped by control': 'stopped by a person (a stop control)',
-};
-
-/** A pause or stop reason for people: a control's default read out, else `_` read as spaces. */
+/** A pause or stop reason for people: a control's default read out (the CLI's words too), else `_` read as spaces. */
 export function reasonText(reason: string): string {
-  return CONTROL_REASONS[reason] ?? reason.replaceAll('_', ' ');
+  return CONTROL_REASON_WORDS[reason] ?? reason.replaceAll('_', ' ');
 }
 
 /**
