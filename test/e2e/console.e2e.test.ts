@@ -183,7 +183,8 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     const approve = page.getByRole('button', { name: 'Approve' });
     await approve.waitFor({ timeout: 20_000 });
     await page.locator('li.event[data-kind="request_opened"]').first().waitFor();
-    expect(await page.getByTestId('feed-state').textContent()).toBe('live (WebSocket)');
+    // The timeline follows the run over the live socket (which may still be connecting on a loaded machine).
+    await page.getByTestId('feed-state').getByText('live (WebSocket)').waitFor({ timeout: 30_000 });
     // The digest reads short, without its algorithm; the full value is one click away.
     const shortDigest = (await page.getByTestId('approval-digest').textContent()) ?? '';
     expect(shortDigest).toMatch(/^[0-9a-f]{12}…$/);
