@@ -1,6 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
+import { attemptsText } from '../model/run-words.ts';
 import { shortDigest, shortId } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
@@ -43,11 +44,18 @@ export function Time({ ms, now, compact }: { ms: number; now?: number; compact?:
   );
 }
 
-/** When an open request expires, `Expires in 3 min.`; nothing when it never does. */
-export function Expiry({ at }: { at: number | null }) {
+/**
+ * When an open request expires, `Expires in 3 min.`, then `what` (what happens at expiry,
+ * model/run-words.ts expiryWhat); nothing when it never does.
+ */
+export function Expiry({ at, what }: { at: number | null; what?: string }) {
   const now = useNow();
   if (at === null) return null;
-  return <p className="muted">Expires {relative(at, now)}.</p>;
+  return (
+    <p className="muted" data-testid="expiry">
+      Expires {relative(at, now)}.{what !== undefined ? ` ${what}` : ''}
+    </p>
+  );
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -86,14 +94,19 @@ const DETAIL_KEYS: Record<string, string> = {
 
 /**
  * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
- * left out; `call_id` read as "model's call id", run ids in values shown short).
+ * left out; `call_id` read as "model's call id", `attempts 1` as `1 attempt`, run ids in values
+ * shown short).
  */
 export function detailText(detail: unknown): string {
   if (typeof detail === 'string') return detail;
   if (detail !== null && typeof detail === 'object' && !Array.isArray(detail)) {
     return Object.entries(detail)
       .filter(([, v]) => v !== null && v !== undefined)
-      .map(([k, v]) => `${DETAIL_KEYS[k] ?? k} ${shortId(typeof v === 'string' ? v : JSON.stringify(v))}`)
+      .map(([k, v]) =>
+        k === 'attempts' && typeof v === 'number'
+          ? attemptsText(v)
+          : `${DETAIL_KEYS[k] ?? k} ${shortId(typeof v === 'string' ? v : JSON.stringify(v))}`,
+      )
       .join(' · ');
   }
   return JSON.stringify(detail);
