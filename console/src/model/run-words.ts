@@ -2,10 +2,9 @@
  * The run page's fourth round of words: durations in minutes past 90 seconds, what a live run
  * waits on a person for (beside its status), the current operation's state after a takeover,
  * what a checkpoint holds, what an open request's expiry does, what approving does while the run
- * is paused, and the usage line's hints. Pure. docs/guides/web-console.md, "A run".
+ * is paused, and the usage line's hints. Pure. docs/guides/web-console.md.
  */
 import { isTerminalStatus, type OpenRequest, type RunStatus } from '../../../lib/contracts/index.ts';
-import { plural } from './words.ts';
 
 /**
  * A duration in seconds for people: `1 second`, `45 seconds`, and past 90 seconds in minutes
@@ -115,6 +114,3 @@ export const USAGE_HINTS = {
     'outside the run) answers at once, and its result arrives later.',
   aws: 'an estimate of what these requests would cost on AWS',
 } as const;
-
-/** `1 attempt`, `3 attempts`: a plan item's `attempts` detail. */
-export const attemptsText = (n: number) => plural(n, 'attempt');
