@@ -253,17 +253,17 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
     run.principal.kind === 'agent' ? run.principal.id : typeof agentRef === 'string' ? agentRef : undefined;
   return (
     <header className="card run-header">
-      <h1 id="run-title">
-        <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
+      {/* What it waits on a person for sits beside the status, outside the title (the page's name). */}
+      <div className="title-line">
+        <h1 id="run-title">
+          <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
+        </h1>
         {personWait !== null ? (
-          <>
-            {' '}
-            <a href="#requests-title" className="waits-for" data-testid="waits-for">
-              {personWait}
-            </a>
-          </>
+          <a href="#requests-title" className="waits-for" data-testid="waits-for">
+            {personWait}
+          </a>
         ) : null}
-      </h1>
+      </div>
       {detail !== null ? (
         <p className="status-detail" data-testid="status-detail">
           {detail}
