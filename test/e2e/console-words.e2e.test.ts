@@ -21,6 +21,7 @@ import { formatUsd, MODEL_CALLS_HINT } from '../../console/src/model/budgets.ts'
 import { approvalWhy } from '../../console/src/model/request-words.ts';
 import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
+import { USAGE_HINTS } from '../../console/src/model/run-words.ts';
 import { shortId } from '../../console/src/model/words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunRecord } from '../../lib/contracts/index.ts';
@@ -148,10 +149,13 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const costText = (await page.getByTestId('cost').textContent()) ?? '';
     expect(costText).toContain(`Cost: ${formatUsd(cost?.total_usd ?? -1)}`);
     expect(costText).toContain(`prices of ${cost?.prices_as_of}`);
+    expect(costText).toContain(`, ${USAGE_HINTS.aws};`);
+    // The header says the run waits for the person's answer, beside its status.
+    expect(await page.getByTestId('waits-for').textContent()).toBe('waits for your answer');
     expect(await page.locator('#usage').textContent()).toContain('failed operations in a row');
     // What the usage counts count: operations once they end, calls a lost holder may have made.
     expect(await page.locator('#usage').getByText('operations ended').getAttribute('title')).toContain(
-      'One still in flight is counted when it ends.',
+      'One still in flight is counted when it ends;',
     );
     expect(await page.getByTestId('usage-line').locator('span').first().getAttribute('title')).toBe(
       MODEL_CALLS_HINT,
@@ -299,5 +303,52 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       .locator('li.event[data-kind="stopped"] .desc')
       .getByText('stopped by a person (a stop control)')
       .waitFor({ timeout: 20_000 });
+  });
+
+  it('says a client-driven run waits for your answer, in minutes, and nothing open once ended', async () => {
+    const { run } = await client.createRun({
+      subject: { workspace: 'words', path: path('client-ask/deep/nested-subject-path') },
+      input: 'my loop asks',
+    });
+    const owner = 'my-loop-q';
+    const { lease } = await client.takeLease(run.run_id, { owner, ttl_ms: 15 * 60_000 });
+    const fence = { owner, epoch: lease.epoch };
+    await client.openRequest(run.run_id, fence, { kind: 'input', question: 'Which account?' });
+    const page = await signedIn();
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    const waits = page.getByTestId('waits-for');
+    await waits.waitFor({ timeout: 20_000 });
+    expect(await waits.textContent()).toBe('waits for your answer');
+    expect(await page.getByTestId('lease').textContent()).toMatch(
+      /^the client my-loop-q\. It must renew its hold on the run \(its lease\) while it works; unless renewed, the hold runs out in 1[45] min\.$/,
+    );
+    await page.screenshot({ path: '/tmp/words4-client-ask.png', fullPage: true });
+
+    // The runs list at 800 px: the page does not overflow, the columns have their hints.
+    await page.setViewportSize({ width: 800, height: 900 });
+    await page.goto(`${cs.stack.url}/console/`);
+    await page.getByLabel('Subject prefix').fill(`words:${run.subject.path}`);
+    await page.locator(`tr[data-run-id="${run.run_id}"]`).waitFor({ timeout: 20_000 });
+    const overflow = await page.evaluate<number>(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    );
+    expect(overflow).toBeLessThanOrEqual(0);
+    expect(await page.getByRole('columnheader', { name: 'Status' }).getAttribute('title')).toBe(
+      LIST_HINTS.status,
+    );
+
+    // Answered and completed: no "Needs you" card, nobody drives it, no checkpoints ever.
+    const asked = await client.getRun(run.run_id);
+    const request = asked.open_requests[0];
+    if (request === undefined) throw new Error('no request');
+    await client.answer(run.run_id, request.request_id, 'acme');
+    await client.completeRun(run.run_id, fence, { summary: 'done' });
+    await until(run.run_id, (r) => r.status === 'completed');
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${cs.stack.url}/console/runs/${run.run_id}`);
+    await page.locator('#checkpoints').getByText('None.', { exact: true }).waitFor({ timeout: 20_000 });
+    expect(await page.getByTestId('lease').textContent()).toBe('nobody: the run has ended');
+    expect(await page.getByRole('heading', { name: 'Needs you' }).count()).toBe(0);
+    expect(await page.getByTestId('waits-for').count()).toBe(0);
   });
 });

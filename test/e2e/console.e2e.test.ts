@@ -117,11 +117,17 @@ async function eventsOf(runId: string): Promise<RunEvent[]> {
   return (await client.events(runId, { limit: 1000 })).events;
 }
 
-/** The acknowledgement region's text, once it contains `text`. */
+/**
+ * The text of the acknowledgement region that shows `text`, once it does: under Controls, or, for
+ * an answer to a request on a live run, under "Needs you" (shown there only, not twice).
+ */
 async function ackShown(page: Page, text: string): Promise<string> {
-  const acks = page.getByRole('status', { name: 'Control acknowledgements' });
+  const acks = page
+    .getByRole('status', { name: /^(Control acknowledgements|Acknowledgements of what you sent here)$/ })
+    .filter({ hasText: text });
   await acks.getByText(text).first().waitFor();
-  return (await acks.textContent()) ?? '';
+  expect(await page.getByRole('status').filter({ hasText: text }).count()).toBe(1);
+  return (await acks.first().textContent()) ?? '';
 }
 
 // A browser and a stack on a busy 2-core machine: generous per-test time (no test asserts speed).

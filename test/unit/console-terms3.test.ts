@@ -58,7 +58,7 @@ describe('usage counts', () => {
     const bars = budgetBars(record(), T0);
     const ops = bars.find((b) => b.limit === 'max_operations');
     expect(ops?.label).toBe('operations ended');
-    expect(ops?.hint).toContain('One still in flight is counted when it ends.');
+    expect(ops?.hint).toContain('One still in flight is counted when it ends;');
     expect(ops?.hint).not.toContain('started');
     expect(bars.find((b) => b.limit === 'max_model_calls')?.hint).toBe(MODEL_CALLS_HINT);
     expect(MODEL_CALLS_HINT).toContain('includes a call a lost worker or client may have made');
@@ -113,7 +113,7 @@ describe('who paused or stopped a run', () => {
 describe('a takeover and a lost operation', () => {
   it('explains the epoch, and names the worker or client for a lost operation', () => {
     expect(describeEvent(event('lease_taken_over', { previous_owner: 'my-loop', previous_epoch: 1 }))).toBe(
-      'taken back from my-loop, whose hold on the run was number 1 (the epoch: each new holder gets the next number)',
+      "the service's sweeper took the run back from my-loop, whose hold on the run was number 1 (the epoch: each new holder gets the next number)",
     );
     const lost = describeEvent(
       event('operation_failed', {

@@ -119,7 +119,7 @@ describe('who drives the run', () => {
 
   it('says a released client-driven run waits for a client, and nothing for an ended one', () => {
     expect(wordsAt(record({ status: 'queued' }), T0).note).toBe(
-      "The run waits for a client to take it again: nothing else moves a client-driven run, and the service's regular check only expires its open requests.",
+      'The run waits for a client to take it again: nothing else moves a client-driven run.',
     );
     expect(
       wordsAt(

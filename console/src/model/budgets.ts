@@ -23,18 +23,29 @@ export interface BudgetBar {
  * a takeover, the one call its lost worker or client may have made (lib/core/run-machine/lease.ts).
  */
 export const MODEL_CALLS_HINT =
-  'Calls to the model provider, retries included. It includes a call a lost worker or client may ' +
+  'A model call is one request to the model provider, retries included, so calls can outnumber ' +
+  'turns (a turn is one answer of the model). It includes a call a lost worker or client may ' +
   'have made: a model turn lost in a takeover counts as one call, made or not.';
 
+/** What usage's turn count counts: answers of the model, not requests to its provider. */
+export const MODEL_TURNS_HINT =
+  'A model turn is one answer of the model, child runs included; one turn can take several model ' +
+  'calls (requests to the provider, retries included).';
+
+/** What the wall time counts: all the time since the run was created, waits for people included. */
+export const WALL_TIME_HINT =
+  'Time since the run was created, time spent waiting for people (approvals, answers) included.';
+
 const LABELS: Record<BudgetLimit, [string, BudgetBar['unit'], string]> = {
-  max_wall_ms: ['wall time', 'ms', 'Time since the run was created.'],
+  max_wall_ms: ['wall time', 'ms', WALL_TIME_HINT],
   max_operations: [
     'operations ended',
     'count',
     'Model turns and tool calls that have ended (finished, failed, or lost with their worker or ' +
-      'client), child runs included. One still in flight is counted when it ends.',
+      'client), child runs included. One still in flight is counted when it ends; a tool call ' +
+      'that parks its work ends when its tool answers, at once, before its result arrives.',
   ],
-  max_turns: ['model turns', 'count', 'Times the model answered, child runs included.'],
+  max_turns: ['model turns', 'count', MODEL_TURNS_HINT],
   max_model_calls: ['model calls', 'count', MODEL_CALLS_HINT],
   max_total_tokens: ['tokens (in + out)', 'tokens', 'Tokens sent to and received from the model.'],
   max_consecutive_op_failures: [

@@ -12,6 +12,7 @@
 import type { PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings } from '../../../lib/contracts/timings.ts';
 import type { LeaseView } from './lease.ts';
+import { duration } from './run-words.ts';
 
 export interface DriverWords {
   /** The fact's term: `Driven by`, on both kinds of run. */
@@ -34,7 +35,8 @@ const HINT =
   "Who moves the run forward: the service's own workers when the run has a reducer " +
   "(server-driven), else the caller's own code (client-driven).";
 
-const seconds = (s: number) => (s === 1 ? '1 second' : `${s} seconds`);
+/** `45 seconds`, and past 90 seconds in minutes (`14 min`): run-words.ts's duration. */
+const seconds = duration;
 
 /**
  * Why "in about N seconds": where the hold on the run stands, then the service's regular check
@@ -102,14 +104,18 @@ export function driverWords(
   return {
     term: TERM,
     hint: HINT,
-    text: ended ? 'a client (the run has ended)' : 'a client; none holds the run right now',
+    text: ended ? 'nobody: the run has ended' : 'a client; none holds the run right now',
     warn: false,
     ...(ended
       ? {}
       : {
           note:
             `${run.status === 'queued' ? '' : why}The run waits for a client to take it again: nothing else ` +
-            "moves a client-driven run, and the service's regular check only expires its open requests.",
+            `moves a client-driven run${
+              (run.open_requests ?? []).length > 0
+                ? ", and the service's regular check only expires its open requests"
+                : ''
+            }.`,
         }),
   };
 }
@@ -135,10 +141,10 @@ function serverDriven(
   timings: SweepTimings,
   waiting: string,
 ): DriverWords {
-  const words = (text: string, warn = false, note?: string): DriverWords => ({
+  const words = (text: string, warn = false, note?: string, who = 'the service'): DriverWords => ({
     term: TERM,
     hint: HINT,
-    text: `the service: ${text}`,
+    text: `${who}: ${text}`,
     warn,
     ...(note !== undefined ? { note } : {}),
   });
@@ -150,7 +156,7 @@ function serverDriven(
       takeoverWhy(lease, timings, 'worker'),
     );
   }
-  if (ended) return words('the run has ended');
+  if (ended) return words('the run has ended', false, undefined, 'nobody');
   if (status === 'paused') return words('idle while the run is paused');
   if (status === 'waiting') return words(`idle while the run waits for ${waiting}`);
   return words('a worker picks the run up as soon as it has work');

@@ -54,8 +54,11 @@ export function brief(value: unknown, max = 80): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** The timeline's one-line description of `event` (without its seq, kind or time). */
-export function describeEvent(event: RunEvent): string {
+/**
+ * The timeline's one-line description of `event` (without its seq, kind or time). `freeNow`: the
+ * run holds no lease now and this is its latest takeover (the takeover's line then says so).
+ */
+export function describeEvent(event: RunEvent, freeNow = false): string {
   const d = event.data;
   switch (event.kind) {
     case 'run_started':
@@ -128,7 +131,7 @@ export function describeEvent(event: RunEvent): string {
     case 'checkpoint_written':
       return `checkpoint ${num(d.checkpoint_no) ?? '?'} (${str(d.reason) ?? ''})`;
     case 'lease_taken_over':
-      return takeoverText(str(d.previous_owner) ?? '?', num(d.previous_epoch));
+      return takeoverText(str(d.previous_owner) ?? '?', num(d.previous_epoch), freeNow);
     case 'run_completed':
       return [str(d.outcome), brief(d.summary ?? '')].filter((s) => s !== undefined && s !== '').join(': ');
     case 'run_failed':
@@ -164,10 +167,20 @@ export const LOST_TEXT =
 export const UNKNOWN_OUTCOME_TEXT =
   'Its outcome is unknown: check whether its write applied before you retry.';
 
-/** `lease_taken_over` read out: who lost the run, and what its epoch number is. */
-export function takeoverText(owner: string, epoch: number | undefined): string {
-  if (epoch === undefined) return `taken back from ${owner}`;
-  return `taken back from ${owner}, whose hold on the run was number ${epoch} (the epoch: each new holder gets the next number)`;
+/**
+ * `lease_taken_over` read out: who took the run back (the service's sweeper; for a worker's
+ * owner `slot@start/…`, a restarted worker of its slot may have), from whom, what its epoch
+ * number was, and, when `freeNow`, that nobody holds the run now (lib/core/run-machine/lease.ts).
+ */
+export function takeoverText(owner: string, epoch: number | undefined, freeNow = false): string {
+  const who = /@\d+\//.test(owner)
+    ? 'the service (its sweeper, or a restarted worker of the same slot)'
+    : "the service's sweeper";
+  const hold =
+    epoch === undefined
+      ? ''
+      : `, whose hold on the run was number ${epoch} (the epoch: each new holder gets the next number)`;
+  return `${who} took the run back from ${owner}${hold}${freeNow ? '; nobody holds it now' : ''}`;
 }
 
 /**

@@ -14,6 +14,15 @@ export const LIST_HINTS = {
   principal: `${PRINCIPAL_HINT}; any part of it matches.`,
   subject: 'What the run is about, as workspace:/path; matches that path and everything under it.',
   turn: 'How many times the model has answered in the run.',
+  run: "The run's id; open it to see the run.",
+  status:
+    'queued: ready for its next step; running: a worker or client is on it; waiting: it waits for ' +
+    'a person or an outside result; paused: held until someone resumes it; cancelling: stopping ' +
+    'after its current step; completed: ended with an outcome; failed: ended in failure; stopped: ' +
+    'ended early by a stop.',
+  created: 'When the run was created (its full time on hover).',
+  updated:
+    'When the run last changed: an event, a control, or a renewal of its hold (its full time on hover).',
   needsYou:
     'Approvals to decide, questions to answer, results to deliver from outside, and client-driven ' +
     'runs that wait for their client to take them again; empty when the run needs nobody.',

@@ -53,3 +53,30 @@ export function planStatusText(status: string): string | null {
       return null;
   }
 }
+
+/** How a projection detail's keys read: the ids a newcomer asked about. */
+const DETAIL_KEYS: Record<string, string> = {
+  call_id: "model's call id",
+  op_id: 'runtime operation',
+  operation_id: 'runtime operation',
+};
+
+/**
+ * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
+ * left out; `call_id` read as "model's call id", `attempts 1` as `1 attempt`, run ids in values
+ * shown short).
+ */
+export function detailText(detail: unknown): string {
+  if (typeof detail === 'string') return detail;
+  if (detail !== null && typeof detail === 'object' && !Array.isArray(detail)) {
+    return Object.entries(detail)
+      .filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) =>
+        k === 'attempts' && typeof v === 'number'
+          ? plural(v, 'attempt')
+          : `${DETAIL_KEYS[k] ?? k} ${shortId(typeof v === 'string' ? v : JSON.stringify(v))}`,
+      )
+      .join(' · ');
+  }
+  return JSON.stringify(detail);
+}

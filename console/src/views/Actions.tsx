@@ -22,6 +22,7 @@ import { budgetPauseLimit, pausedLine } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS } from '../model/run-mode.ts';
 import { approvalKindText, approvalWhy, digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
+import { APPROVAL_PAUSED, expiryWhat } from '../model/run-words.ts';
 import { shortId } from '../model/words.ts';
 import { ResultCard } from './ResultCard.tsx';
 import { Digest, Expiry, errorText, Json } from './common.tsx';
@@ -105,12 +106,15 @@ export function AckList({ acks, label }: { acks: AckLine[]; label?: string }) {
 
 // ---------------------------------------------------------------- open requests
 
-/** The labels of the controls that answer a request: their acks show under "Needs you" too. */
+/** The labels of the controls that answer a request: on a live run their acks show under "Needs you" only. */
 const REQUEST_LABELS = new Set(['approve', 'deny', 'answer', 'deliver']);
+const isRequestAck = (a: AckLine) => a.label !== undefined && REQUEST_LABELS.has(a.label);
 
 export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
-  // The answer's ack stays where it was given, also once the request it answered has closed.
-  const acks = controls.acks.filter((a) => a.label !== undefined && REQUEST_LABELS.has(a.label)).slice(0, 2);
+  // The answer's ack stays where it was given, also once the request it answered has closed; on
+  // an ended run the card goes, and the ack shows under Controls.
+  const acks = controls.acks.filter(isRequestAck).slice(0, 2);
+  if (isTerminalStatus(run.status)) return null;
   if (run.open_requests.length === 0 && acks.length === 0) return null;
   return (
     <section className="card attention" aria-labelledby="requests-title">
@@ -142,7 +146,12 @@ function RequestCard(props: {
   switch (request.kind) {
     case 'approval':
       return (
-        <ApprovalCard request={request} controls={controls} hasReducer={props.reducerPath !== undefined} />
+        <ApprovalCard
+          request={request}
+          controls={controls}
+          hasReducer={props.reducerPath !== undefined}
+          paused={props.paused}
+        />
       );
     case 'input':
       return (
@@ -154,7 +163,14 @@ function RequestCard(props: {
         />
       );
     case 'result':
-      return <ResultCard request={request} controls={controls} paused={props.paused} />;
+      return (
+        <ResultCard
+          request={request}
+          controls={controls}
+          paused={props.paused}
+          hasReducer={props.reducerPath !== undefined}
+        />
+      );
   }
 }
 
@@ -162,6 +178,7 @@ function ApprovalCard(props: {
   request: Extract<OpenRequest, { kind: 'approval' }>;
   controls: ControlSender;
   hasReducer: boolean;
+  paused: boolean;
 }) {
   const { request, controls } = props;
   const [reason, setReason] = useState('');
@@ -208,7 +225,12 @@ function ApprovalCard(props: {
           <Json value={request.subject.changes} label="Changes to approve" />
         </details>
       ) : null}
-      <Expiry at={request.expires_at} />
+      <Expiry at={request.expires_at} what={expiryWhat('approval', props.hasReducer)} />
+      {props.paused ? (
+        <p className="muted" data-testid="approval-paused">
+          {APPROVAL_PAUSED}
+        </p>
+      ) : null}
       <label htmlFor={`${ids}-reason`}>Reason (optional)</label>
       <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} />
       <div className="buttons">
@@ -321,7 +343,7 @@ function QuestionCard(props: {
           {MODE_WORDS[mode]}
         </p>
       ) : null}
-      <Expiry at={request.expires_at} />
+      <Expiry at={request.expires_at} what={expiryWhat('input', props.reducerPath !== undefined)} />
       <form onSubmit={submit}>
         {request.choices !== undefined ? (
           <fieldset>
@@ -478,7 +500,8 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
       ) : (
         <p className="muted">Stopping: {run.stop_reason}</p>
       )}
-      <AckList acks={controls.acks} />
+      {/* An answer's ack shows under "Needs you" while the run is live: once, not here too. */}
+      <AckList acks={controls.acks.filter((a) => !isRequestAck(a))} />
     </section>
   );
 }

@@ -10,6 +10,7 @@ import { type FormEvent, useId, useState } from 'react';
 import type { OpenRequest } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { RESULT_WORDS } from '../model/request-words.ts';
+import { expiryWhat } from '../model/run-words.ts';
 import { shortId } from '../model/words.ts';
 import type { ControlSender } from './Actions.tsx';
 import { errorText, Expiry } from './common.tsx';
@@ -21,6 +22,7 @@ export function ResultCard(props: {
   request: Extract<OpenRequest, { kind: 'result' }>;
   controls: ControlSender;
   paused: boolean;
+  hasReducer: boolean;
 }) {
   const { request, controls } = props;
   const { client } = useApi();
@@ -71,7 +73,7 @@ export function ResultCard(props: {
           {shortId(request.op_id)}
         </dd>
       </dl>
-      <Expiry at={request.expires_at} />
+      <Expiry at={request.expires_at} what={expiryWhat('result', props.hasReducer)} />
       <form onSubmit={submit}>
         <label htmlFor={`${ids}-value`}>Result (JSON)</label>
         <textarea

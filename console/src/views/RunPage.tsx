@@ -9,8 +9,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, type ReactNode, Suspense, useCallback, useId, useRef, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
-import type { PublicRunRecord, RunEvent } from '../../../lib/contracts/index.ts';
+import { isTerminalStatus, type PublicRunRecord, type RunEvent } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
+import { useRunMode } from '../live/use-run-mode.ts';
 import { useRunEvents } from '../live/use-run-events.ts';
 import {
   budgetBars,
@@ -18,6 +19,7 @@ import {
   formatAmount,
   formatUsd,
   MODEL_CALLS_HINT,
+  MODEL_TURNS_HINT,
   pausedLine,
 } from '../model/budgets.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
@@ -26,6 +28,14 @@ import { PRINCIPAL_HINT } from '../model/list-words.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
+import {
+  checkpointParts,
+  noCheckpointsText,
+  OPERATION_HINT,
+  operationStateText,
+  personWaitText,
+  USAGE_HINTS,
+} from '../model/run-words.ts';
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
 import { plural, reasonText, shortId } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
@@ -113,13 +123,18 @@ export function RunPage({ runId }: { runId: string }) {
             </Suspense>
           )}
           <div id="events">
-            <Timeline {...feed} atSeq={atSeq} onTravel={travel} />
+            <Timeline
+              {...feed}
+              atSeq={atSeq}
+              leaseFree={record.lease === null && !isTerminalStatus(record.status)}
+              onTravel={travel}
+            />
           </div>
         </div>
         <div className="run-side">
           <RunControls run={record} controls={controls} />
           <Usage run={record} />
-          <Checkpoints runId={runId} enabled={ready} />
+          <Checkpoints run={record} enabled={ready} />
           <Children runId={runId} enabled={ready} />
         </div>
       </div>
@@ -212,15 +227,10 @@ function OperationFact({ run }: { run: PublicRunRecord }) {
       <span className="mono" title={op.op_id}>
         {shortId(op.op_id)}
       </span>{' '}
-      ({op.started_at === null ? 'pending: not started yet' : 'in flight'}
-      {op.attempt > 1 ? `, attempt ${op.attempt}` : ''})
+      ({operationStateText(op, run.status === 'paused' ? run.pause_reason : undefined)})
     </Fact>
   );
 }
-
-/** The current operation fact's hint. */
-const OPERATION_HINT =
-  'The model turn or tool call the run is on now: pending (asked for, not started) or in flight (started, not ended).';
 
 function RunHeader({ run }: { run: PublicRunRecord }) {
   const { config } = useApi();
@@ -237,14 +247,23 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
   const lease = leaseView(run, now, observed.current, timings);
   const driver = driverWords(run, lease, timings);
   const detail = statusDetail(run);
+  const personWait = personWaitText(run);
   const agentRef = run.executor_config.agent_ref;
   const agent =
     run.principal.kind === 'agent' ? run.principal.id : typeof agentRef === 'string' ? agentRef : undefined;
   return (
     <header className="card run-header">
-      <h1 id="run-title">
-        <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
-      </h1>
+      {/* What it waits on a person for sits beside the status, outside the title (the page's name). */}
+      <div className="title-line">
+        <h1 id="run-title">
+          <span className="mono wrap">{subjectLabel(run.subject)}</span> <StatusBadge status={run.status} />
+        </h1>
+        {personWait !== null ? (
+          <a href="#requests-title" className="waits-for" data-testid="waits-for">
+            {personWait}
+          </a>
+        ) : null}
+      </div>
       {detail !== null ? (
         <p className="status-detail" data-testid="status-detail">
           {detail}
@@ -306,7 +325,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
         <Fact term="Updated">
           <Time ms={run.updated_at} now={now} />
         </Fact>
-        <Fact term="Model turns" hint="How many times the model has answered in this run." testId="turns">
+        <Fact term="Model turns" hint={MODEL_TURNS_HINT} testId="turns">
           {run.turn}
         </Fact>
         <Fact term="Events" hint="Entries in the run's log, numbered 1, 2, 3… (their seq)." testId="events">
@@ -349,8 +368,8 @@ function Usage({ run }: { run: PublicRunRecord }) {
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted" data-testid="usage-line">
         <span title={MODEL_CALLS_HINT}>{plural(u.model_calls, 'model call')}</span> ·{' '}
-        {plural(u.tool_calls, 'tool call')} · {u.input_tokens.toLocaleString('en-US')} in /{' '}
-        {plural(u.output_tokens, 'out token')}
+        <span title={USAGE_HINTS.toolCalls}>{plural(u.tool_calls, 'tool call')}</span> ·{' '}
+        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')}
       </p>
       <CostLine cost={u.cost} />
       <p className="muted" data-testid="on-exceeded">
@@ -393,14 +412,16 @@ function CostLine({ cost }: { cost: PublicRunRecord['usage']['cost'] }) {
       Cost: <strong>{formatUsd(cost.total_usd)}</strong>{' '}
       <span className="muted">
         {`(model ${formatUsd(cost.model_usd)}${cost.model === null ? ', no price is known for this model' : ''}; ` +
-          `AWS ${formatUsd(cost.aws_usd)}; prices of ${cost.prices_as_of})`}
+          `AWS ${formatUsd(cost.aws_usd)}, ${USAGE_HINTS.aws}; prices of ${cost.prices_as_of})`}
       </span>
     </p>
   );
 }
 
-function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
+function Checkpoints({ run, enabled }: { run: PublicRunRecord; enabled: boolean }) {
+  const runId = run.run_id;
   const { client } = useApi();
+  const conversation = useRunMode(runId, run.reducer?.function_path) === 'conversation';
   const list = useQuery({
     queryKey: ['checkpoints', runId],
     queryFn: () => client.listRunCheckpoints(runId),
@@ -411,20 +432,19 @@ function Checkpoints({ runId, enabled }: { runId: string; enabled: boolean }) {
     <section className="card" id="checkpoints" aria-labelledby="cp-title">
       <h2 id="cp-title">Checkpoints</h2>
       {list.error !== null ? <p className="error">{errorText(list.error)}</p> : null}
-      {list.data !== undefined && list.data.length === 0 ? <p className="muted">None yet.</p> : null}
+      {list.data !== undefined && list.data.length === 0 ? (
+        <p className="muted">{noCheckpointsText(run.status)}</p>
+      ) : null}
       <ol className="checkpoints">
         {(list.data ?? []).map((cp) => {
-          const core = cp.core as { operation?: { kind?: unknown } | null };
+          const parts = checkpointParts(cp.core, conversation);
           return (
             <li key={cp.n} data-testid="checkpoint">
               {checkpointText(cp.n, cp.reason)}{' '}
               <span className="muted">
-                state revision {cp.state_rev}, the conversation up to event{' '}
+                state revision {cp.state_rev}, {parts.log} up to event{' '}
                 <a href={`#event-${cp.transcript_cutoff_seq}`}>#{cp.transcript_cutoff_seq}</a>
-                {core.operation?.kind !== undefined
-                  ? `, with a ${String(core.operation.kind).replaceAll('_', ' ')} under way`
-                  : ''}
-                .
+                {parts.operation}.
               </span>{' '}
               <button
                 type="button"

@@ -170,57 +170,68 @@ export function RunsList() {
         </p>
       ) : null}
 
-      <table className="runs-table">
-        <caption className="visually-hidden">Runs, {filters.order} first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Status</th>
-            <th scope="col" title={LIST_HINTS.subject}>
-              Subject
-            </th>
-            <th scope="col" title={LIST_HINTS.principal}>
-              Principal
-            </th>
-            <th scope="col">Created</th>
-            <th scope="col">Updated</th>
-            <th scope="col" title={LIST_HINTS.turn}>
-              Model turns
-            </th>
-            <th scope="col" title={LIST_HINTS.needsYou}>
-              Needs you
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.map((run) => {
-            return (
-              <tr key={run.run_id} data-run-id={run.run_id}>
-                <td data-label="Run">
-                  <Link href={`/runs/${encodeURIComponent(run.run_id)}`} className="mono">
-                    {run.run_id}
-                  </Link>
-                </td>
-                <td data-label="Status">
-                  <StatusBadge status={run.status} />
-                </td>
-                <td data-label="Subject" className="mono wrap">
-                  {subjectLabel(run.subject)}
-                </td>
-                <td data-label="Principal">{principalLabel(run.principal)}</td>
-                <td data-label="Created">
-                  <Time ms={run.created_at} now={now} compact />
-                </td>
-                <td data-label="Updated">
-                  <Time ms={run.updated_at} now={now} compact />
-                </td>
-                <td data-label="Model turns">{run.turn}</td>
-                <td data-label="Needs you">{needsYouText(run.open_requests, run)}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard */}
+      <section className="table-box" tabIndex={0} aria-label="Runs table">
+        <table className="runs-table">
+          <caption className="visually-hidden">Runs, {filters.order} first</caption>
+          <thead>
+            <tr>
+              <th scope="col" title={LIST_HINTS.run}>
+                Run
+              </th>
+              <th scope="col" title={LIST_HINTS.status}>
+                Status
+              </th>
+              <th scope="col" title={LIST_HINTS.subject}>
+                Subject
+              </th>
+              <th scope="col" title={LIST_HINTS.principal}>
+                Principal
+              </th>
+              <th scope="col" title={LIST_HINTS.created}>
+                Created
+              </th>
+              <th scope="col" title={LIST_HINTS.updated}>
+                Updated
+              </th>
+              <th scope="col" title={LIST_HINTS.turn}>
+                Model turns
+              </th>
+              <th scope="col" title={LIST_HINTS.needsYou}>
+                Needs you
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((run) => {
+              return (
+                <tr key={run.run_id} data-run-id={run.run_id}>
+                  <td data-label="Run">
+                    <Link href={`/runs/${encodeURIComponent(run.run_id)}`} className="mono">
+                      {run.run_id}
+                    </Link>
+                  </td>
+                  <td data-label="Status">
+                    <StatusBadge status={run.status} />
+                  </td>
+                  <td data-label="Subject" className="mono subject-cell">
+                    <SlashBreaks text={subjectLabel(run.subject)} />
+                  </td>
+                  <td data-label="Principal">{principalLabel(run.principal)}</td>
+                  <td data-label="Created">
+                    <Time ms={run.created_at} now={now} compact />
+                  </td>
+                  <td data-label="Updated">
+                    <Time ms={run.updated_at} now={now} compact />
+                  </td>
+                  <td data-label="Model turns">{run.turn}</td>
+                  <td data-label="Needs you">{needsYouText(run.open_requests, run)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </section>
       {!listing.isPending && runs.length === 0 ? <p>No run matches these filters.</p> : null}
       {listing.hasNextPage ? (
         <button
@@ -232,5 +243,21 @@ export function RunsList() {
         </button>
       ) : null}
     </section>
+  );
+}
+
+/** A subject with a line-break chance after each `/` and `:`, so it wraps there, not mid-word. */
+function SlashBreaks({ text }: { text: string }) {
+  const parts = text.split(/(?<=[/:])/);
+  return (
+    <>
+      {parts.map((part, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one fixed string, in order
+        <span key={i}>
+          {part}
+          {i < parts.length - 1 ? <wbr /> : null}
+        </span>
+      ))}
+    </>
   );
 }

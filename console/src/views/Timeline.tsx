@@ -46,6 +46,8 @@ const thenOf = (seq: number, atSeq: number | null): Then =>
 const EventRow = memo(function EventRow(props: {
   event: RunEvent;
   then: Then;
+  /** The run holds no lease now and this is its latest takeover. */
+  freeNow: boolean;
   onTravel: (seq: number) => void;
 }) {
   const { event, then } = props;
@@ -66,7 +68,7 @@ const EventRow = memo(function EventRow(props: {
           <span className="kind" title={EVENT_KIND_HINTS[event.kind]}>
             {event.kind}
           </span>{' '}
-          <span className="desc">{describeEvent(event)}</span>
+          <span className="desc">{describeEvent(event, props.freeNow)}</span>
         </summary>
         {open ? (
           <div className="event-body">
@@ -126,9 +128,15 @@ export function Timeline(props: {
   loadingOlder: boolean;
   /** The seq the page shows the past at, or null (now). */
   atSeq: number | null;
+  /** The run holds no lease now and has not ended (its latest takeover's line says nobody holds it). */
+  leaseFree?: boolean;
   onTravel: (seq: number) => void;
 }) {
   const ids = useId();
+  const lastTakeover =
+    props.leaseFree === true
+      ? props.events.reduce((seq, e) => (e.kind === 'lease_taken_over' && e.seq > seq ? e.seq : seq), 0)
+      : 0;
   const [kind, setKind] = useState<string>('');
   const [rows, setRows] = useState(ROWS_STEP);
   const matching = (kind === '' ? props.events : props.events.filter((e) => matchesKindFilter(e, kind)))
@@ -194,7 +202,13 @@ export function Timeline(props: {
       ) : null}
       <ol className="timeline" aria-label="Events, newest first" reversed>
         {shown.map((e) => (
-          <EventRow key={e.seq} event={e} then={thenOf(e.seq, props.atSeq)} onTravel={props.onTravel} />
+          <EventRow
+            key={e.seq}
+            event={e}
+            then={thenOf(e.seq, props.atSeq)}
+            freeNow={e.seq === lastTakeover}
+            onTravel={props.onTravel}
+          />
         ))}
       </ol>
       <div ref={end} />

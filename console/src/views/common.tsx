@@ -1,7 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
-import { shortDigest, shortId } from '../model/words.ts';
+import { shortDigest } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -43,11 +43,18 @@ export function Time({ ms, now, compact }: { ms: number; now?: number; compact?:
   );
 }
 
-/** When an open request expires, `Expires in 3 min.`; nothing when it never does. */
-export function Expiry({ at }: { at: number | null }) {
+/**
+ * When an open request expires, `Expires in 3 min.`, then `what` (what happens at expiry,
+ * model/run-words.ts expiryWhat); nothing when it never does.
+ */
+export function Expiry({ at, what }: { at: number | null; what?: string }) {
   const now = useNow();
   if (at === null) return null;
-  return <p className="muted">Expires {relative(at, now)}.</p>;
+  return (
+    <p className="muted" data-testid="expiry">
+      Expires {relative(at, now)}.{what !== undefined ? ` ${what}` : ''}
+    </p>
+  );
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -77,27 +84,8 @@ export function Json({ value, label }: { value: unknown; label: string }) {
   );
 }
 
-/** How a projection detail's keys read: the ids a newcomer asked about. */
-const DETAIL_KEYS: Record<string, string> = {
-  call_id: "model's call id",
-  op_id: 'runtime operation',
-  operation_id: 'runtime operation',
-};
-
-/**
- * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
- * left out; `call_id` read as "model's call id", run ids in values shown short).
- */
-export function detailText(detail: unknown): string {
-  if (typeof detail === 'string') return detail;
-  if (detail !== null && typeof detail === 'object' && !Array.isArray(detail)) {
-    return Object.entries(detail)
-      .filter(([, v]) => v !== null && v !== undefined)
-      .map(([k, v]) => `${DETAIL_KEYS[k] ?? k} ${shortId(typeof v === 'string' ? v : JSON.stringify(v))}`)
-      .join(' · ');
-  }
-  return JSON.stringify(detail);
-}
+/** A projection item's detail in one line: model/words.ts's (kept here for the views' imports). */
+export { detailText } from '../model/words.ts';
 
 /** A message for any error (ApiError carries the API's code). */
 export function errorText(error: unknown): string {
