@@ -12,7 +12,9 @@
  * reads pages only up to first_seq - 1 and the rest from the tail, never past last_seq.
  *
  * Where a commit puts its events (layoutOf):
- *   - into the tail when the record item stays within TAIL_ITEM_LIMIT: one plain write;
+ *   - into the tail when the record item stays within UNIT_TAIL_ITEM_LIMIT (one write unit), or
+ *     within TAIL_ITEM_LIMIT when a fresh tail would not hold a few more commits under one unit
+ *     (a record too large for that): one plain write;
  *   - else the old tail is FLUSHED (when the commit's own events then fit TAIL_ITEM_LIMIT, or,
  *     for a record too large for that, once the tail passes LARGE_TAIL_ITEM_LIMIT): its events and states become one page keyed E#{first_seq},
  *     stored compressed as they were in the record (`events_z`, record-codec.ts packPageBody)
