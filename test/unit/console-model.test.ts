@@ -19,40 +19,10 @@ import {
   sortRuns,
 } from '../../console/src/model/run-listing.ts';
 import { transcriptOf } from '../../console/src/model/transcript.ts';
-import { type RunEvent, type RunRecord, RunRecord as RunRecordSchema } from '../../lib/contracts/index.ts';
+import type { RunEvent } from '../../lib/contracts/index.ts';
+import { consoleRecord, T0 } from '../support/console-records.ts';
 
-const T0 = 1_800_000_000_000;
-
-function record(patch: Record<string, unknown> = {}): RunRecord {
-  return RunRecordSchema.parse({
-    run_id: 'run_1',
-    version: 3,
-    created_at: T0,
-    updated_at: T0,
-    principal: { kind: 'user', id: 'alice' },
-    subject: { workspace: 'ws', path: '/tickets/7' },
-    reducer: null,
-    budgets: {},
-    on_exceeded: 'pause',
-    usage: {},
-    counters: {},
-    epoch: 1,
-    last_seq: 4,
-    reduced_seq: 4,
-    inbox: [],
-    turn: 1,
-    state_rev: 1,
-    projection: null,
-    unanswered_calls: [],
-    queued_steers: [],
-    wake_at: null,
-    status: 'queued',
-    lease: null,
-    operation: null,
-    open_requests: [],
-    ...patch,
-  });
-}
+const record = (patch: Record<string, unknown> = {}) => consoleRecord(patch);
 
 const running = (expiresAt: number) =>
   record({ status: 'running', lease: { owner: 'worker-a', expires_at: expiresAt }, epoch: 5 });

@@ -14,44 +14,16 @@ import {
 } from '../../console/src/model/request-words.ts';
 import { PAST_STATE_HINT, PAST_STATUS_HINT, requestLine } from '../../console/src/model/time-travel.ts';
 import { planStatusText, reasonText, shortId } from '../../console/src/model/words.ts';
-import { type RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import type { RunEvent } from '../../lib/contracts/index.ts';
+import { consoleRecord, T0 } from '../support/console-records.ts';
 
-const T0 = 1_800_000_000_000;
 const RUN = 'run_3f2a9c0d11223344556677889900aabb';
 
 const event = (kind: RunEvent['kind'], data: Record<string, unknown>): RunEvent =>
   ({ seq: 9, kind, at: T0, data }) as RunEvent;
 
-function record(patch: Record<string, unknown> = {}) {
-  return RunRecord.parse({
-    run_id: RUN,
-    version: 3,
-    created_at: T0,
-    updated_at: T0,
-    principal: { kind: 'user', id: 'alice' },
-    subject: { workspace: 'ws', path: '/t' },
-    reducer: null,
-    budgets: {},
-    on_exceeded: 'pause',
-    usage: {},
-    counters: {},
-    epoch: 1,
-    last_seq: 4,
-    reduced_seq: 4,
-    inbox: [],
-    turn: 0,
-    state_rev: 1,
-    projection: null,
-    unanswered_calls: [],
-    queued_steers: [],
-    wake_at: null,
-    status: 'queued',
-    lease: null,
-    operation: null,
-    open_requests: [],
-    ...patch,
-  });
-}
+const record = (patch: Record<string, unknown> = {}) =>
+  consoleRecord({ run_id: RUN, subject: { workspace: 'ws', path: '/t' }, turn: 0, ...patch });
 
 describe('usage counts', () => {
   it('says operations count when they end, and a lost model turn counts a call', () => {

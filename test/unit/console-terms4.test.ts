@@ -21,40 +21,16 @@ import {
   USAGE_HINTS,
 } from '../../console/src/model/run-words.ts';
 import { detailText } from '../../console/src/model/words.ts';
-import { type RunEvent, RunRecord } from '../../lib/contracts/index.ts';
+import type { RunEvent } from '../../lib/contracts/index.ts';
+import { consoleRecord, T0 } from '../support/console-records.ts';
 
-const T0 = 1_800_000_000_000;
-
-function record(patch: Record<string, unknown> = {}) {
-  return RunRecord.parse({
+const record = (patch: Record<string, unknown> = {}) =>
+  consoleRecord({
     run_id: 'run_3f2a9c0d11223344556677889900aabb',
-    version: 3,
-    created_at: T0,
-    updated_at: T0,
-    principal: { kind: 'user', id: 'alice' },
     subject: { workspace: 'ws', path: '/t' },
-    reducer: null,
-    budgets: {},
-    on_exceeded: 'pause',
-    usage: {},
-    counters: {},
-    epoch: 1,
-    last_seq: 4,
-    reduced_seq: 4,
-    inbox: [],
     turn: 0,
-    state_rev: 1,
-    projection: null,
-    unanswered_calls: [],
-    queued_steers: [],
-    wake_at: null,
-    status: 'queued',
-    lease: null,
-    operation: null,
-    open_requests: [],
     ...patch,
   });
-}
 
 const ask = { kind: 'input' } as const;
 const approval = { kind: 'approval' } as const;

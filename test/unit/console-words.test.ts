@@ -6,7 +6,7 @@
  * and wrapped tool results in the transcript, dollars, short digests and plurals.
  */
 import { describe, expect, it } from 'vitest';
-import { pauseText } from '../../console/src/model/budgets.ts';
+import { formatUsd, pauseText } from '../../console/src/model/budgets.ts';
 import { driverWords } from '../../console/src/model/driver.ts';
 import {
   describeEvent,
@@ -15,47 +15,17 @@ import {
   kindFilterHint,
   matchesKindFilter,
 } from '../../console/src/model/events.ts';
-import { LIST_HINTS, needsYouText, shownText } from '../../console/src/model/list-words.ts';
-import { legacyMatters, transcriptOf } from '../../console/src/model/transcript.ts';
-import { formatUsd } from '../../console/src/model/budgets.ts';
 import { leaseView, observeLease } from '../../console/src/model/lease.ts';
+import { LIST_HINTS, needsYouText, shownText } from '../../console/src/model/list-words.ts';
 import { runModeOf } from '../../console/src/model/run-mode.ts';
+import { legacyMatters, transcriptOf } from '../../console/src/model/transcript.ts';
 import { noPlanText, plural, shortDigest } from '../../console/src/model/words.ts';
-import { RUN_EVENT_KINDS, type RunRecord, RunRecord as RunRecordSchema } from '../../lib/contracts/index.ts';
+import { RUN_EVENT_KINDS, type RunRecord } from '../../lib/contracts/index.ts';
+import { consoleRecord, T0 } from '../support/console-records.ts';
 
-const T0 = 1_800_000_000_000;
 const REDUCER = { function_path: '/lib/raisin/ai/agent-run-reducer', artifact_hash: 'sha256:abc' };
 
-function record(patch: Record<string, unknown> = {}): RunRecord {
-  return RunRecordSchema.parse({
-    run_id: 'run_1',
-    version: 3,
-    created_at: T0,
-    updated_at: T0,
-    principal: { kind: 'user', id: 'alice' },
-    subject: { workspace: 'ws', path: '/tickets/7' },
-    reducer: null,
-    budgets: {},
-    on_exceeded: 'pause',
-    usage: {},
-    counters: {},
-    epoch: 2,
-    last_seq: 4,
-    reduced_seq: 4,
-    inbox: [],
-    turn: 1,
-    state_rev: 1,
-    projection: null,
-    unanswered_calls: [],
-    queued_steers: [],
-    wake_at: null,
-    status: 'queued',
-    lease: null,
-    operation: null,
-    open_requests: [],
-    ...patch,
-  });
-}
+const record = (patch: Record<string, unknown> = {}) => consoleRecord({ epoch: 2, ...patch });
 
 const TIMINGS = { sweep_interval_ms: 10_000, clock_skew_ms: 30_000 };
 const wordsAt = (run: RunRecord, now: number) =>
