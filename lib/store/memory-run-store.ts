@@ -74,7 +74,7 @@ import {
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
 import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
-import { ATTR } from './table.ts';
+import { ATTR, principalHashOf } from './table.ts';
 
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
@@ -110,6 +110,13 @@ const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 function listingKey(item: Item, status: string): ListingPosition | null {
   const [itemStatus] = String(item[ATTR.statusShard]).split('#');
   if (itemStatus !== status) return null;
+  return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+}
+
+/** Where a run record sorts in the listing of the principal whose hash is `hash` (table.ts principalHashOf), or null. */
+function principalListingKey(item: Item, hash: string): ListingPosition | null {
+  const [itemHash] = String(item[ATTR.principalShard]).split('#');
+  if (itemHash !== hash) return null;
   return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
 }
 
@@ -299,10 +306,10 @@ function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit
     .map((i) => String(i.pk).slice(4));
 }
 
-/** A page of the runs in `status`, in the DynamoDB adapter's order: shard by shard, newest first within a shard. */
+/** A page of the runs `keyOf` places, in the DynamoDB adapter's order: newest first over every shard. */
 function listingIn(
   table: MemoryTable,
-  status: string,
+  keyOf: (item: Item) => ListingPosition | null,
   limit: number,
   cursor: string | undefined,
 ): { run_ids: string[]; cursor?: string } {
@@ -310,7 +317,7 @@ function listingIn(
   const position = cursor === undefined ? undefined : listingPosition(cursor);
   const entries = table
     .recordItems()
-    .map((i) => listingKey(i, status))
+    .map(keyOf)
     .filter((key): key is ListingPosition => key !== null)
     .filter((key) => position === undefined || compareListing(key, position) > 0)
     .sort(compareListing);
@@ -507,7 +514,13 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     async listByStatus(status, limit, cursor) {
       await yieldOnce();
       metrics.queries += 1;
-      return listingIn(table, status, limit, cursor);
+      return listingIn(table, (i) => listingKey(i, status), limit, cursor);
+    },
+    async listByPrincipal(principalKey, limit, cursor) {
+      await yieldOnce();
+      metrics.queries += 1;
+      const hash = principalHashOf(principalKey);
+      return listingIn(table, (i) => principalListingKey(i, hash), limit, cursor);
     },
     async listingKey() {
       await yieldOnce();
