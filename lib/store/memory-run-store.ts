@@ -114,11 +114,13 @@ function listingKey(item: Item, status: string): ListingPosition | null {
 }
 
 /** Where a run record sorts in the listing of the principal whose hash is `hash` (table.ts principalHashOf), or null. */
-function principalListingKey(item: Item, hash: string): ListingPosition | null {
-  const [itemHash] = String(item[ATTR.principalShard]).split('#');
-  if (itemHash !== hash) return null;
-  return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
-}
+const principalListingKeys =
+  (hash: string) =>
+  (item: Item): ListingPosition | null => {
+    const [itemHash] = String(item[ATTR.principalShard]).split('#');
+    if (itemHash !== hash) return null;
+    return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+  };
 
 /** The table: pk → sk → item, with the reads and writes the adapter makes. Items are cloned in and out, so no caller can alias stored state. */
 class MemoryTable {
@@ -306,13 +308,15 @@ function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit
     .map((i) => String(i.pk).slice(4));
 }
 
-/** A page of the runs `keyOf` places, in the DynamoDB adapter's order: newest first over every shard. */
-function listingIn(
+/** A page of the runs `keyOf` places, in the DynamoDB adapter's order: newest first over every shard (one query). */
+async function listingIn(
   table: MemoryTable,
   keyOf: (item: Item) => ListingPosition | null,
   limit: number,
   cursor: string | undefined,
-): { run_ids: string[]; cursor?: string } {
+): Promise<{ run_ids: string[]; cursor?: string }> {
+  await yieldOnce();
+  table.metrics.queries += 1;
   // In the DynamoDB adapter's order: newest first over every shard, ties by run id.
   const position = cursor === undefined ? undefined : listingPosition(cursor);
   const entries = table
@@ -511,17 +515,9 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       metrics.queries += 1;
       return sweepCandidatesIn(table, shard, now, limit);
     },
-    async listByStatus(status, limit, cursor) {
-      await yieldOnce();
-      metrics.queries += 1;
-      return listingIn(table, (i) => listingKey(i, status), limit, cursor);
-    },
-    async listByPrincipal(principalKey, limit, cursor) {
-      await yieldOnce();
-      metrics.queries += 1;
-      const hash = principalHashOf(principalKey);
-      return listingIn(table, (i) => principalListingKey(i, hash), limit, cursor);
-    },
+    listByStatus: (status, limit, cursor) => listingIn(table, (i) => listingKey(i, status), limit, cursor),
+    listByPrincipal: (principalKey, limit, cursor) =>
+      listingIn(table, principalListingKeys(principalHashOf(principalKey)), limit, cursor),
     async listingKey() {
       await yieldOnce();
       const found = listingKeyOf(table.read(LISTING_KEY_ITEM.pk, LISTING_KEY_ITEM.sk));

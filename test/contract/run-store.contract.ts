@@ -1142,7 +1142,8 @@ export function runStoreContract(name: string, open: OpenStore): void {
         const running = await leased(s.store, await storedRun(s.store, {}, {}, t0 + 5), 'w', t0 + 5);
         alices.push(running.run_id);
         const bobs: string[] = [];
-        for (let i = 0; i < 3; i += 1) bobs.push((await storedRun(s.store, { principal: bob }, {}, t0 + i)).run_id);
+        for (let i = 0; i < 3; i += 1)
+          bobs.push((await storedRun(s.store, { principal: bob }, {}, t0 + i)).run_id);
         const agents = [(await storedRun(s.store, { principal: agent }, {}, t0)).run_id];
         const newestFirst = async (ids: string[]) => {
           const records = await Promise.all(ids.map((id) => s.store.getRun(id)));
