@@ -1,12 +1,15 @@
 /**
- * Listing runs by status without showing anything of runs the caller may not see
- * (docs/guides/who-may-do-what.md). The store lists every tenant's runs of a status; this reads
- * its pages, keeps the runs the caller may list (core/authority.ts mayList) and goes on until
- * the page is full, the listing ends, or MAX_STORE_PAGES store pages were read. The cursor it
- * answers is sealed: AES-256-GCM under the deployment's listing key (RunStore.listingKey), the
- * caller's principal key and the status as associated data, the store's position padded to a
- * fixed size inside. So a cursor shows no run id, no time and no count, and only the caller it
- * was issued to may continue it, in the status it was issued for.
+ * Listing runs by status without reading, or showing anything of, runs the caller may not see
+ * (docs/guides/who-may-do-what.md). A caller that is not an admin nor a system caller lists
+ * through the store's index of its own principal (RunStore.listByPrincipal): it reads its own
+ * runs only, keeps those of the status asked for, and goes on until the page is full, its runs
+ * end, or MAX_STORE_PAGES store pages were read; so what a listing costs and answers depends on
+ * the caller's own runs alone. Admins and system callers list every tenant's runs of the status
+ * (RunStore.listByStatus) and keep those they may list (core/authority.ts mayList). The cursor
+ * it answers is sealed: AES-256-GCM under the deployment's listing key (RunStore.listingKey),
+ * the index read, the caller's principal key and the status as associated data, the store's
+ * position padded to a fixed size inside. So a cursor shows no run id, no time and no count, and
+ * only the caller it was issued to may continue it, in the status it was issued for.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { RunRecord } from '../contracts/index.ts';
@@ -23,9 +26,18 @@ const TAG_BYTES = 16;
 /** The store's position is padded to a multiple of this many bytes, so its length tells nothing. */
 const PAD_TO = 256;
 
-/** What a sealed cursor is bound to: the caller (its principal key) and the status listed. */
+/**
+ * The index a caller's listing by status reads: its own principal's, unless it is an admin or a
+ * system caller (every tenant's runs of the status).
+ */
+const indexOf = (caller: Caller): 'principal' | 'status' =>
+  caller.admin === true || caller.principal.kind === 'system' ? 'status' : 'principal';
+
+/** What a sealed cursor is bound to: the index read, the caller (its principal key) and the status listed. */
 const boundTo = (caller: Caller, status: string) =>
-  Buffer.from(`agent-runs/list-cursor/v1\u0000${principalKeyOf(caller.principal)}\u0000${status}`);
+  Buffer.from(
+    `agent-runs/list-cursor/v2\u0000${indexOf(caller)}\u0000${principalKeyOf(caller.principal)}\u0000${status}`,
+  );
 
 /** Seals the store's cursor `position` for `caller` listing `status`: base64url, opaque. */
 export function sealCursor(key: Uint8Array, caller: Caller, status: string, position: string): string {
@@ -79,8 +91,9 @@ export interface StatusListing {
 /**
  * Up to `query.limit` records of runs `caller` may list, newest first, and the sealed cursor
  * that continues after them (absent at the listing's end). Fewer (none, even) with a cursor
- * when MAX_STORE_PAGES store pages held too few such runs. Throws EngineError validation_failed
- * (`cursor`, `invalid_cursor`) for a cursor not sealed for this caller and status.
+ * when MAX_STORE_PAGES store pages held too few such runs: for a caller listing through its own
+ * principal's index, only its own runs of other statuses are passed over. Throws EngineError
+ * validation_failed (`cursor`, `invalid_cursor`) for a cursor not sealed for this caller and status.
  */
 export async function listVisibleByStatus(
   store: RunStore,
@@ -95,11 +108,15 @@ export async function listVisibleByStatus(
     if (opened === null) throw invalidCursor();
     position = opened;
   }
+  const own = indexOf(caller) === 'principal';
+  const principalKey = principalKeyOf(caller.principal);
+  const read = (limit: number, at: string | undefined) =>
+    own ? store.listByPrincipal(principalKey, limit, at) : store.listByStatus(status, limit, at);
   const runs: RunRecord[] = [];
   for (let pages = 0; pages < MAX_STORE_PAGES; pages += 1) {
     let page: { run_ids: string[]; cursor?: string };
     try {
-      page = await store.listByStatus(status, query.limit - runs.length, position);
+      page = await read(query.limit - runs.length, position);
     } catch (err) {
       // The stores throw SyntaxError for a position they did not issue (listing-order.ts).
       if (err instanceof SyntaxError) throw invalidCursor();
@@ -108,7 +125,8 @@ export async function listVisibleByStatus(
     const records = await Promise.all(page.run_ids.map((id) => store.getRun(id)));
     for (const r of records) {
       if (r === null || !mayList(r, caller)) continue;
-      if (query.status !== undefined && r.status !== query.status) continue;
+      // The principal's index holds every status; the status index may lag a status change.
+      if ((own || query.status !== undefined) && r.status !== status) continue;
       runs.push(r);
     }
     position = page.cursor;

@@ -453,6 +453,16 @@ export interface RunStore {
     cursor?: string,
   ): Promise<{ run_ids: string[]; cursor?: string }>;
   /**
+   * The runs of one principal (its key: lib/core/principal.ts principalKeyOf), every status,
+   * newest first, paged by an opaque cursor (the `by_principal` index, lib/store/table.ts): what
+   * it reads grows with that principal's runs only. Throws SyntaxError for a cursor it did not issue.
+   */
+  listByPrincipal(
+    principalKey: string,
+    limit: number,
+    cursor?: string,
+  ): Promise<{ run_ids: string[]; cursor?: string }>;
+  /**
    * The deployment's listing key (32 bytes): created by the first call over the table (one
    * conditional write), the same bytes for every store over it afterwards (one strongly
    * consistent read). What the engine seals listing cursors with (lib/store/listing-key.ts).

@@ -141,7 +141,7 @@ export const listRunsRoute = createRoute({
   method: 'get',
   path: '/runs',
   summary:
-    'Runs by status (newest first, paged), or the live run of a subject. Only runs the caller may read.',
+    "Runs by status (newest first, paged by an opaque cursor bound to the caller): a user's or agent's own runs only (its own principal's, read without touching anyone else's), every run for a system caller; or the live run of a subject, if the caller may read it.",
   request: { query: ListRunsQuery },
   responses: {
     200: { description: 'A page of runs.', content: json(RunList) },

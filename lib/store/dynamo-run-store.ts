@@ -62,7 +62,7 @@ import {
 import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets } from './metering.ts';
-import { ATTR, LISTING_SHARDS } from './table.ts';
+import { ATTR, GSI, LISTING_SHARDS, principalShardOf } from './table.ts';
 
 export interface DynamoRunStoreOptions {
   doc: DynamoDBDocumentClient;
@@ -320,11 +320,40 @@ async function listByStatus(
   limit: number,
   cursor?: string,
 ): ReturnType<RunStore['listByStatus']> {
+  return listMerged(io, byStatusIndex, (shard) => `${status}#${shard}`, limit, cursor);
+}
+
+/** The runs of one principal key, newest first over its LISTING_SHARDS `by_principal` shards. */
+async function listByPrincipal(
+  io: DynamoIo,
+  principalKey: string,
+  limit: number,
+  cursor?: string,
+): ReturnType<RunStore['listByPrincipal']> {
+  return listMerged(io, byPrincipalIndex, (shard) => principalShardOf(principalKey, shard), limit, cursor);
+}
+
+/** A listing GSI: its name and its partition attribute. */
+interface ListingIndex {
+  name: string;
+  partition: string;
+}
+const byStatusIndex: ListingIndex = { name: GSI.byStatus, partition: ATTR.statusShard };
+const byPrincipalIndex: ListingIndex = { name: GSI.byPrincipal, partition: ATTR.principalShard };
+
+/** One page of a sharded listing: each shard is newest first, merged in listing order. */
+async function listMerged(
+  io: DynamoIo,
+  index: ListingIndex,
+  partitionOf: (shard: number) => string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ run_ids: string[]; cursor?: string }> {
   const position = cursor === undefined ? undefined : listingPosition(cursor);
-  // Each shard is newest first; a page merges the first limit + 1 of every shard past the cursor.
+  // A page merges the first limit + 1 of every shard past the cursor.
   const shards = await Promise.all(
     Array.from({ length: LISTING_SHARDS }, (_, shard) =>
-      listShard(io, `${status}#${shard}`, limit + 1, position),
+      listShard(io, index, partitionOf(shard), limit + 1, position),
     ),
   );
   const merged = shards.flat().sort(compareListing);
@@ -338,6 +367,7 @@ async function listByStatus(
 /** Up to `want` runs of one listing shard that sort after `after`, newest first. */
 async function listShard(
   io: DynamoIo,
+  index: ListingIndex,
   partition: string,
   want: number,
   after: ListingPosition | undefined,
@@ -349,10 +379,10 @@ async function listShard(
     const out = await io.doc.send(
       new QueryCommand({
         TableName: io.table,
-        IndexName: 'by_status',
+        IndexName: index.name,
         KeyConditionExpression: after === undefined ? '#s = :s' : '#s = :s AND #c <= :c',
         ExpressionAttributeNames: {
-          '#s': ATTR.statusShard,
+          '#s': index.partition,
           ...(after === undefined ? {} : { '#c': ATTR.createdAt }),
         },
         ExpressionAttributeValues: {
@@ -460,6 +490,7 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
       sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
       listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
+      listByPrincipal: (key, limit, cursor) => listByPrincipal(io, key, limit, cursor),
       listingKey: () => listingKey(io),
       async commit(commit) {
         const runId = commit.record.run_id;

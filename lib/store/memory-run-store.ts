@@ -74,7 +74,7 @@ import {
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
 import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
-import { ATTR } from './table.ts';
+import { ATTR, principalHashOf } from './table.ts';
 
 export interface MemoryRunStoreOptions {
   /** Where large payloads go (default: a fresh in-memory blob store). */
@@ -112,6 +112,15 @@ function listingKey(item: Item, status: string): ListingPosition | null {
   if (itemStatus !== status) return null;
   return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
 }
+
+/** Where a run record sorts in the listing of the principal whose hash is `hash` (table.ts principalHashOf), or null. */
+const principalListingKeys =
+  (hash: string) =>
+  (item: Item): ListingPosition | null => {
+    const [itemHash] = String(item[ATTR.principalShard]).split('#');
+    if (itemHash !== hash) return null;
+    return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+  };
 
 /** The table: pk → sk → item, with the reads and writes the adapter makes. Items are cloned in and out, so no caller can alias stored state. */
 class MemoryTable {
@@ -299,18 +308,20 @@ function sweepCandidatesIn(table: MemoryTable, shard: number, now: number, limit
     .map((i) => String(i.pk).slice(4));
 }
 
-/** A page of the runs in `status`, in the DynamoDB adapter's order: shard by shard, newest first within a shard. */
-function listingIn(
+/** A page of the runs `keyOf` places, in the DynamoDB adapter's order: newest first over every shard (one query). */
+async function listingIn(
   table: MemoryTable,
-  status: string,
+  keyOf: (item: Item) => ListingPosition | null,
   limit: number,
   cursor: string | undefined,
-): { run_ids: string[]; cursor?: string } {
+): Promise<{ run_ids: string[]; cursor?: string }> {
+  await yieldOnce();
+  table.metrics.queries += 1;
   // In the DynamoDB adapter's order: newest first over every shard, ties by run id.
   const position = cursor === undefined ? undefined : listingPosition(cursor);
   const entries = table
     .recordItems()
-    .map((i) => listingKey(i, status))
+    .map(keyOf)
     .filter((key): key is ListingPosition => key !== null)
     .filter((key) => position === undefined || compareListing(key, position) > 0)
     .sort(compareListing);
@@ -504,11 +515,9 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       metrics.queries += 1;
       return sweepCandidatesIn(table, shard, now, limit);
     },
-    async listByStatus(status, limit, cursor) {
-      await yieldOnce();
-      metrics.queries += 1;
-      return listingIn(table, status, limit, cursor);
-    },
+    listByStatus: (status, limit, cursor) => listingIn(table, (i) => listingKey(i, status), limit, cursor),
+    listByPrincipal: (principalKey, limit, cursor) =>
+      listingIn(table, principalListingKeys(principalHashOf(principalKey)), limit, cursor),
     async listingKey() {
       await yieldOnce();
       const found = listingKeyOf(table.read(LISTING_KEY_ITEM.pk, LISTING_KEY_ITEM.sk));

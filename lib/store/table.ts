@@ -173,5 +173,15 @@ export function statusShardKey(status: RunStatus, runId: string): string {
  * itself never becomes a key. A listing by principal queries all LISTING_SHARDS shards.
  */
 export function principalShardKey(principalKey: string, runId: string): string {
-  return `${sha256Of(principalKey).toString('hex')}#${shardOf(runId, LISTING_SHARDS)}`;
+  return principalShardOf(principalKey, shardOf(runId, LISTING_SHARDS));
+}
+
+/** `principal_shard` value of shard `shard` of a principal key: what a listing by principal queries. */
+export function principalShardOf(principalKey: string, shard: number): string {
+  return `${principalHashOf(principalKey)}#${shard}`;
+}
+
+/** The part of every `principal_shard` value of a principal key before the `#`: sha256 hex. */
+export function principalHashOf(principalKey: string): string {
+  return sha256Of(principalKey).toString('hex');
 }

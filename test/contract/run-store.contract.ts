@@ -1128,6 +1128,59 @@ export function runStoreContract(name: string, open: OpenStore): void {
       });
     });
 
+    describe('listing by principal', () => {
+      freshStoreEach(true);
+      it("pages one principal's runs of every status newest first, and none of anyone else's", async () => {
+        const t0 = 1_700_000_000_000;
+        const bob = { kind: 'user' as const, id: 'bob' };
+        const agent = { kind: 'agent' as const, id: 'planner', on_behalf_of: 'alice' };
+        const alices: string[] = [];
+        for (let i = 0; i < 7; i += 1) {
+          const run_id = `list-${'aBcD'[i % 4]}-${randomUUID()}`;
+          alices.push((await storedRun(s.store, { run_id }, {}, t0 + (i % 3))).run_id);
+        }
+        const running = await leased(s.store, await storedRun(s.store, {}, {}, t0 + 5), 'w', t0 + 5);
+        alices.push(running.run_id);
+        const bobs: string[] = [];
+        for (let i = 0; i < 3; i += 1)
+          bobs.push((await storedRun(s.store, { principal: bob }, {}, t0 + i)).run_id);
+        const agents = [(await storedRun(s.store, { principal: agent }, {}, t0)).run_id];
+        const newestFirst = async (ids: string[]) => {
+          const records = await Promise.all(ids.map((id) => s.store.getRun(id)));
+          return records
+            .map((r) => ({ run_id: r?.run_id as string, created_at: r?.created_at as number }))
+            .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? 1 : -1))
+            .map((r) => r.run_id);
+        };
+        const listAllOf = async (key: string, limit: number) => {
+          const ids: string[] = [];
+          let cursor: string | undefined;
+          let pages = 0;
+          do {
+            const page = await s.store.listByPrincipal(key, limit, cursor);
+            expect(page.run_ids.length).toBeLessThanOrEqual(limit);
+            ids.push(...page.run_ids);
+            cursor = page.cursor;
+            pages += 1;
+            if (pages > 100) throw new Error('the cursor never ends');
+          } while (cursor !== undefined);
+          return ids;
+        };
+        for (const limit of [1, 2, 3, 8, 50]) {
+          expect(await listAllOf(principalKeyOf(alice), limit)).toEqual(await newestFirst(alices));
+          expect(await listAllOf(principalKeyOf(bob), limit)).toEqual(await newestFirst(bobs));
+        }
+        // An agent acting for alice is a principal of its own: its runs are under its key only.
+        expect(await listAllOf(principalKeyOf(agent), 2)).toEqual(agents);
+        expect(await listAllOf('user:nobody', 2)).toEqual([]);
+        for (const cursor of ['garbage', Buffer.from('{}').toString('base64url')]) {
+          await expect(s.store.listByPrincipal(principalKeyOf(bob), 5, cursor)).rejects.toBeInstanceOf(
+            SyntaxError,
+          );
+        }
+      });
+    });
+
     describe('the listing key', () => {
       freshStoreEach(false);
       it('is 32 bytes, created once and then the same on every call, by one read', async () => {

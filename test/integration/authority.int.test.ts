@@ -165,9 +165,14 @@ describe('who sees a run', () => {
     expect(bobs).toContain(byBob.run.run_id);
     expect(bobs).not.toContain(byAlice.run.run_id);
     expect(bobs).not.toContain(byPlanner.run.run_id);
+    // A listing reads the caller's own principal's runs: her agent's run is listed to the agent,
+    // and alice reads it by id (docs/guides/who-may-do-what.md).
     const alices = await listed('alice');
-    expect(alices).toEqual(expect.arrayContaining([byAlice.run.run_id, byPlanner.run.run_id]));
+    expect(alices).toContain(byAlice.run.run_id);
+    expect(alices).not.toContain(byPlanner.run.run_id);
     expect(alices).not.toContain(byBob.run.run_id);
+    expect(await listed('planner')).toContain(byPlanner.run.run_id);
+    expect((await call('alice', 'GET', `/runs/${byPlanner.run.run_id}`)).status).toBe(200);
   });
 
   it("refuses bob's create on alice's live subject with 409 subject_busy and reveals nothing of her run", async () => {

@@ -1,9 +1,11 @@
 /**
  * No oracles in listings and refusals, through the HTTP API on DynamoDB Local and fauxqs, with
- * the users alice and bob, the agent `planner` acting for alice, an admin and a system caller,
- * on a table of this file's own (so every run listed and every request counted is this file's):
- * bob pages runs by status and meets only his own, under cursors that show nothing of alice's
- * runs, that are his alone and that hide how many of her runs were passed over; a subject
+ * the users alice and bob (and mallory and dave, whose runs pad the listings), the agent
+ * `planner` acting for alice, an admin and a system caller, on a table of this file's own (so
+ * every run listed and every request counted is this file's): bob pages runs by status and meets
+ * only his own, under cursors that show nothing of alice's runs and are his alone; what his
+ * listing costs the store and what it answers are the same whether others have no runs of that
+ * status or many, since it reads only his own runs; a subject
  * lookup in a workspace bob may not use reads nothing of the subject; and the refusal of an
  * agent or a workspace costs the registry the same reads whether or not the name exists for
  * someone else. docs/guides/who-may-do-what.md states these rules.
@@ -25,6 +27,8 @@ import { askOnce } from '../support/reducers.ts';
 const PRINCIPALS: Record<string, Principal> = {
   alice: { kind: 'user', id: 'alice' },
   bob: { kind: 'user', id: 'bob' },
+  mallory: { kind: 'user', id: 'mallory' },
+  dave: { kind: 'user', id: 'dave' },
   planner: { kind: 'agent', id: 'planner', on_behalf_of: 'alice' },
   admin: { kind: 'user', id: 'root' },
   ops: { kind: 'system', id: 'ops' },
@@ -103,14 +107,28 @@ interface Page {
   cursor?: string;
 }
 
-/** Every page of `GET /runs?status=queued&limit=` as `who`, following the cursor to the end. */
-async function pages(who: Who, limit: number): Promise<{ pages: Page[]; texts: string[] }> {
+/** The run store's request counts now. */
+const storeCount = () => ({ reads: runtime.store.metrics.reads, queries: runtime.store.metrics.queries });
+
+/**
+ * Every page of `GET /runs?status=&limit=` as `who`, following the cursor to the end, with the
+ * store requests each page made.
+ */
+async function pages(
+  who: Who,
+  limit: number,
+  status = 'queued',
+): Promise<{ pages: Page[]; texts: string[]; costs: { reads: number; queries: number }[] }> {
   const out: Page[] = [];
   const texts: string[] = [];
+  const costs: { reads: number; queries: number }[] = [];
   let cursor: string | undefined;
   do {
-    const q = `/runs?status=queued&limit=${limit}${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const q = `/runs?status=${status}&limit=${limit}${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const before = storeCount();
     const answer = await call(who, 'GET', q);
+    const after = storeCount();
+    costs.push({ reads: after.reads - before.reads, queries: after.queries - before.queries });
     expect(answer.status, answer.text).toBe(200);
     const page = JSON.parse(answer.text) as Page;
     out.push(page);
@@ -118,7 +136,7 @@ async function pages(who: Who, limit: number): Promise<{ pages: Page[]; texts: s
     cursor = page.cursor;
     expect(out.length).toBeLessThan(100);
   } while (cursor !== undefined);
-  return { pages: out, texts };
+  return { pages: out, texts, costs };
 }
 
 /** What a cursor shows when decoded as the store's own (base64url of JSON): nothing readable. */
@@ -152,10 +170,14 @@ describe('listing runs by status', () => {
     expect(cursors.length).toBeGreaterThan(0);
     for (const c of cursors) expectOpaque(c, alices);
 
-    // Alice (her agent's run is hers too) pages hers, and bob's cursor is not hers to follow.
+    // Alice pages hers and her agent its own (a listing reads the caller's own principal's runs:
+    // the agent's run is still hers to read by id), and bob's cursor is not hers to follow.
     const alice = await pages('alice', 2);
-    expect(new Set(ids(alice.pages))).toEqual(new Set(alices));
+    const planners = [alices[2] as string];
+    expect(new Set(ids(alice.pages))).toEqual(new Set(alices.filter((id) => !planners.includes(id))));
     for (const text of alice.texts) for (const id of bobs) expect(text).not.toContain(id);
+    expect(ids((await pages('planner', 2)).pages)).toEqual(planners);
+    expect((await call('alice', 'GET', `/runs/${planners[0]}`)).status).toBe(200);
     const first = cursors[0] as string;
     for (const who of ['alice', 'planner', 'admin', 'ops'] as const) {
       const stolen = await call(who, 'GET', `/runs?status=queued&limit=1&cursor=${first}`);
@@ -180,27 +202,107 @@ describe('listing runs by status', () => {
     expect(ids([JSON.parse(again.text) as Page])).toEqual([bobs[0]]);
   });
 
-  it("reads on past alice's runs to fill bob's page, and answers one opaque cursor when it stops early", async () => {
-    const bobs = [await create('bob', 'user:bob')];
-    const alices: string[] = [];
-    for (let i = 0; i < MAX_STORE_PAGES + 2; i += 1) alices.push(await create('alice', 'user:alice'));
-    bobs.push(await create('bob', 'user:bob'));
+  it('costs bob the same store requests and answers him the same whether others have 0 or 30 runs of the status', async () => {
+    // Bob's runs: two left queued, three stepped to waiting (the reducer asks the user).
+    const bobQueued = [await create('bob', 'user:bob'), await create('bob', 'user:bob')];
+    const bobWaiting: string[] = [];
+    for (let i = 0; i < 3; i += 1) bobWaiting.push(await toWaiting(await create('bob', 'user:bob')));
 
-    const bob = await pages('bob', 1);
-    // Bob's newest, then (past MAX_STORE_PAGES of alice's runs) a page that stopped early.
-    expect(ids(bob.pages).slice(0, 2)).toEqual([bobs[1], bobs[0]]);
-    expect(ids(bob.pages).filter((id) => bobs.includes(id))).toHaveLength(2);
-    expect(bob.pages.some((p) => p.runs.length === 0 && p.cursor !== undefined)).toBe(true);
-    for (const text of bob.texts) for (const id of alices) expect(text).not.toContain(id);
-    // Every cursor has one length: a cursor after a full page and one after an early stop look alike.
-    const cursors = bob.pages.flatMap((p) => (p.cursor === undefined ? [] : [p.cursor]));
-    expect(new Set(cursors.map((c) => c.length)).size).toBe(1);
-    for (const c of cursors) expectOpaque(c, alices);
+    /** Bob's listings of each status at several page sizes: the answers (each cursor's bytes aside) and their costs. */
+    const bobListings = async () => {
+      const seen: { status: string; limit: number; texts: string[]; costs: unknown[]; lengths: number[] }[] =
+        [];
+      for (const status of ['queued', 'waiting', 'running']) {
+        for (const limit of [1, 2, 100]) {
+          const listed = await pages('bob', limit, status);
+          const cursors = listed.pages.flatMap((p) => (p.cursor === undefined ? [] : [p.cursor]));
+          seen.push({
+            status,
+            limit,
+            // A cursor is sealed under a fresh IV each time: its presence and length are what it shows.
+            texts: listed.texts.map((t) => t.replace(/"cursor":"[^"]*"/, '"cursor":"(sealed)"')),
+            costs: listed.costs,
+            lengths: cursors.map((c) => c.length),
+          });
+        }
+      }
+      return seen;
+    };
+    await pages('bob', 1); // the listing key is read once per process: not part of what is compared
+    const alone = await bobListings();
+
+    // Alice has no waiting run yet; now she, mallory and dave (and alice's agent) add 32 runs, half waiting.
+    const hidden: string[] = [];
+    for (const who of ['alice', 'mallory', 'dave'] as const) {
+      for (let i = 0; i < 10; i += 1) {
+        const id = await create(who, `user:${who === 'dave' || who === 'mallory' ? who : 'alice'}`);
+        hidden.push(i % 2 === 0 ? await toWaiting(id) : id);
+      }
+    }
+    hidden.push(
+      await toWaiting(await create('planner', 'user:alice')),
+      await create('planner', 'user:alice'),
+    );
+
+    const crowded = await bobListings();
+    expect(crowded).toEqual(alone);
+    // The hidden runs are there: alice lists her five waiting ones (her agent's are its own).
+    expect(ids((await pages('alice', 100, 'waiting')).pages)).toHaveLength(5);
+    for (const listing of crowded)
+      for (const text of listing.texts) for (const id of hidden) expect(text).not.toContain(id);
+    // Every cursor has one length, whatever follows it.
+    expect(new Set(crowded.flatMap((l) => l.lengths)).size).toBe(1);
+
+    // Bob still lists every run of his of each status, newest first, across pages.
+    const newestFirst = async (runIds: string[]) => {
+      const records = await Promise.all(runIds.map((id) => runtime.store.getRun(id)));
+      return records
+        .map((r) => ({ run_id: r?.run_id as string, created_at: r?.created_at as number }))
+        .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? 1 : -1))
+        .map((r) => r.run_id);
+    };
+    for (const limit of [1, 2, 100]) {
+      const waiting = await pages('bob', limit, 'waiting');
+      expect(ids(waiting.pages)).toEqual(await newestFirst(bobWaiting));
+      const queued = ids((await pages('bob', limit)).pages);
+      // Earlier tests of this file left bob queued runs too: his listing holds them all, in order.
+      expect(queued.filter((id) => bobQueued.includes(id))).toEqual(await newestFirst(bobQueued));
+      expect(queued).toEqual(await newestFirst(queued));
+      expect(new Set(queued).size).toBe(queued.length);
+      for (const id of [...bobWaiting, ...hidden]) expect(queued).not.toContain(id);
+      expect(ids((await pages('bob', limit, 'running')).pages)).toEqual([]);
+    }
+  });
+
+  it("answers bob's one-run page alike whether alice has a queued run, with a sybil padding 8 hidden runs", async () => {
+    const sybil: string[] = [];
+    for (let i = 0; i < MAX_STORE_PAGES; i += 1) sybil.push(await create('mallory', 'user:mallory'));
+    // Bob's one-run pages of queued runs (each cursor's bytes aside), and what each cost the store.
+    const look = async () => {
+      const listed = await pages('bob', 1);
+      return {
+        texts: listed.texts.map((t) => t.replace(/"cursor":"[^"]*"/, '"cursor":"(sealed)"')),
+        costs: listed.costs,
+      };
+    };
+    const without = await look();
+    const alices = await create('alice', 'user:alice');
+    const withAlices = await look();
+    expect(withAlices).toEqual(without);
+    // Every page but the last holds one of his runs: none stands for runs passed over.
+    expect(without.texts.slice(0, -1).every((t) => t.startsWith('{"runs":[{'))).toBe(true);
+    for (const text of [...without.texts, ...withAlices.texts]) {
+      for (const id of [...sybil, alices]) expect(text).not.toContain(id);
+    }
   });
 });
 
-/** The run store's request counts now. */
-const storeCount = () => ({ reads: runtime.store.metrics.reads, queries: runtime.store.metrics.queries });
+/** Steps a queued run once: the reducer asks the user, and the run waits. Returns its id. */
+async function toWaiting(runId: string): Promise<string> {
+  await runtime.engine.stepRun(runId);
+  expect((await runtime.store.getRun(runId))?.status).toBe('waiting');
+  return runId;
+}
 
 describe('a subject lookup', () => {
   it('reads nothing of a subject in a workspace the caller may not use, and answers no run', async () => {

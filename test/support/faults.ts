@@ -55,6 +55,7 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     holdEarlyResult: (hold) => store.holdEarlyResult(hold),
     sweepCandidates: (shard, now, limit) => store.sweepCandidates(shard, now, limit),
     listByStatus: (status, limit, cursor) => store.listByStatus(status, limit, cursor),
+    listByPrincipal: (key, limit, cursor) => store.listByPrincipal(key, limit, cursor),
     listingKey: () => store.listingKey(),
     commit: (c) => store.commit(c),
     ...over,
