@@ -4,13 +4,20 @@
  * nothing; a reducer's `ask_user` / `request_approval` effect past it is refused by the reducer
  * contract. docs/contracts/run-lifecycle.md, "Requests". The HTTP app on the memory engine.
  */
+import { handle } from 'hono/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   AskUserEffect,
   MAX_REQUEST_EXPIRES_IN_MS,
   RequestApprovalEffect,
 } from '../../lib/contracts/index.ts';
-import { anyOf, bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
+import {
+  anyOf,
+  bearerTokenAuth,
+  createHttpApp,
+  type HttpApp,
+  keepEmptyLastEventId,
+} from '../../lib/http/index.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
 import { inProcessReducers, inProcessTools, scriptedModel, uniqueSubject } from '../support/hosts.ts';
 import { makeMemoryTestEngine } from '../support/memory-engine.ts';
@@ -109,3 +116,70 @@ describe('a request expiry a reducer gives', () => {
 function approvalSubject() {
   return { kind: 'tool_call', digest: 'a'.repeat(64), digest_alg: 'sha256', summary: 'do it' };
 }
+
+describe('a lookup by subject', () => {
+  it('refuses a subject a create would refuse (control_character), as a create does', async () => {
+    for (const path of ['/a%E2%80%AEb', '/a%01b']) {
+      const listed = await call('alice', 'GET', `/runs?subject_workspace=user:bob&subject_path=${path}`);
+      const created = await call('alice', 'POST', '/runs', {
+        subject: { workspace: 'user:alice', path: decodeURIComponent(path) },
+        input: 'x',
+      });
+      expect(created.status).toBe(400);
+      expect(listed.status).toBe(400);
+      expect(listed.body.code).toBe('validation_failed');
+      expect(JSON.stringify(listed.body)).toContain('subject_path');
+      expect(JSON.stringify(listed.body)).toContain('control_character');
+    }
+    const workspace = await call('alice', 'GET', '/runs?subject_workspace=user:b%E2%80%AEob&subject_path=/a');
+    expect(workspace.status).toBe(400);
+    expect(JSON.stringify(workspace.body)).toContain('subject_workspace');
+  });
+});
+
+describe('an empty Last-Event-ID', () => {
+  it('is refused 400 through the Lambda adapter (which drops empty headers) and streams nothing', async () => {
+    const { runId } = await leasedRun('alice');
+    const lambda = handle(app);
+    const event = (headers: Record<string, string>) => ({
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: `/runs/${runId}/events/stream`,
+      rawQueryString: 'wait=0',
+      headers: { host: 'localhost', authorization: 'Bearer alice', ...headers },
+      requestContext: {
+        http: {
+          method: 'GET',
+          path: `/runs/${runId}/events/stream`,
+          protocol: 'HTTP/1.1',
+          sourceIp: '127.0.0.1',
+          userAgent: '',
+        },
+        domainName: 'localhost',
+        requestId: 'r',
+        routeKey: '$default',
+        stage: '$default',
+        time: '',
+        timeEpoch: 0,
+        accountId: '1',
+        apiId: 'a',
+        domainPrefix: 'localhost',
+      },
+      isBase64Encoded: false,
+    });
+    const send = async (headers: Record<string, string>) =>
+      (await lambda(keepEmptyLastEventId(event(headers)) as never, {} as never)) as {
+        statusCode: number;
+        body: string;
+      };
+    const empty = await send({ 'last-event-id': '' });
+    expect(empty.statusCode).toBe(400);
+    expect(JSON.parse(empty.body).code).toBe('validation_failed');
+    expect(empty.body).toContain('Last-Event-ID');
+    const Capital = await send({ 'Last-Event-ID': '' });
+    expect(Capital.statusCode).toBe(400);
+    // A good one (and none) still streams.
+    expect((await send({ 'last-event-id': '1' })).statusCode).toBe(200);
+    expect((await send({})).statusCode).toBe(200);
+  });
+});
