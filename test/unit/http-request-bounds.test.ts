@@ -16,6 +16,7 @@ import {
   bearerTokenAuth,
   createHttpApp,
   type HttpApp,
+  jwtClaimsAuth,
   keepEmptyLastEventId,
 } from '../../lib/http/index.ts';
 import { InMemoryFunctionRegistry } from '../../lib/sandbox/function-registry.ts';
@@ -181,5 +182,35 @@ describe('an empty Last-Event-ID', () => {
     // A good one (and none) still streams.
     expect((await send({ 'last-event-id': '1' })).statusCode).toBe(200);
     expect((await send({})).statusCode).toBe(200);
+  });
+});
+
+describe('a token exp over HTTP', () => {
+  it('is refused 401 with a clear message when it is no safe integer or lies over 366 days ahead', async () => {
+    const jwtApp = createHttpApp({
+      engine: {} as never,
+      functions: new InMemoryFunctionRegistry([]),
+      tools: { list: () => [] },
+      auth: jwtClaimsAuth(),
+      log: () => {},
+    });
+    const nowS = Math.floor(Date.now() / 1000);
+    const ask = async (exp: unknown) => {
+      const event = { requestContext: { authorizer: { jwt: { claims: { sub: 'bob', exp } } } } };
+      const response = await jwtApp.request('/runs?status=running', {}, { event });
+      return { status: response.status, body: (await response.json()) as { code: string; message: string } };
+    };
+    for (const exp of [
+      1e300,
+      '1e+300',
+      String(nowS + 400 * 86_400),
+      1.5,
+      String(Number.MAX_SAFE_INTEGER + 2),
+    ]) {
+      const refused = await ask(exp);
+      expect(refused.status).toBe(401);
+      expect(refused.body.code).toBe('unauthenticated');
+      expect(refused.body.message).toMatch(/token exp/);
+    }
   });
 });
