@@ -15,7 +15,7 @@ import { handle } from 'hono/aws-lambda';
 import { lambdaContainer } from '../lib/handlers/container.ts';
 import { engineLog } from '../lib/handlers/observability.ts';
 import { type ConsoleSite, consoleFromEnv } from '../lib/http/console.ts';
-import { authFromEnv, createHttpApp, maxOpenWaitsFromEnv } from '../lib/http/index.ts';
+import { authFromEnv, createHttpApp, keepEmptyLastEventId, maxOpenWaitsFromEnv } from '../lib/http/index.ts';
 import { flushTraces } from '../lib/telemetry/otel.ts';
 
 /** The bundle carries the built console in `console/` beside this file (cdk/bundling.ts). */
@@ -47,5 +47,5 @@ export const handler: ReturnType<typeof handle> = (event, context) => {
     );
   }
   // A control that ended a run emitted its run span: exported before Lambda freezes the container.
-  return lambda(event, context).finally(flushTraces);
+  return lambda(keepEmptyLastEventId(event), context).finally(flushTraces);
 };

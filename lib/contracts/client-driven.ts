@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { cleanId } from './clean-text.ts';
-import { Count, JsonObject } from './common.ts';
+import { Count, JsonObject, RequestExpiresInMs } from './common.ts';
 import { ApprovalSubject, TokenUsage, ToolCall, ToolOffered } from './reducer.ts';
 
 /** The fence a lease holder presents on every write: its owner name and the run's epoch. */
@@ -165,14 +165,14 @@ export const OpenRequestInput = z.strictObject({
     z.strictObject({
       kind: z.literal('approval'),
       subject: ApprovalSubject,
-      expires_in_ms: z.number().int().positive().optional(),
+      expires_in_ms: RequestExpiresInMs.optional(),
     }),
     z.strictObject({
       kind: z.literal('input'),
       question: z.string().min(1),
       choices: z.array(z.string()).optional(),
       schema: JsonObject.optional(),
-      expires_in_ms: z.number().int().positive().optional(),
+      expires_in_ms: RequestExpiresInMs.optional(),
     }),
   ]),
 });

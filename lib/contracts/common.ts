@@ -79,6 +79,17 @@ export const Subject = z.object({
 });
 export type Subject = z.infer<typeof Subject>;
 
+/**
+ * The longest a request (an approval, a question) may stay open before it closes `expired`
+ * (ms, 30 days): the most a reducer effect's or a client's `expires_in_ms` may be, so that
+ * `now + expires_in_ms` stays a safe integer the store can hold. docs/contracts/run-lifecycle.md,
+ * "Requests".
+ */
+export const MAX_REQUEST_EXPIRES_IN_MS = 30 * 24 * 3_600_000;
+
+/** A request's `expires_in_ms`: a whole number of ms in 1..{@link MAX_REQUEST_EXPIRES_IN_MS}. */
+export const RequestExpiresInMs = z.number().int().positive().max(MAX_REQUEST_EXPIRES_IN_MS);
+
 /** The longest subject `workspace` a caller may give, in characters (UTF-16 units, as zod counts). */
 export const MAX_SUBJECT_WORKSPACE_CHARS = 256;
 /** The longest subject `path` a caller may give, in characters (UTF-16 units). */

@@ -17,17 +17,25 @@ import { Budgets, OnExceeded, RunScope, TreeAmounts } from './run.ts';
 export const DELEGATE_TOOL = '/lib/raisin/agent-runs/delegate';
 
 /**
- * The codes of a delegation refused before anything was written (the deployment's bounds and the
- * root principal's live-run quota): the parent's `counters.children` does not count it, and no
- * child, create key or quota slot exists for it. Answered as a `failed` tool result whose first
- * diagnostic has the code.
+ * The codes of a delegation refused before anything was written (its args, the subject its
+ * child would hold, the reducer it names, the deployment's bounds, the root principal's live-run
+ * quota, the parent's remaining tree budget: `child_budget_exceeded:<which>` too): the parent's
+ * `counters.children` does not count it, and no child, create key or quota slot exists for it.
+ * Answered as a `failed` tool result whose first diagnostic has the code.
  */
 export const DELEGATION_REFUSALS = [
   'quota_exceeded',
   'child_limit_reached',
   'tree_depth_exceeded',
   'scope_widened',
+  'delegate_args_invalid',
+  'delegate_reducer_missing',
+  'delegate_subject_too_long',
+  'reducer_not_found',
+  'subject_taken',
 ] as const;
+/** The prefix of the refusal of a child the parent's remaining tree budget cannot cover. */
+export const CHILD_BUDGET_REFUSAL_PREFIX = 'child_budget_exceeded:';
 export type DelegationRefusal = (typeof DELEGATION_REFUSALS)[number];
 
 /** The resume key a parent waits on for its child `runId`. */

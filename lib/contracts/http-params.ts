@@ -7,7 +7,7 @@
  * call. Plain zod, browser-safe. See docs/reference/http-api.md.
  */
 import { z } from 'zod';
-import { cleanId } from './clean-text.ts';
+import { cleanId, refuseUnsafeIdChars } from './clean-text.ts';
 import { MAX_SUBJECT_PATH_CHARS, MAX_SUBJECT_WORKSPACE_CHARS, Subject } from './common.ts';
 import { RunStatus } from './run.ts';
 
@@ -39,7 +39,10 @@ export const RunIdParams = z.object({
   id: cleanId(200).meta({ example: 'run_0f3c...' }),
 });
 
-/** `GET /runs`: by status (`status`), or by subject (`subject_workspace` + `subject_path`: the live run). */
+/**
+ * `GET /runs`: by status (`status`), or by subject (`subject_workspace` + `subject_path`: the live
+ * run), the subject's fields bounded and refused `control_character` as a create's are.
+ */
 export const ListRunsQuery = z
   .object({
     status: RunStatus.optional(),
@@ -49,6 +52,9 @@ export const ListRunsQuery = z
     cursor: z.string().min(1).max(2048).optional(),
   })
   .superRefine((q, ctx) => {
+    // Checked as a create checks a subject (common.ts CallerSubject): no run can hold another.
+    refuseUnsafeIdChars(ctx, ['subject_workspace'], q.subject_workspace);
+    refuseUnsafeIdChars(ctx, ['subject_path'], q.subject_path);
     const subjectGiven = q.subject_workspace !== undefined || q.subject_path !== undefined;
     if (subjectGiven && (q.subject_workspace === undefined || q.subject_path === undefined)) {
       ctx.addIssue({

@@ -8,7 +8,7 @@
  * any JSON (`z.unknown()`: context, value, detail, changes, ...) keeps a null as that value.
  */
 import { z } from 'zod';
-import { Count, defaultField, JsonObject, optionalField, Subject } from './common.ts';
+import { Count, defaultField, JsonObject, optionalField, RequestExpiresInMs, Subject } from './common.ts';
 import { DELIVERED_AS_PERSISTED } from './events.ts';
 import { ForkOrigin } from './fork.ts';
 import { ToolResultEnvelope } from './tool-result.ts';
@@ -247,7 +247,7 @@ export const RequestApprovalEffect = z.object({
   ...effectBase,
   kind: z.literal('request_approval'),
   subject: ApprovalSubject,
-  expires_in_ms: optionalField(z.number().int().positive()),
+  expires_in_ms: optionalField(RequestExpiresInMs),
 });
 export const AskUserEffect = z.object({
   ...effectBase,
@@ -255,7 +255,7 @@ export const AskUserEffect = z.object({
   question: z.string(),
   choices: optionalField(z.array(z.string())),
   schema: optionalField(JsonObject),
-  expires_in_ms: optionalField(z.number().int().positive()),
+  expires_in_ms: optionalField(RequestExpiresInMs),
 });
 export const WithdrawRequestEffect = z.object({
   ...effectBase,

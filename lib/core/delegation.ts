@@ -13,6 +13,7 @@ import {
   type DelegateArgs,
   type Evidence as EvidenceSchema,
   type HandBackPayload,
+  MAX_SUBJECT_PATH_CHARS,
   type OnExceeded,
   type ReducerBinding,
   type RunEvent,
@@ -55,10 +56,11 @@ export interface ChildRunPlan {
 
 /**
  * A delegation the parent's remaining tree budget cannot cover (`child_budget_exceeded:<which>`),
- * or whose scope the parent's does not cover (`scope_widened`).
+ * or whose scope the parent's does not cover (`scope_widened`), or whose default subject path
+ * would be too long (`delegate_subject_too_long`).
  */
 export interface ChildBudgetRefusal {
-  refused: `child_budget_exceeded:${string}` | 'scope_widened';
+  refused: `child_budget_exceeded:${string}` | 'scope_widened' | 'delegate_subject_too_long';
   message: string;
 }
 
@@ -85,8 +87,10 @@ export function childContextOf(inherited: unknown): unknown {
  * first); max_depth inherited as a ceiling (the smaller of the parent's and the args'); the tree
  * limits reserved from the parent ({@link reserveChildBudgets}: the args' budgets, or half of
  * what is left); the scope narrowed from the parent's ({@link narrowScope}). Returns a refusal when
- * the parent's remaining tree budget cannot cover the child, or `scope_widened` when the args ask
- * for a tool or subject the parent's scope does not hold.
+ * the parent's remaining tree budget cannot cover the child, `scope_widened` when the args ask
+ * for a tool or subject the parent's scope does not hold, or `delegate_subject_too_long` when
+ * the default subject path would pass MAX_SUBJECT_PATH_CHARS (1 024; a given subject was checked
+ * with the args).
  */
 export function planChildRun(
   parent: RunRecord,
@@ -117,11 +121,18 @@ export function planChildRun(
           ...(parent.reducer.handler !== undefined ? { handler: parent.reducer.handler } : {}),
         }
       : null);
+  const subject = args.subject ?? {
+    workspace: parent.subject.workspace,
+    path: `${parent.subject.path}/children/${n}`,
+  };
+  if (subject.path.length > MAX_SUBJECT_PATH_CHARS) {
+    return {
+      refused: 'delegate_subject_too_long',
+      message: `the child's default subject path would be ${subject.path.length} characters (at most ${MAX_SUBJECT_PATH_CHARS}): give args.subject`,
+    };
+  }
   return {
-    subject: args.subject ?? {
-      workspace: parent.subject.workspace,
-      path: `${parent.subject.path}/children/${n}`,
-    },
+    subject,
     reducer,
     input: args.input ?? null,
     ...(args.objective !== undefined ? { objective: args.objective } : {}),

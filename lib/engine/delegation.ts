@@ -169,7 +169,9 @@ async function startChild(dc: DelegationDeps, parent: RunRecord, op: Operation):
   if (inherited !== undefined) args.context = inherited;
   const planned = planChildRun(parent, op.op_id, args, dc.clock.now());
   if ('refused' in planned) {
-    return delegationFailedEnvelope(op.op_id, 'permission_denied', planned.refused, planned.message);
+    const errorClass =
+      planned.refused === 'delegate_subject_too_long' ? 'invalid_input' : 'permission_denied';
+    return delegationFailedEnvelope(op.op_id, errorClass, planned.refused, planned.message);
   }
   const plan = planned;
   if (plan.reducer === null) {

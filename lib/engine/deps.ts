@@ -86,6 +86,8 @@ export interface EngineOptions {
   clockSkewMs?: number;
   /** Delay before the sweeper wakes a queued run whose step message was lost (ms, default 60 000). */
   wakeGraceMs?: number;
+  /** How many due runs a sweeper pass handles per shard (default 200, sweep.ts SWEEP_CANDIDATES). */
+  sweepCandidates?: number;
   /** Admission quotas and risk tier floor of the deployment (default: unlimited, standard). */
   admission?: AdmissionConfig;
   /**
@@ -158,6 +160,7 @@ export function resolveDeps(options: EngineOptions): EngineDeps {
     stopPollMs: timings.stop_poll_ms,
     clockSkewMs: timings.clock_skew_ms,
     wakeGraceMs: options.wakeGraceMs ?? WAKE_GRACE_MS,
+    sweepCandidates: options.sweepCandidates ?? 200,
     admission: options.admission ?? {},
     requireReducerCheck: options.requireReducerCheck ?? false,
     resultExpiresInMs: options.resultExpiresInMs ?? RESULT_EXPIRY_MS,

@@ -15,6 +15,7 @@ import {
   postponeWake,
   takeOver,
 } from '../core/run-machine.ts';
+import { type RateLimitedLog, rateLimitedLog } from '../core/rate-limited-log.ts';
 import { sweepAction } from '../core/sweeper.ts';
 import { deliverAfterEnd } from './after-end.ts';
 import { afterEnd, commitOf, commitRun, type EngineContext, type OwedReport, wake } from './deps.ts';
@@ -45,27 +46,86 @@ export function emptySweepReport(): SweepReport {
   };
 }
 
+/** How many due runs a pass handles per shard by default (EngineOptions.sweepCandidates). */
+export const SWEEP_CANDIDATES = 200;
+
+/**
+ * How many runs that failed to sweep a pass steps past per shard, in multiples of the
+ * candidate count: a run the sweeper cannot process stays due at the head of its shard, and
+ * without stepping past it a shard holding `sweepCandidates` of them would never reach the
+ * runs behind them (other users' takeovers, expiries and wakes).
+ */
+const MAX_SKIPPED_CANDIDATES = 4;
+
+/**
+ * The failures a pass logs: one line per interval (60 s) per engine, however many runs fail
+ * each pass, with the count left out; a run that always fails does not flood the log.
+ */
+const failureLogs = new WeakMap<EngineContext, RateLimitedLog>();
+const SWEEP_FAILURE_LOG_INTERVAL_MS = 60_000;
+
+function failureLog(ctx: EngineContext): RateLimitedLog {
+  let log = failureLogs.get(ctx);
+  if (log === undefined) {
+    log = rateLimitedLog(
+      (message, attributes) => ctx.log({ level: 'error', message, ...attributes }),
+      'sweep of a run failed',
+      { intervalMs: SWEEP_FAILURE_LOG_INTERVAL_MS, now: () => ctx.clock.now() },
+    );
+    failureLogs.set(ctx, log);
+  }
+  return log;
+}
+
 /**
  * One sweeper pass over `shards` (default all). Never throws for one run's failure: it is
- * logged and the pass goes on. Throws when the sweep index cannot be queried.
+ * logged (rate limited: "sweep of a run failed", with `suppressed`) and the pass goes on.
+ * Handles up to `sweepCandidates` (default 200) due runs per shard, earliest due first; a run
+ * that fails does not count against that, and the pass asks the shard again past the runs that
+ * failed (at most 4 x `sweepCandidates` of them), so runs that cannot be swept do not hold up
+ * the ones behind them. Throws when the sweep index cannot be queried.
  */
 export async function sweep(ctx: EngineContext, shards?: number[]): Promise<SweepReport> {
   const report = emptySweepReport();
   const list = shards ?? Array.from({ length: SWEEP_SHARDS }, (_, i) => i);
-  for (const shard of list) {
-    const ids = await ctx.store.sweepCandidates(shard, ctx.clock.now(), 200);
-    for (const id of ids) {
-      report.examined += 1;
-      try {
-        await sweepRun(ctx, id, report);
-      } catch (err) {
-        if (err instanceof CommitRejected && (err.code === 'stale_version' || err.code === 'fenced_out'))
-          continue;
-        ctx.log({ level: 'error', message: 'sweep of a run failed', run_id: id, error: String(err) });
-      }
-    }
-  }
+  for (const shard of list) await sweepShard(ctx, shard, report);
   return report;
+}
+
+async function sweepShard(ctx: EngineContext, shard: number, report: SweepReport): Promise<void> {
+  const budget = ctx.sweepCandidates;
+  const seen = new Set<string>();
+  let handled = 0;
+  let failed = 0;
+  while (handled < budget && failed <= budget * MAX_SKIPPED_CANDIDATES) {
+    // The runs that failed stay due, earliest first: ask for them plus the budget left.
+    const limit = failed + (budget - handled);
+    const ids = await ctx.store.sweepCandidates(shard, ctx.clock.now(), limit);
+    const fresh = ids.filter((id) => !seen.has(id));
+    let failedNow = 0;
+    for (const id of fresh) {
+      seen.add(id);
+      report.examined += 1;
+      if (await sweepOne(ctx, id, report)) handled += 1;
+      else failedNow += 1;
+    }
+    failed += failedNow;
+    // Done when the shard has no more due runs, or nothing failed (the budget is spent).
+    if (ids.length < limit || fresh.length === 0 || failedNow === 0) return;
+  }
+}
+
+/** Sweeps one run; false when it failed (logged), true otherwise (a lost race included). */
+async function sweepOne(ctx: EngineContext, id: string, report: SweepReport): Promise<boolean> {
+  try {
+    await sweepRun(ctx, id, report);
+    return true;
+  } catch (err) {
+    if (err instanceof CommitRejected && (err.code === 'stale_version' || err.code === 'fenced_out'))
+      return true;
+    failureLog(ctx).note({ run_id: id, error: String(err) });
+    return false;
+  }
 }
 
 async function sweepRun(ctx: EngineContext, runId: string, report: SweepReport): Promise<void> {

@@ -11,6 +11,8 @@ import { z } from 'zod';
 import { configFromEnv } from '../config.ts';
 import type { Principal } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
+import { tokenExpProblem } from '../core/token-exp.ts';
+import { HttpError } from './errors.ts';
 
 /**
  * A caller of the HTTP API: the engine's Caller, whose `admin` also says it may use the admin
@@ -89,6 +91,8 @@ export interface JwtClaimsAuthOptions {
   groupsClaim?: string;
   /** Claims holding scopes (default `scope`, `scp`). */
   scopeClaims?: string[];
+  /** The clock against the token's `exp` (ms since epoch; default Date.now). */
+  now?: () => number;
 }
 
 /**
@@ -98,7 +102,8 @@ export interface JwtClaimsAuthOptions {
  * `admin` or the scope `agent-runs/admin` gives admin rights. Groups come from `cognito:groups`
  * (CALLER_GROUPS) and `groups`, and a user principal carries them (`principal.groups`, what
  * policy rules and agents' `acts_for` match on); roles from `custom:role`, scopes from `scope` / `scp`. No claims (no
- * authorizer, a local request) → null.
+ * authorizer, a local request) → null. An `exp` claim that is not a safe integer or lies more
+ * than 366 days ahead (core/token-exp.ts) throws 401 unauthenticated saying so.
  */
 export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate {
   const roleClaim = options.roleClaim ?? 'custom:role';
@@ -108,6 +113,9 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
     const parsed = JwtEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
     if (!parsed.success) return null;
     const claims = parsed.data.requestContext.authorizer.jwt.claims;
+    const expProblem = tokenExpProblem(claims.exp, (options.now ?? Date.now)());
+    if (expProblem !== null)
+      throw new HttpError('unauthenticated', expProblem, {}, { headers: { 'WWW-Authenticate': 'Bearer' } });
     const sub = claims.sub;
     if (typeof sub !== 'string' || sub.length === 0) return null;
     const groups = [...new Set([...claimValues(claims[groupsClaim]), ...claimValues(claims.groups)])];

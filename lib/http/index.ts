@@ -37,3 +37,4 @@ export {
 } from './errors.ts';
 export { ROUTES } from './routes.ts';
 export { DEFAULT_MAX_OPEN_WAITS, maxOpenWaitsFromEnv } from './wait-slots.ts';
+export { EMPTY_HEADER_VALUE, keepEmptyLastEventId } from './empty-headers.ts';

@@ -319,7 +319,7 @@ export function createDynamoSubscriptionStore(
     async openConnection(connection: LiveConnection, max: number, nowMs: number) {
       const claimed = await claimSlot(doc, tableName, connection, max, nowMs);
       if (!claimed.admitted) return claimed;
-      await doc.send(
+      const item = doc.send(
         new PutCommand({
           TableName: tableName,
           Item: {
@@ -334,6 +334,14 @@ export function createDynamoSubscriptionStore(
           },
         }),
       );
+      try {
+        await item;
+      } catch (err) {
+        // The slot was claimed but no connection item holds it, so no delete would free it:
+        // free it now, or the principal would be one socket short until the slot's `until`.
+        await releaseSlot(doc, tableName, quotaKeyOf(connection.caller.principal), connection.connection_id);
+        throw err;
+      }
       return claimed;
     },
     async getConnection(connectionId) {

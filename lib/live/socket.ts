@@ -19,6 +19,7 @@
 import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { quotaKeyOf } from '../core/principal.ts';
+import { tokenExpProblem } from '../core/token-exp.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
 import type { ConnectGate } from './connect-gate.ts';
@@ -67,8 +68,8 @@ export function connectToken(
 
 /**
  * Authenticates and records the connection with its token's `exp`, within its principal's bound.
- * `unauthenticated` for bad credentials, a token without `exp` or one already expired by
- * `deps.now()`; `too_many_connections` when the principal holds `maxConnections` open sockets.
+ * `unauthenticated` for bad credentials, a token without `exp`, one already expired by
+ * `deps.now()`, or one whose `exp` is no safe integer or lies over 366 days ahead; `too_many_connections` when the principal holds `maxConnections` open sockets.
  * At the bound, the principal's sockets older than PROBE_AFTER_MS are asked after
  * (`poster.alive`, API Gateway's GetConnection): one whose $disconnect never came is forgotten
  * and its place given to this one. Through `deps.gate`, one principal's connects are admitted one
@@ -80,8 +81,12 @@ export async function connect(
   token: string | null,
 ): Promise<ConnectOutcome> {
   const identity = await deps.authenticate(token);
-  if (identity === null || !Number.isFinite(identity.exp)) return 'unauthenticated';
+  if (identity === null) return 'unauthenticated';
   const now = deps.now();
+  // An exp that is no safe integer or lies absurdly far ahead could not be stored as the
+  // socket's lifetime: refused, as over HTTP (core/token-exp.ts).
+  if (typeof identity.exp !== 'number' || tokenExpProblem(identity.exp, now) !== null)
+    return 'unauthenticated';
   if (tokenExpired(identity.exp, now)) return 'unauthenticated';
   const connection: LiveConnection = {
     connection_id: connectionId,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
 import { CALLER_GROUPS } from '../http/auth.ts';
+import { MAX_TOKEN_LIFETIME_S } from '../core/token-exp.ts';
 
 /** The `iss` of every local token. */
 export const LOCAL_ISSUER = 'agent-runs-local';
@@ -119,6 +120,12 @@ async function issuerOf(privateJwk: JWK): Promise<LocalIssuer> {
       const ttl = request.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
       if (!Number.isSafeInteger(ttl) || ttl <= 0)
         throw new IssuerError('token_invalid_request', `ttlSeconds must be a positive integer, got ${ttl}`);
+      // A token living longer would be refused by the API and the live socket (core/token-exp.ts).
+      if (ttl > MAX_TOKEN_LIFETIME_S)
+        throw new IssuerError(
+          'token_invalid_request',
+          `ttlSeconds must be at most ${MAX_TOKEN_LIFETIME_S} (366 days), got ${ttl}`,
+        );
       const groups = [
         ...(request.groups ?? []),
         ...(request.admin === true ? [CALLER_GROUPS.admin] : []),

@@ -12,7 +12,7 @@ import { createStepBatchHandler } from '../handlers/step-batch.ts';
 import { createSweeperHandler } from '../handlers/sweeper.ts';
 import type { ConsoleSite } from '../http/console.ts';
 import type { ConsoleConfigInput } from '../http/console-config.ts';
-import { createHttpApp, jwtClaimsAuth, maxOpenWaitsFromEnv } from '../http/index.ts';
+import { createHttpApp, jwtClaimsAuth, keepEmptyLastEventId, maxOpenWaitsFromEnv } from '../http/index.ts';
 import { builtInFunctions, createRuntime, type Runtime, type RuntimeConfig } from '../runtime.ts';
 import { createSandboxReducerHost, type SandboxLimits, type SandboxReducerHost } from '../sandbox/index.ts';
 import { storedFunctionRegistryFor } from '../sandbox/stored-registry.ts';
@@ -160,7 +160,8 @@ export function controlHandler(
   const lambda = handle(app);
   // hono declares its own (narrower) copy of the aws-lambda event types.
   type HonoEvent = Parameters<typeof lambda>[0];
-  return async (event, context, signal) => {
+  return async (given, context, signal) => {
+    const event = keepEmptyLastEventId(given);
     if (signal === undefined)
       return (await lambda(event as unknown as HonoEvent, context)) as APIGatewayProxyResultV2;
     // The adapter builds a Request without a signal: this one carries the gateway's (the

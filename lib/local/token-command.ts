@@ -68,7 +68,11 @@ export const tokenCommand = {
       )
       .option('--system', 'a system caller (operators: sees and may act on every run)')
       .option('--admin', 'admin rights (registries, functions)')
-      .option('--ttl <seconds>', 'how long the token is valid (default 30 days)', secondsArg)
+      .option(
+        '--ttl <seconds>',
+        'how long the token is valid (default 30 days, at most 366 days)',
+        secondsArg,
+      )
       .action(async (options: TokenOptions, cmd: Command) => {
         await tokenFromOptions(options, ctx.io, ctx.json(cmd));
       });

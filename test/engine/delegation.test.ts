@@ -181,7 +181,7 @@ describe('delegation', () => {
   });
 
   it('refuses delegate args with an unknown key or a subject in another workspace', async () => {
-    const { t, engine } = await setup();
+    const { t, store, engine } = await setup();
     const { run } = await engine.createRun(
       {
         subject: uniqueSubject(),
@@ -190,6 +190,7 @@ describe('delegation', () => {
           children: [
             { input: { leaf: 'complete' }, objectiv: 'typo' },
             { input: { leaf: 'complete' }, subject: { workspace: 'elsewhere', path: '/x' } },
+            { input: { leaf: 'complete' }, subject: { workspace: 'user:alice', path: '/a\u202eb' } },
           ],
         },
       },
@@ -200,10 +201,40 @@ describe('delegation', () => {
     const messages = (await eventsOf(engine, run.run_id))
       .filter((e) => e.kind === 'tool_result')
       .map((e) => (e.data.envelope as { diagnostics: { code: string; message: string }[] }).diagnostics[0]);
-    expect(messages.map((d) => d?.code)).toEqual(['delegate_args_invalid', 'delegate_args_invalid']);
+    expect(messages.map((d) => d?.code)).toEqual([
+      'delegate_args_invalid',
+      'delegate_args_invalid',
+      'delegate_args_invalid',
+    ]);
     expect(messages[0]?.message).toMatch(/objectiv/);
     expect(messages[1]?.message).toMatch(/^args\.subject\.workspace/);
     expect(await engine.listChildren(run.run_id, alice)).toEqual([]);
+    // A refused delegation started no child: it does not use up max_children.
+    expect((await record(store, run.run_id)).counters.children).toBe(0);
+  });
+
+  it('refuses a delegation whose default child path would pass 1 024 characters, counting no child', async () => {
+    const { t, store, engine } = await setup();
+    const { run } = await engine.createRun(
+      {
+        subject: { workspace: 'user:alice', path: `/${'p'.repeat(1_020)}` },
+        reducer: { function_path: REDUCER },
+        input: { children: [{ input: { leaf: 'complete' } }] },
+      },
+      alice,
+    );
+    await settle(t, engine);
+
+    const result = (await eventsOf(engine, run.run_id)).find((e) => e.kind === 'tool_result');
+    const envelope = result?.data.envelope as {
+      status: string;
+      diagnostics: { code: string; message: string }[];
+    };
+    expect(envelope.status).toBe('failed');
+    expect(envelope.diagnostics[0]?.code).toBe('delegate_subject_too_long');
+    expect(envelope.diagnostics[0]?.message).toMatch(/1032 characters/);
+    expect(await engine.listChildren(run.run_id, alice)).toEqual([]);
+    expect((await record(store, run.run_id)).counters.children).toBe(0);
   });
 
   it('refuses a delegation past max_children (on_exceeded fail) before it starts a child', async () => {

@@ -8,6 +8,7 @@ import {
   childResumeKey,
   DELEGATE_MESSAGE_TOOL,
   DELEGATE_TOOL,
+  CHILD_BUDGET_REFUSAL_PREFIX,
   DELEGATION_REFUSALS,
   HandBackPayload,
   isTerminalStatus,
@@ -45,14 +46,17 @@ function addAmounts(into: TreeAmounts, amounts: TreeAmounts): TreeAmounts {
 /** Whether a delegation's failed `envelope` is a refusal that wrote nothing (DELEGATION_REFUSALS). */
 function isRefusal(envelope: ToolResultEnvelope): boolean {
   const code = envelope.diagnostics?.[0]?.code;
-  return code !== undefined && (DELEGATION_REFUSALS as readonly string[]).includes(code);
+  if (code === undefined) return false;
+  return (
+    (DELEGATION_REFUSALS as readonly string[]).includes(code) || code.startsWith(CHILD_BUDGET_REFUSAL_PREFIX)
+  );
 }
 
 /**
  * The draft after a delegation's result `envelope`: a created child joins `live_children` with its
  * terms (its reservation, whether the parent waits on it); a hand-back answered at once (a child
  * that had already ended when a re-dispatch found it) charges its usage; a refusal that wrote
- * nothing (DELEGATION_REFUSALS: quota, tree bounds) takes back the `counters.children` its start
+ * nothing (DELEGATION_REFUSALS: bad args, quota, tree bounds, budget) takes back the `counters.children` its start
  * counted. Other results change nothing. docs/contracts/run-lifecycle.md, "Budgets" (children
  * reserve against the parent).
  */
