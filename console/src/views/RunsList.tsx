@@ -40,6 +40,18 @@ function localInput(ms: number | undefined): string {
   return d.toISOString().slice(0, 16);
 }
 
+/** The table's columns: the hint each header carries (list-words.ts) and its label. */
+const COLUMNS: readonly [keyof typeof LIST_HINTS, string][] = [
+  ['run', 'Run'],
+  ['status', 'Status'],
+  ['subject', 'Subject'],
+  ['principal', 'Principal'],
+  ['created', 'Created'],
+  ['updated', 'Updated'],
+  ['turn', 'Model turns'],
+  ['needsYou', 'Needs you'],
+];
+
 export function RunsList() {
   const { client } = useApi();
   const queryClient = useQueryClient();
@@ -176,30 +188,11 @@ export function RunsList() {
           <caption className="visually-hidden">Runs, {filters.order} first</caption>
           <thead>
             <tr>
-              <th scope="col" title={LIST_HINTS.run}>
-                Run
-              </th>
-              <th scope="col" title={LIST_HINTS.status}>
-                Status
-              </th>
-              <th scope="col" title={LIST_HINTS.subject}>
-                Subject
-              </th>
-              <th scope="col" title={LIST_HINTS.principal}>
-                Principal
-              </th>
-              <th scope="col" title={LIST_HINTS.created}>
-                Created
-              </th>
-              <th scope="col" title={LIST_HINTS.updated}>
-                Updated
-              </th>
-              <th scope="col" title={LIST_HINTS.turn}>
-                Model turns
-              </th>
-              <th scope="col" title={LIST_HINTS.needsYou}>
-                Needs you
-              </th>
+              {COLUMNS.map(([hint, label]) => (
+                <th key={hint} scope="col" title={LIST_HINTS[hint]}>
+                  {label}
+                </th>
+              ))}
             </tr>
           </thead>
           <tbody>
