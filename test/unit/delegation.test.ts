@@ -139,7 +139,10 @@ describe('tree bounds', () => {
       ['quota_exceeded', 0],
       ['child_limit_reached', 0],
       ['tree_depth_exceeded', 0],
-      ['reducer_not_found', 1],
+      ['reducer_not_found', 0],
+      ['delegate_args_invalid', 0],
+      // Not a refusal before anything was written: the create key names another run.
+      ['create_key_taken', 1],
     ] as const) {
       const { record, fence } = delegating();
       const started = ok(startOperation(record, 2_001));
