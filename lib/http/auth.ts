@@ -99,7 +99,8 @@ export interface JwtClaimsAuthOptions {
  * Reads the principal from the JWT authorizer claims API Gateway verified
  * (`c.env.event.requestContext.authorizer.jwt.claims`): `sub` is the user id; a group or role
  * `system` or the scope `agent-runs/system` makes a system caller (admin too); a group or role
- * `admin` or the scope `agent-runs/admin` gives admin rights. Groups come from `cognito:groups`
+ * `admin` or the scope `agent-runs/admin` gives admin rights (a bare `system` or `admin` SCOPE
+ * grants nothing). Groups come from `cognito:groups`
  * (CALLER_GROUPS) and `groups`, and a user principal carries them (`principal.groups`, what
  * policy rules and agents' `acts_for` match on); roles from `custom:role`, scopes from `scope` / `scp`. No claims (no
  * authorizer, a local request) → null. An `exp` claim that is not a safe integer or lies more
@@ -119,17 +120,19 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
     const sub = claims.sub;
     if (typeof sub !== 'string' || sub.length === 0) return null;
     const groups = [...new Set([...claimValues(claims[groupsClaim]), ...claimValues(claims.groups)])];
-    const grants = new Set([
-      ...claimValues(claims[roleClaim]),
-      ...claimValues(claims[groupsClaim]),
-      ...scopeClaims.flatMap((name) => claimValues(claims[name])),
-    ]);
-    if (grants.has(CALLER_GROUPS.system) || grants.has(SYSTEM_SCOPE)) {
+    // A role or group grants by its bare name (admin, system) or the scope's; a scope only by
+    // the namespaced one: an identity provider may hand out a bare `admin` or `system` scope for
+    // its own purposes, and that must not make a caller the runtime's admin or system.
+    const named = new Set([...claimValues(claims[roleClaim]), ...claimValues(claims[groupsClaim])]);
+    const scopes = new Set(scopeClaims.flatMap((name) => claimValues(claims[name])));
+    const grants = (group: string, scope: string) =>
+      named.has(group) || named.has(scope) || scopes.has(scope);
+    if (grants(CALLER_GROUPS.system, SYSTEM_SCOPE)) {
       return { principal: { kind: 'system', id: sub }, admin: true };
     }
     return {
       principal: { kind: 'user', id: sub, ...(groups.length > 0 ? { groups: groups.slice(0, 64) } : {}) },
-      admin: grants.has(CALLER_GROUPS.admin) || grants.has(ADMIN_SCOPE),
+      admin: grants(CALLER_GROUPS.admin, ADMIN_SCOPE),
     };
   };
 }

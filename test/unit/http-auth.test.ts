@@ -84,6 +84,20 @@ describe('jwtClaimsAuth', () => {
     });
   });
 
+  it("grants nothing for a bare system or admin scope: only the namespaced scopes are the runtime's", async () => {
+    // An identity provider may hand out scopes named `system` or `admin` for its own purposes.
+    for (const scope of ['openid system', 'openid admin', ['system', 'admin']]) {
+      expect(await auth(req(), lambdaEnv({ sub: 'bob', scope }))).toEqual({
+        principal: { kind: 'user', id: 'bob' },
+        admin: false,
+      });
+    }
+    expect(await auth(req(), lambdaEnv({ sub: 'bob', scp: ['system'] }))).toMatchObject({
+      principal: { kind: 'user' },
+      admin: false,
+    });
+  });
+
   it('reads admin and system rights from the Cognito groups claim, as API Gateway passes it', async () => {
     expect(await auth(req(), lambdaEnv({ sub: 'u', 'cognito:groups': `[${CALLER_GROUPS.admin}]` }))).toEqual({
       principal: { kind: 'user', id: 'u', groups: [CALLER_GROUPS.admin] },
