@@ -285,10 +285,12 @@ function clientLeaseReason(
 ): WaitingReason[] {
   const { owner, expires_at } = run.lease;
   const commands = [cmd('lease', run.run_id)];
+  // No CLI command moves a client-driven run; the one offered shows its lease, and a stop ends it.
+  const only = ' (the command below only shows who holds the lease; to end the run instead, stop it)';
   if (now < expires_at) {
     return [
       {
-        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, unless it renews it); the run moves when that client writes its next step`,
+        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, unless it renews it); the run moves when that client writes its next step${only}`,
         commands,
       },
     ];
@@ -300,7 +302,7 @@ function clientLeaseReason(
       : `at its next pass, within ${seconds(takeover.byMs)}`;
   return [
     {
-      text: `client-driven: the lease of client ${owner} ran out ${seconds(now - expires_at)} ago; the sweeper lets it go ${when}, and the run then waits, queued, for a client to take the lease again`,
+      text: `client-driven: the lease of client ${owner} ran out ${seconds(now - expires_at)} ago; the sweeper lets it go ${when}, and the run then waits, queued, for a client to take the lease again${only}`,
       commands,
     },
   ];

@@ -284,7 +284,7 @@ describe('why a run is not moving', () => {
       });
     const [held] = waitingReasons(running(T + 30_000), T);
     expect(held?.text).toBe(
-      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, unless it renews it); the run moves when that client writes its next step`,
+      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, unless it renews it); the run moves when that client writes its next step (the command below only shows who holds the lease; to end the run instead, stop it)`,
     );
     expect(held?.commands).toEqual(['agent-runs lease run-1']);
     const timing = {
@@ -295,7 +295,7 @@ describe('why a run is not moving', () => {
     };
     const [lapsed] = waitingReasons(running(T), T + 2_000, timing);
     expect(lapsed?.text).toBe(
-      'client-driven: the lease of client ai-sdk-1 ran out 2 s ago; the sweeper lets it go in 3 s to 63 s, and the run then waits, queued, for a client to take the lease again',
+      'client-driven: the lease of client ai-sdk-1 ran out 2 s ago; the sweeper lets it go in 3 s to 63 s, and the run then waits, queued, for a client to take the lease again (the command below only shows who holds the lease; to end the run instead, stop it)',
     );
   });
 
