@@ -8,8 +8,10 @@
  * C0 controls (tab and newline too), DEL and C1 controls; and the bidirectional formatting
  * characters (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which can make a path
  * display as another (`/x\u202egnp.exe` shown as `/xexe.png`); and the line and paragraph
- * separators (U+2028, U+2029), which some viewers break a line at. The same set the API refuses
- * in identifiers (lib/contracts/clean-text.ts), so text stored before that rule prints safely too.
+ * separators (U+2028, U+2029), which some viewers break a line at: what the API refused in
+ * identifiers before it refused every invisible format character there (lib/contracts/clean-text.ts),
+ * so text stored before prints safely too. Zero-width joiners and non-joiners stay: prose in
+ * several scripts, and emoji, need them.
  */
 const CONTROL_CHARS = /[\p{Cc}\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/gu;
 

@@ -1,9 +1,10 @@
 /**
  * Text a caller gives that is printed where operators look (the CLI, `watch`, the console, logs):
  * no control character (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F) in an identifier, so that
- * none can clear a terminal or forge a line; and, in an identifier, no bidirectional formatting
- * character (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) nor line or paragraph separator
- * (U+2028, U+2029), so that none can make one name display as another or forge a line. Refused
+ * none can clear a terminal or forge a line; and, in an identifier, no invisible character (a
+ * format character, Unicode category Cf: bidirectional marks, zero-width characters, the soft
+ * hyphen, the byte-order mark, ...; nor a line or paragraph separator, U+2028, U+2029), so that
+ * none can make one name display as another or forge a line. Refused
  * with the zod issue code `control_character` (params.code), answered 400 validation_failed
  * naming the field.
  */
@@ -25,30 +26,27 @@ export function firstControlChar(text: string, allowed = ''): { index: number; c
 }
 
 /**
- * Whether UTF-16 unit `c` is a bidirectional formatting character (U+061C, U+200E, U+200F,
- * U+202A-U+202E, U+2066-U+2069) or a line or paragraph separator (U+2028, U+2029): invisible
- * characters that reorder or break the text around them where it is shown.
+ * Invisible characters an identifier may not hold: every format character (Unicode category Cf:
+ * the bidirectional marks and embeddings U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069,
+ * the zero-width U+200B-U+200D and U+2060, the soft hyphen U+00AD, the byte-order mark U+FEFF,
+ * U+180E, the interlinear annotations U+FFF9-U+FFFB, the musical U+1D173-U+1D17A, the tags
+ * U+E0001-U+E007F, ...) and the line and paragraph separators (U+2028, U+2029): each makes one
+ * name display as another, or breaks a line, where it is shown.
  */
-function isBidiOrSeparator(c: number): boolean {
-  return (
-    c === 0x061c ||
-    c === 0x200e ||
-    c === 0x200f ||
-    (c >= 0x2028 && c <= 0x202e) ||
-    (c >= 0x2066 && c <= 0x2069)
-  );
-}
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/u;
 
 /**
  * The first character of `text` an identifier may not hold, with its UTF-16 index, or null:
- * a control character ({@link firstControlChar}, none allowed), a bidirectional formatting
- * character or a line or paragraph separator (U+2028, U+2029).
+ * a control character ({@link firstControlChar}, none allowed) or an invisible one (a format
+ * character or a line or paragraph separator, INVISIBLE).
  */
 export function firstUnsafeIdChar(text: string): { index: number; char: string; bidi: boolean } | null {
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
+  let i = 0;
+  for (const ch of text) {
+    const c = ch.codePointAt(0) as number;
     const control = c <= 0x1f || (c >= 0x7f && c <= 0x9f);
-    if (control || isBidiOrSeparator(c)) return { index: i, char: codePointName(c), bidi: !control };
+    if (control || INVISIBLE.test(ch)) return { index: i, char: codePointName(c), bidi: !control };
+    i += ch.length;
   }
   return null;
 }
@@ -87,7 +85,7 @@ export function refuseUnsafeIdChars(ctx: z.RefinementCtx, path: string[], text: 
     path,
     params: { code: 'control_character' },
     message: found.bidi
-      ? `holds the bidirectional formatting or separator character ${found.char} at index ${found.index}`
+      ? `holds the invisible (format or separator) character ${found.char} at index ${found.index}`
       : `holds the control character ${found.char} at index ${found.index}`,
   });
 }
@@ -95,8 +93,8 @@ export function refuseUnsafeIdChars(ctx: z.RefinementCtx, path: string[], text: 
 /**
  * A caller-chosen identifier (a create key, a control id, a resume key, a name in a registry
  * document, a function path, an op id, ...): 1..`max` characters (UTF-16 units), none of them a
- * control character (C0, C1, DEL), a bidirectional formatting character or a line or paragraph
- * separator (400 validation_failed with issue code `control_character`), so that it prints
+ * control character (C0, C1, DEL) nor an invisible one (a format character or a line or paragraph
+ * separator; 400 validation_failed with issue code `control_character`), so that it prints
  * safely wherever it is shown.
  */
 export function cleanId(max: number) {

@@ -49,9 +49,13 @@ const flags = { replay_safe: z.boolean(), interruptible: z.boolean().default(tru
  */
 export const CLIENT_RESERVED_TOOL_PREFIX = '/lib/raisin';
 
-/** Whether a client-driven `tool_call` may not name `tool` ({@link CLIENT_RESERVED_TOOL_PREFIX}). */
+/**
+ * Whether a client-driven `tool_call` may not name `tool` ({@link CLIENT_RESERVED_TOOL_PREFIX}),
+ * also behind leading white space (a space, a no-break space), which would otherwise let a log
+ * show a call that reads as the runtime's delegate tool.
+ */
 export function isClientReservedTool(tool: string): boolean {
-  return tool.toLowerCase().startsWith(CLIENT_RESERVED_TOOL_PREFIX);
+  return tool.replace(/^\s+/u, '').toLowerCase().startsWith(CLIENT_RESERVED_TOOL_PREFIX);
 }
 
 /** A client's tool name: a clean identifier outside the runtime's reserved tools. */

@@ -60,6 +60,10 @@ describe('delegation from a client-driven run', () => {
       DELEGATE_MESSAGE_TOOL,
       '/Lib/Raisin/agent-runs/delegate',
       '/lib/raisin',
+      // Look-alikes: behind a space or a no-break space, or with a zero-width space inside.
+      ` ${DELEGATE_TOOL}`,
+      `\u00a0${DELEGATE_TOOL}`,
+      `\u200b${DELEGATE_TOOL}`,
     ]) {
       const begun = await call('POST', `/runs/${run.run_id}/operations`, {
         fence,
@@ -69,9 +73,9 @@ describe('delegation from a client-driven run', () => {
       });
       expect(begun.status, tool).toBe(400);
       expect(begun.body.code).toBe('validation_failed');
-      expect(begun.body.details?.issues).toEqual([
-        expect.objectContaining({ path: 'request.tool', code: 'reserved_tool' }),
-      ]);
+      // A zero-width space is refused as any identifier's invisible character is.
+      const code = tool.includes('\u200b') ? 'control_character' : 'reserved_tool';
+      expect(begun.body.details?.issues).toEqual([expect.objectContaining({ path: 'request.tool', code })]);
     }
     const after = await runtime.store.getRun(run.run_id);
     expect(after?.version).toBe(before?.version);

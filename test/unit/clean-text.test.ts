@@ -1,0 +1,42 @@
+/**
+ * Identifiers hold no control character and no invisible one (lib/contracts/clean-text.ts): the
+ * look-alikes an adversarial pass used (zero-width characters, the byte-order mark, the soft
+ * hyphen, a Mongolian vowel separator, an interlinear annotation, a musical format character)
+ * are refused like the bidirectional marks, while letters of any script and emoji are not.
+ */
+import { describe, expect, it } from 'vitest';
+import { cleanId, firstUnsafeIdChar } from '../../lib/contracts/clean-text.ts';
+
+describe('identifier characters', () => {
+  it('refuses every invisible format character and separator, naming it and its index', () => {
+    for (const [char, name] of [
+      ['\u200b', 'U+200B'],
+      ['\u200c', 'U+200C'],
+      ['\u200d', 'U+200D'],
+      ['\u2060', 'U+2060'],
+      ['\ufeff', 'U+FEFF'],
+      ['\u00ad', 'U+00AD'],
+      ['\u180e', 'U+180E'],
+      ['\ufff9', 'U+FFF9'],
+      ['\u{1d173}', 'U+1D173'],
+      ['\u{e0041}', 'U+E0041'],
+      ['\u202e', 'U+202E'],
+      ['\u2028', 'U+2028'],
+      ['\u0001', 'U+0001'],
+    ] as const) {
+      expect(firstUnsafeIdChar(`/shared${char}x`), name).toMatchObject({ index: 7, char: name });
+      const parsed = cleanId(64).safeParse(`/shared${char}`);
+      expect(parsed.success, name).toBe(false);
+      expect(parsed.error?.issues[0]).toMatchObject({ params: { code: 'control_character' } });
+    }
+  });
+
+  it('keeps letters of any script, astral characters and emoji', () => {
+    for (const text of ['/tickets/7', '/café/Ünïcode', '/日本語/パス', '/Ελληνικά', '/emoji/🚀', '/𝔘𝔫𝔦']) {
+      expect(firstUnsafeIdChar(text), text).toBeNull();
+      expect(cleanId(64).safeParse(text).success, text).toBe(true);
+    }
+    // The index is in UTF-16 units, as JavaScript strings count, after an astral character.
+    expect(firstUnsafeIdChar('🚀\u200b')).toMatchObject({ index: 2 });
+  });
+});
