@@ -114,13 +114,28 @@ export const ANSWER_MARGIN_MS = 1_000;
 /**
  * The wait a request may have (ms): `requestedMs`, cut so that it ends {@link ANSWER_MARGIN_MS}
  * before the Lambda invocation's time runs out when the app runs in Lambda (hono's adapter puts
- * the invocation's context in `env.lambdaContext`). On API Gateway the function never learns that
- * a client went away, so this and the 20 s cap are what bound a long poll there.
+ * the invocation's context in `env.lambdaContext`), and so that it ends when the caller's token
+ * does (its `exp` claim, seconds, as API Gateway's JWT authorizer passes it in
+ * `env.event.requestContext.authorizer.jwt.claims`): a wait answers with what it found so far then,
+ * and the next request is refused 401 like any other with that token. On API Gateway the function
+ * never learns that a client went away, so this and the 20 s cap are what bound a long poll there.
  */
-export function waitBudgetMs(requestedMs: number, env: unknown): number {
+export function waitBudgetMs(requestedMs: number, env: unknown, now: number = Date.now()): number {
   const context = (env as { lambdaContext?: { getRemainingTimeInMillis?: () => number } } | undefined)
     ?.lambdaContext;
   const remaining = context?.getRemainingTimeInMillis?.();
-  if (typeof remaining !== 'number' || !Number.isFinite(remaining)) return requestedMs;
-  return Math.max(0, Math.min(requestedMs, remaining - ANSWER_MARGIN_MS));
+  const untilExp = tokenLeftMs(env, now);
+  let budget = Math.min(requestedMs, untilExp);
+  if (typeof remaining === 'number' && Number.isFinite(remaining))
+    budget = Math.min(budget, remaining - ANSWER_MARGIN_MS);
+  return Math.max(0, budget);
+}
+
+/** How long the request's token is still valid (ms), from its `exp` claim; Infinity without one. */
+function tokenLeftMs(env: unknown, now: number): number {
+  const claims = (
+    env as { event?: { requestContext?: { authorizer?: { jwt?: { claims?: Record<string, unknown> } } } } }
+  )?.event?.requestContext?.authorizer?.jwt?.claims;
+  const exp = Number(claims?.exp);
+  return Number.isSafeInteger(exp) ? exp * 1000 - now : Number.POSITIVE_INFINITY;
 }
