@@ -230,6 +230,8 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     await ackShown(page, 'stop: applied');
     await page.locator('.run-header .badge-stopped').waitFor({ timeout: 20_000 });
     await page.locator('li.event[data-kind="stopped"]').waitFor();
+    // The header says why it stopped (the reason is on the stopped event, not on the record).
+    await page.getByTestId('status-detail').getByText('stopped: done for today').waitFor({ timeout: 20_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(1);
 
     // Each action through the API's log: what the page did is what the run recorded. The

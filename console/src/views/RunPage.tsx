@@ -93,7 +93,7 @@ export function RunPage({ runId }: { runId: string }) {
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/">Runs</Link> / <span className="mono">{record.run_id}</span>
       </nav>
-      <RunHeader run={record} />
+      <RunHeader run={record} stopReason={stopReasonOf(feed.events)} />
       <nav aria-label="Run sections" className="section-nav">
         <a href="#plan">Plan</a> <a href="#usage">Usage</a> <a href="#events">Events</a>{' '}
         <a href="#checkpoints">Checkpoints</a> <a href="#children">Children</a>{' '}
@@ -194,7 +194,13 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
   );
 }
 
-function statusDetail(run: PublicRunRecord): string | null {
+/** The reason its `stopped` event gives (the record of a stopped run keeps none), when shown. */
+function stopReasonOf(events: readonly RunEvent[]): string | undefined {
+  const reason = events.findLast((e) => e.kind === 'stopped')?.data.reason;
+  return typeof reason === 'string' && reason !== '' ? reason : undefined;
+}
+
+function statusDetail(run: PublicRunRecord, stopReason?: string): string | null {
   switch (run.status) {
     case 'paused':
       return `${pausedLine(run)}${budgetPauseLimit(run) !== null ? '; raise it to go on' : ''}`;
@@ -204,8 +210,13 @@ function statusDetail(run: PublicRunRecord): string | null {
       return `${run.outcome}${run.summary !== undefined ? `: ${run.summary}` : ''}`;
     case 'failed':
     case 'stopped':
-      // A stop's own reason is on its `stopped` event; `stopped` beside the badge says nothing.
-      return run.terminal_reason === run.status ? null : reasonText(run.terminal_reason);
+      // A stop's own reason is on its `stopped` event (the timeline has it); `stopped` beside the
+      // badge would say nothing.
+      if (run.terminal_reason !== run.status) return reasonText(run.terminal_reason);
+      if (run.status !== 'stopped' || stopReason === undefined) return null;
+      return reasonText(stopReason).startsWith('stopped')
+        ? reasonText(stopReason)
+        : `stopped: ${reasonText(stopReason)}`;
     case 'queued':
       // Nothing else moves a client-driven run: after a takeover it waits for its client.
       return run.reducer === null && run.lease === null
@@ -232,7 +243,7 @@ function OperationFact({ run }: { run: PublicRunRecord }) {
   );
 }
 
-function RunHeader({ run }: { run: PublicRunRecord }) {
+function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: string | undefined }) {
   const { config } = useApi();
   const now = useNow();
   const observed = useRef<LeaseObservation | null>(null);
@@ -246,7 +257,7 @@ function RunHeader({ run }: { run: PublicRunRecord }) {
   };
   const lease = leaseView(run, now, observed.current, timings);
   const driver = driverWords(run, lease, timings);
-  const detail = statusDetail(run);
+  const detail = statusDetail(run, stopReason);
   const personWait = personWaitText(run);
   const agentRef = run.executor_config.agent_ref;
   const agent =
