@@ -171,7 +171,7 @@ describe('the console live, in chromium', { timeout: 120_000 }, () => {
     // The 60 s lease still runs; then the deployment's skew allowance (30 s by default), then the
     // next pass of the local stack's sweeper, which passes every 2 seconds.
     expect(text).toMatch(
-      /Its hold on the run \(its lease\) runs out in \d+ seconds\. The service checks for stalled runs every 2 seconds \(the sweeper\)\. It frees a hold once the hold is \d+ seconds past its end, to allow for clocks that differ between machines: in about \d+ seconds at the latest\./,
+      /Its hold on the run \(its lease\) runs out in \d+ seconds\. The service checks for stalled runs every 2 seconds \(the sweeper\)\. It frees a hold once the hold is \d+ seconds past its end, to allow for clocks that differ between machines: within about \d+ seconds\./,
     );
     expect(text).toContain('The service never ends the run itself.');
 

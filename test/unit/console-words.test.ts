@@ -70,7 +70,7 @@ describe('who drives the run', () => {
     expect(words.note).toContain(
       'Its hold on the run (its lease) ran out 3 seconds ago. The service checks for stalled runs every ' +
         '10 seconds (the sweeper). It frees a hold once the hold is 30 seconds past its end, to allow ' +
-        'for clocks that differ between machines: in about 37 seconds at the latest.',
+        'for clocks that differ between machines: within about 37 seconds.',
     );
     expect(words.note).toContain('The run then waits (status queued) for a client to take it again.');
     expect(words.note).toContain('The service never ends the run itself.');

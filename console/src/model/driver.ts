@@ -59,7 +59,7 @@ function takeoverWhy(
   return (
     `${where} The service checks for stalled runs every ${sweep} (the sweeper). It frees a hold ` +
     `once the hold is ${skew} past its end, to allow for clocks that differ between machines: ` +
-    `in about ${seconds(lease.takeoverInS)} at the latest.`
+    `within about ${seconds(lease.takeoverInS)}.`
   );
 }
 

@@ -221,8 +221,12 @@ function ApprovalCard(props: {
       </dl>
       {request.subject.changes !== undefined ? (
         <details open>
-          <summary>Changes</summary>
-          <Json value={request.subject.changes} label="Changes to approve" />
+          <summary>
+            {request.subject.kind === 'tool_call'
+              ? 'The call: tool, version and arguments'
+              : 'What it asks for'}
+          </summary>
+          <Json value={request.subject.changes} label="What you approve" />
         </details>
       ) : null}
       <Expiry at={request.expires_at} what={expiryWhat('approval', props.hasReducer)} />
