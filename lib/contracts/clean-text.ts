@@ -74,7 +74,7 @@ export function refuseControlChars(
 
 /**
  * Adds a `control_character` issue at `path` when the identifier `text` holds a control
- * character, a bidirectional formatting character or a line or paragraph separator
+ * character or an invisible one (a format character or a line or paragraph separator)
  * ({@link firstUnsafeIdChar}).
  */
 export function refuseUnsafeIdChars(ctx: z.RefinementCtx, path: string[], text: string | undefined): void {

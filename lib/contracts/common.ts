@@ -101,8 +101,8 @@ export const MAX_SUBJECT_NODE_ID_CHARS = 256;
  * A subject as a caller gives it (a create, a fork, a delegation, a list by subject): strict
  * (an unknown key is a typo, never silently kept); `workspace` 1..256, `path` 1..1024, `node_id`
  * at most 256 characters (a longer one is refused `too_big`, so a run's events and notifications stay
- * small enough to deliver); none holds a control character, a bidirectional formatting character
- * or a line or paragraph separator (`control_character`, clean-text.ts). Each refusal is 400
+ * small enough to deliver); none holds a control character or an invisible one (a format
+ * character, Unicode Cf, or a line or paragraph separator) (`control_character`, clean-text.ts). Each refusal is 400
  * validation_failed naming the field.
  */
 export const CallerSubject = z

@@ -74,6 +74,16 @@ const JwtEvent = z.object({
   }),
 });
 
+/**
+ * The claims API Gateway's JWT authorizer verified for this request
+ * (`env.event.requestContext.authorizer.jwt.claims`), or null when there are none (no
+ * authorizer, a local request without the local authorizer's wrapper).
+ */
+export function jwtClaimsOf(env: unknown): Record<string, unknown> | null {
+  const parsed = JwtEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
+  return parsed.success ? parsed.data.requestContext.authorizer.jwt.claims : null;
+}
+
 /** Claim values as API Gateway passes them: strings, `[a b]` for arrays, sometimes real arrays. */
 function claimValues(value: unknown): string[] {
   if (Array.isArray(value)) return value.map(String);
@@ -111,9 +121,8 @@ export function jwtClaimsAuth(options: JwtClaimsAuthOptions = {}): Authenticate 
   const groupsClaim = options.groupsClaim ?? 'cognito:groups';
   const scopeClaims = options.scopeClaims ?? ['scope', 'scp'];
   return (_request, env) => {
-    const parsed = JwtEvent.safeParse((env as { event?: unknown } | null | undefined)?.event);
-    if (!parsed.success) return null;
-    const claims = parsed.data.requestContext.authorizer.jwt.claims;
+    const claims = jwtClaimsOf(env);
+    if (claims === null) return null;
     const expProblem = tokenExpProblem(claims.exp, (options.now ?? Date.now)());
     if (expProblem !== null)
       throw new HttpError('unauthenticated', expProblem, {}, { headers: { 'WWW-Authenticate': 'Bearer' } });

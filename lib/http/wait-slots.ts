@@ -13,6 +13,7 @@
  * timeout (29 s, under API Gateway's 30 s integration limit).
  */
 import { configFromEnv } from '../config.ts';
+import { jwtClaimsOf } from './auth.ts';
 import { HttpError } from './errors.ts';
 
 /**
@@ -133,9 +134,6 @@ export function waitBudgetMs(requestedMs: number, env: unknown, now: number = Da
 
 /** How long the request's token is still valid (ms), from its `exp` claim; Infinity without one. */
 function tokenLeftMs(env: unknown, now: number): number {
-  const claims = (
-    env as { event?: { requestContext?: { authorizer?: { jwt?: { claims?: Record<string, unknown> } } } } }
-  )?.event?.requestContext?.authorizer?.jwt?.claims;
-  const exp = Number(claims?.exp);
+  const exp = Number(jwtClaimsOf(env)?.exp);
   return Number.isSafeInteger(exp) ? exp * 1000 - now : Number.POSITIVE_INFINITY;
 }
