@@ -408,6 +408,10 @@ try {
         const returned = e.kind === 'tool_result' ? toolReturned.get(e.operation_id ?? '') : undefined;
         if (returned !== undefined) commitDelays.set(e.operation_id ?? '', performance.now() - returned);
       }
+      // The table's stream consumer frees an ended run's subject (one write of the run's, which
+      // its ending commit charged): made here, as that consumer would, so that its units count.
+      if (c.events.some((e) => e.kind === 'run_completed' || e.kind === 'run_failed' || e.kind === 'stopped'))
+        await base.releaseSubject(out);
       const started = c.events.find((e) => e.kind === 'operation_started');
       if (started?.operation_id !== undefined) {
         const list = starts.get(out.run_id) ?? [];

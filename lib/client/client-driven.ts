@@ -6,6 +6,7 @@
  * docs/contracts/run-lifecycle.md, "Server-driven and client-driven runs".
  */
 import type { z } from 'zod';
+import { RunIdParams } from '../contracts/http-params.ts';
 import type {
   BeginOperationResponse,
   ClientOperationResult,
@@ -18,7 +19,6 @@ import type {
   ReportOutcomeResponse,
   TakeSteersResponse,
 } from '../contracts/index.ts';
-import { RunIdParams } from '../contracts/http-params.ts';
 import type { CallFn } from './call.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 

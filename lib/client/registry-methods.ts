@@ -8,6 +8,7 @@
  * admin), `validation_failed` (400), `registry_entry_not_found` (404).
  */
 import type { z } from 'zod';
+import { RegistryEntryQuery } from '../contracts/http-params.ts';
 import type {
   AgentEntry,
   PolicyDocument,
@@ -18,7 +19,6 @@ import type {
   ToolEntry,
   WorkspaceGrant,
 } from '../contracts/index.ts';
-import { RegistryEntryQuery } from '../contracts/http-params.ts';
 import type { CallFn } from './call.ts';
 import { OPERATION_ANSWERS as ANSWERS } from './operations.ts';
 

@@ -418,7 +418,20 @@ export interface RunStore {
   readEvents(runId: string, after: number, limit: number, held?: HeldVersion): Promise<RunEvent[]>;
   getCheckpoint(runId: string, n: number): Promise<CheckpointItem | null>;
   listCheckpoints(runId: string): Promise<CheckpointItem[]>;
+  /**
+   * The run the subject's item names, or null. It may name a run that has ended: the ending
+   * commit leaves the subject's release to the table's stream consumer ({@link releaseSubject}),
+   * and until then a create takes the subject over as if it were free. Callers that want the
+   * subject's live run read the record and check its status.
+   */
   findBySubject(subject: Subject): Promise<string | null>;
+  /**
+   * Frees the subject of `record`, a run that has ended: deletes the subject item if it still
+   * names that run (else nothing: another run holds it now). Idempotent; made by the table's
+   * stream consumer for each run that ends (lib/handlers/stream-batch.ts), charged to the run by
+   * its ending commit. docs/reference/storage.md, "Subjects".
+   */
+  releaseSubject(record: RunRecord): Promise<void>;
   /** The run a create key names, and the digest of the request it was first used for. */
   findByCreateKey(principalKey: string, key: string): Promise<CreateKeyItem | null>;
   /**

@@ -216,6 +216,8 @@ export function createReads(deps: EngineDeps): Reads {
     const record = live === null ? null : await store.getRun(live);
     const runs =
       record !== null &&
+      // The subject item may still name its ended run until the release lands (RunStore.findBySubject).
+      !isTerminalStatus(record.status) &&
       mayList(record, caller) &&
       (query.status === undefined || record.status === query.status)
         ? [runView(record, deps.prices)]

@@ -7,6 +7,7 @@
  * docs/architecture.md, "The sweeper".
  */
 import type { RunRecord } from '../contracts/index.ts';
+import { type RateLimitedLog, rateLimitedLog } from '../core/rate-limited-log.ts';
 import {
   expireClientLease,
   expireRequests,
@@ -15,7 +16,6 @@ import {
   postponeWake,
   takeOver,
 } from '../core/run-machine.ts';
-import { type RateLimitedLog, rateLimitedLog } from '../core/rate-limited-log.ts';
 import { sweepAction } from '../core/sweeper.ts';
 import { deliverAfterEnd } from './after-end.ts';
 import { afterEnd, commitOf, commitRun, type EngineContext, type OwedReport, wake } from './deps.ts';

@@ -8,8 +8,8 @@ import { type Principal, WorkspaceGrant } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { DEFAULT_WORKSPACE_MODE, mayUseWorkspace, workspaceKind } from '../core/workspaces.ts';
 import type { EngineDeps } from './deps.ts';
-import { UNPUBLISHED_VERSION } from './registry-admission.ts';
 import { EngineError } from './errors.ts';
+import { UNPUBLISHED_VERSION } from './registry-admission.ts';
 
 /** The grant published for `workspace`, or null. */
 async function grantOf(deps: EngineDeps, workspace: string): Promise<WorkspaceGrant | null> {

@@ -17,13 +17,22 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { isTerminalStatus } from '../contracts/index.ts';
+import { rateLimitedLog } from '../core/rate-limited-log.ts';
+import type { RunStore } from '../engine/ports.ts';
 import { type FanOutDeps, pumpRun } from '../live/fan-out.ts';
 import type { NotificationPublisher } from '../live/ports.ts';
-import { rateLimitedLog } from '../core/rate-limited-log.ts';
-import { notificationOf, runChangeOf, type StreamRecordLike } from '../live/stream-records.ts';
+import {
+  notificationOf,
+  type RunChange,
+  runChangeOf,
+  type StreamRecordLike,
+} from '../live/stream-records.ts';
 import { describeError, type LogSink } from './observability.ts';
 
 export interface StreamBatchDeps extends FanOutDeps {
+  /** The fan-out's reads, and the subject release of each run that ended (the outbox's write). */
+  store: FanOutDeps['store'] & Pick<RunStore, 'releaseSubject'>;
   publisher: NotificationPublisher;
   logger: LogSink;
 }
@@ -50,6 +59,9 @@ export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHand
     const recordHandler = async (record: DynamoDBRecord): Promise<void> => {
       const change = runChangeOf(record as StreamRecordLike);
       if (change === null) return;
+      // The run just ended: free its subject (its ending commit left that to the outbox).
+      const ended = endedNow(change) ? change.after() : null;
+      if (ended !== null) await deps.store.releaseSubject(ended);
       const notification = notificationOf(change);
       if (notification !== null) await deps.publisher.publish([notification]);
       if (change.status === null || pumped.has(change.run_id)) return;
@@ -70,4 +82,13 @@ export function createStreamBatchHandler(deps: StreamBatchDeps): StreamBatchHand
       processInParallel: false,
     });
   };
+}
+
+/** True when the change is the commit that ended the run (its status became terminal). */
+function endedNow(change: RunChange): boolean {
+  return (
+    change.status !== null &&
+    isTerminalStatus(change.status) &&
+    (change.previous_status === null || !isTerminalStatus(change.previous_status))
+  );
 }

@@ -26,6 +26,7 @@ export {
   LOCAL_PRINCIPAL,
   SYSTEM_SCOPE,
 } from './auth.ts';
+export { EMPTY_HEADER_VALUE, keepEmptyLastEventId } from './empty-headers.ts';
 export {
   type ErrorBody,
   HTTP_ERROR_STATUS,
@@ -37,4 +38,3 @@ export {
 } from './errors.ts';
 export { ROUTES } from './routes.ts';
 export { DEFAULT_MAX_OPEN_WAITS, maxOpenWaitsFromEnv } from './wait-slots.ts';
-export { EMPTY_HEADER_VALUE, keepEmptyLastEventId } from './empty-headers.ts';

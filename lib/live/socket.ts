@@ -20,9 +20,9 @@ import { LiveClientMessage } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import { tokenExpProblem } from '../core/token-exp.ts';
+import type { ConnectGate } from './connect-gate.ts';
 import { expireConnection, tokenExpired } from './expiry.ts';
 import { type FanOutDeps, pumpRun } from './fan-out.ts';
-import type { ConnectGate } from './connect-gate.ts';
 import { DEFAULT_LIVE_LIMITS } from './limits.ts';
 import type { LiveConnection, LiveLimits } from './ports.ts';
 

@@ -9,8 +9,8 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
-import { CALLER_GROUPS } from '../http/auth.ts';
 import { MAX_TOKEN_LIFETIME_S } from '../core/token-exp.ts';
+import { CALLER_GROUPS } from '../http/auth.ts';
 
 /** The `iss` of every local token. */
 export const LOCAL_ISSUER = 'agent-runs-local';

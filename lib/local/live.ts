@@ -7,11 +7,11 @@
  * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { configFromEnv } from '../config.ts';
 import { createSocketHandler } from '../handlers/live-socket.ts';
 import type { LogSink } from '../handlers/observability.ts';
 import { createStreamBatchHandler } from '../handlers/stream-batch.ts';
 import { fileNotificationPublisher } from '../live/adapters.ts';
-import { configFromEnv } from '../config.ts';
 import { createDynamoSubscriptionStore } from '../live/dynamo-subscriptions.ts';
 import { liveLimitsFromEnv } from '../live/limits.ts';
 import type { TokenIdentity } from '../live/socket.ts';

@@ -17,8 +17,8 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { SocketEvent, SocketHandler } from '../handlers/live-socket.ts';
 import { type RateLimitedLog, rateLimitedLog } from '../core/rate-limited-log.ts';
+import type { SocketEvent, SocketHandler } from '../handlers/live-socket.ts';
 import { describeError, type LogSink, SILENT_LOG } from '../handlers/observability.ts';
 import type { ConnectionPoster } from '../live/ports.ts';
 

@@ -153,6 +153,12 @@ export {
 /** Everything one commit writes, in order, and the record as it will be stored. */
 export interface CommitPlan {
   writes: PlannedWrite[];
+  /**
+   * Writes made after the commit by the table's stream consumer, not by it (the subject release
+   * of a run that just ended, subjectReleaseWrites): not executed with the plan, but charged in
+   * it, as plain writes, so that the run's meter holds them.
+   */
+  released: PlannedWrite[];
   /** The record as stored: `version` and `state_at` set. */
   record: RunRecord;
   /** The inline event tail the record item holds once the commit landed (event-tail.ts). */
@@ -337,7 +343,7 @@ function refuseWhatDynamoRefuses(writes: PlannedWrite[]): void {
   }
 }
 
-/** The checkpoints, the control ack, and the subject release of a run that just ended. */
+/** The checkpoints, the control ack, and the live-run slot release of a run that just ended. */
 function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): PlannedWrite[] {
   const writes: PlannedWrite[] = [];
   for (const cp of commit.checkpoints ?? []) {
@@ -361,19 +367,34 @@ function bookkeepingWrites(commit: Commit, record: RunRecord, pk: string): Plann
       condition: { kind: 'absent' },
     });
   }
-  // A run that just ended releases its subject in the same transaction.
+  // A run that just ended frees its live-run slot in the same commit. Unconditional: only the
+  // run holding a slot ever frees it. Its subject is freed after the commit (releaseWrites).
+  if (endsRun(commit, record)) writes.push(...quotaReleaseWrites(record));
+  return writes;
+}
+
+/** True when `commit` is the one that ends the run (its ending event, on a stored run). */
+function endsRun(commit: Commit, record: RunRecord): boolean {
   const terminal = record.status === 'completed' || record.status === 'failed' || record.status === 'stopped';
-  if (terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e))) {
-    writes.push({
+  return terminal && commit.expectedVersion !== null && commit.events.some((e) => isEndingEvent(e));
+}
+
+/**
+ * The subject release of a run that just ended: one delete, conditioned on the subject still
+ * naming the run, made after the commit by the table's stream consumer (the outbox), not by the
+ * commit: the ending commit stays one plain write. Until it lands, the subject names an ended
+ * run, which frees it all the same (commit-protocol.ts: a create takes a subject over from an
+ * ended run). Empty for every other commit.
+ */
+export function subjectReleaseWrites(record: RunRecord): PlannedWrite[] {
+  return [
+    {
       op: 'delete',
       role: 'subject_release',
       key: { pk: subjectKey(record.subject), sk: 'S' },
       condition: { kind: 'absent_or_held_by', run_id: record.run_id },
-    });
-    // ...and its live-run slot. Unconditional: only the run holding a slot ever frees it.
-    writes.push(...quotaReleaseWrites(record));
-  }
-  return writes;
+    },
+  ];
 }
 
 /** The record's update (or, on create, nothing: createWrites puts it) for `stored`. */
@@ -489,6 +510,7 @@ export function planCommit(
     refuseWhatDynamoRefuses(writes);
     return {
       writes,
+      released: endsRun(commit, stored) ? subjectReleaseWrites(stored) : [],
       record: stored,
       tail: layout.tail,
       withMetered: (metered) => assemble({ ...stored, metered }, { ...item, metered: packMetered(metered) }),

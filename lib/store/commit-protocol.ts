@@ -37,7 +37,7 @@
  * it landed (its answer lost) is known as that plan's own, not someone else's.
  */
 import { randomBytes } from 'node:crypto';
-import type { RunRecord } from '../contracts/index.ts';
+import { isTerminalStatus, type RunRecord } from '../contracts/index.ts';
 import type { MeterCharge } from '../core/prices.ts';
 import { leaseNamedBy } from '../core/run-machine.ts';
 import { type Commit, CommitRejected } from '../engine/ports.ts';
@@ -127,6 +127,8 @@ export interface CommitIo {
   /** The tails the adapter has seen (event-tail.ts): a commit on a remembered version reads nothing. */
   tails: TailCache;
   sleep(ms: number): Promise<void>;
+  /** The run the subject item `pk` names (strongly consistent), or null when there is none. */
+  subjectHolder(pk: string): Promise<string | null>;
 }
 
 /** A fresh commit_token: marks the writes of one plan (see the header). */
@@ -148,6 +150,7 @@ export async function commitPlanned(
   bodies: CommitBodies,
   owed: MeterCharge,
 ): Promise<RunRecord> {
+  if (commit.expectedVersion === null) return createPlanned(io, commit, bodies, owed);
   let current = commit;
   let tail = await tailFor(io, commit);
   for (let round = 0; ; round += 1) {
@@ -181,4 +184,53 @@ export async function commitPlanned(
       expectedVersion: step.record.version,
     };
   }
+}
+
+/**
+ * Writes a create. A subject whose item still names a run that has ended (its release, made by
+ * the stream consumer after the ending commit, has not landed yet), or a run that is gone, is
+ * free: the create is planned again with its subject put conditioned on the item still naming
+ * that run, so a concurrent create that took it first, or the ended run's own release, refuses
+ * it (subject_taken, and the engine reads again). A subject held by a live run stays refused.
+ */
+async function createPlanned(
+  io: CommitIo,
+  commit: Commit,
+  bodies: CommitBodies,
+  owed: MeterCharge,
+): Promise<RunRecord> {
+  let endedHolder: string | null = null;
+  for (;;) {
+    const planned = planMetered(commit, bodies, owed, isTransaction, newToken());
+    const plan = endedHolder === null ? planned : takingSubjectFrom(planned, endedHolder);
+    try {
+      await io.execute(plan, commit);
+      io.tails.set(plan.record.run_id, plan.record.version, plan.tail);
+      return plan.record;
+    } catch (err) {
+      if (endedHolder !== null || !(err instanceof CommitRejected) || err.code !== 'subject_taken') throw err;
+      endedHolder = await endedSubjectHolder(io, plan);
+      if (endedHolder === null) throw err;
+    }
+  }
+}
+
+/** The run a create's subject item names when that run has ended or is gone; else null. */
+async function endedSubjectHolder(io: CommitIo, plan: CommitPlan): Promise<string | null> {
+  const subject = plan.writes.find((w) => w.role === 'subject');
+  if (subject?.op !== 'put') return null;
+  const holder = await io.subjectHolder(subject.item.pk);
+  if (holder === null || holder === plan.record.run_id) return null;
+  const read = await io.readRecord(holder);
+  return read === null || isTerminalStatus(read.record.status) ? holder : null;
+}
+
+/** `plan` with its subject put conditioned on the subject item naming `holder` (or none). */
+function takingSubjectFrom(plan: CommitPlan, holder: string): CommitPlan {
+  return {
+    ...plan,
+    writes: plan.writes.map((w) =>
+      w.role === 'subject' ? { ...w, condition: { kind: 'absent_or_held_by', run_id: holder } } : w,
+    ),
+  };
 }

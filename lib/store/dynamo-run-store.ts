@@ -41,9 +41,10 @@ import {
   stateSk,
   storeCommitBodies,
   subjectKey,
+  subjectReleaseWrites,
 } from './commit-plan.ts';
 import { commitPlanned } from './commit-protocol.ts';
-import { countCapacity, type DynamoIo, execute, putOne, seenRecord } from './dynamo-writes.ts';
+import { countCapacity, type DynamoIo, execute, seenRecord, writeOne } from './dynamo-writes.ts';
 import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
 import {
   checkpointOf,
@@ -487,7 +488,10 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
       findByResumeKey: async (resumeKey) => waitOf(await getItem(io, resumeKeyPk(resumeKey), 'K')),
       readResumeKey: async (resumeKey, now) =>
         resumeKeyEntryOf(await getItem(io, resumeKeyPk(resumeKey), 'K'), now),
-      holdEarlyResult: (hold) => putOne(io, planEarlyResult(hold)),
+      holdEarlyResult: (hold) => writeOne(io, planEarlyResult(hold)),
+      async releaseSubject(record) {
+        for (const w of subjectReleaseWrites(record)) await writeOne(io, w);
+      },
       sweepCandidates: (shard, now, limit) => sweepCandidates(io, shard, now, limit),
       listByStatus: (status, limit, cursor) => listByStatus(io, status, limit, cursor),
       listByPrincipal: (key, limit, cursor) => listByPrincipal(io, key, limit, cursor),
@@ -504,6 +508,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
               readRecord: async (id) => recordAndTailOf(await getItem(io, runPk(id), 'R')),
               tails: io.tails,
               sleep: io.sleep,
+              subjectHolder: async (pk) =>
+                ((await getItem(io, pk, 'S'))?.run_id as string | undefined) ?? null,
             },
             commit,
             bodies,

@@ -373,16 +373,22 @@ export async function execute(
 }
 
 /**
- * One planned put on its own (not a transaction): true when written, false when its condition
- * did not hold. Other errors are thrown.
+ * One planned put or delete on its own (not a transaction): true when written, false when its
+ * condition did not hold. Other errors are thrown.
  */
-export async function putOne(io: DynamoIo, write: PlannedWrite): Promise<boolean> {
-  const action = toTransactItem(write, io.table).Put;
-  if (action === undefined) throw new Error(`putOne takes a put, not a ${write.op}`);
-  const { ReturnValuesOnConditionCheckFailure: _none, ...put } = action;
+export async function writeOne(io: DynamoIo, write: PlannedWrite): Promise<boolean> {
+  const item = toTransactItem(write, io.table);
   try {
-    const out = await io.doc.send(new PutCommand({ ...put, ReturnConsumedCapacity: 'TOTAL' }));
-    countCapacity(io, out.ConsumedCapacity, 'write');
+    io.metrics.writeRequests += 1;
+    if (item.Put !== undefined) {
+      const { ReturnValuesOnConditionCheckFailure: _none, ...put } = item.Put;
+      const out = await io.doc.send(new PutCommand({ ...put, ReturnConsumedCapacity: 'TOTAL' }));
+      countCapacity(io, out.ConsumedCapacity, 'write');
+    } else if (item.Delete !== undefined) {
+      const { ReturnValuesOnConditionCheckFailure: _none, ...del } = item.Delete;
+      const out = await io.doc.send(new DeleteCommand({ ...del, ReturnConsumedCapacity: 'TOTAL' }));
+      countCapacity(io, out.ConsumedCapacity, 'write');
+    } else throw new Error(`writeOne takes a put or a delete, not a ${write.op}`);
     return true;
   } catch (err) {
     if (err instanceof ConditionalCheckFailedException) return false;

@@ -52,6 +52,7 @@ import {
   stateSk,
   storeCommitBodies,
   subjectKey,
+  subjectReleaseWrites,
 } from './commit-plan.ts';
 import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
 import { classifyRefusal } from './commit-refusal.ts';
@@ -71,9 +72,9 @@ import {
   takeContiguous,
   waitOf,
 } from './item-codec.ts';
+import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
 import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
-import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { ATTR, principalHashOf } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -406,6 +407,10 @@ async function commitIn(
         },
         tails: table.tails,
         sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+        subjectHolder: async (pk) => {
+          await yieldOnce();
+          return (table.read(pk, 'S')?.run_id as string | undefined) ?? null;
+        },
       },
       commit,
       bodies,
@@ -502,6 +507,10 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     async readResumeKey(resumeKey, now) {
       await yieldOnce();
       return resumeKeyEntryOf(table.read(resumeKeyPk(resumeKey), 'K'), now);
+    },
+    async releaseSubject(record) {
+      await yieldOnce();
+      for (const w of subjectReleaseWrites(record)) if (table.holds(w)) table.write(w, false);
     },
     async holdEarlyResult(hold) {
       await yieldOnce();

@@ -113,6 +113,7 @@ export function plannedWriteUnits(
     const before = w.role === 'record' && w.op === 'update' ? recordBefore : null;
     units += transactWriteUnits(w, before, transactional);
   }
+  for (const w of plan.released) units += transactWriteUnits(w, null, false);
   return units;
 }
 

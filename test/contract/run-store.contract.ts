@@ -948,22 +948,82 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.listChildren(ids[0] as string)).toEqual([]);
       });
 
-      it('releases the subject in the commit that ends the run, so a new run can take it', async () => {
+      it('frees the subject of a run that ended, before and after its release lands', async () => {
         const run = await storedRun(s.store);
-        // A commit of the live run keeps its subject.
+        // A commit of the live run keeps its subject, and a create on it is refused.
         const { record } = await append(s.store, run, [{ a: 1 }]);
         expect(await s.store.findBySubject(run.subject)).toBe(run.run_id);
+        const early = draft({ subject: run.subject });
+        expect(
+          (
+            await refusal(
+              s.store.commit({ record: early.record, expectedVersion: null, events: early.events }),
+            )
+          ).code,
+        ).toBe('subject_taken');
         const ended = failRun(record, 'test_ended', Date.now());
         if (!ended.ok) throw new Error(ended.code);
+        const writesBefore = s.store.metrics.writeRequests;
         const stored = await s.store.commit({
           record: ended.record,
           expectedVersion: record.version,
           events: ended.events,
         });
         expect(stored.status).toBe('failed');
-        expect(await s.store.findBySubject(run.subject)).toBeNull();
+        // The ending commit is one write: the subject's release is the stream consumer's.
+        expect(s.store.metrics.writeRequests - writesBefore).toBe(1);
+        expect(await s.store.findBySubject(run.subject)).toBe(run.run_id);
+        // Before the release lands, a create takes the subject over from the ended run.
         const next = await storedRun(s.store, { subject: run.subject });
         expect(await s.store.findBySubject(run.subject)).toBe(next.run_id);
+        // The ended run's release, late, leaves the new run's subject alone.
+        await s.store.releaseSubject(stored);
+        expect(await s.store.findBySubject(run.subject)).toBe(next.run_id);
+        // A subject held by the new (live) run is refused as before.
+        const third = draft({ subject: run.subject });
+        expect(
+          (
+            await refusal(
+              s.store.commit({ record: third.record, expectedVersion: null, events: third.events }),
+            )
+          ).code,
+        ).toBe('subject_taken');
+        expect(await s.store.getRun(third.record.run_id)).toBeNull();
+      });
+
+      it("releases an ended run's subject, once and idempotently", async () => {
+        const run = await storedRun(s.store);
+        const ended = failRun(run, 'test_ended', Date.now());
+        if (!ended.ok) throw new Error(ended.code);
+        const stored = await s.store.commit({
+          record: ended.record,
+          expectedVersion: run.version,
+          events: ended.events,
+        });
+        await s.store.releaseSubject(stored);
+        expect(await s.store.findBySubject(run.subject)).toBeNull();
+        await s.store.releaseSubject(stored);
+        expect(await s.store.findBySubject(run.subject)).toBeNull();
+      });
+
+      it("lets only one of two creates take over an ended run's subject", async () => {
+        const run = await storedRun(s.store);
+        const ended = failRun(run, 'test_ended', Date.now());
+        if (!ended.ok) throw new Error(ended.code);
+        await s.store.commit({ record: ended.record, expectedVersion: run.version, events: ended.events });
+        const [a, b] = [draft({ subject: run.subject }), draft({ subject: run.subject })];
+        const outcomes = await Promise.allSettled([
+          s.store.commit({ record: a.record, expectedVersion: null, events: a.events }),
+          s.store.commit({ record: b.record, expectedVersion: null, events: b.events }),
+        ]);
+        const won = outcomes.filter((o) => o.status === 'fulfilled');
+        expect(won).toHaveLength(1);
+        const lost = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+        expect((lost.reason as CommitRejected).code).toBe('subject_taken');
+        const winner = (won[0] as PromiseFulfilledResult<RunRecord>).value;
+        expect(await s.store.findBySubject(run.subject)).toBe(winner.run_id);
+        const loser = winner.run_id === a.record.run_id ? b : a;
+        expect(await s.store.getRun(loser.record.run_id)).toBeNull();
       });
     });
 
@@ -1386,6 +1446,8 @@ export function runStoreContract(name: string, open: OpenStore): void {
           expectedVersion: appended.record.version,
           events: failed.events,
         });
+        // The ending commit also charges the subject release the stream consumer makes for it.
+        await s.store.releaseSubject(ended);
         check(units(ended) - units(appended.record));
         expect((await s.store.getRun(run.run_id))?.metered).toEqual(ended.metered);
       });

@@ -99,10 +99,11 @@ describe('local stack', () => {
 
   it('completes a run created over HTTP through the step poller', async () => {
     // Act: create a task run on the default agent reducer; the scripted model answers once.
+    const subject = { workspace: 'local-stack', path: `/runs/${crypto.randomUUID()}` };
     const created = await api('/runs', {
       method: 'POST',
       body: JSON.stringify({
-        subject: { workspace: 'local-stack', path: `/runs/${crypto.randomUUID()}` },
+        subject,
         reducer: { function_path: AGENT_LOOP_PATH },
         input: 'say done',
         context: { mode: 'task' },
@@ -126,6 +127,14 @@ describe('local stack', () => {
       5_000,
     );
     expect(stack.metrics.totals.Steps).toBeGreaterThanOrEqual(1);
+    // The table's stream consumer frees the ended run's subject (its ending commit left that to it).
+    expect(
+      await until(
+        () => stack.runtime.store.findBySubject(subject),
+        (holder) => holder === null,
+        10_000,
+      ),
+    ).toBeNull();
   });
 
   it('fails fast with port_in_use when the HTTP port is taken, before starting any service', async () => {

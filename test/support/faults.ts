@@ -47,6 +47,7 @@ export function wrapStore(store: RunStore, over: Partial<Omit<RunStore, 'metrics
     getCheckpoint: (id, n) => store.getCheckpoint(id, n),
     listCheckpoints: (id) => store.listCheckpoints(id),
     findBySubject: (s) => store.findBySubject(s),
+    releaseSubject: (r) => store.releaseSubject(r),
     findByCreateKey: (p, k) => store.findByCreateKey(p, k),
     readQuota: (p, w) => store.readQuota(p, w),
     listChildren: (id) => store.listChildren(id),

@@ -105,6 +105,7 @@ describe('a post that fails for one connection', () => {
           ? ({ run_id: id, status: 'running', inbox: [], last_seq: 1 } as unknown as RunRecord)
           : null,
       readEvents: async (id: string, after: number) => (events.get(id) ?? []).filter((e) => e.seq > after),
+      releaseSubject: async () => {},
     };
     const subscriptions = createMemorySubscriptionStore();
     for (const [who, run] of [

@@ -4,11 +4,11 @@
  * hand-backs, stops children of ended parents").
  */
 import {
+  CHILD_BUDGET_REFUSAL_PREFIX,
   ChildStartedPayload,
   childResumeKey,
   DELEGATE_MESSAGE_TOOL,
   DELEGATE_TOOL,
-  CHILD_BUDGET_REFUSAL_PREFIX,
   DELEGATION_REFUSALS,
   HandBackPayload,
   isTerminalStatus,
