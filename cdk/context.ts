@@ -115,6 +115,8 @@ export function stackPropsFromContext(read: ContextReader, cwd: string = process
         ['maxConnections', integer('liveMaxConnections')],
         ['maxSubscriptions', integer('liveMaxSubscriptions')],
         ['subscribesPerMinute', integer('liveSubscribesPerMinute')],
+        ['replayBytes', integer('liveReplayBytes')],
+        ['replayWindowMs', integer('liveReplayWindowMs')],
       ] as const
     ).filter(([, value]) => value !== undefined),
   ) as LiveBoundsProps;

@@ -227,7 +227,8 @@ export interface AgentRunsStackProps extends StackProps {
   readonly admission?: AdmissionProps;
   /**
    * The live socket's bounds (lib/live/limits.ts): sockets per principal, runs per socket,
-   * subscribes per socket per minute. Default: the runtime's (8, 16, 60).
+   * subscribes per socket per minute, catch-up replay bytes per principal per window and that
+   * window. Default: the runtime's (8, 16, 60, 4 MiB, 10 000 ms).
    */
   readonly liveBounds?: LiveBoundsProps;
 }
@@ -240,6 +241,10 @@ export interface LiveBoundsProps {
   readonly maxSubscriptions?: number;
   /** Subscribe messages per socket per minute (AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE). */
   readonly subscribesPerMinute?: number;
+  /** Catch-up replay bytes per principal per window (AGENT_RUNS_LIVE_REPLAY_BYTES). */
+  readonly replayBytes?: number;
+  /** That window, ms (AGENT_RUNS_LIVE_REPLAY_WINDOW_MS). */
+  readonly replayWindowMs?: number;
 }
 
 /** The live function's environment for `bounds`. Throws naming the variable of a value that is not a positive integer. */
@@ -249,6 +254,8 @@ export function liveBoundsEnvironment(bounds: LiveBoundsProps = {}): Record<stri
     [ENV.AGENT_RUNS_LIVE_MAX_CONNECTIONS, bounds.maxConnections],
     [ENV.AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS, bounds.maxSubscriptions],
     [ENV.AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE, bounds.subscribesPerMinute],
+    [ENV.AGENT_RUNS_LIVE_REPLAY_BYTES, bounds.replayBytes],
+    [ENV.AGENT_RUNS_LIVE_REPLAY_WINDOW_MS, bounds.replayWindowMs],
   ] as const) {
     if (value === undefined) continue;
     if (!Number.isInteger(value) || value < 1)

@@ -217,6 +217,18 @@ export const VARIABLES = {
     'subscribe messages one live socket may send per minute (one more is refused `subscribe_rate_exceeded`)',
     { docs: GUIDE.who },
   ),
+  AGENT_RUNS_LIVE_REPLAY_BYTES: handlers(
+    positive.default(4 * 1024 * 1024),
+    'bytes',
+    "catch-up replay one principal's live subscribes may cause per replay window, in bytes of the event frames sent (past it a subscribe is refused `replay_budget_exceeded` with `retry_after_ms`)",
+    { docs: GUIDE.who },
+  ),
+  AGENT_RUNS_LIVE_REPLAY_WINDOW_MS: handlers(
+    positive.default(10_000),
+    'milliseconds',
+    'the window AGENT_RUNS_LIVE_REPLAY_BYTES is counted in',
+    { docs: GUIDE.who },
+  ),
   AGENT_RUNS_LOCAL_TOKEN: handlers(
     text,
     'string',

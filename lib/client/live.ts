@@ -9,7 +9,13 @@
  */
 import { createParser } from 'eventsource-parser';
 import { RunIdParams, StreamQuery } from '../contracts/http-params.ts';
-import { LiveServerMessage, RunEvent, TOKEN_EXPIRED, TOKEN_EXPIRED_CLOSE } from '../contracts/index.ts';
+import {
+  LiveServerMessage,
+  REPLAY_BUDGET_EXCEEDED,
+  RunEvent,
+  TOKEN_EXPIRED,
+  TOKEN_EXPIRED_CLOSE,
+} from '../contracts/index.ts';
 import { answeredCode, refusedParameters } from './call.ts';
 import { ApiError } from './errors.ts';
 
@@ -65,6 +71,13 @@ const isFinal = (code: string): code is (typeof FINAL_CODES)[number] =>
 const SUBSCRIBE_RATE_EXCEEDED = 'subscribe_rate_exceeded';
 /** The pause before a subscribe the server refused for its rate (ms): the rate is counted per minute. */
 const RATE_RETRY_MS = 10_000;
+/**
+ * The bounds of the pause before a subscribe again after `replay_budget_exceeded` (ms): the
+ * server's `retry_after_ms`, at least the first, at most the second (its absence: the second).
+ */
+const REPLAY_RETRY_MS = [50, 60_000] as const;
+const replayRetryMs = (hint: number | undefined) =>
+  Math.min(REPLAY_RETRY_MS[1], Math.max(REPLAY_RETRY_MS[0], hint ?? REPLAY_RETRY_MS[1]));
 
 const aborted = (options: FollowLiveOptions) => options.signal?.aborted === true;
 
@@ -159,7 +172,9 @@ async function wholeEvent(
  * (a dropped network, the server's idle timeout or maximum connection duration, close 1001, an
  * expired token with a `tokenProvider`) is followed by a reconnect and a subscribe from the last
  * seq held; an upgrade refused (401, 429 `too_many_connections`) is tried again with a doubling
- * pause up to 5 s; a `subscribe_rate_exceeded` is retried on the same socket after 10 s. Throws
+ * pause up to 5 s; a `subscribe_rate_exceeded` is retried on the same socket after 10 s, a
+ * `replay_budget_exceeded` (the catch-up stopped: the principal's replay budget is spent) after
+ * its `retry_after_ms` (at least 50 ms, at most 60 s). Throws
  * ApiError for an `error` message that will not go away (run_not_found, unauthorized,
  * cursor_ahead, too_many_subscriptions), or for an expired token without a `tokenProvider`.
  */
@@ -240,6 +255,11 @@ export async function* followLive(
           if (msg.code === SUBSCRIBE_RATE_EXCEEDED && retryTimer === undefined) {
             // The socket stays open: subscribe again later, from the last seq held.
             retryTimer = setTimeout(() => queue.push({ kind: 'retry' }), RATE_RETRY_MS);
+          }
+          if (msg.code === REPLAY_BUDGET_EXCEEDED && retryTimer === undefined) {
+            // The catch-up stopped after the events received (the subscription ended): subscribe
+            // again from the last seq held once the server's hint has passed.
+            retryTimer = setTimeout(() => queue.push({ kind: 'retry' }), replayRetryMs(msg.retry_after_ms));
           }
           continue;
         }

@@ -305,6 +305,14 @@ export const ERROR_CODES = {
       'a live socket sent as many subscribe messages this minute as it may (AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE): an `error` message on the socket',
     action: 'subscribe again in the next minute (details: none; the socket stays open)',
   },
+  replay_budget_exceeded: {
+    status: 429,
+    source: 'http',
+    meaning:
+      "a principal's live subscribes replayed as many catch-up bytes this window as they may (AGENT_RUNS_LIVE_REPLAY_BYTES per AGENT_RUNS_LIVE_REPLAY_WINDOW_MS): an `error` message on the socket, after the events already sent; the subscription is not held",
+    action:
+      'subscribe again from the last seq held after `retry_after_ms` (details: `retry_after_ms` on the message; the socket stays open; followLive does this)',
+  },
   internal: {
     status: 500,
     source: 'http',

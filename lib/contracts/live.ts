@@ -44,12 +44,16 @@ export const LiveServerMessage = z.discriminatedUnion('type', [
   }),
   /** The run ended and its log is complete at `last_seq`: the subscription ends. */
   z.object({ type: z.literal('settled'), run_id: z.string(), last_seq: Count, status: RunStatus }),
-  /** A message refused (invalid_message, run_not_found, unauthorized, ...). */
+  /**
+   * A message refused (invalid_message, run_not_found, unauthorized, ...). `retry_after_ms`:
+   * when to subscribe again (ms from now), on a {@link REPLAY_BUDGET_EXCEEDED}.
+   */
   z.object({
     type: z.literal('error'),
     code: z.string(),
     message: z.string(),
     run_id: z.string().optional(),
+    retry_after_ms: Count.optional(),
   }),
 ]);
 export type LiveServerMessage = z.infer<typeof LiveServerMessage>;
@@ -64,6 +68,14 @@ export type LiveServerMessage = z.infer<typeof LiveServerMessage>;
 export const TOKEN_EXPIRED_CLOSE = 4001;
 /** The `error` code and close reason of a socket whose token expired. */
 export const TOKEN_EXPIRED = 'token_expired';
+
+/**
+ * The `error` code of a subscribe whose catch-up would pass the principal's replay budget
+ * (bytes of catch-up frames per window): sent instead of the catch-up, or after the part of it
+ * already sent, with `run_id` and `retry_after_ms`. The subscription is then not held; subscribe
+ * again from the last seq held after `retry_after_ms`. docs/guides/live-streams.md.
+ */
+export const REPLAY_BUDGET_EXCEEDED = 'replay_budget_exceeded';
 
 /** The EventBridge `source` and `detail-type` of a run lifecycle notification. */
 export const NOTIFICATION_SOURCE = 'agent-runs';

@@ -13,7 +13,8 @@
  * the version it was read at, so that concurrent connects cannot pass the bound together; a
  * connection's subscriptions are counted in `sub_count` on its own item (raised only for a run
  * not yet subscribed, conditionally below the bound); its subscribe messages in `sub_window` (the
- * minute) and `sub_window_count`.
+ * minute) and `sub_window_count`; a principal's catch-up replay bytes in `WSR#{quota key} / R`
+ * (`replay_window`, `replay_bytes`), raised only while below the bound.
  */
 import {
   DeleteCommand,
@@ -29,7 +30,9 @@ import { ATTR } from '../store/table.ts';
 import {
   countsUntil,
   type LiveConnection,
+  type LiveLimits,
   type OpenOutcome,
+  type ReplayTake,
   type SubscribeOutcome,
   type Subscription,
   type SubscriptionStore,
@@ -41,6 +44,7 @@ export const SUBSCRIPTION_TTL_SECONDS = 3 * 3600;
 const connectionPk = (id: string) => `WSC#${id}`;
 const runPk = (id: string) => `RUN#${id}`;
 const principalPk = (quotaKey: string) => `WSP#${quotaKey}`;
+const replayPk = (quotaKey: string) => `WSR#${quotaKey}`;
 
 /** Tries of an openConnection whose conditional write lost to a concurrent connect or delete. */
 const OPEN_TRIES = 8;
@@ -305,6 +309,50 @@ async function takeSubscribeIn(
   }
 }
 
+/** SubscriptionStore.takeReplay: this window's bytes raised while below the bound, or a new window begun. */
+async function takeReplayIn(
+  { doc, tableName }: Table,
+  quotaKey: string,
+  bytes: number,
+  nowMs: number,
+  limit: Pick<LiveLimits, 'replayBytes' | 'replayWindowMs'>,
+): Promise<ReplayTake> {
+  const key = { pk: replayPk(quotaKey), sk: 'R' };
+  const window = Math.floor(nowMs / limit.replayWindowMs);
+  // The item outlives its window by a minute; it only ever matters within it.
+  const ttl = Math.ceil(((window + 1) * limit.replayWindowMs) / 1000) + 60;
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'ADD replay_bytes :n',
+        ConditionExpression: 'replay_window = :w AND replay_bytes < :max',
+        ExpressionAttributeValues: { ':n': bytes, ':w': window, ':max': limit.replayBytes },
+      }),
+    );
+    return { ok: true };
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+  }
+  try {
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: key,
+        UpdateExpression: 'SET replay_window = :w, replay_bytes = :n, #ttl = :ttl',
+        ConditionExpression: 'attribute_not_exists(pk) OR replay_window < :w',
+        ExpressionAttributeNames: { '#ttl': ATTR.expiresAtTtl },
+        ExpressionAttributeValues: { ':n': bytes, ':w': window, ':ttl': ttl },
+      }),
+    );
+    return { ok: true };
+  } catch (err) {
+    if (!conditionFailed(err)) throw err;
+    return { ok: false, retryAfterMs: (window + 1) * limit.replayWindowMs - nowMs };
+  }
+}
+
 export function createDynamoSubscriptionStore(
   doc: DynamoDBDocumentClient,
   tableName: string,
@@ -316,6 +364,7 @@ export function createDynamoSubscriptionStore(
     subscribe: (sub, max) => subscribeIn(table, sub, max),
     unsubscribe: (runId, connectionId) => unsubscribeIn(table, runId, connectionId),
     takeSubscribe: (connectionId, nowMs, perMinute) => takeSubscribeIn(table, connectionId, nowMs, perMinute),
+    takeReplay: (quotaKey, bytes, nowMs, limit) => takeReplayIn(table, quotaKey, bytes, nowMs, limit),
     async openConnection(connection: LiveConnection, max: number, nowMs: number) {
       const claimed = await claimSlot(doc, tableName, connection, max, nowMs);
       if (!claimed.admitted) return claimed;

@@ -24,10 +24,23 @@ export function liveEventMessage(
   event: RunEvent,
   limit = MAX_LIVE_FRAME_BYTES,
 ): Extract<LiveServerMessage, { type: 'event' }> {
+  return liveEventFrame(runId, event, limit).message;
+}
+
+/**
+ * {@link liveEventMessage} with `bytes`: the UTF-8 bytes of the whole message's JSON (what the
+ * server read and serialized, even when the message is sent truncated).
+ */
+export function liveEventFrame(
+  runId: string,
+  event: RunEvent,
+  limit = MAX_LIVE_FRAME_BYTES,
+): { message: Extract<LiveServerMessage, { type: 'event' }>; bytes: number } {
   const whole = { type: 'event' as const, run_id: runId, event };
-  if (jsonBytes(whole) <= limit) return whole;
+  const bytes = jsonBytes(whole);
+  if (bytes <= limit) return { message: whole, bytes };
   const { data: _data, ...head } = event;
-  return { type: 'event', run_id: runId, event: { ...head, data: {} }, truncated: true };
+  return { message: { type: 'event', run_id: runId, event: { ...head, data: {} }, truncated: true }, bytes };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The subscription store in memory, with the DynamoDB adapter's semantics (a subscribe replaces
  * the cursor of the same run's subscription; advance is conditional on the cursor's value; the
- * bounds of openConnection, subscribe and takeSubscribe): for tests and single-process use.
+ * bounds of openConnection, subscribe, takeSubscribe and takeReplay): for tests and single-process use.
  */
 import { quotaKeyOf } from '../core/principal.ts';
 import { countsUntil, type LiveConnection, type Subscription, type SubscriptionStore } from './ports.ts';
@@ -18,6 +18,8 @@ export function createMemorySubscriptionStore(): SubscriptionStore & {
 } {
   const connections = new Map<string, Held>();
   const held = new Map<string, Subscription>();
+  /** Each principal's replay window and the bytes charged in it. */
+  const replay = new Map<string, { window: number; bytes: number }>();
   const key = (runId: string, connectionId: string) => `${runId}/${connectionId}`;
   return {
     held,
@@ -73,6 +75,15 @@ export function createMemorySubscriptionStore(): SubscriptionStore & {
       if (connection.windowCount >= perMinute) return false;
       connection.windowCount += 1;
       return true;
+    },
+    async takeReplay(quotaKey, bytes, nowMs, limit) {
+      const window = Math.floor(nowMs / limit.replayWindowMs);
+      const charged = replay.get(quotaKey);
+      const used = charged?.window === window ? charged.bytes : 0;
+      if (used >= limit.replayBytes)
+        return { ok: false, retryAfterMs: (window + 1) * limit.replayWindowMs - nowMs };
+      replay.set(quotaKey, { window, bytes: used + bytes });
+      return { ok: true };
     },
     async subscribers(runId) {
       return [...held.values()].filter((s) => s.run_id === runId).map((s) => ({ ...s }));

@@ -39,7 +39,17 @@ export interface LiveLimits {
   maxConnections: number;
   maxSubscriptions: number;
   subscribesPerMinute: number;
+  /**
+   * The catch-up replay one principal may cause: at most `replayBytes` UTF-8 bytes of catch-up
+   * `event` frames (as sent: a truncated frame counts its truncated size) per window of
+   * `replayWindowMs` ms (windows start at multiples of it since the epoch).
+   */
+  replayBytes: number;
+  replayWindowMs: number;
 }
+
+/** The answer to takeReplay: charged, or refused until the window ends (`retryAfterMs`, ms from `nowMs`). */
+export type ReplayTake = { ok: true } | { ok: false; retryAfterMs: number };
 
 /** The answer to openConnection: admitted, or the connections counted against the bound. */
 export type OpenOutcome =
@@ -71,6 +81,18 @@ export interface SubscriptionStore {
    * false when it already sent `perMinute` in that minute (or is gone).
    */
   takeSubscribe(connectionId: string, nowMs: number, perMinute: number): Promise<boolean>;
+  /**
+   * Charges `bytes` of catch-up replay to the principal `quotaKey` (core/principal.ts
+   * quotaKeyOf) in the window of `nowMs` when it was charged less than `limit.replayBytes` there
+   * so far (so one take may pass the bound by its own size); refused otherwise, with the ms
+   * until the window ends. `bytes` 0 only asks.
+   */
+  takeReplay(
+    quotaKey: string,
+    bytes: number,
+    nowMs: number,
+    limit: Pick<LiveLimits, 'replayBytes' | 'replayWindowMs'>,
+  ): Promise<ReplayTake>;
   /** The subscriptions of a run (strongly consistent). */
   subscribers(runId: string): Promise<Subscription[]>;
   /** The cursor of one subscription (strongly consistent), or null when there is none. */

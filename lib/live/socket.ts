@@ -13,10 +13,12 @@
  * (a subscribe to a run it holds replaces that subscription's cursor; a new one past the bound is
  * an `error` `too_many_subscriptions`) and sends at most `subscribesPerMinute` subscribes a
  * minute (`error` `subscribe_rate_exceeded`), so that no caller can make the server replay logs
- * without limit. docs/contracts/run-lifecycle.md,
- * "over HTTP, WebSocket".
+ * without limit; a principal's catch-ups together send at most `replayBytes` per
+ * `replayWindowMs` (`error` `replay_budget_exceeded` with `retry_after_ms`), so that its
+ * replays cannot slow anyone else's reads. docs/contracts/run-lifecycle.md,
+ * "over HTTP, WebSocket"; docs/guides/live-streams.md, "Replay budget".
  */
-import { LiveClientMessage } from '../contracts/index.ts';
+import { LiveClientMessage, REPLAY_BUDGET_EXCEEDED } from '../contracts/index.ts';
 import type { Caller } from '../core/authority.ts';
 import { quotaKeyOf } from '../core/principal.ts';
 import { tokenExpProblem } from '../core/token-exp.ts';
@@ -172,9 +174,10 @@ export async function receive(deps: SocketDeps, connectionId: string, body: stri
 }
 
 /**
- * A subscribe: within the socket's rate, authorized like a read of the run, a cursor not beyond
- * its head, within the socket's bound (or replacing its subscription to the run); then
- * `subscribed` and the catch-up. Every refusal is an `error` message naming the run.
+ * A subscribe: within the socket's rate and its principal's replay budget, authorized like a
+ * read of the run, a cursor not beyond its head, within the socket's bound (or replacing its
+ * subscription to the run); then `subscribed` and the catch-up, charged to the principal's
+ * replay budget. Every refusal is an `error` message naming the run.
  */
 async function subscribeTo(
   deps: SocketDeps,
@@ -184,12 +187,30 @@ async function subscribeTo(
 ): Promise<void> {
   const connectionId = connection.connection_id;
   const limits = deps.limits ?? DEFAULT_LIVE_LIMITS;
-  const refuse = (code: string, message: string) =>
-    deps.poster.post(connectionId, { type: 'error', code, message, run_id: runId });
+  const refuse = (code: string, message: string, retryAfterMs?: number) =>
+    deps.poster.post(connectionId, {
+      type: 'error',
+      code,
+      message,
+      run_id: runId,
+      ...(retryAfterMs !== undefined ? { retry_after_ms: retryAfterMs } : {}),
+    });
   if (!(await deps.subscriptions.takeSubscribe(connectionId, deps.now(), limits.subscribesPerMinute))) {
     await refuse(
       'subscribe_rate_exceeded',
       `at most ${limits.subscribesPerMinute} subscribes per socket per minute: subscribe again in the next minute`,
+    );
+    return;
+  }
+  // Spent already: refused before any read, so a principal past its budget costs a write, no more.
+  const quotaKey = quotaKeyOf(connection.caller.principal);
+  const replay = (bytes: number) => deps.subscriptions.takeReplay(quotaKey, bytes, deps.now(), limits);
+  const budget = await replay(0);
+  if (!budget.ok) {
+    await refuse(
+      REPLAY_BUDGET_EXCEEDED,
+      `at most ${limits.replayBytes} bytes of catch-up per ${limits.replayWindowMs} ms for one principal: subscribe again in ${budget.retryAfterMs} ms`,
+      budget.retryAfterMs,
     );
     return;
   }
@@ -226,7 +247,7 @@ async function subscribeTo(
     await deps.subscriptions.deleteConnection(connectionId);
     return;
   }
-  await pumpRun(deps, runId, subscription);
+  await pumpRun(deps, runId, subscription, replay);
 }
 
 /** Forgets the connection and its subscriptions. */

@@ -118,14 +118,26 @@ describe('a synth without a model', () => {
     });
   });
 
-  it("reads the live socket's bounds from liveMaxConnections, liveMaxSubscriptions and liveSubscribesPerMinute", () => {
+  it("reads the live socket's bounds from liveMaxConnections, liveMaxSubscriptions, liveSubscribesPerMinute and liveReplay*", () => {
     const model = { bedrockModelId: 'us.anthropic.claude-sonnet-4-6' };
     const props = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
     expect(props(model).liveBounds).toEqual({});
     expect(
-      props({ ...model, liveMaxConnections: '4', liveMaxSubscriptions: '8', liveSubscribesPerMinute: '30' })
-        .liveBounds,
-    ).toEqual({ maxConnections: 4, maxSubscriptions: 8, subscribesPerMinute: 30 });
+      props({
+        ...model,
+        liveMaxConnections: '4',
+        liveMaxSubscriptions: '8',
+        liveSubscribesPerMinute: '30',
+        liveReplayBytes: '1048576',
+        liveReplayWindowMs: '5000',
+      }).liveBounds,
+    ).toEqual({
+      maxConnections: 4,
+      maxSubscriptions: 8,
+      subscribesPerMinute: 30,
+      replayBytes: 1048576,
+      replayWindowMs: 5000,
+    });
     expect(() => props({ ...model, liveMaxConnections: 'many' })).toThrow(/liveMaxConnections/);
   });
 

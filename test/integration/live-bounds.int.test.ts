@@ -28,7 +28,13 @@ import { type SocketServer, startSocketServer } from '../../lib/local/socket-ser
 const local = inject('localServices');
 const clients = createAwsClients(local);
 const subscriptions = createDynamoSubscriptionStore(clients.doc, local.tableName);
-const LIMITS: LiveLimits = { maxConnections: 3, maxSubscriptions: 4, subscribesPerMinute: 10 };
+const LIMITS: LiveLimits = {
+  maxConnections: 3,
+  maxSubscriptions: 4,
+  subscribesPerMinute: 10,
+  replayBytes: 1 << 30,
+  replayWindowMs: 10_000,
+};
 
 /** Each test's own principals and runs (the table is shared by every integration test). */
 let tag = 0;

@@ -19,7 +19,13 @@ import { type SocketServer, startSocketServer } from '../../lib/local/socket-ser
 const local = inject('localServices');
 const clients = createAwsClients(local);
 const subscriptions = createDynamoSubscriptionStore(clients.doc, local.tableName);
-const LIMITS: LiveLimits = { maxConnections: 2, maxSubscriptions: 4, subscribesPerMinute: 10 };
+const LIMITS: LiveLimits = {
+  maxConnections: 2,
+  maxSubscriptions: 4,
+  subscribesPerMinute: 10,
+  replayBytes: 1 << 30,
+  replayWindowMs: 10_000,
+};
 const user = (name: string) => `${name}-${process.pid}-${Date.now()}`;
 
 let sockets: SocketServer;

@@ -19,7 +19,13 @@ import { connect, disconnect, receive, type SocketDeps } from '../../lib/live/so
 
 const PRINCIPALS = ['alice', 'bob', 'carol'] as const;
 const RUNS = ['run-alice', 'run-bob', 'run-carol', 'run-alice-2', 'run-none'] as const;
-const LIMITS: LiveLimits = { maxConnections: 2, maxSubscriptions: 1, subscribesPerMinute: 3 };
+const LIMITS: LiveLimits = {
+  maxConnections: 2,
+  maxSubscriptions: 1,
+  subscribesPerMinute: 3,
+  replayBytes: 1 << 30,
+  replayWindowMs: 10_000,
+};
 
 const op = fc.oneof(
   fc.record({

@@ -31,7 +31,13 @@ function handlerCountingAdmissions() {
     }),
     authorizeRead: async () => {},
     now: () => clock.ms,
-    limits: { maxConnections: 2, maxSubscriptions: 4, subscribesPerMinute: 10 },
+    limits: {
+      maxConnections: 2,
+      maxSubscriptions: 4,
+      subscribesPerMinute: 10,
+      replayBytes: 1 << 30,
+      replayWindowMs: 10_000,
+    },
     logger: SILENT_LOG,
   });
   const connect = async (who: string, id: string) => {
