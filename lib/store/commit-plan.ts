@@ -255,10 +255,16 @@ function isEndingEvent(e: RunEvent): boolean {
   return e.kind === 'run_completed' || e.kind === 'run_failed' || e.kind === 'stopped';
 }
 
-/** The writes that create a run: its record, the subject index, the create key, the parent's link. */
-function createWrites(commit: Commit, record: RunRecord, stored: Item & ItemKey): PlannedWrite[] {
+/** The writes that create a run: its record (stamped `token`), the subject index, the create key, the parent's link. */
+function createWrites(
+  commit: Commit,
+  record: RunRecord,
+  stored: Item & ItemKey,
+  token?: string,
+): PlannedWrite[] {
   const writes: PlannedWrite[] = [];
-  writes.push({ op: 'put', role: 'record', item: stored, condition: { kind: 'absent' } });
+  const item = token === undefined ? stored : { ...stored, commit_token: token };
+  writes.push({ op: 'put', role: 'record', item, condition: { kind: 'absent' } });
   writes.push({
     op: 'put',
     role: 'subject',
@@ -505,7 +511,7 @@ export function planCommit(
   const assemble = (stored: RunRecord, item: Item & ItemKey): CommitPlan => {
     const writes =
       commit.expectedVersion === null
-        ? [...createWrites(commit, stored, item), ...rest]
+        ? [...createWrites(commit, stored, item, token), ...rest]
         : [recordUpdate(commit, item, token), ...rest];
     refuseWhatDynamoRefuses(writes);
     return {

@@ -28,8 +28,14 @@
  * committer steps the record's version (one fenced UpdateItem of the record as it is), which
  * refuses the other writer's step 2, and commits again on the new version, overwriting the page.
  *
- * Everything else (a create, a commit with checkpoints, a control ack, index items, a state
- * without events, several pages) stays one TransactWriteItems.
+ * A create that claims only its subject is two plain writes too: the subject item (stamped
+ * `claimed_at`), then the record (plainCreateOf says how a claim whose record never came is
+ * given up). A subject whose item names an ended run is free: its release is the stream
+ * consumer's, after the ending commit (createPlanned).
+ *
+ * Everything else (a create with a create key, quota or parent link, a commit with
+ * checkpoints, a control ack, index items, a state without events, several pages) stays one
+ * TransactWriteItems.
  *
  * Every plan is metered (metering.ts `planMetered`): plain writes charged once, a transaction
  * twice, the version step too (the commit after it carries the step's charge on). Each plan
@@ -44,7 +50,8 @@ import { type Commit, CommitRejected } from '../engine/ports.ts';
 import type { CommitBodies, CommitPlan } from './commit-plan.ts';
 import type { EventTail, TailCache } from './event-tail.ts';
 import { planMetered } from './metering.ts';
-import type { PlannedWrite } from './planned-write.ts';
+import type { Item, PlannedWrite } from './planned-write.ts';
+import { ATTR } from './table.ts';
 
 /** How many times a commit steps the version past an uncommitted page before giving up. */
 export const PAGE_ROUNDS = 4;
@@ -65,6 +72,51 @@ export function plainCommitOf(plan: CommitPlan): PlainCommit | null {
   if (page === undefined) return { record };
   if (page.op !== 'put' || page.role !== 'page' || page.condition?.kind !== 'page_open') return null;
   return { page, record };
+}
+
+/** A create's record put and subject put, executed as two plain writes (subject first). */
+export interface PlainCreate {
+  subject: Extract<PlannedWrite, { op: 'put' }>;
+  record: Extract<PlannedWrite, { op: 'put' }>;
+}
+
+/**
+ * The plan as a plain create: a create that claims nothing but its subject (no create key,
+ * quota, parent link), executed as the subject put, stamped `claimed_at` by the store's clock,
+ * then the record put; null for every other plan. Until the record lands the subject names a
+ * run that does not exist: a create that meets such a claim older than CLAIM_GRACE_MS gives
+ * that run up (a record tombstone, conditioned on no record being there) and takes the subject
+ * over; a late record put of the given-up run is refused. See createPlanned.
+ */
+export function plainCreateOf(plan: CommitPlan): PlainCreate | null {
+  const [record, subject, ...rest] = plan.writes;
+  if (rest.length > 0 || record?.op !== 'put' || record.role !== 'record') return null;
+  if (subject?.op !== 'put' || subject.role !== 'subject') return null;
+  return { record, subject };
+}
+
+/**
+ * How long (ms) a subject claim whose run has no record yet is taken to be a create under way
+ * (its record put is one round trip behind) before another create may give that run up.
+ */
+export const CLAIM_GRACE_MS = 5_000;
+
+/** What a subject item says of its claim: the run it names and when (ms), or null for none. */
+export function subjectClaimOf(item: Item | undefined): { run_id: string; claimed_at?: number } | null {
+  if (typeof item?.run_id !== 'string') return null;
+  return typeof item.claimed_at === 'number'
+    ? { run_id: item.run_id, claimed_at: item.claimed_at }
+    : { run_id: item.run_id };
+}
+
+/** The tombstone a given-up create's run id gets: no run, never one (expires after a day). */
+export function givenUpItem(pk: string, now: number): PlannedWrite {
+  return {
+    op: 'put',
+    role: 'record',
+    item: { pk, sk: 'R', given_up_at: now, [ATTR.expiresAtTtl]: Math.ceil(now / 1000) + 86_400 },
+    condition: { kind: 'absent' },
+  };
 }
 
 /**
@@ -127,15 +179,19 @@ export interface CommitIo {
   /** The tails the adapter has seen (event-tail.ts): a commit on a remembered version reads nothing. */
   tails: TailCache;
   sleep(ms: number): Promise<void>;
-  /** The run the subject item `pk` names (strongly consistent), or null when there is none. */
-  subjectHolder(pk: string): Promise<string | null>;
+  /** The run the subject item `pk` names and when it was claimed (strongly consistent), or null. */
+  subjectHolder(pk: string): Promise<{ run_id: string; claimed_at?: number } | null>;
+  /** Writes the run's tombstone (givenUpItem) unless a record is there: true when written. */
+  giveUp(runId: string): Promise<boolean>;
+  /** The store's clock (ms since the epoch): subject claims are stamped and aged by it. */
+  now(): number;
 }
 
 /** A fresh commit_token: marks the writes of one plan (see the header). */
 const newToken = () => randomBytes(8).toString('hex');
 
 /** True when a plan goes to the table as one transaction (charged twice), not as plain writes. */
-const isTransaction = (plan: CommitPlan) => plainCommitOf(plan) === null;
+const isTransaction = (plan: CommitPlan) => plainCommitOf(plan) === null && plainCreateOf(plan) === null;
 
 /**
  * Writes one commit, charging the run `owed` with the commit's own write units (planMetered):
@@ -215,14 +271,22 @@ async function createPlanned(
   }
 }
 
-/** The run a create's subject item names when that run has ended or is gone; else null. */
+/**
+ * The run a create's subject item names when that run has ended, or has no record and never
+ * will (given up here, or before); else null (a live run, or a create of it under way).
+ */
 async function endedSubjectHolder(io: CommitIo, plan: CommitPlan): Promise<string | null> {
   const subject = plan.writes.find((w) => w.role === 'subject');
   if (subject?.op !== 'put') return null;
-  const holder = await io.subjectHolder(subject.item.pk);
-  if (holder === null || holder === plan.record.run_id) return null;
-  const read = await io.readRecord(holder);
-  return read === null || isTerminalStatus(read.record.status) ? holder : null;
+  const held = await io.subjectHolder(subject.item.pk);
+  if (held === null || held.run_id === plan.record.run_id) return null;
+  const read = await io.readRecord(held.run_id);
+  if (read !== null) return isTerminalStatus(read.record.status) ? held.run_id : null;
+  // No record: its create is one write behind, or died between its two writes.
+  if (io.now() - (held.claimed_at ?? 0) < CLAIM_GRACE_MS) return null;
+  if (await io.giveUp(held.run_id)) return held.run_id;
+  const again = await io.readRecord(held.run_id);
+  return again === null || isTerminalStatus(again.record.status) ? held.run_id : null;
 }
 
 /** `plan` with its subject put conditioned on the subject item naming `holder` (or none). */

@@ -43,7 +43,7 @@ import {
   subjectKey,
   subjectReleaseWrites,
 } from './commit-plan.ts';
-import { commitPlanned } from './commit-protocol.ts';
+import { commitPlanned, givenUpItem, subjectClaimOf } from './commit-protocol.ts';
 import { countCapacity, type DynamoIo, execute, seenRecord, writeOne } from './dynamo-writes.ts';
 import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
 import {
@@ -76,7 +76,14 @@ export interface DynamoRunStoreOptions {
    * before its record update is sent; what it throws ends the commit there (a dead writer).
    */
   afterPage?: (runId: string) => void | Promise<void>;
+  /**
+   * Fault injection for the crash tests only: called after a plain create's subject put landed
+   * and before its record put (commit-protocol.ts plainCreateOf).
+   */
+  afterClaim?: (runId: string) => void | Promise<void>;
   sleep?: (ms: number) => Promise<void>;
+  /** The store's clock (ms since the epoch; default Date.now): stamps and ages subject claims. */
+  now?: () => number;
 }
 
 /** The run a partition key belongs to (its reads are charged to it), or undefined. */
@@ -453,6 +460,8 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
     maxAttempts: options.maxAttempts ?? 5,
     sleep: options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
     ...(options.afterPage !== undefined ? { afterPage: options.afterPage } : {}),
+    ...(options.afterClaim !== undefined ? { afterClaim: options.afterClaim } : {}),
+    now: options.now ?? Date.now,
     metrics: noStoreMetrics(),
     reads: new PendingCharges(),
     tails: new TailCache(),
@@ -508,8 +517,9 @@ export function createDynamoRunStore(options: DynamoRunStoreOptions): RunStore {
               readRecord: async (id) => recordAndTailOf(await getItem(io, runPk(id), 'R')),
               tails: io.tails,
               sleep: io.sleep,
-              subjectHolder: async (pk) =>
-                ((await getItem(io, pk, 'S'))?.run_id as string | undefined) ?? null,
+              subjectHolder: async (pk) => subjectClaimOf(await getItem(io, pk, 'S')),
+              giveUp: (id) => writeOne(io, givenUpItem(runPk(id), io.now())),
+              now: io.now,
             },
             commit,
             bodies,

@@ -41,7 +41,13 @@ import {
   StoreUnavailable,
 } from '../engine/ports.ts';
 import type { CommitPlan } from './commit-plan.ts';
-import { type PlainCommit, pageTaken, plainCommitOf } from './commit-protocol.ts';
+import {
+  type PlainCommit,
+  type PlainCreate,
+  pageTaken,
+  plainCommitOf,
+  plainCreateOf,
+} from './commit-protocol.ts';
 import { classifyRefusal } from './commit-refusal.ts';
 import type { TailCache } from './event-tail.ts';
 import { recordAndTailOf } from './item-codec.ts';
@@ -185,6 +191,10 @@ export interface DynamoIo {
   /** Read units of each run's partition not yet charged to the run. */
   reads: PendingCharges;
   afterPage?: (runId: string) => void | Promise<void>;
+  /** Crash hook between a plain create's subject put and its record put (tests only). */
+  afterClaim?: (runId: string) => void | Promise<void>;
+  /** The store's clock (ms since the epoch): stamps and ages subject claims (commit-protocol.ts). */
+  now: () => number;
   /** The inline tails this adapter has seen, by run and version (event-tail.ts). */
   tails: TailCache;
 }
@@ -295,6 +305,61 @@ async function executePlain(
 }
 
 /**
+ * A plain create (commit-protocol.ts plainCreateOf): the subject put, then the record put.
+ * Retried after a lost answer, each write knows its own landing: the subject names this run,
+ * the record carries this plan's commit_token. A record put refused by a tombstone means
+ * another create gave this one up and took the subject: subject_taken (the engine reads
+ * again); by another run's record (the same run id), the subject is given back: stale_version.
+ */
+async function executeCreate(
+  io: DynamoIo,
+  plan: CommitPlan,
+  commit: Parameters<RunStore['commit']>[0],
+  create: PlainCreate,
+): Promise<'committed'> {
+  io.metrics.transactions += 1;
+  const runId = commit.record.run_id;
+  const subject = { ...create.subject, item: { ...create.subject.item, claimed_at: io.now() } };
+  const holder = await putOrOld(io, subject);
+  if (holder !== null && holder.run_id !== runId) {
+    const codes = plan.writes.map((w) => (w === create.subject ? 'ConditionalCheckFailed' : 'None'));
+    throw classifyRefusal(commit, plan, codes, [], null);
+  }
+  await io.afterClaim?.(runId);
+  const old = await putOrOld(io, create.record);
+  if (old === null || old.commit_token === create.record.item.commit_token) return 'committed';
+  if (recordAndTailOf(old) === null)
+    throw new CommitRejected('subject_taken', 'the create was given up: another create took its subject');
+  // Another run has this run id: give the subject back, write nothing of this create.
+  await writeOne(io, {
+    op: 'delete',
+    role: 'subject_release',
+    key: { pk: create.subject.item.pk, sk: create.subject.item.sk },
+    condition: { kind: 'absent_or_held_by', run_id: runId },
+  });
+  throw new CommitRejected('stale_version', 'the run already exists');
+}
+
+/** One conditional put: null when written, the item in the way (ALL_OLD) when refused. */
+async function putOrOld(io: DynamoIo, write: Extract<PlannedWrite, { op: 'put' }>): Promise<Item | null> {
+  try {
+    io.metrics.writeRequests += 1;
+    const out = await io.doc.send(
+      new PutCommand({
+        ...(toTransactItem(write, io.table).Put as PutCommandInput),
+        ReturnConsumedCapacity: 'TOTAL',
+      }),
+    );
+    countCapacity(io, out.ConsumedCapacity, 'write');
+    return null;
+  } catch (err) {
+    const old = refusedItem(err);
+    if (old === null) throw err;
+    return old;
+  }
+}
+
+/**
  * Deletes a refused attempt's page while it is still that attempt's (its commit_token). Best
  * effort: a page left behind is uncommitted and never read; the next commit steps past it.
  */
@@ -329,10 +394,12 @@ export async function execute(
   commit: Parameters<RunStore['commit']>[0],
 ): Promise<'committed' | 'page_taken'> {
   const plain = plainCommitOf(plan);
+  const create = plainCreateOf(plan);
   const items = plan.writes.map((w) => toTransactItem(w, io.table));
   for (let attempt = 1; ; attempt += 1) {
     try {
       if (plain !== null) return await executePlain(io, plan, commit, plain);
+      if (create !== null) return await executeCreate(io, plan, commit, create);
       io.metrics.transactions += 1;
       io.metrics.writeRequests += 1;
       const out = await io.doc.send(

@@ -25,24 +25,15 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import { createMemoryBlobStore } from '../blobs/memory-blob-store.ts';
 import type { RunRecord } from '../contracts/index.ts';
 import { sumCharges } from '../core/prices.ts';
-import {
-  type Commit,
-  noStoreMetrics,
-  PendingCharges,
-  type RunStore,
-  type StoreMetrics,
-  SWEEP_SHARDS,
-} from '../engine/ports.ts';
+import { type Commit, CommitRejected, noStoreMetrics, type RunStore, SWEEP_SHARDS } from '../engine/ports.ts';
 import {
   ackSk,
   type CommitBodies,
   type CommitPlan,
-  type Condition,
   checkpointSk,
   createKeyPk,
   eventSk,
   type Item,
-  itemSize,
   type PlannedWrite,
   planEarlyResult,
   quotaPk,
@@ -54,9 +45,17 @@ import {
   subjectKey,
   subjectReleaseWrites,
 } from './commit-plan.ts';
-import { commitPlanned, pageTaken, plainCommitOf } from './commit-protocol.ts';
+import {
+  commitPlanned,
+  givenUpItem,
+  type PlainCreate,
+  pageTaken,
+  plainCommitOf,
+  plainCreateOf,
+  subjectClaimOf,
+} from './commit-protocol.ts';
 import { classifyRefusal } from './commit-refusal.ts';
-import { type EventTail, pagedSeq, stateWhere, TailCache, tailStatesItem } from './event-tail.ts';
+import { type EventTail, pagedSeq, stateWhere, tailStatesItem } from './event-tail.ts';
 import {
   checkpointOf,
   controlAckOf,
@@ -74,7 +73,8 @@ import {
 } from './item-codec.ts';
 import { LISTING_KEY_ITEM, listingKeyOf, newListingKeyItem } from './listing-key.ts';
 import { compareListing, type ListingPosition, listingCursor, listingPosition } from './listing-order.ts';
-import { countingGets, indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
+import { MemoryTable, seenIn, yieldOnce } from './memory-table.ts';
+import { countingGets, itemReadUnits } from './metering.ts';
 import { ATTR, principalHashOf } from './table.ts';
 
 export interface MemoryRunStoreOptions {
@@ -85,26 +85,19 @@ export interface MemoryRunStoreOptions {
    * before its record update; what it throws ends the commit there (a dead writer).
    */
   afterPage?: (runId: string) => void | Promise<void>;
+  /**
+   * Fault injection for the crash tests only: called after a plain create's subject put and
+   * before its record put (commit-protocol.ts plainCreateOf).
+   */
+  afterClaim?: (runId: string) => void | Promise<void>;
+  /** The store's clock (ms since the epoch; default Date.now): stamps and ages subject claims. */
+  now?: () => number;
 }
 
-/**
- * An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy:
- * undefined attributes dropped, binary values (Uint8Array) kept as binary.
- */
-function storable<T>(value: T): T {
-  if (value instanceof Uint8Array) return new Uint8Array(value) as T;
-  if (Array.isArray(value)) return value.filter((v) => v !== undefined).map((v) => storable(v)) as T;
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = storable(v);
-  return out as T;
+/** The crash hooks and the clock of one store. */
+interface Hooks extends Pick<MemoryRunStoreOptions, 'afterPage' | 'afterClaim'> {
+  now: () => number;
 }
-
-/** One turn of the event loop, as a network round trip would take. */
-const yieldOnce = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Plain code-unit order, as DynamoDB orders string keys (never locale order). */
-const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A listing cursor of the memory store: the sort position of the last run returned. */
 /** Where a run record item sorts in the listing of `status`, or null when it is not listed there. */
@@ -122,118 +115,6 @@ const principalListingKeys =
     if (itemHash !== hash) return null;
     return { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
   };
-
-/** The table: pk → sk → item, with the reads and writes the adapter makes. Items are cloned in and out, so no caller can alias stored state. */
-class MemoryTable {
-  readonly #items = new Map<string, Map<string, Item>>();
-  readonly metrics: StoreMetrics;
-
-  constructor(metrics: StoreMetrics) {
-    this.metrics = metrics;
-  }
-
-  get(pk: string, sk: string): Item | undefined {
-    const item = this.#items.get(pk)?.get(sk);
-    return item === undefined ? undefined : structuredClone(item);
-  }
-
-  /** Read units of each run's partition not yet charged to the run (metering.ts). */
-  readonly reads = new PendingCharges();
-
-  /** The inline tails the adapter has seen, by run and version (event-tail.ts). */
-  readonly tails = new TailCache();
-
-  /** Counts `units` read units, charged to the run when `pk` is a run's partition. */
-  charge(pk: string, units: number): void {
-    this.metrics.readCapacity += units;
-    if (pk.startsWith('RUN#') && units > 0) this.reads.add(pk.slice(4), { dynamodb_read_units: units });
-  }
-
-  /** A counted read (GetItem), strongly consistent unless `consistent` is false. */
-  read(pk: string, sk: string, consistent = true): Item | undefined {
-    this.metrics.reads += 1;
-    const item = this.get(pk, sk);
-    this.charge(pk, itemReadUnits([item], 'get', consistent));
-    return item;
-  }
-
-  /**
-   * Write units of `w` by DynamoDB's rules, from the item as stored now (its exact size and index
-   * keys), doubled when `transactional`. A delete of a missing item costs 1, as DynamoDB Local
-   * counts it.
-   */
-  writeUnitsOf(w: PlannedWrite, transactional: boolean): number {
-    const { pk, sk } = keyOf(w);
-    const before = this.#items.get(pk)?.get(sk);
-    if (before === undefined && w.op === 'delete') return 1;
-    return transactWriteUnits(
-      w,
-      before === undefined ? null : { bytes: itemSize(before), keys: indexKeysOf(before) },
-      transactional,
-    );
-  }
-
-  /** Applies `w` and counts its write units (as part of a transaction, or as a plain write). */
-  write(w: PlannedWrite, transactional: boolean): void {
-    this.metrics.writeCapacity += this.writeUnitsOf(w, transactional);
-    this.apply(w);
-  }
-
-  /** The items of one partition with from ≤ sk ≤ to, in sort-key order. */
-  range(pk: string, from: string, to: string): Item[] {
-    const partition = this.#items.get(pk);
-    if (partition === undefined) return [];
-    return [...partition.keys()]
-      .filter((sk) => sk >= from && sk <= to)
-      .sort(byCodeUnits)
-      .map((sk) => structuredClone(partition.get(sk) as Item));
-  }
-
-  /** The items of one partition whose sort key begins with `prefix` (a counted Query). */
-  withPrefix(pk: string, prefix: string): Item[] {
-    const items = this.range(pk, prefix, `${prefix}\uffff`);
-    this.charge(pk, itemReadUnits(items, 'query'));
-    return items;
-  }
-
-  /** Every stored run record item (the GSIs' source). */
-  recordItems(): Item[] {
-    return [...this.#items.values()].flatMap((p) => {
-      const r = p.get('R');
-      return r === undefined ? [] : [r];
-    });
-  }
-
-  /** Whether `condition` holds for the item now at the write's key. */
-  holds(w: PlannedWrite): boolean {
-    const { pk, sk } = keyOf(w);
-    return conditionHolds(w.condition, this.get(pk, sk));
-  }
-
-  apply(w: PlannedWrite): void {
-    const { pk, sk } = keyOf(w);
-    let partition = this.#items.get(pk);
-    if (partition === undefined) {
-      partition = new Map();
-      this.#items.set(pk, partition);
-    }
-    if (w.op === 'put') partition.set(sk, storable(w.item));
-    else if (w.op === 'delete') partition.delete(sk);
-    else {
-      const next: Item = { ...(partition.get(sk) ?? { pk, sk }), ...storable(w.set) };
-      for (const k of w.remove) delete next[k];
-      partition.set(sk, next);
-    }
-  }
-}
-
-/** The run record of a stored record item, its tail remembered in the table's cache on the way. */
-function seenIn(table: MemoryTable, item: Item | undefined): RunRecord | null {
-  const read = recordAndTailOf(item);
-  if (read === null) return null;
-  table.tails.set(read.record.run_id, read.record.version, read.tail);
-  return read.record;
-}
 
 /** The events of `runId` after `after` (the DynamoDB adapter's readEvents, over the maps). */
 function eventEntriesIn(table: MemoryTable, runId: string, after: number, limit: number): Item[] {
@@ -267,35 +148,6 @@ function stateItemIn(table: MemoryTable, runId: string, rev: number, sk: string)
   }
   if (where === 'tail') return tailStatesItem(table.tails.latest(runId) as EventTail);
   return where === 'none' ? undefined : table.read(runPk(runId), sk);
-}
-
-const keyOf = (w: PlannedWrite) => (w.op === 'put' ? { pk: w.item.pk, sk: w.item.sk } : w.key);
-
-function conditionHolds(condition: Condition | undefined, existing: Item | undefined): boolean {
-  if (condition === undefined) return true;
-  switch (condition.kind) {
-    case 'absent':
-      return existing === undefined;
-    case 'absent_or_held_by':
-      return existing === undefined || existing.run_id === condition.run_id;
-    case 'count_is':
-      return condition.count === 0 ? existing === undefined : existing?.count === condition.count;
-    case 'no_live_early':
-      return existing?.early_json === undefined || Number(existing.early_expires_at) <= condition.now;
-    case 'early_held':
-      return existing?.early_json !== undefined;
-    case 'absent_or_early_expired':
-      return existing === undefined || Number(existing.early_expires_at) <= condition.now;
-    case 'page_open':
-      return existing === undefined || Number(existing.commit_version) < condition.commit_version;
-    case 'record_version':
-      return (
-        existing !== undefined &&
-        existing.version === condition.version &&
-        (condition.fence === undefined ||
-          (existing.lease_owner === condition.fence.owner && existing.epoch === condition.fence.epoch))
-      );
-  }
 }
 
 /** The runs of `shard` due at `now`, most overdue first (the DynamoDB adapter's sweep index query). */
@@ -345,17 +197,19 @@ async function executeIn(
   table: MemoryTable,
   plan: CommitPlan,
   commit: Commit,
-  afterPage: MemoryRunStoreOptions['afterPage'],
+  hooks: Hooks,
 ): Promise<'committed' | 'page_taken'> {
   table.metrics.transactions += 1;
   const runId = commit.record.run_id;
+  const create = plainCreateOf(plan);
+  if (create !== null) return createIn(table, plan, commit, create, hooks);
   const plain = plainCommitOf(plan);
   if (plain !== null) {
     table.metrics.writeRequests += plain.page === undefined ? 1 : 2;
     if (plain.page !== undefined) {
       if (!table.holds(plain.page)) return 'page_taken';
       table.write(plain.page, false);
-      await afterPage?.(runId);
+      await hooks.afterPage?.(runId);
       await yieldOnce();
     }
     if (!table.holds(plain.record)) {
@@ -389,18 +243,49 @@ async function executeIn(
  * Writes one commit by the commit protocol (commit-protocol.ts) over `executeIn`, charging the
  * run the reads it owes (taken for the commit, given back when it fails).
  */
+/** A plain create, as the DynamoDB adapter executes it (dynamo-writes.ts executeCreate). */
+async function createIn(
+  table: MemoryTable,
+  plan: CommitPlan,
+  commit: Commit,
+  create: PlainCreate,
+  hooks: Hooks,
+): Promise<'committed'> {
+  const subject = { ...create.subject, item: { ...create.subject.item, claimed_at: hooks.now() } };
+  table.metrics.writeRequests += 1;
+  if (!table.holds(subject)) {
+    const codes = plan.writes.map((w) => (w === create.subject ? 'ConditionalCheckFailed' : 'None'));
+    throw classifyRefusal(commit, plan, codes, [], null);
+  }
+  table.write(subject, false);
+  await hooks.afterClaim?.(commit.record.run_id);
+  await yieldOnce();
+  table.metrics.writeRequests += 1;
+  if (table.holds(create.record)) {
+    table.write(create.record, false);
+    return 'committed';
+  }
+  if (recordOf(table.get(runPk(commit.record.run_id), 'R')) === null)
+    throw new CommitRejected('subject_taken', 'the create was given up: another create took its subject');
+  table.write(
+    { op: 'delete', role: 'subject_release', key: { pk: subject.item.pk, sk: subject.item.sk } },
+    false,
+  );
+  throw new CommitRejected('stale_version', 'the run already exists');
+}
+
 async function commitIn(
   table: MemoryTable,
   commit: Commit,
   bodies: CommitBodies,
-  afterPage: MemoryRunStoreOptions['afterPage'],
+  hooks: Hooks,
 ): Promise<RunRecord> {
   const runId = commit.record.run_id;
   const reads = table.reads.take(runId);
   try {
     return await commitPlanned(
       {
-        execute: (plan, c) => executeIn(table, plan, c, afterPage),
+        execute: (plan, c) => executeIn(table, plan, c, hooks),
         readRecord: async (id) => {
           await yieldOnce();
           return recordAndTailOf(table.read(runPk(id), 'R'));
@@ -409,8 +294,16 @@ async function commitIn(
         sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
         subjectHolder: async (pk) => {
           await yieldOnce();
-          return (table.read(pk, 'S')?.run_id as string | undefined) ?? null;
+          return subjectClaimOf(table.read(pk, 'S'));
         },
+        async giveUp(id) {
+          await yieldOnce();
+          const tombstone = givenUpItem(runPk(id), hooks.now());
+          if (!table.holds(tombstone)) return false;
+          table.write(tombstone, false);
+          return true;
+        },
+        now: hooks.now,
       },
       commit,
       bodies,
@@ -422,11 +315,18 @@ async function commitIn(
   }
 }
 
+/** Each of `writes` as a plain conditional write, made when its condition holds. */
+async function writeHeld(table: MemoryTable, writes: PlannedWrite[]): Promise<void> {
+  await yieldOnce();
+  for (const w of writes) if (table.holds(w)) table.write(w, false);
+}
+
 export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const blobs = options.blobs ?? createMemoryBlobStore();
   const metrics = noStoreMetrics();
   const table = new MemoryTable(metrics);
-  /** The blob store with each get charged to `runId` as an S3 GET. */
+  const hooks: Hooks = { ...options, now: options.now ?? Date.now };
+  // The blob store with each get charged to `runId` as an S3 GET.
   const blobGets = (runId: string) =>
     countingGets(blobs, () => table.reads.add(runId, { s3_get_requests: 1 }));
 
@@ -508,10 +408,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
       await yieldOnce();
       return resumeKeyEntryOf(table.read(resumeKeyPk(resumeKey), 'K'), now);
     },
-    async releaseSubject(record) {
-      await yieldOnce();
-      for (const w of subjectReleaseWrites(record)) if (table.holds(w)) table.write(w, false);
-    },
+    releaseSubject: (record) => writeHeld(table, subjectReleaseWrites(record)),
     async holdEarlyResult(hold) {
       await yieldOnce();
       const write = planEarlyResult(hold);
@@ -538,7 +435,7 @@ export function createMemoryRunStore(options: MemoryRunStoreOptions = {}): RunSt
     },
     async commit(commit) {
       await yieldOnce();
-      return commitIn(table, commit, await storeCommitBodies(commit, blobs), options.afterPage);
+      return commitIn(table, commit, await storeCommitBodies(commit, blobs), hooks);
     },
   };
 }

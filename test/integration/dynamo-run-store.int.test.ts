@@ -38,6 +38,7 @@ import { recordingBlobs, runStoreContract } from '../contract/run-store.contract
 import { editedQueries, localStore } from '../support/dynamo-faults.ts';
 import { uniqueSubject } from '../support/engine.ts';
 import { readAll } from '../support/faults.ts';
+import { givenUpClaimScenario } from '../support/given-up-claim.ts';
 
 type TransactItems = NonNullable<TransactWriteCommandInput['TransactItems']>;
 
@@ -268,13 +269,16 @@ describe('the items of a commit on DynamoDB', () => {
   it('renders a lease holder’s fence in the record update’s own condition, and the subject claim of a create', async () => {
     const { store, transactions, plain } = recordingStore();
     const run = await storedRun(store);
-    const [create] = transactions;
-    // The record (run_started in its tail) and the subject.
-    expect(create?.map((i) => i.Put?.ConditionExpression)).toEqual([
+    // A create that claims only its subject: two plain puts, the subject first (stamped with
+    // the store's clock), then the record (run_started in its tail).
+    expect(transactions).toEqual([]);
+    expect(plain.map((i) => i.Put?.ConditionExpression)).toEqual([
       'attribute_not_exists(pk)',
       'attribute_not_exists(pk)',
     ]);
-    expect(create?.[1]?.Put?.Item?.pk).toMatch(/^SUBJ#[0-9a-f]{64}$/);
+    expect(plain[0]?.Put?.Item?.pk).toMatch(/^SUBJ#[0-9a-f]{64}$/);
+    expect(plain[0]?.Put?.Item?.claimed_at).toEqual(expect.any(Number));
+    expect(plain[1]?.Put?.Item?.sk).toBe('R');
     const leased = acquireLease(run, 'owner-a', Date.now());
     if (!leased.ok) throw new Error('lease not acquired');
     const held = await store.commit({ record: leased.record, expectedVersion: run.version, events: [] });
@@ -525,5 +529,11 @@ describe('metering: the same commit costs the same units in both stores', () => 
     } finally {
       await clients.dynamo.send(new DeleteTableCommand({ TableName: tableName }));
     }
+  });
+});
+
+describe('a plain create on DynamoDB', () => {
+  it('gives up a create that stalled between its subject and its record once the grace is over', async () => {
+    await givenUpClaimScenario((hooks) => localStore(undefined, undefined, hooks));
   });
 });

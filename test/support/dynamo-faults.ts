@@ -23,7 +23,7 @@ import { inject } from 'vitest';
 import { createAwsClients } from '../../lib/aws-clients.ts';
 import { createS3BlobStore } from '../../lib/blobs/blob-store.ts';
 import type { RunStore } from '../../lib/engine/ports.ts';
-import { createDynamoRunStore } from '../../lib/store/dynamo-run-store.ts';
+import { createDynamoRunStore, type DynamoRunStoreOptions } from '../../lib/store/dynamo-run-store.ts';
 import { pageEntries } from '../../lib/store/item-codec.ts';
 import { unpackBody } from '../../lib/store/record-codec.ts';
 
@@ -161,11 +161,13 @@ export function eventKindsOf(items: NonNullable<TransactWriteCommandInput['Trans
 
 /**
  * A DynamoDB RunStore on the local services built over the given document-client wrapper;
- * `afterPage` is the store's crash hook between a plain commit's page and its record update.
+ * `afterPage` is the store's crash hook between a plain commit's page and its record update;
+ * `hooks` its crash hook between a plain create's subject and record, and its clock.
  */
 export function localStore(
   wrapDoc: (doc: DynamoDBDocumentClient) => DynamoDBDocumentClient = (d) => d,
   afterPage?: (runId: string) => void,
+  hooks: Pick<DynamoRunStoreOptions, 'afterClaim' | 'now'> = {},
 ): RunStore {
   const local = inject('localServices');
   const clients = createAwsClients(local);
@@ -175,5 +177,6 @@ export function localStore(
     blobs: createS3BlobStore(clients.s3, local.bucketName),
     sleep: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 20))),
     ...(afterPage !== undefined ? { afterPage } : {}),
+    ...hooks,
   });
 }

@@ -13,6 +13,7 @@ import { itemSize, recordItem } from '../../lib/store/commit-plan.ts';
 import { recordOf } from '../../lib/store/item-codec.ts';
 import { createMemoryRunStore } from '../../lib/store/memory-run-store.ts';
 import { packRecord, unpackRecord } from '../../lib/store/record-codec.ts';
+import { givenUpClaimScenario } from '../support/given-up-claim.ts';
 
 class Died extends Error {}
 
@@ -162,5 +163,11 @@ describe('the record as stored', () => {
       1_000,
     ).record;
     expect(recordOf({ pk: 'RUN#legacy', sk: 'R', record: JSON.stringify(run) })).toEqual(run);
+  });
+});
+
+describe('a create of a record and a subject (two plain writes)', () => {
+  it('gives up a create that stalled between its subject and its record once the grace is over', async () => {
+    await givenUpClaimScenario((hooks) => createMemoryRunStore(hooks));
   });
 });
