@@ -1,4 +1,4 @@
-/** Small wording helpers the views share: short digests, counted nouns, an empty plan. Pure. */
+/** Small wording helpers the views share: short digests, counted nouns, an empty plan, times. Pure. */
 import { CONTROL_REASON_WORDS } from '../../../lib/client/reason-words.ts';
 
 /** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
@@ -79,4 +79,18 @@ export function detailText(detail: unknown): string {
       .join(' · ');
   }
   return JSON.stringify(detail);
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** `YYYY-MM-DD HH:MM:SS` local time, 24-hour: the console's one way of writing a time. */
+export function stamp(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(ms).slice(0, 8)}`;
+}
+
+/** `HH:MM:SS.mmm` local time, 24-hour (an event's time: `stamp`'s clock with milliseconds). */
+export function clock(ms: number): string {
+  const d = new Date(ms);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }

@@ -23,7 +23,7 @@ import {
   pausedLine,
 } from '../model/budgets.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
-import { driverWords } from '../model/driver.ts';
+import { clientHeardText, driverWords } from '../model/driver.ts';
 import { PRINCIPAL_HINT } from '../model/list-words.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
@@ -257,6 +257,7 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
   };
   const lease = leaseView(run, now, observed.current, timings);
   const driver = driverWords(run, lease, timings);
+  const heard = clientHeardText(run, now);
   const detail = statusDetail(run, stopReason);
   const personWait = personWaitText(run);
   const agentRef = run.executor_config.agent_ref;
@@ -318,6 +319,11 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
         </Fact>
         <Fact term={driver.term} hint={driver.hint} wide testId="lease">
           {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
+          {heard !== null ? (
+            <span className="block muted" data-testid="client-heard">
+              {heard}
+            </span>
+          ) : null}
         </Fact>
         <OperationFact run={run} />
         {run.parent_run_id !== undefined ? (

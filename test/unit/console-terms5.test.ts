@@ -1,0 +1,46 @@
+/**
+ * The console's fifth round of words: when a client-driven run last heard from its client and
+ * what happens if it does not come back, one primary id per tool call, event rows in words with
+ * their kind as a tag, times and an approval gate's fields glossed, what a steer does on a
+ * conversation run, and the event number (seq) named.
+ */
+import { describe, expect, it } from 'vitest';
+import { clientHeardText } from '../../console/src/model/driver.ts';
+import { stamp } from '../../console/src/model/words.ts';
+import { consoleRecord, T0 } from '../support/console-records.ts';
+
+const record = (patch: Record<string, unknown> = {}) =>
+  consoleRecord({ run_id: 'run_3f2a9c0d11223344556677889900aabb', ...patch });
+
+describe('when a client-driven run last heard from its client', () => {
+  const held = (expires_at: number) =>
+    record({ status: 'running', lease: { owner: 'my-loop', expires_at }, updated_at: T0 - 180_000 });
+
+  it('says how long ago, and by when the client must come back before the runtime lets go', () => {
+    expect(clientHeardText(held(T0 + 60_000), T0)).toBe(
+      'Last heard from its client 3 min ago (its last write to the run). If the client does not come ' +
+        `back by ${stamp(T0 + 60_000)}, its hold on the run ends: the runtime then lets go of the run ` +
+        'and the run waits for a client to take it again.',
+    );
+    expect(clientHeardText({ ...held(T0 + 60_000), updated_at: T0 }, T0)).toMatch(
+      /^Last heard from its client just now/,
+    );
+  });
+
+  it('says the hold ended once it has, and that the run then waits for a client', () => {
+    expect(clientHeardText(held(T0 - 5_000), T0)).toBe(
+      'Last heard from its client 3 min ago (its last write to the run). Its hold on the run ended ' +
+        `at ${stamp(T0 - 5_000)}: the runtime lets go of the run and the run waits for a client to take it again.`,
+    );
+  });
+
+  it('says nothing on a server-driven run or one no client holds', () => {
+    const server = record({
+      status: 'running',
+      reducer: { function_path: 'lib/reducers/agent-loop.js' },
+      lease: { owner: 'w1@1/step', expires_at: T0 + 60_000 },
+    });
+    expect(clientHeardText(server, T0)).toBeNull();
+    expect(clientHeardText(record({ status: 'queued' }), T0)).toBeNull();
+  });
+});
