@@ -193,9 +193,12 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     // The card names the operation that ran the tool, which is not the model turn's that asked.
     const toolOp = (await card.getByTestId('tool-op').textContent()) ?? '';
     const turnOp = `${run.run_id}/op/1`;
-    expect(toolOp).toMatch(/^ runtime operation run_\w{6}…\/op\/\d+$/);
+    expect(toolOp).toMatch(/^ operation run_\w{6}…\/op\/\d+$/);
     expect(await card.getByTestId('tool-op').getAttribute('title')).not.toContain(`${turnOp}`);
-    expect(await card.getByTestId('tool-call-id').textContent()).toMatch(/· model's call id /);
+    // The model's id for the call is folded under a plain label, second to the operation.
+    const callId = card.getByTestId('tool-call-id');
+    expect(await callId.locator('summary').textContent()).toBe("the model's id for this call");
+    expect(await callId.getAttribute('open')).toBeNull();
     expect(await page.getByText('· asked for tools').count()).toBeGreaterThan(0);
   });
 

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { clientHeardText } from '../../console/src/model/driver.ts';
-import { stamp } from '../../console/src/model/words.ts';
+import { EVENT_TERM_HINTS, jsonTermHints } from '../../console/src/model/event-terms.ts';
+import { detailText, MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, stamp } from '../../console/src/model/words.ts';
 import { consoleRecord, T0 } from '../support/console-records.ts';
 
 const record = (patch: Record<string, unknown> = {}) =>
@@ -42,5 +43,23 @@ describe('when a client-driven run last heard from its client', () => {
     });
     expect(clientHeardText(server, T0)).toBeNull();
     expect(clientHeardText(record({ status: 'queued' }), T0)).toBeNull();
+  });
+});
+
+describe('one primary id per tool call', () => {
+  it("names the operation the call's id and labels the model's id plainly", () => {
+    expect(MODEL_CALL_ID_LABEL).toBe("the model's id for this call");
+    expect(MODEL_CALL_ID_HINT).toContain("It is not the run's own id for the call: that is the operation");
+    expect(MODEL_CALL_ID_HINT).toContain('The scripted model names its calls after the model turn');
+    expect(
+      detailText({ op_id: 'run_3f2a9c0d11223344/op/4', call_id: 'scripted-run_3f2a9c0d11223344/op/3' }),
+    ).toBe("operation run_3f2a9c…/op/4 · the model's id for this call scripted-run_3f2a9c…/op/3");
+  });
+
+  it("glosses a call_id in an event's JSON as the model's id, not the run's", () => {
+    expect(jsonTermHints({ tool: 'charge', call_id: 'scripted-run_1/op/3' })).toEqual([
+      EVENT_TERM_HINTS.call_id,
+    ]);
+    expect(EVENT_TERM_HINTS.call_id).toMatch(/^call_id: the model's id for this call/);
   });
 });

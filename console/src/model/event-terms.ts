@@ -8,6 +8,8 @@
 /** What each term means, in one line. Keys are the JSON field names (and `operation`). */
 export const EVENT_TERM_HINTS = {
   operation: 'operation: one model turn or tool call the run started, named run/op/N.',
+  call_id:
+    "call_id: the model's id for this call (the model names each call it asks for). The run's own id for the call is its operation; the scripted model names its calls after the model turn's operation that asked (scripted-run_…/op/3), so the two can look alike.",
   effect_id:
     'effect: one thing the reducer (or, on a client-driven run, the client) asked for: call a tool, ask a person, ... A reducer names it state_rev:i (the i-th thing it asked for at that revision, from 0); a client, client:N (its operation no. N).',
   state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
@@ -21,7 +23,15 @@ export const EVENT_TERM_HINTS = {
 } as const;
 
 type Term = keyof typeof EVENT_TERM_HINTS;
-const JSON_TERMS: readonly Term[] = ['effect_id', 'state_rev', 'manifest', 'legacy', 'resume_key', 'pinned'];
+const JSON_TERMS: readonly Term[] = [
+  'call_id',
+  'effect_id',
+  'state_rev',
+  'manifest',
+  'legacy',
+  'resume_key',
+  'pinned',
+];
 
 /** The JSON field names in `value`, searched to `depth` levels (objects and arrays). */
 function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {

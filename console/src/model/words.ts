@@ -54,16 +54,29 @@ export function planStatusText(status: string): string | null {
   }
 }
 
+/**
+ * The label of the model's own id for a tool call. A tool call's one primary id is its operation
+ * (`run_…/op/N`, the run's own id); the model's id is shown second, under this label.
+ */
+export const MODEL_CALL_ID_LABEL = "the model's id for this call";
+
+/** What the model's id for a call is, and why it may look like an operation id. */
+export const MODEL_CALL_ID_HINT =
+  "The model names each tool call it asks for; the runtime matches the tool's result to the call " +
+  "by that name. It is not the run's own id for the call: that is the operation (run_…/op/N). " +
+  "The scripted model names its calls after the model turn's operation that asked " +
+  '(scripted-run_…/op/3 for a call asked in op/3), so the two can look alike.';
+
 /** How a projection detail's keys read: the ids a newcomer asked about. */
 const DETAIL_KEYS: Record<string, string> = {
-  call_id: "model's call id",
-  op_id: 'runtime operation',
-  operation_id: 'runtime operation',
+  call_id: MODEL_CALL_ID_LABEL,
+  op_id: 'operation',
+  operation_id: 'operation',
 };
 
 /**
  * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
- * left out; `call_id` read as "model's call id", `attempts 1` as `1 attempt`, run ids in values
+ * left out; `call_id` read as MODEL_CALL_ID_LABEL, `op_id` as `operation`, `attempts 1` as `1 attempt`, run ids in values
  * shown short).
  */
 export function detailText(detail: unknown): string {

@@ -139,7 +139,7 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
       )}
       {past.unansweredCalls.length > 0 ? (
         <p className="muted">
-          Tool calls without a result then (the model's call ids):{' '}
+          Tool calls without a result then (the model's ids for these calls):{' '}
           <span title={past.unansweredCalls.join(', ')}>{past.unansweredCalls.map(shortId).join(', ')}</span>
         </p>
       ) : null}
