@@ -19,7 +19,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, MODEL_CALLS_HINT } from '../../console/src/model/budgets.ts';
 import { approvalWhy } from '../../console/src/model/request-words.ts';
-import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
+import { EVENT_KIND_HINTS, EVENT_KIND_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
 import { USAGE_HINTS } from '../../console/src/model/run-words.ts';
 import { shortId } from '../../console/src/model/words.ts';
@@ -175,7 +175,9 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await answered.locator('.desc').textContent()).toMatch(
       /^answered event #\d+(: nothing more to do| with: )/,
     );
-    expect(await answered.locator('.kind').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
+    expect(await answered.locator('.what').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
+    expect(await answered.locator('.what').textContent()).toBe(EVENT_KIND_WORDS.reducer_answered);
+    expect(await answered.locator('.kind.tag').textContent()).toBe('reducer_answered');
 
     // An expanded tool result: its effect id read out, a line per term of its raw JSON.
     await page.getByLabel('Kind').selectOption({ label: 'tool result' });

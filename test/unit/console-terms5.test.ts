@@ -7,6 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { clientHeardText } from '../../console/src/model/driver.ts';
 import { EVENT_TERM_HINTS, jsonTermHints } from '../../console/src/model/event-terms.ts';
+import { describeEvent, EVENT_KIND_WORDS, eventWords } from '../../console/src/model/events.ts';
+import { type RunEvent, RunEventKind } from '../../lib/contracts/index.ts';
 import { detailText, MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, stamp } from '../../console/src/model/words.ts';
 import { consoleRecord, T0 } from '../support/console-records.ts';
 
@@ -61,5 +63,28 @@ describe('one primary id per tool call', () => {
       EVENT_TERM_HINTS.call_id,
     ]);
     expect(EVENT_TERM_HINTS.call_id).toMatch(/^call_id: the model's id for this call/);
+  });
+});
+
+describe("an event row's text", () => {
+  it('reads in words for every kind, never the kind name itself', () => {
+    for (const kind of RunEventKind.options) {
+      expect(EVENT_KIND_WORDS[kind]).not.toBe('');
+      expect(EVENT_KIND_WORDS[kind]).not.toContain('_');
+    }
+    expect(eventWords('tool_result')).toBe('Tool answered');
+    expect(eventWords('lease_taken_over')).toBe('Taken back by the service');
+    // A kind from a newer server reads as its name with spaces.
+    expect(eventWords('lease_acquired')).toBe('lease acquired');
+  });
+
+  it('reads an operation start without its raw kind name', () => {
+    const started = {
+      seq: 3,
+      kind: 'operation_started',
+      at: T0,
+      data: { kind: 'tool_call', tool: 'charge', attempt: 1 },
+    } as RunEvent;
+    expect(describeEvent(started)).toBe('tool call · charge · attempt 1');
   });
 });

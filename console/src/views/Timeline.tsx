@@ -16,6 +16,7 @@ import {
   EVENT_KIND_GROUPS,
   EVENT_KIND_HINTS,
   eventTone,
+  eventWords,
   isQuietEvent,
   kindFilterHint,
   matchesKindFilter,
@@ -61,14 +62,17 @@ const EventRow = memo(function EventRow(props: {
     >
       <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
         <summary>
-          <span className="seq" title={`Event ${event.seq} of the run's log`}>
+          <span className="seq" title={`Event #${event.seq}: its number in the run's log (its seq)`}>
             #{event.seq}
           </span>{' '}
           <span className="time">{clock(event.at)}</span>{' '}
-          <span className="kind" title={EVENT_KIND_HINTS[event.kind]}>
-            {event.kind}
+          <span className="what" title={EVENT_KIND_HINTS[event.kind]}>
+            {eventWords(event.kind)}
           </span>{' '}
-          <span className="desc">{describeEvent(event, props.freeNow)}</span>
+          <span className="desc">{describeEvent(event, props.freeNow)}</span>{' '}
+          <span className="kind tag" title={`The event's kind: ${EVENT_KIND_HINTS[event.kind]}`}>
+            {event.kind}
+          </span>
         </summary>
         {open ? (
           <div className="event-body">
