@@ -6,7 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { clientHeardText } from '../../console/src/model/driver.ts';
-import { EVENT_TERM_HINTS, jsonTermHints } from '../../console/src/model/event-terms.ts';
+import {
+  EVENT_TERM_HINTS,
+  GATE_HINTS,
+  gateLines,
+  jsonTermHints,
+  timeFieldLines,
+} from '../../console/src/model/event-terms.ts';
 import { describeEvent, EVENT_KIND_WORDS, eventWords } from '../../console/src/model/events.ts';
 import { type RunEvent, RunEventKind } from '../../lib/contracts/index.ts';
 import { detailText, MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, stamp } from '../../console/src/model/words.ts';
@@ -86,5 +92,44 @@ describe("an event row's text", () => {
       data: { kind: 'tool_call', tool: 'charge', attempt: 1 },
     } as RunEvent;
     expect(describeEvent(started)).toBe('tool call · charge · attempt 1');
+  });
+});
+
+describe("an approval gate's JSON and its times", () => {
+  const gated = {
+    kind: 'approval',
+    request_id: 'run_1/req/1',
+    effect_id: '2:0',
+    subject: {
+      kind: 'tool_call',
+      digest: 'sha256:rfc8785:ab12',
+      digest_alg: 'sha256:rfc8785',
+      summary: 'Call charge 1.0.0 (policy rule pay_review)',
+      changes: { tool: 'charge', version: '1.0.0', args: { amount: 42 } },
+    },
+    opened_at: T0,
+    expires_at: null,
+    gate: true,
+  };
+
+  it('reads ms epoch fields as times in the page style, and a null expiry as never', () => {
+    expect(timeFieldLines(gated, stamp)).toEqual([
+      `opened_at: ${stamp(T0)} (local time)`,
+      'expires_at: null: it never expires',
+    ]);
+    expect(timeFieldLines({ nested: { finished_at: T0 + 1_000 } }, stamp)).toEqual([
+      `finished_at: ${stamp(T0 + 1_000)} (local time)`,
+    ]);
+    // A count or a seq that happens to end in _at is not a time.
+    expect(timeFieldLines({ event_seq: 7, cut_at: 12 }, stamp)).toEqual([]);
+  });
+
+  it("glosses the gate's fields in words, only for an approval the gate opened", () => {
+    const lines = gateLines(gated);
+    expect(lines[0]).toBe(GATE_HINTS.gate);
+    expect(lines[0]).toContain("the service's policy gate opened this approval itself");
+    expect(lines.join(' ')).toContain('a fingerprint of that exact call');
+    expect(gateLines({ ...gated, gate: undefined })).toEqual([]);
+    expect(gateLines(null)).toEqual([]);
   });
 });

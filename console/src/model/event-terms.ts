@@ -44,6 +44,54 @@ function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
   return into;
 }
 
+/**
+ * The lines for an approval the policy gate opened (its JSON carries `gate: true`): what each of
+ * its fields is, in words. The subject is the tool call the gate holds back until a person decides.
+ */
+export const GATE_HINTS = {
+  gate: "gate: true: the service's policy gate opened this approval itself, before running the tool call; the call waits until a person approves or denies it.",
+  subject:
+    'subject: what is approved: the tool call (kind tool_call), its summary (the policy rule that asked, when one did), and changes: the tool, its version and its arguments.',
+  digest:
+    'digest: a fingerprint of that exact call (the tool, its version and its arguments, as canonical JSON: digest_alg sha256:rfc8785); approving quotes it, so a changed call cannot be approved by mistake.',
+  request_id: "request_id: the approval's name (run/req/N), which approve and deny quote.",
+  effect_id: 'effect_id: the tool call it holds back, by its effect id (below).',
+} as const;
+
+/** ms since 1970 between 2001 and 2286: a number too small or too big is not read as a time. */
+const isEpochMs = (v: unknown): v is number => typeof v === 'number' && v >= 1e12 && v < 1e13;
+
+/**
+ * The time fields `data` holds (a key ending in `_at`, to four levels down; `expires_at: null`
+ * read as never), each as `opened_at: 2026-12-04 10:40:05`: the console's one time style, written
+ * by `stamp` (a parameter, so this stays pure and the caller keeps the style).
+ */
+export function timeFieldLines(data: unknown, stamp: (ms: number) => string): string[] {
+  const lines: string[] = [];
+  const walk = (value: unknown, depth: number): void => {
+    if (depth < 0 || value === null || typeof value !== 'object') return;
+    for (const [k, v] of Array.isArray(value) ? value.map((x) => ['', x] as const) : Object.entries(value)) {
+      if (k.endsWith('_at') && isEpochMs(v)) lines.push(`${k}: ${stamp(v)} (local time)`);
+      else if (k === 'expires_at' && v === null) lines.push('expires_at: null: it never expires');
+      else walk(v, depth - 1);
+    }
+  };
+  walk(data, 4);
+  return lines;
+}
+
+/** The gate's lines when `data` is an approval the policy gate opened (`gate: true`), else none. */
+export function gateLines(data: unknown): string[] {
+  if (data === null || typeof data !== 'object' || (data as { gate?: unknown }).gate !== true) return [];
+  return [
+    GATE_HINTS.gate,
+    GATE_HINTS.subject,
+    GATE_HINTS.digest,
+    GATE_HINTS.request_id,
+    GATE_HINTS.effect_id,
+  ];
+}
+
 /** The hint lines for the terms `data` holds (to four levels down), in EVENT_TERM_HINTS order. */
 export function jsonTermHints(data: unknown): string[] {
   const keys = keysOf(data, new Set(), 4);

@@ -39,7 +39,8 @@ import {
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
 import { plural, reasonText, shortId } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { Digest, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
+import { timeFieldLines } from '../model/event-terms.ts';
+import { Digest, errorText, Json, StatusBadge, stamp, Time, useNow } from './common.tsx';
 import { Plan } from './Plan.tsx';
 import { Timeline } from './Timeline.tsx';
 
@@ -471,7 +472,16 @@ function Checkpoints({ run, enabled }: { run: PublicRunRecord; enabled: boolean 
               >
                 {open === cp.n ? 'hide raw' : 'raw'}
               </button>
-              {open === cp.n ? <Json value={cp} label={`Checkpoint ${cp.n}`} /> : null}
+              {open === cp.n ? (
+                <>
+                  <Json value={cp} label={`Checkpoint ${cp.n}`} />
+                  <ul className="term-hints muted" data-testid="checkpoint-times">
+                    {timeFieldLines(cp, stamp).map((line) => (
+                      <li key={line}>{line}</li>
+                    ))}
+                  </ul>
+                </>
+              ) : null}
             </li>
           );
         })}

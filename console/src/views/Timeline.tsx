@@ -22,12 +22,21 @@ import {
   matchesKindFilter,
 } from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
-import { clock, Json } from './common.tsx';
-import { EVENT_TERM_HINTS, effectText, jsonTermHints } from '../model/event-terms.ts';
+import { clock, Json, stamp } from './common.tsx';
+import {
+  EVENT_TERM_HINTS,
+  effectText,
+  gateLines,
+  jsonTermHints,
+  timeFieldLines,
+} from '../model/event-terms.ts';
 
-/** A line per term of the raw JSON a newcomer asks about (state_rev, manifest, legacy, ...). */
+/**
+ * A line per term of the raw JSON a newcomer asks about: its times in the page's style, an
+ * approval gate's fields, then state_rev, manifest, legacy, ...
+ */
 function TermHints({ data }: { data: unknown }) {
-  const hints = jsonTermHints(data);
+  const hints = [...timeFieldLines(data, stamp), ...gateLines(data), ...jsonTermHints(data)];
   if (hints.length === 0) return null;
   return (
     <ul className="term-hints muted" data-testid="term-hints">
