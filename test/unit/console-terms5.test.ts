@@ -14,6 +14,7 @@ import {
   timeFieldLines,
 } from '../../console/src/model/event-terms.ts';
 import { describeEvent, EVENT_KIND_WORDS, eventWords } from '../../console/src/model/events.ts';
+import { steerWords } from '../../console/src/model/run-mode.ts';
 import { type RunEvent, RunEventKind } from '../../lib/contracts/index.ts';
 import { detailText, MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, stamp } from '../../console/src/model/words.ts';
 import { consoleRecord, T0 } from '../support/console-records.ts';
@@ -131,5 +132,24 @@ describe("an approval gate's JSON and its times", () => {
     expect(lines.join(' ')).toContain('a fingerprint of that exact call');
     expect(gateLines({ ...gated, gate: undefined })).toEqual([]);
     expect(gateLines(null)).toEqual([]);
+  });
+});
+
+describe('what a steer does, by the kind of run', () => {
+  it('calls it your next message on a conversation run, and says what happens to an open question', () => {
+    const words = steerWords('conversation', false);
+    expect(words.label).toBe('Steer the run: your next message to the agent');
+    expect(words.button).toBe('Send steer (your message)');
+    expect(words.hint).toMatch(/^On a conversation run a steer is your next message to the agent\./);
+    expect(words.hint).toContain('that request is withdrawn and the agent answers this message instead');
+    expect(words.hint).toContain('it ends only when someone stops it');
+    expect(words.hint).not.toContain('task');
+  });
+
+  it('says a task run takes it between two steps, and a client-driven run leaves it to its code', () => {
+    expect(steerWords('task', false).hint).toMatch(/^On a task run a steer adds to the task/);
+    expect(steerWords('task', false).label).toBe('Steer the run');
+    expect(steerWords(null, true).hint).toContain("A client-driven run's own code decides what a steer does");
+    expect(steerWords(null, false).hint).toContain("The run's reducer reads the message");
   });
 });
