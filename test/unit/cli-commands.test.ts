@@ -647,7 +647,7 @@ describe('agent-runs events and tools', () => {
     expect(r.out.split('\n')).toEqual([
       '#   1  12:00:00.005  run_started',
       '#   2  12:00:01.000  request_opened          question r/req/1: "which flight?"',
-      'more: --after 2 (last seq 5, waiting)',
+      'more: --after 2 (the last event is #5; the run is waiting)',
     ]);
   });
 

@@ -15,8 +15,15 @@ import {
 } from '../../console/src/model/event-terms.ts';
 import { describeEvent, EVENT_KIND_WORDS, eventWords } from '../../console/src/model/events.ts';
 import { steerWords } from '../../console/src/model/run-mode.ts';
+import {
+  detailText,
+  MODEL_CALL_ID_HINT,
+  MODEL_CALL_ID_LABEL,
+  SEQ_HINT,
+  seqHint,
+  stamp,
+} from '../../console/src/model/words.ts';
 import { type RunEvent, RunEventKind } from '../../lib/contracts/index.ts';
-import { detailText, MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, stamp } from '../../console/src/model/words.ts';
 import { consoleRecord, T0 } from '../support/console-records.ts';
 
 const record = (patch: Record<string, unknown> = {}) =>
@@ -151,5 +158,12 @@ describe('what a steer does, by the kind of run', () => {
     expect(steerWords('task', false).label).toBe('Steer the run');
     expect(steerWords(null, true).hint).toContain("A client-driven run's own code decides what a steer does");
     expect(steerWords(null, false).hint).toContain("The run's reducer reads the message");
+  });
+});
+
+describe("an event's number", () => {
+  it('names it event #N and says what the seq is', () => {
+    expect(seqHint(12)).toBe("event #N is an event's number in the run's log, its seq (1 to 12)");
+    expect(SEQ_HINT).toContain('event #N is the N-th (the API calls the number its seq)');
   });
 });

@@ -107,3 +107,12 @@ export function clock(ms: number): string {
   const d = new Date(ms);
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }
+
+/** What an event's number is, wherever the console shows `#N` or asks for one. */
+export const SEQ_HINT =
+  "Entries in the run's log, numbered 1, 2, 3…: event #N is the N-th (the API calls the number its seq).";
+
+/** The hint beside "View at event #": what the number is, and the range the run has. */
+export function seqHint(lastSeq: number): string {
+  return `event #N is an event's number in the run's log, its seq (1 to ${lastSeq})`;
+}

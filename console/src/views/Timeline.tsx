@@ -12,6 +12,13 @@ import type { RunEvent } from '../../../lib/contracts/index.ts';
 import type { Transport } from '../live/live-feed.ts';
 import type { FeedState } from '../live/use-run-events.ts';
 import {
+  EVENT_TERM_HINTS,
+  effectText,
+  gateLines,
+  jsonTermHints,
+  timeFieldLines,
+} from '../model/event-terms.ts';
+import {
   describeEvent,
   EVENT_KIND_GROUPS,
   EVENT_KIND_HINTS,
@@ -23,13 +30,6 @@ import {
 } from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json, stamp } from './common.tsx';
-import {
-  EVENT_TERM_HINTS,
-  effectText,
-  gateLines,
-  jsonTermHints,
-  timeFieldLines,
-} from '../model/event-terms.ts';
 
 /**
  * A line per term of the raw JSON a newcomer asks about: its times in the page's style, an
@@ -102,7 +102,7 @@ const EventRow = memo(function EventRow(props: {
             <TermHints data={event.data} />
             {then !== 'current' ? (
               <button type="button" className="link-button" onClick={() => props.onTravel(event.seq)}>
-                View the run at #{event.seq}
+                View the run at event #{event.seq}
               </button>
             ) : null}
           </div>
