@@ -46,7 +46,7 @@ export interface SteerWords {
  * your next message to the agent (a question its last reply left open is withdrawn, and the
  * agent answers the message instead); on a task run it adds to the task between two steps; a
  * client-driven run's own code decides; another reducer's run reads it between two steps.
- * lib/reducers/agent-loop/reduce.ts (user_input); docs/concepts.md, "Steers".
+ * lib/reducers/agent-loop/reduce.ts (user_input); docs/concepts.md, "Operation" (its steers).
  */
 export function steerWords(mode: RunMode | null, clientDriven: boolean): SteerWords {
   if (clientDriven) {
