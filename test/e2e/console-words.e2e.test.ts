@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, MODEL_CALLS_HINT } from '../../console/src/model/budgets.ts';
-import { approvalWhy } from '../../console/src/model/request-words.ts';
 import { EVENT_KIND_HINTS, EVENT_KIND_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
+import { approvalWhy } from '../../console/src/model/request-words.ts';
 import { USAGE_HINTS } from '../../console/src/model/run-words.ts';
 import { shortId } from '../../console/src/model/words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
@@ -112,6 +112,8 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await page.getByTestId('lease').textContent()).toBe(
       'the service: idle while the run waits for an approval',
     );
+    // No client, no word of one on a server-driven run.
+    expect(await page.getByTestId('client-heard').count()).toBe(0);
     expect(await page.getByTestId('approval-why').textContent()).toBe(approvalWhy('tool_call'));
     expect(await page.getByText('a tool call', { exact: true }).count()).toBe(1);
     expect(await page.getByTestId('digest-hint').textContent()).toContain('rfc8785');
@@ -272,6 +274,10 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await op.textContent()).toBe(`model turn ${shortId(opId)} (in flight)`);
     expect(await page.getByTestId('lease').textContent()).toMatch(
       /^the client my-loop\. It must renew its hold on the run \(its lease\) while it works; unless renewed, the hold runs out in \d+ seconds?\.$/,
+    );
+    // When the run last heard from its client, and what happens if the client does not come back.
+    expect(await page.getByTestId('client-heard').textContent()).toMatch(
+      /^Last heard from its client (just now|\d+ seconds? ago) \(its last write to the run\)\. If the client does not come back by \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}, its hold on the run ends: the runtime then lets go of the run and the run waits for a client to take it again\.$/,
     );
     // The ended-operations count does not count the one in flight, and says so.
     expect(await page.locator('#usage').textContent()).toContain('operations ended 0');

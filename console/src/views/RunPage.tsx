@@ -318,8 +318,10 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
             </>
           )}
         </Fact>
-        <Fact term={driver.term} hint={driver.hint} wide testId="lease">
-          {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
+        <Fact term={driver.term} hint={driver.hint} wide>
+          <span className={driver.warn ? 'warn' : undefined} data-testid="lease">
+            {driver.text}
+          </span>
           {heard !== null ? (
             <span className="block muted" data-testid="client-heard">
               {heard}
