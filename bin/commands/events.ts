@@ -18,6 +18,7 @@ interface EventsOptions {
   follow?: boolean;
   via?: string;
   until?: string;
+  fullDigests?: boolean;
 }
 
 /** How `--follow` receives events. */
@@ -42,10 +43,16 @@ export const eventsCommand: CommandModule = {
   register(program, ctx) {
     program
       .command('events <run>')
-      .description("print a run's events; --follow prints them live until the run ends")
-      .option('--after <seq>', 'events after this seq', '0')
+      .description(
+        "print a run's events, one a line from #N, the event's number in the run's log (its seq); --follow prints them live until the run ends",
+      )
+      .option('--after <n>', 'events after event #n (its seq; 0: from the first)', '0')
       .option('--limit <n>', 'page size (1..1000)', '100')
       .option('-f, --follow', 'follow live until the run ends')
+      .option(
+        '--full-digests',
+        'print digests in full (by default the first 12 hex characters; --json always has them in full)',
+      )
       .option('--via <transport>', 'with --follow: ws (the live WebSocket), sse or poll (long polling)')
       .option(
         '--until <kind>',
@@ -68,10 +75,10 @@ export const eventsCommand: CommandModule = {
           cmd,
           () =>
             [
-              ...page.events.map(formatEvent),
+              ...page.events.map((e) => formatEvent(e, { fullDigests: opts.fullDigests === true })),
               page.next_after < page.last_seq
-                ? `more: --after ${page.next_after} (last seq ${page.last_seq}, ${page.status})`
-                : `(${page.status}, last seq ${page.last_seq})`,
+                ? `more: --after ${page.next_after} (the last event is #${page.last_seq}; the run is ${page.status})`
+                : `(the last event is #${page.last_seq}; the run is ${page.status})`,
             ].join('\n'),
           page,
         );

@@ -113,6 +113,7 @@ export async function follow(
 ): Promise<PublicRunRecord> {
   let run = await client.getRun(runId);
   const json = ctx.json(cmd);
+  const lineOptions = { fullDigests: (cmd.opts() as { fullDigests?: boolean }).fullDigests === true };
   const view = !json && ctx.io.tty !== undefined ? liveView(ctx.io.tty, run) : null;
   const print = (line: string) => (view ? view.log(line) : ctx.io.out(line));
   try {
@@ -121,7 +122,7 @@ export async function follow(
       lastRefresh = Math.max(lastRefresh, page.last_seq);
     };
     for await (const event of eventsOver(via, client, target, runId, after, limit, onPage)) {
-      print(json ? JSON.stringify(event) : formatEvent(event));
+      print(json ? JSON.stringify(event) : formatEvent(event, lineOptions));
       if (view !== null && event.seq >= lastRefresh) {
         run = await client.getRun(runId); // once per caught-up page: usage for the status line
         lastRefresh = run.last_seq;

@@ -265,10 +265,33 @@ export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?:
   return table(rows) + note + (cursor ? `\nnext page: ${next}` : '');
 }
 
-/** One event line: `#seq  time  kind  detail`. */
-export function formatEvent(event: RunEvent): string {
+/** How event lines print: digests in full (`events --full-digests`), else their first 12 hex characters. */
+export interface EventLineOptions {
+  fullDigests?: boolean;
+}
+
+/** A sha256 digest (64 hex characters, bare or after `sha256:` / `sha256:rfc8785:`). */
+const DIGEST = /\b(?:sha256:(?:rfc8785:)?)?([0-9a-f]{12})[0-9a-f]{52}\b/g;
+
+/** `text` with every digest cut to its first 12 hex characters and `…` (the console's short form). */
+export function shortDigests(text: string): string {
+  return text.replace(DIGEST, '$1…');
+}
+
+/**
+ * One event: `#seq  time  kind  detail`, digests short unless `fullDigests`. A newline the text
+ * carries starts an indented continuation line (under the detail, so no line of it can pass for
+ * an event of its own); every other control character is escaped (printable).
+ */
+export function formatEvent(event: RunEvent, options: EventLineOptions = {}): string {
   const head = `#${String(event.seq).padStart(4)}  ${clockTime(event.at)}  ${event.kind.padEnd(22)}`;
-  return printable(`${head}  ${eventDetail(event)}`.trimEnd());
+  const detail = options.fullDigests === true ? eventDetail(event) : shortDigests(eventDetail(event));
+  const [first = '', ...rest] = detail.split(/\r\n|\n|\r/);
+  const indent = ' '.repeat(head.length + 2);
+  return [
+    printable(`${head}  ${first}`.trimEnd()),
+    ...rest.map((line) => printable(`${indent}${line}`.trimEnd())),
+  ].join('\n');
 }
 
 function eventDetail(event: RunEvent): string {

@@ -100,7 +100,7 @@ export function waitingLines(run: PublicRunRecord, now: number, timing?: LeaseTi
 }
 
 export function eventLines(state: WatchState): string[] {
-  return state.events.map(formatEvent);
+  return state.events.flatMap((e) => formatEvent(e).split('\n'));
 }
 
 /** The run controls the keys s, p, u and x send. */

@@ -273,9 +273,11 @@ function clientDrivenReason(): WaitingReason {
 }
 
 /**
- * A running client-driven run: its client holds the lease and moves it; or the lease ran out and
- * the sweeper lets it go (the skew allowance past its end, then its next pass), after which the
- * run waits, queued, for a client.
+ * A running client-driven run: when the service last heard from its client (`updated_at`: its
+ * last write, a step or a lease renewal) and what happens if it does not come back: its lease
+ * ends at `expires_at`, the sweeper lets the run go (the skew allowance past its end, then its
+ * next pass), and the run waits, queued, for a client to take it again. The service never ends
+ * it. docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
  */
 function clientLeaseReason(
   run: Extract<PublicRunRecord, { status: 'running' }>,
@@ -287,10 +289,11 @@ function clientLeaseReason(
   const commands = [cmd('lease', run.run_id)];
   // No CLI command moves a client-driven run; the one offered shows its lease, and a stop ends it.
   const only = ' (the command below only shows who holds the lease; to end the run instead, stop it)';
+  const heard = `client-driven: last heard from client ${owner} ${heardAgo(run.updated_at, now)} (its last write to the run)`;
   if (now < expires_at) {
     return [
       {
-        text: `client-driven: client ${owner} holds the lease until ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, unless it renews it); the run moves when that client writes its next step${only}`,
+        text: `${heard}; if it does not come back by ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, when its lease ends unless it renews it), the sweeper lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step${only}`,
         commands,
       },
     ];
@@ -302,10 +305,15 @@ function clientLeaseReason(
       : `at its next pass, within ${seconds(takeover.byMs)}`;
   return [
     {
-      text: `client-driven: the lease of client ${owner} ran out ${seconds(now - expires_at)} ago; the sweeper lets it go ${when}, and the run then waits, queued, for a client to take the lease again${only}`,
+      text: `${heard}; its lease ran out ${seconds(now - expires_at)} ago, the sweeper lets go of the run ${when}, and the run then waits, queued, for a client to take it again${only}`,
       commands,
     },
   ];
+}
+
+/** `12 s ago`, `just now` under a second (a clock a little ahead reads as just now too). */
+function heardAgo(at: number, now: number): string {
+  return now - at < 1_000 ? 'just now' : `${seconds(now - at)} ago`;
 }
 
 function queuedReason(run: PublicRunRecord, now: number): WaitingReason {

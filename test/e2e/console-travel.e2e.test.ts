@@ -1,7 +1,7 @@
 /**
  * Safe reducer upgrades in the web console, in a real browser (Debian's chromium, driven by playwright-core)
  * against the local stack: time travel on a run's page (an event's "View the run at #seq", the
- * "View at seq" form and `?at=SEQ` show the state, plan and open requests as they stood then,
+ * "View at event #" form and `?at=SEQ` show the state, plan and open requests as they stood then,
  * read from `GET /runs/{id}/at/{seq}`, labelled as the past, with a way back to now; the view's
  * code is not fetched by a page drawn now), and "Would the new reducer agree?" on a run paused
  * `reducer_changed`, once for an artifact that decides the same and once for one that does not,
@@ -99,7 +99,7 @@ async function eventsOf(runId: string): Promise<RunEvent[]> {
 }
 
 const pastHeading = (page: Page, seq: number) =>
-  page.getByRole('heading', { name: `The past: the run at seq ${seq}` });
+  page.getByRole('heading', { name: `The past: the run at event #${seq}` });
 
 describe('time travel and reducer checks in the console', { timeout: 120_000 }, () => {
   it('shows the run as it stood at a chosen seq, labelled as the past, and goes back to now', async () => {
@@ -118,7 +118,7 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     const page = await runPage(run.run_id, '', true);
     await page.getByRole('heading', { name: 'Needs you' }).waitFor();
     await page.locator(`#event-${opened.seq} summary`).click();
-    await page.getByRole('button', { name: `View the run at #${opened.seq}` }).click();
+    await page.getByRole('button', { name: `View the run at event #${opened.seq}` }).click();
 
     // Assess: the past, as the API reads it, in place of what needs the user now.
     await pastHeading(page, opened.seq).waitFor();
@@ -150,12 +150,12 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     expect(pageErrors).toEqual([]);
   });
 
-  it('reads a seq typed in "View at seq", and says so when the run has no such seq', async () => {
+  it('reads a seq typed in "View at event #", and says so when the run has no such seq', async () => {
     const run = await createRun('travel-form', AGENT_LOOP_PATH);
     await until(run.run_id, (r) => r.status === 'waiting');
     const page = await runPage(run.run_id);
 
-    await page.getByLabel('View at seq').fill('1');
+    await page.getByLabel('View at event #').fill('1');
     await page.getByRole('button', { name: 'View', exact: true }).click();
 
     await pastHeading(page, 1).waitFor();
@@ -167,7 +167,7 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
 
     // The last seq: no step later than now.
     const last = (await client.getRun(run.run_id)).last_seq;
-    await page.getByLabel('View at seq').fill(String(last));
+    await page.getByLabel('View at event #').fill(String(last));
     await page.getByRole('button', { name: 'View', exact: true }).click();
     await pastHeading(page, last).waitFor();
     expect(await past.getByRole('button', { name: `#${last + 1} ▸` }).isDisabled()).toBe(true);
@@ -263,7 +263,9 @@ describe('"Would the new reducer agree?" on a run paused reducer_changed', { tim
 
     const verdict = page.locator('.reducer-check [role="status"]');
     await verdict.waitFor();
-    expect(await verdict.textContent()).toContain(`decides differently at seq ${String(checked.event_seq)}`);
+    expect(await verdict.textContent()).toContain(
+      `decides differently at event #${String(checked.event_seq)}`,
+    );
     expect(await verdict.getAttribute('class')).toBe('error');
     await shot(page, 'reducer-check-diverges');
     expect(pageErrors).toEqual([]);

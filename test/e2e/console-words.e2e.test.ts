@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd, MODEL_CALLS_HINT } from '../../console/src/model/budgets.ts';
-import { approvalWhy } from '../../console/src/model/request-words.ts';
-import { EVENT_KIND_HINTS } from '../../console/src/model/events.ts';
+import { EVENT_KIND_HINTS, EVENT_KIND_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, PRINCIPAL_HINT } from '../../console/src/model/list-words.ts';
+import { approvalWhy } from '../../console/src/model/request-words.ts';
 import { USAGE_HINTS } from '../../console/src/model/run-words.ts';
 import { shortId } from '../../console/src/model/words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
@@ -112,6 +112,8 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await page.getByTestId('lease').textContent()).toBe(
       'the service: idle while the run waits for an approval',
     );
+    // No client, no word of one on a server-driven run.
+    expect(await page.getByTestId('client-heard').count()).toBe(0);
     expect(await page.getByTestId('approval-why').textContent()).toBe(approvalWhy('tool_call'));
     expect(await page.getByText('a tool call', { exact: true }).count()).toBe(1);
     expect(await page.getByTestId('digest-hint').textContent()).toContain('rfc8785');
@@ -175,7 +177,9 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await answered.locator('.desc').textContent()).toMatch(
       /^answered event #\d+(: nothing more to do| with: )/,
     );
-    expect(await answered.locator('.kind').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
+    expect(await answered.locator('.what').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
+    expect(await answered.locator('.what').textContent()).toBe(EVENT_KIND_WORDS.reducer_answered);
+    expect(await answered.locator('.kind.tag').textContent()).toBe('reducer_answered');
 
     // An expanded tool result: its effect id read out, a line per term of its raw JSON.
     await page.getByLabel('Kind').selectOption({ label: 'tool result' });
@@ -193,9 +197,12 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     // The card names the operation that ran the tool, which is not the model turn's that asked.
     const toolOp = (await card.getByTestId('tool-op').textContent()) ?? '';
     const turnOp = `${run.run_id}/op/1`;
-    expect(toolOp).toMatch(/^ runtime operation run_\w{6}…\/op\/\d+$/);
+    expect(toolOp).toMatch(/^ operation run_\w{6}…\/op\/\d+$/);
     expect(await card.getByTestId('tool-op').getAttribute('title')).not.toContain(`${turnOp}`);
-    expect(await card.getByTestId('tool-call-id').textContent()).toMatch(/· model's call id /);
+    // The model's id for the call is folded under a plain label, second to the operation.
+    const callId = card.getByTestId('tool-call-id');
+    expect(await callId.locator('summary').textContent()).toBe("the model's id for this call");
+    expect(await callId.getAttribute('open')).toBeNull();
     expect(await page.getByText('· asked for tools').count()).toBeGreaterThan(0);
   });
 
@@ -267,6 +274,10 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await op.textContent()).toBe(`model turn ${shortId(opId)} (in flight)`);
     expect(await page.getByTestId('lease').textContent()).toMatch(
       /^the client my-loop\. It must renew its hold on the run \(its lease\) while it works; unless renewed, the hold runs out in \d+ seconds?\.$/,
+    );
+    // When the run last heard from its client, and what happens if the client does not come back.
+    expect(await page.getByTestId('client-heard').textContent()).toMatch(
+      /^Last heard from its client (just now|\d+ seconds? ago) \(its last write to the run\)\. If the client does not come back by \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}, its hold on the run ends: the runtime then lets go of the run and the run waits for a client to take it again\.$/,
     );
     // The ended-operations count does not count the one in flight, and says so.
     expect(await page.locator('#usage').textContent()).toContain('operations ended 0');

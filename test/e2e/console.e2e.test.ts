@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { steerWords } from '../../console/src/model/run-mode.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH } from '../../lib/reducers/index.ts';
@@ -216,6 +217,8 @@ describe('the web console in chromium', { timeout: 120_000 }, () => {
     await ackShown(page, 'answer: applied');
     await page.getByText('Noted: PDF please. Anything else?').first().waitFor({ timeout: 20_000 });
 
+    // On a conversation run a steer is the person's next message, and the box says so.
+    expect(await page.getByTestId('steer-hint').textContent()).toBe(steerWords('conversation', false).hint);
     await page.getByLabel('Steer the run').fill('Also email the receipt');
     await page.getByRole('button', { name: 'Send steer' }).click();
     await ackShown(page, 'steer: applied');

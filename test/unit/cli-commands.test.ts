@@ -625,6 +625,9 @@ describe('agent-runs controls', () => {
   });
 });
 
+/** A control character other than the newline between lines (events output). */
+const CONTROL_BUT_NEWLINE_IN_EVENTS = /(?!\n)\p{Cc}/u;
+
 describe('agent-runs events and tools', () => {
   it('events prints one line per event and where the next page starts', async () => {
     const page = {
@@ -647,8 +650,50 @@ describe('agent-runs events and tools', () => {
     expect(r.out.split('\n')).toEqual([
       '#   1  12:00:00.005  run_started',
       '#   2  12:00:01.000  request_opened          question r/req/1: "which flight?"',
-      'more: --after 2 (last seq 5, waiting)',
+      'more: --after 2 (the last event is #5; the run is waiting)',
     ]);
+  });
+
+  it('events indents the lines of a multi-line text and prints digests short, in full with --full-digests', async () => {
+    const digest = `${'ab12cd34ef56'}${'0'.repeat(52)}`;
+    const page = {
+      events: [
+        {
+          seq: 4,
+          kind: 'steer_queued',
+          at: Date.UTC(2026, 0, 1, 12, 0, 0),
+          data: { input: 'first line\nsecond\u001b[2J line\r\n#   9  forged' },
+        },
+        {
+          seq: 5,
+          kind: 'request_opened',
+          at: Date.UTC(2026, 0, 1, 12, 0, 1),
+          data: {
+            kind: 'approval',
+            request_id: 'r/req/1',
+            subject: { kind: 'tool_call', digest: `sha256:rfc8785:${digest}`, summary: 'Call charge' },
+          },
+        },
+      ],
+      next_after: 5,
+      last_seq: 5,
+      status: 'waiting',
+      settled: false,
+    };
+    const r = await cli(['events', 'run_1'], () => [200, page]);
+    const pad = ' '.repeat('#   4  12:00:00.000  steer_queued            '.length);
+    expect(r.out.split('\n')).toEqual([
+      '#   4  12:00:00.000  steer_queued            first line',
+      `${pad}second\\u001b[2J line`,
+      `${pad}#   9  forged`,
+      '#   5  12:00:01.000  request_opened          approval r/req/1 digest ab12cd34ef56… "Call charge"',
+      '(the last event is #5; the run is waiting)',
+    ]);
+    expect(r.out).not.toMatch(CONTROL_BUT_NEWLINE_IN_EVENTS);
+    const full = await cli(['events', 'run_1', '--full-digests'], () => [200, page]);
+    expect(full.out).toContain(`digest sha256:rfc8785:${digest} "Call charge"`);
+    const json = await cli(['--json', 'events', 'run_1'], () => [200, page]);
+    expect(json.out).toContain(`sha256:rfc8785:${digest}`);
   });
 
   it('an event line says the registry versions a run pinned in words', () => {

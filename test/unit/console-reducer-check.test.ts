@@ -20,7 +20,7 @@ describe('checkVerdict', () => {
     };
     expect(checkVerdict(report, 'r1')).toEqual({
       agrees: false,
-      text: 'the new reducer (abcdef012345) decides differently at seq 14: state_rev: 3 → 4',
+      text: 'the new reducer (abcdef012345) decides differently at event #14: state_rev: 3 → 4',
     });
   });
 

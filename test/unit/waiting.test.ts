@@ -273,18 +273,22 @@ describe('why a run is not moving', () => {
     expect(reason?.commands).toEqual([]);
   });
 
-  it('says who holds a client-driven run, and when the sweeper lets a lease that ran out go', () => {
-    const running = (expires_at: number) =>
+  it('says when a client-driven run last heard from its client, and when the sweeper lets it go', () => {
+    const running = (expires_at: number, updated_at = T - 180_000) =>
       as({
         status: 'running',
         reducer: null,
         lease: { owner: 'ai-sdk-1', expires_at },
         operation: null,
         open_requests: [],
+        updated_at,
       });
     const [held] = waitingReasons(running(T + 30_000), T);
     expect(held?.text).toBe(
-      `client-driven: client ai-sdk-1 holds the lease until ${new Date(T + 30_000).toISOString()} (in 30 s, unless it renews it); the run moves when that client writes its next step (the command below only shows who holds the lease; to end the run instead, stop it)`,
+      `client-driven: last heard from client ai-sdk-1 3 min ago (its last write to the run); if it does not come back by ${new Date(T + 30_000).toISOString()} (in 30 s, when its lease ends unless it renews it), the sweeper lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step (the command below only shows who holds the lease; to end the run instead, stop it)`,
+    );
+    expect(waitingReasons(running(T + 30_000, T), T)[0]?.text).toContain(
+      'last heard from client ai-sdk-1 just now',
     );
     expect(held?.commands).toEqual(['agent-runs lease run-1']);
     const timing = {
@@ -295,7 +299,7 @@ describe('why a run is not moving', () => {
     };
     const [lapsed] = waitingReasons(running(T), T + 2_000, timing);
     expect(lapsed?.text).toBe(
-      'client-driven: the lease of client ai-sdk-1 ran out 2 s ago; the sweeper lets it go in 3 s to 63 s, and the run then waits, queued, for a client to take the lease again (the command below only shows who holds the lease; to end the run instead, stop it)',
+      'client-driven: last heard from client ai-sdk-1 3 min 2 s ago (its last write to the run); its lease ran out 2 s ago, the sweeper lets go of the run in 3 s to 63 s, and the run then waits, queued, for a client to take it again (the command below only shows who holds the lease; to end the run instead, stop it)',
     );
   });
 

@@ -13,6 +13,7 @@ import type { PublicRunRecord } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS, type Timings } from '../../../lib/contracts/timings.ts';
 import type { LeaseView } from './lease.ts';
 import { duration } from './run-words.ts';
+import { stamp } from './words.ts';
 
 export interface DriverWords {
   /** The fact's term: `Driven by`, on both kinds of run. */
@@ -118,6 +119,38 @@ export function driverWords(
             }.`,
         }),
   };
+}
+
+/**
+ * When a client-driven run last heard from its client and what happens if the client does not
+ * come back, for a run a client holds right now; null for a server-driven run (no lease words
+ * there) or one no client holds. `updated_at` is the client's last write (a step or a renewal of
+ * its hold); the hold ends at the lease's `expires_at`, after which the sweeper lets go of the run
+ * (lib/core/run-machine/client-driven.ts expireClientLease) and the run waits, queued, for a
+ * client to take it again; the service never ends it. Times in the console's one style (`stamp`).
+ * docs/contracts/run-lifecycle.md, "Leases, recovery and the sweeper".
+ */
+export function clientHeardText(
+  run: Pick<PublicRunRecord, 'reducer' | 'updated_at'> & {
+    lease: { expires_at: number } | null;
+  },
+  now: number,
+): string | null {
+  if (run.reducer !== null || run.lease === null) return null;
+  const ago =
+    now - run.updated_at < 1_000 ? 'just now' : `${seconds(Math.round((now - run.updated_at) / 1000))} ago`;
+  const heard = `Last heard from its client ${ago} (its last write to the run).`;
+  const end = stamp(run.lease.expires_at);
+  if (run.lease.expires_at > now) {
+    return (
+      `${heard} If the client does not come back by ${end}, its hold on the run ends: the runtime then ` +
+      'lets go of the run and the run waits for a client to take it again.'
+    );
+  }
+  return (
+    `${heard} Its hold on the run ended at ${end}: the runtime lets go of the run and the run ` +
+    'waits for a client to take it again.'
+  );
 }
 
 /**

@@ -8,6 +8,8 @@
 /** What each term means, in one line. Keys are the JSON field names (and `operation`). */
 export const EVENT_TERM_HINTS = {
   operation: 'operation: one model turn or tool call the run started, named run/op/N.',
+  call_id:
+    "call_id: the model's id for this call (the model names each call it asks for). The run's own id for the call is its operation; the scripted model names its calls after the model turn's operation that asked (scripted-run_…/op/3), so the two can look alike.",
   effect_id:
     'effect: one thing the reducer (or, on a client-driven run, the client) asked for: call a tool, ask a person, ... A reducer names it state_rev:i (the i-th thing it asked for at that revision, from 0); a client, client:N (its operation no. N).',
   state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
@@ -21,7 +23,15 @@ export const EVENT_TERM_HINTS = {
 } as const;
 
 type Term = keyof typeof EVENT_TERM_HINTS;
-const JSON_TERMS: readonly Term[] = ['effect_id', 'state_rev', 'manifest', 'legacy', 'resume_key', 'pinned'];
+const JSON_TERMS: readonly Term[] = [
+  'call_id',
+  'effect_id',
+  'state_rev',
+  'manifest',
+  'legacy',
+  'resume_key',
+  'pinned',
+];
 
 /** The JSON field names in `value`, searched to `depth` levels (objects and arrays). */
 function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
@@ -32,6 +42,54 @@ function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
     keysOf(v, into, depth - 1);
   }
   return into;
+}
+
+/**
+ * The lines for an approval the policy gate opened (its JSON carries `gate: true`): what each of
+ * its fields is, in words. The subject is the tool call the gate holds back until a person decides.
+ */
+export const GATE_HINTS = {
+  gate: "gate: true: the service's policy gate opened this approval itself, before running the tool call; the call waits until a person approves or denies it.",
+  subject:
+    'subject: what is approved: the tool call (kind tool_call), its summary (the policy rule that asked, when one did), and changes: the tool, its version and its arguments.',
+  digest:
+    'digest: a fingerprint of that exact call (the tool, its version and its arguments, as canonical JSON: digest_alg sha256:rfc8785); approving quotes it, so a changed call cannot be approved by mistake.',
+  request_id: "request_id: the approval's name (run/req/N), which approve and deny quote.",
+  effect_id: 'effect_id: the tool call it holds back, by its effect id (below).',
+} as const;
+
+/** ms since 1970 between 2001 and 2286: a number too small or too big is not read as a time. */
+const isEpochMs = (v: unknown): v is number => typeof v === 'number' && v >= 1e12 && v < 1e13;
+
+/**
+ * The time fields `data` holds (a key ending in `_at`, to four levels down; `expires_at: null`
+ * read as never), each as `opened_at: 2026-12-04 10:40:05`: the console's one time style, written
+ * by `stamp` (a parameter, so this stays pure and the caller keeps the style).
+ */
+export function timeFieldLines(data: unknown, stamp: (ms: number) => string): string[] {
+  const lines: string[] = [];
+  const walk = (value: unknown, depth: number): void => {
+    if (depth < 0 || value === null || typeof value !== 'object') return;
+    for (const [k, v] of Array.isArray(value) ? value.map((x) => ['', x] as const) : Object.entries(value)) {
+      if (k.endsWith('_at') && isEpochMs(v)) lines.push(`${k}: ${stamp(v)} (local time)`);
+      else if (k === 'expires_at' && v === null) lines.push('expires_at: null: it never expires');
+      else walk(v, depth - 1);
+    }
+  };
+  walk(data, 4);
+  return lines;
+}
+
+/** The gate's lines when `data` is an approval the policy gate opened (`gate: true`), else none. */
+export function gateLines(data: unknown): string[] {
+  if (data === null || typeof data !== 'object' || (data as { gate?: unknown }).gate !== true) return [];
+  return [
+    GATE_HINTS.gate,
+    GATE_HINTS.subject,
+    GATE_HINTS.digest,
+    GATE_HINTS.request_id,
+    GATE_HINTS.effect_id,
+  ];
 }
 
 /** The hint lines for the terms `data` holds (to four levels down), in EVENT_TERM_HINTS order. */

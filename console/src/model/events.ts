@@ -80,7 +80,11 @@ export function describeEvent(event: RunEvent, freeNow = false): string {
       return `${result.data.tool}: ${env.status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
     }
     case 'operation_started':
-      return [str(d.kind), str(d.tool), num(d.attempt) !== undefined ? `attempt ${d.attempt}` : undefined]
+      return [
+        str(d.kind)?.replaceAll('_', ' '),
+        str(d.tool),
+        num(d.attempt) !== undefined ? `attempt ${d.attempt}` : undefined,
+      ]
         .filter((s) => s !== undefined)
         .join(' · ');
     case 'operation_failed': {
@@ -233,6 +237,45 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   lease_taken_over:
     "The worker or client moving the run stopped responding, and the sweeper (the service's regular check for stalled runs) took the run back.",
 };
+
+/**
+ * What happened, in a person's words: the main text of a timeline row, ahead of its line
+ * (describeEvent). The kind itself stays on the row as a small tag, for the filter and the docs.
+ */
+export const EVENT_KIND_WORDS: Record<RunEventKind, string> = {
+  run_started: 'Run started',
+  run_completed: 'Run finished',
+  run_failed: 'Run failed',
+  stopped: 'Run stopped',
+  result_delivered: 'Result arrived',
+  checkpoint_written: 'Snapshot saved',
+  capability_gap: 'Missing a tool',
+  model_turn_completed: 'The model answered',
+  operation_started: 'Started',
+  tool_result: 'Tool answered',
+  operation_failed: 'Failed',
+  operation_cancelled: 'Cancelled',
+  provider_outage: 'Model provider unavailable',
+  reducer_answered: 'The reducer decided',
+  request_opened: 'Asked a person',
+  request_resolved: 'A person answered',
+  request_closed: 'Request closed unanswered',
+  steer_queued: 'Message sent to the run',
+  steer_consumed: 'The run read a message',
+  steers_discarded: 'Messages dropped unread',
+  pause_requested: 'Pause asked for',
+  paused: 'Paused',
+  resumed: 'Resumed',
+  stop_requested: 'Stop asked for',
+  control_rejected: 'Control refused',
+  budget_exceeded: 'Budget used up',
+  lease_taken_over: 'Taken back by the service',
+};
+
+/** A kind the console does not know (a newer server's) reads as its name with spaces. */
+export function eventWords(kind: string): string {
+  return (EVENT_KIND_WORDS as Record<string, string>)[kind] ?? kind.replaceAll('_', ' ');
+}
 
 /** The line for a kind filter that names one kind (undefined for '' and groups). */
 export function kindFilterHint(filter: string): string | undefined {

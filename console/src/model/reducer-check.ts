@@ -26,7 +26,7 @@ export function checkVerdict(report: Record<string, unknown>, runId: string): Ch
     const diff = Array.isArray(run.diff) && typeof run.diff[0] === 'string' ? `: ${run.diff[0]}` : '';
     return {
       agrees: false,
-      text: `the new reducer (${hash}) decides differently at seq ${String(run.event_seq)}${diff}`,
+      text: `the new reducer (${hash}) decides differently at event #${String(run.event_seq)}${diff}`,
     };
   }
   return { agrees: null, text: `not checked: ${String(run.reason ?? run.result)}` };

@@ -1,4 +1,4 @@
-/** Small wording helpers the views share: short digests, counted nouns, an empty plan. Pure. */
+/** Small wording helpers the views share: short digests, counted nouns, an empty plan, times. Pure. */
 import { CONTROL_REASON_WORDS } from '../../../lib/client/reason-words.ts';
 
 /** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
@@ -54,16 +54,29 @@ export function planStatusText(status: string): string | null {
   }
 }
 
+/**
+ * The label of the model's own id for a tool call. A tool call's one primary id is its operation
+ * (`run_…/op/N`, the run's own id); the model's id is shown second, under this label.
+ */
+export const MODEL_CALL_ID_LABEL = "the model's id for this call";
+
+/** What the model's id for a call is, and why it may look like an operation id. */
+export const MODEL_CALL_ID_HINT =
+  "The model names each tool call it asks for; the runtime matches the tool's result to the call " +
+  "by that name. It is not the run's own id for the call: that is the operation (run_…/op/N). " +
+  "The scripted model names its calls after the model turn's operation that asked " +
+  '(scripted-run_…/op/3 for a call asked in op/3), so the two can look alike.';
+
 /** How a projection detail's keys read: the ids a newcomer asked about. */
 const DETAIL_KEYS: Record<string, string> = {
-  call_id: "model's call id",
-  op_id: 'runtime operation',
-  operation_id: 'runtime operation',
+  call_id: MODEL_CALL_ID_LABEL,
+  op_id: 'operation',
+  operation_id: 'operation',
 };
 
 /**
  * A projection item's detail in one line: text as it is, an object as `key value · ...` (nulls
- * left out; `call_id` read as "model's call id", `attempts 1` as `1 attempt`, run ids in values
+ * left out; `call_id` read as MODEL_CALL_ID_LABEL, `op_id` as `operation`, `attempts 1` as `1 attempt`, run ids in values
  * shown short).
  */
 export function detailText(detail: unknown): string {
@@ -79,4 +92,27 @@ export function detailText(detail: unknown): string {
       .join(' · ');
   }
   return JSON.stringify(detail);
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** `YYYY-MM-DD HH:MM:SS` local time, 24-hour: the console's one way of writing a time. */
+export function stamp(ms: number): string {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(ms).slice(0, 8)}`;
+}
+
+/** `HH:MM:SS.mmm` local time, 24-hour (an event's time: `stamp`'s clock with milliseconds). */
+export function clock(ms: number): string {
+  const d = new Date(ms);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+/** What an event's number is, wherever the console shows `#N` or asks for one. */
+export const SEQ_HINT =
+  "Entries in the run's log, numbered 1, 2, 3…: event #N is the N-th (the API calls the number its seq).";
+
+/** The hint beside "View at event #": what the number is, and the range the run has. */
+export function seqHint(lastSeq: number): string {
+  return `event #N is an event's number in the run's log, its seq (1 to ${lastSeq})`;
 }

@@ -20,7 +20,7 @@ import { useApi } from '../api.tsx';
 import { useRunMode } from '../live/use-run-mode.ts';
 import { budgetPauseLimit, pausedLine } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
-import { MODE_WORDS } from '../model/run-mode.ts';
+import { MODE_WORDS, steerWords } from '../model/run-mode.ts';
 import { approvalKindText, approvalWhy, digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
 import { APPROVAL_PAUSED, expiryWhat } from '../model/run-words.ts';
 import { shortId } from '../model/words.ts';
@@ -436,6 +436,7 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
   const [stopReason, setStopReason] = useState('');
   const terminal = isTerminalStatus(run.status);
   const busy = controls.busy !== null;
+  const words = steerWords(useRunMode(run.run_id, run.reducer?.function_path), run.reducer === null);
 
   if (terminal) {
     return (
@@ -456,20 +457,20 @@ export function RunControls({ run, controls }: { run: PublicRunRecord; controls:
           void controls.send('steer', { command: 'steer', input: steer.trim() }).then(() => setSteer(''));
         }}
       >
-        <label htmlFor={`${ids}-steer`}>Steer the run</label>
+        <label htmlFor={`${ids}-steer`}>{words.label}</label>
         <textarea
           id={`${ids}-steer`}
           rows={2}
           value={steer}
-          placeholder={
-            run.reducer === null
-              ? "A message for the run's own loop: it is queued until the client's code takes it"
-              : 'A message the agent reads between two steps (after the current one ends)'
-          }
+          aria-describedby={`${ids}-steer-hint`}
+          placeholder={words.placeholder}
           onChange={(e) => setSteer(e.target.value)}
         />
+        <p id={`${ids}-steer-hint`} className="muted hint" data-testid="steer-hint">
+          {words.hint}
+        </p>
         <button type="submit" disabled={busy || steer.trim() === ''}>
-          Send steer
+          {words.button}
         </button>
       </form>
       {run.status === 'paused' ? <ResumeForm run={run} controls={controls} /> : null}

@@ -15,9 +15,8 @@ import {
   pastView,
   requestLine,
 } from '../model/time-travel.ts';
-import { plural, shortId } from '../model/words.ts';
+import { noPlanText, plural, shortId } from '../model/words.ts';
 import { errorText, Json, StatusBadge } from './common.tsx';
-import { noPlanText } from '../model/words.ts';
 import { ProjectionList } from './Plan.tsx';
 
 /**
@@ -45,13 +44,13 @@ export default function PastView(props: {
   return (
     <section className="card past" aria-labelledby={`${ids}-t`} data-testid="past-view">
       <div className="past-banner">
-        <h2 id={`${ids}-t`}>The past: the run at seq {seq}</h2>
+        <h2 id={`${ids}-t`}>The past: the run at event #{seq}</h2>
         <p role="status" aria-live="polite">
           {past !== undefined
             ? `As it stood after event #${seq} of ${Math.max(lastSeq, past.currentSeq)}, from its log. Nothing here acts on the run; its controls act on it now.`
             : at.error !== null
-              ? 'This seq could not be read.'
-              : `Reading the run at seq ${seq}…`}
+              ? 'This event could not be read.'
+              : `Reading the run at event #${seq}…`}
         </p>
         <div className="buttons">
           <button type="button" disabled={seq <= 1} onClick={() => onTravel(seq - 1)}>
@@ -139,7 +138,7 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
       )}
       {past.unansweredCalls.length > 0 ? (
         <p className="muted">
-          Tool calls without a result then (the model's call ids):{' '}
+          Tool calls without a result then (the model's ids for these calls):{' '}
           <span title={past.unansweredCalls.join(', ')}>{past.unansweredCalls.map(shortId).join(', ')}</span>
         </p>
       ) : null}

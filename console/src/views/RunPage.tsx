@@ -10,9 +10,10 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, type ReactNode, Suspense, useCallback, useId, useRef, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { isTerminalStatus, type PublicRunRecord, type RunEvent } from '../../../lib/contracts/index.ts';
+import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
 import { useApi } from '../api.tsx';
-import { useRunMode } from '../live/use-run-mode.ts';
 import { useRunEvents } from '../live/use-run-events.ts';
+import { useRunMode } from '../live/use-run-mode.ts';
 import {
   budgetBars,
   budgetPauseLimit,
@@ -22,10 +23,10 @@ import {
   MODEL_TURNS_HINT,
   pausedLine,
 } from '../model/budgets.ts';
-import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
-import { driverWords } from '../model/driver.ts';
-import { PRINCIPAL_HINT } from '../model/list-words.ts';
+import { clientHeardText, driverWords } from '../model/driver.ts';
+import { timeFieldLines } from '../model/event-terms.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
+import { PRINCIPAL_HINT } from '../model/list-words.ts';
 import { TIMELINE_WINDOW } from '../model/paging.ts';
 import { principalLabel, subjectLabel } from '../model/run-listing.ts';
 import {
@@ -37,9 +38,9 @@ import {
   USAGE_HINTS,
 } from '../model/run-words.ts';
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
-import { plural, reasonText, shortId } from '../model/words.ts';
+import { plural, reasonText, SEQ_HINT, seqHint, shortId } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
-import { Digest, errorText, Json, StatusBadge, Time, useNow } from './common.tsx';
+import { Digest, errorText, Json, StatusBadge, stamp, Time, useNow } from './common.tsx';
 import { Plan } from './Plan.tsx';
 import { Timeline } from './Timeline.tsx';
 
@@ -112,7 +113,7 @@ export function RunPage({ runId }: { runId: string }) {
               />
             </>
           ) : (
-            <Suspense fallback={<p aria-live="polite">Loading the run at seq {atSeq}…</p>}>
+            <Suspense fallback={<p aria-live="polite">Loading the run at event #{atSeq}…</p>}>
               <PastView
                 runId={runId}
                 seq={atSeq}
@@ -164,7 +165,7 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
   return (
     <form
       className="travel-form"
-      aria-label="View the run at a seq"
+      aria-label="View the run at an event"
       onSubmit={(e) => {
         e.preventDefault();
         const seq = travelSeq(`at=${value.trim()}`);
@@ -172,7 +173,7 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
       }}
     >
       <label htmlFor={`${ids}-seq`} className="inline-label">
-        View at seq
+        View at event #
       </label>
       <input
         id={`${ids}-seq`}
@@ -188,7 +189,7 @@ function TravelForm(props: { lastSeq: number; atSeq: number | null; onTravel: (s
       />
       <button type="submit">View</button>
       <span id={`${ids}-seq-hint`} className="muted hint" data-testid="seq-hint">
-        seq is an event's number in the run's log (1 to {props.lastSeq})
+        {seqHint(props.lastSeq)}
       </span>
     </form>
   );
@@ -257,6 +258,7 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
   };
   const lease = leaseView(run, now, observed.current, timings);
   const driver = driverWords(run, lease, timings);
+  const heard = clientHeardText(run, now);
   const detail = statusDetail(run, stopReason);
   const personWait = personWaitText(run);
   const agentRef = run.executor_config.agent_ref;
@@ -316,8 +318,15 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
             </>
           )}
         </Fact>
-        <Fact term={driver.term} hint={driver.hint} wide testId="lease">
-          {driver.warn ? <span className="warn">{driver.text}</span> : driver.text}
+        <Fact term={driver.term} hint={driver.hint} wide>
+          <span className={driver.warn ? 'warn' : undefined} data-testid="lease">
+            {driver.text}
+          </span>
+          {heard !== null ? (
+            <span className="block muted" data-testid="client-heard">
+              {heard}
+            </span>
+          ) : null}
         </Fact>
         <OperationFact run={run} />
         {run.parent_run_id !== undefined ? (
@@ -339,7 +348,7 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
         <Fact term="Model turns" hint={MODEL_TURNS_HINT} testId="turns">
           {run.turn}
         </Fact>
-        <Fact term="Events" hint="Entries in the run's log, numbered 1, 2, 3… (their seq)." testId="events">
+        <Fact term="Events" hint={SEQ_HINT} testId="events">
           {run.last_seq}
         </Fact>
       </dl>
@@ -465,7 +474,16 @@ function Checkpoints({ run, enabled }: { run: PublicRunRecord; enabled: boolean 
               >
                 {open === cp.n ? 'hide raw' : 'raw'}
               </button>
-              {open === cp.n ? <Json value={cp} label={`Checkpoint ${cp.n}`} /> : null}
+              {open === cp.n ? (
+                <>
+                  <Json value={cp} label={`Checkpoint ${cp.n}`} />
+                  <ul className="term-hints muted" data-testid="checkpoint-times">
+                    {timeFieldLines(cp, stamp).map((line) => (
+                      <li key={line}>{line}</li>
+                    ))}
+                  </ul>
+                </>
+              ) : null}
             </li>
           );
         })}

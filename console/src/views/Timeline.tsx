@@ -12,21 +12,31 @@ import type { RunEvent } from '../../../lib/contracts/index.ts';
 import type { Transport } from '../live/live-feed.ts';
 import type { FeedState } from '../live/use-run-events.ts';
 import {
+  EVENT_TERM_HINTS,
+  effectText,
+  gateLines,
+  jsonTermHints,
+  timeFieldLines,
+} from '../model/event-terms.ts';
+import {
   describeEvent,
   EVENT_KIND_GROUPS,
   EVENT_KIND_HINTS,
   eventTone,
+  eventWords,
   isQuietEvent,
   kindFilterHint,
   matchesKindFilter,
 } from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
-import { clock, Json } from './common.tsx';
-import { EVENT_TERM_HINTS, effectText, jsonTermHints } from '../model/event-terms.ts';
+import { clock, Json, stamp } from './common.tsx';
 
-/** A line per term of the raw JSON a newcomer asks about (state_rev, manifest, legacy, ...). */
+/**
+ * A line per term of the raw JSON a newcomer asks about: its times in the page's style, an
+ * approval gate's fields, then state_rev, manifest, legacy, ...
+ */
 function TermHints({ data }: { data: unknown }) {
-  const hints = jsonTermHints(data);
+  const hints = [...timeFieldLines(data, stamp), ...gateLines(data), ...jsonTermHints(data)];
   if (hints.length === 0) return null;
   return (
     <ul className="term-hints muted" data-testid="term-hints">
@@ -61,14 +71,17 @@ const EventRow = memo(function EventRow(props: {
     >
       <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
         <summary>
-          <span className="seq" title={`Event ${event.seq} of the run's log`}>
+          <span className="seq" title={`Event #${event.seq}: its number in the run's log (its seq)`}>
             #{event.seq}
           </span>{' '}
           <span className="time">{clock(event.at)}</span>{' '}
-          <span className="kind" title={EVENT_KIND_HINTS[event.kind]}>
-            {event.kind}
+          <span className="what" title={EVENT_KIND_HINTS[event.kind]}>
+            {eventWords(event.kind)}
           </span>{' '}
-          <span className="desc">{describeEvent(event, props.freeNow)}</span>
+          <span className="desc">{describeEvent(event, props.freeNow)}</span>{' '}
+          <span className="kind tag" title={`The event's kind: ${EVENT_KIND_HINTS[event.kind]}`}>
+            {event.kind}
+          </span>
         </summary>
         {open ? (
           <div className="event-body">
@@ -89,7 +102,7 @@ const EventRow = memo(function EventRow(props: {
             <TermHints data={event.data} />
             {then !== 'current' ? (
               <button type="button" className="link-button" onClick={() => props.onTravel(event.seq)}>
-                View the run at #{event.seq}
+                View the run at event #{event.seq}
               </button>
             ) : null}
           </div>

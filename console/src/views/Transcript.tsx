@@ -18,7 +18,7 @@ import {
   transcriptOf,
 } from '../model/transcript.ts';
 import { Digest, errorText, Json, StatusBadge } from './common.tsx';
-import { shortId } from '../model/words.ts';
+import { MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, shortId } from '../model/words.ts';
 
 export function TranscriptPage({ runId }: { runId: string }) {
   const { client } = useApi();
@@ -95,10 +95,7 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           {entry.toolCalls.map((call) => (
             <div key={call.call_id} className="tool-call">
               <p>
-                Calls <strong>{call.name}</strong>{' '}
-                <span className="mono muted" title={`The model's call id: ${call.call_id}`}>
-                  {shortId(call.call_id)}
-                </span>
+                Calls <strong>{call.name}</strong> <ModelCallId callId={call.call_id} />
               </p>
               <Json value={call.args} label={`Arguments of ${call.name}`} />
             </div>
@@ -149,6 +146,22 @@ function locator(l: {
   return `${l.workspace ?? ''}${l.workspace !== undefined ? ':' : ''}${l.path ?? ''}${l.node_id !== undefined ? `#${l.node_id}` : ''}`;
 }
 
+/**
+ * The model's own id for a tool call, second to its operation: folded under a plain label
+ * (MODEL_CALL_ID_LABEL), the id and what it is shown when opened.
+ */
+function ModelCallId({ callId }: { callId: string }) {
+  return (
+    <details className="call-id muted" data-testid="tool-call-id">
+      <summary>{MODEL_CALL_ID_LABEL}</summary>
+      <span className="mono" title={callId}>
+        {shortId(callId)}
+      </span>
+      : {MODEL_CALL_ID_HINT}
+    </details>
+  );
+}
+
 function ToolCard(props: {
   tool: string;
   callId: string | undefined;
@@ -173,22 +186,13 @@ function ToolCard(props: {
           <span
             className="muted"
             data-testid="tool-op"
-            title={`The runtime's operation that ran this tool call: ${props.opId}`}
+            title={`The run's operation that ran this tool call: ${props.opId}`}
           >
             {' '}
-            runtime operation <span className="mono">{shortId(props.opId)}</span>
+            operation <span className="mono">{shortId(props.opId)}</span>
           </span>
         ) : null}
-        {props.callId !== undefined ? (
-          <span
-            className="muted"
-            data-testid="tool-call-id"
-            title={`The id the model gave this call in its turn (it may name that turn's operation): ${props.callId}`}
-          >
-            {' '}
-            · model's call id <span className="mono">{shortId(props.callId)}</span>
-          </span>
-        ) : null}
+        {props.callId !== undefined ? <ModelCallId callId={props.callId} /> : null}
       </p>
       {env.writes.length > 0 ? (
         <>

@@ -1,7 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
-import { shortDigest } from '../model/words.ts';
+import { shortDigest, stamp } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -57,19 +57,8 @@ export function Expiry({ at, what }: { at: number | null; what?: string }) {
   );
 }
 
-const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-
-/** `YYYY-MM-DD HH:MM:SS` local time, 24-hour: the console's one way of writing a time. */
-export function stamp(ms: number): string {
-  const d = new Date(ms);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(ms).slice(0, 8)}`;
-}
-
-/** `HH:MM:SS.mmm` local time, 24-hour (an event's time: `stamp`'s clock with milliseconds). */
-export function clock(ms: number): string {
-  const d = new Date(ms);
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
-}
+/** `YYYY-MM-DD HH:MM:SS` and `HH:MM:SS.mmm` local time: model/words.ts's (kept here for the views' imports). */
+export { clock, stamp } from '../model/words.ts';
 
 /**
  * A JSON value, pretty-printed in a box that scrolls when long; the box takes focus so it can be
