@@ -1,6 +1,6 @@
 /**
  * First paint of a run page with 1,000 events, on the local stack, in Debian's chromium.
- * Run: `npx node bench/console.bench.ts [events] [loads]` (defaults 1000, 7). Issue 17,
+ * Run: `npx node bench/console.bench.ts [events] [loads] [--record]` (defaults 1000, 7). Issue 17,
  * "Accessible and fast"; issue 27 point 5 (targets: p90 under 700 ms, at most 400 KiB moved per
  * cold load).
  *
@@ -16,11 +16,22 @@
  * resource up to that frame (the bundle, config, the run and its first page of events). Also the renderer's main-thread CPU time (Chrome's
  * Performance metrics), which a busy machine inflates less than wall time. The floor it is compared with is the API's own time for the two reads the page needs
  * (`GET /runs/{id}` and `GET /runs/{id}/events?after=..&limit=1000`), measured from Node.
- * Prints a table and writes reports/bench-console.json.
+ * Prints a table and writes reports/bench-console.json; `--record` also writes
+ * bench/results/console.json (keeping the one it replaces in bench/results/history/).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TIMELINE_WINDOW } from '../console/src/model/paging.ts';
 import { createClient } from '../lib/client/client.ts';
 import { ApiError } from '../lib/client/errors.ts';
 import { DEFAULT_MODEL_TURN_FUNCTION } from '../lib/contracts/index.ts';
@@ -28,11 +39,12 @@ import { SILENT_LOG } from '../lib/handlers/observability.ts';
 import { registerSampleTools } from '../lib/local/sample-tools.ts';
 import { startLocalStack } from '../lib/local/stack.ts';
 import { AGENT_LOOP_PATH } from '../lib/reducers/index.ts';
-import { TIMELINE_WINDOW } from '../console/src/model/paging.ts';
 import { buildConsole, launchChromium } from '../test/support/console-stack.ts';
 
-const EVENTS = Number(process.argv[2] ?? 1000);
-const LOADS = Number(process.argv[3] ?? 7);
+const RECORD = process.argv.includes('--record');
+const positional = process.argv.slice(2).filter((a) => a !== '--record');
+const EVENTS = Number(positional[0] ?? 1000);
+const LOADS = Number(positional[1] ?? 7);
 const TARGET_MS = 700;
 const TARGET_KIB = 400;
 
@@ -196,6 +208,9 @@ try {
   );
   const transferKib = Math.max(...samples.map((s) => s.transferKb));
   const report = {
+    measured_at: new Date().toISOString(),
+    commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
+    cpus: cpus().length,
     events_in_log: lastSeq,
     events_shown: shown,
     loads: samples.length,
@@ -262,8 +277,27 @@ try {
   for (const part of report.transfer_parts_kib) console.log(`    ${part.kib} KiB  ${part.name}`);
   mkdirSync('reports', { recursive: true });
   writeFileSync('reports/bench-console.json', `${JSON.stringify(report, null, 2)}\n`);
+  if (RECORD) recordResult(report);
 } finally {
   await browser.close();
   await stack.stop();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * `--record`: the report becomes bench/results/console.json, the one it replaces kept as
+ * bench/results/history/console-{its date}.json (so a new record never loses the one it is
+ * compared against).
+ */
+function recordResult(report: { measured_at: string }): void {
+  const path = 'bench/results/console.json';
+  mkdirSync('bench/results/history', { recursive: true });
+  if (existsSync(path)) {
+    const previous = JSON.parse(readFileSync(path, 'utf8')) as { measured_at?: string };
+    const stamp = (previous.measured_at ?? 'undated').slice(0, 16).replace(':', '');
+    copyFileSync(path, `bench/results/history/console-${stamp}.json`);
+  }
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+  execFileSync(join('node_modules', '.bin', 'biome'), ['format', '--write', path], { stdio: 'ignore' });
+  console.log(`recorded ${path}`);
 }
