@@ -387,16 +387,26 @@ describe('functions', () => {
 
   it("gives the live function the live socket's bounds it is given, each read as the runtime will", () => {
     expect(liveBoundsEnvironment()).toEqual({});
-    const env = liveBoundsEnvironment({ maxConnections: 4, maxSubscriptions: 8, subscribesPerMinute: 30 });
+    const env = liveBoundsEnvironment({
+      maxConnections: 4,
+      maxSubscriptions: 8,
+      subscribesPerMinute: 30,
+      replayBytes: 65_536,
+      replayWindowMs: 5_000,
+    });
     expect(env).toEqual({
       AGENT_RUNS_LIVE_MAX_CONNECTIONS: '4',
       AGENT_RUNS_LIVE_MAX_SUBSCRIPTIONS: '8',
       AGENT_RUNS_LIVE_SUBSCRIBES_PER_MINUTE: '30',
+      AGENT_RUNS_LIVE_REPLAY_BYTES: '65536',
+      AGENT_RUNS_LIVE_REPLAY_WINDOW_MS: '5000',
     });
     expect(liveLimitsFromEnv(env)).toEqual({
       maxConnections: 4,
       maxSubscriptions: 8,
       subscribesPerMinute: 30,
+      replayBytes: 65_536,
+      replayWindowMs: 5_000,
     });
     expect(() => liveBoundsEnvironment({ maxConnections: 0 })).toThrow(/AGENT_RUNS_LIVE_MAX_CONNECTIONS/);
   });

@@ -98,10 +98,9 @@ describe('the DynamoDB store raises StoreUnavailable for what the SDK reports as
   });
 
   it('retries a commit throttled on every attempt, then throws StoreUnavailable', async () => {
+    // A create that claims only its subject is two plain puts, the subject first.
     const clients = faultyClients((command) =>
-      command === 'TransactWriteItemsCommand'
-        ? new ThrottlingException({ $metadata: {}, message: 'slow' })
-        : null,
+      command === 'PutItemCommand' ? new ThrottlingException({ $metadata: {}, message: 'slow' }) : null,
     );
     const t = await makeTestEngine({
       reducers: inProcessReducers(loop),
@@ -113,7 +112,7 @@ describe('the DynamoDB store raises StoreUnavailable for what the SDK reports as
       .createRun({ subject: uniqueSubject(), reducer: { function_path: '/r/one' }, input: 'go' }, alice)
       .catch((e: unknown) => e);
 
-    expect(clients.injected).toEqual(Array(3).fill('TransactWriteItemsCommand'));
+    expect(clients.injected).toEqual(Array(3).fill('PutItemCommand'));
     expect(err).toBeInstanceOf(StoreUnavailable);
     expect(err).toMatchObject({ code: 'store_unavailable', retryable: true });
   });

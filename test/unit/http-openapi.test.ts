@@ -347,6 +347,7 @@ describe('the error codes in the document', () => {
       'too_many_connections',
       'too_many_subscriptions',
       'subscribe_rate_exceeded',
+      'replay_budget_exceeded',
     ]);
     const missing = Object.entries(HTTP_ERROR_STATUS)
       .filter(([code]) => !notOfARoute.has(code))
