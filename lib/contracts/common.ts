@@ -54,6 +54,20 @@ export type JsonObject = z.infer<typeof JsonObject>;
 /** Non-negative integer counter (seq, revisions, usage). */
 export const Count = z.number().int().nonnegative();
 
+/**
+ * The most tokens one model turn may report each way (input, output): a billion, past any
+ * model's window. Reports above it are refused (`too_big`, the field named); a run's totals
+ * then stay exact integers for millions of turns, and saturate at Number.MAX_SAFE_INTEGER
+ * rather than ever break the record (core/run-machine/operations.ts).
+ */
+export const MAX_TOKENS_PER_TURN = 1_000_000_000;
+
+/** A token count of one model turn (see MAX_TOKENS_PER_TURN). */
+export const TokenCount = Count.max(MAX_TOKENS_PER_TURN);
+
+/** `a + b` for counters, held at Number.MAX_SAFE_INTEGER instead of passing it. */
+export const saturatingAdd = (a: number, b: number): number => Math.min(Number.MAX_SAFE_INTEGER, a + b);
+
 /** A revision names its algorithm: {value, alg}. */
 export const Revision = z.object({ value: z.string(), alg: z.string().min(1) });
 export type Revision = z.infer<typeof Revision>;

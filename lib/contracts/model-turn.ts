@@ -3,7 +3,7 @@
  * docs/contracts/model-turn.md.
  */
 import { z } from 'zod';
-import { Count, JsonObject, Subject } from './common.ts';
+import { Count, JsonObject, Subject, TokenCount } from './common.ts';
 import { TokenUsage, ToolCall, ToolOffered, ToolResultRef } from './reducer.ts';
 
 /** The function used when a run sets no `executor_config.model_turn_function`. */
@@ -42,4 +42,4 @@ export const ModelTurnError = z.object({
 export type ModelTurnError = z.infer<typeof ModelTurnError>;
 
 /** Usage counters reported by a model call. */
-export const ModelUsage = z.object({ input_tokens: Count, output_tokens: Count });
+export const ModelUsage = z.object({ input_tokens: TokenCount, output_tokens: TokenCount });

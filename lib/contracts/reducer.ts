@@ -8,7 +8,15 @@
  * any JSON (`z.unknown()`: context, value, detail, changes, ...) keeps a null as that value.
  */
 import { z } from 'zod';
-import { Count, defaultField, JsonObject, optionalField, RequestExpiresInMs, Subject } from './common.ts';
+import {
+  Count,
+  defaultField,
+  JsonObject,
+  optionalField,
+  RequestExpiresInMs,
+  Subject,
+  TokenCount,
+} from './common.ts';
 import { DELIVERED_AS_PERSISTED } from './events.ts';
 import { ForkOrigin } from './fork.ts';
 import { ToolResultEnvelope } from './tool-result.ts';
@@ -74,9 +82,10 @@ export type Projection = z.infer<typeof Projection>;
 export const ToolCall = z.object({ call_id: z.string().min(1), name: z.string().min(1), args: JsonObject });
 export type ToolCall = z.infer<typeof ToolCall>;
 
+/** Tokens one model turn used, each way at most MAX_TOKENS_PER_TURN (common.ts). */
 export const TokenUsage = z.object({
-  input_tokens: defaultField(Count, () => 0),
-  output_tokens: defaultField(Count, () => 0),
+  input_tokens: defaultField(TokenCount, () => 0),
+  output_tokens: defaultField(TokenCount, () => 0),
 });
 export type TokenUsage = z.infer<typeof TokenUsage>;
 

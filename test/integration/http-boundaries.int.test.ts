@@ -5,7 +5,12 @@
  * In-process app over DynamoDB Local and fauxqs; each test its own subject.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_CONTEXT_BYTES, type RunEvent, type RunRecord } from '../../lib/contracts/index.ts';
+import {
+  MAX_CONTEXT_BYTES,
+  MAX_TOKENS_PER_TURN,
+  type RunEvent,
+  type RunRecord,
+} from '../../lib/contracts/index.ts';
 import { bearerTokenAuth, createHttpApp, type HttpApp } from '../../lib/http/index.ts';
 import type { Runtime } from '../../lib/runtime.ts';
 import { inProcessReducers, uniqueSubject } from '../support/engine.ts';
@@ -442,6 +447,44 @@ describe('HTTP API: a budget_increase past a safe integer', () => {
       ]);
     }
     await unchanged(run);
+  });
+});
+
+describe('HTTP API: token usage a client reports', () => {
+  it('refuses a turn reporting more than MAX_TOKENS_PER_TURN tokens with 400 naming the field, and the run goes on', async () => {
+    const created = await post('/runs', { subject: uniqueSubject('una'), reducer: null, input: 'go' });
+    const { run } = (await created.json()) as { run: RunRecord };
+    expect(created.status, JSON.stringify(run)).toBe(201);
+    const lease = await post(`/runs/${run.run_id}/lease`, { owner: 'tok-loop' });
+    const fence = {
+      owner: 'tok-loop',
+      epoch: ((await lease.json()) as { lease: { epoch: number } }).lease.epoch,
+    };
+    const turn = async () => {
+      const begun = await post(`/runs/${run.run_id}/operations`, { fence, kind: 'model_turn' });
+      expect(begun.status).toBe(200);
+      return ((await begun.json()) as { operation: { op_id: string } }).operation.op_id;
+    };
+    const report = (op_id: string, input_tokens: number) =>
+      post(`/runs/${run.run_id}/operations/outcome`, {
+        fence,
+        op_id,
+        result: {
+          kind: 'model_turn_completed',
+          message: { text: 'hi' },
+          usage: { input_tokens, output_tokens: 1 },
+        },
+      });
+    const op = await turn();
+    const before = await runtime.store.getRun(run.run_id);
+    const refused = await report(op, Number.MAX_SAFE_INTEGER);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(await refused.json())).toContain('result.usage.input_tokens');
+    expect((await runtime.store.getRun(run.run_id))?.version).toBe(before?.version);
+    // The largest report is taken, twice over, and the totals stay exact.
+    expect((await report(op, MAX_TOKENS_PER_TURN)).status).toBe(200);
+    expect((await report(await turn(), MAX_TOKENS_PER_TURN)).status).toBe(200);
+    expect((await runtime.store.getRun(run.run_id))?.usage.input_tokens).toBe(2 * MAX_TOKENS_PER_TURN);
   });
 });
 

@@ -169,6 +169,40 @@ describe('operations', () => {
     expect(resumed.record.status).toBe('queued');
   });
 
+  it('holds token totals at Number.MAX_SAFE_INTEGER instead of breaking the record', () => {
+    const run = newRun();
+    const near = {
+      ...run,
+      usage: { ...run.usage, input_tokens: Number.MAX_SAFE_INTEGER - 3 },
+    } as typeof run;
+    const leased = ok(acquireLease(near, 'w1', 2_000)).record;
+    const fence = { owner: 'w1', epoch: leased.epoch };
+    let r = ok(
+      applyReducerAnswer(
+        leased,
+        { event_seq: 1, state_rev: 1, effects: [modelEffect(1)], projection: null, diagnostics: [] },
+        2_000,
+      ),
+    ).record;
+    r = ok(startOperation(r, 2_001)).record;
+    const finished = ok(
+      finishOperation(
+        r,
+        fence,
+        {
+          kind: 'model_turn_completed',
+          message: { text: 'hi' },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 10, output_tokens: 2 },
+        },
+        2_002,
+      ),
+    ).record;
+    expect(finished.usage.input_tokens).toBe(Number.MAX_SAFE_INTEGER);
+    expect(finished.usage.output_tokens).toBe(2);
+  });
+
   it('fails the run with budget_exceeded:<which> when on_exceeded is fail', () => {
     const run = newRun({ budgets: { max_model_calls: 1 }, on_exceeded: 'fail' });
     const leased = ok(acquireLease(run, 'w1', 2_000)).record;

@@ -16,6 +16,7 @@ import {
   type OwedDuty,
   type RunEvent,
   type RunRecord,
+  saturatingAdd,
   type ToolResultEnvelope,
   TREE_LIMITS,
   type TreeAmounts,
@@ -38,7 +39,7 @@ function addAmounts(into: TreeAmounts, amounts: TreeAmounts): TreeAmounts {
   const sum: TreeAmounts = { ...into };
   for (const which of TREE_LIMITS) {
     const n = amounts[which];
-    if (n !== undefined && n > 0) sum[which] = (sum[which] ?? 0) + n;
+    if (n !== undefined && n > 0) sum[which] = saturatingAdd(sum[which] ?? 0, n);
   }
   return sum;
 }

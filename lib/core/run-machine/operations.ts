@@ -10,6 +10,7 @@ import {
   type Operation,
   type RunRecord,
   type StoredContextManifest,
+  saturatingAdd,
   type ToolCall,
   type ToolResultEnvelope,
   TREE_LIMITS,
@@ -164,8 +165,8 @@ function usageAfter(usage: Usage, op: Operation, result: OperationResult, kept =
   }
   const tokens = 'usage' in result && result.usage !== undefined ? result.usage : null;
   if (tokens !== null) {
-    next.input_tokens += tokens.input_tokens;
-    next.output_tokens += tokens.output_tokens;
+    next.input_tokens = saturatingAdd(next.input_tokens, tokens.input_tokens);
+    next.output_tokens = saturatingAdd(next.output_tokens, tokens.output_tokens);
   }
   return next;
 }
