@@ -4,7 +4,10 @@
  * none can clear a terminal or forge a line; and, in an identifier, no invisible character (a
  * format character, Unicode category Cf: bidirectional marks, zero-width characters, the soft
  * hyphen, the byte-order mark, ...; nor a line or paragraph separator, U+2028, U+2029), so that
- * none can make one name display as another or forge a line. Refused
+ * none can make one name display as another or forge a line; nor, in an identifier, a lone
+ * surrogate (not well-formed Unicode) or a compatibility character (one that Unicode's NFKC
+ * normalization replaces: a fullwidth colon or slash, a no-break space, a ligature), which reads
+ * as another character. Refused
  * with the zod issue code `control_character` (params.code), answered 400 validation_failed
  * naming the field.
  */
@@ -40,12 +43,20 @@ const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}]/u;
  * a control character ({@link firstControlChar}, none allowed) or an invisible one (a format
  * character or a line or paragraph separator, INVISIBLE).
  */
-export function firstUnsafeIdChar(text: string): { index: number; char: string; bidi: boolean } | null {
+export function firstUnsafeIdChar(
+  text: string,
+): { index: number; char: string; bidi: boolean; reads_as?: string; lone_surrogate?: true } | null {
   let i = 0;
   for (const ch of text) {
     const c = ch.codePointAt(0) as number;
     const control = c <= 0x1f || (c >= 0x7f && c <= 0x9f);
     if (control || INVISIBLE.test(ch)) return { index: i, char: codePointName(c), bidi: !control };
+    if (c >= 0xd800 && c <= 0xdfff)
+      return { index: i, char: codePointName(c), bidi: false, lone_surrogate: true };
+    // A compatibility character (a fullwidth colon or slash, a no-break space, a ligature, ...)
+    // reads as another character: `user：carol` would look like `user:carol`.
+    const plain = ch.normalize('NFKC');
+    if (plain !== ch) return { index: i, char: codePointName(c), bidi: false, reads_as: plain };
     i += ch.length;
   }
   return null;
@@ -84,9 +95,14 @@ export function refuseUnsafeIdChars(ctx: z.RefinementCtx, path: string[], text: 
     code: 'custom',
     path,
     params: { code: 'control_character' },
-    message: found.bidi
-      ? `holds the invisible (format or separator) character ${found.char} at index ${found.index}`
-      : `holds the control character ${found.char} at index ${found.index}`,
+    message:
+      found.reads_as !== undefined
+        ? `holds the compatibility character ${found.char} at index ${found.index}, which reads as ${JSON.stringify(found.reads_as)}: write that instead`
+        : found.lone_surrogate === true
+          ? `holds the lone surrogate ${found.char} at index ${found.index} (not well-formed Unicode)`
+          : found.bidi
+            ? `holds the invisible (format or separator) character ${found.char} at index ${found.index}`
+            : `holds the control character ${found.char} at index ${found.index}`,
   });
 }
 

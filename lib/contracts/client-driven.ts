@@ -51,11 +51,17 @@ export const CLIENT_RESERVED_TOOL_PREFIX = '/lib/raisin';
 
 /**
  * Whether a client-driven `tool_call` may not name `tool` ({@link CLIENT_RESERVED_TOOL_PREFIX}),
- * also behind leading white space (a space, a no-break space), which would otherwise let a log
- * show a call that reads as the runtime's delegate tool.
+ * also behind leading white space, with doubled slashes (`//lib/raisin/...`) or compatibility
+ * characters (a fullwidth slash), which would otherwise let a log show a call that reads as the
+ * runtime's delegate tool.
  */
 export function isClientReservedTool(tool: string): boolean {
-  return tool.replace(/^\s+/u, '').toLowerCase().startsWith(CLIENT_RESERVED_TOOL_PREFIX);
+  const path = tool
+    .normalize('NFKC')
+    .replace(/^\s+/u, '')
+    .replace(/\/{2,}/gu, '/')
+    .toLowerCase();
+  return path.startsWith(CLIENT_RESERVED_TOOL_PREFIX);
 }
 
 /** A client's tool name: a clean identifier outside the runtime's reserved tools. */

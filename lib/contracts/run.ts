@@ -171,7 +171,8 @@ const Units = z.number().nonnegative();
  * invocations and the step worker's measured duration (ms, and GB-seconds at the function's
  * configured memory), S3 requests for its large payloads. `record_item_bytes` and
  * `record_index_keys`: the run record item as its last commit wrote it (its size, its index
- * keys), what its next update is charged against.
+ * keys), what its next update is charged against; the HTTP answers carry the keys empty (they
+ * are the store's, not the API's).
  * Set by the store, like `version`; core never changes it. Absent on runs stored before it.
  */
 export const Metered = z.object({

@@ -87,9 +87,11 @@ export interface Reads {
  */
 export function runView(record: RunRecord, prices: PriceTables = DEFAULT_PRICES): RunRecord {
   const { capability_hash: _hash, ...rest } = record;
+  // The index keys the record item holds are the store's, not the API's: answered empty.
+  const metered = rest.metered === undefined ? {} : { metered: { ...rest.metered, record_index_keys: {} } };
   // usage.cost: what the run cost so far at the deployment's price tables (core/prices.ts).
   return withCost(
-    { ...rest, projection: effectiveProjection(record.projection, record.status) } as RunRecord,
+    { ...rest, ...metered, projection: effectiveProjection(record.projection, record.status) } as RunRecord,
     prices,
   );
 }

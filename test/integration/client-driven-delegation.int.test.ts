@@ -60,9 +60,12 @@ describe('delegation from a client-driven run', () => {
       DELEGATE_MESSAGE_TOOL,
       '/Lib/Raisin/agent-runs/delegate',
       '/lib/raisin',
-      // Look-alikes: behind a space or a no-break space, or with a zero-width space inside.
+      // Look-alikes: behind a space, with a doubled slash; behind a no-break space, with a
+      // fullwidth slash or a zero-width space inside (each an identifier's unsafe character).
       ` ${DELEGATE_TOOL}`,
+      `/${DELEGATE_TOOL}`,
       `\u00a0${DELEGATE_TOOL}`,
+      `\uff0flib/raisin/agent-runs/delegate`,
       `\u200b${DELEGATE_TOOL}`,
     ]) {
       const begun = await call('POST', `/runs/${run.run_id}/operations`, {
@@ -73,9 +76,11 @@ describe('delegation from a client-driven run', () => {
       });
       expect(begun.status, tool).toBe(400);
       expect(begun.body.code).toBe('validation_failed');
-      // A zero-width space is refused as any identifier's invisible character is.
-      const code = tool.includes('\u200b') ? 'control_character' : 'reserved_tool';
-      expect(begun.body.details?.issues).toEqual([expect.objectContaining({ path: 'request.tool', code })]);
+      // An invisible or compatibility character is refused as in any identifier.
+      const code = /[\u200b\u00a0\uff0f]/u.test(tool) ? 'control_character' : 'reserved_tool';
+      expect(begun.body.details?.issues).toContainEqual(
+        expect.objectContaining({ path: 'request.tool', code }),
+      );
     }
     const after = await runtime.store.getRun(run.run_id);
     expect(after?.version).toBe(before?.version);

@@ -488,6 +488,18 @@ describe('HTTP API: token usage a client reports', () => {
   });
 });
 
+describe('HTTP API: a run answer holds no storage keys', () => {
+  it('answers metered.record_index_keys empty though the stored record holds the index keys', async () => {
+    const created = await post('/runs', { subject: uniqueSubject('una'), reducer: null, input: 'go' });
+    const { run } = (await created.json()) as { run: RunRecord };
+    const stored = await runtime.store.getRun(run.run_id);
+    expect(Object.keys(stored?.metered?.record_index_keys ?? {})).not.toEqual([]);
+    const answer = (await (await get(`/runs/${run.run_id}`)).json()) as RunRecord;
+    expect(answer.metered?.record_index_keys).toEqual({});
+    expect(run.metered?.record_index_keys).toEqual({});
+  });
+});
+
 describe('HTTP API: sizes', () => {
   it(`refuses at create a context over ${MAX_CONTEXT_BYTES} bytes (a 300 KB instructions) with 400 naming context, creating nothing`, async () => {
     const subject = uniqueSubject('una');

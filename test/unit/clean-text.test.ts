@@ -2,7 +2,8 @@
  * Identifiers hold no control character and no invisible one (lib/contracts/clean-text.ts): the
  * look-alikes an adversarial pass used (zero-width characters, the byte-order mark, the soft
  * hyphen, a Mongolian vowel separator, an interlinear annotation, a musical format character)
- * are refused like the bidirectional marks, while letters of any script and emoji are not.
+ * are refused like the bidirectional marks, and so are compatibility characters (a fullwidth
+ * colon, a no-break space) and lone surrogates, while letters of any script and emoji are not.
  */
 import { describe, expect, it } from 'vitest';
 import { cleanId, firstUnsafeIdChar } from '../../lib/contracts/clean-text.ts';
@@ -31,8 +32,25 @@ describe('identifier characters', () => {
     }
   });
 
+  it('refuses a compatibility character, naming what it reads as, and a lone surrogate', () => {
+    for (const [text, char, readsAs] of [
+      ['user\uff1acarol', 'U+FF1A', ':'],
+      ['/p\u00a0', 'U+00A0', ' '],
+      ['\uff0flib/raisin', 'U+FF0F', '/'],
+      ['/\ufb01le', 'U+FB01', 'fi'],
+      ['/\u{1d518}ni', 'U+1D518', 'U'],
+    ] as const) {
+      expect(firstUnsafeIdChar(text), text).toMatchObject({ char, reads_as: readsAs });
+      const parsed = cleanId(64).safeParse(text);
+      expect(parsed.success, text).toBe(false);
+      expect(parsed.error?.issues[0]?.message).toContain(`reads as ${JSON.stringify(readsAs)}`);
+    }
+    expect(firstUnsafeIdChar('run_\ud800')).toMatchObject({ index: 4, char: 'U+D800', lone_surrogate: true });
+    expect(cleanId(64).safeParse('run_\udc00x').success).toBe(false);
+  });
+
   it('keeps letters of any script, astral characters and emoji', () => {
-    for (const text of ['/tickets/7', '/café/Ünïcode', '/日本語/パス', '/Ελληνικά', '/emoji/🚀', '/𝔘𝔫𝔦']) {
+    for (const text of ['/tickets/7', '/café/Ünïcode', '/日本語/パス', '/Ελληνικά', '/emoji/🚀', '/𠀋𠀌']) {
       expect(firstUnsafeIdChar(text), text).toBeNull();
       expect(cleanId(64).safeParse(text).success, text).toBe(true);
     }

@@ -152,6 +152,30 @@ describe('the live socket', () => {
   });
 });
 
+describe('the live socket refuses a run id that is not a clean identifier', () => {
+  it('answers invalid_message for a lone surrogate, a bidi mark or a fullwidth look-alike, reading nothing', async () => {
+    const { deps, out, subscriptions } = socketDeps(5);
+    await connect(deps, 'c1', 'alice');
+    let reads = 0;
+    const read = deps.store.getRun;
+    deps.store = {
+      ...deps.store,
+      getRun: async (id) => {
+        reads += 1;
+        return read(id);
+      },
+    };
+    for (const runId of ['\ud800', `${RUN}\u202e`, `${RUN}\uff0f1`])
+      await receive(deps, 'c1', JSON.stringify({ action: 'subscribe', run_id: runId, after: 0 }));
+    expect(out.sent.map((s) => s.message)).toEqual(
+      Array(3).fill(expect.objectContaining({ type: 'error', code: 'invalid_message' })),
+    );
+    expect(JSON.stringify(out.sent)).not.toContain('\ufffd');
+    expect(reads).toBe(0);
+    expect(await subscriptions.subscribers(RUN)).toEqual([]);
+  });
+});
+
 describe('the live socket after its token expired', () => {
   const subscribe = (after = 0) => JSON.stringify({ action: 'subscribe', run_id: RUN, after });
 
