@@ -320,13 +320,13 @@ async function executeCreate(
   io.metrics.transactions += 1;
   const runId = commit.record.run_id;
   const subject = { ...create.subject, item: { ...create.subject.item, claimed_at: io.now() } };
-  const holder = await putOrOld(io, subject);
+  const holder = await writeOrOld(io, subject);
   if (holder !== null && holder.run_id !== runId) {
     const codes = plan.writes.map((w) => (w === create.subject ? 'ConditionalCheckFailed' : 'None'));
     throw classifyRefusal(commit, plan, codes, [], null);
   }
   await io.afterClaim?.(runId);
-  const old = await putOrOld(io, create.record);
+  const old = await writeOrOld(io, create.record);
   if (old === null || old.commit_token === create.record.item.commit_token) return 'committed';
   if (recordAndTailOf(old) === null)
     throw new CommitRejected('subject_taken', 'the create was given up: another create took its subject');
@@ -338,25 +338,6 @@ async function executeCreate(
     condition: { kind: 'absent_or_held_by', run_id: runId },
   });
   throw new CommitRejected('stale_version', 'the run already exists');
-}
-
-/** One conditional put: null when written, the item in the way (ALL_OLD) when refused. */
-async function putOrOld(io: DynamoIo, write: Extract<PlannedWrite, { op: 'put' }>): Promise<Item | null> {
-  try {
-    io.metrics.writeRequests += 1;
-    const out = await io.doc.send(
-      new PutCommand({
-        ...(toTransactItem(write, io.table).Put as PutCommandInput),
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
-    );
-    countCapacity(io, out.ConsumedCapacity, 'write');
-    return null;
-  } catch (err) {
-    const old = refusedItem(err);
-    if (old === null) throw err;
-    return old;
-  }
 }
 
 /**
@@ -444,21 +425,31 @@ export async function execute(
  * condition did not hold. Other errors are thrown.
  */
 export async function writeOne(io: DynamoIo, write: PlannedWrite): Promise<boolean> {
+  return (await writeOrOld(io, write)) === null;
+}
+
+/**
+ * One planned put or delete on its own: null when written, the item in its way (ALL_OLD) when
+ * its condition did not hold. Other errors are thrown.
+ */
+async function writeOrOld(io: DynamoIo, write: PlannedWrite): Promise<Item | null> {
   const item = toTransactItem(write, io.table);
   try {
     io.metrics.writeRequests += 1;
-    if (item.Put !== undefined) {
-      const { ReturnValuesOnConditionCheckFailure: _none, ...put } = item.Put;
-      const out = await io.doc.send(new PutCommand({ ...put, ReturnConsumedCapacity: 'TOTAL' }));
-      countCapacity(io, out.ConsumedCapacity, 'write');
-    } else if (item.Delete !== undefined) {
-      const { ReturnValuesOnConditionCheckFailure: _none, ...del } = item.Delete;
-      const out = await io.doc.send(new DeleteCommand({ ...del, ReturnConsumedCapacity: 'TOTAL' }));
-      countCapacity(io, out.ConsumedCapacity, 'write');
-    } else throw new Error(`writeOne takes a put or a delete, not a ${write.op}`);
-    return true;
+    const out =
+      item.Put !== undefined
+        ? await io.doc.send(
+            new PutCommand({ ...(item.Put as PutCommandInput), ReturnConsumedCapacity: 'TOTAL' }),
+          )
+        : item.Delete !== undefined
+          ? await io.doc.send(new DeleteCommand({ ...item.Delete, ReturnConsumedCapacity: 'TOTAL' }))
+          : undefined;
+    if (out === undefined) throw new Error(`writeOne takes a put or a delete, not a ${write.op}`);
+    countCapacity(io, out.ConsumedCapacity, 'write');
+    return null;
   } catch (err) {
-    if (err instanceof ConditionalCheckFailedException) return false;
-    throw err;
+    const old = refusedItem(err);
+    if (old === null) throw err;
+    return old;
   }
 }
