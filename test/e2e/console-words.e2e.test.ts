@@ -116,7 +116,8 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await page.getByTestId('client-heard').count()).toBe(0);
     expect(await page.getByTestId('approval-why').textContent()).toBe(approvalWhy('tool_call'));
     expect(await page.getByText('a tool call', { exact: true }).count()).toBe(1);
-    expect(await page.getByTestId('digest-hint').textContent()).toContain('rfc8785');
+    expect(await page.getByTestId('digest-hint').textContent()).toContain('the approval is refused');
+    expect(await page.getByTestId('digest-hint').textContent()).not.toContain('rfc8785');
     expect(await page.getByText('Principal', { exact: true }).getAttribute('title')).toBe(
       `${PRINCIPAL_HINT}.`,
     );
