@@ -42,7 +42,7 @@ export function eventWords(event: RunEvent): string {
         const kind = str(e?.kind) ?? '?';
         return EFFECT_WORDS[kind] ?? kind.replaceAll('_', ' ');
       });
-      return `answered event #${seq}: ${asks.length === 0 ? 'nothing more to do' : asks.join(', ')}`;
+      return `answered event #${seq}${asks.length === 0 ? ' with no new steps' : `: ${asks.join(', ')}`}`;
     }
     case 'tool_result': {
       const tool = str(d.tool);

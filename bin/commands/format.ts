@@ -5,7 +5,7 @@
  * the terminal or forge a line of the output.
  */
 
-import { needsYouText } from '../../console/src/model/list-words.ts';
+import { needsYouText, statusNoteText } from '../../console/src/model/list-words.ts';
 import { controlReasonText } from '../../lib/client/reason-words.ts';
 import type { Checkpoint, FunctionArtifact, RunAtSeq } from '../../lib/client/shapes.ts';
 import {
@@ -87,6 +87,20 @@ export function formatRequest(r: PublicRunRecord['open_requests'][number]): stri
   return printable(requestLine(r));
 }
 
+/**
+ * `text` as printed lines: a newline it carries starts a continuation line under `indent` (so no
+ * line of it can pass for one of the CLI's own); every other control character is escaped.
+ */
+export function continuedLines(text: string, indent: string): string[] {
+  const [first = '', ...rest] = text.split(/\r\n|\n|\r/);
+  return [printable(first), ...rest.map((line) => `${indent}${printable(line)}`)];
+}
+
+/** An open request for `runs get`: formatRequest's line, a newline in its text continued under `indent`. */
+function requestBlock(r: PublicRunRecord['open_requests'][number], indent: string): string {
+  return continuedLines(requestLine(r), indent).join('\n');
+}
+
 function requestLine(r: PublicRunRecord['open_requests'][number]): string {
   switch (r.kind) {
     case 'approval':
@@ -116,7 +130,8 @@ export function formatWaiting(
     const key = JSON.stringify([reason.text, reason.commands]);
     if (said.has(key)) continue;
     said.add(key);
-    lines.push(`${indent}${printable(reason.text)}`);
+    const [first = '', ...rest] = continuedLines(reason.text, `${indent}  `);
+    lines.push(`${indent}${first}`, ...rest);
     for (const command of reason.commands) lines.push(`${indent}  $ ${printable(command)}`);
     const childId = reason.child_run_id;
     const child = childId === undefined || explained.has(childId) ? undefined : children.get(childId);
@@ -174,7 +189,11 @@ export function formatRun(
     ['events', `${run.last_seq}`],
     ['created', new Date(run.created_at).toISOString()],
   ];
-  if (run.objective !== undefined) lines.push(['objective', run.objective]);
+  // A newline in the objective (or the summary below) shows as its next row under an empty key,
+  // never as a line of the CLI's own.
+  if (run.objective !== undefined)
+    for (const [i, line] of run.objective.split(/\r\n|\n|\r/).entries())
+      lines.push([i === 0 ? 'objective' : '', line]);
   if (run.operation !== null) {
     const op = run.operation;
     lines.push([
@@ -186,15 +205,13 @@ export function formatRun(
   if (run.status === 'cancelling') lines.push(['stopping', controlReasonText(run.stop_reason)]);
   if (run.status === 'completed' || run.status === 'failed' || run.status === 'stopped') {
     lines.push(['ended', endedWords(run)]);
-    // One row per line of the summary, the rest under an empty key: a newline in it shows as
-    // the summary's next line, never as a line of the CLI's own.
     if (run.status === 'completed' && run.summary !== undefined)
-      for (const [i, line] of run.summary.split(/\r?\n/).entries())
+      for (const [i, line] of run.summary.split(/\r\n|\n|\r/).entries())
         lines.push([i === 0 ? 'summary' : '', line]);
   }
   let text = table(lines.map(([k, v]) => [k ?? '', v ?? '']));
   if (run.open_requests.length > 0) {
-    text += `\nopen requests:\n${run.open_requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
+    text += `\nopen requests:\n${run.open_requests.map((r) => `  ${requestBlock(r, '    ')}`).join('\n')}`;
   }
   const waiting = formatWaiting(waitingReasons(run, now, timing, cli), children);
   // The section is always there (README.md says so): an ended run, or one moving now, waits for nothing.
@@ -205,9 +222,10 @@ export function formatRun(
   else text += '\nwaiting: nothing: the run is moving by itself';
   if (run.queued_steers.length > 0) text += `\nqueued steers: ${run.queued_steers.length}`;
   if (run.projection !== null) {
-    text += `\nplan${run.projection.summary ? `: ${printable(run.projection.summary)}` : ''}`;
+    const summary = run.projection.summary;
+    text += `\nplan${summary ? `: ${continuedLines(summary, '  ').join('\n')}` : ''}`;
     for (const item of run.projection.items)
-      text += `\n  [${printable(item.status)}] ${printable(item.title)}`;
+      text += `\n  [${printable(item.status)}] ${continuedLines(item.title, '    ').join('\n')}`;
   }
   return text;
 }
@@ -228,7 +246,7 @@ export function formatRunAt(at: RunAtSeq): string {
   ]);
   const requests = at.open_requests as unknown as PublicRunRecord['open_requests'];
   if (requests.length > 0)
-    text += `\nopen requests:\n${requests.map((r) => `  ${formatRequest(r)}`).join('\n')}`;
+    text += `\nopen requests:\n${requests.map((r) => `  ${requestBlock(r, '    ')}`).join('\n')}`;
   if (at.state_known) text += `\nstate: ${brief(at.state, 400)}`;
   const projection = at.projection as PublicRunRecord['projection'];
   if (!at.projection_known) text += '\nplan: unknown';
@@ -241,8 +259,9 @@ export function formatRunAt(at: RunAtSeq): string {
 }
 
 /**
- * The `runs list` table (NEEDS YOU: approvals to decide, questions to answer, results to deliver,
- * a client-driven run waiting for its client; the console's words), and the options of its next page when `cursor` is given: a cursor
+ * The `runs list` table (STATUS with `(waits for its client)` for a client-driven run nobody
+ * holds; NEEDS YOU: approvals to decide, questions to answer, results to deliver; the console's
+ * words), and the options of its next page when `cursor` is given: a cursor
  * continues only the status it was returned for, so `status` is named beside it.
  */
 export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?: string): string {
@@ -253,10 +272,10 @@ export function formatRunList(runs: PublicRunRecord[], cursor?: string, status?:
     ['RUN', 'STATUS', 'SUBJECT', 'CREATED', 'NEEDS YOU'],
     ...runs.map((r) => [
       r.run_id,
-      r.status,
+      statusNoteText(r) !== '' ? `${r.status} (${statusNoteText(r)})` : r.status,
       `${r.subject.workspace}:${r.subject.path}`,
       new Date(r.created_at).toISOString(),
-      needsYouText(r.open_requests, r),
+      needsYouText(r.open_requests),
     ]),
   ];
   const note = rows.slice(1).some((r) => r[4] !== '')

@@ -181,7 +181,7 @@ function wakeReason(run: PublicRunRecord, now: number): WaitingReason[] {
   if (run.open_requests.length > 0 || run.wake_at === null) return [];
   return [
     {
-      text: `waiting until ${new Date(run.wake_at).toISOString()} (in ${seconds(run.wake_at - now)}), then the sweeper wakes it`,
+      text: `waiting until ${new Date(run.wake_at).toISOString()} (in ${seconds(run.wake_at - now)}), then the runtime wakes it`,
       commands: [],
     },
   ];
@@ -256,8 +256,8 @@ function leaseReason(
     {
       text: `lease held by worker ${owner}, which stopped renewing it ${seconds(now - renewedAt)} ago${during}: ${
         takeover.fromMs > 0
-          ? `the sweeper takes the run over in ${seconds(takeover.fromMs)} to ${seconds(takeover.byMs)}`
-          : `the sweeper takes the run over at its next pass, within ${seconds(takeover.byMs)}`
+          ? `the runtime takes the run over in ${seconds(takeover.fromMs)} to ${seconds(takeover.byMs)}`
+          : `the runtime takes the run over at its next check for stalled runs, within ${seconds(takeover.byMs)}`
       }${op === null ? '' : `, and the operation runs again${op.replay_safe ? '' : ' (it is not replay-safe: its effect may be checked first)'}`}`,
       commands: [],
     },
@@ -267,7 +267,7 @@ function leaseReason(
 /** A client-driven run (no reducer) moves only when its own client leases it and writes. */
 function clientDrivenReason(): WaitingReason {
   return {
-    text: "client-driven (no reducer): the server never steps it. It moves when its client takes the lease (POST /runs/{id}/lease; the typed client's takeLease, no CLI command) and writes its steps",
+    text: "client-driven (no reducer): the server never steps it. It moves when its client takes the lease (POST /runs/{id}/lease; the client library's takeLease, no CLI command) and writes its steps",
     commands: [],
   };
 }
@@ -293,7 +293,7 @@ function clientLeaseReason(
   if (now < expires_at) {
     return [
       {
-        text: `${heard}; if it does not come back by ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, when its lease ends unless it renews it), the sweeper lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step${only}`,
+        text: `${heard}; if it does not come back by ${new Date(expires_at).toISOString()} (in ${seconds(expires_at - now)}, when its lease ends unless it renews it), the runtime lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step${only}`,
         commands,
       },
     ];
@@ -302,10 +302,10 @@ function clientLeaseReason(
   const when =
     takeover.fromMs > 0
       ? `in ${seconds(takeover.fromMs)} to ${seconds(takeover.byMs)}`
-      : `at its next pass, within ${seconds(takeover.byMs)}`;
+      : `at its next check for stalled runs, within ${seconds(takeover.byMs)}`;
   return [
     {
-      text: `${heard}; its lease ran out ${seconds(now - expires_at)} ago, the sweeper lets go of the run ${when}, and the run then waits, queued, for a client to take it again${only}`,
+      text: `${heard}; its lease ran out ${seconds(now - expires_at)} ago, the runtime lets go of the run ${when}, and the run then waits, queued, for a client to take it again${only}`,
       commands,
     },
   ];
@@ -321,7 +321,7 @@ function queuedReason(run: PublicRunRecord, now: number): WaitingReason {
   const wake =
     run.wake_at === null
       ? ''
-      : `; the sweeper wakes it at ${new Date(run.wake_at).toISOString()} if no worker does`;
+      : `; the runtime wakes it at ${new Date(run.wake_at).toISOString()} if no worker does`;
   return {
     text: `queued for ${since}: waiting for a step worker to pick it up (is the stack's poller running?)${wake}`,
     commands: [],

@@ -116,7 +116,8 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     expect(await page.getByTestId('client-heard').count()).toBe(0);
     expect(await page.getByTestId('approval-why').textContent()).toBe(approvalWhy('tool_call'));
     expect(await page.getByText('a tool call', { exact: true }).count()).toBe(1);
-    expect(await page.getByTestId('digest-hint').textContent()).toContain('rfc8785');
+    expect(await page.getByTestId('digest-hint').textContent()).toContain('the approval is refused');
+    expect(await page.getByTestId('digest-hint').textContent()).not.toContain('rfc8785');
     expect(await page.getByText('Principal', { exact: true }).getAttribute('title')).toBe(
       `${PRINCIPAL_HINT}.`,
     );
@@ -174,9 +175,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     await page.getByLabel('Kind').selectOption({ label: 'reducer answered' });
     expect(await page.getByTestId('kind-hint').textContent()).toBe(EVENT_KIND_HINTS.reducer_answered);
     const answered = page.locator('li.event[data-kind="reducer_answered"]').first();
-    expect(await answered.locator('.desc').textContent()).toMatch(
-      /^answered event #\d+(: nothing more to do| with: )/,
-    );
+    expect(await answered.locator('.desc').textContent()).toMatch(/^event #\d+ with( no new steps|: )/);
     expect(await answered.locator('.what').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
     expect(await answered.locator('.what').textContent()).toBe(EVENT_KIND_WORDS.reducer_answered);
     expect(await answered.locator('.kind.tag').textContent()).toBe('reducer_answered');
@@ -289,22 +288,22 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
       .boundingBox();
     expect(idBox?.height).toBeLessThanOrEqual((principalBox?.height ?? 0) + 1);
 
-    // A client-driven run nobody holds waits for its client: said beside the status and in the list.
+    // A client-driven run nobody holds waits for its client: said once on its page (the driver's
+    // note), and in the list by its status, not under Needs you.
     const { run: idle } = await client.createRun({
       subject: { workspace: 'words', path: path('client-idle') },
       input: 'waiting for my loop',
     });
     await page.goto(`${cs.stack.url}/console/runs/${idle.run_id}`);
-    await page.getByTestId('status-detail').waitFor({ timeout: 20_000 });
-    expect(await page.getByTestId('status-detail').textContent()).toBe(
-      'waiting for a client to take the run again (nothing else moves a client-driven run)',
-    );
+    await page
+      .getByText('The run waits for a client to take it again: nothing else moves a client-driven run')
+      .waitFor({ timeout: 20_000 });
+    expect(await page.getByTestId('status-detail').count()).toBe(0);
     await page.goto(`${cs.stack.url}/console/`);
     await page.getByLabel('Subject prefix').fill(`words:${idle.subject.path}`);
-    await page
-      .locator(`tr[data-run-id="${idle.run_id}"]`)
-      .getByText('waits for its client')
-      .waitFor({ timeout: 20_000 });
+    const row = page.locator(`tr[data-run-id="${idle.run_id}"]`);
+    await row.getByTestId('status-note').getByText('waits for its client').waitFor({ timeout: 20_000 });
+    expect(await row.locator('td[data-label="Needs you"]').textContent()).toBe('');
 
     // A stop without a reason reads as a person's in the log.
     await client.stop(idle.run_id);

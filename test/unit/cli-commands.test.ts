@@ -380,7 +380,8 @@ describe('control characters in human output', () => {
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(CONTROL_BUT_NEWLINE);
     expect(r.out).toContain('ai\\u001b]0;owned\\u0007:/x\\u001b[2J');
-    expect(r.out).toContain('fine\\u000d\\u000astatus    completed');
+    // A newline in the objective continues it on the next row, under an empty key.
+    expect(r.out).toContain('objective  fine\n           status    completed');
     expect(r.out.split('\n').filter((l) => l.startsWith('status'))).toEqual(['status     waiting']);
     expect(r.out).toContain('step\\u009b1m');
     expect(r.out).toContain('ok\\u001b[1A\\u007f');
@@ -880,7 +881,7 @@ describe('agent-runs events and tools', () => {
       }),
     ).toBe('#   1  00:00:00.000  reducer_answered        answered event #1: asks for a model turn');
     expect(line('reducer_answered', { event_seq: 4, state_rev: 2, effects: [] })).toMatch(
-      /answered event #4: nothing more to do$/,
+      /answered event #4 with no new steps$/,
     );
     expect(
       line('tool_result', {

@@ -22,7 +22,7 @@ describe('what a waiting run waits for', () => {
 describe('the approval digest', () => {
   it('says a tool call digest covers the tool, its version and its arguments', () => {
     expect(digestHint('tool_call')).toContain('the tool, its version and its arguments');
-    expect(digestHint('tool_call')).toContain('digest_mismatch');
+    expect(digestHint('tool_call')).toContain('if the call changed meanwhile, the approval is refused');
     expect(digestHint('plan')).toContain("the plan's items");
   });
 });

@@ -64,7 +64,7 @@ describe('who paused or stopped a run', () => {
       'run_3f2a9c…/req/1 closed: the run was stopped',
     );
     const nothing = event('reducer_answered', { event_seq: 8, state_rev: 2, effects: [] });
-    expect(describeEvent(nothing)).toBe('answered event #8: nothing more to do');
+    expect(describeEvent(nothing)).toBe('event #8 with no new steps');
     expect(isQuietEvent(nothing)).toBe(true);
     expect(isQuietEvent(event('reducer_answered', { event_seq: 8, effects: [{ kind: 'call_tool' }] }))).toBe(
       false,
@@ -85,7 +85,7 @@ describe('who paused or stopped a run', () => {
 describe('a takeover and a lost operation', () => {
   it('explains the epoch, and names the worker or client for a lost operation', () => {
     expect(describeEvent(event('lease_taken_over', { previous_owner: 'my-loop', previous_epoch: 1 }))).toBe(
-      "the service's sweeper took the run back from my-loop, whose hold on the run was number 1 (the epoch: each new holder gets the next number)",
+      'the runtime let go of the run (held by my-loop, hold number 1: the epoch, each new holder gets the next number)',
     );
     const lost = describeEvent(
       event('operation_failed', {
@@ -96,8 +96,8 @@ describe('a takeover and a lost operation', () => {
       }),
     );
     expect(lost).toBe(
-      'lease_expired: the worker or client running this operation was lost; its outcome is unknown. ' +
-        'If it may have written something, check whether the write applied before you retry.',
+      'the worker or client running this operation was lost; its outcome is unknown. ' +
+        'If it may have written something, check whether the write applied before you retry. (lease_expired)',
     );
     const other = describeEvent(
       event('operation_failed', {
@@ -108,7 +108,7 @@ describe('a takeover and a lost operation', () => {
       }),
     );
     expect(other).toBe(
-      'timeout: x Its outcome is unknown: check whether its write applied before you retry.',
+      'x (timeout) Its outcome is unknown: check whether its write applied before you retry.',
     );
   });
 });
@@ -128,7 +128,7 @@ describe('ids and a parked result', () => {
       describeEvent(
         event('request_opened', { kind: 'result', tool: 'wait', resume_key: `callback:${RUN}/op/2` }),
       ),
-    ).toBe('waiting for a result: wait (delivery key callback:run_3f2a9c…/op/2)');
+    ).toBe('for the tool wait (delivery key callback:run_3f2a9c…/op/2)');
     expect(
       requestLine({
         kind: 'result',
@@ -160,7 +160,8 @@ describe('an approval and the past', () => {
     expect(approvalWhy('tool_call', false)).toBe(
       "Why: the run's client asked a person to approve this before it goes on.",
     );
-    expect(digestHint('tool_call')).toContain('JSON canonical form (rfc8785)');
+    expect(digestHint('tool_call')).toContain('under "The call: tool, version and arguments"');
+    expect(digestHint('tool_call')).not.toMatch(/rfc8785|digest_mismatch|Changes/);
   });
 
   it('says the status then may hide a wait, and whose state it shows', () => {

@@ -71,8 +71,9 @@ describe('usage', () => {
       'time spent waiting for people (approvals, answers) included',
     );
     expect(USAGE_HINTS.toolCalls).toBe(
-      'A tool call counts once its tool answered. A tool that parks its work (hands it to something ' +
-        'outside the run) answers at once, and its result arrives later.',
+      'A tool call counts once it was made, its result in or not: when its tool answered, failed or ' +
+        'was lost. A tool that parks its work (hands it to something outside the run) answers at once, ' +
+        'and its result arrives later; the plan counts a call finished only once its result is in.',
     );
     expect(USAGE_HINTS.aws).toBe('an estimate of what these requests would cost on AWS');
   });
@@ -126,13 +127,13 @@ describe('a takeover and an ended run', () => {
       data: { previous_owner: owner, previous_epoch: 1 },
     }) as RunEvent;
 
-  it('names the sweeper, and says nobody holds the run when that is so', () => {
+  it('names the runtime, and says nobody holds the run when that is so', () => {
     expect(describeEvent(takeover('my-loop'), true)).toBe(
-      "the service's sweeper took the run back from my-loop, whose hold on the run was number 1 (the epoch: each new holder gets the next number); nobody holds it now",
+      'the runtime let go of the run (held by my-loop, hold number 1: the epoch, each new holder gets the next number); nobody holds it now',
     );
     expect(describeEvent(takeover('my-loop'))).not.toContain('nobody');
     expect(describeEvent(takeover('w1@1700/step'))).toMatch(
-      /^the service \(its sweeper, or a restarted worker of the same slot\) took the run back from w1@1700\/step/,
+      /^the runtime \(or a restarted worker of the same slot\) took the run over \(held by w1@1700\/step/,
     );
   });
 

@@ -9,6 +9,7 @@ import { clientHeardText } from '../../console/src/model/driver.ts';
 import {
   EVENT_TERM_HINTS,
   GATE_HINTS,
+  SCRIPTED_CALL_ID_NOTE,
   gateLines,
   jsonTermHints,
   timeFieldLines,
@@ -74,7 +75,7 @@ describe('one primary id per tool call', () => {
 
   it("glosses a call_id in an event's JSON as the model's id, not the run's", () => {
     expect(jsonTermHints({ tool: 'charge', call_id: 'scripted-run_1/op/3' })).toEqual([
-      EVENT_TERM_HINTS.call_id,
+      `${EVENT_TERM_HINTS.call_id} ${SCRIPTED_CALL_ID_NOTE}`,
     ]);
     expect(EVENT_TERM_HINTS.call_id).toMatch(/^call_id: the model's id for this call/);
   });
@@ -87,7 +88,7 @@ describe("an event row's text", () => {
       expect(EVENT_KIND_WORDS[kind]).not.toContain('_');
     }
     expect(eventWords('tool_result')).toBe('Tool answered');
-    expect(eventWords('lease_taken_over')).toBe('Taken back by the service');
+    expect(eventWords('lease_taken_over')).toBe('Taken over by the runtime');
     // A kind from a newer server reads as its name with spaces.
     expect(eventWords('lease_acquired')).toBe('lease acquired');
   });

@@ -16,7 +16,7 @@ import {
   matchesKindFilter,
 } from '../../console/src/model/events.ts';
 import { leaseView, observeLease } from '../../console/src/model/lease.ts';
-import { LIST_HINTS, needsYouText, shownText } from '../../console/src/model/list-words.ts';
+import { LIST_HINTS, needsYouText, shownText, statusNoteText } from '../../console/src/model/list-words.ts';
 import { runModeOf } from '../../console/src/model/run-mode.ts';
 import { legacyMatters, transcriptOf } from '../../console/src/model/transcript.ts';
 import { noPlanText, plural, shortDigest } from '../../console/src/model/words.ts';
@@ -142,12 +142,14 @@ describe('the words a newcomer asked about', () => {
       '1 approval to decide, 2 questions to answer',
     );
     expect(needsYouText([{ kind: 'result' }])).toBe('1 result to deliver');
-    // A client-driven run nobody holds waits for its client; an ended or held one does not.
+    // A client-driven run nobody holds waits for its client: a note by its status, not a thing
+    // for you to do; an ended or held one says nothing.
     const client = record({ status: 'queued' });
-    expect(needsYouText([], client)).toBe('waits for its client');
-    expect(needsYouText([], record({ status: 'queued', reducer: REDUCER }))).toBe('');
+    expect(statusNoteText(client)).toBe('waits for its client');
+    expect(needsYouText(client.open_requests)).toBe('');
+    expect(statusNoteText(record({ status: 'queued', reducer: REDUCER }))).toBe('');
     expect(
-      needsYouText([], record({ status: 'running', lease: { owner: 'my-loop', expires_at: T0 + 1 } })),
+      statusNoteText(record({ status: 'running', lease: { owner: 'my-loop', expires_at: T0 + 1 } })),
     ).toBe('');
     expect(LIST_HINTS.needsYou).toContain('results to deliver');
     expect(shownText(4, 4, false)).toBe('4 runs');
@@ -170,7 +172,7 @@ describe('the words a newcomer asked about', () => {
       at: T0,
       data: { event_seq: 10, state_rev: 2, effects: [{ effect_id: 'e1', kind: 'start_model_turn' }] },
     });
-    expect(answered).toBe('answered event #10 with: start model turn');
+    expect(answered).toBe('event #10 with: start model turn');
   });
 
   it('says why a run has no plan by whether it has a reducer', () => {

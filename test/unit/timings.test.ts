@@ -52,7 +52,7 @@ describe('timings', () => {
     const view = leaseView(run, T, observeLease(null, run, T - 25_000), timings);
 
     expect(estimate).toEqual({ fromMs: 40_000, byMs: 55_000 });
-    expect(hint?.text).toContain('the sweeper takes the run over in 40 s to 55 s');
+    expect(hint?.text).toContain('the runtime takes the run over in 40 s to 55 s');
     expect(view).toMatchObject({ kind: 'stale', takeoverFromS: 40, takeoverInS: 55 });
   });
 });

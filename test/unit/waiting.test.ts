@@ -54,7 +54,7 @@ describe('why a run is not moving', () => {
     const [reason] = waitingReasons(run, T + 50_000);
     expect(reason?.text).toBe(
       'lease held by worker worker-7, which stopped renewing it 50 s ago (during tool_call run-1/op/3): ' +
-        'the sweeper takes the run over in 70 s to 2 min 10 s, and the operation runs again',
+        'the runtime takes the run over in 70 s to 2 min 10 s, and the operation runs again',
     );
     expect(reason?.commands).toEqual([]);
     // A lease renewed within the heartbeat is a worker at work: nothing to explain.
@@ -285,7 +285,7 @@ describe('why a run is not moving', () => {
       });
     const [held] = waitingReasons(running(T + 30_000), T);
     expect(held?.text).toBe(
-      `client-driven: last heard from client ai-sdk-1 3 min ago (its last write to the run); if it does not come back by ${new Date(T + 30_000).toISOString()} (in 30 s, when its lease ends unless it renews it), the sweeper lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step (the command below only shows who holds the lease; to end the run instead, stop it)`,
+      `client-driven: last heard from client ai-sdk-1 3 min ago (its last write to the run); if it does not come back by ${new Date(T + 30_000).toISOString()} (in 30 s, when its lease ends unless it renews it), the runtime lets go of the run and the run waits, queued, for a client to take it again; until then the run moves only when that client writes its next step (the command below only shows who holds the lease; to end the run instead, stop it)`,
     );
     expect(waitingReasons(running(T + 30_000, T), T)[0]?.text).toContain(
       'last heard from client ai-sdk-1 just now',
@@ -299,7 +299,7 @@ describe('why a run is not moving', () => {
     };
     const [lapsed] = waitingReasons(running(T), T + 2_000, timing);
     expect(lapsed?.text).toBe(
-      'client-driven: last heard from client ai-sdk-1 3 min 2 s ago (its last write to the run); its lease ran out 2 s ago, the sweeper lets go of the run in 3 s to 63 s, and the run then waits, queued, for a client to take it again (the command below only shows who holds the lease; to end the run instead, stop it)',
+      'client-driven: last heard from client ai-sdk-1 3 min 2 s ago (its last write to the run); its lease ran out 2 s ago, the runtime lets go of the run in 3 s to 63 s, and the run then waits, queued, for a client to take it again (the command below only shows who holds the lease; to end the run instead, stop it)',
     );
   });
 

@@ -9,7 +9,7 @@
 export const EVENT_TERM_HINTS = {
   operation: 'operation: one model turn or tool call the run started, named run/op/N.',
   call_id:
-    "call_id: the model's id for this call (the model names each call it asks for). The run's own id for the call is its operation; the scripted model names its calls after the model turn's operation that asked (scripted-run_…/op/3), so the two can look alike.",
+    "call_id: the model's id for this call (the model names each call it asks for). The run's own id for the call is its operation.",
   effect_id:
     'effect: one thing the reducer (or, on a client-driven run, the client) asked for: call a tool, ask a person, ... A reducer names it state_rev:i (the i-th thing it asked for at that revision, from 0); a client, client:N (its operation no. N).',
   state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
@@ -49,14 +49,43 @@ function keysOf(value: unknown, into: Set<string>, depth: number): Set<string> {
  * its fields is, in words. The subject is the tool call the gate holds back until a person decides.
  */
 export const GATE_HINTS = {
-  gate: "gate: true: the service's policy gate opened this approval itself, before running the tool call; the call waits until a person approves or denies it.",
+  gate: "gate: true: the service's policy gate opened this approval itself, before running the tool call; the call waits until a person approves or rejects it.",
   subject:
     'subject: what is approved: the tool call (kind tool_call), its summary (the policy rule that asked, when one did), and changes: the tool, its version and its arguments.',
   digest:
-    'digest: a fingerprint of that exact call (the tool, its version and its arguments, as canonical JSON: digest_alg sha256:rfc8785); approving quotes it, so a changed call cannot be approved by mistake.',
-  request_id: "request_id: the approval's name (run/req/N), which approve and deny quote.",
-  effect_id: 'effect_id: the tool call it holds back, by its effect id (below).',
+    'digest: a fingerprint of that exact call (the tool, its version and its arguments; digest_alg names how it is taken); approving quotes it, so if the call changed, the approval is refused.',
+  request_id: "request_id: the approval's name (run/req/N), which approve and reject quote.",
+  effect_id:
+    'effect_id: the id the reducer gave the step this approval holds back (the tool call), as state_rev:i.',
 } as const;
+
+/**
+ * Said after EVENT_TERM_HINTS.call_id only when the call id looks like an operation id (it
+ * contains `/op/`): the scripted model's ids do.
+ */
+export const SCRIPTED_CALL_ID_NOTE =
+  "The scripted model names its calls after the model turn's operation that asked (scripted-run_…/op/3), so the two can look alike.";
+
+/** The call_id line for `callId`: the scripted model's note only when the id looks like an operation's. */
+export function callIdTermHint(callId: string | undefined): string {
+  return callId?.includes('/op/') === true
+    ? `${EVENT_TERM_HINTS.call_id} ${SCRIPTED_CALL_ID_NOTE}`
+    : EVENT_TERM_HINTS.call_id;
+}
+
+/** The first string under the key `key` in `value`, searched to `depth` levels. */
+function firstString(value: unknown, key: string, depth: number): string | undefined {
+  if (depth < 0 || value === null || typeof value !== 'object') return undefined;
+  if (!Array.isArray(value)) {
+    const own = (value as Record<string, unknown>)[key];
+    if (typeof own === 'string') return own;
+  }
+  for (const v of Object.values(value)) {
+    const found = firstString(v, key, depth - 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 /** ms since 1970 between 2001 and 2286: a number too small or too big is not read as a time. */
 const isEpochMs = (v: unknown): v is number => typeof v === 'number' && v >= 1e12 && v < 1e13;
@@ -92,10 +121,15 @@ export function gateLines(data: unknown): string[] {
   ];
 }
 
-/** The hint lines for the terms `data` holds (to four levels down), in EVENT_TERM_HINTS order. */
+/**
+ * The hint lines for the terms `data` holds (to four levels down), in EVENT_TERM_HINTS order;
+ * the call_id line as callIdTermHint reads the first call id found.
+ */
 export function jsonTermHints(data: unknown): string[] {
   const keys = keysOf(data, new Set(), 4);
-  return JSON_TERMS.filter((t) => keys.has(t)).map((t) => EVENT_TERM_HINTS[t]);
+  return JSON_TERMS.filter((t) => keys.has(t)).map((t) =>
+    t === 'call_id' ? callIdTermHint(firstString(data, 'call_id', 4)) : EVENT_TERM_HINTS[t],
+  );
 }
 
 const nth = (i: number) => (i === 1 ? '1st' : i === 2 ? '2nd' : i === 3 ? '3rd' : `${i}th`);

@@ -13,7 +13,7 @@ import {
   RunEventKind,
   ToolResultData,
 } from '../../../lib/contracts/index.ts';
-import { reasonText, shortId } from './words.ts';
+import { REDUCER_HINT, reasonText, shortId } from './words.ts';
 
 /** How a kind is shown: a tone for its marker. */
 export type EventTone = 'neutral' | 'good' | 'bad' | 'attention' | 'model' | 'tool' | 'control';
@@ -55,10 +55,12 @@ export function brief(value: unknown, max = 80): string {
 }
 
 /**
- * The timeline's one-line description of `event` (without its seq, kind or time). `freeNow`: the
- * run holds no lease now and this is its latest takeover (the takeover's line then says so).
+ * The timeline's one-line description of `event` (without its seq, kind or time), read after
+ * its headline (eventHeadline). `freeNow`: the run holds no lease now and this is its latest
+ * takeover (the takeover's line then says so). `afterEnd`: the run had ended before this event
+ * (a reducer's answer then says so).
  */
-export function describeEvent(event: RunEvent, freeNow = false): string {
+export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false): string {
   const d = event.data;
   switch (event.kind) {
     case 'run_started':
@@ -91,19 +93,19 @@ export function describeEvent(event: RunEvent, freeNow = false): string {
       const failed = OperationFailedData.safeParse(d);
       if (!failed.success) return '';
       // The engine's message names a worker; a client-driven run's holder is a client.
-      if (failed.data.error_class === 'lease_expired') return `lease_expired: ${LOST_TEXT}`;
+      if (failed.data.error_class === 'lease_expired') return `${LOST_TEXT} (lease_expired)`;
       const unknown = failed.data.outcome_unknown ? ` ${UNKNOWN_OUTCOME_TEXT}` : '';
-      return `${failed.data.error_class}: ${brief(failed.data.message)}${unknown}`;
+      return `${brief(failed.data.message)} (${failed.data.error_class})${unknown}`;
     }
     case 'request_opened': {
       const kind = str(d.kind);
       if (kind === 'approval') {
         const subject = d.subject as { summary?: unknown } | undefined;
-        return `approval: ${brief(subject?.summary)}`;
+        return brief(subject?.summary);
       }
-      if (kind === 'input') return `question: ${brief(d.question)}`;
+      if (kind === 'input') return brief(d.question);
       if (kind === 'result')
-        return `waiting for a result: ${str(d.tool) ?? ''} (delivery key ${shortId(str(d.resume_key) ?? '')})`;
+        return `for the tool ${str(d.tool) ?? '?'} (delivery key ${shortId(str(d.resume_key) ?? '')})`;
       return kind ?? '';
     }
     case 'request_resolved': {
@@ -144,8 +146,10 @@ export function describeEvent(event: RunEvent, freeNow = false): string {
       const effects = Array.isArray(d.effects)
         ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind)?.replaceAll('_', ' '))
         : [];
-      if (effects.length === 0) return `answered event #${num(d.event_seq) ?? '?'}: nothing more to do`;
-      return `answered event #${num(d.event_seq) ?? '?'} with: ${effects.join(', ')}`;
+      const answered = `event #${num(d.event_seq) ?? '?'}`;
+      if (effects.length === 0)
+        return `${answered} with no new steps${afterEnd ? ': the run had ended' : ''}`;
+      return `${answered} with: ${effects.join(', ')}`;
     }
     case 'result_delivered':
       return `delivery key ${shortId(str(d.resume_key) ?? '')}`;
@@ -171,24 +175,44 @@ export const LOST_TEXT =
 export const UNKNOWN_OUTCOME_TEXT =
   'Its outcome is unknown: check whether its write applied before you retry.';
 
+/** Whether a lease owner is a worker of the service (`slot@start/…`), not a client. */
+const isWorkerOwner = (owner: string): boolean => /@\d+\//.test(owner);
+
 /**
- * `lease_taken_over` read out: who took the run back (the service's sweeper; for a worker's
- * owner `slot@start/…`, a restarted worker of its slot may have), from whom, what its epoch
- * number was, and, when `freeNow`, that nobody holds the run now (lib/core/run-machine/lease.ts).
+ * `lease_taken_over` read out, after its headline (eventHeadline): for a worker's owner
+ * `slot@start/…`, that the runtime (or a restarted worker of its slot) took the run over from
+ * it; for a client's, that the runtime let go of the run (it never held it); what the hold's
+ * epoch number was, and, when `freeNow`, that nobody holds the run now (lib/core/run-machine/lease.ts).
  */
 export function takeoverText(owner: string, epoch: number | undefined, freeNow = false): string {
-  const who = /@\d+\//.test(owner)
-    ? 'the service (its sweeper, or a restarted worker of the same slot)'
-    : "the service's sweeper";
-  const hold =
-    epoch === undefined
-      ? ''
-      : `, whose hold on the run was number ${epoch} (the epoch: each new holder gets the next number)`;
-  return `${who} took the run back from ${owner}${hold}${freeNow ? '; nobody holds it now' : ''}`;
+  const number =
+    epoch === undefined ? '' : `, hold number ${epoch}: the epoch, each new holder gets the next number`;
+  const held = `(held by ${owner}${number})${freeNow ? '; nobody holds it now' : ''}`;
+  return isWorkerOwner(owner)
+    ? `the runtime (or a restarted worker of the same slot) took the run over ${held}`
+    : `the runtime let go of the run ${held}`;
 }
 
 /**
- * Whether `event` says nothing a reader needs: a reducer answer that asks for nothing (after a
+ * The bold headline of a timeline row, by what the event is: its kind's words
+ * (EVENT_KIND_WORDS), except where those depend on the data: a request asks a person only for an
+ * approval or an answer (a tool's result request waits for an outside system), and a takeover
+ * from a client is its hold running out.
+ */
+export function eventHeadline(event: Pick<RunEvent, 'kind' | 'data'>): string {
+  const d = event.data;
+  if (event.kind === 'request_opened') {
+    if (d.kind === 'approval') return 'Asked a person to approve';
+    if (d.kind === 'input') return 'Asked a person a question';
+    if (d.kind === 'result') return 'Waiting for an outside result';
+  }
+  if (event.kind === 'lease_taken_over' && !isWorkerOwner(str(d.previous_owner) ?? ''))
+    return "The client's hold ran out";
+  return eventWords(event.kind);
+}
+
+/**
+ * Whether `event` says nothing a reader needs: a reducer answer with no new steps (after a
  * stop, the reducer is told and answers so). The timeline shows it dimmed.
  */
 export function isQuietEvent(event: Pick<RunEvent, 'kind' | 'data'>): boolean {
@@ -207,11 +231,11 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   run_completed: 'The run ended with an outcome and a summary.',
   run_failed: 'The run ended in failure, with a code saying why.',
   stopped:
-    'The run was stopped before it finished. Its open requests close, and the reducer is told of the stop; it answers with nothing more to do.',
+    'The run was stopped before it finished. Its open requests close, and the reducer is told of the stop; it answers with no new steps.',
   result_delivered:
     'A result the run was waiting for arrived from outside, quoting its delivery key (resume_key: the name the run gave that wait).',
   checkpoint_written:
-    'A snapshot of the run was saved, to resume from later or to fork from (start a new run from this point).',
+    'A checkpoint of the run was saved (its state at this point), to resume from later or to fork from (start a new run from this point).',
   capability_gap:
     'The agent could not do what was asked with the tools it has, and recorded what is missing.',
   model_turn_completed: 'The model answered: its text, the tools it calls, the tokens it used.',
@@ -220,9 +244,9 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   operation_failed: 'A model turn or tool call failed.',
   operation_cancelled: 'A model turn or tool call was cancelled.',
   provider_outage: 'The model provider stayed unavailable after its retries; the turn is kept for later.',
-  reducer_answered:
-    'The reducer (the code that decides the run) read an event and answered with what to do next; "nothing more to do" answers are shown dimmed.',
-  request_opened: 'The run asked a person: an approval, a question, or a wait for a result.',
+  reducer_answered: `${REDUCER_HINT} It read an event and answered with its next steps; an answer with no new steps is shown dimmed.`,
+  request_opened:
+    'The run asked a person (an approval or a question), or a tool waits for its result from an outside system.',
   request_resolved: 'A person approved, denied or answered.',
   request_closed: 'A request ended without an answer: it expired, was cancelled or withdrawn.',
   steer_queued: 'Someone sent the run a message; it is read at the next turn.',
@@ -235,7 +259,7 @@ export const EVENT_KIND_HINTS: Record<RunEventKind, string> = {
   control_rejected: 'A control (steer, stop, pause, resume, ...) was refused, with the reason.',
   budget_exceeded: 'A budget was used up before the next step.',
   lease_taken_over:
-    "The worker or client moving the run stopped responding, and the sweeper (the service's regular check for stalled runs) took the run back.",
+    "The worker or client moving the run stopped renewing its hold, and the runtime (its sweeper: a regular check for stalled runs) ended that hold: it takes a worker's run over, and lets go of a client's.",
 };
 
 /**
@@ -248,7 +272,7 @@ export const EVENT_KIND_WORDS: Record<RunEventKind, string> = {
   run_failed: 'Run failed',
   stopped: 'Run stopped',
   result_delivered: 'Result arrived',
-  checkpoint_written: 'Snapshot saved',
+  checkpoint_written: 'Checkpoint saved',
   capability_gap: 'Missing a tool',
   model_turn_completed: 'The model answered',
   operation_started: 'Started',
@@ -256,8 +280,8 @@ export const EVENT_KIND_WORDS: Record<RunEventKind, string> = {
   operation_failed: 'Failed',
   operation_cancelled: 'Cancelled',
   provider_outage: 'Model provider unavailable',
-  reducer_answered: 'The reducer decided',
-  request_opened: 'Asked a person',
+  reducer_answered: 'The reducer answered',
+  request_opened: 'Request opened',
   request_resolved: 'A person answered',
   request_closed: 'Request closed unanswered',
   steer_queued: 'Message sent to the run',
@@ -269,7 +293,7 @@ export const EVENT_KIND_WORDS: Record<RunEventKind, string> = {
   stop_requested: 'Stop asked for',
   control_rejected: 'Control refused',
   budget_exceeded: 'Budget used up',
-  lease_taken_over: 'Taken back by the service',
+  lease_taken_over: 'Taken over by the runtime',
 };
 
 /** A kind the console does not know (a newer server's) reads as its name with spaces. */

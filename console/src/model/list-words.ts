@@ -19,37 +19,41 @@ export const LIST_HINTS = {
     'queued: ready for its next step; running: a worker or client is on it; waiting: it waits for ' +
     'a person or an outside result; paused: held until someone resumes it; cancelling: stopping ' +
     'after its current step; completed: ended with an outcome; failed: ended in failure; stopped: ' +
-    'ended early by a stop.',
+    'ended early by a stop. A client-driven run nobody holds says "waits for its client" beside ' +
+    'its status: its own client moves it, not you.',
   created: 'When the run was created (its full time on hover).',
   updated:
     'When the run last changed: an event, a control, or a renewal of its hold (its full time on hover).',
   needsYou:
-    'Approvals to decide, questions to answer, results to deliver from outside, and client-driven ' +
-    'runs that wait for their client to take them again; empty when the run needs nobody.',
+    'Approvals to decide, questions to answer and results to deliver from outside; empty when the ' +
+    'run needs nothing from you (a client-driven run waiting for its client says so under its status).',
 } as const;
 
 /**
- * What the run waits on someone for: `1 approval to decide`, `2 questions to answer`, `1 result
- * to deliver` (a parked tool call's external result), and `waits for its client` for a
- * client-driven run (no reducer) that nobody holds and that has not ended, joined by `, `; ''
- * when nothing. `run` is left out when only the requests are known.
+ * What the run waits on you for: `1 approval to decide`, `2 questions to answer`, `1 result
+ * to deliver` (a parked tool call's external result), joined by `, `; '' when nothing.
  */
-export function needsYouText(
-  requests: readonly Pick<OpenRequest, 'kind'>[],
-  run?: Pick<PublicRunRecord, 'reducer' | 'status' | 'lease'>,
-): string {
+export function needsYouText(requests: readonly Pick<OpenRequest, 'kind'>[]): string {
   const count = (kind: OpenRequest['kind']) => requests.filter((r) => r.kind === kind).length;
   const [approvals, questions, results] = [count('approval'), count('input'), count('result')];
-  const client =
-    run !== undefined && run.reducer === null && run.lease === null && !isTerminalStatus(run.status);
   return [
     approvals > 0 ? `${plural(approvals, 'approval')} to decide` : '',
     questions > 0 ? `${plural(questions, 'question')} to answer` : '',
     results > 0 ? `${plural(results, 'result')} to deliver` : '',
-    client ? 'waits for its client' : '',
   ]
     .filter((s) => s !== '')
     .join(', ');
+}
+
+/**
+ * The note under a run's status in the list: `waits for its client` for a client-driven run (no
+ * reducer) that nobody holds and that has not ended (nothing for you to do: its client moves
+ * it); '' otherwise.
+ */
+export function statusNoteText(run: Pick<PublicRunRecord, 'reducer' | 'status' | 'lease'>): string {
+  return run.reducer === null && run.lease === null && !isTerminalStatus(run.status)
+    ? 'waits for its client'
+    : '';
 }
 
 /**

@@ -6,22 +6,28 @@
  */
 
 /**
- * The line under an approval's digest, by the subject's kind: a tool call's digest is sha256
- * over the exact call (tool, version, arguments); a plan's over its items; another kind's over
- * what its reducer put to approval. Approving quotes it, so the approval covers only what is shown.
+ * The line under an approval's digest, by the subject's kind, naming the fold below it that
+ * shows what the digest covers (approvalFold): a tool call's digest is over the exact call
+ * (tool, version, arguments); a plan's over its items; another kind's over what its reducer put
+ * to approval. Approving quotes it, so the approval covers only what is shown.
  */
 export function digestHint(kind: string): string {
   const what =
     kind === 'tool_call'
-      ? 'the exact call: the tool, its version and its arguments (under Changes)'
+      ? 'the exact call: the tool, its version and its arguments'
       : kind === 'plan'
-        ? "the plan's items (under Changes)"
-        : 'what the reducer put to approval (under Changes)';
+        ? "the plan's items"
+        : 'what the reducer put to approval';
+  const changed = kind === 'tool_call' ? 'the call' : kind === 'plan' ? 'the plan' : 'it';
   return (
-    `A fingerprint (sha256) of ${what}, taken over its JSON canonical form (rfc8785). Approving ` +
-    'sends it back, so your approval covers exactly this; if the call changed meanwhile, the ' +
-    'approval is refused (digest_mismatch).'
+    `A fingerprint of ${what} (shown below under "${approvalFold(kind)}"). Approving sends it ` +
+    `back, so your approval covers exactly this: if ${changed} changed meanwhile, the approval is refused.`
   );
+}
+
+/** The title of the fold that shows what an approval covers (its subject's changes). */
+export function approvalFold(kind: string): string {
+  return kind === 'tool_call' ? 'The call: tool, version and arguments' : 'What it asks for';
 }
 
 /** The title on a tool call's summary: where its version, read-only/mutating and risk come from. */

@@ -100,7 +100,7 @@ export function expiryWhat(kind: OpenRequest['kind'], hasReducer: boolean): stri
 }
 
 /**
- * What approving or denying does while the run is paused (lib/core/run-machine/controls.ts: an
+ * What approving or rejecting does while the run is paused (lib/core/run-machine/controls.ts: an
  * approval is accepted on a paused run, and the run stays paused).
  */
 export const APPROVAL_PAUSED =
@@ -110,7 +110,8 @@ export const APPROVAL_PAUSED =
 /** The usage line's hints beside budgets.ts's: what a tool call counts, what the AWS cost is. */
 export const USAGE_HINTS = {
   toolCalls:
-    'A tool call counts once its tool answered. A tool that parks its work (hands it to something ' +
-    'outside the run) answers at once, and its result arrives later.',
+    'A tool call counts once it was made, its result in or not: when its tool answered, failed or ' +
+    'was lost. A tool that parks its work (hands it to something outside the run) answers at once, ' +
+    'and its result arrives later; the plan counts a call finished only once its result is in.',
   aws: 'an estimate of what these requests would cost on AWS',
 } as const;

@@ -16,6 +16,7 @@ import {
   type ToolResultEnvelope,
   TurnOutcomeFields,
 } from '../../../lib/contracts/index.ts';
+import { reasonText } from './words.ts';
 
 /** A turn outcome as a model turn or tool result records it (`data.turn_outcome`), in words. */
 export interface OutcomeWords {
@@ -195,7 +196,12 @@ export function transcriptOf(events: readonly RunEvent[]): TranscriptEntry[] {
         out.push({ kind: 'notice', seq: e.seq, tone: 'bad', text: `Failed: ${text(d.code)}` });
         break;
       case 'stopped':
-        out.push({ kind: 'notice', seq: e.seq, tone: 'bad', text: `Stopped: ${text(d.reason)}` });
+        out.push({
+          kind: 'notice',
+          seq: e.seq,
+          tone: 'bad',
+          text: `Stopped: ${typeof d.reason === 'string' ? reasonText(d.reason) : text(d.reason)}`,
+        });
         break;
       default:
         break;

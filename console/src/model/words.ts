@@ -22,6 +22,12 @@ export function noPlanText(hasReducer: boolean): string {
     : "No plan: this run is moved by its client's own code, and only a server-side reducer writes a plan.";
 }
 
+/**
+ * What a reducer is, where the run page first names it (the header's Reducer fact) and in the
+ * timeline's reducer rows. docs/concepts.md.
+ */
+export const REDUCER_HINT = 'The reducer: the code that decides each next step of the run (the agent loop).';
+
 /** A pause or stop reason for people: a control's default read out (the CLI's words too), else `_` read as spaces. */
 export function reasonText(reason: string): string {
   return CONTROL_REASON_WORDS[reason] ?? reason.replaceAll('_', ' ');
@@ -60,12 +66,23 @@ export function planStatusText(status: string): string | null {
  */
 export const MODEL_CALL_ID_LABEL = "the model's id for this call";
 
-/** What the model's id for a call is, and why it may look like an operation id. */
-export const MODEL_CALL_ID_HINT =
+const MODEL_CALL_ID_BASE =
   "The model names each tool call it asks for; the runtime matches the tool's result to the call " +
-  "by that name. It is not the run's own id for the call: that is the operation (run_…/op/N). " +
+  "by that name. It is not the run's own id for the call: that is the operation (run_…/op/N).";
+const SCRIPTED_NOTE =
   "The scripted model names its calls after the model turn's operation that asked " +
   '(scripted-run_…/op/3 for a call asked in op/3), so the two can look alike.';
+
+/** What the model's id for a call is, and why it may look like an operation id. */
+export const MODEL_CALL_ID_HINT = `${MODEL_CALL_ID_BASE} ${SCRIPTED_NOTE}`;
+
+/**
+ * What the model's id `callId` is: MODEL_CALL_ID_HINT, the scripted model's note only when the id
+ * looks like an operation id (it contains `/op/`).
+ */
+export function modelCallIdHint(callId: string): string {
+  return callId.includes('/op/') ? MODEL_CALL_ID_HINT : MODEL_CALL_ID_BASE;
+}
 
 /** How a projection detail's keys read: the ids a newcomer asked about. */
 const DETAIL_KEYS: Record<string, string> = {
@@ -92,6 +109,37 @@ export function detailText(detail: unknown): string {
       .join(' · ');
   }
   return JSON.stringify(detail);
+}
+
+/**
+ * A plan item's detail laid out for its row: `text` is detailText's without the model's call id
+ * (returned apart as `modelCallId`, for a fold) and without a value the title already says (the
+ * tool of `Call echo`), led by the call's own operation when `operationOf` knows it.
+ */
+export function planItemDetail(
+  title: string,
+  detail: unknown,
+  operationOf: (callId: string) => string | undefined = () => undefined,
+): { text: string; modelCallId?: string } {
+  if (detail === null || typeof detail !== 'object' || Array.isArray(detail))
+    return { text: detail === undefined ? '' : detailText(detail) };
+  const { call_id: callId, ...rest } = detail as Record<string, unknown>;
+  const words = title.split(/\s+/);
+  const kept = Object.fromEntries(
+    Object.entries(rest).filter(([, v]) => !(typeof v === 'string' && words.includes(v))),
+  );
+  if (typeof callId !== 'string') return { text: detailText(kept) };
+  const op = operationOf(callId);
+  const text = detailText(op !== undefined ? { op_id: op, ...kept } : kept);
+  return { text, modelCallId: callId };
+}
+
+/**
+ * A plan summary as a newcomer reads it beside the usage line: the agent loop's `(0 of 1 tool
+ * calls done)` says `finished` (a call waiting for its result has started, and usage counts it).
+ */
+export function planSummaryText(summary: string): string {
+  return summary.replace(/\((\d+) of (\d+) tool calls done\)/g, '($1 of $2 tool calls finished)');
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');

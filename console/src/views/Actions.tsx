@@ -1,5 +1,5 @@
 /**
- * Acting on a run: its open requests (approve / deny quoting the digest shown, answer a
+ * Acting on a run: its open requests (approve / reject quoting the digest shown, answer a
  * question, deliver a parked result), the steer box, and stop / pause / resume (with a budget
  * increase after a budget pause and accept_reducer_change after reducer_changed). Every
  * control keeps its control_id until it is acknowledged (model/controls.ts), so "Send again"
@@ -21,7 +21,13 @@ import { useRunMode } from '../live/use-run-mode.ts';
 import { budgetPauseLimit, pausedLine } from '../model/budgets.ts';
 import { ControlIds, describeAck } from '../model/controls.ts';
 import { MODE_WORDS, steerWords } from '../model/run-mode.ts';
-import { approvalKindText, approvalWhy, digestHint, TOOL_SUMMARY_HINT } from '../model/request-words.ts';
+import {
+  approvalFold,
+  approvalKindText,
+  approvalWhy,
+  digestHint,
+  TOOL_SUMMARY_HINT,
+} from '../model/request-words.ts';
 import { APPROVAL_PAUSED, expiryWhat } from '../model/run-words.ts';
 import { shortId } from '../model/words.ts';
 import { ResultCard } from './ResultCard.tsx';
@@ -107,7 +113,7 @@ export function AckList({ acks, label }: { acks: AckLine[]; label?: string }) {
 // ---------------------------------------------------------------- open requests
 
 /** The labels of the controls that answer a request: on a live run their acks show under "Needs you" only. */
-const REQUEST_LABELS = new Set(['approve', 'deny', 'answer', 'deliver']);
+const REQUEST_LABELS = new Set(['approve', 'reject', 'answer', 'deliver']);
 const isRequestAck = (a: AckLine) => a.label !== undefined && REQUEST_LABELS.has(a.label);
 
 export function OpenRequests({ run, controls }: { run: PublicRunRecord; controls: ControlSender }) {
@@ -186,7 +192,7 @@ function ApprovalCard(props: {
   // The digest shown is the digest sent: approving quotes exactly what this page displays.
   const digest = request.subject.digest;
   const decide = (decision: 'approved' | 'rejected') =>
-    controls.send(decision === 'approved' ? 'approve' : 'deny', {
+    controls.send(decision === 'approved' ? 'approve' : 'reject', {
       command: 'approve',
       request_id: request.request_id,
       subject_digest: digest,
@@ -221,11 +227,7 @@ function ApprovalCard(props: {
       </dl>
       {request.subject.changes !== undefined ? (
         <details open>
-          <summary>
-            {request.subject.kind === 'tool_call'
-              ? 'The call: tool, version and arguments'
-              : 'What it asks for'}
-          </summary>
+          <summary>{approvalFold(request.subject.kind)}</summary>
           <Json value={request.subject.changes} label="What you approve" />
         </details>
       ) : null}
@@ -252,7 +254,7 @@ function ApprovalCard(props: {
           disabled={controls.busy !== null}
           onClick={() => void decide('rejected')}
         >
-          Deny
+          Reject
         </button>
       </div>
     </article>

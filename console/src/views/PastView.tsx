@@ -29,6 +29,8 @@ export default function PastView(props: {
   lastSeq: number;
   /** The run has a reducer (server-driven): what an empty plan then means. */
   hasReducer: boolean;
+  /** The run's own operation for each of the model's call ids (model/call-ops.ts). */
+  operations?: ReadonlyMap<string, string>;
   onTravel: (seq: number | null) => void;
 }) {
   const { client } = useApi();
@@ -69,12 +71,22 @@ export default function PastView(props: {
           {errorText(at.error)}
         </p>
       ) : null}
-      {past !== undefined ? <PastBody past={past} hasReducer={props.hasReducer} /> : null}
+      {past !== undefined ? (
+        <PastBody past={past} hasReducer={props.hasReducer} operations={props.operations} />
+      ) : null}
     </section>
   );
 }
 
-function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
+function PastBody({
+  past,
+  hasReducer,
+  operations,
+}: {
+  past: Past;
+  hasReducer: boolean;
+  operations: ReadonlyMap<string, string> | undefined;
+}) {
   return (
     <>
       <dl className="facts grid">
@@ -146,7 +158,11 @@ function PastBody({ past, hasReducer }: { past: Past; hasReducer: boolean }) {
       {past.projection === undefined ? (
         <p className="muted">Unknown.</p>
       ) : (
-        <ProjectionList projection={past.projection} empty={noPlanText(hasReducer)} />
+        <ProjectionList
+          projection={past.projection}
+          empty={noPlanText(hasReducer)}
+          {...(operations !== undefined ? { operations } : {})}
+        />
       )}
       <h3>State then (revision {past.stateRev})</h3>
       <p className="muted hint" data-testid="past-state-hint">

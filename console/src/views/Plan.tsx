@@ -4,12 +4,21 @@
  * (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
  */
 import type { Projection } from '../../../lib/contracts/index.ts';
-import { noPlanText, planStatusText } from '../model/words.ts';
-import { detailText, StatusBadge } from './common.tsx';
+import { noPlanText, planItemDetail, planStatusText, planSummaryText } from '../model/words.ts';
+import { ModelCallId, StatusBadge } from './common.tsx';
 
-/** The projection's summary and items; `empty` when it is null or has no items. */
-export function ProjectionList(props: { projection: Projection | null; empty: string; status?: string }) {
-  const { projection, empty } = props;
+/**
+ * The projection's summary and items; `empty` when it is null or has no items. `operations`: the
+ * run's own operation for each of the model's call ids (model/call-ops.ts), shown as a tool
+ * call item's id, the model's id folded beside it.
+ */
+export function ProjectionList(props: {
+  projection: Projection | null;
+  empty: string;
+  status?: string;
+  operations?: ReadonlyMap<string, string>;
+}) {
+  const { projection, empty, operations } = props;
   if (projection === null || projection.items.length === 0) return <p className="muted">{empty}</p>;
   const stopped = props.status !== undefined ? planStatusText(props.status) : null;
   return (
@@ -21,23 +30,41 @@ export function ProjectionList(props: { projection: Projection | null; empty: st
       ) : null}
       {projection.summary !== undefined ? (
         <p className={stopped !== null ? 'muted' : undefined} data-testid="plan-summary">
-          {stopped !== null ? `Where it stood: ${projection.summary}` : projection.summary}
+          {stopped !== null
+            ? `Where it stood: ${planSummaryText(projection.summary)}`
+            : planSummaryText(projection.summary)}
         </p>
       ) : null}
       <ol className="plan">
-        {projection.items.map((item) => (
-          <li key={item.key} data-key={item.key}>
-            <StatusBadge status={item.status} /> <span>{item.title}</span>
-            {item.detail !== undefined ? <span className="muted"> {detailText(item.detail)}</span> : null}
-          </li>
-        ))}
+        {projection.items.map((item) => {
+          const detail = planItemDetail(item.title, item.detail, (id) => operations?.get(id));
+          return (
+            <li key={item.key} data-key={item.key}>
+              <StatusBadge status={item.status} /> <span>{item.title}</span>
+              {detail.text !== '' ? (
+                <span className="muted" data-testid="plan-detail">
+                  {' · '}
+                  {detail.text}
+                </span>
+              ) : null}
+              {detail.modelCallId !== undefined ? (
+                <ModelCallId callId={detail.modelCallId} testId="plan-call-id" />
+              ) : null}
+            </li>
+          );
+        })}
       </ol>
     </>
   );
 }
 
 /** The run's plan now (its effective projection), headed by what the run's status means for it. */
-export function Plan(props: { projection: Projection | null; hasReducer: boolean; status: string }) {
+export function Plan(props: {
+  projection: Projection | null;
+  hasReducer: boolean;
+  status: string;
+  operations?: ReadonlyMap<string, string>;
+}) {
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
       <h2 id="plan-title">Plan</h2>
@@ -45,6 +72,7 @@ export function Plan(props: { projection: Projection | null; hasReducer: boolean
         projection={props.projection}
         empty={noPlanText(props.hasReducer)}
         status={props.status}
+        {...(props.operations !== undefined ? { operations: props.operations } : {})}
       />
     </section>
   );

@@ -23,6 +23,7 @@ import {
   MODEL_TURNS_HINT,
   pausedLine,
 } from '../model/budgets.ts';
+import { callOperations } from '../model/call-ops.ts';
 import { clientHeardText, driverWords } from '../model/driver.ts';
 import { timeFieldLines } from '../model/event-terms.ts';
 import { type LeaseObservation, leaseView, observeLease } from '../model/lease.ts';
@@ -38,7 +39,7 @@ import {
   USAGE_HINTS,
 } from '../model/run-words.ts';
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
-import { plural, reasonText, SEQ_HINT, seqHint, shortId } from '../model/words.ts';
+import { plural, REDUCER_HINT, reasonText, SEQ_HINT, seqHint, shortId } from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
 import { Digest, errorText, Json, StatusBadge, stamp, Time, useNow } from './common.tsx';
 import { Plan } from './Plan.tsx';
@@ -97,7 +98,7 @@ export function RunPage({ runId }: { runId: string }) {
       <RunHeader run={record} stopReason={stopReasonOf(feed.events)} />
       <nav aria-label="Run sections" className="section-nav">
         <a href="#plan">Plan</a> <a href="#usage">Usage</a> <a href="#events">Events</a>{' '}
-        <a href="#checkpoints">Checkpoints</a> <a href="#children">Children</a>{' '}
+        <a href="#checkpoints">Checkpoints</a> <a href="#children">Child runs</a>{' '}
         <Link href={`/runs/${encodeURIComponent(runId)}/transcript`}>Transcript</Link>
         <TravelForm lastSeq={record.last_seq} atSeq={atSeq} onTravel={travel} />
       </nav>
@@ -110,6 +111,7 @@ export function RunPage({ runId }: { runId: string }) {
                 projection={record.projection}
                 hasReducer={record.reducer !== null}
                 status={record.status}
+                operations={callOperations(feed.events, record)}
               />
             </>
           ) : (
@@ -119,6 +121,7 @@ export function RunPage({ runId }: { runId: string }) {
                 seq={atSeq}
                 lastSeq={record.last_seq}
                 hasReducer={record.reducer !== null}
+                operations={callOperations(feed.events, record)}
                 onTravel={travel}
               />
             </Suspense>
@@ -218,12 +221,8 @@ function statusDetail(run: PublicRunRecord, stopReason?: string): string | null 
       return reasonText(stopReason).startsWith('stopped')
         ? reasonText(stopReason)
         : `stopped: ${reasonText(stopReason)}`;
-    case 'queued':
-      // Nothing else moves a client-driven run: after a takeover it waits for its client.
-      return run.reducer === null && run.lease === null
-        ? 'waiting for a client to take the run again (nothing else moves a client-driven run)'
-        : null;
     default:
+      // A queued client-driven run nobody holds waits for its client: the driver's note says so, once.
       return null;
   }
 }
@@ -305,6 +304,9 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
               <span className="mono">
                 {run.reducer.function_path}
                 {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
+              </span>{' '}
+              <span className="muted" data-testid="reducer-gloss">
+                ({REDUCER_HINT.replace(/^The reducer: /, '').replace(/\.$/, '')})
               </span>
               {run.reducer.artifact_hash !== undefined ? (
                 <>
@@ -364,9 +366,6 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
 /** The agent fact's hint; the fact is left out when the run acts as its principal itself. */
 const AGENT_HINT =
   'The agent identity this run acts as (its configured agent); when none, the run acts as its principal.';
-
-/** The reducer fact's hint. */
-const REDUCER_HINT = 'The code that decides what the run does next, step by step (its reducer).';
 
 /** One fact of the header; `hint` is the term's tooltip (what the word means). */
 function Fact(props: { term: string; hint?: string; wide?: boolean; testId?: string; children: ReactNode }) {

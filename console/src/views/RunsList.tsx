@@ -12,7 +12,7 @@ import { Link, useLocation, useSearch } from 'wouter';
 import { RUN_STATUSES } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useLiveRuns } from '../live/use-live-runs.ts';
-import { LIST_HINTS, needsYouText, shownText } from '../model/list-words.ts';
+import { LIST_HINTS, needsYouText, shownText, statusNoteText } from '../model/list-words.ts';
 import {
   fetchListingPage,
   filtersFromQuery,
@@ -206,6 +206,12 @@ export function RunsList() {
                   </td>
                   <td data-label="Status">
                     <StatusBadge status={run.status} />
+                    {statusNoteText(run) !== '' ? (
+                      <span className="muted status-note" data-testid="status-note">
+                        {' '}
+                        {statusNoteText(run)}
+                      </span>
+                    ) : null}
                   </td>
                   <td data-label="Subject" className="mono subject-cell">
                     <SlashBreaks text={subjectLabel(run.subject)} />
@@ -218,7 +224,7 @@ export function RunsList() {
                     <Time ms={run.updated_at} now={now} compact />
                   </td>
                   <td data-label="Model turns">{run.turn}</td>
-                  <td data-label="Needs you">{needsYouText(run.open_requests, run)}</td>
+                  <td data-label="Needs you">{needsYouText(run.open_requests)}</td>
                 </tr>
               );
             })}

@@ -22,8 +22,8 @@ import {
   describeEvent,
   EVENT_KIND_GROUPS,
   EVENT_KIND_HINTS,
+  eventHeadline,
   eventTone,
-  eventWords,
   isQuietEvent,
   kindFilterHint,
   matchesKindFilter,
@@ -47,6 +47,9 @@ function TermHints({ data }: { data: unknown }) {
   );
 }
 
+/** The kinds that end a run. */
+const ENDS: ReadonlySet<string> = new Set(['run_completed', 'run_failed', 'stopped']);
+
 /** Where an event stands against the seq the page shows the past at. */
 type Then = 'now' | 'current' | 'before' | 'after';
 
@@ -58,10 +61,13 @@ const EventRow = memo(function EventRow(props: {
   then: Then;
   /** The run holds no lease now and this is its latest takeover. */
   freeNow: boolean;
+  /** The run had ended before this event. */
+  afterEnd: boolean;
   onTravel: (seq: number) => void;
 }) {
   const { event, then } = props;
   const [open, setOpen] = useState(false);
+  const desc = describeEvent(event, props.freeNow, props.afterEnd);
   return (
     <li
       id={`event-${event.seq}`}
@@ -76,9 +82,10 @@ const EventRow = memo(function EventRow(props: {
           </span>{' '}
           <span className="time">{clock(event.at)}</span>{' '}
           <span className="what" title={EVENT_KIND_HINTS[event.kind]}>
-            {eventWords(event.kind)}
-          </span>{' '}
-          <span className="desc">{describeEvent(event, props.freeNow)}</span>{' '}
+            {eventHeadline(event)}
+          </span>
+          {desc !== '' ? ': ' : ' '}
+          <span className="desc">{desc}</span>{' '}
           <span className="kind tag" title={`The event's kind: ${EVENT_KIND_HINTS[event.kind]}`}>
             {event.kind}
           </span>
@@ -150,6 +157,11 @@ export function Timeline(props: {
     props.leaseFree === true
       ? props.events.reduce((seq, e) => (e.kind === 'lease_taken_over' && e.seq > seq ? e.seq : seq), 0)
       : 0;
+  // The first end of the run among the loaded events: a reducer's answer after it says the run had ended.
+  const endSeq = props.events.reduce(
+    (seq, e) => (ENDS.has(e.kind) && (seq === 0 || e.seq < seq) ? e.seq : seq),
+    0,
+  );
   const [kind, setKind] = useState<string>('');
   const [rows, setRows] = useState(ROWS_STEP);
   const matching = (kind === '' ? props.events : props.events.filter((e) => matchesKindFilter(e, kind)))
@@ -220,6 +232,7 @@ export function Timeline(props: {
             event={e}
             then={thenOf(e.seq, props.atSeq)}
             freeNow={e.seq === lastTakeover}
+            afterEnd={endSeq > 0 && e.seq > endSeq}
             onTravel={props.onTravel}
           />
         ))}

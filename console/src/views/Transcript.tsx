@@ -17,8 +17,8 @@ import {
   type TranscriptEntry,
   transcriptOf,
 } from '../model/transcript.ts';
-import { Digest, errorText, Json, StatusBadge } from './common.tsx';
-import { MODEL_CALL_ID_HINT, MODEL_CALL_ID_LABEL, shortId } from '../model/words.ts';
+import { Digest, errorText, Json, ModelCallId, StatusBadge } from './common.tsx';
+import { shortId } from '../model/words.ts';
 
 export function TranscriptPage({ runId }: { runId: string }) {
   const { client } = useApi();
@@ -144,22 +144,6 @@ function locator(l: {
   node_id?: string | undefined;
 }): string {
   return `${l.workspace ?? ''}${l.workspace !== undefined ? ':' : ''}${l.path ?? ''}${l.node_id !== undefined ? `#${l.node_id}` : ''}`;
-}
-
-/**
- * The model's own id for a tool call, second to its operation: folded under a plain label
- * (MODEL_CALL_ID_LABEL), the id and what it is shown when opened.
- */
-function ModelCallId({ callId }: { callId: string }) {
-  return (
-    <details className="call-id muted" data-testid="tool-call-id">
-      <summary>{MODEL_CALL_ID_LABEL}</summary>
-      <span className="mono" title={callId}>
-        {shortId(callId)}
-      </span>
-      : {MODEL_CALL_ID_HINT}
-    </details>
-  );
 }
 
 function ToolCard(props: {

@@ -1,7 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
-import { shortDigest, stamp } from '../model/words.ts';
+import { MODEL_CALL_ID_LABEL, modelCallIdHint, shortDigest, shortId, stamp } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
@@ -70,6 +70,22 @@ export function Json({ value, label }: { value: unknown; label: string }) {
     <section className="json" aria-label={label} tabIndex={0}>
       <pre>{JSON.stringify(value, null, 2)}</pre>
     </section>
+  );
+}
+
+/**
+ * The model's own id for a tool call, second to its operation: folded under a plain label
+ * (MODEL_CALL_ID_LABEL), the id and what it is (modelCallIdHint) shown when opened.
+ */
+export function ModelCallId({ callId, testId = 'tool-call-id' }: { callId: string; testId?: string }) {
+  return (
+    <details className="call-id muted" data-testid={testId}>
+      <summary>{MODEL_CALL_ID_LABEL}</summary>
+      <span className="mono" title={callId}>
+        {shortId(callId)}
+      </span>
+      : {modelCallIdHint(callId)}
+    </details>
   );
 }
 
