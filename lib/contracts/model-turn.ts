@@ -3,7 +3,7 @@
  * docs/contracts/model-turn.md.
  */
 import { z } from 'zod';
-import { Count, JsonObject, Subject, TokenCount } from './common.ts';
+import { JsonObject, Subject, TokenCount } from './common.ts';
 import { TokenUsage, ToolCall, ToolOffered, ToolResultRef } from './reducer.ts';
 
 /** The function used when a run sets no `executor_config.model_turn_function`. */

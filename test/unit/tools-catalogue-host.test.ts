@@ -34,7 +34,10 @@ function tool(name: string, version: string, approval: 'never' | 'always' = 'alw
 function countingStore(inner: RegistryStore) {
   const counts = { reads: 0, failNext: false };
   const store: RegistryStore = {
-    head: (k) => (counts.reads++, inner.head(k)),
+    head: (k) => {
+      counts.reads++;
+      return inner.head(k);
+    },
     snapshot: async (k, v) => {
       counts.reads++;
       if (counts.failNext) {
@@ -43,7 +46,10 @@ function countingStore(inner: RegistryStore) {
       }
       return inner.snapshot(k, v);
     },
-    entry: (k, n, v) => (counts.reads++, inner.entry(k, n, v)),
+    entry: (k, n, v) => {
+      counts.reads++;
+      return inner.entry(k, n, v);
+    },
     versions: (k, n) => inner.versions(k, n),
     publish: (e, s) => inner.publish(e, s),
   };
