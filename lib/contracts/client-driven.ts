@@ -74,6 +74,9 @@ const ClientTool = cleanId(256).superRefine((tool, ctx) => {
   });
 });
 
+/** A tool call a client's model turn reports: its ids are printed identifiers (cleanId). */
+const ClientToolCall = ToolCall.extend({ call_id: cleanId(256), name: cleanId(256) });
+
 /** `POST /runs/{id}/operations`: begin an operation the client executes itself. */
 export const BeginOperationInput = z.discriminatedUnion('kind', [
   z.strictObject({
@@ -112,11 +115,16 @@ export const BeginOperationInput = z.discriminatedUnion('kind', [
     fence: Fence,
     kind: z.literal('custom'),
     /** The custom kind's name, e.g. `browse` (not one of the three built-in kinds). */
-    name: z
-      .string()
-      .min(1)
-      .max(64)
-      .refine((n) => !['model_turn', 'tool_call', 'compaction'].includes(n), 'use that kind itself'),
+    name: cleanId(64)
+      .refine((n) => !['model_turn', 'tool_call', 'compaction'].includes(n), 'use that kind itself')
+      .superRefine((name, ctx) => {
+        if (isClientReservedTool(name))
+          ctx.addIssue({
+            code: 'custom',
+            params: { code: 'reserved_tool' },
+            message: `${name} is a runtime tool's name; a custom operation names its own kind`,
+          });
+      }),
     ...flags,
     request: JsonObject.default({}),
   }),
@@ -128,15 +136,15 @@ export const ClientOperationResult = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('model_turn_completed'),
     message: z.object({ text: z.string().nullable().optional() }).default({ text: null }),
-    tool_calls: z.array(ToolCall).default([]),
-    finish_reason: z.string().min(1).default('stop'),
+    tool_calls: z.array(ClientToolCall).default([]),
+    finish_reason: cleanId(64).default('stop'),
     usage: TokenUsage,
   }),
   /** Any tool answer: normalized into raisin.tool-result/1 like every other (legacy-wrapped if it claims none). */
   z.strictObject({ kind: z.literal('tool_result'), envelope: z.unknown() }),
   z.strictObject({
     kind: z.literal('operation_failed'),
-    error_class: z.string().min(1),
+    error_class: cleanId(128),
     retryable: z.boolean(),
     outcome_unknown: z.boolean().default(false),
     message: z.string(),
@@ -201,7 +209,7 @@ export const CompleteRunInput = z.strictObject({
 /** `POST /runs/{id}/fail`: the client's own failure code (e.g. `agent_crashed`). */
 export const FailRunInput = z.strictObject({
   fence: Fence,
-  code: z.string().min(1).max(200),
+  code: cleanId(200),
 });
 
 /** A steer handed to the client at a boundary. */

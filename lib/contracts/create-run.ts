@@ -5,9 +5,15 @@
  */
 import { z } from 'zod';
 import { cleanId, refuseControlChars } from './clean-text.ts';
-import { CallerSubject, Count, JsonObject } from './common.ts';
+import { CallerSubject, Count } from './common.ts';
 import { jsonBytes, MAX_CONTEXT_BYTES, overLimitMessage } from './limits.ts';
 import { Budgets, OnExceeded, OnProviderOutage, ReducerBinding, RiskTier } from './run.ts';
+
+/**
+ * How the runtime executes the run's operations: an open object; `model_turn_function`, when
+ * given, is the function path of its model turns (a printed identifier: a string, cleanId).
+ */
+const ExecutorConfig = z.looseObject({ model_turn_function: cleanId(1024).optional() }).default({});
 
 /** A subject bounded in length and free of control and bidirectional characters (common.ts CallerSubject). */
 const CleanSubject = CallerSubject;
@@ -44,7 +50,7 @@ export const CreateRunInput = z
     as_agent: cleanId(256).optional(),
     on_behalf_of: cleanId(256).optional(),
     create_key: cleanId(256).optional(),
-    executor_config: JsonObject.default({}),
+    executor_config: ExecutorConfig,
     /** The tier asked for; the deployment's floor applies when absent or lower. */
     risk_tier: RiskTier.optional(),
   })

@@ -187,6 +187,71 @@ describe('control characters in identifiers', () => {
     expect(after?.last_seq).toBe(leased?.last_seq);
   });
 
+  it("refuses them in a client's custom kind, reported call ids and names, finish reason, error class and fail code", async () => {
+    const created = await call('alice', 'POST', '/runs', {
+      subject: own('alice'),
+      reducer: null,
+      input: 'go',
+    });
+    const run = created.body.run as RunRecord;
+    const lease = await call('alice', 'POST', `/runs/${run.run_id}/lease`, { owner: 'worker-2' });
+    const fence = { owner: 'worker-2', epoch: (lease.body.lease as { epoch: number }).epoch };
+    const custom = (name: string) =>
+      call('alice', 'POST', `/runs/${run.run_id}/operations`, {
+        fence,
+        kind: 'custom',
+        name,
+        replay_safe: true,
+      });
+    expectControlCharacter(await custom('n\u202e\u0000'), 'name');
+    // A runtime tool's name is not a custom kind either (a log would show a delegation).
+    const reserved = await custom('/lib/raisin/agent-runs/delegate');
+    expect(reserved.status).toBe(400);
+    expect(reserved.body.details?.issues).toContainEqual(expect.objectContaining({ code: 'reserved_tool' }));
+    const turn = await call('alice', 'POST', `/runs/${run.run_id}/operations`, { fence, kind: 'model_turn' });
+    const op_id = (turn.body.operation as { op_id: string }).op_id;
+    const report = (result: Record<string, unknown>) =>
+      call('alice', 'POST', `/runs/${run.run_id}/operations/outcome`, { fence, op_id, result });
+    const completed = (extra: Record<string, unknown>) => ({
+      kind: 'model_turn_completed',
+      usage: { input_tokens: 1, output_tokens: 1 },
+      ...extra,
+    });
+    expectControlCharacter(
+      await report(completed({ tool_calls: [{ call_id: 'c\u2028', name: 'lookup', args: {} }] })),
+      'result.tool_calls.0.call_id',
+    );
+    expectControlCharacter(
+      await report(completed({ tool_calls: [{ call_id: 'c1', name: '\u202eevil\u0007', args: {} }] })),
+      'result.tool_calls.0.name',
+    );
+    expectControlCharacter(await report(completed({ finish_reason: '\u0007' })), 'result.finish_reason');
+    expectControlCharacter(
+      await report({ kind: 'operation_failed', error_class: 'x\u202e', retryable: false, message: 'm' }),
+      'result.error_class',
+    );
+    expectControlCharacter(
+      await call('alice', 'POST', `/runs/${run.run_id}/fail`, { fence, code: 'x\u0000' }),
+      'code',
+    );
+    expect((await runtime.store.getRun(run.run_id))?.status).toBe('running');
+    // A create's model-turn function path is an identifier too.
+    expectControlCharacter(
+      await call('alice', 'POST', '/runs', {
+        subject: own('alice'),
+        reducer: null,
+        executor_config: { model_turn_function: '/lib/models/\u202e' },
+      }),
+      'executor_config.model_turn_function',
+    );
+    const notText = await call('alice', 'POST', '/runs', {
+      subject: own('alice'),
+      reducer: null,
+      executor_config: { model_turn_function: 123 },
+    });
+    expect(notText.status).toBe(400);
+  });
+
   it('refuses them in the group, tool and agent names of registry documents', async () => {
     expectControlCharacter(
       await call('admin', 'POST', '/admin/policy', { rules: [{ effect: 'deny', groups: ['st\u001baff'] }] }),
