@@ -509,6 +509,48 @@ describe('effective projection', () => {
   });
 });
 
+describe('a pause that lands during a model turn', () => {
+  it("pauses at the turn's end and keeps its event for the reducer until a resume", () => {
+    // A model turn under way; a pause control lands while it runs.
+    const { record, fence } = leasedWith([modelEffect(1)]);
+    const running = ok(startOperation(record, 2_001)).record;
+    const paused = control(running, { control_id: 'p1', command: 'pause' });
+    if (paused.kind !== 'applied') throw new Error(`expected applied, got ${paused.kind}`);
+    // The worker's result lands at the boundary: the run pauses there.
+    const ended = ok(
+      finishOperation(
+        paused.record,
+        fence,
+        {
+          kind: 'model_turn_completed',
+          message: { text: 'done' },
+          tool_calls: [],
+          finish_reason: 'stop',
+          usage: { input_tokens: 1, output_tokens: 1 },
+        },
+        3_001,
+      ),
+    ).record;
+    expect(ended.status).toBe('paused');
+    const event = ended.inbox[0] ?? 0;
+    expect(event).toBeGreaterThan(0);
+    // The reducer's answer to that event, computed before the pause landed, is not applied:
+    // the run cannot complete while paused.
+    const answer = {
+      event_seq: event,
+      state_rev: ended.state_rev + 1,
+      effects: [{ effect_id: 'e-done', kind: 'complete' as const, outcome: 'succeeded' as const }],
+      projection: null,
+      diagnostics: [],
+    };
+    expect(applyReducerAnswer(ended, answer as never, 3_002)).toMatchObject({
+      ok: false,
+      code: 'invalid_state',
+    });
+    expect(ended.inbox).toEqual([event]);
+  });
+});
+
 describe('control rejection reasons', () => {
   it('names a second stop (and a pause) of a stopping run already_stopping', () => {
     const { record } = leasedWith();

@@ -234,9 +234,14 @@ function endByEffect(
  * state_rev, records the projection, and applies each effect (operation, requests, checkpoint,
  * terminal). An operation effect while another operation is pending fails the run
  * (reducer_refused:multiple_operations), except a request_model_turn replacing a model turn that
- * has not started. docs/contracts/reducer.md, "Response", effect table.
+ * has not started. Refused `invalid_state` on a paused run. docs/contracts/reducer.md, "Response",
+ * effect table.
  */
 export function applyReducerAnswer(record: RunRecord, answer: ReducerAnswer, now: number): TransitionResult {
+  // A paused run's events wait for a resume: an answer computed before a pause landed (a step
+  // whose commit lost the race to the pause and is replayed on it) is not applied.
+  if (record.status === 'paused')
+    return reject('invalid_state', 'the run is paused: its events reach the reducer after a resume');
   if (record.inbox[0] !== answer.event_seq) {
     return reject('not_inbox_head', `event ${answer.event_seq} is not the next undelivered event`);
   }
