@@ -52,6 +52,16 @@ const OPEN_TRIES = 8;
 const conditionFailed = (err: unknown) =>
   (err as { name?: string }).name === 'ConditionalCheckFailedException';
 
+/**
+ * The window of the replay item a failed condition found (ReturnValuesOnConditionCheckFailure
+ * ALL_OLD; the document client leaves the exception's Item in the wire shape), -1 for none.
+ */
+const replayWindowFound = (err: unknown): number => {
+  const found = (err as { Item?: { replay_window?: { N?: string } | number } }).Item?.replay_window;
+  if (typeof found === 'number') return found;
+  return found?.N === undefined ? -1 : Number(found.N);
+};
+
 /** A principal's open connections as kept in its `WSP#` item. */
 type Slots = Record<string, { at: number; until: number }>;
 
@@ -309,7 +319,11 @@ async function takeSubscribeIn(
   }
 }
 
-/** SubscriptionStore.takeReplay: this window's bytes raised while below the bound, or a new window begun. */
+/**
+ * SubscriptionStore.takeReplay: this window's bytes raised while below the bound, or a new window
+ * begun. Two first takes of a window race to begin it; the one that loses adds to the window the
+ * other began (a second round), so a refusal always means the window's bytes reached the bound.
+ */
 async function takeReplayIn(
   { doc, tableName }: Table,
   quotaKey: string,
@@ -321,36 +335,43 @@ async function takeReplayIn(
   const window = Math.floor(nowMs / limit.replayWindowMs);
   // The item outlives its window by a minute; it only ever matters within it.
   const ttl = Math.ceil(((window + 1) * limit.replayWindowMs) / 1000) + 60;
-  try {
-    await doc.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: key,
-        UpdateExpression: 'ADD replay_bytes :n',
-        ConditionExpression: 'replay_window = :w AND replay_bytes < :max',
-        ExpressionAttributeValues: { ':n': bytes, ':w': window, ':max': limit.replayBytes },
-      }),
-    );
-    return { ok: true };
-  } catch (err) {
-    if (!conditionFailed(err)) throw err;
+  const refused = { ok: false, retryAfterMs: (window + 1) * limit.replayWindowMs - nowMs } as const;
+  for (let round = 0; round < 2; round += 1) {
+    try {
+      await doc.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: key,
+          UpdateExpression: 'ADD replay_bytes :n',
+          ConditionExpression: 'replay_window = :w AND replay_bytes < :max',
+          ExpressionAttributeValues: { ':n': bytes, ':w': window, ':max': limit.replayBytes },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true };
+    } catch (err) {
+      if (!conditionFailed(err)) throw err;
+      // This window (or a later one) is begun and full: nothing to begin.
+      if (replayWindowFound(err) >= window) return refused;
+    }
+    try {
+      await doc.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: key,
+          UpdateExpression: 'SET replay_window = :w, replay_bytes = :n, #ttl = :ttl',
+          ConditionExpression: 'attribute_not_exists(pk) OR replay_window < :w',
+          ExpressionAttributeNames: { '#ttl': ATTR.expiresAtTtl },
+          ExpressionAttributeValues: { ':n': bytes, ':w': window, ':ttl': ttl },
+        }),
+      );
+      return { ok: true };
+    } catch (err) {
+      if (!conditionFailed(err)) throw err;
+      // Another take began this window between the two writes: add to it.
+    }
   }
-  try {
-    await doc.send(
-      new UpdateCommand({
-        TableName: tableName,
-        Key: key,
-        UpdateExpression: 'SET replay_window = :w, replay_bytes = :n, #ttl = :ttl',
-        ConditionExpression: 'attribute_not_exists(pk) OR replay_window < :w',
-        ExpressionAttributeNames: { '#ttl': ATTR.expiresAtTtl },
-        ExpressionAttributeValues: { ':n': bytes, ':w': window, ':ttl': ttl },
-      }),
-    );
-    return { ok: true };
-  } catch (err) {
-    if (!conditionFailed(err)) throw err;
-    return { ok: false, retryAfterMs: (window + 1) * limit.replayWindowMs - nowMs };
-  }
+  return refused;
 }
 
 export function createDynamoSubscriptionStore(

@@ -2,7 +2,8 @@
  * The live subscriptions in the run table (lib/live/dynamo-subscriptions.ts) keep the `exp` of
  * the connection's token on the connection and on each subscription, and an item written
  * without one reads as expired (0), so that a connection from before the field existed is
- * served nothing. On DynamoDB Local.
+ * served nothing; a principal's parallel first catch-ups of a replay window all count in it. On
+ * DynamoDB Local.
  */
 import { randomUUID } from 'node:crypto';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -56,5 +57,26 @@ describe('the live subscriptions in DynamoDB', () => {
 
     expect((await store.getConnection(id))?.token_exp).toBe(0);
     expect((await store.subscribers(run)).map((s) => s.token_exp)).toEqual([0]);
+  });
+
+  it("admit every one of a principal's parallel first catch-ups of a window below the bound, and refuse past it", async () => {
+    const quotaKey = `user:bob-${randomUUID().slice(0, 8)}`;
+    const limit = { replayBytes: 1_000, replayWindowMs: 10_000 };
+    const at = 1_700_000_000_000;
+    const first = await Promise.all(
+      Array.from({ length: 6 }, () => store.takeReplay(quotaKey, 100, at, limit)),
+    );
+    expect(first).toEqual(Array(6).fill({ ok: true }));
+
+    // 600 taken; four more reach the bound (each is admitted while below it), then refusals.
+    const next = await Promise.all(
+      Array.from({ length: 4 }, () => store.takeReplay(quotaKey, 100, at, limit)),
+    );
+    expect(next).toEqual(Array(4).fill({ ok: true }));
+    expect(await store.takeReplay(quotaKey, 1, at + 1_000, limit)).toEqual({
+      ok: false,
+      retryAfterMs: 9_000,
+    });
+    expect(await store.takeReplay(quotaKey, 1, at + limit.replayWindowMs, limit)).toEqual({ ok: true });
   });
 });
