@@ -4,6 +4,7 @@
  * Reserved system paths (RESERVED_FUNCTION_PREFIXES) are refused to every caller: 403 reserved_path.
  * docs/contracts/tool-result.md ("Discovery returns metadata only").
  */
+import { firstUnsafeIdChar } from '../contracts/clean-text.ts';
 import { FunctionParams } from '../contracts/http-params.ts';
 import type { ToolHost } from '../engine/ports.ts';
 import {
@@ -65,7 +66,10 @@ export function registerCatalogRoutes(
     const requested = `/${c.req.param('path')}`;
     // Read-only for everyone, admins and system callers included; the body is not read.
     if (isReservedFunctionPath(requested)) {
-      throw new HttpError('reserved_path', `${requested} is a reserved system path and cannot be written`, {
+      // The message names the path only when it is clean text: a control or invisible character in
+      // it is not printed where the answer is shown (function_path carries it, JSON-escaped).
+      const named = firstUnsafeIdChar(requested) === null ? requested : 'the requested path';
+      throw new HttpError('reserved_path', `${named} is a reserved system path and cannot be written`, {
         function_path: requested,
         reserved_prefixes: RESERVED_FUNCTION_PREFIXES,
       });

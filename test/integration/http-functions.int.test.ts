@@ -226,6 +226,24 @@ describe('PUT /functions/{path} with the stored registry', () => {
       // A reserved system path: refused before the registry is asked.
       expect(builtin.status).toBe(403);
       expect(await builtin.json()).toMatchObject({ code: 'reserved_path' });
+
+      // A control character in a reserved path is not printed in the message (the details carry it).
+      const nul = await app.request(`/functions${AGENT_LOOP_PATH}%00%1B[2J`, {
+        method: 'PUT',
+        headers: { ...headers, 'content-type': 'application/javascript' },
+        body: 'export const evil = 1;',
+      });
+      expect(nul.status).toBe(403);
+      const refusal = (await nul.json()) as {
+        code: string;
+        message: string;
+        details: { function_path: string };
+      };
+      expect(refusal).toMatchObject({
+        code: 'reserved_path',
+        details: { function_path: `${AGENT_LOOP_PATH}\u0000\u001b[2J` },
+      });
+      expect(refusal.message).toBe('the requested path is a reserved system path and cannot be written');
     } finally {
       runtime.close();
     }
