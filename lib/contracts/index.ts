@@ -23,6 +23,7 @@ export * from './reducer.ts';
 export * from './reducer-check.ts';
 export * from './registry.ts';
 export * from './run.ts';
+export * from './run-parse.ts';
 export * from './tool-registration.ts';
 export * from './tool-result.ts';
 export * from './turn-outcome.ts';
