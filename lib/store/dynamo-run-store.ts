@@ -372,7 +372,11 @@ async function listMerged(
   return { run_ids: runIds, cursor: listingCursor(last) };
 }
 
-/** Up to `want` runs of one listing shard that sort after `after`, newest first. */
+/**
+ * The first `want` runs of one listing shard that sort after `after`, in listing order. The index
+ * sorts by created_at only and leaves runs created in the same millisecond in no promised order,
+ * so the query reads on past the `want`th run until it leaves that run's millisecond.
+ */
 async function listShard(
   io: DynamoIo,
   index: ListingIndex,
@@ -382,6 +386,8 @@ async function listShard(
 ): Promise<ListingPosition[]> {
   const found: ListingPosition[] = [];
   let startKey: Record<string, unknown> | undefined;
+  let lastRead: number | undefined;
+  const tieOpen = () => found.length >= want && lastRead === found[want - 1]?.created_at;
   do {
     io.metrics.queries += 1;
     const out = await io.doc.send(
@@ -398,18 +404,19 @@ async function listShard(
           ...(after === undefined ? {} : { ':c': after.created_at }),
         },
         ScanIndexForward: false,
-        Limit: want - found.length,
+        Limit: Math.max(want - found.length, 1) + 1,
         ExclusiveStartKey: startKey,
       }),
     );
     for (const item of out.Items ?? []) {
       const p = { created_at: Number(item[ATTR.createdAt]), run_id: String(item.pk).slice(4) };
+      lastRead = p.created_at;
       // Runs created in the cursor's millisecond but listed before it were on an earlier page.
       if (after === undefined || compareListing(p, after) > 0) found.push(p);
     }
     startKey = out.LastEvaluatedKey;
-  } while (startKey !== undefined && found.length < want);
-  return found;
+  } while (startKey !== undefined && (found.length < want || tieOpen()));
+  return found.sort(compareListing).slice(0, want);
 }
 
 /** The deployment's listing key: read, or created by a conditional put when absent (listing-key.ts). */

@@ -1152,6 +1152,19 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect((await listAll(s.store, 'paused', 3)).ids).toEqual([]);
       });
 
+      it('lists runs created in one millisecond by run id, whatever order the index keeps them in', async () => {
+        const t0 = 1_700_000_000_000;
+        const ids: string[] = [];
+        // Enough runs that every listing shard holds a tie longer than a small page.
+        for (let i = 0; i < 40; i += 1) {
+          const run_id = `tie-${'zAmB'[i % 4]}${String(i).padStart(2, '0')}-${randomUUID()}`;
+          ids.push((await storedRun(s.store, { run_id }, {}, t0)).run_id);
+        }
+        const byIdDescending = [...ids].sort((a, b) => (a < b ? 1 : -1));
+        for (const limit of [1, 3, 7])
+          expect((await listAll(s.store, 'queued', limit)).ids).toEqual(byIdDescending);
+      });
+
       it('keeps paging where it was when a newer run is created between pages', async () => {
         const t0 = 1_700_000_000_000;
         const older: string[] = [];
