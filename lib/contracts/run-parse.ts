@@ -10,7 +10,6 @@
  * (`AGENT_RUNS_SEAL_CHECK=1`) every answer is compared with a whole parse.
  * docs/contracts/run-lifecycle.md, "Lifecycle"; docs/architecture.md, "Invariants".
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import {
   CancellingRun,
@@ -52,7 +51,8 @@ const PICKS = new WeakMap<Shape, Map<string, Shape>>();
 /** Distinct field sets kept per shape: transitions change a few dozen sets; past this, none is kept. */
 const MAX_PICKS_PER_SHAPE = 256;
 
-const SEAL_CHECK = process.env.AGENT_RUNS_SEAL_CHECK === '1';
+// Read through globalThis: the installable client bundles this module for browsers, which have no process.
+const SEAL_CHECK = globalThis.process?.env?.AGENT_RUNS_SEAL_CHECK === '1';
 
 function pickOf(shape: Shape, keys: string[]): Shape {
   let picks = PICKS.get(shape);
@@ -125,12 +125,21 @@ export function safeParseRunRecord(value: unknown): Parsed {
 /** The shadow check: the answer is the whole union parse's, value for value and key for key. */
 function checkAgainstWhole(value: unknown, out: Record<string, unknown>): void {
   const whole = RunRecord.safeParse(value);
-  const same =
-    whole.success &&
-    isDeepStrictEqual(whole.data, out) &&
-    Object.keys(whole.data).join() === Object.keys(out).join();
-  if (!same)
+  if (!whole.success || !sameInOrder(whole.data, out))
     throw new Error(`safeParseRunRecord differs from RunRecord.safeParse for ${JSON.stringify(value)}`);
+}
+
+/** Whether two parsed JSON values are equal, with every object's keys in the same order. */
+function sameInOrder(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const keysA = Object.keys(a);
+  const keysB = Object.keys(b);
+  if (keysA.length !== keysB.length) return false;
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  return keysA.every((key, i) => key === keysB[i] && sameInOrder(left[key], right[key]));
 }
 
 /**
