@@ -51,6 +51,15 @@ const PICKS = new WeakMap<Shape, Map<string, Shape>>();
 /** Distinct field sets kept per shape: transitions change a few dozen sets; past this, none is kept. */
 const MAX_PICKS_PER_SHAPE = 256;
 
+/**
+ * Per run id, the newest record this module accepted and the shape that accepted it: the next
+ * record of a run is built from it, so a field holding the very value it held there (a string, a
+ * number, or the same object) under the same field schema is that schema's output again.
+ */
+const LAST_BY_RUN = new Map<string, { shape: Shape; out: Record<string, unknown> }>();
+/** Runs remembered at once, newest kept (a worker steps a few runs at a time). */
+const MAX_RUNS_REMEMBERED = 256;
+
 // Read through globalThis: the installable client bundles this module for browsers, which have no process.
 const SEAL_CHECK = globalThis.process?.env?.AGENT_RUNS_SEAL_CHECK === '1';
 
@@ -77,8 +86,17 @@ function pickOf(shape: Shape, keys: string[]): Shape {
 function parseChanged(shape: Shape, value: Record<string, unknown>): Record<string, unknown> | null {
   const fields = shape.shape;
   const keys = Object.keys(fields);
+  const last = typeof value.run_id === 'string' ? LAST_BY_RUN.get(value.run_id) : undefined;
   const changed = keys.filter((k) => {
     const v = value[k];
+    if (
+      last !== undefined &&
+      last.shape.shape[k] === fields[k] &&
+      k in value &&
+      k in last.out &&
+      last.out[k] === v
+    )
+      return false;
     return typeof v !== 'object' || v === null || PRODUCED_BY.get(v) !== fields[k];
   });
   const parsed = pickOf(shape, changed).safeParse(value);
@@ -90,6 +108,14 @@ function parseChanged(shape: Shape, value: Record<string, unknown>): Record<stri
     else if (!changed.includes(k)) out[k] = value[k];
   }
   return out;
+}
+
+/** Keeps `out` as its run's newest accepted record, forgetting the longest-unseen run past the bound. */
+function remember(shape: Shape, out: Record<string, unknown>): void {
+  const runId = out.run_id as string;
+  LAST_BY_RUN.delete(runId);
+  LAST_BY_RUN.set(runId, { shape, out });
+  if (LAST_BY_RUN.size > MAX_RUNS_REMEMBERED) LAST_BY_RUN.delete(LAST_BY_RUN.keys().next().value as string);
 }
 
 /** Notes the record's object fields as produced by the shape's field schemas. */
@@ -116,6 +142,7 @@ export function safeParseRunRecord(value: unknown): Parsed {
     if (out === null) continue;
     if (SEAL_CHECK) checkAgainstWhole(value, out);
     noteProduced(shape, out);
+    remember(shape, out);
     ACCEPTED.add(out);
     return { success: true, data: out as RunRecord } as Parsed;
   }
