@@ -160,6 +160,13 @@ export const ERROR_CODES = {
     meaning: 'the create key was already used for a different request',
     action: 'use a fresh create_key for a different request',
   },
+  resume_key_in_use: {
+    status: 409,
+    source: 'engine',
+    meaning:
+      "another principal's run waits on the resume key, or used it within the last 7 days; a key belongs to the principal whose run first waits on it",
+    action: 'wait on another key: make resume keys unguessable (include a random or run-specific part)',
+  },
   result_already_delivered: {
     status: 409,
     source: 'engine',

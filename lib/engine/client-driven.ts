@@ -20,6 +20,7 @@ import {
   OpenRequestInput,
   type Operation,
   ReportOutcomeInput,
+  type RunEvent,
   type RunRecord,
   TurnOutcome,
 } from '../contracts/index.ts';
@@ -28,6 +29,7 @@ import type { PriceTables } from '../core/prices.ts';
 import {
   acquireClientLease,
   beginClientOperation,
+  chain,
   type ClientOperationSpec,
   completeClientRun,
   expireClientLease,
@@ -46,6 +48,7 @@ import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import { turnOutcomeResult } from '../core/turn-outcome.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { afterEnd, commitOf, type EngineContext } from './deps.ts';
+import { resumeKeyClaims } from './early-results.ts';
 import { EngineError } from './errors.ts';
 import { CommitRejected } from './ports.ts';
 import { readRun, runView } from './reads.ts';
@@ -108,22 +111,60 @@ function refusal(record: RunRecord, code: string, message: string): EngineError 
   }
 }
 
+/** What a fenced write decides on the record read: core's transition, and the control it acks. */
+type Decide = (
+  record: RunRecord,
+  now: number,
+) => { transition: TransitionResult; controlKey?: string; digest?: string };
+type Answer<T> = (stored: RunRecord, transition: Extract<TransitionResult, { ok: true }>) => T;
+
 /**
  * One fenced write: read the run (authorized), let `decide` pick core's transition, commit it
- * (with `fence` in the condition), run the owed duties of a run that ended, answer. Throws
- * EngineError run_not_found / unauthorized, the refusal of core, fenced_out when the commit lost
- * the lease to a concurrent one, store_unavailable.
+ * (with `fence` in the condition), run the owed duties of a run that ended, answer. A wait on a
+ * resume key that holds an early result takes it in the same commit (as the step worker does).
+ * Throws EngineError run_not_found / unauthorized, the refusal of core, fenced_out when the
+ * commit lost the lease to a concurrent one, resume_key_in_use (another principal's key),
+ * store_unavailable.
  */
 async function fencedWrite<T>(
   ctx: EngineContext,
   runId: string,
   caller: Caller,
   fence: Fence | undefined,
-  decide: (
-    record: RunRecord,
-    now: number,
-  ) => { transition: TransitionResult; controlKey?: string; digest?: string },
-  answer: (stored: RunRecord, transition: Extract<TransitionResult, { ok: true }>) => T,
+  decide: Decide,
+  answer: Answer<T>,
+): Promise<T> {
+  let early: ((record: RunRecord) => TransitionResult)[] = [];
+  let opened: RunEvent[] = [];
+  const withEarly: Decide = (record, now) => {
+    const decided = decide(record, now);
+    const transition = early.reduce(chain, decided.transition);
+    if (transition.ok) opened = transition.events;
+    return { ...decided, transition };
+  };
+  for (let round = 0; ; round += 1) {
+    try {
+      return await fencedCommit(ctx, runId, caller, fence, withEarly, answer);
+    } catch (err) {
+      if (!(err instanceof CommitRejected && err.code === 'resume_key_held') || round >= 2) throw err;
+      const { moves, inUse } = await resumeKeyClaims(ctx, opened);
+      if (inUse !== undefined) {
+        const message = "another principal's run waits on or used the resume key";
+        throw new EngineError('resume_key_in_use', message, { run_id: runId, resume_key: inUse });
+      }
+      early = moves;
+    }
+  }
+}
+
+/** One round of fencedWrite: read, decide, commit. */
+async function fencedCommit<T>(
+  ctx: EngineContext,
+  runId: string,
+  caller: Caller,
+  fence: Fence | undefined,
+  decide: Decide,
+  answer: Answer<T>,
 ): Promise<T> {
   try {
     return await readDecideCommit<RunRecord, T>(ctx, {

@@ -4,7 +4,12 @@
  * refused `early_result_held`. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
  * resume_key): no wake-up is lost.
  */
-import type { RunEvent, RunRecord } from '../contracts/index.ts';
+import {
+  childOfResumeKey,
+  type RunEvent,
+  type RunRecord,
+  type ToolResultEnvelope,
+} from '../contracts/index.ts';
 import { deliverResult, heldBodyDigest, type TransitionResult } from '../core/run-machine.ts';
 import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { EngineDeps } from './deps.ts';
@@ -19,11 +24,24 @@ export async function earlyDeliveries(
   deps: EngineDeps,
   events: RunEvent[],
 ): Promise<((record: RunRecord) => TransitionResult)[]> {
+  return (await resumeKeyClaims(deps, events)).moves;
+}
+
+/**
+ * What holds the keys of the waits `events` open, after a commit of them was refused
+ * `resume_key_held`: the early results to deliver in the same commit (earlyDeliveries), and
+ * the first key another principal's run waits on or used (`inUse`), whose wait is refused.
+ */
+export async function resumeKeyClaims(
+  deps: EngineDeps,
+  events: RunEvent[],
+): Promise<{ moves: ((record: RunRecord) => TransitionResult)[]; inUse?: string }> {
   const moves: ((record: RunRecord) => TransitionResult)[] = [];
   for (const event of events) {
     const key = event.data.resume_key;
     if (event.kind !== 'request_opened' || event.data.kind !== 'result' || typeof key !== 'string') continue;
     const entry = await deps.store.readResumeKey(key, deps.clock.now());
+    if (entry?.kind === 'wait') return { moves, inUse: key };
     if (entry?.kind !== 'early') continue;
     // Validated when it arrived; normalized again now that the operation is known.
     const { envelope } = normalizeToolResult(JSON.parse(entry.body) as unknown, String(event.data.op_id));
@@ -36,5 +54,43 @@ export async function earlyDeliveries(
     };
     moves.push((record) => deliverResult(record, key, envelope, at, mark));
   }
-  return moves;
+  return { moves };
+}
+
+/**
+ * The tool result that replaces a waiting one whose resume key another principal holds: failed,
+ * not retryable, diagnostic `resume_key_in_use`. The reducer decides what to do (another key).
+ */
+export function keyInUseEnvelope(operationId: string, key: string): ToolResultEnvelope {
+  return {
+    envelope: 'raisin.tool-result/1',
+    operation_id: operationId,
+    status: 'failed',
+    error_class: 'conflict',
+    reads: [],
+    writes: [],
+    artifact_refs: [],
+    evidence: [],
+    diagnostics: [
+      {
+        code: 'resume_key_in_use',
+        severity: 'error',
+        message: `another principal's run waits on or used the resume key ${JSON.stringify(key)}: wait on another key`,
+      },
+    ],
+    suggested_next_actions: [],
+    retry_policy: { retryable: false },
+  };
+}
+
+/** The children whose waits a commit's events closed without their result (request_closed). */
+export function detachedChildren(before: RunRecord, events: RunEvent[]): string[] {
+  const children: string[] = [];
+  for (const e of events) {
+    if (e.kind !== 'request_closed') continue;
+    const request = before.open_requests.find((r) => r.request_id === e.data.request_id);
+    const child = request?.kind === 'result' ? childOfResumeKey(request.resume_key) : null;
+    if (child !== null) children.push(child);
+  }
+  return children;
 }

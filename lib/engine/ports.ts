@@ -229,10 +229,11 @@ export type CommitFailure =
   /** The control id already has an ack (a concurrent duplicate): re-read the ack. */
   | 'control_ack_exists'
   /**
-   * A wait on a resume key for which a result arrived first (held by the key): read it and
-   * deliver it in the same commit as the wait.
+   * A wait on a resume key that is held: by a result that arrived first (read it and deliver it
+   * in the same commit as the wait), or by another principal's run that waits on it or used it
+   * (the wait is refused: resume_key_in_use).
    */
-  | 'early_result_held'
+  | 'resume_key_held'
   /** The early result a commit applied is no longer held (it expired): recompute without it. */
   | 'early_result_gone'
   /** A bug: the request itself is invalid (too many items, a bad expression). Fail loudly. */

@@ -8,7 +8,7 @@
  * nothing more. docs/architecture.md, "The step"; docs/contracts/run-lifecycle.md, "Leases,
  * recovery and the sweeper".
  */
-import { childOfResumeKey, isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
+import { isTerminalStatus, type RunEvent, type RunRecord } from '../contracts/index.ts';
 import { nextMove, operationMustEnd } from '../core/guards.ts';
 import { applyReducerOutcome } from '../core/reducer-outcome.ts';
 import {
@@ -32,7 +32,7 @@ import { noteStepLeased, traceStep } from '../telemetry/otel.ts';
 import { compactionCheck, type OperationReads } from './compaction.ts';
 import { afterEnd, commitRun, type EngineContext, wake } from './deps.ts';
 import { deniedEnvelope, executeOperation, toolRequestOf } from './dispatch.ts';
-import { earlyDeliveries } from './early-results.ts';
+import { detachedChildren, keyInUseEnvelope, resumeKeyClaims } from './early-results.ts';
 import { LeaseLost } from './errors.ts';
 import { CommitRejected, CommitTooLarge } from './ports.ts';
 import { providerCallHooks } from './provider-calls.ts';
@@ -128,11 +128,9 @@ class StepWorker {
   operationsRun = 0;
   /** Rounds of early results staged into one commit (bounded). */
   earlyRounds = 0;
-  /**
-   * Whether a commit of this step has written its lease. Until then the lease is only staged
-   * (stageLease): the first commit is conditioned on the version read, not on the fence, and a
-   * stale version there is a LeaseRace (start the step again), never a rebase.
-   */
+  /** Whether a commit of this step wrote its lease. Until then it is only staged (stageLease): the
+   * first commit is conditioned on the version read, and a stale version is a LeaseRace (start the
+   * step again), never a rebase. */
   leaseWritten = true;
 
   constructor(ctx: EngineContext, base: RunRecord, fence: Fence) {
@@ -324,7 +322,7 @@ class StepWorker {
           events: this.events,
           ...(this.stateWrite !== undefined ? { state: this.stateWrite } : {}),
         });
-        this.noteDetachedChildren(before, events);
+        this.detached.push(...detachedChildren(before, events));
         this.committed(stored);
         if (!this.leaseWritten) {
           this.leaseWritten = true;
@@ -339,7 +337,7 @@ class StepWorker {
         }
         if (!(err instanceof CommitRejected)) throw err;
         if (err.code === 'fenced_out') throw new LeaseLost('the lease was taken: writing nothing more');
-        if (err.code === 'early_result_held' && (await this.stageEarlyResults())) continue;
+        if (err.code === 'resume_key_held' && (await this.stageEarlyResults())) continue;
         if (err.code !== 'stale_version' && err.code !== 'early_result_gone') throw err;
         if (!this.leaseWritten)
           throw new LeaseRace(err.code === 'stale_version' ? (err.current ?? null) : null);
@@ -362,15 +360,24 @@ class StepWorker {
   }
 
   /**
-   * A wait this commit records met a result that arrived first: stage its delivery on top, so
-   * the same commit records the wait and applies the result. False after a few rounds without
-   * progress (the refusal is then thrown).
+   * A wait this commit records met a held key: a result that arrived first is staged on top (one
+   * commit records the wait and applies it); a key another principal holds turns the tool's
+   * waiting result into a failed one (resume_key_in_use). False after a few rounds, or for a
+   * reducer's own wait on such a key: the refusal is then thrown.
    */
   async stageEarlyResults(): Promise<boolean> {
     this.earlyRounds += 1;
     if (this.earlyRounds > 3) return false;
-    for (const move of await earlyDeliveries(this.ctx, this.events)) this.stage(move);
-    return true;
+    const { moves, inUse } = await resumeKeyClaims(this.ctx, this.events);
+    if (inUse === undefined) {
+      for (const move of moves) this.stage(move);
+      return true;
+    }
+    const op = this.base.operation;
+    if (this.pendingResult?.kind !== 'tool_result' || op === null) return false;
+    this.pendingResult = { kind: 'tool_result', envelope: keyInUseEnvelope(op.op_id, inUse) };
+    await this.reload();
+    return this.stageResult();
   }
 
   /**
@@ -418,24 +425,13 @@ class StepWorker {
     this.pendingResult = undefined;
   }
 
-  /** Notes the child waits a commit closed without delivering their result (request_closed). */
-  noteDetachedChildren(before: RunRecord, events: RunEvent[]): void {
-    for (const e of events) {
-      if (e.kind !== 'request_closed') continue;
-      const request = before.open_requests.find((r) => r.request_id === e.data.request_id);
-      const child = request?.kind === 'result' ? childOfResumeKey(request.resume_key) : null;
-      if (child !== null) this.detached.push(child);
-    }
-  }
-
   /** Re-reads the run after a stale commit; drops every uncommitted transition. */
   async reload(): Promise<void> {
     const fresh = await this.ctx.store.getRun(this.base.run_id);
     if (fresh === null || !leaseNamedBy(fresh, this.fence)) throw new LeaseLost('fenced out');
     // Everything past the last commit we know of was staged by this worker and never stored:
     // a concurrent commit (a control) may have taken those seqs for other events.
-    const committed = this.base;
-    this.cache.forgetPast(committed);
+    this.cache.forgetPast(this.base);
     this.base = fresh;
     this.staged = fresh;
     this.moves = [];

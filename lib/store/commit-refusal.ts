@@ -54,8 +54,8 @@ export function classifyRefusal(
   }
   if (failed.includes('resume_key'))
     return new CommitRejected(
-      'early_result_held',
-      'a result for the resume key arrived first',
+      'resume_key_held',
+      'the resume key is held: by a result that arrived first, or by another principal',
       null,
       options,
     );

@@ -52,6 +52,7 @@ import { classifyRefusal } from './commit-refusal.ts';
 import type { TailCache } from './event-tail.ts';
 import { recordAndTailOf } from './item-codec.ts';
 import type { Condition, Item, ItemKey, PlannedWrite } from './planned-write.ts';
+import { ATTR } from './table.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -69,10 +70,17 @@ function renderCondition(condition: Condition): {
         expression: 'attribute_not_exists(pk) OR run_id = :rid',
         values: { ':rid': condition.run_id },
       };
-    case 'no_live_early':
+    case 'resume_key_claim':
       return {
-        expression: 'attribute_not_exists(early_json) OR early_expires_at <= :now',
-        values: { ':now': condition.now },
+        expression:
+          'attribute_not_exists(pk) OR (attribute_exists(run_id) AND (run_id = :rid OR principal_key = :pkey OR attribute_not_exists(principal_key) OR #ttl <= :now_s)) OR (attribute_not_exists(run_id) AND (attribute_not_exists(early_json) OR early_expires_at <= :now))',
+        names: { '#ttl': ATTR.expiresAtTtl },
+        values: {
+          ':rid': condition.run_id,
+          ':pkey': condition.principal_key,
+          ':now': condition.now,
+          ':now_s': Math.floor(condition.now / 1000),
+        },
       };
     case 'early_held':
       return { expression: 'attribute_exists(early_json)' };

@@ -11,6 +11,7 @@ import { type Condition, type Item, itemSize, type PlannedWrite } from './commit
 import { TailCache } from './event-tail.ts';
 import { recordAndTailOf } from './item-codec.ts';
 import { indexKeysOf, itemReadUnits, transactWriteUnits } from './metering.ts';
+import { ATTR } from './table.ts';
 
 /**
  * An item as DynamoDB's document client (removeUndefinedValues) stores it, as a deep copy:
@@ -154,8 +155,16 @@ export function conditionHolds(condition: Condition | undefined, existing: Item 
       return existing === undefined || existing.run_id === condition.run_id;
     case 'count_is':
       return condition.count === 0 ? existing === undefined : existing?.count === condition.count;
-    case 'no_live_early':
-      return existing?.early_json === undefined || Number(existing.early_expires_at) <= condition.now;
+    case 'resume_key_claim':
+      if (existing === undefined) return true;
+      if (existing.run_id !== undefined)
+        return (
+          existing.run_id === condition.run_id ||
+          existing.principal_key === condition.principal_key ||
+          existing.principal_key === undefined ||
+          Number(existing[ATTR.expiresAtTtl]) <= Math.floor(condition.now / 1000)
+        );
+      return existing.early_json === undefined || Number(existing.early_expires_at) <= condition.now;
     case 'early_held':
       return existing?.early_json !== undefined;
     case 'absent_or_early_expired':

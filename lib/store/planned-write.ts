@@ -22,8 +22,13 @@ export type Condition =
   | { kind: 'record_version'; version: number; fence?: Fence }
   /** A counter item as read: absent when `count` is 0, else #count = :count. */
   | { kind: 'count_is'; count: number }
-  /** A resume key holds no early result that is still live: attribute_not_exists(early_json) OR early_expires_at <= :now. */
-  | { kind: 'no_live_early'; now: number }
+  /**
+   * A wait may claim the resume key: no item; or a wait or used key of this run, of this
+   * principal (`principal_key`), of no recorded principal (written before keys had one), or
+   * past its TTL; or no wait and no early result that is still live. A key another principal's
+   * run waits on, or used within DELIVERY_MEMORY_MS, is not claimable.
+   */
+  | { kind: 'resume_key_claim'; run_id: string; principal_key: string; now: number }
   /** A resume key still holds an early result: attribute_exists(early_json). */
   | { kind: 'early_held' }
   /** A resume key is free for an early result: attribute_not_exists(pk) OR early_expires_at <= :now. */

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { overLimitMessage, type RunEvent, type RunRecord } from '../contracts/index.ts';
+import { principalKeyOf } from '../core/principal.ts';
 import { CommitTooLarge, type EarlyResultHold } from '../engine/ports.ts';
 import type { Condition, PlannedWrite } from './planned-write.ts';
 import { ATTR } from './table.ts';
@@ -19,7 +20,7 @@ export const DELIVERY_MEMORY_MS = 7 * 24 * 3_600_000;
 
 /** What one commit's events do to one resume key. */
 interface ResumeKeyUse {
-  opened?: { run_id: string; op_id: string; at: number };
+  opened?: { run_id: string; op_id: string; at: number; expires_at: number | null };
   delivered?: {
     op_id: string | undefined;
     delivery_id?: string;
@@ -31,9 +32,11 @@ interface ResumeKeyUse {
 }
 
 /**
- * The resume-key items a commit's events call for, one write per key. A wait (request_opened of
- * kind result) claims the key unless an early result is held there (the commit is then refused
- * early_result_held, and the committer applies it). A delivery keeps the key as used
+ * The resume-key items a commit's events call for, one write per key, each stamped with the
+ * run's principal key. A wait (request_opened of kind result) claims the key unless an early
+ * result is held there or another principal's run waits on it or used it (condition
+ * resume_key_claim; the commit is then refused resume_key_held, and the committer reads the key
+ * to tell which: an early result it applies, another's key it refuses). A delivery keeps the key as used
  * {delivered_id?, delivered_digest?, delivered_seq} for DELIVERY_MEMORY_MS (a repeat of its
  * delivery_id and body is a duplicate, another delivery is refused) until a new wait takes it; an early result applied in
  * the wait's own commit must still be held then, so it is applied exactly once.
@@ -45,7 +48,13 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
     const key = event.data.resume_key;
     if (typeof key !== 'string') return;
     if (event.kind === 'request_opened' && event.data.kind === 'result') {
-      use(key).opened = { run_id: record.run_id, op_id: String(event.data.op_id), at: event.at };
+      const expiresAt = event.data.expires_at;
+      use(key).opened = {
+        run_id: record.run_id,
+        op_id: String(event.data.op_id),
+        at: event.at,
+        expires_at: typeof expiresAt === 'number' ? expiresAt : null,
+      };
     }
     if (event.kind === 'result_delivered') {
       const { delivery_id: deliveryId, body_digest: bodyDigest } = event.data;
@@ -61,15 +70,30 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
     }
   });
   const writes: PlannedWrite[] = [];
+  // A key belongs to the principal whose run waits on it, and stays theirs while used.
+  const principalKey = principalKeyOf(record.principal);
   for (const [key, { opened, delivered }] of uses) {
-    const k = { pk: resumeKeyPk(key), sk: 'K' };
+    const k = { pk: resumeKeyPk(key), sk: 'K', principal_key: principalKey };
     if (delivered === undefined) {
       if (opened === undefined) continue;
       writes.push({
         op: 'put',
         role: 'resume_key',
-        item: { ...k, run_id: opened.run_id, op_id: opened.op_id },
-        condition: { kind: 'no_live_early', now: opened.at },
+        item: {
+          ...k,
+          run_id: opened.run_id,
+          op_id: opened.op_id,
+          // A wait that expires frees its key for others once a delivery could no longer be a repeat.
+          ...(opened.expires_at !== null
+            ? { [ATTR.expiresAtTtl]: Math.ceil((opened.expires_at + DELIVERY_MEMORY_MS) / 1000) }
+            : {}),
+        },
+        condition: {
+          kind: 'resume_key_claim',
+          run_id: opened.run_id,
+          principal_key: principalKey,
+          now: opened.at,
+        },
       });
       continue;
     }

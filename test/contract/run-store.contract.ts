@@ -32,6 +32,7 @@ import {
   SWEEP_SHARDS,
 } from '../../lib/engine/ports.ts';
 import { INLINE_LIMIT, MAX_TRANSACT_ITEMS, PAGE_LIMIT, RECORD_LIMIT } from '../../lib/store/commit-plan.ts';
+import { DELIVERY_MEMORY_MS } from '../../lib/store/resume-key-plan.ts';
 import { shardOf } from '../../lib/store/table.ts';
 
 /** A store under test. */
@@ -848,6 +849,50 @@ export function runStoreContract(name: string, open: OpenStore): void {
         expect(await s.store.findByResumeKey(resumeKey)).toBeNull();
       });
 
+      it("keeps a resume key to the principal whose run waits on it: another's wait is refused until the key expires", async () => {
+        const key = `rk-${randomUUID()}`;
+        const bob = { kind: 'user' as const, id: 'bob' };
+        const waitAt = async (record: RunRecord, opId: string, at: number, expiresAt: number | null = null) =>
+          s.store.commit({
+            record: { ...record, last_seq: record.last_seq + 1 } as RunRecord,
+            expectedVersion: record.version,
+            events: [
+              {
+                seq: record.last_seq + 1,
+                kind: 'request_opened',
+                at,
+                data: {
+                  kind: 'result',
+                  request_id: 'req-1',
+                  op_id: opId,
+                  resume_key: key,
+                  expires_at: expiresAt,
+                },
+              },
+            ],
+          });
+        const first = await storedRun(s.store);
+        const bobs = await storedRun(s.store, { principal: bob });
+        const waiting = await waitAt(first, 'op-a', 1_000, 5_000);
+        // Bob cannot take alice's waiting key: nothing of his run changes, her wait keeps it.
+        expect((await refusal(waitAt(bobs, 'op-b', 2_000))).code).toBe('resume_key_held');
+        expect(await s.store.getRun(bobs.run_id)).toEqual(bobs);
+        expect(await s.store.findByResumeKey(key)).toEqual({ run_id: first.run_id, op_id: 'op-a' });
+        // Used (its result delivered), it stays hers: bob is still refused, her next run takes it.
+        await append(s.store, waiting, [{ request_id: 'req-1', op_id: 'op-a', resume_key: key }], {
+          kind: 'result_delivered',
+        });
+        expect((await refusal(waitAt(bobs, 'op-b', 3_000))).code).toBe('resume_key_held');
+        const second = await waitAt(await storedRun(s.store), 'op-c', 4_000, 5_000);
+        expect(await s.store.findByResumeKey(key)).toEqual({ run_id: second.run_id, op_id: 'op-c' });
+        // Seven days after her wait expired no delivery can be a repeat: the key is free for anyone.
+        expect((await refusal(waitAt(bobs, 'op-b', 5_000 + DELIVERY_MEMORY_MS - 1_000))).code).toBe(
+          'resume_key_held',
+        );
+        await waitAt(bobs, 'op-b', 5_000 + DELIVERY_MEMORY_MS + 1_000);
+        expect(await s.store.findByResumeKey(key)).toEqual({ run_id: bobs.run_id, op_id: 'op-b' });
+      });
+
       it('holds an early result for a free resume key, refuses the wait on it, and applies it once with the wait', async () => {
         const resumeKey = `rk-${randomUUID()}`;
         const run = await storedRun(s.store);
@@ -875,7 +920,7 @@ export function runStoreContract(name: string, open: OpenStore): void {
             events: [opened],
           }),
         );
-        expect(refused.code).toBe('early_result_held');
+        expect(refused.code).toBe('resume_key_held');
         expect(await s.store.getRun(run.run_id)).toEqual(run);
 
         const delivered = [
