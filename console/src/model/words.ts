@@ -28,6 +28,16 @@ export function noPlanText(hasReducer: boolean): string {
  */
 export const REDUCER_HINT = 'The reducer: the code that decides each next step of the run (the agent loop).';
 
+/**
+ * The title of the header's environment badge (config.json's `environment`): `local` is the
+ * local stack (`npm start`, lib/local/stack-parts.ts), another name the deployment's own.
+ */
+export function environmentHint(environment: string): string {
+  return environment === 'local'
+    ? 'local: this console talks to the local stack started with npm start on this machine, not to a deployment on AWS.'
+    : `${environment}: the name of the deployment this console talks to (its environment).`;
+}
+
 /** A pause or stop reason for people: a control's default read out (the CLI's words too), else `_` read as spaces. */
 export function reasonText(reason: string): string {
   return CONTROL_REASON_WORDS[reason] ?? reason.replaceAll('_', ' ');
