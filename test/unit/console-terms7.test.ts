@@ -1,12 +1,26 @@
 /**
  * The console's seventh round of words (a newcomer's trial of the console): the environment
- * badge's hint, an ended run's outcome beside its status in the list, and no "0" model turns for
- * a run whose model has not answered.
+ * badge's hint, an ended run's outcome beside its status in the list, no "0" model turns for a
+ * run whose model has not answered; on a run page the reducer's artifact hash, the agent loop
+ * named only for itself, its own last plan item, a reducer's answer as a sentence, a turn's
+ * tokens in and out, the bars' legend and the transcript link.
  */
 import { describe, expect, it } from 'vitest';
+import { eventWords as cliEventWords } from '../../bin/commands/event-words.ts';
+import { describeEvent, eventTone, TONE_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, outcomeText, turnText } from '../../console/src/model/list-words.ts';
-import { environmentHint } from '../../console/src/model/words.ts';
-import { publicRun } from '../../lib/contracts/index.ts';
+import {
+  ARTIFACT_HASH_HINT,
+  environmentHint,
+  planItemNote,
+  RESPOND_ITEM_NOTE,
+  REDUCER_HINT,
+  reducerGloss,
+  TRANSCRIPT_LINK_HINT,
+  tokensText,
+} from '../../console/src/model/words.ts';
+import { publicRun, RUN_EVENT_KINDS, type RunEvent } from '../../lib/contracts/index.ts';
+import { AGENT_LOOP_PATH } from '../../lib/reducers/paths.ts';
 import { consoleRecord, T0 } from '../support/console-records.ts';
 
 const ended = { lease: null, operation: null, open_requests: [], finished_at: T0 + 1 };
@@ -39,5 +53,66 @@ describe("the runs list's words", () => {
     expect(turnText(0)).toBe('');
     expect(turnText(3)).toBe('3');
     expect(LIST_HINTS.turn).toContain('a reducer that calls no model');
+  });
+});
+
+describe('a server-driven run page', () => {
+  const answer = (effects: { kind: string }[]) =>
+    ({
+      seq: 11,
+      kind: 'reducer_answered',
+      at: T0,
+      data: { event_seq: 10, state_rev: 2, effects },
+    }) as RunEvent;
+
+  it("names the reducer's hash an artifact hash, and the agent loop only for the built-in one", () => {
+    expect(ARTIFACT_HASH_HINT).toMatch(/^The artifact hash: the SHA-256 of the reducer's code/);
+    expect(reducerGloss(AGENT_LOOP_PATH)).toBe(
+      'the code that decides each next step of the run: the built-in agent loop',
+    );
+    expect(reducerGloss('/agents/one-tool')).toBe('the code that decides each next step of the run');
+    expect(REDUCER_HINT).not.toContain('agent loop');
+  });
+
+  it("says the agent loop's last plan item is its own, not the user's", () => {
+    expect(planItemNote('respond', true)).toBe(RESPOND_ITEM_NOTE);
+    expect(planItemNote('respond', false)).toBe('');
+    expect(planItemNote('call:c1', true)).toBe('');
+  });
+
+  it("reads a reducer's answer as a sentence, and an answer to an approval as the call going on", () => {
+    expect(describeEvent(answer([{ kind: 'request_model_turn' }]))).toBe(
+      'it read event #10 and asks for a model turn',
+    );
+    expect(describeEvent(answer([{ kind: 'call_tool' }, { kind: 'complete' }]))).toBe(
+      'it read event #10 and calls a tool, then completes the run',
+    );
+    const approved = { kind: 'request_resolved', data: { kind: 'approval', decision: 'approved' } } as const;
+    expect(describeEvent(answer([]), false, false, approved)).toBe(
+      'it read event #10 and asks for nothing new: the call the approval held back, asked for earlier, now goes on',
+    );
+    // The CLI keeps its own sentence, with the same effect words.
+    expect(cliEventWords(answer([{ kind: 'call_tool' }]))).toBe('answered event #10: calls a tool');
+  });
+
+  it("splits a model turn's tokens in and out, as the usage line does", () => {
+    const turn = {
+      seq: 5,
+      kind: 'model_turn_completed',
+      at: T0,
+      data: {
+        message: { role: 'assistant', text: 'hello' },
+        tool_calls: [],
+        finish_reason: 'stop',
+        usage: { input_tokens: 21, output_tokens: 23 },
+      },
+    } as RunEvent;
+    expect(describeEvent(turn)).toBe('hello · 21 in / 23 out tokens');
+    expect(tokensText(1200, 1)).toBe('1,200 in / 1 out token');
+  });
+
+  it('has a legend line for every bar colour, and marks the transcript link as another page', () => {
+    for (const kind of RUN_EVENT_KINDS) expect(TONE_WORDS[eventTone(kind)].length).toBeGreaterThan(5);
+    expect(TRANSCRIPT_LINK_HINT).toContain('on its own page');
   });
 });
