@@ -3,11 +3,14 @@
  * badge's hint, an ended run's outcome beside its status in the list, no "0" model turns for a
  * run whose model has not answered; on a run page the reducer's artifact hash, the agent loop
  * named only for itself, its own last plan item, a reducer's answer as a sentence, a turn's
- * tokens in and out, the bars' legend and the transcript link.
+ * tokens in and out, the bars' legend and the transcript link; on a client-driven run what a
+ * model call counts, a wrapped result's default status, the tool-result envelope and pinned.
  */
 import { describe, expect, it } from 'vitest';
 import { eventWords as cliEventWords } from '../../bin/commands/event-words.ts';
-import { describeEvent, eventTone, TONE_WORDS } from '../../console/src/model/events.ts';
+import { MODEL_CALLS_HINT, modelCallsHint } from '../../console/src/model/budgets.ts';
+import { EVENT_TERM_HINTS, jsonTermHints } from '../../console/src/model/event-terms.ts';
+import { DEFAULT_STATUS_NOTE, describeEvent, eventTone, TONE_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, outcomeText, turnText } from '../../console/src/model/list-words.ts';
 import {
   ARTIFACT_HASH_HINT,
@@ -114,5 +117,39 @@ describe('a server-driven run page', () => {
   it('has a legend line for every bar colour, and marks the transcript link as another page', () => {
     for (const kind of RUN_EVENT_KINDS) expect(TONE_WORDS[eventTone(kind)].length).toBeGreaterThan(5);
     expect(TRANSCRIPT_LINK_HINT).toContain('on its own page');
+  });
+});
+
+describe('a client-driven run page', () => {
+  const result = (envelope: Record<string, unknown>) =>
+    ({ seq: 5, kind: 'tool_result', at: T0, data: { tool: 'add', envelope } }) as RunEvent;
+
+  it('says a model call is one reported turn when the client drives the run', () => {
+    expect(modelCallsHint(true)).toBe(MODEL_CALLS_HINT);
+    expect(modelCallsHint(false)).toContain('each turn it reports counts as one model call');
+  });
+
+  it("says a wrapped answer's succeeded is the runtime's default, not the tool's", () => {
+    const wrapped = {
+      envelope: 'raisin.tool-result/1',
+      status: 'succeeded',
+      legacy: true,
+      payload: { sum: 5 },
+    };
+    expect(describeEvent(result(wrapped))).toBe(`add: succeeded ${DEFAULT_STATUS_NOTE}`);
+    const own = { envelope: 'raisin.tool-result/1', status: 'succeeded', payload: { sum: 5 } };
+    expect(describeEvent(result(own))).toBe('add: succeeded');
+  });
+
+  it('names the tool-result envelope and what pinned means for a client-driven run', () => {
+    const lines = jsonTermHints({ tool: 'add', envelope: { envelope: 'raisin.tool-result/1', reads: [] } });
+    expect(lines).toContain(EVENT_TERM_HINTS.envelope);
+    expect(EVENT_TERM_HINTS.envelope).toMatch(
+      /^envelope: the tool-result envelope \(raisin\.tool-result\/1\)/,
+    );
+    expect(jsonTermHints({ pinned: { catalogue: 0, policy: 2, agents: 0 } })).toEqual([
+      EVENT_TERM_HINTS.pinned,
+    ]);
+    expect(EVENT_TERM_HINTS.pinned).toContain("a client-driven run's client runs its own tools");
   });
 });

@@ -99,7 +99,10 @@ export function describeEvent(
       const result = ToolResultData.safeParse(d);
       if (!result.success) return str(d.tool) ?? '';
       const env = result.data.envelope;
-      return `${result.data.tool}: ${env.status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
+      // A bare answer (not an envelope) is wrapped as succeeded: the status is the runtime's, not the tool's.
+      const status =
+        env.legacy === true && env.status === 'succeeded' ? `succeeded ${DEFAULT_STATUS_NOTE}` : env.status;
+      return `${result.data.tool}: ${status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
     }
     case 'operation_started':
       return [
@@ -222,6 +225,13 @@ function reducerAnswerText(
     ? `${read} and asks for nothing new: the call the approval held back, asked for earlier, now goes on`
     : `${read} and asks for nothing new: what it asked for earlier still stands`;
 }
+
+/**
+ * Beside a wrapped result's `succeeded` (lib/core/tool-result-validation.ts: a bare answer, not a
+ * raisin.tool-result/1 envelope, is wrapped with status succeeded and legacy: true).
+ */
+export const DEFAULT_STATUS_NOTE =
+  "(the runtime's default: the answer was not a result envelope, so it carried no status)";
 
 /** The line for an operation lost with its holder (the engine's `lease_expired` failure). */
 export const LOST_TEXT =

@@ -20,8 +20,8 @@ import {
   budgetPauseLimit,
   formatAmount,
   formatUsd,
-  MODEL_CALLS_HINT,
   MODEL_TURNS_HINT,
+  modelCallsHint,
   pausedLine,
 } from '../model/budgets.ts';
 import { callOperations } from '../model/call-ops.ts';
@@ -408,7 +408,7 @@ function Usage({ run }: { run: PublicRunRecord }) {
     <section className="card" id="usage" aria-labelledby={`${ids}-u`}>
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted" data-testid="usage-line">
-        <span title={MODEL_CALLS_HINT}>{plural(u.model_calls, 'model call')}</span> ·{' '}
+        <span title={modelCallsHint(run.reducer !== null)}>{plural(u.model_calls, 'model call')}</span> ·{' '}
         <span title={USAGE_HINTS.toolCalls}>{plural(u.tool_calls, 'tool call')}</span> ·{' '}
         {tokensText(u.input_tokens, u.output_tokens)}
       </p>
