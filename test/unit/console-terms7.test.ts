@@ -4,7 +4,8 @@
  * run whose model has not answered; on a run page the reducer's artifact hash, the agent loop
  * named only for itself, its own last plan item, a reducer's answer as a sentence, a turn's
  * tokens in and out, the bars' legend and the transcript link; on a client-driven run what a
- * model call counts, a wrapped result's default status, the tool-result envelope and pinned.
+ * model call counts, a wrapped result's default status, the tool-result envelope and pinned;
+ * on an approval where the risk comes from, the digest's prefix and the reason's reach.
  */
 import { describe, expect, it } from 'vitest';
 import { eventWords as cliEventWords } from '../../bin/commands/event-words.ts';
@@ -12,6 +13,7 @@ import { MODEL_CALLS_HINT, modelCallsHint } from '../../console/src/model/budget
 import { EVENT_TERM_HINTS, jsonTermHints } from '../../console/src/model/event-terms.ts';
 import { DEFAULT_STATUS_NOTE, describeEvent, eventTone, TONE_WORDS } from '../../console/src/model/events.ts';
 import { LIST_HINTS, outcomeText, turnText } from '../../console/src/model/list-words.ts';
+import { digestAlgText, REASON_HINT, TOOL_SUMMARY_HINT } from '../../console/src/model/request-words.ts';
 import {
   ARTIFACT_HASH_HINT,
   environmentHint,
@@ -151,5 +153,22 @@ describe('a client-driven run page', () => {
       EVENT_TERM_HINTS.pinned,
     ]);
     expect(EVENT_TERM_HINTS.pinned).toContain("a client-driven run's client runs its own tools");
+  });
+});
+
+describe('a run waiting for approval', () => {
+  it("says where a tool's risk comes from, an unregistered risk tier included", () => {
+    expect(TOOL_SUMMARY_HINT).toContain("the risk is the registration's risk tier, low when it names none");
+  });
+
+  it("reads the digest's sha256:rfc8785 prefix out, and nothing for another", () => {
+    expect(digestAlgText(`sha256:rfc8785:${'ab'.repeat(32)}`)).toMatch(
+      /^sha256:rfc8785: the SHA-256 of the request's canonical JSON \(RFC 8785/,
+    );
+    expect(digestAlgText('ab12')).toBeUndefined();
+  });
+
+  it('says the reason goes with either answer', () => {
+    expect(REASON_HINT).toContain('Approve or Reject');
   });
 });
