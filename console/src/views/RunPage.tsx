@@ -140,6 +140,7 @@ export function RunPage({ runId }: { runId: string }) {
                 seq={atSeq}
                 lastSeq={record.last_seq}
                 hasReducer={record.reducer !== null}
+                agentLoop={record.reducer?.function_path === AGENT_LOOP_PATH}
                 operations={callOperations(feed.events, record)}
                 onTravel={travel}
               />
