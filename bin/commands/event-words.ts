@@ -5,24 +5,11 @@
  * worded here get the console timeline's words (console/src/model/events.ts describeEvent).
  * docs/reference/storage.md lists the kinds and their data.
  */
-import { describeEvent } from '../../console/src/model/events.ts';
+import { describeEvent, effectWords } from '../../console/src/model/events.ts';
 import type { RunEvent } from '../../lib/contracts/index.ts';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
-
-/** What a reducer's answer asks for, by effect kind (lib/contracts/reducer.ts EFFECT_KINDS). */
-const EFFECT_WORDS: Record<string, string> = {
-  call_tool: 'calls a tool',
-  request_model_turn: 'asks for a model turn',
-  request_approval: 'asks for an approval',
-  ask_user: 'asks a question',
-  withdraw_request: 'withdraws a request',
-  checkpoint: 'writes a checkpoint',
-  complete: 'completes the run',
-  fail: 'fails the run',
-  capability_gap: 'reports a capability gap',
-};
 
 /** An operation's kind in words (lib/contracts/run.ts OPERATION_KINDS; others `_` read as spaces). */
 const operationWords = (kind: string): string => kind.replaceAll('_', ' ');
@@ -38,10 +25,7 @@ export function eventWords(event: RunEvent): string {
     case 'reducer_answered': {
       const seq = num(d.event_seq);
       if (seq === undefined || !Array.isArray(d.effects)) return '';
-      const asks = (d.effects as { kind?: unknown }[]).map((e) => {
-        const kind = str(e?.kind) ?? '?';
-        return EFFECT_WORDS[kind] ?? kind.replaceAll('_', ' ');
-      });
+      const asks = (d.effects as { kind?: unknown }[]).map((e) => effectWords(str(e?.kind) ?? '?'));
       return `answered event #${seq}${asks.length === 0 ? ' with no new steps' : `: ${asks.join(', ')}`}`;
     }
     case 'tool_result': {

@@ -19,6 +19,7 @@ import {
   tokenSession,
 } from './auth/session.ts';
 import { BASE } from './config.ts';
+import { environmentHint } from './model/words.ts';
 import { Callback } from './views/Callback.tsx';
 import { Login } from './views/Login.tsx';
 import { RunPage } from './views/RunPage.tsx';
@@ -91,7 +92,11 @@ export function App({ config }: { config: ConsoleConfig }) {
         <Link href="/" className="brand">
           Agent Runs
         </Link>
-        {config.environment !== undefined ? <span className="env-tag">{config.environment}</span> : null}
+        {config.environment !== undefined ? (
+          <span className="env-tag" title={environmentHint(config.environment)} data-testid="env-tag">
+            {config.environment}
+          </span>
+        ) : null}
         <span className="spacer" />
         {session !== null ? (
           <button type="button" className="link-button" onClick={signOut}>

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RESPOND_ITEM_NOTE } from '../../console/src/model/words.ts';
 import { type AgentRunsClient, createClient } from '../../lib/client/index.ts';
 import type { RunEvent, RunRecord } from '../../lib/contracts/index.ts';
 import { AGENT_LOOP_PATH, readAgentLoopSource } from '../../lib/reducers/index.ts';
@@ -135,6 +136,10 @@ describe('time travel and reducer checks in the console', { timeout: 120_000 }, 
     );
     expect(await page.getByRole('heading', { name: 'Needs you' }).count()).toBe(0);
     expect(await page.locator(`#event-${opened.seq}`).getAttribute('aria-current')).toBe('step');
+    // The agent loop's own last plan item says so in the past's plan too.
+    expect(await past.locator('li[data-key="respond"]').getByTestId('plan-note').textContent()).toBe(
+      ` · ${RESPOND_ITEM_NOTE}`,
+    );
     await shot(page, 'run-page-past');
     expect(await axeViolations(page)).toEqual([]);
 

@@ -135,7 +135,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     const reducer = page.getByTestId('reducer');
     await reducer.waitFor({ timeout: 20_000 });
     expect(await reducer.textContent()).toMatch(
-      /· version [0-9a-f]{12}… show full \(its code's hash, fixed when the run started\)/,
+      /· artifact hash [0-9a-f]{12}… show full \(its code's SHA-256, pinned when the run started\)/,
     );
     expect(await page.getByTestId('lease').textContent()).toBe(
       'the service: idle while the run waits for an answer to its question',
@@ -175,7 +175,7 @@ describe('the console in words a newcomer reads, in chromium', { timeout: 120_00
     await page.getByLabel('Kind').selectOption({ label: 'reducer answered' });
     expect(await page.getByTestId('kind-hint').textContent()).toBe(EVENT_KIND_HINTS.reducer_answered);
     const answered = page.locator('li.event[data-kind="reducer_answered"]').first();
-    expect(await answered.locator('.desc').textContent()).toMatch(/^event #\d+ with( no new steps|: )/);
+    expect(await answered.locator('.desc').textContent()).toMatch(/^it read event #\d+ and /);
     expect(await answered.locator('.what').getAttribute('title')).toBe(EVENT_KIND_HINTS.reducer_answered);
     expect(await answered.locator('.what').textContent()).toBe(EVENT_KIND_WORDS.reducer_answered);
     expect(await answered.locator('.kind.tag').textContent()).toBe('reducer_answered');

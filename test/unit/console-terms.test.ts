@@ -43,7 +43,12 @@ describe('an expanded event', () => {
       effects: [{ effect_id: '3:0' }],
       envelope: { legacy: true },
     });
-    expect(hints).toEqual([EVENT_TERM_HINTS.effect_id, EVENT_TERM_HINTS.state_rev, EVENT_TERM_HINTS.legacy]);
+    expect(hints).toEqual([
+      EVENT_TERM_HINTS.effect_id,
+      EVENT_TERM_HINTS.state_rev,
+      EVENT_TERM_HINTS.legacy,
+      EVENT_TERM_HINTS.envelope,
+    ]);
     expect(jsonTermHints({ manifest: { included: [] } })).toEqual([EVENT_TERM_HINTS.manifest]);
     expect(jsonTermHints({ input: 'x' })).toEqual([]);
     const pinned = jsonTermHints({ pinned: { catalogue: 0, policy: 0, agents: 0 } });

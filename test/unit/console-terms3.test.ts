@@ -64,7 +64,9 @@ describe('who paused or stopped a run', () => {
       'run_3f2a9c…/req/1 closed: the run was stopped',
     );
     const nothing = event('reducer_answered', { event_seq: 8, state_rev: 2, effects: [] });
-    expect(describeEvent(nothing)).toBe('event #8 with no new steps');
+    expect(describeEvent(nothing)).toBe(
+      'it read event #8 and asks for nothing new: what it asked for earlier still stands',
+    );
     expect(isQuietEvent(nothing)).toBe(true);
     expect(isQuietEvent(event('reducer_answered', { event_seq: 8, effects: [{ kind: 'call_tool' }] }))).toBe(
       false,

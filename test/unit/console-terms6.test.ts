@@ -109,13 +109,13 @@ describe("a timeline row's headline", () => {
   it('reads a reducer answer with no new steps, and says when the run had ended', () => {
     const none = event('reducer_answered', { event_seq: 8, state_rev: 2, effects: [] });
     expect(eventHeadline(none)).toBe('The reducer answered');
-    expect(describeEvent(none)).toBe('event #8 with no new steps');
-    expect(describeEvent(none, false, true)).toBe('event #8 with no new steps: the run had ended');
+    expect(describeEvent(none)).toBe(
+      'it read event #8 and asks for nothing new: what it asked for earlier still stands',
+    );
+    expect(describeEvent(none, false, true)).toBe('it read event #8 and asks for nothing: the run had ended');
     expect(cliEventWords(none)).toBe('answered event #8 with no new steps');
     expect(EVENT_KIND_HINTS.reducer_answered.startsWith(REDUCER_HINT)).toBe(true);
-    expect(REDUCER_HINT).toBe(
-      'The reducer: the code that decides each next step of the run (the agent loop).',
-    );
+    expect(REDUCER_HINT).toBe('The reducer: the code that decides each next step of the run.');
   });
 
   it("says a client's hold ran out and the runtime let go, never that it took the run back", () => {

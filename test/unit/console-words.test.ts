@@ -170,9 +170,16 @@ describe('the words a newcomer asked about', () => {
       seq: 11,
       kind: 'reducer_answered',
       at: T0,
-      data: { event_seq: 10, state_rev: 2, effects: [{ effect_id: 'e1', kind: 'start_model_turn' }] },
+      data: {
+        event_seq: 10,
+        state_rev: 2,
+        effects: [
+          { effect_id: 'e1', kind: 'call_tool' },
+          { effect_id: 'e2', kind: 'complete' },
+        ],
+      },
     });
-    expect(answered).toBe('event #10 with: start model turn');
+    expect(answered).toBe('it read event #10 and calls a tool, then completes the run');
   });
 
   it('says why a run has no plan by whether it has a reducer', () => {
@@ -214,7 +221,7 @@ describe('the words a newcomer asked about', () => {
     ]);
     expect(turn).toMatchObject({
       kind: 'assistant',
-      tokens: 25,
+      tokens: { input: 20, output: 5 },
       outcome: {
         status: 'completed: completed',
         product: 'product prod-1',

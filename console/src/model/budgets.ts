@@ -27,6 +27,16 @@ export const MODEL_CALLS_HINT =
   'turns (a turn is one answer of the model). It includes a call a lost worker or client may ' +
   'have made: a model turn lost in a takeover counts as one call, made or not.';
 
+/**
+ * MODEL_CALLS_HINT on a client-driven run (no reducer): its client reports turns, not provider
+ * requests, so each reported turn counts one call (lib/core/run-machine/operations.ts usageAfter).
+ */
+export function modelCallsHint(hasReducer: boolean): string {
+  return hasReducer
+    ? MODEL_CALLS_HINT
+    : `${MODEL_CALLS_HINT} On this client-driven run the client reports model turns, not requests to the provider, so each turn it reports counts as one model call.`;
+}
+
 /** What usage's turn count counts: answers of the model, not requests to its provider. */
 export const MODEL_TURNS_HINT =
   'A model turn is one answer of the model, child runs included; one turn can take several model ' +

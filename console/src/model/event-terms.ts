@@ -1,6 +1,7 @@
 /**
  * One-line hints for the terms an expanded event shows: its operation and effect ids, and the
- * fields of its raw JSON a newcomer asks about (`state_rev`, `manifest`, `legacy`, ...). Pure.
+ * fields of its raw JSON a newcomer asks about (`state_rev`, `manifest`, `legacy`, `pinned`, the
+ * tool-result `envelope`, ...). Pure.
  * docs/contracts/reducer.md ("Answer": effect_id is `{state_rev}:{i}`), lib/contracts/tool-result.ts
  * (`legacy`), lib/contracts/model-context.ts (the context manifest).
  */
@@ -19,7 +20,9 @@ export const EVENT_TERM_HINTS = {
   resume_key:
     'resume_key (the delivery key): the name a waiting tool call gave its wait; whoever delivers the result quotes it.',
   pinned:
-    "pinned: the registry versions the run was pinned to when it started: the tool catalogue, the policy and the agents (0: nothing published yet, the code's own).",
+    "pinned: the registry versions the run was pinned to when it started: the tool catalogue, the policy and the agents (0: nothing published yet, the code's own). The policy gates the tool calls the service runs; a client-driven run's client runs its own tools, which the policy does not see.",
+  envelope:
+    "envelope: the tool-result envelope (raisin.tool-result/1), the one shape of a tool's result: its status and payload, what it read (reads), wrote (writes), produced (artifact_refs), proved (evidence), warned of (diagnostics) and suggests next (suggested_next_actions); an empty list: nothing of that kind.",
 } as const;
 
 type Term = keyof typeof EVENT_TERM_HINTS;
@@ -31,6 +34,7 @@ const JSON_TERMS: readonly Term[] = [
   'legacy',
   'resume_key',
   'pinned',
+  'envelope',
 ];
 
 /** The JSON field names in `value`, searched to `depth` levels (objects and arrays). */

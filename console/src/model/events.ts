@@ -13,7 +13,7 @@ import {
   RunEventKind,
   ToolResultData,
 } from '../../../lib/contracts/index.ts';
-import { REDUCER_HINT, reasonText, shortId } from './words.ts';
+import { REDUCER_HINT, reasonText, shortId, tokensText } from './words.ts';
 
 /** How a kind is shown: a tone for its marker. */
 export type EventTone = 'neutral' | 'good' | 'bad' | 'attention' | 'model' | 'tool' | 'control';
@@ -45,6 +45,20 @@ export function eventTone(kind: RunEventKind): EventTone {
   return TONES[kind] ?? 'neutral';
 }
 
+/**
+ * What each tone's bar (a timeline row's coloured left edge) means: the timeline's legend, in
+ * the order it lists them, and each row's bar title.
+ */
+export const TONE_WORDS: Record<EventTone, string> = {
+  good: 'the run started or finished',
+  bad: 'a failure, a refused control or a stop',
+  attention: 'needs a look: a request, a budget used up, a pause, a takeover',
+  model: 'the model answered',
+  tool: 'a tool call started or answered',
+  control: "a person's control, answer or message",
+  neutral: "other: the reducer's answers, checkpoints, deliveries",
+};
+
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
@@ -58,9 +72,15 @@ export function brief(value: unknown, max = 80): string {
  * The timeline's one-line description of `event` (without its seq, kind or time), read after
  * its headline (eventHeadline). `freeNow`: the run holds no lease now and this is its latest
  * takeover (the takeover's line then says so). `afterEnd`: the run had ended before this event
- * (a reducer's answer then says so).
+ * (a reducer's answer then says so). `answered`: for a reducer's answer, the event it answered,
+ * when loaded (an answer with no new steps to an approval then says the call goes on).
  */
-export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false): string {
+export function describeEvent(
+  event: RunEvent,
+  freeNow = false,
+  afterEnd = false,
+  answered?: Pick<RunEvent, 'kind' | 'data'>,
+): string {
   const d = event.data;
   switch (event.kind) {
     case 'run_started':
@@ -70,8 +90,8 @@ export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false
       if (!turn.success) return '';
       const calls = turn.data.tool_calls.map((c) => c.name);
       const text = turn.data.message.text ?? '';
-      const tokens = turn.data.usage.input_tokens + turn.data.usage.output_tokens;
-      return [calls.length > 0 ? `calls ${calls.join(', ')}` : brief(text), `${tokens} tokens`]
+      const tokens = tokensText(turn.data.usage.input_tokens, turn.data.usage.output_tokens);
+      return [calls.length > 0 ? `calls ${calls.join(', ')}` : brief(text), tokens]
         .filter((s) => s !== '')
         .join(' · ');
     }
@@ -79,7 +99,10 @@ export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false
       const result = ToolResultData.safeParse(d);
       if (!result.success) return str(d.tool) ?? '';
       const env = result.data.envelope;
-      return `${result.data.tool}: ${env.status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
+      // A bare answer (not an envelope) is wrapped as succeeded: the status is the runtime's, not the tool's.
+      const status =
+        env.legacy === true && env.status === 'succeeded' ? `succeeded ${DEFAULT_STATUS_NOTE}` : env.status;
+      return `${result.data.tool}: ${status}${env.error_class !== undefined ? ` (${env.error_class})` : ''}`;
     }
     case 'operation_started':
       return [
@@ -142,15 +165,8 @@ export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false
       return [str(d.outcome), brief(d.summary ?? '')].filter((s) => s !== undefined && s !== '').join(': ');
     case 'run_failed':
       return [str(d.code), str(d.message)].filter((s) => s !== undefined).join(': ');
-    case 'reducer_answered': {
-      const effects = Array.isArray(d.effects)
-        ? (d.effects as { kind?: unknown }[]).map((e) => str(e.kind)?.replaceAll('_', ' '))
-        : [];
-      const answered = `event #${num(d.event_seq) ?? '?'}`;
-      if (effects.length === 0)
-        return `${answered} with no new steps${afterEnd ? ': the run had ended' : ''}`;
-      return `${answered} with: ${effects.join(', ')}`;
-    }
+    case 'reducer_answered':
+      return reducerAnswerText(d, afterEnd, answered);
     case 'result_delivered':
       return `delivery key ${shortId(str(d.resume_key) ?? '')}`;
     case 'steers_discarded':
@@ -165,6 +181,57 @@ export function describeEvent(event: RunEvent, freeNow = false, afterEnd = false
       return '';
   }
 }
+
+/** What a reducer's answer asks for, by effect kind (lib/contracts/reducer.ts EFFECT_KINDS); the CLI's words too. */
+export const EFFECT_WORDS: Record<string, string> = {
+  call_tool: 'calls a tool',
+  request_model_turn: 'asks for a model turn',
+  request_approval: 'asks for an approval',
+  ask_user: 'asks a question',
+  withdraw_request: 'withdraws a request',
+  checkpoint: 'writes a checkpoint',
+  complete: 'completes the run',
+  fail: 'fails the run',
+  capability_gap: 'reports a capability gap',
+};
+
+/** An effect kind in words (EFFECT_WORDS; a kind it does not know, `_` read as spaces). */
+export function effectWords(kind: string): string {
+  return EFFECT_WORDS[kind] ?? kind.replaceAll('_', ' ');
+}
+
+/**
+ * A reducer's answer as a sentence after its headline ("The reducer answered"): `it read event
+ * #10 and calls a tool, then completes the run`. With no new steps it says why that is no stall:
+ * after the run's end, that the run had ended; after an approval, that the call it held back
+ * goes on (the reducer asked for it before); otherwise that what it asked for earlier stands.
+ */
+function reducerAnswerText(
+  d: Record<string, unknown>,
+  afterEnd: boolean,
+  answered?: Pick<RunEvent, 'kind' | 'data'>,
+): string {
+  const kinds = Array.isArray(d.effects)
+    ? (d.effects as { kind?: unknown }[]).map((e) => effectWords(str(e?.kind) ?? '?'))
+    : [];
+  const read = `it read event #${num(d.event_seq) ?? '?'}`;
+  if (kinds.length > 0) return `${read} and ${kinds.join(', then ')}`;
+  if (afterEnd) return `${read} and asks for nothing: the run had ended`;
+  const approved =
+    answered?.kind === 'request_resolved' &&
+    answered.data.kind === 'approval' &&
+    answered.data.decision === 'approved';
+  return approved
+    ? `${read} and asks for nothing new: the call the approval held back, asked for earlier, now goes on`
+    : `${read} and asks for nothing new: what it asked for earlier still stands`;
+}
+
+/**
+ * Beside a wrapped result's `succeeded` (lib/core/tool-result-validation.ts: a bare answer, not a
+ * raisin.tool-result/1 envelope, is wrapped with status succeeded and legacy: true).
+ */
+export const DEFAULT_STATUS_NOTE =
+  "(the runtime's default: the answer was not a result envelope, so it carried no status)";
 
 /** The line for an operation lost with its holder (the engine's `lease_expired` failure). */
 export const LOST_TEXT =

@@ -4,7 +4,7 @@
  * docs/contracts/run-lifecycle.md, "Subject, principal and admission" and "Requests".
  */
 import { isTerminalStatus, type OpenRequest, type PublicRunRecord } from '../../../lib/contracts/index.ts';
-import { plural } from './words.ts';
+import { plural, reasonText } from './words.ts';
 
 /** What "principal" means, on the list's filter and the run page's header alike. */
 export const PRINCIPAL_HINT = 'Who the run acts for, as kind:id (user:alice, agent:billing)';
@@ -13,13 +13,15 @@ export const PRINCIPAL_HINT = 'Who the run acts for, as kind:id (user:alice, age
 export const LIST_HINTS = {
   principal: `${PRINCIPAL_HINT}; any part of it matches.`,
   subject: 'What the run is about, as workspace:/path; matches that path and everything under it.',
-  turn: 'How many times the model has answered in the run.',
+  turn:
+    'How many times the model has answered in the run; empty while it has not answered (a reducer ' +
+    'that calls no model, such as a plain Starlark one, never asks it).',
   run: "The run's id; open it to see the run.",
   status:
     'queued: ready for its next step; running: a worker or client is on it; waiting: it waits for ' +
     'a person or an outside result; paused: held until someone resumes it; cancelling: stopping ' +
-    'after its current step; completed: ended with an outcome; failed: ended in failure; stopped: ' +
-    'ended early by a stop. A client-driven run nobody holds says "waits for its client" beside ' +
+    'after its current step; completed: ended with an outcome (succeeded, partial or blocked, shown ' +
+    'beside it); failed: ended in failure (why, beside it); stopped: ended early by a stop. A client-driven run nobody holds says "waits for its client" beside ' +
     'its status: its own client moves it, not you.',
   created: 'When the run was created (its full time on hover).',
   updated:
@@ -54,6 +56,23 @@ export function statusNoteText(run: Pick<PublicRunRecord, 'reducer' | 'status' |
   return run.reducer === null && run.lease === null && !isTerminalStatus(run.status)
     ? 'waits for its client'
     : '';
+}
+
+/**
+ * How an ended run ended, beside its status in the list: a completed run's outcome (`succeeded`,
+ * `partial`, `blocked`), a failed or stopped run's terminal reason when it says more than the
+ * status (`budget exceeded`); '' for a live run. The run page says the same in its status line.
+ */
+export function outcomeText(run: PublicRunRecord): string {
+  if (run.status === 'completed') return run.outcome;
+  if (run.status === 'failed' || run.status === 'stopped')
+    return run.terminal_reason !== run.status ? reasonText(run.terminal_reason) : '';
+  return '';
+}
+
+/** The Model turns cell: the count, or '' while the model has not answered (LIST_HINTS.turn says why). */
+export function turnText(turn: number): string {
+  return turn === 0 ? '' : turn.toLocaleString('en-US');
 }
 
 /**

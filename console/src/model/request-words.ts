@@ -33,7 +33,22 @@ export function approvalFold(kind: string): string {
 /** The title on a tool call's summary: where its version, read-only/mutating and risk come from. */
 export const TOOL_SUMMARY_HINT =
   'The tool, its version, whether it changes anything (read-only or mutating) and its risk ' +
-  '(low, medium, high), as declared when the tool was registered.';
+  "(low, medium, high), as declared when the tool was registered: the risk is the registration's " +
+  "risk tier, low when it names none (as the local stack's sample tools, such as echo, do).";
+
+/**
+ * What a digest's algorithm prefix means, for the full value the digest's "show full" reveals:
+ * `sha256:rfc8785:` (the policy gate's approvalDigest) read out; undefined for another prefix.
+ */
+export function digestAlgText(full: string): string | undefined {
+  return full.startsWith('sha256:rfc8785:')
+    ? "sha256:rfc8785: the SHA-256 of the request's canonical JSON (RFC 8785: one fixed way of writing JSON, so the same request always gives the same digest)."
+    : undefined;
+}
+
+/** The line under an approval's Reason field: it goes with either answer, and where it is kept. */
+export const REASON_HINT =
+  "Sent with whichever you press, Approve or Reject, and kept in the run's log with your decision.";
 
 /** An approval subject's kind in plain words (`tool_call` → `a tool call`). */
 export function approvalKindText(kind: string): string {

@@ -65,7 +65,7 @@ export type TranscriptEntry =
       text: string | null;
       toolCalls: ToolCall[];
       finishReason: string;
-      tokens: number;
+      tokens: { input: number; output: number };
       outcome?: OutcomeWords;
     }
   | {
@@ -124,7 +124,7 @@ export function transcriptOf(events: readonly RunEvent[]): TranscriptEntry[] {
           text: turn.data.message.text ?? null,
           toolCalls: turn.data.tool_calls,
           finishReason: turn.data.finish_reason,
-          tokens: turn.data.usage.input_tokens + turn.data.usage.output_tokens,
+          tokens: { input: turn.data.usage.input_tokens, output: turn.data.usage.output_tokens },
           ...(outcome !== undefined ? { outcome } : {}),
         });
         break;

@@ -1,5 +1,6 @@
 /** Small wording helpers the views share: short digests, counted nouns, an empty plan, times. Pure. */
 import { CONTROL_REASON_WORDS } from '../../../lib/client/reason-words.ts';
+import { AGENT_LOOP_PATH } from '../../../lib/reducers/paths.ts';
 
 /** A digest without its algorithm prefix (`sha256:rfc8785:ab12…` → `ab12…`), cut to `n` characters. */
 export function shortDigest(value: string, n = 12): string {
@@ -26,7 +27,60 @@ export function noPlanText(hasReducer: boolean): string {
  * What a reducer is, where the run page first names it (the header's Reducer fact) and in the
  * timeline's reducer rows. docs/concepts.md.
  */
-export const REDUCER_HINT = 'The reducer: the code that decides each next step of the run (the agent loop).';
+export const REDUCER_HINT = 'The reducer: the code that decides each next step of the run.';
+
+/**
+ * The words beside the reducer's path in the header: what a reducer does, and, only for the
+ * built-in agent loop (AGENT_LOOP_PATH), that it is that loop; a Starlark or other published
+ * reducer is its author's own code.
+ */
+export function reducerGloss(functionPath: string): string {
+  const what = 'the code that decides each next step of the run';
+  return functionPath === AGENT_LOOP_PATH ? `${what}: the built-in agent loop` : what;
+}
+
+/**
+ * The title of the header's environment badge (config.json's `environment`): `local` is the
+ * local stack (`npm start`, lib/local/stack-parts.ts), another name the deployment's own.
+ */
+export function environmentHint(environment: string): string {
+  return environment === 'local'
+    ? 'local: this console talks to the local stack started with npm start on this machine, not to a deployment on AWS.'
+    : `${environment}: the name of the deployment this console talks to (its environment).`;
+}
+
+/** `21 in / 23 out tokens`: a model turn's or a run's tokens, the way the usage line writes them. */
+export function tokensText(input: number, output: number): string {
+  return `${input.toLocaleString('en-US')} in / ${plural(output, 'out token')}`;
+}
+
+/**
+ * What the reducer's artifact hash is, beside it in the header (ReducerBinding.artifact_hash;
+ * docs/guides/upgrading-a-reducer.md): the sha256 of the code published at the reducer's path,
+ * pinned when the run started.
+ */
+export const ARTIFACT_HASH_HINT =
+  "The artifact hash: the SHA-256 of the reducer's code as published at its path, pinned when the " +
+  'run started. The run keeps running this code even if newer code is published at the path.';
+
+/**
+ * The note on the agent loop's last plan item (lib/reducers/agent-loop/projection.ts, key
+ * `respond`: "Finish the task" or "Reply to the user"): the loop adds it to every plan itself.
+ */
+export const RESPOND_ITEM_NOTE =
+  "the agent loop's own last step, on every run's plan: the model's final answer (not an item of your input)";
+
+/**
+ * The note of a plan item, '' for most: the agent loop's `respond` item says the loop added it
+ * (RESPOND_ITEM_NOTE); another reducer's items are its own.
+ */
+export function planItemNote(key: string, agentLoop: boolean): string {
+  return agentLoop && key === 'respond' ? RESPOND_ITEM_NOTE : '';
+}
+
+/** The title of the run page's Transcript link, the one section link that opens another page. */
+export const TRANSCRIPT_LINK_HINT =
+  "Opens the run's transcript on its own page: the conversation, message by message (Back returns here).";
 
 /** A pause or stop reason for people: a control's default read out (the CLI's words too), else `_` read as spaces. */
 export function reasonText(reason: string): string {

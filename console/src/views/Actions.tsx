@@ -26,6 +26,7 @@ import {
   approvalKindText,
   approvalWhy,
   digestHint,
+  REASON_HINT,
   TOOL_SUMMARY_HINT,
 } from '../model/request-words.ts';
 import { APPROVAL_PAUSED, expiryWhat } from '../model/run-words.ts';
@@ -238,7 +239,15 @@ function ApprovalCard(props: {
         </p>
       ) : null}
       <label htmlFor={`${ids}-reason`}>Reason (optional)</label>
-      <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} />
+      <input
+        id={`${ids}-reason`}
+        aria-describedby={`${ids}-reason-hint`}
+        value={reason}
+        onChange={(e) => setReason(e.target.value)}
+      />
+      <span id={`${ids}-reason-hint`} className="muted hint block" data-testid="reason-hint">
+        {REASON_HINT}
+      </span>
       <div className="buttons">
         <button
           type="button"

@@ -29,6 +29,8 @@ export default function PastView(props: {
   lastSeq: number;
   /** The run has a reducer (server-driven): what an empty plan then means. */
   hasReducer: boolean;
+  /** The run's reducer is the built-in agent loop (its own last plan item says so). */
+  agentLoop?: boolean;
   /** The run's own operation for each of the model's call ids (model/call-ops.ts). */
   operations?: ReadonlyMap<string, string>;
   onTravel: (seq: number | null) => void;
@@ -72,7 +74,12 @@ export default function PastView(props: {
         </p>
       ) : null}
       {past !== undefined ? (
-        <PastBody past={past} hasReducer={props.hasReducer} operations={props.operations} />
+        <PastBody
+          past={past}
+          hasReducer={props.hasReducer}
+          agentLoop={props.agentLoop === true}
+          operations={props.operations}
+        />
       ) : null}
     </section>
   );
@@ -81,10 +88,12 @@ export default function PastView(props: {
 function PastBody({
   past,
   hasReducer,
+  agentLoop,
   operations,
 }: {
   past: Past;
   hasReducer: boolean;
+  agentLoop: boolean;
   operations: ReadonlyMap<string, string> | undefined;
 }) {
   return (
@@ -161,6 +170,7 @@ function PastBody({
         <ProjectionList
           projection={past.projection}
           empty={noPlanText(hasReducer)}
+          agentLoop={agentLoop}
           {...(operations !== undefined ? { operations } : {})}
         />
       )}

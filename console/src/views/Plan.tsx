@@ -4,19 +4,21 @@
  * (RunPage) and as it stood at a seq (PastView). docs/contracts/reducer.md, "Projection".
  */
 import type { Projection } from '../../../lib/contracts/index.ts';
-import { noPlanText, planItemDetail, planStatusText, planSummaryText } from '../model/words.ts';
+import { noPlanText, planItemDetail, planItemNote, planStatusText, planSummaryText } from '../model/words.ts';
 import { ModelCallId, StatusBadge } from './common.tsx';
 
 /**
  * The projection's summary and items; `empty` when it is null or has no items. `operations`: the
  * run's own operation for each of the model's call ids (model/call-ops.ts), shown as a tool
- * call item's id, the model's id folded beside it.
+ * call item's id, the model's id folded beside it. `agentLoop`: the run's reducer is the
+ * built-in agent loop, whose own last item (`respond`) says so (planItemNote).
  */
 export function ProjectionList(props: {
   projection: Projection | null;
   empty: string;
   status?: string;
   operations?: ReadonlyMap<string, string>;
+  agentLoop?: boolean;
 }) {
   const { projection, empty, operations } = props;
   if (projection === null || projection.items.length === 0) return <p className="muted">{empty}</p>;
@@ -38,6 +40,7 @@ export function ProjectionList(props: {
       <ol className="plan">
         {projection.items.map((item) => {
           const detail = planItemDetail(item.title, item.detail, (id) => operations?.get(id));
+          const note = planItemNote(item.key, props.agentLoop === true);
           return (
             <li key={item.key} data-key={item.key}>
               <StatusBadge status={item.status} /> <span>{item.title}</span>
@@ -45,6 +48,12 @@ export function ProjectionList(props: {
                 <span className="muted" data-testid="plan-detail">
                   {' · '}
                   {detail.text}
+                </span>
+              ) : null}
+              {note !== '' ? (
+                <span className="muted" data-testid="plan-note">
+                  {' · '}
+                  {note}
                 </span>
               ) : null}
               {detail.modelCallId !== undefined ? (
@@ -64,6 +73,7 @@ export function Plan(props: {
   hasReducer: boolean;
   status: string;
   operations?: ReadonlyMap<string, string>;
+  agentLoop?: boolean;
 }) {
   return (
     <section className="card" id="plan" aria-labelledby="plan-title">
@@ -72,6 +82,7 @@ export function Plan(props: {
         projection={props.projection}
         empty={noPlanText(props.hasReducer)}
         status={props.status}
+        agentLoop={props.agentLoop === true}
         {...(props.operations !== undefined ? { operations: props.operations } : {})}
       />
     </section>

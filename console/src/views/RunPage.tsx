@@ -11,6 +11,7 @@ import { lazy, type ReactNode, Suspense, useCallback, useId, useRef, useState } 
 import { Link, useLocation, useSearch } from 'wouter';
 import { isTerminalStatus, type PublicRunRecord, type RunEvent } from '../../../lib/contracts/index.ts';
 import { DEFAULT_TIMINGS } from '../../../lib/contracts/timings.ts';
+import { AGENT_LOOP_PATH } from '../../../lib/reducers/paths.ts';
 import { useApi } from '../api.tsx';
 import { useRunEvents } from '../live/use-run-events.ts';
 import { useRunMode } from '../live/use-run-mode.ts';
@@ -19,8 +20,8 @@ import {
   budgetPauseLimit,
   formatAmount,
   formatUsd,
-  MODEL_CALLS_HINT,
   MODEL_TURNS_HINT,
+  modelCallsHint,
   pausedLine,
 } from '../model/budgets.ts';
 import { callOperations } from '../model/call-ops.ts';
@@ -39,7 +40,18 @@ import {
   USAGE_HINTS,
 } from '../model/run-words.ts';
 import { travelSearch, travelSeq } from '../model/time-travel.ts';
-import { plural, REDUCER_HINT, reasonText, SEQ_HINT, seqHint, shortId } from '../model/words.ts';
+import {
+  ARTIFACT_HASH_HINT,
+  plural,
+  REDUCER_HINT,
+  reasonText,
+  reducerGloss,
+  SEQ_HINT,
+  seqHint,
+  shortId,
+  TRANSCRIPT_LINK_HINT,
+  tokensText,
+} from '../model/words.ts';
 import { OpenRequests, RunControls, useControls } from './Actions.tsx';
 import { Digest, errorText, Json, StatusBadge, stamp, Time, useNow } from './common.tsx';
 import { Plan } from './Plan.tsx';
@@ -99,7 +111,13 @@ export function RunPage({ runId }: { runId: string }) {
       <nav aria-label="Run sections" className="section-nav">
         <a href="#plan">Plan</a> <a href="#usage">Usage</a> <a href="#events">Events</a>{' '}
         <a href="#checkpoints">Checkpoints</a> <a href="#children">Child runs</a>{' '}
-        <Link href={`/runs/${encodeURIComponent(runId)}/transcript`}>Transcript</Link>
+        <Link
+          href={`/runs/${encodeURIComponent(runId)}/transcript`}
+          title={TRANSCRIPT_LINK_HINT}
+          data-testid="transcript-link"
+        >
+          Transcript ↗
+        </Link>
         <TravelForm lastSeq={record.last_seq} atSeq={atSeq} onTravel={travel} />
       </nav>
       <div className="run-grid">
@@ -112,6 +130,7 @@ export function RunPage({ runId }: { runId: string }) {
                 hasReducer={record.reducer !== null}
                 status={record.status}
                 operations={callOperations(feed.events, record)}
+                agentLoop={record.reducer?.function_path === AGENT_LOOP_PATH}
               />
             </>
           ) : (
@@ -121,6 +140,7 @@ export function RunPage({ runId }: { runId: string }) {
                 seq={atSeq}
                 lastSeq={record.last_seq}
                 hasReducer={record.reducer !== null}
+                agentLoop={record.reducer?.function_path === AGENT_LOOP_PATH}
                 operations={callOperations(feed.events, record)}
                 onTravel={travel}
               />
@@ -306,13 +326,16 @@ function RunHeader({ run, stopReason }: { run: PublicRunRecord; stopReason?: str
                 {run.reducer.handler !== undefined ? `#${run.reducer.handler}` : ''}
               </span>{' '}
               <span className="muted" data-testid="reducer-gloss">
-                ({REDUCER_HINT.replace(/^The reducer: /, '').replace(/\.$/, '')})
+                ({reducerGloss(run.reducer.function_path)})
               </span>
               {run.reducer.artifact_hash !== undefined ? (
                 <>
-                  {' · version '}
+                  {' · '}
+                  <span title={ARTIFACT_HASH_HINT} data-testid="artifact-hash-label">
+                    artifact hash
+                  </span>{' '}
                   <Digest full={run.reducer.artifact_hash} />{' '}
-                  <span className="muted">(its code's hash, fixed when the run started)</span>
+                  <span className="muted">(its code's SHA-256, pinned when the run started)</span>
                 </>
               ) : (
                 <span className="muted"> (its version is pinned at its first call)</span>
@@ -386,9 +409,9 @@ function Usage({ run }: { run: PublicRunRecord }) {
     <section className="card" id="usage" aria-labelledby={`${ids}-u`}>
       <h2 id={`${ids}-u`}>Usage and budgets</h2>
       <p className="muted" data-testid="usage-line">
-        <span title={MODEL_CALLS_HINT}>{plural(u.model_calls, 'model call')}</span> ·{' '}
+        <span title={modelCallsHint(run.reducer !== null)}>{plural(u.model_calls, 'model call')}</span> ·{' '}
         <span title={USAGE_HINTS.toolCalls}>{plural(u.tool_calls, 'tool call')}</span> ·{' '}
-        {u.input_tokens.toLocaleString('en-US')} in / {plural(u.output_tokens, 'out token')}
+        {tokensText(u.input_tokens, u.output_tokens)}
       </p>
       <CostLine cost={u.cost} />
       <p className="muted" data-testid="on-exceeded">

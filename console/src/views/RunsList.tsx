@@ -12,7 +12,14 @@ import { Link, useLocation, useSearch } from 'wouter';
 import { RUN_STATUSES } from '../../../lib/contracts/index.ts';
 import { useApi } from '../api.tsx';
 import { useLiveRuns } from '../live/use-live-runs.ts';
-import { LIST_HINTS, needsYouText, shownText, statusNoteText } from '../model/list-words.ts';
+import {
+  LIST_HINTS,
+  needsYouText,
+  outcomeText,
+  shownText,
+  statusNoteText,
+  turnText,
+} from '../model/list-words.ts';
 import {
   fetchListingPage,
   filtersFromQuery,
@@ -206,6 +213,12 @@ export function RunsList() {
                   </td>
                   <td data-label="Status">
                     <StatusBadge status={run.status} />
+                    {outcomeText(run) !== '' ? (
+                      <span className="status-note" data-testid="status-outcome">
+                        {' · '}
+                        {outcomeText(run)}
+                      </span>
+                    ) : null}
                     {statusNoteText(run) !== '' ? (
                       <span className="muted status-note" data-testid="status-note">
                         {' '}
@@ -223,7 +236,9 @@ export function RunsList() {
                   <td data-label="Updated">
                     <Time ms={run.updated_at} now={now} compact />
                   </td>
-                  <td data-label="Model turns">{run.turn}</td>
+                  <td data-label="Model turns" title={run.turn === 0 ? LIST_HINTS.turn : undefined}>
+                    {turnText(run.turn)}
+                  </td>
                   <td data-label="Needs you">{needsYouText(run.open_requests)}</td>
                 </tr>
               );

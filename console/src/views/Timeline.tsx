@@ -21,12 +21,14 @@ import {
 import {
   describeEvent,
   EVENT_KIND_GROUPS,
+  type EventTone,
   EVENT_KIND_HINTS,
   eventHeadline,
   eventTone,
   isQuietEvent,
   kindFilterHint,
   matchesKindFilter,
+  TONE_WORDS,
 } from '../model/events.ts';
 import { ROWS_STEP } from '../model/paging.ts';
 import { clock, Json, stamp } from './common.tsx';
@@ -63,11 +65,13 @@ const EventRow = memo(function EventRow(props: {
   freeNow: boolean;
   /** The run had ended before this event. */
   afterEnd: boolean;
+  /** For a reducer's answer, the event it answered, when loaded. */
+  answered: RunEvent | undefined;
   onTravel: (seq: number) => void;
 }) {
   const { event, then } = props;
   const [open, setOpen] = useState(false);
-  const desc = describeEvent(event, props.freeNow, props.afterEnd);
+  const desc = describeEvent(event, props.freeNow, props.afterEnd, props.answered);
   return (
     <li
       id={`event-${event.seq}`}
@@ -119,6 +123,20 @@ const EventRow = memo(function EventRow(props: {
   );
 });
 
+/** What the coloured bar at each row's left edge means (TONE_WORDS), one swatch per tone. */
+function ToneLegend() {
+  return (
+    <p className="muted tone-legend" data-testid="tone-legend">
+      Bar colours:{' '}
+      {(Object.entries(TONE_WORDS) as [EventTone, string][]).map(([tone, words]) => (
+        <span key={tone} className={`legend-item tone-${tone}`}>
+          {words}
+        </span>
+      ))}
+    </p>
+  );
+}
+
 const TRANSPORT_WORDS: Record<Transport, string> = {
   websocket: 'WebSocket',
   sse: 'server-sent events',
@@ -162,6 +180,8 @@ export function Timeline(props: {
     (seq, e) => (ENDS.has(e.kind) && (seq === 0 || e.seq < seq) ? e.seq : seq),
     0,
   );
+  // The event each reducer answer answered (its data's event_seq), to word an answer with no new steps.
+  const bySeq = new Map(props.events.map((e) => [e.seq, e]));
   const [kind, setKind] = useState<string>('');
   const [rows, setRows] = useState(ROWS_STEP);
   const matching = (kind === '' ? props.events : props.events.filter((e) => matchesKindFilter(e, kind)))
@@ -225,6 +245,7 @@ export function Timeline(props: {
           {kindFilterHint(kind)}
         </p>
       ) : null}
+      <ToneLegend />
       <ol className="timeline" aria-label="Events, newest first" reversed>
         {shown.map((e) => (
           <EventRow
@@ -233,6 +254,7 @@ export function Timeline(props: {
             then={thenOf(e.seq, props.atSeq)}
             freeNow={e.seq === lastTakeover}
             afterEnd={endSeq > 0 && e.seq > endSeq}
+            answered={e.kind === 'reducer_answered' ? bySeq.get(Number(e.data.event_seq)) : undefined}
             onTravel={props.onTravel}
           />
         ))}

@@ -18,7 +18,7 @@ import {
   transcriptOf,
 } from '../model/transcript.ts';
 import { Digest, errorText, Json, ModelCallId, StatusBadge } from './common.tsx';
-import { shortId } from '../model/words.ts';
+import { shortId, tokensText } from '../model/words.ts';
 
 export function TranscriptPage({ runId }: { runId: string }) {
   const { client } = useApi();
@@ -81,7 +81,7 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           <p className="who">
             {entry.outcome !== undefined ? 'Model (run by the client)' : 'Model'}{' '}
             <span className="muted">
-              · {entry.tokens} tokens
+              · {tokensText(entry.tokens.input, entry.tokens.output)}
               {entry.outcome === undefined ? (
                 <span title={`Why the turn ended (the provider's finish reason: ${entry.finishReason}).`}>
                   {' '}

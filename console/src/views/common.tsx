@@ -1,6 +1,7 @@
 /** Small pieces shared by the views: status badges, times, JSON blocks, a ticking clock. */
 import { useEffect, useState } from 'react';
 import type { ProjectionItemStatus, RunStatus } from '../../../lib/contracts/index.ts';
+import { digestAlgText } from '../model/request-words.ts';
 import { MODEL_CALL_ID_LABEL, modelCallIdHint, shortDigest, shortId, stamp } from '../model/words.ts';
 
 export function StatusBadge({ status }: { status: RunStatus | ProjectionItemStatus | string }) {
@@ -107,7 +108,8 @@ export function short(hash: string, n = 12): string {
 
 /**
  * A digest shown short (no `sha256:rfc8785:` prefix, the first 12 characters) with a button
- * that shows the full value, selectable for copying. `full` is what the button reveals.
+ * that shows the full value, selectable for copying, and what its prefix means (digestAlgText).
+ * `full` is what the button reveals.
  */
 export function Digest({ full, testId }: { full: string; testId?: string }) {
   const [open, setOpen] = useState(false);
@@ -126,6 +128,11 @@ export function Digest({ full, testId }: { full: string; testId?: string }) {
         >
           {full}
         </code>
+      ) : null}
+      {open && digestAlgText(full) !== undefined ? (
+        <span className="block muted" data-testid={testId !== undefined ? `${testId}-alg` : undefined}>
+          {digestAlgText(full)}
+        </span>
       ) : null}
     </span>
   );
