@@ -111,6 +111,20 @@ describe('HTTP API error mapping', () => {
     }
   });
 
+  it('answers 401 unauthenticated saying how to send a token and where the local stack prints one', async () => {
+    const { app } = fakeApp(async () => ({}));
+    for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
+      const response = await app.request('/runs/r1', { headers });
+      expect(response.status).toBe(401);
+      const body = (await response.json()) as { code: string; message: string };
+      expect(body.code).toBe('unauthenticated');
+      expect(body.message).toBe(
+        'missing or invalid credentials: send Authorization: Bearer <token>; ' +
+          'on the local stack `npx agent-runs token --sub NAME` prints one',
+      );
+    }
+  });
+
   it('adds the X-Control-Capability header to the caller', async () => {
     const { app, callers } = fakeApp(async () => {
       throw new EngineError('run_not_found', 'gone');
