@@ -271,4 +271,31 @@ describe('validation messages', () => {
     expect(validationFailed('json', [issue([])]).message).toBe('invalid request: the body: too small');
     expect(validationFailed('json', []).message).toBe('invalid request: the body');
   });
+
+  it("name an unknown field's documented neighbour where there is one, and only there", () => {
+    const unknown = (path: string[], keys: string[]) => ({
+      code: 'unrecognized_keys',
+      path,
+      keys,
+      message: '',
+    });
+    const text = validationFailed('json', [unknown(['result'], ['text'])]);
+    expect(text.message).toBe(
+      'invalid request: field result.text: unknown field "text"; ' +
+        "a model turn's text goes in result.message.text",
+    );
+    expect(text.details.issues).toEqual([
+      {
+        path: 'result.text',
+        code: 'unrecognized_key',
+        message: 'unknown field "text"; a model turn\'s text goes in result.message.text',
+      },
+    ]);
+    expect(validationFailed('json', [unknown(['result'], ['input_tokens'])]).message).toMatch(
+      /; token counts go in result\.usage/,
+    );
+    expect(validationFailed('json', [unknown([], ['text'])]).message).toBe(
+      'invalid request: field text: unknown field "text"',
+    );
+  });
 });
