@@ -9,6 +9,7 @@ import type { ControlOptions, Delivery } from '../../lib/client/shapes.ts';
 import type { ControlAck, SteerWhenBusy } from '../../lib/contracts/index.ts';
 import { STEER_WHEN_BUSY } from '../../lib/contracts/names.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
+import { digestToQuote, isFullDigest, requestIdOf } from './request-ref.ts';
 
 const isWhenBusy = (v: string): v is SteerWhenBusy => (STEER_WHEN_BUSY as readonly string[]).includes(v);
 
@@ -25,6 +26,10 @@ function common(opts: CommonOptions): ControlOptions {
     ...(opts.controlId !== undefined ? { control_id: opts.controlId } : {}),
     ...(opts.capability !== undefined ? { capability: opts.capability } : {}),
   };
+}
+
+function capabilityOf(opts: CommonOptions): { capability?: string } {
+  return opts.capability !== undefined ? { capability: opts.capability } : {};
 }
 
 function withCommon(cmd: Command): Command {
@@ -114,11 +119,11 @@ export const controlsCommand: CommandModule = {
 
     withCommon(program.command('approve <run> <request_id>'))
       .description(
-        "decide an open approval; --digest must quote the request's subject.digest (as `runs get --json` shows it under open_requests; `runs get` prints the whole line to paste)",
+        "decide an open approval (request_id RUN/req/N, or req/N); --digest quotes the request's subject.digest, whole or its first 12+ hex characters as `events` shows them (read from the run and sent whole; one that does not match sends nothing); `runs get` prints the whole line to paste",
       )
       .requiredOption(
         '--digest <digest>',
-        "the request's subject.digest (`runs get` shows it as `digest ...`)",
+        "the request's subject.digest, or its first 12+ hex characters (`runs get` shows it as `digest ...`)",
       )
       .option('--reject', 'reject instead of approve')
       .option('--reason <text>', 'why')
@@ -129,7 +134,18 @@ export const controlsCommand: CommandModule = {
           opts: CommonOptions & { digest: string; reject?: boolean; reason?: string },
           cmd: Command,
         ) => {
-          const ack = await ctx.client(cmd).approve(runId, requestId, opts.digest, {
+          const id = requestIdOf(runId, requestId, ctx.cli);
+          const client = ctx.client(cmd);
+          const digest = isFullDigest(opts.digest)
+            ? opts.digest
+            : digestToQuote(
+                runId,
+                id,
+                opts.digest,
+                (await client.getRun(runId, capabilityOf(opts))).open_requests,
+                ctx.cli,
+              );
+          const ack = await client.approve(runId, id, digest, {
             ...common(opts),
             decision: opts.reject === true ? 'rejected' : 'approved',
             ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
@@ -140,12 +156,11 @@ export const controlsCommand: CommandModule = {
 
     withCommon(program.command('answer <run> <request_id> <value>'))
       .description(
-        'answer a question the run asked (an open input request); value is JSON, @file, or a plain string',
+        'answer a question the run asked (an open input request, RUN/req/N or req/N); value is JSON, @file, or a plain string',
       )
       .action(async (runId: string, requestId: string, value: string, opts: CommonOptions, cmd: Command) => {
-        const ack = await ctx
-          .client(cmd)
-          .answer(runId, requestId, parseJsonArg('value', value, true), common(opts));
+        const id = requestIdOf(runId, requestId, ctx.cli);
+        const ack = await ctx.client(cmd).answer(runId, id, parseJsonArg('value', value, true), common(opts));
         await report(ctx, cmd, ack);
       });
 

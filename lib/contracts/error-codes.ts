@@ -50,7 +50,8 @@ export const ERROR_CODES = {
     status: 401,
     source: 'http',
     meaning: 'no credentials, or credentials that do not authenticate',
-    action: 'send a valid Authorization: Bearer token',
+    action:
+      'send a valid Authorization: Bearer token; on the local stack `npx agent-runs token --sub NAME` prints one',
   },
   unauthorized: {
     status: 403,

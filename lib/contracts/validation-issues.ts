@@ -14,7 +14,21 @@ export interface ValidationIssue {
   message: string;
 }
 
-/** Flattens zod issues (or the engine's copy of them) into {path, code, message}. */
+/**
+ * Unknown fields that have a documented near neighbour, by dotted path: what the message adds.
+ * The model turn result is the client-driven guide's (docs/guides/client-driven.md).
+ */
+const UNKNOWN_FIELD_HINTS: Readonly<Record<string, string>> = {
+  'result.text': "a model turn's text goes in result.message.text",
+  'result.content': "a model turn's text goes in result.message.text",
+  'result.input_tokens': 'token counts go in result.usage (input_tokens, output_tokens)',
+  'result.output_tokens': 'token counts go in result.usage (input_tokens, output_tokens)',
+};
+
+/**
+ * Flattens zod issues (or the engine's copy of them) into {path, code, message}. An unknown
+ * field is named by its own path, with a hint where UNKNOWN_FIELD_HINTS knows its neighbour.
+ */
 export function validationIssues(
   issues: readonly z.core.$ZodIssue[] | readonly unknown[],
 ): ValidationIssue[] {
@@ -23,11 +37,15 @@ export function validationIssues(
     const path = (issue.path ?? []).map((p) => String(p));
     // An unknown field (a typo such as budget_incrase) is named by its own path.
     if (issue.code === 'unrecognized_keys' && Array.isArray(issue.keys) && issue.keys.length > 0) {
-      return issue.keys.map((key) => ({
-        path: [...path, String(key)].join('.'),
-        code: 'unrecognized_key',
-        message: `unknown field ${JSON.stringify(String(key))}`,
-      }));
+      return issue.keys.map((key) => {
+        const at = [...path, String(key)].join('.');
+        const hint = UNKNOWN_FIELD_HINTS[at];
+        return {
+          path: at,
+          code: 'unrecognized_key',
+          message: `unknown field ${JSON.stringify(String(key))}${hint === undefined ? '' : `; ${hint}`}`,
+        };
+      });
     }
     // A custom rule's own code (e.g. too_large) rather than zod's `custom`.
     const own = issue.code === 'custom' ? (issue as { params?: { code?: unknown } }).params?.code : undefined;

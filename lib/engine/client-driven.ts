@@ -92,6 +92,14 @@ function parse<T>(
   return parsed.data;
 }
 
+/** What a `no_operation` refusal adds: the op_id of the operation in flight, or that there is none. */
+function inFlight(record: RunRecord): string {
+  const op = record.operation;
+  return op !== null && op.started_at !== null
+    ? `the operation in flight is ${op.op_id}`
+    : 'no operation is in flight';
+}
+
 /** The EngineError of a core refusal; `fenced_out` carries the turn outcome reason code. */
 function refusal(record: RunRecord, code: string, message: string): EngineError {
   const where = { run_id: record.run_id, status: record.status, epoch: record.epoch };
@@ -106,6 +114,15 @@ function refusal(record: RunRecord, code: string, message: string): EngineError 
     case 'not_client_driven':
     case 'run_terminal':
       return new EngineError(code, message, where);
+    case 'no_operation':
+      return new EngineError(
+        'invalid_state',
+        `${message} (${inFlight(record)}; op ids read {run_id}/op/{n})`,
+        {
+          ...where,
+          reason: code,
+        },
+      );
     default:
       return new EngineError('invalid_state', message, { ...where, reason: code });
   }

@@ -82,6 +82,10 @@ export function installErrorHandling(
   });
 }
 
+/** Where a caller without credentials gets a token: the 401's message says it. */
+const TOKEN_HINT =
+  'send Authorization: Bearer <token>; on the local stack `npx agent-runs token --sub NAME` prints one';
+
 /** Authentication on every route but the public ones (401 without credentials), and the body limits. */
 export function installAuthAndLimits(
   app: HttpApp,
@@ -94,7 +98,7 @@ export function installAuthAndLimits(
     if (caller === null) {
       throw new HttpError(
         'unauthenticated',
-        'missing or invalid credentials',
+        `missing or invalid credentials: ${TOKEN_HINT}`,
         {},
         {
           headers: { 'WWW-Authenticate': 'Bearer' },

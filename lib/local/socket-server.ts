@@ -9,8 +9,9 @@
  * that received no client frame for `idleMs` (10 min there) and any connection after
  * `maxConnectionMs` (2 h there), with code 1001 and reason `idle_timeout` or
  * `max_connection_duration` (API Gateway's own reason text may differ: a client must treat any
- * close as "reconnect and subscribe from the last seq held"). Refused upgrades answer the
- * $connect status (401, 429). docs/guides/local-stack.md, "How it stands in for AWS".
+ * close as "reconnect and subscribe from the last seq held"), and a client frame over API
+ * Gateway's 128 KB with 1009. Refused upgrades answer the $connect status (401, 429).
+ * docs/guides/local-stack.md, "How it stands in for AWS".
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -48,6 +49,14 @@ function statusOf(result: unknown): number {
 
 /** The close code of a connection the server ends for idleness or age (API Gateway's "going away"). */
 export const GOING_AWAY_CLOSE = 1001;
+
+/**
+ * The largest client frame the server reads (bytes): API Gateway's WebSocket message quota
+ * (128 KB). A larger frame closes its connection with 1009 (message too big), so a client that
+ * works here does not send what AWS would refuse, and one connection cannot make the local
+ * stack buffer `ws`'s default 100 MiB.
+ */
+export const API_GATEWAY_MAX_MESSAGE_BYTES = 128 * 1024;
 
 const REFUSED_TEXT: Record<number, string> = {
   401: 'Unauthorized',
@@ -150,7 +159,7 @@ export async function startSocketServer(options: SocketServerOptions = {}): Prom
   const undelivered = new Set<string>();
   let handler: SocketHandler | null = null;
   const sockets = new Map<string, WebSocket>();
-  const wss = new WebSocketServer({ noServer: true });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: API_GATEWAY_MAX_MESSAGE_BYTES });
   const server = createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain' });
     res.end('this endpoint speaks WebSocket');

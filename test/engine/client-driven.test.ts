@@ -121,6 +121,27 @@ describe('client-driven runs', () => {
     expect(await t.engine.stepRun(runId)).toMatchObject({ kind: 'nothing_to_do' });
   });
 
+  it('refuses an outcome naming another op_id with invalid_state that names the operation in flight', async () => {
+    const { t, runId, client } = await setup();
+    const { lease } = await client.takeLease(runId, { owner: 'a' }, alice);
+    const fence = { owner: 'a', epoch: lease.epoch };
+    const result = { kind: 'model_turn_completed', usage: { input_tokens: 1, output_tokens: 1 } };
+    const none = await refusal(client.reportOutcome(runId, { fence, op_id: 'op/1', result }, alice));
+    expect(none.code).toBe('invalid_state');
+    expect(none.details.reason).toBe('no_operation');
+    expect(none.message).toBe(
+      'op/1 is not the operation in flight (no operation is in flight; op ids read {run_id}/op/{n})',
+    );
+    const opId = (await client.beginOperation(runId, { fence, kind: 'model_turn' }, alice)).operation?.op_id;
+    expect(opId).toBe(`${runId}/op/1`);
+    const before = await t.engine.getRun(runId, alice);
+    const wrong = await refusal(client.reportOutcome(runId, { fence, op_id: 'op/1', result }, alice));
+    expect(wrong.message).toBe(
+      `op/1 is not the operation in flight (the operation in flight is ${opId}; op ids read {run_id}/op/{n})`,
+    );
+    expect((await t.engine.getRun(runId, alice)).last_seq).toBe(before.last_seq);
+  });
+
   it('refuses a second client while the lease is held, and fences the first out once the second took it after expiry', async () => {
     const { t, runId, client } = await setup();
     const a = (await client.takeLease(runId, { owner: 'a', ttl_ms: 5_000 }, alice)).lease;

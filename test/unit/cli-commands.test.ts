@@ -530,13 +530,14 @@ describe('@file for every JSON option', () => {
 });
 
 describe('agent-runs controls', () => {
-  it('approve quotes the digest, generates a control id, and prints the ack', async () => {
-    const r = await cli(['approve', 'run_1', 'run_1/req/1', '--digest', 'abc']);
+  it('approve quotes a whole digest as given, generates a control id, and prints the ack', async () => {
+    const r = await cli(['approve', 'run_1', 'run_1/req/1', '--digest', 'd'.repeat(64)]);
+    expect(r.sent).toHaveLength(1);
     expect(r.sent[0]).toMatchObject({ method: 'POST', path: '/runs/run_1/controls' });
     expect(r.sent[0]?.body).toEqual({
       command: 'approve',
       request_id: 'run_1/req/1',
-      subject_digest: 'abc',
+      subject_digest: 'd'.repeat(64),
       decision: 'approved',
       control_id: expect.stringMatching(UUID),
     });
@@ -547,8 +548,84 @@ describe('agent-runs controls', () => {
     const missing = await cli(['approve', 'run_1', 'req']);
     expect(missing.code).toBe(1);
     expect(missing.err).toContain("required option '--digest <digest>' not specified");
-    const rejected = await cli(['approve', 'run_1', 'req', '--digest', 'd', '--reject', '--reason', 'no']);
+    const rejected = await cli([
+      'approve',
+      'run_1',
+      'run_1/req/1',
+      '--digest',
+      'd'.repeat(64),
+      '--reject',
+      '--reason',
+      'no',
+    ]);
     expect(rejected.sent[0]?.body).toMatchObject({ decision: 'rejected', reason: 'no' });
+  });
+
+  it("approve expands req/N and the short digest `events` prints to the open request's id and digest", async () => {
+    const digest = `322c09e8d649${'a'.repeat(52)}`;
+    const run = waitingRun();
+    const approval = {
+      ...run.open_requests[0],
+      subject: { kind: 'plan', digest, digest_alg: 'sha256', summary: 's' },
+    };
+    const withDigest = { ...run, open_requests: [approval] } as RunRecord;
+    for (const given of ['322c09e8d649', '322c09e8d649…', `sha256:rfc8785:322c09e8d649aaaa`]) {
+      for (const reject of [[], ['--reject']]) {
+        const r = await cli(['approve', 'run_1', 'req/1', '--digest', given, ...reject], (sent) =>
+          sent.method === 'GET' ? [200, withDigest] : [200, { ack: 'applied', seq: 5 }],
+        );
+        expect(r.sent.map((s) => `${s.method} ${s.path}`)).toEqual([
+          'GET /runs/run_1',
+          'POST /runs/run_1/controls',
+        ]);
+        expect(r.sent[1]?.body).toMatchObject({
+          command: 'approve',
+          request_id: 'run_1/req/1',
+          subject_digest: digest,
+          decision: reject.length > 0 ? 'rejected' : 'approved',
+        });
+        expect(r.code).toBe(0);
+      }
+    }
+  });
+
+  it("approve with a digest that is not the request's sends nothing and says how its digest begins", async () => {
+    const digest = `322c09e8d649${'a'.repeat(52)}`;
+    const run = waitingRun();
+    const approval = {
+      ...run.open_requests[0],
+      subject: { kind: 'plan', digest, digest_alg: 'sha256', summary: 's' },
+    };
+    const withDigest = { ...run, open_requests: [approval] } as RunRecord;
+    const answer = (): [number, unknown] => [200, withDigest];
+    const wrong = await cli(['approve', 'run_1', 'run_1/req/1', '--digest', '0123456789ab'], answer);
+    expect(wrong.sent.map((s) => s.method)).toEqual(['GET']);
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toBe(
+      'error: the digest 0123456789ab does not match request run_1/req/1 (its digest begins 322c09e8d649); ' +
+        'use the full digest from `agent-runs runs get run_1`',
+    );
+    const short = await cli(['approve', 'run_1', 'req/1', '--digest', '322c09'], answer);
+    expect(short.sent.map((s) => s.method)).toEqual(['GET']);
+    expect(short.err).toContain('a prefix needs at least 12 hex characters');
+    const closed = await cli(['approve', 'run_1', 'req/2', '--digest', '322c09e8d649'], answer);
+    expect(closed.sent.map((s) => s.method)).toEqual(['GET']);
+    expect(closed.err).toBe(
+      'error: request run_1/req/2 is not open on run run_1 (open: run_1/req/1); ' +
+        '`agent-runs runs get run_1` shows what the run waits for',
+    );
+  });
+
+  it("approve and answer refuse a request id that is not the run's, sending nothing", async () => {
+    for (const args of [
+      ['approve', 'run_1', 'run_2/req/1', '--digest', 'd'.repeat(64)],
+      ['approve', 'run_1', '1', '--digest', 'd'.repeat(64)],
+      ['answer', 'run_1', 'req_2', 'yes'],
+    ]) {
+      const r = await cli(args);
+      expect(r).toMatchObject({ code: 1, sent: [] });
+      expect(r.err).toMatch(/is not a request of run run_1: request ids read run_1\/req\/N \(or req\/N\)/);
+    }
   });
 
   it('resume sends budget_increase and accept_reducer_change; a bad JSON option sends nothing', async () => {
@@ -573,10 +650,10 @@ describe('agent-runs controls', () => {
     const steer = await cli(['steer', 'run_1', 'look again', '--control-id', 'c-1', '--capability', 'cap']);
     expect(steer.sent[0]?.body).toEqual({ command: 'steer', input: 'look again', control_id: 'c-1' });
     expect(steer.sent[0]?.headers['x-control-capability']).toBe('cap');
-    const answer = await cli(['answer', 'run_1', 'req_2', '{"flight":"HAT001"}']);
+    const answer = await cli(['answer', 'run_1', 'req/2', '{"flight":"HAT001"}']);
     expect(answer.sent[0]?.body).toMatchObject({
       command: 'provide_input',
-      request_id: 'req_2',
+      request_id: 'run_1/req/2',
       value: { flight: 'HAT001' },
     });
     const stop = await cli(['stop', 'run_1', '--reason', 'done']);

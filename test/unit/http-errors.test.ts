@@ -111,6 +111,20 @@ describe('HTTP API error mapping', () => {
     }
   });
 
+  it('answers 401 unauthenticated saying how to send a token and where the local stack prints one', async () => {
+    const { app } = fakeApp(async () => ({}));
+    for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
+      const response = await app.request('/runs/r1', { headers });
+      expect(response.status).toBe(401);
+      const body = (await response.json()) as { code: string; message: string };
+      expect(body.code).toBe('unauthenticated');
+      expect(body.message).toBe(
+        'missing or invalid credentials: send Authorization: Bearer <token>; ' +
+          'on the local stack `npx agent-runs token --sub NAME` prints one',
+      );
+    }
+  });
+
   it('adds the X-Control-Capability header to the caller', async () => {
     const { app, callers } = fakeApp(async () => {
       throw new EngineError('run_not_found', 'gone');
@@ -256,5 +270,32 @@ describe('validation messages', () => {
     );
     expect(validationFailed('json', [issue([])]).message).toBe('invalid request: the body: too small');
     expect(validationFailed('json', []).message).toBe('invalid request: the body');
+  });
+
+  it("name an unknown field's documented neighbour where there is one, and only there", () => {
+    const unknown = (path: string[], keys: string[]) => ({
+      code: 'unrecognized_keys',
+      path,
+      keys,
+      message: '',
+    });
+    const text = validationFailed('json', [unknown(['result'], ['text'])]);
+    expect(text.message).toBe(
+      'invalid request: field result.text: unknown field "text"; ' +
+        "a model turn's text goes in result.message.text",
+    );
+    expect(text.details.issues).toEqual([
+      {
+        path: 'result.text',
+        code: 'unrecognized_key',
+        message: 'unknown field "text"; a model turn\'s text goes in result.message.text',
+      },
+    ]);
+    expect(validationFailed('json', [unknown(['result'], ['input_tokens'])]).message).toMatch(
+      /; token counts go in result\.usage/,
+    );
+    expect(validationFailed('json', [unknown([], ['text'])]).message).toBe(
+      'invalid request: field text: unknown field "text"',
+    );
   });
 });

@@ -23,6 +23,7 @@ import { identityOfToken } from '../../lib/local/identity.ts';
 import { type LocalIssuer, loadOrCreateIssuer } from '../../lib/local/issuer.ts';
 import { withExpiryTimers } from '../../lib/local/socket-expiry.ts';
 import {
+  API_GATEWAY_MAX_MESSAGE_BYTES,
   type SocketServer,
   type SocketServerOptions,
   startSocketServer,
@@ -158,6 +159,29 @@ describe('the local live socket, as API Gateway bounds it', { timeout: 15_000 },
     expect(another.readyState).toBe(WebSocket.OPEN);
     bystander.close();
     another.close();
+  });
+
+  it("closes with 1009 a connection whose frame is over API Gateway's 128 KB, and serves a subscribe", async () => {
+    const server = await serve({}, 2);
+    const token = await issuer.sign({ sub: 'alice', ttlSeconds: 600 });
+    const open = async () => {
+      const ws = new WebSocket(`${server.url}/?token=${encodeURIComponent(token)}`);
+      ws.on('error', () => {});
+      await new Promise((resolve) => ws.once('open', resolve));
+      return ws;
+    };
+    const large = await open();
+    const closed = new Promise<number>((resolve) => large.on('close', (code) => resolve(code)));
+    const padding = 'x'.repeat(API_GATEWAY_MAX_MESSAGE_BYTES);
+    large.send(JSON.stringify({ action: 'subscribe', run_id: RUN, after: 0, padding }));
+    expect(await closed).toBe(1009);
+
+    const normal = await open();
+    const received: LiveServerMessage[] = [];
+    normal.on('message', (data) => received.push(JSON.parse(String(data))));
+    normal.send(JSON.stringify({ action: 'subscribe', run_id: RUN, after: 0 }));
+    await expect.poll(() => received.map((m) => m.type)).toEqual(['subscribed', 'event', 'event']);
+    normal.close();
   });
 
   it("keeps open a socket whose token's exp lies beyond setTimeout's reach (about 24.8 days)", async () => {
