@@ -92,14 +92,6 @@ function parse<T>(
   return parsed.data;
 }
 
-/** What a `no_operation` refusal adds: the op_id of the operation in flight, or that there is none. */
-function inFlight(record: RunRecord): string {
-  const op = record.operation;
-  return op !== null && op.started_at !== null
-    ? `the operation in flight is ${op.op_id}`
-    : 'no operation is in flight';
-}
-
 /** The EngineError of a core refusal; `fenced_out` carries the turn outcome reason code. */
 function refusal(record: RunRecord, code: string, message: string): EngineError {
   const where = { run_id: record.run_id, status: record.status, epoch: record.epoch };
@@ -114,25 +106,20 @@ function refusal(record: RunRecord, code: string, message: string): EngineError 
     case 'not_client_driven':
     case 'run_terminal':
       return new EngineError(code, message, where);
-    case 'no_operation':
-      return new EngineError(
-        'invalid_state',
-        `${message} (${inFlight(record)}; op ids read {run_id}/op/{n})`,
-        {
-          ...where,
-          reason: code,
-        },
-      );
+    case 'no_operation': {
+      const op = record.operation?.started_at != null ? record.operation.op_id : null;
+      const hint = op === null ? 'no operation is in flight' : `the operation in flight is ${op}`;
+      const text = `${message} (${hint}; op ids read {run_id}/op/{n})`;
+      return new EngineError('invalid_state', text, { ...where, reason: code });
+    }
     default:
       return new EngineError('invalid_state', message, { ...where, reason: code });
   }
 }
 
 /** What a fenced write decides on the record read: core's transition, and the control it acks. */
-type Decide = (
-  record: RunRecord,
-  now: number,
-) => { transition: TransitionResult; controlKey?: string; digest?: string };
+type Decided = { transition: TransitionResult; controlKey?: string; digest?: string };
+type Decide = (record: RunRecord, now: number) => Decided;
 type Answer<T> = (stored: RunRecord, transition: Extract<TransitionResult, { ok: true }>) => T;
 
 /**
