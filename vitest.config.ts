@@ -6,8 +6,6 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Every incremental run-record parse is compared with a whole one (lib/contracts/run-parse.ts).
-    env: { AGENT_RUNS_SEAL_CHECK: '1' },
     projects: [
       {
         extends: true,
