@@ -120,3 +120,29 @@ export function cleanId(max: number) {
     .max(max)
     .superRefine((text, ctx) => refuseUnsafeIdChars(ctx, [], text));
 }
+
+/** Letters of the scripts whose letters pass for Latin ones (Cyrillic а, Greek ο, Armenian ս, Cherokee Ꭺ). */
+const LATIN_LOOK_ALIKE = /[\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Armenian}\p{Script=Cherokee}]/u;
+const LATIN_LETTER = /\p{Script=Latin}/u;
+
+/**
+ * Refuses a workspace name that can pass for another (issue code `look_alike_workspace`): one
+ * with whitespace at either end or beside a `:` (` user:alice`, `user :alice`), or one mixing
+ * Latin letters with letters of a script that looks Latin (`usеr:alice` with a Cyrillic е).
+ * Names in one script, Latin with accents or any other, are kept.
+ */
+export function refuseLookAlikeWorkspace(ctx: z.RefinementCtx, path: string[], workspace: string): void {
+  const reason =
+    workspace.trim() !== workspace || /\s:|:\s/u.test(workspace)
+      ? 'has whitespace at an end or beside a ":"'
+      : LATIN_LETTER.test(workspace) && LATIN_LOOK_ALIKE.test(workspace)
+        ? 'mixes Latin letters with Cyrillic, Greek, Armenian or Cherokee ones that look like them'
+        : null;
+  if (reason === null) return;
+  ctx.addIssue({
+    code: 'custom',
+    path,
+    params: { code: 'look_alike_workspace' },
+    message: `the workspace ${reason}, so it could pass for another: write it in one script, without that whitespace`,
+  });
+}

@@ -7,7 +7,7 @@
  * the reducer and tool-result contracts accept null and read it as absent.
  */
 import { z } from 'zod';
-import { refuseUnsafeIdChars } from './clean-text.ts';
+import { refuseLookAlikeWorkspace, refuseUnsafeIdChars } from './clean-text.ts';
 
 /**
  * An optional field that also accepts `null`: absent, `undefined` and `null` all decode as
@@ -116,7 +116,8 @@ export const MAX_SUBJECT_NODE_ID_CHARS = 256;
  * (an unknown key is a typo, never silently kept); `workspace` 1..256, `path` 1..1024, `node_id`
  * at most 256 characters (a longer one is refused `too_big`, so a run's events and notifications stay
  * small enough to deliver); none holds a control character or an invisible one (a format
- * character, Unicode Cf, or a line or paragraph separator) (`control_character`, clean-text.ts). Each refusal is 400
+ * character, Unicode Cf, or a line or paragraph separator) (`control_character`, clean-text.ts),
+ * and the workspace cannot pass for another (`look_alike_workspace`). Each refusal is 400
  * validation_failed naming the field.
  */
 export const CallerSubject = z
@@ -127,6 +128,7 @@ export const CallerSubject = z
   })
   .superRefine((subject, ctx) => {
     refuseUnsafeIdChars(ctx, ['workspace'], subject.workspace);
+    refuseLookAlikeWorkspace(ctx, ['workspace'], subject.workspace);
     refuseUnsafeIdChars(ctx, ['path'], subject.path);
     refuseUnsafeIdChars(ctx, ['node_id'], subject.node_id ?? undefined);
   });

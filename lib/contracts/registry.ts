@@ -9,7 +9,7 @@
  * docs/contracts/run-lifecycle.md ("Subject, principal and admission": as_agent).
  */
 import { z } from 'zod';
-import { cleanId } from './clean-text.ts';
+import { cleanId, refuseLookAlikeWorkspace } from './clean-text.ts';
 import { Count, JsonObject } from './common.ts';
 import { REGISTRY_KINDS } from './names.ts';
 import { Principal } from './run.ts';
@@ -161,7 +161,7 @@ export const WorkspaceGrant = z.strictObject({
   workspace: Name.refine(
     (w) => w.slice(0, OWN_WORKSPACE_PREFIX.length).toLowerCase() !== OWN_WORKSPACE_PREFIX,
     `a ${OWN_WORKSPACE_PREFIX}{id} workspace (in any case) is its user's own or nobody's and cannot be granted`,
-  ),
+  ).superRefine((w, ctx) => refuseLookAlikeWorkspace(ctx, [], w)),
   description: z.string().max(4000).optional(),
   users: Names.default([]),
   groups: Names.default([]),

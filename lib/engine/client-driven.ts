@@ -11,7 +11,6 @@
  */
 import {
   BeginOperationInput,
-  ClientOperationResult,
   CompleteRunInput,
   FailRunInput,
   FenceBody,
@@ -44,9 +43,9 @@ import {
   type TransitionResult,
   takeClientSteers,
 } from '../core/run-machine.ts';
-import { normalizeToolResult } from '../core/tool-result-validation.ts';
 import { turnOutcomeResult } from '../core/turn-outcome.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
+import { parse, resultOf } from './client-results.ts';
 import { afterEnd, commitOf, type EngineContext } from './deps.ts';
 import { resumeKeyClaims } from './early-results.ts';
 import { EngineError } from './errors.ts';
@@ -79,19 +78,6 @@ function leaseOf(record: RunRecord): LeaseGrant | null {
   return record.lease === null ? null : { ...record.lease, epoch: record.epoch };
 }
 
-function parse<T>(
-  schema: {
-    safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: unknown[] } };
-  },
-  raw: unknown,
-  what: string,
-): T {
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success)
-    throw new EngineError('validation_failed', `invalid ${what}`, { issues: parsed.error.issues });
-  return parsed.data;
-}
-
 /** The EngineError of a core refusal; `fenced_out` carries the turn outcome reason code. */
 function refusal(record: RunRecord, code: string, message: string): EngineError {
   const where = { run_id: record.run_id, status: record.status, epoch: record.epoch };
@@ -116,6 +102,9 @@ function refusal(record: RunRecord, code: string, message: string): EngineError 
       return new EngineError('invalid_state', message, { ...where, reason: code });
   }
 }
+
+/** Rounds a fenced write takes over a held resume key: held, early taken, gone, held by the winner. */
+const KEY_ROUNDS = 4;
 
 /** What a fenced write decides on the record read: core's transition, and the control it acks. */
 type Decided = { transition: TransitionResult; controlKey?: string; digest?: string };
@@ -150,10 +139,17 @@ async function fencedWrite<T>(
     try {
       return await fencedCommit(ctx, runId, caller, fence, withEarly, answer);
     } catch (err) {
-      if (!(err instanceof CommitRejected && err.code === 'resume_key_held') || round >= 2) throw err;
+      // Another run took the early result first: recompute without it (then its key is theirs).
+      if (err instanceof CommitRejected && err.code === 'early_result_gone' && round < KEY_ROUNDS) {
+        early = [];
+        continue;
+      }
+      if (!(err instanceof CommitRejected && err.code === 'resume_key_held') || round >= KEY_ROUNDS)
+        throw err;
       const { moves, inUse } = await resumeKeyClaims(ctx, opened);
       if (inUse !== undefined) {
-        const message = "another principal's run waits on or used the resume key";
+        const message =
+          'another run waits on or used the resume key (it belongs to the principal whose run waited first)';
         throw new EngineError('resume_key_in_use', message, { run_id: runId, resume_key: inUse });
       }
       early = moves;
@@ -383,25 +379,6 @@ export async function beginOperation(
       operation: stored.operation !== null && stored.operation.started_at !== null ? stored.operation : null,
     }),
   );
-}
-
-/** The core result of a reported `result`; a tool answer goes through the one normalizer. */
-function resultOf(raw: unknown, opId: string): OperationResult {
-  const result = parse(ClientOperationResult, raw, 'result');
-  if (result.kind !== 'tool_result') return result as OperationResult;
-  const { envelope, refusal: refused } = normalizeToolResult(result.envelope, opId);
-  if (refused !== undefined) {
-    throw new EngineError('validation_failed', `invalid result: ${refused.message}`, {
-      issues: [
-        {
-          path: ['result', 'envelope', ...(refused.path === '' ? [] : refused.path.split('.'))],
-          code: refused.code,
-          message: refused.message,
-        },
-      ],
-    });
-  }
-  return { kind: 'tool_result', envelope };
 }
 
 /** Where a turn outcome's ref is remembered, so that a repeated one is recognized. */

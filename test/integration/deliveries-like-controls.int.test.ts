@@ -321,4 +321,45 @@ describe('a resume key belongs to the principal whose run waits on it', () => {
     );
     expect((await runtime.store.getRun(run.runId))?.open_requests).toEqual([]);
   });
+
+  it('answers runs racing for one early result: one takes it, the other is refused 409, never a 500', async () => {
+    for (let round = 0; round < 3; round += 1) {
+      const key = `race:${randomUUID()}`;
+      const held = await call(
+        'ops',
+        'POST',
+        `/results/${encodeURIComponent(key)}?delivery_id=r1`,
+        succeeded('early'),
+      );
+      expect(held.status, held.text).toBe(202);
+      const runs = [await clientToolCall('alice'), await clientToolCall('bob')];
+
+      const parked = await Promise.all(runs.map((run) => run.parkOn(key)));
+
+      expect(parked.map((p) => p.status).sort(), JSON.stringify(parked.map((p) => p.json))).toEqual([
+        200, 409,
+      ]);
+      expect(parked.find((p) => p.status === 409)?.json.code).toBe('resume_key_in_use');
+    }
+  });
+
+  it("refuses a client's wait on the runtime's own keys and on a key no delivery could name, writing nothing", async () => {
+    const run = await clientToolCall('alice');
+    const before = await runtime.store.getRun(run.runId);
+    for (const [key, code] of [
+      [`child:${randomUUID()}`, 'reserved_resume_key'],
+      [`callback:${run.runId}/op/9`, 'reserved_resume_key'],
+      ['shared:key\u200b', 'invalid_resume_key'],
+    ] as const) {
+      const parked = await run.parkOn(key);
+      expect(parked.status, parked.text).toBe(400);
+      expect(parked.json).toMatchObject({
+        code: 'validation_failed',
+        details: { issues: [expect.objectContaining({ code, path: 'result.envelope.resume_key' })] },
+      });
+    }
+    expect((await runtime.store.getRun(run.runId))?.version).toBe(before?.version);
+    // Its own operation's callback key is the client's to wait on, as wait_for_callback does.
+    expect((await run.parkOn(`callback:${run.runId}/op/1`)).status).toBe(200);
+  });
 });

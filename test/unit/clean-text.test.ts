@@ -7,6 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { cleanId, firstUnsafeIdChar } from '../../lib/contracts/clean-text.ts';
+import { CallerSubject } from '../../lib/contracts/common.ts';
+import { WorkspaceGrant } from '../../lib/contracts/registry.ts';
 
 describe('identifier characters', () => {
   it('refuses every invisible format character and separator, naming it and its index', () => {
@@ -56,5 +58,34 @@ describe('identifier characters', () => {
     }
     // The index is in UTF-16 units, as JavaScript strings count, after an astral character.
     expect(firstUnsafeIdChar('🚀\u200b')).toMatchObject({ index: 2 });
+  });
+
+  it('refuses a workspace that can pass for another, in a subject and in a grant, and keeps one-script names', () => {
+    const subject = (workspace: string) => CallerSubject.safeParse({ workspace, path: '/p' });
+    const grant = (workspace: string) => WorkspaceGrant.safeParse({ workspace, users: ['bob'] });
+    for (const look of [
+      ' user:alice',
+      'user:alice ',
+      'user :alice',
+      'user: alice',
+      'us\u0435r:alice',
+      'team-\u03bfps',
+    ]) {
+      expect(subject(look).error?.issues[0], look).toMatchObject({
+        path: ['workspace'],
+        params: { code: 'look_alike_workspace' },
+      });
+      expect(grant(look).success, look).toBe(false);
+    }
+    for (const fine of [
+      'user:alice',
+      'demo',
+      '\u00e9quipe:ventes',
+      '\u043a\u043e\u043c\u0430\u043d\u0434\u0430',
+      'team a',
+    ]) {
+      expect(subject(fine).success, fine).toBe(true);
+      if (!fine.startsWith('user:')) expect(grant(fine).success, fine).toBe(true);
+    }
   });
 });
