@@ -9,7 +9,7 @@ import type { ControlOptions, Delivery } from '../../lib/client/shapes.ts';
 import type { ControlAck, SteerWhenBusy } from '../../lib/contracts/index.ts';
 import { STEER_WHEN_BUSY } from '../../lib/contracts/names.ts';
 import { type CliContext, CliError, type CommandModule, parseJsonArg } from './context.ts';
-import { digestToQuote, isFullDigest, requestIdOf } from './request-ref.ts';
+import { bareDigest, digestToQuote, isFullDigest, requestIdOf } from './request-ref.ts';
 
 const isWhenBusy = (v: string): v is SteerWhenBusy => (STEER_WHEN_BUSY as readonly string[]).includes(v);
 
@@ -137,7 +137,7 @@ export const controlsCommand: CommandModule = {
           const id = requestIdOf(runId, requestId, ctx.cli);
           const client = ctx.client(cmd);
           const digest = isFullDigest(opts.digest)
-            ? opts.digest
+            ? bareDigest(opts.digest)
             : digestToQuote(
                 runId,
                 id,

@@ -13,18 +13,18 @@ import { CliError } from './context.ts';
 /** The fewest hex characters a digest prefix must have: the short form `events` prints. */
 export const MIN_DIGEST_PREFIX_CHARS = 12;
 
-/** A whole sha256 digest, bare or after `sha256:` / `sha256:rfc8785:`: sent as given. */
+/** A whole sha256 digest, bare or after `sha256:` / `sha256:rfc8785:`: sent as its bare hex. */
 const FULL_DIGEST = /^(?:sha256:(?:rfc8785:)?)?[0-9a-f]{64}$/;
 
 /** The hex of a digest without its algorithm prefix and a trailing `…` (or `...`) of the short form. */
-function bareDigest(digest: string): string {
+export function bareDigest(digest: string): string {
   return digest
     .replace(/^sha256:(?:rfc8785:)?/, '')
     .replace(/(?:…|\.\.\.)$/, '')
     .toLowerCase();
 }
 
-/** Whether `digest` is whole, so that it goes to the API as given (a stale one is the API's to refuse). */
+/** Whether `digest` is whole, so that it goes to the API as its bare hex (a stale one is the API's to refuse). */
 export function isFullDigest(digest: string): boolean {
   return FULL_DIGEST.test(digest);
 }

@@ -559,6 +559,15 @@ describe('agent-runs controls', () => {
       'no',
     ]);
     expect(rejected.sent[0]?.body).toMatchObject({ decision: 'rejected', reason: 'no' });
+    // The whole digest as the console's "show full" writes it goes out as the API's bare hex.
+    const prefixed = await cli([
+      'approve',
+      'run_1',
+      'run_1/req/1',
+      '--digest',
+      `sha256:rfc8785:${'d'.repeat(64)}`,
+    ]);
+    expect(prefixed.sent[0]?.body).toMatchObject({ subject_digest: 'd'.repeat(64) });
   });
 
   it("approve expands req/N and the short digest `events` prints to the open request's id and digest", async () => {

@@ -46,6 +46,7 @@ describe('an expanded event', () => {
     expect(hints).toEqual([
       EVENT_TERM_HINTS.effect_id,
       EVENT_TERM_HINTS.state_rev,
+      EVENT_TERM_HINTS.event_seq,
       EVENT_TERM_HINTS.legacy,
       EVENT_TERM_HINTS.envelope,
     ]);

@@ -171,4 +171,21 @@ describe('a run waiting for approval', () => {
   it('says the reason goes with either answer', () => {
     expect(REASON_HINT).toContain('Approve or Reject');
   });
+
+  it('words a refused control in plain words first, its code after, as the console guide promises', () => {
+    const refused = {
+      seq: 4,
+      kind: 'control_rejected',
+      at: T0,
+      data: { command: 'approve', reason: 'digest_mismatch' },
+    } as RunEvent;
+    const text = describeEvent(refused);
+    expect(text.startsWith('approve refused: what you approved is not what the run asks now')).toBe(true);
+    expect(text.endsWith('(digest_mismatch)')).toBe(true);
+    const unknown = describeEvent({
+      ...refused,
+      data: { command: 'stop', reason: 'some_new_reason' },
+    } as RunEvent);
+    expect(unknown).toBe('stop refused: some new reason');
+  });
 });

@@ -68,6 +68,12 @@ const REASONS: Record<string, string> = {
   invalid_state: 'the run is not in a state that allows this',
 };
 
+/** A control refusal's reason in plain words, its code after in parentheses. */
+export function refusalWords(reason: string): string {
+  const words = REASONS[reason];
+  return words === undefined ? reason.replaceAll('_', ' ') : `${words} (${reason})`;
+}
+
 /** What the user is told about an ack: a tone and one sentence. */
 export function describeAck(command: string, ack: ControlAck): { tone: 'good' | 'bad'; text: string } {
   switch (ack.ack) {

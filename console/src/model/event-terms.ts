@@ -14,6 +14,9 @@ export const EVENT_TERM_HINTS = {
   effect_id:
     'effect: one thing the reducer (or, on a client-driven run, the client) asked for: call a tool, ask a person, ... A reducer names it state_rev:i (the i-th thing it asked for at that revision, from 0); a client, client:N (its operation no. N).',
   state_rev: "state_rev: the revision of the reducer's state; it goes up by one each time the state changes.",
+  event_seq: 'event_seq: the event the reducer answered, by its number (#N) in this log.',
+  digest_alg:
+    "digest_alg: how the request's digest was made: sha256:rfc8785 is SHA-256 of the request's canonical JSON (RFC 8785).",
   manifest: 'manifest: what the model was shown this turn (which events and items went into its context).',
   legacy:
     'legacy: true: the tool did not answer in the standard result shape, so the runtime wrapped it; its writes and evidence are not checked.',
@@ -30,6 +33,8 @@ const JSON_TERMS: readonly Term[] = [
   'call_id',
   'effect_id',
   'state_rev',
+  'event_seq',
+  'digest_alg',
   'manifest',
   'legacy',
   'resume_key',
@@ -68,7 +73,7 @@ export const GATE_HINTS = {
  * contains `/op/`): the scripted model's ids do.
  */
 export const SCRIPTED_CALL_ID_NOTE =
-  "The scripted model names its calls after the model turn's operation that asked (scripted-run_…/op/3), so the two can look alike.";
+  "The scripted model names its calls after the model turn's operation that asked (for example, a call asked in run_…/op/3 is named scripted-run_…/op/3), so the two can look alike.";
 
 /** The call_id line for `callId`: the scripted model's note only when the id looks like an operation's. */
 export function callIdTermHint(callId: string | undefined): string {

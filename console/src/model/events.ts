@@ -13,6 +13,7 @@ import {
   RunEventKind,
   ToolResultData,
 } from '../../../lib/contracts/index.ts';
+import { refusalWords } from './controls.ts';
 import { REDUCER_HINT, reasonText, shortId, tokensText } from './words.ts';
 
 /** How a kind is shown: a tone for its marker. */
@@ -147,7 +148,7 @@ export function describeEvent(
     case 'steer_consumed':
       return brief(d.input);
     case 'control_rejected':
-      return `${str(d.command) ?? ''} rejected: ${str(d.reason) ?? ''}`;
+      return `${str(d.command) ?? ''} refused: ${refusalWords(str(d.reason) ?? '')}`;
     case 'stop_requested':
     case 'stopped':
     case 'pause_requested':

@@ -125,7 +125,7 @@ const MODEL_CALL_ID_BASE =
   "by that name. It is not the run's own id for the call: that is the operation (run_…/op/N).";
 const SCRIPTED_NOTE =
   "The scripted model names its calls after the model turn's operation that asked " +
-  '(scripted-run_…/op/3 for a call asked in op/3), so the two can look alike.';
+  '(for example, a call asked in run_…/op/3 is named scripted-run_…/op/3), so the two can look alike.';
 
 /** What the model's id for a call is, and why it may look like an operation id. */
 export const MODEL_CALL_ID_HINT = `${MODEL_CALL_ID_BASE} ${SCRIPTED_NOTE}`;
