@@ -47,7 +47,7 @@ import { turnOutcomeResult } from '../core/turn-outcome.ts';
 import { type Decision, readDecideCommit } from './commit-loop.ts';
 import { parse, resultOf } from './client-results.ts';
 import { afterEnd, commitOf, type EngineContext } from './deps.ts';
-import { resumeKeyClaims } from './early-results.ts';
+import { KEY_IN_USE, resumeKeyClaims } from './early-results.ts';
 import { EngineError } from './errors.ts';
 import { CommitRejected } from './ports.ts';
 import { readRun, runView } from './reads.ts';
@@ -147,11 +147,11 @@ async function fencedWrite<T>(
       if (!(err instanceof CommitRejected && err.code === 'resume_key_held') || round >= KEY_ROUNDS)
         throw err;
       const { moves, inUse } = await resumeKeyClaims(ctx, opened);
-      if (inUse !== undefined) {
-        const message =
-          'another run waits on or used the resume key (it belongs to the principal whose run waited first)';
-        throw new EngineError('resume_key_in_use', message, { run_id: runId, resume_key: inUse });
-      }
+      if (inUse !== undefined)
+        throw new EngineError('resume_key_in_use', `${KEY_IN_USE} ${JSON.stringify(inUse)}`, {
+          run_id: runId,
+          resume_key: inUse,
+        });
       early = moves;
     }
   }

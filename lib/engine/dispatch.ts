@@ -10,6 +10,7 @@ import type { ModelTurnInput, Operation, RunRecord, ToolResultEnvelope } from '.
 import { treeUsed } from '../core/budgets.ts';
 import { storedManifest } from '../core/context-compiler.ts';
 import { isDelegateMessage, isDelegation, type OperationResult } from '../core/run-machine.ts';
+import { envelopeOf } from '../core/tool-result-validation.ts';
 import { noteModelCall, traceOperation } from '../telemetry/otel.ts';
 import { compileTurnContext, executeCompaction, type OperationReads } from './compaction.ts';
 import type { EngineContext } from './deps.ts';
@@ -46,22 +47,16 @@ export function deniedEnvelope(
   safer?: { tool: string; args?: Record<string, unknown> },
 ): ToolResultEnvelope {
   const tool = op.effect.kind === 'call_tool' ? op.effect.tool : op.kind;
-  return {
-    envelope: 'raisin.tool-result/1',
+  return envelopeOf('failed', undefined, {
     operation_id: op.op_id,
-    status: 'failed',
     error_class: 'permission_denied',
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
     diagnostics: [{ code, severity: 'error', message: `the policy denied ${tool}` }],
     suggested_next_actions:
       safer === undefined
         ? []
         : [{ action: safer.tool, ...(safer.args !== undefined ? { args: safer.args } : {}), reason: code }],
     retry_policy: { retryable: false },
-  };
+  });
 }
 
 /** What the worker does around an operation's requests. */

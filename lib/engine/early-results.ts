@@ -1,7 +1,7 @@
 /**
  * Results that arrived before their wait was recorded: held by their resume_key (see
- * deliveries.ts), and applied by the step worker in the wait's own commit when that commit is
- * refused `early_result_held`. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
+ * deliveries.ts), and applied in the wait's own commit (step worker and client-driven writes
+ * alike) when that commit is refused `resume_key_held`. docs/contracts/run-lifecycle.md, "Operations" (waiting with a
  * resume_key): no wake-up is lost.
  */
 import {
@@ -11,7 +11,7 @@ import {
   type ToolResultEnvelope,
 } from '../contracts/index.ts';
 import { deliverResult, heldBodyDigest, type TransitionResult } from '../core/run-machine.ts';
-import { normalizeToolResult } from '../core/tool-result-validation.ts';
+import { envelopeOf, normalizeToolResult } from '../core/tool-result-validation.ts';
 import type { EngineDeps } from './deps.ts';
 
 /**
@@ -62,26 +62,19 @@ export async function resumeKeyClaims(
  * not retryable, diagnostic `resume_key_in_use`. The reducer decides what to do (another key).
  */
 export function keyInUseEnvelope(operationId: string, key: string): ToolResultEnvelope {
-  return {
-    envelope: 'raisin.tool-result/1',
+  return envelopeOf('failed', undefined, {
     operation_id: operationId,
-    status: 'failed',
     error_class: 'conflict',
-    reads: [],
-    writes: [],
-    artifact_refs: [],
-    evidence: [],
     diagnostics: [
-      {
-        code: 'resume_key_in_use',
-        severity: 'error',
-        message: `another principal's run waits on or used the resume key ${JSON.stringify(key)}: wait on another key`,
-      },
+      { code: 'resume_key_in_use', severity: 'error', message: `${KEY_IN_USE} ${JSON.stringify(key)}` },
     ],
-    suggested_next_actions: [],
     retry_policy: { retryable: false },
-  };
+  });
 }
+
+/** Why a wait on a key is refused, for a tool's failed result and a client's 409 alike. */
+export const KEY_IN_USE =
+  'another run waits on or used the resume key (it belongs to the principal whose run waited first): wait on another key:';
 
 /** The children whose waits a commit's events closed without their result (request_closed). */
 export function detachedChildren(before: RunRecord, events: RunEvent[]): string[] {

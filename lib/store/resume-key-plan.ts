@@ -71,7 +71,7 @@ export function eventIndexWrites(events: RunEvent[], record: RunRecord): Planned
   });
   const writes: PlannedWrite[] = [];
   // A key belongs to the principal whose run waits on it, and stays theirs while used.
-  const principalKey = principalKeyOf(record.principal);
+  const principalKey = uses.size === 0 ? '' : principalKeyOf(record.principal);
   for (const [key, { opened, delivered }] of uses) {
     const k = { pk: resumeKeyPk(key), sk: 'K', principal_key: principalKey };
     if (delivered === undefined) {
